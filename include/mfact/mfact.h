@@ -1,0 +1,307 @@
+/*
+ * mfact: matrix factorization on NVIDIA GPUs, and on the CPU where no GPU is present.
+ *
+ * This is the one public header. It is plain C99 and needs no CUDA header: CUDA streams
+ * and device pointers cross the interface as `void *`.
+ *
+ * Conventions that hold for every function below
+ * ----------------------------------------------
+ * - Every function that can fail returns an `mf_status`. On failure the message of the
+ *   failure is `mf_ctx_last_error(ctx)`, and the caller's output buffers are left untouched
+ *   (an output handle pointer keeps the value it had).
+ * - The library never prints, never exits, never aborts. Diagnostics go to the optional log
+ *   callback of the context.
+ * - Indices are `int32_t` row/column ids; counts of nonzeros and offsets are `int64_t`;
+ *   values are `float`. Dense matrices are row-major with an explicit leading dimension.
+ * - A context is used by one thread at a time. Separate contexts are independent.
+ * - Option structs start with `size_t struct_size` and are filled by their `*_init()`
+ *   function. The library reads only the fields that fit in `struct_size`, so a program
+ *   compiled against an older header keeps working when fields are added at the end.
+ *
+ * Stability
+ * ---------
+ * Everything in this header outside the section marked EXPERIMENTAL is stable: within one
+ * major version (the SONAME, `libmfact.so.<major>`) no function is removed or changes its
+ * signature, no enum value is renumbered, and option structs only grow at the end.
+ */
+#ifndef MFACT_H
+#define MFACT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------- */
+/* Version and export macros                                                            */
+/* ------------------------------------------------------------------------------------- */
+
+#define MF_VERSION_MAJOR 0
+#define MF_VERSION_MINOR 1
+#define MF_VERSION_PATCH 0
+/* One number that orders versions: 10000 * major + 100 * minor + patch. */
+#define MF_VERSION_NUMBER (MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH)
+
+#if defined(MFACT_BUILDING_LIBRARY) && defined(__GNUC__)
+#define MF_API __attribute__((visibility("default")))
+#else
+#define MF_API
+#endif
+
+/* The version of the library linked at run time, as MF_VERSION_NUMBER computes it. */
+MF_API unsigned mf_version(void);
+/* The same as "major.minor.patch". Static storage; never NULL. */
+MF_API const char *mf_version_string(void);
+/* A one-line description of how the library was built: version, CUDA toolkit and
+ * architectures (or "cuda off"), OpenMP. Static storage; never NULL. */
+MF_API const char *mf_build_info(void);
+
+/* ------------------------------------------------------------------------------------- */
+/* Status codes                                                                         */
+/* ------------------------------------------------------------------------------------- */
+
+/* Values are part of the ABI: never renumbered, only added to. */
+typedef enum mf_status {
+    MF_OK = 0,
+    MF_ERR_INVALID_ARGUMENT = 1, /* a NULL pointer, a size out of range, a bad option      */
+    MF_ERR_INVALID_DATA = 2,     /* input data that breaks a rule: index out of range, NaN  */
+    MF_ERR_OUT_OF_MEMORY = 3,    /* host or device allocation failed, or the context limit */
+    MF_ERR_NO_DEVICE = 4,        /* CUDA asked for, but no usable device (or built without) */
+    MF_ERR_UNSUPPORTED = 5,      /* valid request this build or backend cannot do          */
+    MF_ERR_CUDA = 6,             /* a CUDA runtime or library call failed                  */
+    MF_ERR_IO = 7,               /* a file could not be opened or read                     */
+    MF_ERR_CANCELLED = 8,        /* a progress callback asked to stop                      */
+    MF_ERR_NUMERIC = 9,          /* the computation broke down (NaN, non-SPD system, ...)  */
+    MF_ERR_INTERNAL = 10         /* a bug in mfact: please report it with the message      */
+} mf_status;
+
+/* A short constant English description of a status ("invalid argument"). Never NULL; an
+ * unknown value gives "unknown status". */
+MF_API const char *mf_status_string(mf_status status);
+
+/* ------------------------------------------------------------------------------------- */
+/* Context                                                                              */
+/* ------------------------------------------------------------------------------------- */
+
+typedef struct mf_ctx mf_ctx; /* opaque */
+
+typedef enum mf_backend {
+    MF_BACKEND_AUTO = 0, /* CUDA when a usable device exists, else CPU */
+    MF_BACKEND_CPU = 1,
+    MF_BACKEND_CUDA = 2
+} mf_backend;
+
+/* Where a caller's array lives. Device arrays are used in place, never copied to the host
+ * unless the operation says so. */
+typedef enum mf_memory { MF_MEMORY_HOST = 0, MF_MEMORY_DEVICE = 1 } mf_memory;
+
+typedef enum mf_log_level {
+    MF_LOG_ERROR = 1,
+    MF_LOG_WARNING = 2,
+    MF_LOG_INFO = 3,
+    MF_LOG_DEBUG = 4
+} mf_log_level;
+
+/* Called by the library, on the thread that called into it, for each message at or below
+ * the context's log level. `message` is valid only during the call. */
+typedef void (*mf_log_fn)(void *user, mf_log_level level, const char *message);
+
+/* Optional device allocator of the host application. `stream` is the context's CUDA
+ * stream (a cudaStream_t). Return NULL when the request cannot be served; mfact then
+ * reports MF_ERR_OUT_OF_MEMORY. `free` receives the size that was allocated. */
+typedef void *(*mf_device_alloc_fn)(void *user, size_t bytes, void *stream);
+typedef void (*mf_device_free_fn)(void *user, void *ptr, size_t bytes, void *stream);
+
+typedef struct mf_ctx_opts {
+    size_t struct_size;              /* sizeof(mf_ctx_opts), set by mf_ctx_opts_init          */
+    mf_backend backend;              /* default MF_BACKEND_AUTO                               */
+    int device;                      /* CUDA device ordinal, default 0                        */
+    size_t device_memory_limit;      /* bytes mfact may hold on the device; 0 = no limit      */
+    int cpu_threads;                 /* OpenMP threads for the CPU backend; 0 = OpenMP default */
+    uint64_t seed;                   /* seed of every random choice the library makes; 0     */
+    mf_log_fn log;                   /* NULL = no logging                                     */
+    void *log_user;                  /* passed to log                                         */
+    mf_log_level log_level;          /* most verbose level passed to log; MF_LOG_WARNING      */
+    mf_device_alloc_fn device_alloc; /* both NULL (mfact's own stream-ordered pool) or   */
+    mf_device_free_fn device_free;   /* both set                                          */
+    void *allocator_user;            /* passed to device_alloc and device_free            */
+} mf_ctx_opts;
+
+/* Fill `opts` with the defaults above, struct_size included. */
+MF_API void mf_ctx_opts_init(mf_ctx_opts *opts);
+
+/* Create a context. `opts` NULL means the defaults. On success *ctx is set; on failure it
+ * is left untouched and the message is mf_ctx_last_error(NULL) on the same thread.
+ * MF_BACKEND_CUDA with no usable device (or a build without CUDA) is MF_ERR_NO_DEVICE. */
+MF_API mf_status mf_ctx_create(mf_ctx **ctx, const mf_ctx_opts *opts);
+
+/* Destroy a context and release its device memory pool. Destroy every mf_sparse made with
+ * it first. NULL is a no-op. */
+MF_API void mf_ctx_destroy(mf_ctx *ctx);
+
+/* The message of the most recent failed call on `ctx` (or "no error"), valid until the next
+ * call on `ctx`. With ctx NULL: the message of the most recent failure on this thread that
+ * had no context to hold it (mf_ctx_create, or a call passed a NULL context). Never NULL. */
+MF_API const char *mf_ctx_last_error(const mf_ctx *ctx);
+
+/* The backend the context resolved to: MF_BACKEND_CPU or MF_BACKEND_CUDA, never AUTO. */
+MF_API mf_backend mf_ctx_backend(const mf_ctx *ctx);
+
+/* Use the caller's CUDA stream (a cudaStream_t) for all work of this context; NULL goes
+ * back to the context's own stream. The previous stream is synchronized first. The caller
+ * keeps ownership of its stream and must not destroy it while the context uses it.
+ * MF_ERR_UNSUPPORTED on a CPU context. */
+MF_API mf_status mf_ctx_set_stream(mf_ctx *ctx, void *cuda_stream);
+/* The stream in use (the context's own unless set); NULL on a CPU context. */
+MF_API void *mf_ctx_stream(const mf_ctx *ctx);
+
+typedef struct mf_device_info {
+    size_t struct_size; /* set by the caller: sizeof(mf_device_info)             */
+    char name[256];     /* "NVIDIA H100 80GB HBM3"; "cpu" on a CPU context        */
+    int device;         /* ordinal, -1 on a CPU context                          */
+    int compute_major, compute_minor;
+    int multiprocessors;
+    size_t total_memory; /* bytes of device memory                                */
+    size_t free_memory;  /* bytes free on the device at the time of the call      */
+    size_t l2_cache_bytes;
+    size_t shared_memory_per_block_optin;
+    int cpu_threads; /* threads the CPU backend uses                          */
+} mf_device_info;
+
+/* Describe the context's device (or the CPU). */
+MF_API mf_status mf_ctx_device_info(mf_ctx *ctx, mf_device_info *info);
+
+/* ------------------------------------------------------------------------------------- */
+/* Device memory                                                                        */
+/* ------------------------------------------------------------------------------------- */
+
+/* Every device allocation mfact makes goes through one manager per context: a
+ * stream-ordered pool (or the caller's hooks), accounted against the context's limit. */
+typedef struct mf_memory_stats {
+    size_t struct_size;          /* set by the caller: sizeof(mf_memory_stats)                 */
+    size_t current_bytes;        /* held by mfact now                                          */
+    size_t peak_bytes;           /* most held at once since creation or mf_ctx_reset_peak_memory */
+    size_t limit_bytes;          /* the context's limit; 0 = none                              */
+    uint64_t allocations;        /* successful allocations so far                              */
+    uint64_t failed_allocations; /* refused by the limit, the pool or the hooks           */
+} mf_memory_stats;
+
+/* All zeros on a CPU context. */
+MF_API mf_status mf_ctx_memory_stats(const mf_ctx *ctx, mf_memory_stats *stats);
+/* Start peak_bytes again from current_bytes. */
+MF_API mf_status mf_ctx_reset_peak_memory(mf_ctx *ctx);
+/* Give memory cached by the pool back to the device (what mfact holds stays). */
+MF_API mf_status mf_ctx_release_cached_memory(mf_ctx *ctx);
+
+/* ------------------------------------------------------------------------------------- */
+/* Sparse matrices                                                                      */
+/* ------------------------------------------------------------------------------------- */
+
+/* An immutable sparse matrix owned by the library, kept as CSR with the columns of each
+ * row sorted ascending and no duplicates. That row-major, column-sorted order is the
+ * "canonical order": per-nonzero results of every algorithm come in it. A matrix may cache
+ * device copies and plans; it belongs to the context that made it and must be destroyed
+ * before that context. Values are optional: a matrix without values is a pattern whose
+ * stored entries are all 1. */
+typedef struct mf_sparse mf_sparse;
+
+typedef enum mf_sparse_flags {
+    MF_SPARSE_DEFAULT = 0,
+    /* Duplicate (row, col) entries are summed (patterns: merged). Without this flag a
+     * duplicate is MF_ERR_INVALID_DATA naming its coordinates. */
+    MF_SPARSE_SUM_DUPLICATES = 1
+} mf_sparse_flags;
+
+/* Build from coordinate arrays of length nnz (0-based). `val` NULL makes a pattern.
+ * rows, cols > 0; nnz >= 0. Indices must lie in range and values be finite: a violation is
+ * MF_ERR_INVALID_DATA naming the offending position. `where` says where the three arrays
+ * live; the matrix keeps its own copy either way. */
+MF_API mf_status mf_sparse_from_coo(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols,
+                                    int64_t nnz, const int32_t *row, const int32_t *col,
+                                    const float *val, mf_memory where, unsigned flags);
+
+/* Build from CSR arrays: row_ptr has rows + 1 entries, starting at 0, non-decreasing, ending
+ * at nnz; columns within a row may come in any order (they are sorted). */
+MF_API mf_status mf_sparse_from_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols,
+                                    int64_t nnz, const int64_t *row_ptr, const int32_t *col,
+                                    const float *val, mf_memory where, unsigned flags);
+
+/* NULL is a no-op. */
+MF_API void mf_sparse_destroy(mf_sparse *m);
+
+/* Any of rows, cols, nnz may be NULL. */
+MF_API mf_status mf_sparse_shape(const mf_sparse *m, int32_t *rows, int32_t *cols, int64_t *nnz);
+/* 1 when the matrix stores values, 0 for a pattern, -1 for NULL. */
+MF_API int mf_sparse_has_values(const mf_sparse *m);
+
+/* Copy the entries out in canonical order into arrays of length nnz in `where` memory.
+ * Any of row, col, val may be NULL to skip it; a pattern's values read as 1. */
+MF_API mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, float *val,
+                                   mf_memory where);
+/* The same as CSR: row_ptr has rows + 1 entries. */
+MF_API mf_status mf_sparse_get_csr(const mf_sparse *m, int64_t *row_ptr, int32_t *col, float *val,
+                                   mf_memory where);
+
+/* ------------------------------------------------------------------------------------- */
+/* Reading files                                                                        */
+/* ------------------------------------------------------------------------------------- */
+
+typedef enum mf_format {
+    /* From the content ("%%MatrixMarket" first line) and the extension (.mtx, .in, .bin);
+     * anything else is read as MF_FORMAT_TRIPLETS. */
+    MF_FORMAT_AUTO = 0,
+    /* MatrixMarket coordinate: real, integer or pattern; general or symmetric (the other
+     * triangle is filled in). 1-based. */
+    MF_FORMAT_MATRIX_MARKET = 1,
+    /* Text lines "row col [value [more fields...]]" separated by spaces, tabs, commas or
+     * "::" (MovieLens). Fields after the third are ignored; two fields make a pattern.
+     * Blank lines and lines starting with '#' or '%' are skipped; a first line holding
+     * anything but numbers is taken as a header and skipped. */
+    MF_FORMAT_TRIPLETS = 2,
+    /* A first line "rows cols nnz" (or "n nnz" for an n x n graph), then nnz lines
+     * "row col", 0-based unless index_base says otherwise: the BMF data sets' .in files
+     * and SNAP edge lists with a count line. */
+    MF_FORMAT_PAIRS = 3,
+    /* Packed little-endian records of int32 row, int32 col, float32 value, no header. */
+    MF_FORMAT_BINARY_TRIPLETS = 4
+} mf_format;
+
+typedef struct mf_read_opts {
+    size_t struct_size; /* sizeof(mf_read_opts), set by mf_read_opts_init                 */
+    mf_format format;   /* default MF_FORMAT_AUTO                                          */
+    /* Index base of the file: 0 or 1, or -1 for the format's convention (MatrixMarket 1;
+     * pairs and binary 0; triplets 0 if any index is 0, else 1). Default -1. */
+    int index_base;
+    /* Shape: 0 means the file's header, else one more than the largest index. A value
+     * given here must cover every index in the file. */
+    int32_t rows, cols;
+    unsigned flags; /* mf_sparse_flags; default MF_SPARSE_DEFAULT                      */
+    int pattern;    /* nonzero: ignore values and make a pattern                       */
+} mf_read_opts;
+
+MF_API void mf_read_opts_init(mf_read_opts *opts);
+
+/* Read a matrix file into a new mf_sparse. `opts` NULL means the defaults. A file that
+ * cannot be opened or read is MF_ERR_IO; malformed content is MF_ERR_INVALID_DATA with the
+ * file name and line number (record number for binary) in the message. The file is read
+ * in blocks: its text is never held in memory whole. */
+MF_API mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
+                                const mf_read_opts *opts);
+
+/* ------------------------------------------------------------------------------------- */
+/* Random numbers                                                                       */
+/* ------------------------------------------------------------------------------------- */
+
+/* Fill out[0..n) with uniform floats in [lo, hi): element i is a pure function of
+ * (seed, stream, i) through Philox4x32-10, bit-identical on the CPU and the GPU and for any
+ * thread count. `out` lives in `where` memory (device needs a CUDA context). Algorithms
+ * draw their initial factors the same way, so CPU and GPU runs start alike. */
+MF_API mf_status mf_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
+                                   uint64_t seed, uint64_t stream, mf_memory where);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MFACT_H */

@@ -1,0 +1,219 @@
+#include "core/ctx.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/opts.h"
+#include "cuda/cuda_backend.h"
+
+void mf_ctx_opts_init(mf_ctx_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->backend = MF_BACKEND_AUTO;
+    opts->log_level = MF_LOG_WARNING;
+}
+
+static mf_status check_opts(const mf_ctx_opts *o)
+{
+    MF_REQUIRE(NULL, o->backend >= MF_BACKEND_AUTO && o->backend <= MF_BACKEND_CUDA,
+               "mf_ctx_create: backend = %d is not an mf_backend value", (int)o->backend);
+    MF_REQUIRE(NULL, o->device >= 0, "mf_ctx_create: device = %d is negative", o->device);
+    MF_REQUIRE(NULL, o->cpu_threads >= 0, "mf_ctx_create: cpu_threads = %d is negative",
+               o->cpu_threads);
+    MF_REQUIRE(NULL, o->log_level >= 0 && o->log_level <= MF_LOG_DEBUG,
+               "mf_ctx_create: log_level = %d is not an mf_log_level value", (int)o->log_level);
+    MF_REQUIRE(NULL, !o->device_alloc == !o->device_free,
+               "mf_ctx_create: device_alloc and device_free must be set together");
+    return MF_OK;
+}
+
+/* Open the CUDA backend, or settle on the CPU where AUTO allows it. */
+static mf_status resolve_backend(mf_ctx *ctx, mf_backend wanted)
+{
+    if (wanted == MF_BACKEND_CPU) {
+        ctx->backend = MF_BACKEND_CPU;
+        return MF_OK;
+    }
+    char why[512] = "";
+    int count = mf_cuda_device_count(why, sizeof why);
+    mf_status st = MF_OK;
+    if (count == 0)
+        st = mf_fail(ctx, MF_ERR_NO_DEVICE, "no usable CUDA device: %s", why);
+    else if (ctx->device >= count)
+        st = mf_fail(ctx, MF_ERR_NO_DEVICE, "CUDA device %d requested, but only %d device%s usable",
+                     ctx->device, count, count == 1 ? " is" : "s are");
+    else
+        st = mf_cuda_open(ctx, ctx->device);
+    if (st == MF_OK) {
+        ctx->backend = MF_BACKEND_CUDA;
+        return MF_OK;
+    }
+    if (wanted == MF_BACKEND_CUDA)
+        return st;
+    mf_cuda_close(ctx);
+    mf_log(ctx, MF_LOG_INFO, "backend auto: using the CPU (%s)", ctx->error);
+    ctx->backend = MF_BACKEND_CPU;
+    return MF_OK;
+}
+
+mf_status mf_ctx_create(mf_ctx **out, const mf_ctx_opts *user_opts)
+{
+    MF_REQUIRE(NULL, out, "mf_ctx_create: ctx is NULL");
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    if (user_opts)
+        MF_TRY(mf_opts_load(NULL, "mf_ctx_opts", &o, sizeof o, user_opts));
+    MF_TRY(check_opts(&o));
+
+    mf_ctx *ctx = calloc(1, sizeof *ctx);
+    if (!ctx)
+        return mf_fail(NULL, MF_ERR_OUT_OF_MEMORY, "mf_ctx_create: out of host memory");
+    strcpy(ctx->error, "no error");
+    ctx->device = o.device;
+    ctx->cpu_threads = o.cpu_threads;
+    ctx->seed = o.seed;
+    ctx->log = o.log;
+    ctx->log_user = o.log_user;
+    ctx->log_level = o.log_level;
+    mf_dmem_init(&ctx->dmem, o.device_memory_limit);
+    if (o.device_alloc)
+        mf_dmem_set_source(&ctx->dmem, o.device_alloc, o.device_free, o.allocator_user,
+                           "the caller's device_alloc hook");
+
+    mf_status st = resolve_backend(ctx, o.backend);
+    if (st != MF_OK) {
+        mf_error_to_thread(ctx);
+        mf_cuda_close(ctx);
+        free(ctx);
+        return st;
+    }
+    if (ctx->backend == MF_BACKEND_CPU)
+        ctx->device = -1;
+    strcpy(ctx->error, "no error");
+    *out = ctx;
+    return MF_OK;
+}
+
+void mf_ctx_destroy(mf_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    if (ctx->dmem.current)
+        mf_log(ctx, MF_LOG_WARNING,
+               "mf_ctx_destroy: %zu bytes of device memory still held; destroy every "
+               "mf_sparse before its context",
+               ctx->dmem.current);
+    mf_cuda_close(ctx);
+    free(ctx);
+}
+
+mf_backend mf_ctx_backend(const mf_ctx *ctx)
+{
+    return ctx ? ctx->backend : MF_BACKEND_AUTO;
+}
+
+int mf_ctx_threads(const mf_ctx *ctx)
+{
+    if (ctx->cpu_threads > 0)
+        return ctx->cpu_threads;
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+mf_status mf_ctx_set_stream(mf_ctx *ctx, void *cuda_stream)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_set_stream: ctx is NULL");
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "mf_ctx_set_stream: the context uses the CPU backend");
+    return mf_cuda_set_stream(ctx, cuda_stream);
+}
+
+void *mf_ctx_stream(const mf_ctx *ctx)
+{
+    return ctx && ctx->backend == MF_BACKEND_CUDA ? mf_cuda_stream(ctx) : NULL;
+}
+
+mf_status mf_ctx_device_info(mf_ctx *ctx, mf_device_info *info)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_device_info: ctx is NULL");
+    MF_REQUIRE(ctx, info, "mf_ctx_device_info: info is NULL");
+    size_t n;
+    MF_TRY(mf_opts_out_size(ctx, "mf_device_info", info, sizeof *info, &n));
+    mf_device_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    if (ctx->backend == MF_BACKEND_CUDA)
+        MF_TRY(mf_cuda_device_info(ctx, &full));
+    else {
+        strcpy(full.name, "cpu");
+        full.device = -1;
+    }
+    full.cpu_threads = mf_ctx_threads(ctx);
+    full.struct_size = n;
+    memcpy(info, &full, n);
+    return MF_OK;
+}
+
+mf_status mf_ctx_memory_stats(const mf_ctx *ctx, mf_memory_stats *stats)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_memory_stats: ctx is NULL");
+    mf_ctx *c = (mf_ctx *)ctx; /* the message slot is the only thing written */
+    MF_REQUIRE(c, stats, "mf_ctx_memory_stats: stats is NULL");
+    size_t n;
+    MF_TRY(mf_opts_out_size(c, "mf_memory_stats", stats, sizeof *stats, &n));
+    mf_memory_stats full;
+    memset(&full, 0, sizeof full);
+    mf_dmem_stats(&ctx->dmem, &full);
+    full.struct_size = n;
+    memcpy(stats, &full, n);
+    return MF_OK;
+}
+
+mf_status mf_ctx_reset_peak_memory(mf_ctx *ctx)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_reset_peak_memory: ctx is NULL");
+    ctx->dmem.peak = ctx->dmem.current;
+    return MF_OK;
+}
+
+mf_status mf_ctx_release_cached_memory(mf_ctx *ctx)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_release_cached_memory: ctx is NULL");
+    return ctx->backend == MF_BACKEND_CUDA ? mf_cuda_release_cached(ctx) : MF_OK;
+}
+
+mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const char *fn,
+                          const char *name)
+{
+    if (where != MF_MEMORY_HOST && where != MF_MEMORY_DEVICE)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "%s: where = %d is not an mf_memory value", fn,
+                       (int)where);
+    if (ctx->backend != MF_BACKEND_CUDA) {
+        if (where == MF_MEMORY_DEVICE)
+            return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                           "%s: %s is in device memory, but the context uses the CPU backend", fn,
+                           name);
+        return MF_OK;
+    }
+    int is_device = mf_cuda_is_device_pointer(ctx, ptr);
+    if (is_device < 0)
+        return MF_ERR_CUDA;
+    if (where == MF_MEMORY_DEVICE && !is_device)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s: %s is host memory but where = MF_MEMORY_DEVICE", fn, name);
+    if (where == MF_MEMORY_HOST && is_device == 2)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s: %s is device memory but where = MF_MEMORY_HOST", fn, name);
+    return MF_OK;
+}

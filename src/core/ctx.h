@@ -1,0 +1,40 @@
+/* The context: what every entry point receives. Internal; the public type is opaque. */
+#ifndef MF_CORE_CTX_H
+#define MF_CORE_CTX_H
+
+#include "core/error.h"
+#include "cuda/device_memory.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct mf_cuda; /* src/cuda: device, stream, pool; NULL on a CPU context */
+
+struct mf_ctx {
+    mf_backend backend; /* resolved: CPU or CUDA */
+    int device;
+    int cpu_threads; /* 0 = OpenMP's default */
+    uint64_t seed;
+    mf_log_fn log;
+    void *log_user;
+    mf_log_level log_level;
+    mf_dmem dmem;
+    struct mf_cuda *cuda;
+    char error[MF_ERROR_CAPACITY];
+};
+
+/* Threads for an OpenMP region of the CPU backend. */
+int mf_ctx_threads(const mf_ctx *ctx);
+
+/* Check that an array argument lives where the caller says: MF_MEMORY_DEVICE needs a CUDA
+ * context and a device (or managed) pointer; MF_MEMORY_HOST must not be device-only memory.
+ * `fn` and `name` name the function and argument in the message. */
+mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const char *fn,
+                          const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

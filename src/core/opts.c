@@ -1,0 +1,49 @@
+#include "core/opts.h"
+
+#include <string.h>
+
+#include "core/error.h"
+
+/* A struct_size beyond this is not a struct any version will have: most likely the caller
+ * forgot the *_init() call and the field holds garbage. */
+#define MF_OPTS_MAX_SIZE 65536u
+
+static mf_status check_size(mf_ctx *ctx, const char *name, size_t size)
+{
+    if (size < sizeof(size_t) || size > MF_OPTS_MAX_SIZE)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s.struct_size = %zu is not a valid size; initialize the struct with "
+                       "its _init() function (or set struct_size = sizeof(%s))",
+                       name, size, name);
+    return MF_OK;
+}
+
+mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, const void *src)
+{
+    size_t caller_size;
+    memcpy(&caller_size, src, sizeof caller_size);
+    MF_TRY(check_size(ctx, name, caller_size));
+    if (caller_size > our_size) {
+        const unsigned char *tail = (const unsigned char *)src + our_size;
+        for (size_t i = 0; i < caller_size - our_size; i++)
+            if (tail[i] != 0)
+                return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                               "%s sets a field at byte %zu that mfact %s does not know (its "
+                               "struct ends at byte %zu); link a newer mfact",
+                               name, our_size + i, mf_version_string(), our_size);
+    }
+    size_t n = caller_size < our_size ? caller_size : our_size;
+    memcpy(dst, src, n);
+    memcpy(dst, &our_size, sizeof our_size);
+    return MF_OK;
+}
+
+mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, size_t our_size,
+                           size_t *writable)
+{
+    size_t caller_size;
+    memcpy(&caller_size, caller, sizeof caller_size);
+    MF_TRY(check_size(ctx, name, caller_size));
+    *writable = caller_size < our_size ? caller_size : our_size;
+    return MF_OK;
+}

@@ -1,0 +1,213 @@
+/* mf_sparse_read: options, format detection, the shared entry checks, and the hand-over of
+ * what a format reader collected to the canonical builder. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/opts.h"
+#include "core/readers.h"
+#include "core/sparse.h"
+
+void mf_read_opts_init(mf_read_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->format = MF_FORMAT_AUTO;
+    opts->index_base = -1;
+}
+
+mf_status mf_read_bad(mf_read_job *job, int64_t at, const char *fmt, ...)
+{
+    char detail[MF_ERROR_CAPACITY];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    if (strcmp(job->unit, "line") == 0)
+        return mf_fail(job->ctx, MF_ERR_INVALID_DATA, "%s:%lld: %s", job->path, (long long)at,
+                       detail);
+    return mf_fail(job->ctx, MF_ERR_INVALID_DATA, "%s: %s %lld: %s", job->path, job->unit,
+                   (long long)at, detail);
+}
+
+mf_status mf_read_reserve(mf_read_job *job, int64_t n)
+{
+    if (job->nnz + n <= job->cap)
+        return MF_OK;
+    int64_t cap = job->nnz + n;
+    int32_t *row = realloc(job->row, (size_t)cap * sizeof *row);
+    if (row)
+        job->row = row;
+    int32_t *col = row ? realloc(job->col, (size_t)cap * sizeof *col) : NULL;
+    if (col)
+        job->col = col;
+    float *val = col && !job->pattern ? realloc(job->val, (size_t)cap * sizeof *val) : NULL;
+    if (val)
+        job->val = val;
+    if (!row || !col || (!job->pattern && !val))
+        return mf_fail(job->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory at %lld entries",
+                       job->path, (long long)cap);
+    job->cap = cap;
+    return MF_OK;
+}
+
+/* Check one index against the base and any known extent; return it 0-based. */
+static mf_status check_index(mf_read_job *job, int64_t at, const char *what, int64_t raw,
+                             int32_t extent, bool from_opts, int32_t *out)
+{
+    if (raw < (job->base < 0 ? 0 : job->base))
+        return mf_read_bad(job, at, "%s index %lld is below the index base %d", what,
+                           (long long)raw, job->base < 0 ? 0 : job->base);
+    int64_t v = job->base > 0 ? raw - job->base : raw;
+    if (extent > 0 && job->base >= 0 && v >= extent)
+        return mf_read_bad(job, at, "%s index %lld is outside the %d %ss %s", what, (long long)raw,
+                           extent, what, from_opts ? "given in mf_read_opts" : "of the header");
+    if (v > INT32_MAX - 1)
+        return mf_read_bad(job, at, "%s index %lld does not fit in int32", what, (long long)raw);
+    *out = (int32_t)v;
+    return MF_OK;
+}
+
+mf_status mf_read_add(mf_read_job *job, int64_t at, int64_t row, int64_t col, float val)
+{
+    int32_t r, c;
+    MF_TRY(check_index(job, at, "row", row, job->rows, job->rows_from_opts, &r));
+    MF_TRY(check_index(job, at, "column", col, job->cols, job->cols_from_opts, &c));
+    if (!job->pattern && !isfinite(val))
+        return mf_read_bad(job, at, "value %g is not finite", (double)val);
+    if (job->nnz == job->cap)
+        MF_TRY(mf_read_reserve(job, job->cap < 4096 ? 4096 : job->cap / 2));
+    job->row[job->nnz] = r;
+    job->col[job->nnz] = c;
+    if (!job->pattern)
+        job->val[job->nnz] = val;
+    job->nnz++;
+    if (r > job->max_row) {
+        job->max_row = r;
+        job->max_row_at = at;
+    }
+    if (c > job->max_col) {
+        job->max_col = c;
+        job->max_col_at = at;
+    }
+    int64_t lo = row < col ? row : col;
+    if (lo < job->min_index)
+        job->min_index = lo;
+    return MF_OK;
+}
+
+static bool has_suffix(const char *path, const char *suffix)
+{
+    size_t n = strlen(path), k = strlen(suffix);
+    return n >= k && strcmp(path + n - k, suffix) == 0;
+}
+
+static mf_format detect_format(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f) {
+        char head[16] = "";
+        size_t got = fread(head, 1, 14, f);
+        fclose(f);
+        if (got == 14 && memcmp(head, "%%MatrixMarket", 14) == 0)
+            return MF_FORMAT_MATRIX_MARKET;
+    }
+    if (has_suffix(path, ".mtx"))
+        return MF_FORMAT_MATRIX_MARKET;
+    if (has_suffix(path, ".in"))
+        return MF_FORMAT_PAIRS;
+    if (has_suffix(path, ".bin"))
+        return MF_FORMAT_BINARY_TRIPLETS;
+    return MF_FORMAT_TRIPLETS;
+}
+
+/* Settle base and shape from the data where the file and options left them open. */
+static mf_status finish(mf_read_job *job)
+{
+    if (job->base < 0) {
+        int base = job->min_index == 0 || job->nnz == 0 ? 0 : 1;
+        if (base == 1)
+            for (int64_t i = 0; i < job->nnz; i++) {
+                job->row[i]--;
+                job->col[i]--;
+            }
+        job->base = base;
+        job->max_row -= base;
+        job->max_col -= base;
+    }
+    if (job->rows > 0 && job->max_row >= job->rows)
+        return mf_read_bad(job, job->max_row_at, "row index %lld is outside the %d rows given",
+                           (long long)job->max_row + job->base, job->rows);
+    if (job->cols > 0 && job->max_col >= job->cols)
+        return mf_read_bad(job, job->max_col_at,
+                           "column index %lld is outside the %d columns given",
+                           (long long)job->max_col + job->base, job->cols);
+    if (job->rows == 0)
+        job->rows = (int32_t)(job->max_row + 1);
+    if (job->cols == 0)
+        job->cols = (int32_t)(job->max_col + 1);
+    if (job->rows <= 0 || job->cols <= 0)
+        return mf_fail(job->ctx, MF_ERR_INVALID_DATA,
+                       "%s: the file has no entries and gives no shape", job->path);
+    return MF_OK;
+}
+
+mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
+                         const mf_read_opts *user_opts)
+{
+    static const char fn[] = "mf_sparse_read";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, out, "%s: out is NULL", fn);
+    MF_REQUIRE(ctx, path, "%s: path is NULL", fn);
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    if (user_opts)
+        MF_TRY(mf_opts_load(ctx, "mf_read_opts", &o, sizeof o, user_opts));
+    MF_REQUIRE(ctx, o.format >= MF_FORMAT_AUTO && o.format <= MF_FORMAT_BINARY_TRIPLETS,
+               "%s: format = %d is not an mf_format value", fn, (int)o.format);
+    MF_REQUIRE(ctx, o.index_base >= -1 && o.index_base <= 1,
+               "%s: index_base = %d; expected 0, 1 or -1", fn, o.index_base);
+    MF_REQUIRE(ctx, o.rows >= 0 && o.cols >= 0, "%s: rows = %d, cols = %d: negative shape", fn,
+               o.rows, o.cols);
+    MF_REQUIRE(ctx, (o.flags & ~(unsigned)MF_SPARSE_SUM_DUPLICATES) == 0, "%s: unknown flags 0x%x",
+               fn, o.flags);
+
+    mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(path) : o.format;
+    mf_read_job job;
+    memset(&job, 0, sizeof job);
+    job.ctx = ctx;
+    job.path = path;
+    job.unit = format == MF_FORMAT_BINARY_TRIPLETS ? "record" : "line";
+    job.base = o.index_base;
+    job.rows = o.rows;
+    job.cols = o.cols;
+    job.rows_from_opts = o.rows > 0;
+    job.cols_from_opts = o.cols > 0;
+    job.pattern = o.pattern || format == MF_FORMAT_PAIRS;
+    job.max_row = job.max_col = -1;
+    job.min_index = INT64_MAX;
+
+    mf_status st;
+    switch (format) {
+    case MF_FORMAT_MATRIX_MARKET: st = mf_read_matrix_market(&job); break;
+    case MF_FORMAT_PAIRS: st = mf_read_pairs(&job); break;
+    case MF_FORMAT_BINARY_TRIPLETS: st = mf_read_binary_triplets(&job); break;
+    default: st = mf_read_triplets(&job); break;
+    }
+    if (st == MF_OK)
+        st = finish(&job);
+    if (st == MF_OK) {
+        mf_coo_view coo = {job.rows, job.cols, job.nnz,
+                           job.row,  job.col,  job.pattern ? NULL : job.val};
+        st = mf_sparse_build_coo(ctx, out, &coo, o.flags, path);
+    }
+    free(job.row);
+    free(job.col);
+    free(job.val);
+    return st;
+}

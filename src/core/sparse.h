@@ -1,0 +1,59 @@
+/* The sparse-matrix handle: canonical CSR on the host, plus device copies made on first use
+ * and freed with the matrix. */
+#ifndef MF_CORE_SPARSE_H
+#define MF_CORE_SPARSE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cuda/device_memory.h"
+#include "mfact/mfact.h"
+
+struct mf_sparse {
+    mf_ctx *ctx;
+    int32_t rows, cols;
+    int64_t nnz;
+    int64_t *row_ptr; /* rows + 1 */
+    int32_t *col;     /* nnz, sorted within each row, no duplicates */
+    float *val;       /* nnz, or NULL for a pattern */
+    struct {
+        mf_dbuf row_ptr, col, val; /* val empty for a pattern */
+    } device;
+};
+
+/* Host COO arrays as a builder hands them over: the matrix takes ownership of nothing. */
+typedef struct mf_coo_view {
+    int32_t rows, cols;
+    int64_t nnz;
+    const int32_t *row, *col;
+    const float *val; /* NULL: pattern */
+} mf_coo_view;
+
+/* Validate host COO arrays (indices in range, values finite). `fn` names the public
+ * function in messages, which name the offending position: "row[17] = 1000 ...". */
+mf_status mf_coo_validate(mf_ctx *ctx, const mf_coo_view *coo, const char *fn);
+
+/* Build the canonical matrix from validated host COO data. */
+mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *coo, unsigned flags,
+                              const char *fn);
+
+/* Validate host CSR arrays: row_ptr starts at 0, never decreases, ends at nnz; columns in
+ * range; values finite. */
+mf_status mf_csr_validate(mf_ctx *ctx, int32_t rows, int32_t cols, int64_t nnz,
+                          const int64_t *row_ptr, const int32_t *col, const float *val,
+                          const char *fn);
+
+/* Build the canonical matrix from validated host CSR data (columns in any order). */
+mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols, int64_t nnz,
+                              const int64_t *row_ptr, const int32_t *col, const float *val,
+                              unsigned flags, const char *fn);
+
+/* The matrix's CSR in device memory, uploaded through the memory manager on first use.
+ * val is NULL for a pattern. CUDA contexts only. */
+mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int32_t **col,
+                               const float **val);
+
+/* Free everything the handle holds on the device. */
+void mf_sparse_release_device(mf_sparse *m);
+
+#endif

@@ -1,0 +1,296 @@
+/* COO or CSR input to canonical CSR: rows in order, columns sorted within each row,
+ * duplicates summed or rejected. Two stable counting-sort passes (by column, then by row)
+ * sort any input in O(nnz + rows + cols) time; input that is already in order (most files)
+ * is detected and copied straight. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/sparse.h"
+
+static mf_sparse *sparse_alloc(int32_t rows, int32_t cols, int64_t nnz, bool with_values)
+{
+    mf_sparse *m = calloc(1, sizeof *m);
+    if (!m)
+        return NULL;
+    m->rows = rows;
+    m->cols = cols;
+    m->nnz = nnz;
+    m->row_ptr = calloc((size_t)rows + 1, sizeof *m->row_ptr);
+    m->col = malloc((size_t)(nnz ? nnz : 1) * sizeof *m->col);
+    m->val = with_values ? malloc((size_t)(nnz ? nnz : 1) * sizeof *m->val) : NULL;
+    if (!m->row_ptr || !m->col || (with_values && !m->val)) {
+        free(m->row_ptr);
+        free(m->col);
+        free(m->val);
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+static mf_status out_of_memory(mf_ctx *ctx, const char *fn, int64_t nnz)
+{
+    return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld nonzeros", fn,
+                   (long long)nnz);
+}
+
+mf_status mf_coo_validate(mf_ctx *ctx, const mf_coo_view *coo, const char *fn)
+{
+    for (int64_t i = 0; i < coo->nnz; i++) {
+        if (coo->row[i] < 0 || coo->row[i] >= coo->rows)
+            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: row[%lld] = %d is outside [0, %d)", fn,
+                           (long long)i, coo->row[i], coo->rows);
+        if (coo->col[i] < 0 || coo->col[i] >= coo->cols)
+            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: col[%lld] = %d is outside [0, %d)", fn,
+                           (long long)i, coo->col[i], coo->cols);
+    }
+    if (coo->val)
+        for (int64_t i = 0; i < coo->nnz; i++)
+            if (!isfinite(coo->val[i]))
+                return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: val[%lld] = %g is not finite", fn,
+                               (long long)i, (double)coo->val[i]);
+    return MF_OK;
+}
+
+static bool coo_is_sorted(const mf_coo_view *coo)
+{
+    for (int64_t i = 1; i < coo->nnz; i++)
+        if (coo->row[i] < coo->row[i - 1] ||
+            (coo->row[i] == coo->row[i - 1] && coo->col[i] < coo->col[i - 1]))
+            return false;
+    return true;
+}
+
+/* Stable counting sort of COO into m (col/val), row_ptr filled. Needs nnz scratch. */
+static bool coo_sort_into(const mf_coo_view *coo, mf_sparse *m)
+{
+    int64_t nnz = coo->nnz;
+    int64_t *count = calloc((size_t)coo->cols + 1, sizeof *count);
+    int32_t *tmp_row = malloc((size_t)nnz * sizeof *tmp_row);
+    int32_t *tmp_col = malloc((size_t)nnz * sizeof *tmp_col);
+    float *tmp_val = coo->val ? malloc((size_t)nnz * sizeof *tmp_val) : NULL;
+    int64_t *next = malloc(((size_t)coo->rows + 1) * sizeof *next);
+    bool ok = count && tmp_row && tmp_col && next && (!coo->val || tmp_val);
+    if (ok) {
+        /* Pass 1: by column into tmp. */
+        for (int64_t i = 0; i < nnz; i++)
+            count[coo->col[i] + 1]++;
+        for (int32_t c = 0; c < coo->cols; c++)
+            count[c + 1] += count[c];
+        for (int64_t i = 0; i < nnz; i++) {
+            int64_t dst = count[coo->col[i]]++;
+            tmp_row[dst] = coo->row[i];
+            tmp_col[dst] = coo->col[i];
+            if (tmp_val)
+                tmp_val[dst] = coo->val[i];
+        }
+        /* Pass 2: stably by row into m; columns stay sorted within each row. */
+        for (int64_t i = 0; i < nnz; i++)
+            m->row_ptr[tmp_row[i] + 1]++;
+        for (int32_t r = 0; r < coo->rows; r++)
+            m->row_ptr[r + 1] += m->row_ptr[r];
+        memcpy(next, m->row_ptr, ((size_t)coo->rows + 1) * sizeof *next);
+        for (int64_t i = 0; i < nnz; i++) {
+            int64_t dst = next[tmp_row[i]]++;
+            m->col[dst] = tmp_col[i];
+            if (m->val)
+                m->val[dst] = tmp_val[i];
+        }
+    }
+    free(count);
+    free(tmp_row);
+    free(tmp_col);
+    free(tmp_val);
+    free(next);
+    return ok;
+}
+
+static void coo_copy_sorted(const mf_coo_view *coo, mf_sparse *m)
+{
+    for (int64_t i = 0; i < coo->nnz; i++)
+        m->row_ptr[coo->row[i] + 1]++;
+    for (int32_t r = 0; r < coo->rows; r++)
+        m->row_ptr[r + 1] += m->row_ptr[r];
+    memcpy(m->col, coo->col, (size_t)coo->nnz * sizeof *m->col);
+    if (m->val)
+        memcpy(m->val, coo->val, (size_t)coo->nnz * sizeof *m->val);
+}
+
+/* Sorted rows in place: merge equal neighbours (summing values) or reject them. */
+static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, const char *fn)
+{
+    int64_t w = 0;
+    for (int32_t r = 0; r < m->rows; r++) {
+        int64_t begin = m->row_ptr[r], end = m->row_ptr[r + 1];
+        m->row_ptr[r] = w;
+        for (int64_t i = begin; i < end; i++) {
+            if (i > begin && m->col[i] == m->col[w - 1]) {
+                if (!(flags & MF_SPARSE_SUM_DUPLICATES))
+                    return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                                   "%s: duplicate entry at row %d, column %d (0-based; pass "
+                                   "MF_SPARSE_SUM_DUPLICATES to sum duplicates)",
+                                   fn, r, m->col[i]);
+                if (m->val) {
+                    m->val[w - 1] += m->val[i];
+                    if (!isfinite(m->val[w - 1]))
+                        return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                                       "%s: the duplicates at row %d, column %d sum to %g", fn, r,
+                                       m->col[i], (double)m->val[w - 1]);
+                }
+                continue;
+            }
+            m->col[w] = m->col[i];
+            if (m->val)
+                m->val[w] = m->val[i];
+            w++;
+        }
+    }
+    m->row_ptr[m->rows] = w;
+    m->nnz = w;
+    return MF_OK;
+}
+
+mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *coo, unsigned flags,
+                              const char *fn)
+{
+    mf_sparse *m = sparse_alloc(coo->rows, coo->cols, coo->nnz, coo->val != NULL);
+    if (!m)
+        return out_of_memory(ctx, fn, coo->nnz);
+    m->ctx = ctx;
+    if (coo_is_sorted(coo))
+        coo_copy_sorted(coo, m);
+    else if (!coo_sort_into(coo, m)) {
+        mf_sparse_destroy(m);
+        return out_of_memory(ctx, fn, coo->nnz);
+    }
+    mf_status st = merge_duplicates(ctx, m, flags, fn);
+    if (st != MF_OK) {
+        mf_sparse_destroy(m);
+        return st;
+    }
+    *out = m;
+    return MF_OK;
+}
+
+/* ---- CSR input ---------------------------------------------------------------------- */
+
+typedef struct col_pos {
+    int32_t col;
+    int64_t pos; /* position in the row: the tie-break that makes the sort stable */
+} col_pos;
+
+static int col_pos_cmp(const void *a, const void *b)
+{
+    const col_pos *x = a, *y = b;
+    if (x->col != y->col)
+        return (x->col > y->col) - (x->col < y->col);
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+/* Sort one row's (col, val) pairs, stably, so that summed duplicates add in input order.
+ * Short rows by insertion, long ones through a (col, position) buffer. */
+static bool sort_row(int32_t *col, float *val, int64_t len, col_pos **scratch, int64_t *cap)
+{
+    if (len <= 32) {
+        for (int64_t i = 1; i < len; i++) {
+            int32_t c = col[i];
+            float v = val ? val[i] : 0.0f;
+            int64_t j = i;
+            for (; j > 0 && col[j - 1] > c; j--) {
+                col[j] = col[j - 1];
+                if (val)
+                    val[j] = val[j - 1];
+            }
+            col[j] = c;
+            if (val)
+                val[j] = v;
+        }
+        return true;
+    }
+    if (len > *cap) {
+        col_pos *p = realloc(*scratch, (size_t)len * sizeof *p);
+        if (!p)
+            return false;
+        *scratch = p;
+        *cap = len;
+    }
+    col_pos *pairs = *scratch;
+    for (int64_t i = 0; i < len; i++) {
+        pairs[i].col = col[i];
+        pairs[i].pos = i;
+    }
+    qsort(pairs, (size_t)len, sizeof *pairs, col_pos_cmp);
+    if (val) {
+        float *vals = malloc((size_t)len * sizeof *vals);
+        if (!vals)
+            return false;
+        for (int64_t i = 0; i < len; i++)
+            vals[i] = val[pairs[i].pos];
+        memcpy(val, vals, (size_t)len * sizeof *vals);
+        free(vals);
+    }
+    for (int64_t i = 0; i < len; i++)
+        col[i] = pairs[i].col;
+    return true;
+}
+
+mf_status mf_csr_validate(mf_ctx *ctx, int32_t rows, int32_t cols, int64_t nnz,
+                          const int64_t *row_ptr, const int32_t *col, const float *val,
+                          const char *fn)
+{
+    if (row_ptr[0] != 0)
+        return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: row_ptr[0] = %lld, expected 0", fn,
+                       (long long)row_ptr[0]);
+    for (int32_t r = 0; r < rows; r++)
+        if (row_ptr[r + 1] < row_ptr[r])
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "%s: row_ptr[%d] = %lld is less than row_ptr[%d] = %lld", fn, r + 1,
+                           (long long)row_ptr[r + 1], r, (long long)row_ptr[r]);
+    if (row_ptr[rows] != nnz)
+        return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: row_ptr[%d] = %lld, expected nnz = %lld", fn,
+                       rows, (long long)row_ptr[rows], (long long)nnz);
+    for (int64_t i = 0; i < nnz; i++)
+        if (col[i] < 0 || col[i] >= cols)
+            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: col[%lld] = %d is outside [0, %d)", fn,
+                           (long long)i, col[i], cols);
+    if (val)
+        for (int64_t i = 0; i < nnz; i++)
+            if (!isfinite(val[i]))
+                return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: val[%lld] = %g is not finite", fn,
+                               (long long)i, (double)val[i]);
+    return MF_OK;
+}
+
+mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols, int64_t nnz,
+                              const int64_t *row_ptr, const int32_t *col, const float *val,
+                              unsigned flags, const char *fn)
+{
+    mf_sparse *m = sparse_alloc(rows, cols, nnz, val != NULL);
+    if (!m)
+        return out_of_memory(ctx, fn, nnz);
+    m->ctx = ctx;
+    memcpy(m->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
+    memcpy(m->col, col, (size_t)nnz * sizeof *col);
+    if (val)
+        memcpy(m->val, val, (size_t)nnz * sizeof *val);
+    col_pos *scratch = NULL;
+    int64_t cap = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        int64_t b = m->row_ptr[r], len = m->row_ptr[r + 1] - b;
+        if (!sort_row(m->col + b, m->val ? m->val + b : NULL, len, &scratch, &cap)) {
+            free(scratch);
+            mf_sparse_destroy(m);
+            return out_of_memory(ctx, fn, nnz);
+        }
+    }
+    free(scratch);
+    mf_status st = merge_duplicates(ctx, m, flags, fn);
+    if (st != MF_OK) {
+        mf_sparse_destroy(m);
+        return st;
+    }
+    *out = m;
+    return MF_OK;
+}

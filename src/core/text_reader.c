@@ -1,0 +1,101 @@
+#include "core/text_reader.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define MF_TEXT_BLOCK    (1u << 20)
+#define MF_TEXT_MAX_LINE (64u << 20) /* a longer "line" is not a matrix file */
+
+mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, const char *path)
+{
+    memset(r, 0, sizeof *r);
+    r->path = path;
+    r->file = fopen(path, "rb");
+    if (!r->file)
+        return mf_fail(ctx, MF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    r->cap = MF_TEXT_BLOCK;
+    r->buf = malloc(r->cap);
+    if (!r->buf) {
+        fclose(r->file);
+        r->file = NULL;
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+    }
+    return MF_OK;
+}
+
+void mf_text_close(mf_text_reader *r)
+{
+    if (r->file)
+        fclose(r->file);
+    free(r->buf);
+    memset(r, 0, sizeof *r);
+}
+
+static char *finish_line(mf_text_reader *r, size_t stop, size_t next)
+{
+    char *line = r->buf + r->begin;
+    if (stop > r->begin && r->buf[stop - 1] == '\r')
+        stop--;
+    r->buf[stop] = '\0';
+    r->begin = next;
+    r->line++;
+    return line;
+}
+
+/* Move unread bytes to the front and read more; grow the block when one line fills it. */
+static int refill(mf_ctx *ctx, mf_text_reader *r)
+{
+    size_t unread = r->end - r->begin;
+    memmove(r->buf, r->buf + r->begin, unread);
+    r->begin = 0;
+    r->end = unread;
+    if (r->end + 1 >= r->cap) {
+        if (r->cap >= MF_TEXT_MAX_LINE) {
+            r->status = mf_fail(ctx, MF_ERR_INVALID_DATA, "%s:%lld: line longer than %u bytes",
+                                r->path, (long long)r->line + 1, MF_TEXT_MAX_LINE);
+            return -1;
+        }
+        char *p = realloc(r->buf, r->cap * 2);
+        if (!p) {
+            r->status = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", r->path);
+            return -1;
+        }
+        r->buf = p;
+        r->cap *= 2;
+    }
+    /* One byte stays free for the terminator of a last line without "\n". */
+    size_t got = fread(r->buf + r->end, 1, r->cap - 1 - r->end, r->file);
+    if (got == 0) {
+        if (ferror(r->file)) {
+            r->status = mf_fail(ctx, MF_ERR_IO, "%s: read error after line %lld: %s", r->path,
+                                (long long)r->line, strerror(errno));
+            return -1;
+        }
+        r->eof = true;
+    }
+    r->end += got;
+    return 0;
+}
+
+int mf_text_next(mf_ctx *ctx, mf_text_reader *r, char **line)
+{
+    for (;;) {
+        char *nl = memchr(r->buf + r->begin, '\n', r->end - r->begin);
+        if (nl) {
+            size_t stop = (size_t)(nl - r->buf);
+            *line = finish_line(r, stop, stop + 1);
+            return 1;
+        }
+        if (r->eof) {
+            if (r->begin == r->end)
+                return 0;
+            *line = finish_line(r, r->end, r->end);
+            return 1;
+        }
+        if (refill(ctx, r) < 0)
+            return -1;
+    }
+}

@@ -1,0 +1,50 @@
+/* The CUDA side of the context, as plain C: what src/core calls. Implemented by the .cu files
+ * of src/cuda in CUDA builds, and by src/core/cuda_absent.c (every call: MF_ERR_NO_DEVICE)
+ * when mfact is built without CUDA, so that core code carries no #ifdefs. Every function
+ * that takes a context makes the context's device current for its duration and restores
+ * the caller's current device before returning. */
+#ifndef MF_CUDA_BACKEND_H
+#define MF_CUDA_BACKEND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Usable CUDA devices (0 when none, or built without CUDA); when 0, `why` says why. */
+int mf_cuda_device_count(char *why, size_t why_len);
+
+/* Open `device` for ctx: properties, the context's own stream, and, unless the context has
+ * allocator hooks, a stream-ordered memory pool as the source of ctx->dmem. */
+mf_status mf_cuda_open(mf_ctx *ctx, int device);
+/* Synchronize, release the pool and the stream. Safe on a context that failed to open. */
+void mf_cuda_close(mf_ctx *ctx);
+
+mf_status mf_cuda_set_stream(mf_ctx *ctx, void *stream);
+void *mf_cuda_stream(const mf_ctx *ctx);
+mf_status mf_cuda_device_info(mf_ctx *ctx, mf_device_info *info);
+mf_status mf_cuda_release_cached(mf_ctx *ctx);
+
+/* Where ptr points: 0 host memory only, 1 memory both sides reach (managed, mapped pinned),
+ * 2 device memory only; -1 when the query failed (recorded on ctx). */
+int mf_cuda_is_device_pointer(mf_ctx *ctx, const void *ptr);
+
+/* Copy bytes between any two of host and device memory, finished on return. */
+mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes);
+
+/* out[i] = lo + (hi - lo) * u(seed, stream, i) on the device: the kernel twin of
+ * mf_random_uniform_host (core/random.h), bit-identical to it. */
+mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
+                                 uint64_t seed, uint64_t stream);
+
+/* "CUDA 13.0 (runtime 13.0, archs 80;90a)" or "cuda off". Static storage. */
+const char *mf_cuda_build_info(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

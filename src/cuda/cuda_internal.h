@@ -1,0 +1,59 @@
+/* Shared by the .cu files of src/cuda: the per-context device state, error translation, and
+ * the guard that makes the context's device current for one call. CUDA C++ only. */
+#ifndef MF_CUDA_INTERNAL_H
+#define MF_CUDA_INTERNAL_H
+
+#include <cuda_runtime.h>
+
+#include "core/ctx.h"
+#include "cuda/cuda_backend.h"
+
+struct mf_cuda {
+    int device;
+    cudaDeviceProp prop;
+    cudaStream_t own_stream; /* created by mfact */
+    cudaStream_t stream;     /* in use: own_stream or the caller's */
+    cudaMemPool_t pool;      /* NULL when the caller's allocator hooks serve the context */
+};
+
+/* Record a failed CUDA call on ctx as MF_ERR_CUDA (MF_ERR_OUT_OF_MEMORY for allocation
+ * failures) naming the call, the error and the place; returns the status. Clears CUDA's
+ * last error so that it does not leak into the caller's next check. */
+mf_status mf_cuda_fail(mf_ctx *ctx, cudaError_t err, const char *call, const char *file, int line);
+
+#define MF_CUDA_TRY(ctx, call)                                                                     \
+    do {                                                                                           \
+        cudaError_t mf_cuda_err_ = (call);                                                         \
+        if (mf_cuda_err_ != cudaSuccess)                                                           \
+            return mf_cuda_fail((ctx), mf_cuda_err_, #call, __FILE__, __LINE__);                   \
+    } while (0)
+
+/* Makes `device` current for the guard's lifetime and restores the caller's device. */
+class mf_device_guard
+{
+  public:
+    explicit mf_device_guard(int device)
+    {
+        if (cudaGetDevice(&previous_) != cudaSuccess)
+            previous_ = -1;
+        if (previous_ != device)
+            cudaSetDevice(device);
+    }
+    ~mf_device_guard()
+    {
+        int now = -1;
+        if (previous_ >= 0 && cudaGetDevice(&now) == cudaSuccess && now != previous_)
+            cudaSetDevice(previous_);
+    }
+    mf_device_guard(const mf_device_guard &) = delete;
+    mf_device_guard &operator=(const mf_device_guard &) = delete;
+
+  private:
+    int previous_;
+};
+
+/* The pool as a source for the memory manager (device_pool.cu). */
+mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c);
+void mf_cuda_pool_destroy(mf_cuda *c);
+
+#endif
