@@ -262,7 +262,8 @@ typedef enum mf_format {
     MF_FORMAT_TRIPLETS = 2,
     /* A first line "rows cols nnz" (or "n nnz" for an n x n graph), then nnz lines
      * "row col", 0-based unless index_base says otherwise: the BMF data sets' .in files
-     * and SNAP edge lists with a count line. */
+     * and SNAP edge lists with a count line. Every pair is a 1 of a Boolean matrix, so a
+     * repeated pair is the same 1: repeats merge (as MF_SPARSE_SUM_DUPLICATES would). */
     MF_FORMAT_PAIRS = 3,
     /* Packed little-endian records of int32 row, int32 col, float32 value, no header. */
     MF_FORMAT_BINARY_TRIPLETS = 4

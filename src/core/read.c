@@ -204,7 +204,9 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     if (st == MF_OK) {
         mf_coo_view coo = {job.rows, job.cols, job.nnz,
                            job.row,  job.col,  job.pattern ? NULL : job.val};
-        st = mf_sparse_build_coo(ctx, out, &coo, o.flags, path);
+        /* A pairs file lists the ones of a Boolean matrix: a repeat is the same 1. */
+        unsigned flags = format == MF_FORMAT_PAIRS ? o.flags | MF_SPARSE_SUM_DUPLICATES : o.flags;
+        st = mf_sparse_build_coo(ctx, out, &coo, flags, path);
     }
     free(job.row);
     free(job.col);

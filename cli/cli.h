@@ -1,0 +1,64 @@
+/* The mfact command-line tool: what its subcommands share. */
+#ifndef MFACT_CLI_H
+#define MFACT_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mfact/mfact.h"
+
+/* Exit statuses. */
+enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
+
+/* The flags every algorithm subcommand takes. */
+typedef struct cli_common {
+    mf_backend backend;
+    int device;
+    uint64_t seed;
+    int threads;
+    bool json;
+    bool help;
+} cli_common;
+
+void cli_common_init(cli_common *c);
+/* Consume argv[*i] (and its value) when it is a common flag: 1 consumed, 0 not a common
+ * flag, -1 bad value (message printed). */
+int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c);
+/* The help text of the common flags. */
+const char *cli_common_help(void);
+/* A context from the common flags; prints the failure and returns NULL. */
+mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
+/* "mfact CMD: message" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse a whole decimal of type long long / double, or fail. */
+bool cli_parse_ll(const char *s, long long *out);
+bool cli_parse_double(const char *s, double *out);
+
+/* Results as labelled lines ("test RMSE 0.9247") or, with --json, one JSON object whose
+ * keys are the labels with '_' for spaces. */
+typedef struct cli_out {
+    bool json;
+    int items;
+} cli_out;
+
+void cli_out_begin(cli_out *o, bool json);
+void cli_out_str(cli_out *o, const char *label, const char *value);
+void cli_out_int(cli_out *o, const char *label, long long value);
+void cli_out_num(cli_out *o, const char *label, double value);
+void cli_out_end(cli_out *o);
+
+/* A progress line on a terminal (stderr), shown only once a task has run for a second. */
+typedef struct cli_progress {
+    double start, last;
+    bool shown, enabled;
+} cli_progress;
+
+void cli_progress_begin(cli_progress *p);
+void cli_progress_update(cli_progress *p, const char *what, double fraction);
+void cli_progress_end(cli_progress *p);
+double cli_seconds(void);
+
+int cmd_info(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif

@@ -1,0 +1,56 @@
+/* mfact info: what this build is and what it would run on. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+int cmd_info(int argc, char **argv)
+{
+    cli_common c;
+    cli_common_init(&c);
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_parse("info", argc, argv, &i, &c);
+        if (r < 0)
+            return CLI_USAGE;
+        if (r == 0) {
+            cli_error("info", "unknown option '%s'", argv[i]);
+            return CLI_USAGE;
+        }
+    }
+    if (c.help) {
+        printf("usage: mfact info [options]\n\nPrints the version, how the library was built, "
+               "and the backend and device a context gets.\n\n%s",
+               cli_common_help());
+        return CLI_OK;
+    }
+    mf_ctx *ctx = cli_make_ctx("info", &c);
+    if (!ctx)
+        return CLI_FAILED;
+    mf_device_info d = {.struct_size = sizeof d};
+    mf_status st = mf_ctx_device_info(ctx, &d);
+    if (st != MF_OK) {
+        cli_error("info", "%s", mf_ctx_last_error(ctx));
+        mf_ctx_destroy(ctx);
+        return CLI_FAILED;
+    }
+    cli_out o;
+    cli_out_begin(&o, c.json);
+    cli_out_str(&o, "version", mf_version_string());
+    cli_out_str(&o, "build", mf_build_info());
+    cli_out_str(&o, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    cli_out_int(&o, "cpu threads", d.cpu_threads);
+    if (mf_ctx_backend(ctx) == MF_BACKEND_CUDA) {
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", d.compute_major, d.compute_minor);
+        cli_out_str(&o, "device", d.name);
+        cli_out_int(&o, "device ordinal", d.device);
+        cli_out_str(&o, "compute capability", cc);
+        cli_out_int(&o, "multiprocessors", d.multiprocessors);
+        cli_out_num(&o, "memory GiB", (double)d.total_memory / (1 << 30));
+        cli_out_num(&o, "free memory GiB", (double)d.free_memory / (1 << 30));
+        cli_out_num(&o, "L2 MiB", (double)d.l2_cache_bytes / (1 << 20));
+    }
+    cli_out_end(&o);
+    mf_ctx_destroy(ctx);
+    return CLI_OK;
+}

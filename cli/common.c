@@ -1,0 +1,129 @@
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_common_init(cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->backend = MF_BACKEND_AUTO;
+}
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "mfact %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+bool cli_parse_ll(const char *s, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+bool cli_parse_double(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v))
+        return false;
+    *out = v;
+    return true;
+}
+
+const char *cli_common_help(void)
+{
+    return "common options:\n"
+           "  --backend auto|cpu|cuda   where to compute (default auto: CUDA when usable)\n"
+           "  --device N                CUDA device ordinal (default 0)\n"
+           "  --seed S                  seed of every random choice (default 0)\n"
+           "  --threads N               CPU threads (default: all)\n"
+           "  --json                    print the results as one JSON object\n"
+           "  --help                    this text\n";
+}
+
+/* The value after a flag, or NULL with a message. */
+static const char *value_of(const char *cmd, int argc, char **argv, int *i)
+{
+    if (*i + 1 >= argc) {
+        cli_error(cmd, "%s needs a value", argv[*i]);
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c)
+{
+    const char *flag = argv[*i], *v;
+    long long n;
+    if (strcmp(flag, "--json") == 0) {
+        c->json = true;
+        return 1;
+    }
+    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
+        c->help = true;
+        return 1;
+    }
+    if (strcmp(flag, "--backend") == 0) {
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        if (strcmp(v, "auto") == 0)
+            c->backend = MF_BACKEND_AUTO;
+        else if (strcmp(v, "cpu") == 0)
+            c->backend = MF_BACKEND_CPU;
+        else if (strcmp(v, "cuda") == 0)
+            c->backend = MF_BACKEND_CUDA;
+        else {
+            cli_error(cmd, "--backend must be auto, cpu or cuda, not '%s'", v);
+            return -1;
+        }
+        return 1;
+    }
+    if (strcmp(flag, "--device") == 0 || strcmp(flag, "--threads") == 0 ||
+        strcmp(flag, "--seed") == 0) {
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        if (!cli_parse_ll(v, &n) || n < 0 || (flag[2] != 's' && n > 1 << 20)) {
+            cli_error(cmd, "%s takes a non-negative integer, not '%s'", flag, v);
+            return -1;
+        }
+        if (flag[2] == 'd')
+            c->device = (int)n;
+        else if (flag[2] == 't')
+            c->threads = (int)n;
+        else
+            c->seed = (uint64_t)n;
+        return 1;
+    }
+    return 0;
+}
+
+mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = c->backend;
+    o.device = c->device;
+    o.seed = c->seed;
+    o.cpu_threads = c->threads;
+    mf_ctx *ctx = NULL;
+    if (mf_ctx_create(&ctx, &o) != MF_OK) {
+        cli_error(cmd, "%s", mf_ctx_last_error(NULL));
+        return NULL;
+    }
+    return ctx;
+}

@@ -1,0 +1,375 @@
+/* Every reader on good and malformed files written by the test itself. Malformed input must
+ * give the documented status with the file name and line (or record) in the message. */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "testutil.h"
+
+static mf_ctx *ctx;
+static mf_sparse *const SENTINEL = (mf_sparse *)(uintptr_t)0x4321;
+
+static void setup(void)
+{
+    ctx = tu_cpu_ctx();
+}
+
+static void teardown(void)
+{
+    mf_ctx_destroy(ctx);
+}
+
+static mf_sparse *read_ok(const char *path, const mf_read_opts *opts)
+{
+    mf_sparse *m = NULL;
+    mf_status st = mf_sparse_read(ctx, &m, path, opts);
+    ck_assert_msg(st == MF_OK, "%s: %s", mf_status_string(st), mf_ctx_last_error(ctx));
+    return m;
+}
+
+static void read_fails(const char *path, const mf_read_opts *opts, mf_status want,
+                       const char *needle)
+{
+    mf_sparse *m = SENTINEL;
+    ck_assert_int_eq(mf_sparse_read(ctx, &m, path, opts), want);
+    ck_assert_ptr_eq(m, SENTINEL);
+    tu_assert_error_has(ctx, needle);
+    tu_assert_error_has(ctx, path);
+}
+
+/* Text of "path:line" for the error checks. */
+static const char *at(const char *path, int line)
+{
+    static char buf[4096];
+    snprintf(buf, sizeof buf, "%s:%d:", path, line);
+    return buf;
+}
+
+static void expect_shape(const mf_sparse *m, int32_t rows, int32_t cols, int64_t nnz)
+{
+    int32_t r, c;
+    int64_t n;
+    ck_assert_int_eq(mf_sparse_shape(m, &r, &c, &n), MF_OK);
+    ck_assert_int_eq(r, rows);
+    ck_assert_int_eq(c, cols);
+    ck_assert_int_eq(n, nnz);
+}
+
+static void expect_entry(const mf_sparse *m, int64_t i, int32_t row, int32_t col, float val)
+{
+    int64_t nnz;
+    mf_sparse_shape(m, NULL, NULL, &nnz);
+    int32_t *r = malloc((size_t)nnz * sizeof *r), *c = malloc((size_t)nnz * sizeof *c);
+    float *v = malloc((size_t)nnz * sizeof *v);
+    ck_assert_int_eq(mf_sparse_get_coo(m, r, c, v, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(r[i], row);
+    ck_assert_int_eq(c[i], col);
+    ck_assert_float_eq(v[i], val);
+    free(r), free(c), free(v);
+}
+
+/* ---- MatrixMarket ------------------------------------------------------------------------ */
+
+START_TEST(mm_general_real)
+{
+    const char *p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                          "% a comment\n"
+                                          "\n"
+                                          "3 4 3\n"
+                                          "3 1 -2.5\n"
+                                          "1 4 1e2\n"
+                                          "2 2 7\n");
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 3, 4, 3);
+    expect_entry(m, 0, 0, 3, 100);
+    expect_entry(m, 1, 1, 1, 7);
+    expect_entry(m, 2, 2, 0, -2.5f);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(mm_symmetric_is_expanded)
+{
+    /* The banner decides the format whatever the file is called. */
+    const char *p = tu_write_text(".txt", "%%MatrixMarket matrix coordinate pattern symmetric\n"
+                                          "3 3 3\n"
+                                          "1 1\n"
+                                          "3 1\n"
+                                          "3 2\n");
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 3, 3, 5);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    expect_entry(m, 1, 0, 2, 1);
+    expect_entry(m, 4, 2, 1, 1);
+    mf_sparse_destroy(m);
+
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate integer skew-symmetric\n"
+                              "2 2 1\n"
+                              "2 1 3\n");
+    m = read_ok(p, NULL);
+    expect_shape(m, 2, 2, 2);
+    expect_entry(m, 0, 0, 1, -3);
+    expect_entry(m, 1, 1, 0, 3);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(mm_malformed)
+{
+    const char *p = tu_write_text(".mtx", "3 3 1\n1 1 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "MatrixMarket matrix coordinate");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix array real general\n2 2\n1\n2\n3\n4\n");
+    read_fails(p, NULL, MF_ERR_UNSUPPORTED, "array");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate complex general\n1 1 1\n1 1 1 0\n");
+    read_fails(p, NULL, MF_ERR_UNSUPPORTED, "complex");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n%c\n3 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 3));
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 2\n1 1 1\n4 1 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 4));
+    tu_assert_error_has(ctx, "row index 4 is outside the 3 rows");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 2\n1 1 1\n2 0 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "column index 0 is below the index base 1");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 3\n1 1 1\n2 2 x\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 4));
+    tu_assert_error_has(ctx, "value \"x\" is not a number");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 3\n1 1 1\n2 2 2\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "gives 3 entries, the file ends after 2");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 1\n1 1 1\n2 2 2\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 4));
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 2\n1 1 1\n2 2 nan\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "value nan is not finite");
+    p = tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 1\n1 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "expected 3 fields, found 2");
+}
+END_TEST
+
+/* ---- triplets ---------------------------------------------------------------------------- */
+
+START_TEST(triplets_movielens_styles)
+{
+    /* "::" separators, a fourth field, 1-based ids discovered from the data. */
+    const char *p = tu_write_text(".dat", "1::2::5::881250949\r\n3::1::3.5::881250950\r\n");
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 3, 2, 2);
+    expect_entry(m, 0, 0, 1, 5);
+    expect_entry(m, 1, 2, 0, 3.5f);
+    mf_sparse_destroy(m);
+    /* CSV with a header, 0-based because a 0 appears, and a last line with no newline. */
+    p = tu_write_text(".csv", "userId,movieId,rating,timestamp\n0,4,1.5,1\n2,0,4,2");
+    m = read_ok(p, NULL);
+    expect_shape(m, 3, 5, 2);
+    expect_entry(m, 0, 0, 4, 1.5f);
+    mf_sparse_destroy(m);
+    /* Tabs, comments, two fields: a pattern. */
+    p = tu_write_text(".tsv", "# edges\n1\t2\n\n2\t3\n");
+    m = read_ok(p, NULL);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    expect_shape(m, 2, 3, 2);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(triplets_options)
+{
+    const char *p = tu_write_text(".txt", "1 1 2\n2 3 4\n");
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.index_base = 0;
+    o.rows = 10;
+    mf_sparse *m = read_ok(p, &o);
+    expect_shape(m, 10, 4, 2);
+    expect_entry(m, 1, 2, 3, 4);
+    mf_sparse_destroy(m);
+    o.rows = 2;
+    read_fails(p, &o, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "row index 2 is outside the 2 rows given");
+    /* With the base decided late, a shape error still names its line. */
+    mf_read_opts_init(&o);
+    o.cols = 2;
+    read_fails(p, &o, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "column index 3 is outside the 2 columns given");
+    mf_read_opts_init(&o);
+    o.pattern = 1;
+    m = read_ok(p, &o);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    mf_sparse_destroy(m);
+    mf_read_opts_init(&o);
+    o.index_base = 2;
+    mf_sparse *bad = SENTINEL;
+    ck_assert_int_eq(mf_sparse_read(ctx, &bad, p, &o), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "index_base = 2");
+    ck_assert_ptr_eq(bad, SENTINEL);
+    mf_read_opts_init(&o);
+    o.struct_size = 0;
+    mf_sparse *s = SENTINEL;
+    ck_assert_int_eq(mf_sparse_read(ctx, &s, p, &o), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sparse_read(ctx, &s, NULL, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(s, SENTINEL);
+}
+END_TEST
+
+START_TEST(triplets_duplicates)
+{
+    const char *p = tu_write_text(".txt", "1 1 2\n1 1 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "duplicate entry at row 0, column 0");
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.flags = MF_SPARSE_SUM_DUPLICATES;
+    mf_sparse *m = read_ok(p, &o);
+    expect_shape(m, 1, 1, 1);
+    expect_entry(m, 0, 0, 0, 5);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(triplets_malformed)
+{
+    const char *p = tu_write_text(".txt", "1 1 2\n2 x 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "column index \"x\" is not an integer");
+    p = tu_write_text(".txt", "1 1 2\n2 2\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "expected 3 fields");
+    p = tu_write_text(".txt", "1 1 2\n2 2 inf\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    p = tu_write_text(".txt", "1 1 2\n-1 2 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "row index -1 is below the index base 0");
+    p = tu_write_text(".txt", "1 1 2\n5000000000 2 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "does not fit in int32");
+    p = tu_write_text(".txt", "header line\nanother header\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    p = tu_write_text(".txt", "");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "no entries and gives no shape");
+    read_fails("/nonexistent/mfact/file.txt", NULL, MF_ERR_IO, "cannot open");
+}
+END_TEST
+
+START_TEST(long_lines_are_read)
+{
+    /* A comment longer than the reader's block forces it to grow. */
+    size_t n = 3u << 20;
+    char *text = malloc(n + 64);
+    text[0] = '#';
+    memset(text + 1, 'x', n - 1);
+    strcpy(text + n, "\n4 5 6\n");
+    const char *p = tu_write_text(".txt", text);
+    free(text);
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 4, 5, 1);
+    expect_entry(m, 0, 3, 4, 6);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+/* ---- pairs ------------------------------------------------------------------------------- */
+
+START_TEST(pairs_with_both_count_lines)
+{
+    const char *p = tu_write_text(".in", "3 4 3\n0 0\n2 3\n1 1\n");
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 3, 4, 3);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    expect_entry(m, 2, 2, 3, 1);
+    mf_sparse_destroy(m);
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.format = MF_FORMAT_PAIRS; /* an SNAP edge list: "nodes edges" */
+    p = tu_write_text(".txt", "5 2\n0 4\n4 3\n");
+    m = read_ok(p, &o);
+    expect_shape(m, 5, 5, 2);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(pairs_repeats_merge)
+{
+    const char *p = tu_write_text(".in", "2 2 3\n0 1\n1 0\n0 1\n");
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 2, 2, 2);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(pairs_malformed)
+{
+    const char *p = tu_write_text(".in", "3 4 3\n0 0\n2 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "gives 3 pairs, the file ends after 2");
+    p = tu_write_text(".in", "3 4 1\n0 0\n2 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 3));
+    p = tu_write_text(".in", "3 4 2\n0 0\n3 0\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 3));
+    tu_assert_error_has(ctx, "outside the 3 rows of the header");
+    p = tu_write_text(".in", "3 4 2\n0 0 1\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "expected 2 fields");
+    p = tu_write_text(".in", "3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));
+    p = tu_write_text(".in", "# nothing\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "ends before its count line");
+}
+END_TEST
+
+/* ---- binary ------------------------------------------------------------------------------ */
+
+static void put_record(unsigned char *dst, int32_t r, int32_t c, float v)
+{
+    uint32_t words[3];
+    words[0] = (uint32_t)r;
+    words[1] = (uint32_t)c;
+    memcpy(&words[2], &v, 4);
+    for (int w = 0; w < 3; w++)
+        for (int b = 0; b < 4; b++)
+            dst[4 * w + b] = (unsigned char)(words[w] >> (8 * b)); /* little-endian */
+}
+
+START_TEST(binary_triplets)
+{
+    /* More records than one read block, so the block loop is exercised. */
+    enum { N = 70000 };
+    unsigned char *buf = malloc(12 * N);
+    for (int i = 0; i < N; i++)
+        put_record(buf + 12 * i, i % 700, i / 700, (float)i * 0.5f);
+    const char *p = tu_write_file(".bin", buf, 12 * N);
+    mf_sparse *m = read_ok(p, NULL);
+    expect_shape(m, 700, 100, N);
+    expect_entry(m, 1, 0, 1, 350);
+    mf_sparse_destroy(m);
+
+    p = tu_write_file(".bin", buf, 12 * 5 + 7);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "record 6 is incomplete");
+    put_record(buf + 12 * 2, 1, -3, 1);
+    p = tu_write_file(".bin", buf, 12 * 4);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "record 3: column index -3");
+    put_record(buf + 12 * 2, 1, 3, NAN);
+    p = tu_write_file(".bin", buf, 12 * 4);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "record 3: value nan is not finite");
+    free(buf);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("readers");
+    TCase *tc = tu_tcase("readers");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, mm_general_real);
+    tcase_add_test(tc, mm_symmetric_is_expanded);
+    tcase_add_test(tc, mm_malformed);
+    tcase_add_test(tc, triplets_movielens_styles);
+    tcase_add_test(tc, triplets_options);
+    tcase_add_test(tc, triplets_duplicates);
+    tcase_add_test(tc, triplets_malformed);
+    tcase_add_test(tc, long_lines_are_read);
+    tcase_add_test(tc, pairs_with_both_count_lines);
+    tcase_add_test(tc, pairs_repeats_merge);
+    tcase_add_test(tc, pairs_malformed);
+    tcase_add_test(tc, binary_triplets);
+    suite_add_tcase(s, tc);
+    return tu_run(s, true);
+}

@@ -1,0 +1,77 @@
+#define _GNU_SOURCE /* mkstemps */
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define TU_MAX_FILES 256
+static char *files[TU_MAX_FILES];
+static int nfiles;
+
+mf_ctx *tu_cpu_ctx(void)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CPU;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    return ctx;
+}
+
+const char *tu_write_file(const char *suffix, const void *data, size_t size)
+{
+    const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char *path = malloc(strlen(dir) + 64);
+    ck_assert_ptr_nonnull(path);
+    sprintf(path, "%s/mfact-test-XXXXXX%s", dir, suffix);
+    int fd = mkstemps(path, (int)strlen(suffix));
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, data, size), (ssize_t)size);
+    close(fd);
+    ck_assert_int_lt(nfiles, TU_MAX_FILES);
+    files[nfiles++] = path;
+    return path;
+}
+
+const char *tu_write_text(const char *suffix, const char *text)
+{
+    return tu_write_file(suffix, text, strlen(text));
+}
+
+void tu_cleanup(void)
+{
+    for (int i = 0; i < nfiles; i++) {
+        unlink(files[i]);
+        free(files[i]);
+    }
+    nfiles = 0;
+}
+
+const char *tu_data_path(const char *relative)
+{
+    static char path[4096];
+    const char *dir = getenv("MFACT_DATA_DIR") ? getenv("MFACT_DATA_DIR") : MFACT_DATA_DIR;
+    snprintf(path, sizeof path, "%s/%s", dir, relative);
+    return access(path, R_OK) == 0 ? path : NULL;
+}
+
+TCase *tu_tcase(const char *name)
+{
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, NULL, tu_cleanup);
+    tcase_set_timeout(tc, 120);
+    return tc;
+}
+
+int tu_run(Suite *suite, bool fork)
+{
+    SRunner *runner = srunner_create(suite);
+    if (!fork)
+        srunner_set_fork_status(runner, CK_NOFORK);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    tu_cleanup();
+    return failed == 0 ? 0 : 1;
+}

@@ -1,0 +1,38 @@
+/* Helpers shared by the Check suites. */
+#ifndef MF_TESTUTIL_H
+#define MF_TESTUTIL_H
+
+#include <check.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mfact/mfact.h"
+
+/* A CPU context; the test fails if it cannot be made. */
+mf_ctx *tu_cpu_ctx(void);
+
+/* Write `size` bytes (text: size = strlen) to a new temporary file; returns its path, which
+ * tu_cleanup() removes. `suffix` (".mtx", ".in", ...) matters for format detection. */
+const char *tu_write_file(const char *suffix, const void *data, size_t size);
+const char *tu_write_text(const char *suffix, const char *text);
+void tu_cleanup(void);
+
+/* Path of a file under ../shared/data (or $MFACT_DATA_DIR), or NULL when absent. */
+const char *tu_data_path(const char *relative);
+
+/* A test case whose temporary files are removed after each test (in its own process). */
+TCase *tu_tcase(const char *name);
+
+/* Run a suite; `fork` false keeps every test in this process (needed once CUDA is up).
+ * Returns the process exit status: 0 when all passed. */
+int tu_run(Suite *suite, bool fork);
+
+/* Assert that the message of the last failure contains `needle`. */
+#define tu_assert_error_has(ctx, needle)                                                           \
+    ck_assert_msg(strstr(mf_ctx_last_error(ctx), (needle)) != NULL, "message \"%s\" lacks \"%s\"", \
+                  mf_ctx_last_error(ctx), (needle))
+
+#endif

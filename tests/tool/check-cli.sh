@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The command-line tool: subcommands, common flags, labelled and JSON output, exit codes.
+set -uo pipefail
+mfact=$1
+fail() { echo "FAIL: $*"; exit 1; }
+out=$("$mfact" info) || fail "mfact info exited $?"
+echo "$out" | grep -q "^version " || fail "info has no version line: $out"
+echo "$out" | grep -q "^backend " || fail "info has no backend line"
+
+out=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --seed 3) || fail "demo exited $?"
+echo "$out"
+echo "$out" | grep -q "^rows 2000$" || fail "demo rows"
+echo "$out" | grep -q "^cols 1500$" || fail "demo cols"
+echo "$out" | grep -Eq "^nnz [0-9]+$" || fail "demo nnz"
+again=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --seed 3 | grep '^nnz')
+[ "$again" = "$(echo "$out" | grep '^nnz')" ] || fail "same seed, different matrix"
+
+json=$("$mfact" demo --backend cpu --shape 300,200,0.05 --json) || fail "demo --json exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==300 and d["cols"]==200, d' ||
+  fail "demo --json is not the expected JSON: $json"
+
+tmp=$(mktemp --suffix=.mtx)
+trap 'rm -f "$tmp"' EXIT
+printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2.5\n3 2 -1\n' >"$tmp"
+out=$("$mfact" demo --backend cpu "$tmp") || fail "demo FILE exited $?"
+echo "$out" | grep -q "^nnz 2$" || fail "demo FILE nnz: $out"
+
+"$mfact" demo --backend cpu /nonexistent.mtx 2>/tmp/mfact-cli-err.$$ && fail "missing file accepted"
+grep -q "cannot open" /tmp/mfact-cli-err.$$ || fail "missing file message: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" demo --bogus 2>/dev/null && fail "unknown flag accepted"
+"$mfact" demo --backend quantum 2>/dev/null && fail "bad backend accepted"
+"$mfact" frobnicate 2>/dev/null && fail "unknown subcommand accepted"
+"$mfact" demo --help | grep -q -- "--backend" || fail "demo --help lacks the common flags"
+rm -f /tmp/mfact-cli-err.$$
+echo "cli ok"
