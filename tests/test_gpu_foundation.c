@@ -94,13 +94,16 @@ START_TEST(limit_is_out_of_memory_not_a_crash)
     mf_dmem_free(ctx, &a);
     mf_ctx_destroy(ctx);
 
-    /* With no limit, a request larger than the device is refused by the pool. */
+    /* With no limit, a request larger than the device is refused by the pool. (Under
+     * compute-sanitizer that refusal would count as an API error: skipped there.) */
     ctx = cuda_ctx_with(0);
-    mf_device_info info = {.struct_size = sizeof info};
-    ck_assert_int_eq(mf_ctx_device_info(ctx, &info), MF_OK);
-    ck_assert_int_eq(mf_dmem_alloc(ctx, &a, info.total_memory * 2, "too much"),
-                     MF_ERR_OUT_OF_MEMORY);
-    tu_assert_error_has(ctx, "memory pool");
+    if (!getenv("MFACT_UNDER_SANITIZER")) {
+        mf_device_info info = {.struct_size = sizeof info};
+        ck_assert_int_eq(mf_ctx_device_info(ctx, &info), MF_OK);
+        ck_assert_int_eq(mf_dmem_alloc(ctx, &a, info.total_memory * 2, "too much"),
+                         MF_ERR_OUT_OF_MEMORY);
+        tu_assert_error_has(ctx, "memory pool");
+    }
     /* The failure leaves CUDA usable. */
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 1 << 20, "after"), MF_OK);
     CUDA_OK(cudaMemsetAsync(a.ptr, 0, a.bytes, mf_ctx_stream(ctx)));
