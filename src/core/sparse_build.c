@@ -113,6 +113,8 @@ static void coo_copy_sorted(const mf_coo_view *coo, mf_sparse *m)
         m->row_ptr[coo->row[i] + 1]++;
     for (int32_t r = 0; r < coo->rows; r++)
         m->row_ptr[r + 1] += m->row_ptr[r];
+    if (coo->nnz == 0)
+        return; /* the arrays may be NULL: memcpy must not see them */
     memcpy(m->col, coo->col, (size_t)coo->nnz * sizeof *m->col);
     if (m->val)
         memcpy(m->val, coo->val, (size_t)coo->nnz * sizeof *m->val);
@@ -272,9 +274,11 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
         return out_of_memory(ctx, fn, nnz);
     m->ctx = ctx;
     memcpy(m->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
-    memcpy(m->col, col, (size_t)nnz * sizeof *col);
-    if (val)
-        memcpy(m->val, val, (size_t)nnz * sizeof *val);
+    if (nnz > 0) {
+        memcpy(m->col, col, (size_t)nnz * sizeof *col);
+        if (val)
+            memcpy(m->val, val, (size_t)nnz * sizeof *val);
+    }
     col_pos *scratch = NULL;
     int64_t cap = 0;
     for (int32_t r = 0; r < rows; r++) {
