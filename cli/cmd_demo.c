@@ -77,17 +77,20 @@ static mf_status generate(mf_ctx *ctx, const demo_args *a, mf_sparse **out, cli_
     const int64_t chunk = 1 << 22;
     for (int64_t b = 0; st == MF_OK && b < n; b += chunk) {
         int64_t m = n - b < chunk ? n - b : chunk;
+        /* Each chunk draws from streams of its own (rows, columns, values): element i of a
+         * stream is fixed by (seed, stream, i), so reusing streams would repeat the chunk. */
+        uint64_t stream = 3 * (uint64_t)(b / chunk);
         cli_progress_update(p, "generating", (double)b / (double)n);
-        st = mf_random_uniform(ctx, u + b, m, 0, 1, a->common.seed, 0, MF_MEMORY_HOST);
+        st = mf_random_uniform(ctx, u + b, m, 0, 1, a->common.seed, stream, MF_MEMORY_HOST);
         for (int64_t i = b; st == MF_OK && i < b + m; i++)
             row[i] = (int32_t)((double)a->rows * pow(u[i], 3.0)); /* P(r) ~ r^(-2/3) */
         if (st == MF_OK)
-            st = mf_random_uniform(ctx, u + b, m, 0, (float)a->cols, a->common.seed, 1,
+            st = mf_random_uniform(ctx, u + b, m, 0, (float)a->cols, a->common.seed, stream + 1,
                                    MF_MEMORY_HOST);
         for (int64_t i = b; st == MF_OK && i < b + m; i++)
             col[i] = (int32_t)u[i] < a->cols ? (int32_t)u[i] : (int32_t)a->cols - 1;
         if (st == MF_OK)
-            st = mf_random_uniform(ctx, u + b, m, 1, 6, a->common.seed, 2, MF_MEMORY_HOST);
+            st = mf_random_uniform(ctx, u + b, m, 1, 6, a->common.seed, stream + 2, MF_MEMORY_HOST);
         for (int64_t i = b; st == MF_OK && i < b + m; i++)
             u[i] = floorf(u[i]);
     }

@@ -15,6 +15,11 @@ echo "$out" | grep -Eq "^nnz [0-9]+$" || fail "demo nnz"
 again=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --seed 3 | grep '^nnz')
 [ "$again" = "$(echo "$out" | grep '^nnz')" ] || fail "same seed, different matrix"
 
+# 12.6M draws span several generation chunks: each must draw fresh numbers (a chunk that
+# repeated the first would cap nnz near 4.2M).
+big=$("$mfact" demo --backend cpu --shape 100000,20000,0.0063 | sed -n 's/^nnz //p')
+[ "$big" -gt 7560000 ] || fail "generated matrix too small: nnz $big of 12.6M draws"
+
 json=$("$mfact" demo --backend cpu --shape 300,200,0.05 --json) || fail "demo --json exited $?"
 echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==300 and d["cols"]==200, d' ||
   fail "demo --json is not the expected JSON: $json"
