@@ -47,13 +47,6 @@ static mf_ctx *ctx_with_fake(fake_source *f, size_t limit)
     return ctx;
 }
 
-static mf_memory_stats stats_of(mf_ctx *ctx)
-{
-    mf_memory_stats st = {.struct_size = sizeof st};
-    ck_assert_int_eq(mf_ctx_memory_stats(ctx, &st), MF_OK);
-    return st;
-}
-
 START_TEST(accounting_tracks_current_and_peak)
 {
     fake_source f = {0};
@@ -61,21 +54,21 @@ START_TEST(accounting_tracks_current_and_peak)
     mf_dbuf a, b, c;
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 1000, "a"), MF_OK);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &b, 500, "b"), MF_OK);
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 1500);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 1500);
     mf_dmem_free(ctx, &a);
     ck_assert_ptr_null(a.ptr);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &c, 200, "c"), MF_OK);
-    mf_memory_stats st = stats_of(ctx);
+    mf_memory_stats st = tu_memory_stats(ctx);
     ck_assert_uint_eq(st.current_bytes, 700);
     ck_assert_uint_eq(st.peak_bytes, 1500);
     ck_assert_uint_eq(st.allocations, 3);
     ck_assert_uint_eq(st.failed_allocations, 0);
     ck_assert_int_eq(mf_ctx_reset_peak_memory(ctx), MF_OK);
-    ck_assert_uint_eq(stats_of(ctx).peak_bytes, 700);
+    ck_assert_uint_eq(tu_memory_stats(ctx).peak_bytes, 700);
     mf_dmem_free(ctx, &b);
     mf_dmem_free(ctx, &c);
     mf_dmem_free(ctx, &c); /* freeing an emptied buffer is a no-op */
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 0);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
     ck_assert_int_eq(f.allocs, 3);
     ck_assert_int_eq(f.frees, 3);
     ck_assert_uint_eq(f.outstanding, 0);
@@ -114,7 +107,7 @@ START_TEST(limit_gives_out_of_memory_with_a_message)
     ck_assert_int_eq(mf_dmem_alloc(ctx, &b, 96, "rest"), MF_OK);
     mf_dbuf huge;
     ck_assert_int_eq(mf_dmem_alloc(ctx, &huge, (size_t)-1, "huge"), MF_ERR_OUT_OF_MEMORY);
-    mf_memory_stats st = stats_of(ctx);
+    mf_memory_stats st = tu_memory_stats(ctx);
     ck_assert_uint_eq(st.current_bytes, 4096);
     ck_assert_uint_eq(st.limit_bytes, 4096);
     ck_assert_uint_eq(st.failed_allocations, 2);
@@ -132,8 +125,8 @@ START_TEST(a_refusing_source_gives_out_of_memory)
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 65, "SDDMM panel"), MF_ERR_OUT_OF_MEMORY);
     tu_assert_error_has(ctx, "device_alloc hook");
     tu_assert_error_has(ctx, "SDDMM panel");
-    ck_assert_uint_eq(stats_of(ctx).failed_allocations, 1);
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 0);
+    ck_assert_uint_eq(tu_memory_stats(ctx).failed_allocations, 1);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
     mf_ctx_destroy(ctx);
 }
 END_TEST

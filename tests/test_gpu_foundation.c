@@ -24,13 +24,6 @@ static mf_ctx *cuda_ctx_with(size_t limit)
     return ctx;
 }
 
-static mf_memory_stats stats_of(mf_ctx *ctx)
-{
-    mf_memory_stats st = {.struct_size = sizeof st};
-    ck_assert_int_eq(mf_ctx_memory_stats(ctx, &st), MF_OK);
-    return st;
-}
-
 START_TEST(context_and_device_info)
 {
     mf_ctx *ctx = cuda_ctx_with(0);
@@ -68,17 +61,17 @@ START_TEST(pool_accounting_and_reuse)
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 64 << 20, "a"), MF_OK);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &b, 1 << 20, "b"), MF_OK);
     CUDA_OK(cudaMemsetAsync(a.ptr, 1, a.bytes, mf_ctx_stream(ctx)));
-    mf_memory_stats st = stats_of(ctx);
+    mf_memory_stats st = tu_memory_stats(ctx);
     ck_assert_uint_eq(st.current_bytes, (64 << 20) + (1 << 20));
     ck_assert_uint_eq(st.allocations, 2);
     mf_dmem_free(ctx, &a);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 32 << 20, "a again"), MF_OK);
-    st = stats_of(ctx);
+    st = tu_memory_stats(ctx);
     ck_assert_uint_eq(st.current_bytes, (32 << 20) + (1 << 20));
     ck_assert_uint_eq(st.peak_bytes, (64 << 20) + (1 << 20));
     mf_dmem_free(ctx, &a);
     mf_dmem_free(ctx, &b);
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 0);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
     ck_assert_int_eq(mf_ctx_release_cached_memory(ctx), MF_OK);
     mf_ctx_destroy(ctx);
 }
@@ -167,7 +160,7 @@ START_TEST(caller_hooks_and_streams)
     ck_assert_int_eq(mf_sparse_device_csr(m, &d_ptr, &d_col, &d_val), MF_OK);
     ck_assert_int_eq(h.allocs, 3);
     ck_assert_ptr_eq(h.stream, mine);
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 3 * 8 + 3 * 4 + 3 * 4);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 3 * 8 + 3 * 4 + 3 * 4);
     int32_t back[3];
     CUDA_OK(cudaMemcpy(back, d_col, sizeof back, cudaMemcpyDeviceToHost));
     ck_assert_int_eq(back[0], 1);
@@ -179,7 +172,7 @@ START_TEST(caller_hooks_and_streams)
     mf_sparse_destroy(m);
     ck_assert_int_eq(h.frees, 3);
     ck_assert_uint_eq(h.live, 0);
-    ck_assert_uint_eq(stats_of(ctx).current_bytes, 0);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
 
     ck_assert_int_eq(mf_ctx_set_stream(ctx, NULL), MF_OK);
     ck_assert_ptr_ne(mf_ctx_stream(ctx), mine);

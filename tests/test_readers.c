@@ -45,16 +45,6 @@ static const char *at(const char *path, int line)
     return buf;
 }
 
-static void expect_shape(const mf_sparse *m, int32_t rows, int32_t cols, int64_t nnz)
-{
-    int32_t r, c;
-    int64_t n;
-    ck_assert_int_eq(mf_sparse_shape(m, &r, &c, &n), MF_OK);
-    ck_assert_int_eq(r, rows);
-    ck_assert_int_eq(c, cols);
-    ck_assert_int_eq(n, nnz);
-}
-
 static void expect_entry(const mf_sparse *m, int64_t i, int32_t row, int32_t col, float val)
 {
     int64_t nnz;
@@ -80,7 +70,7 @@ START_TEST(mm_general_real)
                                           "1 4 1e2\n"
                                           "2 2 7\n");
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 3, 4, 3);
+    tu_expect_shape(m, 3, 4, 3);
     expect_entry(m, 0, 0, 3, 100);
     expect_entry(m, 1, 1, 1, 7);
     expect_entry(m, 2, 2, 0, -2.5f);
@@ -97,7 +87,7 @@ START_TEST(mm_symmetric_is_expanded)
                                           "3 1\n"
                                           "3 2\n");
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 3, 3, 5);
+    tu_expect_shape(m, 3, 3, 5);
     ck_assert_int_eq(mf_sparse_has_values(m), 0);
     expect_entry(m, 1, 0, 2, 1);
     expect_entry(m, 4, 2, 1, 1);
@@ -107,7 +97,7 @@ START_TEST(mm_symmetric_is_expanded)
                               "2 2 1\n"
                               "2 1 3\n");
     m = read_ok(p, NULL);
-    expect_shape(m, 2, 2, 2);
+    tu_expect_shape(m, 2, 2, 2);
     expect_entry(m, 0, 0, 1, -3);
     expect_entry(m, 1, 1, 0, 3);
     mf_sparse_destroy(m);
@@ -157,21 +147,21 @@ START_TEST(triplets_movielens_styles)
     /* "::" separators, a fourth field, 1-based ids discovered from the data. */
     const char *p = tu_write_text(".dat", "1::2::5::881250949\r\n3::1::3.5::881250950\r\n");
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 3, 2, 2);
+    tu_expect_shape(m, 3, 2, 2);
     expect_entry(m, 0, 0, 1, 5);
     expect_entry(m, 1, 2, 0, 3.5f);
     mf_sparse_destroy(m);
     /* CSV with a header, 0-based because a 0 appears, and a last line with no newline. */
     p = tu_write_text(".csv", "userId,movieId,rating,timestamp\n0,4,1.5,1\n2,0,4,2");
     m = read_ok(p, NULL);
-    expect_shape(m, 3, 5, 2);
+    tu_expect_shape(m, 3, 5, 2);
     expect_entry(m, 0, 0, 4, 1.5f);
     mf_sparse_destroy(m);
     /* Tabs, comments, two fields: a pattern. */
     p = tu_write_text(".tsv", "# edges\n1\t2\n\n2\t3\n");
     m = read_ok(p, NULL);
     ck_assert_int_eq(mf_sparse_has_values(m), 0);
-    expect_shape(m, 2, 3, 2);
+    tu_expect_shape(m, 2, 3, 2);
     mf_sparse_destroy(m);
 }
 END_TEST
@@ -184,7 +174,7 @@ START_TEST(triplets_options)
     o.index_base = 0;
     o.rows = 10;
     mf_sparse *m = read_ok(p, &o);
-    expect_shape(m, 10, 4, 2);
+    tu_expect_shape(m, 10, 4, 2);
     expect_entry(m, 1, 2, 3, 4);
     mf_sparse_destroy(m);
     o.rows = 2;
@@ -223,7 +213,7 @@ START_TEST(triplets_duplicates)
     mf_read_opts_init(&o);
     o.flags = MF_SPARSE_SUM_DUPLICATES;
     mf_sparse *m = read_ok(p, &o);
-    expect_shape(m, 1, 1, 1);
+    tu_expect_shape(m, 1, 1, 1);
     expect_entry(m, 0, 0, 0, 5);
     mf_sparse_destroy(m);
 }
@@ -262,7 +252,7 @@ START_TEST(long_lines_are_read)
     const char *p = tu_write_text(".txt", text);
     free(text);
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 4, 5, 1);
+    tu_expect_shape(m, 4, 5, 1);
     expect_entry(m, 0, 3, 4, 6);
     mf_sparse_destroy(m);
 }
@@ -274,7 +264,7 @@ START_TEST(pairs_with_both_count_lines)
 {
     const char *p = tu_write_text(".in", "3 4 3\n0 0\n2 3\n1 1\n");
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 3, 4, 3);
+    tu_expect_shape(m, 3, 4, 3);
     ck_assert_int_eq(mf_sparse_has_values(m), 0);
     expect_entry(m, 2, 2, 3, 1);
     mf_sparse_destroy(m);
@@ -283,7 +273,7 @@ START_TEST(pairs_with_both_count_lines)
     o.format = MF_FORMAT_PAIRS; /* an SNAP edge list: "nodes edges" */
     p = tu_write_text(".txt", "5 2\n0 4\n4 3\n");
     m = read_ok(p, &o);
-    expect_shape(m, 5, 5, 2);
+    tu_expect_shape(m, 5, 5, 2);
     mf_sparse_destroy(m);
 }
 END_TEST
@@ -292,7 +282,7 @@ START_TEST(pairs_repeats_merge)
 {
     const char *p = tu_write_text(".in", "2 2 3\n0 1\n1 0\n0 1\n");
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 2, 2, 2);
+    tu_expect_shape(m, 2, 2, 2);
     mf_sparse_destroy(m);
 }
 END_TEST
@@ -337,7 +327,7 @@ START_TEST(binary_triplets)
         put_record(buf + 12 * i, i % 700, i / 700, (float)i * 0.5f);
     const char *p = tu_write_file(".bin", buf, 12 * N);
     mf_sparse *m = read_ok(p, NULL);
-    expect_shape(m, 700, 100, N);
+    tu_expect_shape(m, 700, 100, N);
     expect_entry(m, 1, 0, 1, 350);
     mf_sparse_destroy(m);
 

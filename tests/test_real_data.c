@@ -29,20 +29,10 @@ static mf_sparse *load(const char *relative, mf_format format)
     return m;
 }
 
-static void expect_shape(const mf_sparse *m, int32_t rows, int32_t cols, int64_t nnz)
-{
-    int32_t r, c;
-    int64_t n;
-    mf_sparse_shape(m, &r, &c, &n);
-    ck_assert_int_eq(r, rows);
-    ck_assert_int_eq(c, cols);
-    ck_assert_int_eq(n, nnz);
-}
-
 START_TEST(movielens_100k)
 {
     mf_sparse *m = load("ratings/ml-100k.tsv", MF_FORMAT_AUTO);
-    expect_shape(m, 943, 1682, 100000);
+    tu_expect_shape(m, 943, 1682, 100000);
     float *v = malloc(100000 * sizeof *v);
     ck_assert_int_eq(mf_sparse_get_coo(m, NULL, NULL, v, MF_MEMORY_HOST), MF_OK);
     double sum = 0;
@@ -71,7 +61,7 @@ START_TEST(filmtrust)
     mf_read_opts_init(&o);
     o.flags = MF_SPARSE_SUM_DUPLICATES;
     ck_assert_int_eq(mf_sparse_read(ctx, &m, path, &o), MF_OK);
-    expect_shape(m, 1508, 2071, 35494);
+    tu_expect_shape(m, 1508, 2071, 35494);
     mf_sparse_destroy(m);
 }
 END_TEST
@@ -91,7 +81,7 @@ START_TEST(boolean_sets)
                 {"bool/c_salt_MovieRec.in", 4442, 1995, 326048}};
     for (size_t i = 0; i < sizeof sets / sizeof *sets; i++) {
         mf_sparse *m = load(sets[i].file, MF_FORMAT_AUTO);
-        expect_shape(m, sets[i].rows, sets[i].cols, sets[i].ones);
+        tu_expect_shape(m, sets[i].rows, sets[i].cols, sets[i].ones);
         ck_assert_int_eq(mf_sparse_has_values(m), 0);
         mf_sparse_destroy(m);
     }
@@ -101,7 +91,7 @@ END_TEST
 START_TEST(graphs)
 {
     mf_sparse *m = load("graphs/facebook_combined.txt", MF_FORMAT_PAIRS);
-    expect_shape(m, 4039, 4039, 88234);
+    tu_expect_shape(m, 4039, 4039, 88234);
     mf_sparse_destroy(m);
     /* Symmetric MatrixMarket: stored triangle plus its mirror, diagonal once. */
     m = load("graphs/bcsstk13.mtx", MF_FORMAT_AUTO);

@@ -48,6 +48,23 @@ void tu_cleanup(void)
     nfiles = 0;
 }
 
+mf_memory_stats tu_memory_stats(const mf_ctx *ctx)
+{
+    mf_memory_stats st = {.struct_size = sizeof st};
+    ck_assert_int_eq(mf_ctx_memory_stats(ctx, &st), MF_OK);
+    return st;
+}
+
+void tu_expect_shape(const mf_sparse *m, int32_t rows, int32_t cols, int64_t nnz)
+{
+    int32_t r = -1, c = -1;
+    int64_t n = -1;
+    ck_assert_int_eq(mf_sparse_shape(m, &r, &c, &n), MF_OK);
+    ck_assert_int_eq(r, rows);
+    ck_assert_int_eq(c, cols);
+    ck_assert_int_eq(n, nnz);
+}
+
 const char *tu_data_path(const char *relative)
 {
     static char path[4096];

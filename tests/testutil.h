@@ -20,6 +20,12 @@ const char *tu_write_file(const char *suffix, const void *data, size_t size);
 const char *tu_write_text(const char *suffix, const char *text);
 void tu_cleanup(void);
 
+/* The context's memory statistics; the test fails if they cannot be read. */
+mf_memory_stats tu_memory_stats(const mf_ctx *ctx);
+
+/* Assert a matrix's shape and number of entries. */
+void tu_expect_shape(const mf_sparse *m, int32_t rows, int32_t cols, int64_t nnz);
+
 /* Path of a file under ../shared/data (or $MFACT_DATA_DIR), or NULL when absent. */
 const char *tu_data_path(const char *relative);
 

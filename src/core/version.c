@@ -24,8 +24,9 @@ const char *mf_version_string(void)
 
 const char *mf_build_info(void)
 {
-    /* Built once; the CUDA part comes from the .cu side so it can name the toolkit. */
-    static char info[256];
+    /* The CUDA part comes from the .cu side, which knows the toolkit. One buffer per thread:
+     * callers on several threads never write one buffer at once. */
+    static _Thread_local char info[256];
     if (!info[0])
         snprintf(info, sizeof info, "mfact %s; %s; %s", mf_version_string(), mf_cuda_build_info(),
                  MF_OPENMP_INFO);
