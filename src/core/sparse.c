@@ -161,22 +161,26 @@ static mf_status check_outputs(mf_ctx *ctx, mf_memory where, const char *fn, con
     return MF_OK;
 }
 
-/* Values as the caller sees them: the stored ones, or ones for a pattern (needs a buffer). */
-static mf_status values_for_output(const mf_sparse *m, const float **vals, float **owned,
+/* The columns and values of every entry, in canonical order, to the caller's arrays (either
+ * may be NULL); a pattern's values are delivered as ones. */
+static mf_status deliver_cols_vals(const mf_sparse *m, int32_t *col, float *val, mf_memory where,
                                    const char *fn)
 {
-    *owned = NULL;
-    *vals = m->val;
-    if (m->val)
+    size_t n = (size_t)m->nnz;
+    if (col)
+        MF_TRY(deliver(m->ctx, col, m->col, n * sizeof *col, where));
+    if (!val)
         return MF_OK;
-    float *ones = malloc((size_t)(m->nnz ? m->nnz : 1) * sizeof *ones);
+    if (m->val)
+        return deliver(m->ctx, val, m->val, n * sizeof *val, where);
+    float *ones = malloc(n * sizeof *ones);
     if (!ones)
         return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    for (int64_t i = 0; i < m->nnz; i++)
+    for (size_t i = 0; i < n; i++)
         ones[i] = 1.0f;
-    *owned = ones;
-    *vals = ones;
-    return MF_OK;
+    mf_status st = deliver(m->ctx, val, ones, n * sizeof *val, where);
+    free(ones);
+    return st;
 }
 
 mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, float *val,
@@ -202,17 +206,7 @@ mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, floa
             free(rows);
         }
     }
-    if (st == MF_OK && col)
-        st = deliver(ctx, col, m->col, n * sizeof *col, where);
-    if (st == MF_OK && val) {
-        const float *vals;
-        float *owned;
-        st = values_for_output(m, &vals, &owned, fn);
-        if (st == MF_OK)
-            st = deliver(ctx, val, vals, n * sizeof *val, where);
-        free(owned);
-    }
-    return st;
+    return st == MF_OK ? deliver_cols_vals(m, col, val, where, fn) : st;
 }
 
 mf_status mf_sparse_get_csr(const mf_sparse *m, int64_t *row_ptr, int32_t *col, float *val,
@@ -223,21 +217,10 @@ mf_status mf_sparse_get_csr(const mf_sparse *m, int64_t *row_ptr, int32_t *col, 
     mf_ctx *ctx = m->ctx;
     MF_TRY(check_outputs(ctx, where, fn, row_ptr, "row_ptr", m->nnz ? col : NULL, "col",
                          m->nnz ? val : NULL, "val"));
-    size_t n = (size_t)m->nnz;
     mf_status st = MF_OK;
     if (row_ptr)
         st = deliver(ctx, row_ptr, m->row_ptr, ((size_t)m->rows + 1) * sizeof *row_ptr, where);
-    if (n == 0)
+    if (st != MF_OK || m->nnz == 0)
         return st;
-    if (st == MF_OK && col)
-        st = deliver(ctx, col, m->col, n * sizeof *col, where);
-    if (st == MF_OK && val) {
-        const float *vals;
-        float *owned;
-        st = values_for_output(m, &vals, &owned, fn);
-        if (st == MF_OK)
-            st = deliver(ctx, val, vals, n * sizeof *val, where);
-        free(owned);
-    }
-    return st;
+    return deliver_cols_vals(m, col, val, where, fn);
 }

@@ -36,22 +36,33 @@ static mf_status out_of_memory(mf_ctx *ctx, const char *fn, int64_t nnz)
                    (long long)nnz);
 }
 
+/* The first index of a[0..n) outside [0, extent), named as "<name>[i] = v". */
+static mf_status check_indices(mf_ctx *ctx, const int32_t *a, int64_t n, int32_t extent,
+                               const char *name, const char *fn)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (a[i] < 0 || a[i] >= extent)
+            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: %s[%lld] = %d is outside [0, %d)", fn,
+                           name, (long long)i, a[i], extent);
+    return MF_OK;
+}
+
+/* The first value that is NaN or infinite; val NULL (a pattern) passes. */
+static mf_status check_values(mf_ctx *ctx, const float *val, int64_t n, const char *fn)
+{
+    if (val)
+        for (int64_t i = 0; i < n; i++)
+            if (!isfinite(val[i]))
+                return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: val[%lld] = %g is not finite", fn,
+                               (long long)i, (double)val[i]);
+    return MF_OK;
+}
+
 mf_status mf_coo_validate(mf_ctx *ctx, const mf_coo_view *coo, const char *fn)
 {
-    for (int64_t i = 0; i < coo->nnz; i++) {
-        if (coo->row[i] < 0 || coo->row[i] >= coo->rows)
-            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: row[%lld] = %d is outside [0, %d)", fn,
-                           (long long)i, coo->row[i], coo->rows);
-        if (coo->col[i] < 0 || coo->col[i] >= coo->cols)
-            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: col[%lld] = %d is outside [0, %d)", fn,
-                           (long long)i, coo->col[i], coo->cols);
-    }
-    if (coo->val)
-        for (int64_t i = 0; i < coo->nnz; i++)
-            if (!isfinite(coo->val[i]))
-                return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: val[%lld] = %g is not finite", fn,
-                               (long long)i, (double)coo->val[i]);
-    return MF_OK;
+    MF_TRY(check_indices(ctx, coo->row, coo->nnz, coo->rows, "row", fn));
+    MF_TRY(check_indices(ctx, coo->col, coo->nnz, coo->cols, "col", fn));
+    return check_values(ctx, coo->val, coo->nnz, fn);
 }
 
 static bool coo_is_sorted(const mf_coo_view *coo)
@@ -253,16 +264,8 @@ mf_status mf_csr_validate(mf_ctx *ctx, int32_t rows, int32_t cols, int64_t nnz,
     if (row_ptr[rows] != nnz)
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: row_ptr[%d] = %lld, expected nnz = %lld", fn,
                        rows, (long long)row_ptr[rows], (long long)nnz);
-    for (int64_t i = 0; i < nnz; i++)
-        if (col[i] < 0 || col[i] >= cols)
-            return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: col[%lld] = %d is outside [0, %d)", fn,
-                           (long long)i, col[i], cols);
-    if (val)
-        for (int64_t i = 0; i < nnz; i++)
-            if (!isfinite(val[i]))
-                return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: val[%lld] = %g is not finite", fn,
-                               (long long)i, (double)val[i]);
-    return MF_OK;
+    MF_TRY(check_indices(ctx, col, nnz, cols, "col", fn));
+    return check_values(ctx, val, nnz, fn);
 }
 
 mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols, int64_t nnz,
