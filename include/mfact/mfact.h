@@ -302,6 +302,61 @@ MF_API mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
 MF_API mf_status mf_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
                                    uint64_t seed, uint64_t stream, mf_memory where);
 
+/* ------------------------------------------------------------------------------------- */
+/* Sampled dense-dense products, sparse-dense products, RMSE                             */
+/* ------------------------------------------------------------------------------------- */
+
+typedef enum mf_sddmm_flags {
+    MF_SDDMM_DEFAULT = 0,
+    /* Ignore the values of S: every stored entry counts as 1 (a pattern always does). */
+    MF_SDDMM_PATTERN = 1
+} mf_sddmm_flags;
+
+/* Sampled dense-dense matrix multiplication. For every stored entry p = (i, j) of S
+ * (rows x cols), in canonical order:
+ *
+ *     out[p] = alpha * S_ij * dot(A[i, 0..k), B[j, 0..k)) + beta * out[p]
+ *
+ * A is rows x k and B is cols x k, both row-major with leading dimensions lda, ldb >= k.
+ * out has nnz entries. With beta == 0, out is only written (it may hold NaN), as in BLAS.
+ * A, B and out live in `where` memory: device pointers are used in place on a CUDA
+ * context; host arrays are staged through the context's memory manager. On a CPU context
+ * `where` must be MF_MEMORY_HOST.
+ *
+ * Accuracy: dot products accumulate in float. Each entry satisfies
+ * |out - exact| <= alpha * |S_ij| * k * 2^-23 * sum_t |A_it * B_jt| (plus beta's rounding),
+ * the usual gamma_k bound for a float dot product; GPU and CPU results agree to that bound,
+ * not bit for bit.
+ *
+ * The first CUDA call on a matrix with a given k builds a tiling plan (the scheme and tile
+ * sizes, picked by timing a few candidates) and caches it on S with the device copy of S;
+ * later calls pay nothing for it. mf_sparse_destroy frees both. Bad arguments
+ * (k < 1, lda < k, ldb < k, NULL arrays, non-finite alpha or beta) are
+ * MF_ERR_INVALID_ARGUMENT and leave out untouched. */
+MF_API mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, float alpha, float beta, float *out,
+                          mf_memory where, unsigned flags);
+
+typedef enum mf_op {
+    MF_OP_N = 0, /* S as it is   */
+    MF_OP_T = 1  /* S transposed */
+} mf_op;
+
+/* Sparse times dense: Y = alpha * op(S) * X + beta * Y, where op(S) is p x q (S's shape,
+ * or its transpose), X is q x n and Y is p x n, both row-major with leading dimensions
+ * ldx, ldy >= n. With beta == 0, Y is only written. Uses cuSPARSE's generic SpMM on a CUDA
+ * context and OpenMP on the CPU. A pattern's entries count as 1. */
+MF_API mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, float alpha,
+                         const float *X, int64_t ldx, float beta, float *Y, int64_t ldy,
+                         mf_memory where);
+
+/* Root mean square error of a factorization over the stored entries of `ratings`:
+ * sqrt(mean over (i, j) of (r_ij - dot(U[i, 0..k), V[j, 0..k)))^2), with U (rows x k) and
+ * V (cols x k) row-major, leading dimension k, in `where` memory. Residuals come from
+ * mf_sddmm; their squares are summed in double. A matrix with no entries gives 0. */
+MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U,
+                         const float *V, mf_memory where, double *rmse);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,6 +4,9 @@
 
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_tuning.h"
+#include "spmm/spmm_internal.h"
 
 static mf_status absent(mf_ctx *ctx)
 {
@@ -80,4 +83,61 @@ mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, f
 const char *mf_cuda_build_info(void)
 {
     return "cuda off";
+}
+
+mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n)
+{
+    (void)out;
+    (void)value;
+    (void)n;
+    return absent(ctx);
+}
+
+void mf_cuda_sddmm_plan_free(mf_sparse *m)
+{
+    (void)m;
+}
+
+mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    (void)S;
+    (void)call;
+    return absent(ctx);
+}
+
+mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum)
+{
+    (void)x;
+    (void)n;
+    (void)sum;
+    return absent(ctx);
+}
+
+mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call *call)
+{
+    (void)S;
+    (void)call;
+    return absent(ctx);
+}
+
+mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                                int32_t tj, int64_t block_nnz)
+{
+    (void)S;
+    (void)call;
+    (void)v;
+    (void)tj;
+    (void)block_nnz;
+    return absent(ctx);
+}
+
+int mf_sddmm_variant_count(void)
+{
+    return 0;
+}
+
+mf_sddmm_config mf_sddmm_variant_config(int i)
+{
+    (void)i;
+    return (mf_sddmm_config){0, 0, 0, 0};
 }

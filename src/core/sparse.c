@@ -116,6 +116,9 @@ void mf_sparse_destroy(mf_sparse *m)
         return;
     if (m->ctx)
         mf_sparse_release_device(m);
+    free(m->transpose.ptr);
+    free(m->transpose.idx);
+    free(m->transpose.val);
     free(m->row_ptr);
     free(m->col);
     free(m->val);

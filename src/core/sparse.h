@@ -9,6 +9,10 @@
 #include "cuda/device_memory.h"
 #include "mfact/mfact.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct mf_sparse {
     mf_ctx *ctx;
     int32_t rows, cols;
@@ -18,7 +22,16 @@ struct mf_sparse {
     float *val;       /* nnz, or NULL for a pattern */
     struct {
         mf_dbuf row_ptr, col, val; /* val empty for a pattern */
+        mf_dbuf ones;              /* nnz 1.0f: a pattern's values, for cuSPARSE */
+        mf_dbuf row_ptr32;         /* 32-bit row offsets, for cuSPARSE */
     } device;
+    /* The transpose as CSR (S's CSC), built on the host on first use by S^T products. */
+    struct {
+        int64_t *ptr; /* cols + 1 */
+        int32_t *idx; /* row of each entry, ascending within a column */
+        float *val;   /* NULL for a pattern */
+    } transpose;
+    struct mf_sddmm_plan *sddmm_plan; /* CUDA tiling plans (src/sddmm), freed with the matrix */
 };
 
 /* Host COO arrays as a builder hands them over: the matrix takes ownership of nothing. */
@@ -53,7 +66,16 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
 mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int32_t **col,
                                const float **val);
 
+/* A pattern's values on the device: nnz ones, made on first use. CUDA contexts only. */
+mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones);
+
+/* The host transpose (see struct mf_sparse), built on first use. */
+mf_status mf_sparse_host_transpose(mf_sparse *m);
+
 /* Free everything the handle holds on the device. */
 void mf_sparse_release_device(mf_sparse *m);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -2,16 +2,8 @@
  * the handle, so repeated algorithm calls on one matrix upload nothing. */
 #include "core/ctx.h"
 #include "core/sparse.h"
+#include "core/staging.h"
 #include "cuda/cuda_backend.h"
-
-static mf_status upload(mf_ctx *ctx, mf_dbuf *buf, const void *src, size_t bytes, const char *what)
-{
-    MF_TRY(mf_dmem_alloc(ctx, buf, bytes, what));
-    mf_status st = mf_cuda_copy(ctx, buf->ptr, src, bytes);
-    if (st != MF_OK)
-        mf_dmem_free(ctx, buf);
-    return st;
-}
 
 mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int32_t **col,
                                const float **val)
@@ -21,12 +13,12 @@ mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int3
         return mf_fail(ctx, MF_ERR_INTERNAL, "device CSR requested on a CPU context");
     if (!m->device.row_ptr.ptr) {
         size_t n = (size_t)m->nnz;
-        mf_status st = upload(ctx, &m->device.row_ptr, m->row_ptr,
+        mf_status st = mf_upload(ctx, &m->device.row_ptr, m->row_ptr,
                               ((size_t)m->rows + 1) * sizeof *m->row_ptr, "CSR row offsets");
         if (st == MF_OK)
-            st = upload(ctx, &m->device.col, m->col, n * sizeof *m->col, "CSR column indices");
+            st = mf_upload(ctx, &m->device.col, m->col, n * sizeof *m->col, "CSR column indices");
         if (st == MF_OK && m->val)
-            st = upload(ctx, &m->device.val, m->val, n * sizeof *m->val, "CSR values");
+            st = mf_upload(ctx, &m->device.val, m->val, n * sizeof *m->val, "CSR values");
         if (st != MF_OK) {
             mf_dmem_free(ctx, &m->device.row_ptr);
             mf_dmem_free(ctx, &m->device.col);
@@ -40,9 +32,29 @@ mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int3
     return MF_OK;
 }
 
+mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones)
+{
+    mf_ctx *ctx = m->ctx;
+    if (!m->device.ones.ptr && m->nnz > 0) {
+        MF_TRY(mf_dmem_alloc(ctx, &m->device.ones, (size_t)m->nnz * sizeof(float),
+                             "a pattern's unit values"));
+        mf_status st = mf_cuda_fill(ctx, m->device.ones.ptr, 1.0f, m->nnz);
+        if (st != MF_OK) {
+            mf_dmem_free(ctx, &m->device.ones);
+    mf_dmem_free(ctx, &m->device.row_ptr32);
+            return st;
+        }
+    }
+    *ones = m->device.ones.ptr;
+    return MF_OK;
+}
+
 void mf_sparse_release_device(mf_sparse *m)
 {
     mf_ctx *ctx = m->ctx;
+    mf_cuda_sddmm_plan_free(m);
+    mf_dmem_free(ctx, &m->device.ones);
+    mf_dmem_free(ctx, &m->device.row_ptr32);
     mf_dmem_free(ctx, &m->device.row_ptr);
     mf_dmem_free(ctx, &m->device.col);
     mf_dmem_free(ctx, &m->device.val);

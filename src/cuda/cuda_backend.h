@@ -41,6 +41,13 @@ mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes);
 mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
                                  uint64_t seed, uint64_t stream);
 
+/* out[0..n) = value on the device. */
+mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n);
+
+/* Free the SDDMM plans cached on a matrix (src/sddmm/sddmm.cu); a no-op without any. */
+struct mf_sparse;
+void mf_cuda_sddmm_plan_free(struct mf_sparse *m);
+
 /* "CUDA 13.0 (runtime 13.0, archs 80;90a)" or "cuda off". Static storage. */
 const char *mf_cuda_build_info(void);
 

@@ -60,6 +60,7 @@ extern "C" void mf_cuda_close(mf_ctx *ctx)
         mf_device_guard guard(c->device);
         if (c->stream)
             cudaStreamSynchronize(c->stream);
+        mf_cuda_cusparse_destroy(c);
         mf_cuda_pool_destroy(c);
         if (c->own_stream)
             cudaStreamDestroy(c->own_stream);

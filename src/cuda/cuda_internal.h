@@ -14,6 +14,7 @@ struct mf_cuda {
     cudaStream_t own_stream; /* created by mfact */
     cudaStream_t stream;     /* in use: own_stream or the caller's */
     cudaMemPool_t pool;      /* NULL when the caller's allocator hooks serve the context */
+    void *cusparse;          /* cusparseHandle_t, created on first use (cusparse_handle.cu) */
 };
 
 /* Record a failed CUDA call on ctx as MF_ERR_CUDA (MF_ERR_OUT_OF_MEMORY for allocation
@@ -51,6 +52,10 @@ class mf_device_guard
   private:
     int previous_;
 };
+
+/* The context's cuSPARSE handle, created on first use and bound to the current stream. */
+mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle);
+void mf_cuda_cusparse_destroy(mf_cuda *c);
 
 /* The pool as a source for the memory manager (device_pool.cu). */
 mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c);

@@ -1,0 +1,21 @@
+// mf_cuda_fill: a constant into a device array (a pattern's unit values for cuSPARSE).
+#include "cuda/cuda_internal.h"
+
+__global__ void fill_kernel(float *out, float value, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = value;
+}
+
+extern "C" mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n)
+{
+    if (n <= 0)
+        return MF_OK;
+    mf_cuda *c = ctx->cuda;
+    mf_device_guard guard(c->device);
+    int64_t grid = (n + 255) / 256, cap = (int64_t)c->prop.multiProcessorCount * 16;
+    fill_kernel<<<(unsigned)(grid < cap ? grid : cap), 256, 0, c->stream>>>(out, value, n);
+    MF_CUDA_TRY(ctx, cudaGetLastError());
+    return MF_OK;
+}

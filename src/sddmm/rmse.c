@@ -1,0 +1,93 @@
+/* mf_rmse: residuals r - U V^T at the stored entries through SDDMM (a copy of the ratings
+ * as out, alpha = -1, beta = 1, S taken as a pattern), then their squares summed in
+ * double. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/staging.h"
+#include "cuda/cuda_backend.h"
+#include "sddmm/sddmm_internal.h"
+
+static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double *sum)
+{
+    size_t n = (size_t)R->nnz;
+    float *resid = malloc(n * sizeof *resid);
+    if (!resid)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_rmse: out of host memory for %zu residuals", n);
+    if (R->val)
+        memcpy(resid, R->val, n * sizeof *resid);
+    else
+        for (size_t p = 0; p < n; p++)
+            resid[p] = 1.0f;
+    call->out = resid;
+    mf_sddmm_cpu(ctx, R, call);
+    double s = 0.0;
+#pragma omp parallel for num_threads(mf_ctx_threads(ctx)) reduction(+ : s) if (n > 65536)
+    for (size_t p = 0; p < n; p++)
+        s += (double)resid[p] * resid[p];
+    free(resid);
+    *sum = s;
+    return MF_OK;
+}
+
+static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_memory where,
+                           double *sum)
+{
+    const int64_t *row_ptr;
+    const int32_t *col;
+    const float *val;
+    MF_TRY(mf_sparse_device_csr(R, &row_ptr, &col, &val));
+    if (!val)
+        MF_TRY(mf_sparse_device_ones(R, &val));
+    mf_dbuf u = {0}, v = {0}, resid = {0};
+    mf_status st = MF_OK;
+    if (where == MF_MEMORY_HOST) {
+        st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->k), "RMSE factor U");
+        if (st == MF_OK)
+            st = mf_upload(ctx, &v, call->B, mf_matrix_bytes(R->cols, call->k, call->k),
+                           "RMSE factor V");
+        call->A = u.ptr;
+        call->B = v.ptr;
+    }
+    if (st == MF_OK)
+        st = mf_upload(ctx, &resid, val, (size_t)R->nnz * sizeof(float), "RMSE residuals");
+    if (st == MF_OK) {
+        call->out = resid.ptr;
+        st = mf_cuda_sddmm(ctx, R, call);
+    }
+    if (st == MF_OK)
+        st = mf_cuda_sum_squares(ctx, resid.ptr, R->nnz, sum);
+    mf_dmem_free(ctx, &u);
+    mf_dmem_free(ctx, &v);
+    mf_dmem_free(ctx, &resid);
+    return st;
+}
+
+mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U, const float *V,
+                  mf_memory where, double *rmse)
+{
+    static const char fn[] = "mf_rmse";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
+    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
+    MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
+    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
+    MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
+    MF_TRY(mf_check_memory(ctx, U, where, fn, "U"));
+    MF_TRY(mf_check_memory(ctx, V, where, fn, "V"));
+    mf_sparse *R = (mf_sparse *)ratings; /* caches only */
+    if (R->nnz == 0) {
+        *rmse = 0.0;
+        return MF_OK;
+    }
+    mf_sddmm_call call = {k, U, k, V, k, -1.0f, 1.0f, NULL, 1};
+    double sum = 0.0;
+    if (ctx->backend == MF_BACKEND_CUDA)
+        MF_TRY(rmse_cuda(ctx, R, &call, where, &sum));
+    else
+        MF_TRY(rmse_cpu(ctx, R, &call, &sum));
+    *rmse = sqrt(sum / (double)R->nnz);
+    return MF_OK;
+}

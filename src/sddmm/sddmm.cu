@@ -1,0 +1,373 @@
+// The CUDA backend of mf_sddmm: kernel variants, the per-matrix plan, and the auto-tune
+// that picks a variant by timing the candidates on the first call for a given k.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/staging.h"
+#include "cuda/cuda_internal.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_kernels.cuh"
+#include "sddmm/sddmm_tuning.h"
+
+typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, unsigned grid, size_t smem,
+                                   cudaStream_t);
+
+template <int V, int KR, bool VEC, bool SMEM>
+static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStream_t stream)
+{
+    mf_sddmm_kernel<V, KR, VEC, SMEM><<<grid, MF_SDDMM_THREADS, smem, stream>>>(P);
+}
+
+template <int V, int KR, bool VEC, bool SMEM>
+static cudaError_t allow_smem(size_t bytes)
+{
+    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+}
+
+struct mf_sddmm_variant {
+    mf_sddmm_config cfg;
+    mf_sddmm_launch_fn launch;
+    cudaError_t (*allow_smem)(size_t);
+};
+
+#define MF_VARIANT(V, KR, VEC, SMEM)                                                               \
+    {{V, KR, VEC, SMEM}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>}
+
+// Every compiled variant. The tuning rules (sddmm_tuning.c) pick candidates among them.
+static const mf_sddmm_variant variants[] = {
+    // SM-L2, 16-byte vectors (k % 4 == 0, aligned rows)
+    MF_VARIANT(8, 1, true, false), MF_VARIANT(8, 2, true, false), MF_VARIANT(8, 4, true, false),
+    MF_VARIANT(16, 1, true, false), MF_VARIANT(16, 2, true, false), MF_VARIANT(16, 4, true, false),
+    MF_VARIANT(32, 1, true, false), MF_VARIANT(32, 2, true, false), MF_VARIANT(32, 4, true, false),
+    // SM-L2, scalar (any k, any leading dimension)
+    MF_VARIANT(1, 1, false, false), MF_VARIANT(2, 1, false, false), MF_VARIANT(2, 2, false, false),
+    MF_VARIANT(4, 1, false, false), MF_VARIANT(4, 2, false, false), MF_VARIANT(8, 1, false, false),
+    MF_VARIANT(8, 2, false, false), MF_VARIANT(16, 1, false, false), MF_VARIANT(16, 2, false, false),
+    MF_VARIANT(32, 1, false, false), MF_VARIANT(32, 2, false, false), MF_VARIANT(32, 4, false, false),
+    // SM-SM: B panel staged in shared memory; the chunk width KC is the tile's Tk
+    MF_VARIANT(8, 1, true, true), MF_VARIANT(16, 1, true, true), MF_VARIANT(8, 2, true, true),
+    MF_VARIANT(32, 1, true, true), MF_VARIANT(8, 4, true, true), MF_VARIANT(16, 2, true, true),
+    MF_VARIANT(32, 1, false, true),
+};
+static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
+
+extern "C" int mf_sddmm_variant_count(void)
+{
+    return n_variants;
+}
+
+extern "C" mf_sddmm_config mf_sddmm_variant_config(int i)
+{
+    return variants[i].cfg;
+}
+
+// ---- the plan cached on the matrix ---------------------------------------------------
+
+struct mf_sddmm_dev_layout {
+    int32_t tj;
+    int64_t block_nnz;
+    int32_t panels;
+    int64_t n_blocks;
+    mf_dbuf items, blocks;
+};
+
+#define MF_SDDMM_MAX_LAYOUTS 8
+#define MF_SDDMM_MAX_CHOICES 8
+
+struct mf_sddmm_choice {
+    int k, vec; // the call shape the choice is for
+    int variant, layout;
+    float ms;
+};
+
+struct mf_sddmm_plan {
+    mf_sddmm_dev_layout layouts[MF_SDDMM_MAX_LAYOUTS];
+    int n_layouts;
+    mf_sddmm_choice choices[MF_SDDMM_MAX_CHOICES];
+    int n_choices, next_choice; // a small ring: the oldest choice is replaced
+};
+
+extern "C" void mf_cuda_sddmm_plan_free(mf_sparse *m)
+{
+    mf_sddmm_plan *plan = m->sddmm_plan;
+    if (!plan)
+        return;
+    for (int i = 0; i < plan->n_layouts; i++) {
+        mf_dmem_free(m->ctx, &plan->layouts[i].items);
+        mf_dmem_free(m->ctx, &plan->layouts[i].blocks);
+    }
+    free(plan);
+    m->sddmm_plan = NULL;
+}
+
+static mf_status get_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_plan **out)
+{
+    if (!S->sddmm_plan) {
+        S->sddmm_plan = (mf_sddmm_plan *)calloc(1, sizeof(mf_sddmm_plan));
+        if (!S->sddmm_plan)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+    }
+    *out = S->sddmm_plan;
+    return MF_OK;
+}
+
+// Drop every layout and choice: done before tuning when the new candidates' layouts might
+// not fit in the cache, so indices held during one tuning never move.
+static void reset_plan(mf_ctx *ctx, mf_sddmm_plan *plan)
+{
+    for (int i = 0; i < plan->n_layouts; i++) {
+        mf_dmem_free(ctx, &plan->layouts[i].items);
+        mf_dmem_free(ctx, &plan->layouts[i].blocks);
+    }
+    memset(plan, 0, sizeof *plan);
+}
+
+// The layout for (tj, block_nnz), built and uploaded on first use.
+static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz, int *index)
+{
+    mf_sddmm_plan *plan;
+    MF_TRY(get_plan(ctx, S, &plan));
+    if (tj > S->cols)
+        tj = S->cols;
+    for (int i = 0; i < plan->n_layouts; i++)
+        if (plan->layouts[i].tj == tj && plan->layouts[i].block_nnz == block_nnz) {
+            *index = i;
+            return MF_OK;
+        }
+    if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: the plan's layout cache is full");
+    mf_sddmm_layout host;
+    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, MF_SDDMM_ITEM_NNZ, block_nnz, &host));
+    mf_sddmm_dev_layout dev = {};
+    dev.tj = host.tj;
+    dev.block_nnz = block_nnz;
+    dev.panels = host.panels;
+    dev.n_blocks = host.n_blocks;
+    mf_status st = mf_upload(ctx, &dev.items, host.items, (size_t)host.n_items * sizeof(mf_sddmm_item),
+                             "SDDMM plan items");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &dev.blocks, host.blocks,
+                       (size_t)host.n_blocks * sizeof(mf_sddmm_block), "SDDMM plan blocks");
+    mf_log(ctx, MF_LOG_DEBUG,
+           "mf_sddmm: layout tj = %d (%d panels): %lld items, %lld blocks of ~%lld entries",
+           host.tj, host.panels, (long long)host.n_items, (long long)host.n_blocks,
+           (long long)block_nnz);
+    mf_sddmm_layout_free(&host);
+    if (st != MF_OK) {
+        mf_dmem_free(ctx, &dev.items);
+        mf_dmem_free(ctx, &dev.blocks);
+        return st;
+    }
+    *index = plan->n_layouts;
+    plan->layouts[plan->n_layouts++] = dev;
+    return MF_OK;
+}
+
+// ---- running one variant -------------------------------------------------------------
+
+static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                             const mf_sddmm_dev_layout *L, float *out, float beta)
+{
+    const int64_t *row_ptr;
+    const int32_t *col;
+    const float *val;
+    MF_TRY(mf_sparse_device_csr(S, &row_ptr, &col, &val));
+    const mf_sddmm_variant &var = variants[v];
+    mf_sddmm_params P;
+    P.col = col;
+    P.val = call->pattern ? NULL : val;
+    P.out = out;
+    P.A = call->A;
+    P.lda = call->lda;
+    P.B = call->B;
+    P.ldb = call->ldb;
+    P.k = call->k;
+    P.alpha = call->alpha;
+    P.beta = beta;
+    P.tj = L->tj;
+    P.cols = S->cols;
+    P.items = (const mf_sddmm_item *)L->items.ptr;
+    P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
+    size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
+    if (smem > 48 * 1024)
+        MF_CUDA_TRY(ctx, var.allow_smem(smem));
+    if (L->n_blocks == 0)
+        return MF_OK;
+    if (L->n_blocks > 0x7fffffff)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED, "mf_sddmm: %lld thread blocks exceed the grid limit",
+                       (long long)L->n_blocks);
+    var.launch(P, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
+    MF_CUDA_TRY(ctx, cudaGetLastError());
+    return MF_OK;
+}
+
+// Time one run on the context's stream, in milliseconds.
+static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                              const mf_sddmm_dev_layout *L, float *out, float *ms)
+{
+    cudaStream_t stream = ctx->cuda->stream;
+    cudaEvent_t e0, e1;
+    MF_CUDA_TRY(ctx, cudaEventCreate(&e0));
+    cudaError_t err = cudaEventCreate(&e1);
+    if (err != cudaSuccess) {
+        cudaEventDestroy(e0);
+        return mf_cuda_fail(ctx, err, "cudaEventCreate", __FILE__, __LINE__);
+    }
+    mf_status st = MF_OK;
+    err = cudaEventRecord(e0, stream);
+    if (err == cudaSuccess) {
+        st = run_variant(ctx, S, call, v, L, out, 0.f);
+        if (st == MF_OK)
+            err = cudaEventRecord(e1, stream);
+    }
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaEventSynchronize(e1);
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaEventElapsedTime(ms, e0, e1);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    if (st == MF_OK && err != cudaSuccess)
+        st = mf_cuda_fail(ctx, err, "timing an SDDMM candidate", __FILE__, __LINE__);
+    return st;
+}
+
+static bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+static int vector_ok(const mf_sddmm_call *call)
+{
+    return call->k % 4 == 0 && call->lda % 4 == 0 && call->ldb % 4 == 0 && aligned16(call->A) &&
+           aligned16(call->B);
+}
+
+static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call)
+{
+    mf_sddmm_shape sh;
+    sh.rows = S->rows;
+    sh.cols = S->cols;
+    sh.nnz = S->nnz;
+    sh.k = call->k;
+    sh.vec = vector_ok(call);
+    sh.l2_bytes = (int64_t)ctx->cuda->prop.l2CacheSize;
+    sh.smem_bytes = (int64_t)ctx->cuda->prop.sharedMemPerBlockOptin;
+    sh.sms = ctx->cuda->prop.multiProcessorCount;
+    return sh;
+}
+
+// Pick the variant and layout for this call shape: the cached choice, or the fastest of
+// the candidates, each timed twice (the first run warms caches and the layout upload).
+static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int *variant,
+                        int *layout)
+{
+    mf_sddmm_plan *plan;
+    MF_TRY(get_plan(ctx, S, &plan));
+    const int vec = vector_ok(call);
+    for (int c = 0; c < plan->n_choices; c++)
+        if (plan->choices[c].k == call->k && plan->choices[c].vec == vec) {
+            *variant = plan->choices[c].variant;
+            *layout = plan->choices[c].layout;
+            return MF_OK;
+        }
+    mf_sddmm_shape sh = shape_of(ctx, S, call);
+    mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
+    int n = mf_sddmm_candidates(&sh, cand);
+    if (n == 0)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
+
+    if (plan->n_layouts + n > MF_SDDMM_MAX_LAYOUTS)
+        reset_plan(ctx, plan);
+    int best = -1, best_layout = -1;
+    float best_ms = INFINITY;
+    if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
+        // Too small for timing to mean anything: the first candidate is the rule's pick.
+        MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, &best_layout));
+        best = cand[0].variant;
+        best_ms = 0.f;
+    } else {
+        // Candidates write into a scratch array unless out is write-only (beta == 0).
+        mf_dbuf scratch = {0, 0};
+        float *target = call->out;
+        if (call->beta != 0.f) {
+            MF_TRY(mf_dmem_alloc(ctx, &scratch, (size_t)S->nnz * sizeof(float),
+                                 "SDDMM tuning scratch"));
+            target = (float *)scratch.ptr;
+        }
+        mf_status st = MF_OK;
+        for (int c = 0; c < n && st == MF_OK; c++) {
+            int li;
+            st = get_layout(ctx, S, cand[c].tj, cand[c].block_nnz, &li);
+            float ms = 0.f, ms2 = 0.f;
+            if (st == MF_OK)
+                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms);
+            // A candidate three times slower than the best on its cold run is not rerun.
+            if (st == MF_OK && ms < 3.f * best_ms) {
+                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms2);
+                ms = ms2 < ms ? ms2 : ms;
+            }
+            if (st != MF_OK)
+                break;
+            mf_sddmm_config cf = variants[cand[c].variant].cfg;
+            mf_log(ctx, MF_LOG_DEBUG,
+                   "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d: %.3f ms",
+                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
+                   plan->layouts[li].tj, (double)ms);
+            if (ms < best_ms) {
+                best_ms = ms;
+                best = cand[c].variant;
+                best_layout = li;
+            }
+        }
+        mf_dmem_free(ctx, &scratch);
+        MF_TRY(st);
+    }
+    mf_sddmm_choice ch = {call->k, vec, best, best_layout, best_ms};
+    plan->choices[plan->next_choice] = ch;
+    plan->next_choice = (plan->next_choice + 1) % MF_SDDMM_MAX_CHOICES;
+    if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
+        plan->n_choices++;
+    mf_sddmm_config cf = variants[best].cfg;
+    mf_log(ctx, MF_LOG_INFO, "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)",
+           call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
+           mf_sddmm_chunk(cf), plan->layouts[best_layout].tj, plan->layouts[best_layout].panels);
+    *variant = best;
+    *layout = best_layout;
+    return MF_OK;
+}
+
+extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    mf_device_guard guard(ctx->cuda->device);
+    int v, li;
+    MF_TRY(choose(ctx, S, call, &v, &li));
+    MF_TRY(run_variant(ctx, S, call, v, &S->sddmm_plan->layouts[li], call->out, call->beta));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return MF_OK;
+}
+
+// Test hook: run variant v with panel width tj, bypassing the tuning rules.
+extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                                           int v, int32_t tj, int64_t block_nnz)
+{
+    mf_device_guard guard(ctx->cuda->device);
+    if (v < 0 || v >= n_variants)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no SDDMM variant %d", v);
+    if (variants[v].cfg.vec && !vector_ok(call))
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
+    if (variants[v].cfg.smem &&
+        mf_sddmm_smem_bytes(variants[v].cfg, tj) > (size_t)ctx->cuda->prop.sharedMemPerBlockOptin)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "tj = %d does not fit in shared memory", tj);
+    mf_sddmm_plan *plan;
+    MF_TRY(get_plan(ctx, S, &plan));
+    if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
+        reset_plan(ctx, plan);
+    int li;
+    MF_TRY(get_layout(ctx, S, tj, block_nnz, &li));
+    MF_TRY(run_variant(ctx, S, call, v, &S->sddmm_plan->layouts[li], call->out, call->beta));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return MF_OK;
+}

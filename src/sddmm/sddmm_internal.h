@@ -1,0 +1,47 @@
+/* What the SDDMM entry points share with their CPU and CUDA implementations. */
+#ifndef MF_SDDMM_INTERNAL_H
+#define MF_SDDMM_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/sparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One checked mf_sddmm call; all arrays live on the backend's side (host for the CPU
+ * backend, device for CUDA). */
+typedef struct mf_sddmm_call {
+    int k;
+    const float *A;
+    int64_t lda;
+    const float *B;
+    int64_t ldb;
+    float alpha, beta;
+    float *out;
+    int pattern; /* nonzero: S's values count as 1 */
+} mf_sddmm_call;
+
+/* mf_sddmm after its argument checks (mf_rmse calls it too): arrays in `where` memory. */
+mf_status mf_sddmm_checked(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                           mf_memory where);
+
+/* OpenMP over rows; the reference for the GPU tests. */
+void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
+
+/* The CUDA backend (sddmm.cu): builds or reuses S's plan for call->k, then runs. */
+mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
+
+/* Test hook: run compiled variant v (sddmm_tuning.h) with panel width tj and block_nnz
+ * entries per block, bypassing the tuning rules. */
+mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                                int32_t tj, int64_t block_nnz);
+
+/* sum of out[0..n)^2 in double, on the device (rmse). */
+mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

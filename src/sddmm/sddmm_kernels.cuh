@@ -1,0 +1,171 @@
+// The CUDA SDDMM kernel, one template for both schemes.
+//
+// A virtual warp of V lanes computes one stored entry at a time: lane l holds its share of
+// the k-chunk of A's row (KR units of W floats, W = 4 for 16-byte vector loads) in
+// registers, reads the same share of B's row, and the V partial sums meet through a
+// butterfly of warp shuffles. No atomics: every entry is written by one lane of one
+// virtual warp. A block works through a run of items (see sddmm_layout.h) of one column
+// panel; virtual warps take the items round-robin.
+//
+// SMEM = false (the SM-L2 scheme): B is read from global memory through L1 and L2; A rows
+//   are the registers' reuse, and panels (when the plan uses several) keep the B panel
+//   that concurrent blocks read resident in L2.
+// SMEM = true (the SM-SM scheme, for dense-ish panels): the block first stages the panel's
+//   B slice (tj rows x KC columns) in shared memory, then every entry reads B from there.
+//
+// k larger than one chunk (KC = V * KR * W) runs chunk by chunk: the first chunk writes
+// alpha * s * partial + beta * out, later chunks add to it. The same lane handles an entry
+// in every chunk, so the read-modify-write needs no synchronization.
+#ifndef MF_SDDMM_KERNELS_CUH
+#define MF_SDDMM_KERNELS_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "sddmm/sddmm_layout.h"
+
+#define MF_SDDMM_THREADS 256
+#define MF_SDDMM_UNROLL  4 // entries in flight per virtual warp
+
+struct mf_sddmm_params {
+    const int32_t *col;
+    const float *val; // NULL: pattern
+    float *out;
+    const float *A;
+    int64_t lda;
+    const float *B;
+    int64_t ldb;
+    int k;
+    float alpha, beta;
+    int32_t tj, cols;
+    const mf_sddmm_item *items;
+    const mf_sddmm_block *blocks;
+};
+
+template <bool VEC> struct mf_unit;
+template <> struct mf_unit<true> {
+    typedef float4 type;
+    static constexpr int width = 4;
+    __device__ static float4 zero() { return make_float4(0.f, 0.f, 0.f, 0.f); }
+    __device__ static float4 load(const float *p) { return __ldg(reinterpret_cast<const float4 *>(p)); }
+    __device__ static float4 lds(const float *p) { return *reinterpret_cast<const float4 *>(p); }
+    __device__ static void sts(float *p, float4 v) { *reinterpret_cast<float4 *>(p) = v; }
+    __device__ static float dot(float4 a, float4 b, float acc)
+    {
+        acc = fmaf(a.x, b.x, acc);
+        acc = fmaf(a.y, b.y, acc);
+        acc = fmaf(a.z, b.z, acc);
+        return fmaf(a.w, b.w, acc);
+    }
+};
+template <> struct mf_unit<false> {
+    typedef float type;
+    static constexpr int width = 1;
+    __device__ static float zero() { return 0.f; }
+    __device__ static float load(const float *p) { return __ldg(p); }
+    __device__ static float lds(const float *p) { return *p; }
+    __device__ static void sts(float *p, float v) { *p = v; }
+    __device__ static float dot(float a, float b, float acc) { return fmaf(a, b, acc); }
+};
+
+// Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
+// entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
+// wholly inside k or wholly outside.
+template <int KC, bool VEC>
+__device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, int jn, int kc)
+{
+    typedef mf_unit<VEC> U;
+    constexpr int per_row = KC / U::width;
+    for (int u = threadIdx.x; u < jn * per_row; u += MF_SDDMM_THREADS) {
+        int r = u / per_row, c = (u % per_row) * U::width;
+        typename U::type v = U::zero();
+        if (kc + c < P.k)
+            v = U::load(P.B + (int64_t)(j0 + r) * P.ldb + kc + c);
+        U::sts(bs + r * KC + c, v);
+    }
+}
+
+template <int V, int KR, bool VEC, bool SMEM>
+__global__ void __launch_bounds__(MF_SDDMM_THREADS)
+    mf_sddmm_kernel(const mf_sddmm_params P)
+{
+    typedef mf_unit<VEC> U;
+    typedef typename U::type unit;
+    constexpr int W = U::width, KC = V * KR * W, NVW = MF_SDDMM_THREADS / V;
+    extern __shared__ float4 mf_sddmm_smem[];
+    float *bs = reinterpret_cast<float *>(mf_sddmm_smem);
+
+    const mf_sddmm_block blk = P.blocks[blockIdx.x];
+    const int lane = threadIdx.x % V, vw = threadIdx.x / V;
+    // The virtual warp's lanes within the hardware warp, for the shuffles.
+    const unsigned mask =
+        V == 32 ? 0xffffffffu : ((1u << V) - 1u) << ((threadIdx.x % 32) / V * V);
+    const int j0 = blk.panel * P.tj;
+    const int jn = min(P.tj, P.cols - j0);
+    const int64_t item_end = blk.item_begin + blk.item_count;
+
+    for (int kc = 0; kc < P.k; kc += KC) {
+        if (SMEM) {
+            __syncthreads(); // the previous chunk's readers are done
+            mf_sddmm_stage_b<KC, VEC>(bs, P, j0, jn, kc);
+            __syncthreads();
+        }
+        for (int64_t it = blk.item_begin + vw; it < item_end; it += NVW) {
+            const mf_sddmm_item item = P.items[it];
+            unit a[KR];
+            const float *arow = P.A + (int64_t)item.row * P.lda + kc;
+#pragma unroll
+            for (int r = 0; r < KR; r++) {
+                int kk = (r * V + lane) * W;
+                a[r] = kc + kk < P.k ? U::load(arow + kk) : U::zero();
+            }
+            const int64_t end = item.begin + item.count;
+            for (int64_t p = item.begin; p < end; p += MF_SDDMM_UNROLL) {
+                float s[MF_SDDMM_UNROLL];
+#pragma unroll
+                for (int u = 0; u < MF_SDDMM_UNROLL; u++) {
+                    // Past the item's end, repeat its first entry: loads stay in bounds and
+                    // the result is dropped.
+                    const int64_t q = p + u < end ? p + u : p;
+                    const int j = __ldg(P.col + q);
+                    float acc = 0.f;
+                    if (SMEM) {
+                        const float *brow = bs + (j - j0) * KC;
+#pragma unroll
+                        for (int r = 0; r < KR; r++)
+                            acc = U::dot(a[r], U::lds(brow + (r * V + lane) * W), acc);
+                    } else {
+                        const float *brow = P.B + (int64_t)j * P.ldb + kc;
+#pragma unroll
+                        for (int r = 0; r < KR; r++) {
+                            int kk = (r * V + lane) * W;
+                            if (kc + kk < P.k)
+                                acc = U::dot(a[r], U::load(brow + kk), acc);
+                        }
+                    }
+                    s[u] = acc;
+                }
+#pragma unroll
+                for (int off = V / 2; off > 0; off /= 2)
+#pragma unroll
+                    for (int u = 0; u < MF_SDDMM_UNROLL; u++)
+                        s[u] += __shfl_xor_sync(mask, s[u], off);
+#pragma unroll
+                for (int u = 0; u < MF_SDDMM_UNROLL; u++) {
+                    const int64_t q = p + u;
+                    if (lane == u % V && q < end) {
+                        float v = P.alpha * s[u];
+                        if (P.val)
+                            v *= __ldg(P.val + q);
+                        if (kc > 0)
+                            P.out[q] += v;
+                        else
+                            P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                    }
+                }
+            }
+        }
+    }
+}
+
+#endif

@@ -1,0 +1,78 @@
+#include "sddmm/sddmm_tuning.h"
+
+static int add(mf_sddmm_candidate *cand, int n, int variant, int32_t tj, int64_t block_nnz)
+{
+    if (n >= MF_SDDMM_MAX_CANDIDATES)
+        return n;
+    for (int i = 0; i < n; i++)
+        if (cand[i].variant == variant && cand[i].tj == tj && cand[i].block_nnz == block_nnz)
+            return n;
+    cand[n] = (mf_sddmm_candidate){variant, tj, block_nnz};
+    return n + 1;
+}
+
+int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
+{
+    const int nv = mf_sddmm_variant_count();
+    const int w = sh->vec ? 4 : 1;
+    const int units = (sh->k + w - 1) / w; /* per row of A and B */
+    int n = 0;
+
+    /* SM-L2: a virtual warp's registers hold the whole k when some variant is wide enough;
+     * among those, the narrowest (v * kr the smallest power of two >= units) wastes no
+     * lanes. Without one, the widest variants run k in chunks. */
+    int fit = 0, widest = 0;
+    for (int i = 0; i < nv; i++) {
+        mf_sddmm_config c = mf_sddmm_variant_config(i);
+        if (c.smem || c.vec != sh->vec)
+            continue;
+        int lanes = c.v * c.kr;
+        if (lanes > widest)
+            widest = lanes;
+        if (lanes >= units && (fit == 0 || lanes < fit))
+            fit = lanes;
+    }
+    int level = fit ? fit : widest;
+    /* Panel width of the L2 model: the panel's B rows fill at most half of L2, so the
+     * blocks that run together (they walk the panels in order) keep their B in L2. */
+    int64_t b_row = (int64_t)sh->k * (int64_t)sizeof(float);
+    int64_t tj_l2 = sh->l2_bytes / 2 / (b_row > 0 ? b_row : 1);
+    int first_l2 = -1;
+    for (int i = 0; i < nv; i++) {
+        mf_sddmm_config c = mf_sddmm_variant_config(i);
+        if (c.smem || c.vec != sh->vec || c.v * c.kr != level)
+            continue;
+        n = add(cand, n, i, sh->cols, MF_SDDMM_L2_BLOCK_NNZ);
+        if (first_l2 < 0)
+            first_l2 = i;
+    }
+    if (first_l2 >= 0 && tj_l2 >= 64 && tj_l2 < sh->cols)
+        n = add(cand, n, first_l2, (int32_t)tj_l2, MF_SDDMM_L2_BLOCK_NNZ);
+
+    /* SM-SM: a B tile of tj rows x Tk columns in shared memory, worth it only when the
+     * panels are dense enough that a row has several entries per panel (else the A row is
+     * fetched for each one or two entries). */
+    int64_t budget = sh->smem_bytes < MF_SDDMM_SMEM_TILE_BYTES ? sh->smem_bytes
+                                                                : MF_SDDMM_SMEM_TILE_BYTES;
+    double per_row = sh->rows > 0 ? (double)sh->nnz / sh->rows : 0.0;
+    int kround = (sh->k + 31) / 32 * 32;
+    for (int i = 0; i < nv; i++) {
+        mf_sddmm_config c = mf_sddmm_variant_config(i);
+        if (!c.smem || c.vec != sh->vec)
+            continue;
+        int tk = mf_sddmm_chunk(c);
+        if (tk > kround)
+            continue;
+        int64_t tj = budget / ((int64_t)tk * (int64_t)sizeof(float));
+        if (tj > sh->cols)
+            tj = sh->cols;
+        if (tj < 16)
+            continue;
+        double per_segment = per_row * (double)tj / (double)sh->cols;
+        if (per_segment < 4.0)
+            continue;
+        int64_t block_nnz = 16 * tj > MF_SDDMM_L2_BLOCK_NNZ ? 16 * tj : MF_SDDMM_L2_BLOCK_NNZ;
+        n = add(cand, n, i, (int32_t)tj, block_nnz);
+    }
+    return n;
+}

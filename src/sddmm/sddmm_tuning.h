@@ -1,0 +1,66 @@
+/* Which SDDMM kernel variants and tile sizes are worth timing for a call shape: the rules
+ * the auto-tune starts from. Plain C, so CPU test suites check the rules. */
+#ifndef MF_SDDMM_TUNING_H
+#define MF_SDDMM_TUNING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Entries per item: longer rows are split so that no row serializes a virtual warp. */
+#define MF_SDDMM_ITEM_NNZ 256
+/* Entries per thread block in the SM-L2 scheme. */
+#define MF_SDDMM_L2_BLOCK_NNZ 4096
+/* Below this many entries the rules' first candidate is used without timing. */
+#define MF_SDDMM_TUNE_MIN_NNZ 200000
+/* Shared memory for one SM-SM block's B tile: two blocks fit on an SM of 228 KB (sm_80,
+ * sm_90), which hides one block's staging behind the other's arithmetic. */
+#define MF_SDDMM_SMEM_TILE_BYTES (96 * 1024)
+#define MF_SDDMM_MAX_CANDIDATES 12
+
+/* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of 4 floats
+ * (vec) or 1, B staged in shared memory (smem) or read through L2. */
+typedef struct mf_sddmm_config {
+    int v, kr, vec, smem;
+} mf_sddmm_config;
+
+typedef struct mf_sddmm_shape {
+    int32_t rows, cols;
+    int64_t nnz;
+    int k;
+    int vec;                       /* 16-byte vector loads possible for this call */
+    int64_t l2_bytes, smem_bytes; /* device L2 size, shared memory per block (opt-in) */
+    int sms;
+} mf_sddmm_shape;
+
+typedef struct mf_sddmm_candidate {
+    int variant;
+    int32_t tj;
+    int64_t block_nnz;
+} mf_sddmm_candidate;
+
+/* The compiled variants (sddmm.cu; none without CUDA). */
+int mf_sddmm_variant_count(void);
+mf_sddmm_config mf_sddmm_variant_config(int i);
+
+/* k per chunk (the SM-SM tile's Tk). */
+static inline int mf_sddmm_chunk(mf_sddmm_config c)
+{
+    return c.v * c.kr * (c.vec ? 4 : 1);
+}
+static inline size_t mf_sddmm_smem_bytes(mf_sddmm_config c, int32_t tj)
+{
+    return (size_t)tj * (size_t)mf_sddmm_chunk(c) * sizeof(float);
+}
+
+/* Fill cand[0 .. MF_SDDMM_MAX_CANDIDATES) and return how many: the first is the rules'
+ * favourite, used untimed for small matrices. */
+int mf_sddmm_candidates(const mf_sddmm_shape *shape, mf_sddmm_candidate *cand);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
