@@ -1,0 +1,439 @@
+// bench_sddmm: mf_sddmm against cusparseSDDMM (CSR, fp32) on the same matrices and inputs in
+// one run. For each case and k it prints the median times of both, mfact's GFLOP/s
+// (2 k nnz / t), the speed-up, and mfact's time over the compulsory-traffic floor (column
+// indices read and outputs written once, row offsets, A and B read once, at the device's
+// measured copy bandwidth). Both sides exclude their one-time preparation from the timed
+// runs: cuSPARSE's SDDMM_preprocess and mfact's plan (built by the warm-up call). S is used
+// as a pattern on both sides (cuSPARSE's SDDMM ignores C's values). Before timing, both
+// results are checked against a float64 reference on a sample of entries.
+//
+// usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
+//                    [--scale F] [--graph FILE]... [--seed S]
+#include <cuda_runtime.h>
+#include <cusparse.h>
+#include <math.h>
+#include <omp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "mfact/mfact.h"
+
+#define CUDA_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cudaError_t e_ = (call);                                                                   \
+        if (e_ != cudaSuccess) {                                                                   \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define SP_CHECK(call)                                                                             \
+    do {                                                                                           \
+        cusparseStatus_t s_ = (call);                                                              \
+        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                          \
+                    cusparseGetErrorString(s_));                                                   \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+#define MF_CHECK(ctx, call)                                                                        \
+    do {                                                                                           \
+        if ((call) != MF_OK) {                                                                     \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, mf_ctx_last_error(ctx)); \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+// ---- synthetic matrices ------------------------------------------------------------------
+
+static uint64_t mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double unit(uint64_t seed, uint64_t i)
+{
+    return (double)(mix(seed ^ mix(i)) >> 11) / 9007199254740992.0;
+}
+
+struct csr {
+    int32_t rows = 0, cols = 0;
+    std::vector<int64_t> ptr;
+    std::vector<int32_t> col;
+    int64_t nnz() const { return (int64_t)col.size(); }
+};
+
+// Rows with Pareto(alpha) lengths scaled to mean_len (capped at max_frac of the columns);
+// each row's columns drawn from a Zipf(beta) popularity over a seeded permutation of the
+// column ids, duplicates dropped. beta = 0 with alpha = 0 gives uniform rows of mean_len.
+static csr power_law(int32_t rows, int32_t cols, double mean_len, double alpha, double beta,
+                     double max_frac, uint64_t seed)
+{
+    csr m;
+    m.rows = rows;
+    m.cols = cols;
+    std::vector<double> len(rows);
+    double sum = 0;
+    for (int32_t i = 0; i < rows; i++) {
+        double u = unit(seed, i);
+        len[i] = alpha > 0 ? pow(1.0 - u, -1.0 / alpha) : 1.0;
+        sum += len[i];
+    }
+    double scale = mean_len * rows / sum, cap = max_frac * cols;
+    std::vector<int64_t> want(rows);
+    for (int32_t i = 0; i < rows; i++)
+        want[i] = std::max<int64_t>(1, std::min<int64_t>((int64_t)(len[i] * scale + 0.5), (int64_t)cap));
+    // popularity CDF over ranks, and a permutation rank -> column id
+    std::vector<double> cdf(cols);
+    double acc = 0;
+    for (int32_t r = 0; r < cols; r++) {
+        acc += beta > 0 ? pow(r + 10.0, -beta) : 1.0;
+        cdf[r] = acc;
+    }
+    for (auto &c : cdf)
+        c /= acc;
+    std::vector<int32_t> perm(cols);
+    for (int32_t j = 0; j < cols; j++)
+        perm[j] = j;
+    for (int32_t j = cols - 1; j > 0; j--)
+        std::swap(perm[j], perm[mix(seed + 77 + j) % (uint64_t)(j + 1)]);
+    std::vector<std::vector<int32_t>> per(rows);
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int32_t i = 0; i < rows; i++) {
+        std::vector<int32_t> &r = per[i];
+        r.resize(want[i]);
+        for (int64_t t = 0; t < want[i]; t++) {
+            double u = unit(seed ^ 0x5bd1e995ull, ((uint64_t)i << 24) ^ (uint64_t)t);
+            int32_t rank = (int32_t)(std::lower_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+            r[t] = perm[std::min(rank, cols - 1)];
+        }
+        std::sort(r.begin(), r.end());
+        r.erase(std::unique(r.begin(), r.end()), r.end());
+    }
+    m.ptr.assign(rows + 1, 0);
+    for (int32_t i = 0; i < rows; i++)
+        m.ptr[i + 1] = m.ptr[i] + (int64_t)per[i].size();
+    m.col.resize(m.ptr[rows]);
+#pragma omp parallel for schedule(dynamic, 256)
+    for (int32_t i = 0; i < rows; i++)
+        std::copy(per[i].begin(), per[i].end(), m.col.begin() + m.ptr[i]);
+    return m;
+}
+
+static csr from_file(mf_ctx *ctx, const char *path)
+{
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.pattern = 1;
+    o.flags = MF_SPARSE_SUM_DUPLICATES;
+    const char *dot = strrchr(path, '.');
+    if (dot && !strcmp(dot, ".txt")) // SNAP edge lists with a "nodes edges" first line
+        o.format = MF_FORMAT_PAIRS;
+    mf_sparse *s = NULL;
+    MF_CHECK(ctx, mf_sparse_read(ctx, &s, path, &o));
+    csr m;
+    int64_t nnz;
+    mf_sparse_shape(s, &m.rows, &m.cols, &nnz);
+    m.ptr.resize(m.rows + 1);
+    m.col.resize(nnz);
+    MF_CHECK(ctx, mf_sparse_get_csr(s, m.ptr.data(), m.col.data(), NULL, MF_MEMORY_HOST));
+    mf_sparse_destroy(s);
+    return m;
+}
+
+// ---- measurement -------------------------------------------------------------------------
+
+static char last_plan[512];
+static void capture_log(void *, mf_log_level, const char *msg)
+{
+    if (strstr(msg, "plan for k"))
+        snprintf(last_plan, sizeof last_plan, "%s", msg);
+}
+
+static float median(std::vector<float> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Device copy bandwidth (bytes read + written per second), from a 1 GiB device-to-device copy.
+static double copy_bandwidth(cudaStream_t st)
+{
+    size_t bytes = (size_t)1 << 30;
+    void *a, *b;
+    CUDA_CHECK(cudaMalloc(&a, bytes));
+    CUDA_CHECK(cudaMalloc(&b, bytes));
+    CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, st));
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < 7; r++) {
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st));
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms);
+    }
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(b));
+    return 2.0 * bytes / (median(t) * 1e-3);
+}
+
+struct row {
+    char name[64];
+    int k;
+    int64_t nnz;
+    float mf_ms, sp_ms;
+    double floor_ms;
+    char plan[160];
+};
+
+static void check_sample(const char *what, const csr &m, int k, const float *A, const float *B,
+                         const std::vector<float> &got)
+{
+    int64_t nnz = m.nnz();
+    int64_t samples = std::min<int64_t>(nnz, 20000);
+    double worst = 0;
+    for (int64_t s = 0; s < samples; s++) {
+        int64_t p = (int64_t)(mix(0xabcdef + s) % (uint64_t)nnz);
+        int32_t i = (int32_t)(std::upper_bound(m.ptr.begin(), m.ptr.end(), p) - m.ptr.begin() - 1);
+        double d = 0, mag = 0;
+        for (int t = 0; t < k; t++) {
+            double x = (double)A[(int64_t)i * k + t] * B[(int64_t)m.col[p] * k + t];
+            d += x;
+            mag += fabs(x);
+        }
+        double err = fabs(got[p] - d) / (mag * k * ldexp(1.0, -24));
+        worst = std::max(worst, err);
+        if (!(err <= 2.0)) {
+            fprintf(stderr, "%s: entry %lld = %.9g, float64 %.9g: beyond the error bound\n", what,
+                    (long long)p, (double)got[p], d);
+            exit(1);
+        }
+    }
+}
+
+static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const csr &m, int k,
+                    int repeat, uint64_t seed, double bandwidth)
+{
+    cudaStream_t st = (cudaStream_t)mf_ctx_stream(ctx);
+    int64_t nnz = m.nnz();
+    row r = {};
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.k = k;
+    r.nnz = nnz;
+
+    mf_sparse *S = NULL;
+    MF_CHECK(ctx, mf_sparse_from_csr(ctx, &S, m.rows, m.cols, nnz, m.ptr.data(), m.col.data(),
+                                     NULL, MF_MEMORY_HOST, 0));
+    float *A, *B, *out_mf, *out_sp;
+    int32_t *ptr32, *col;
+    CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
+    CUDA_CHECK(cudaMalloc(&B, (size_t)m.cols * k * 4));
+    CUDA_CHECK(cudaMalloc(&out_mf, (size_t)nnz * 4));
+    CUDA_CHECK(cudaMalloc(&out_sp, (size_t)nnz * 4));
+    CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
+    CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
+    std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
+    CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+    MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, -1, 1, seed, 1, MF_MEMORY_DEVICE));
+    MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, -1, 1, seed, 2, MF_MEMORY_DEVICE));
+
+    // cuSPARSE: C (CSR pattern) = A (rows x k, row-major) * B^T, B given as k x cols
+    // column-major, which is the same memory as cols x k row-major.
+    cusparseSpMatDescr_t C;
+    cusparseDnMatDescr_t dA, dB;
+    SP_CHECK(cusparseCreateCsr(&C, m.rows, m.cols, nnz, ptr32, col, out_sp, CUSPARSE_INDEX_32I,
+                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    SP_CHECK(cusparseCreateDnMat(&dA, m.rows, k, k, A, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    SP_CHECK(cusparseCreateDnMat(&dB, k, m.cols, k, B, CUDA_R_32F, CUSPARSE_ORDER_COL));
+    float one = 1.f, zero = 0.f;
+    size_t bytes = 0;
+    SP_CHECK(cusparseSetStream(sp, st));
+    SP_CHECK(cusparseSDDMM_bufferSize(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C,
+                                      CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes));
+    void *work = NULL;
+    CUDA_CHECK(cudaMalloc(&work, bytes ? bytes : 16));
+    SP_CHECK(cusparseSDDMM_preprocess(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C,
+                                      CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
+    auto run_sp = [&] {
+        SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                               &one, dA, dB, &zero, C, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
+    };
+    auto run_mf = [&] {
+        MF_CHECK(ctx, mf_sddmm(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf, MF_MEMORY_DEVICE,
+                               MF_SDDMM_PATTERN));
+    };
+    // Warm-up (mfact builds and tunes its plan here), then check both against float64.
+    last_plan[0] = 0;
+    run_mf();
+    run_sp();
+    CUDA_CHECK(cudaStreamSynchronize(st));
+    snprintf(r.plan, sizeof r.plan, "%s", strstr(last_plan, ": ") ? strstr(last_plan, ": ") + 2 : "cached");
+    {
+        std::vector<float> hA((size_t)m.rows * k), hB((size_t)m.cols * k), got(nnz);
+        CUDA_CHECK(cudaMemcpy(hA.data(), A, hA.size() * 4, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(hB.data(), B, hB.size() * 4, cudaMemcpyDeviceToHost));
+        CUDA_CHECK(cudaMemcpy(got.data(), out_mf, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+        check_sample("mfact", m, k, hA.data(), hB.data(), got);
+        CUDA_CHECK(cudaMemcpy(got.data(), out_sp, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+        check_sample("cuSPARSE", m, k, hA.data(), hB.data(), got);
+    }
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> t_mf, t_sp;
+    for (int rep = 0; rep < repeat; rep++) { // interleaved, so clocks and caches treat both alike
+        float ms;
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        run_mf();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        t_mf.push_back(ms);
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        run_sp();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        t_sp.push_back(ms);
+    }
+    r.mf_ms = median(t_mf);
+    r.sp_ms = median(t_sp);
+    double traffic = (double)nnz * 8 + (double)(m.rows + 1) * 8 + ((double)m.rows + m.cols) * k * 4;
+    r.floor_ms = traffic / bandwidth * 1e3;
+
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cusparseDestroySpMat(C);
+    cusparseDestroyDnMat(dA);
+    cusparseDestroyDnMat(dB);
+    CUDA_CHECK(cudaFree(work));
+    CUDA_CHECK(cudaFree(A));
+    CUDA_CHECK(cudaFree(B));
+    CUDA_CHECK(cudaFree(out_mf));
+    CUDA_CHECK(cudaFree(out_sp));
+    CUDA_CHECK(cudaFree(ptr32));
+    CUDA_CHECK(cudaFree(col));
+    mf_sparse_destroy(S);
+    return r;
+}
+
+static std::vector<int> parse_ints(const char *s)
+{
+    std::vector<int> v;
+    for (const char *p = s; *p;) {
+        v.push_back(atoi(p));
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    const char *cases = "netflix,nytimes,uniform";
+    std::vector<int> ks = {32, 128, 512};
+    std::vector<const char *> graphs;
+    int repeat = 10;
+    double scale = 1.0;
+    uint64_t seed = 2026;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--cases") && i + 1 < argc)
+            cases = argv[++i];
+        else if (!strcmp(argv[i], "--k") && i + 1 < argc)
+            ks = parse_ints(argv[++i]);
+        else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
+            repeat = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
+            scale = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
+            graphs.push_back(argv[++i]);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            seed = strtoull(argv[++i], NULL, 10);
+        else {
+            fprintf(stderr, "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
+                            "[--repeat N] [--scale F] [--graph FILE]... [--seed S]\n", argv[0]);
+            return 2;
+        }
+    }
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.log = capture_log;
+    o.log_level = MF_LOG_INFO;
+    mf_ctx *ctx = NULL;
+    if (mf_ctx_create(&ctx, &o) != MF_OK) {
+        fprintf(stderr, "bench_sddmm needs a CUDA device: %s\n", mf_ctx_last_error(NULL));
+        return 1;
+    }
+    mf_device_info info = {};
+    info.struct_size = sizeof info;
+    mf_ctx_device_info(ctx, &info);
+    cusparseHandle_t sp;
+    SP_CHECK(cusparseCreate(&sp));
+    double bw = copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
+    printf("device: %s, copy bandwidth %.0f GB/s, %s\n", info.name, bw / 1e9, mf_version_string());
+    printf("times: median of %d interleaved runs; preparation (cuSPARSE preprocess, mfact plan) "
+           "excluded from both\n\n", repeat);
+
+    struct spec {
+        const char *name;
+        int32_t rows, cols;
+        double mean, alpha, beta, max_frac;
+    } specs[] = {
+        {"netflix", 480189, 17770, 150.0, 1.5, 1.0, 0.5},
+        {"nytimes", 300000, 102660, 232.0, 2.5, 1.0, 0.1},
+        {"uniform", 100000, 100000, 100.0, 0.0, 0.0, 1.0},
+    };
+    std::vector<std::pair<std::string, csr>> mats;
+    for (auto &sp_ : specs)
+        if (strstr(cases, sp_.name)) {
+            int32_t rows = (int32_t)(sp_.rows * scale);
+            csr m = power_law(rows, sp_.cols, sp_.mean, sp_.alpha, sp_.beta, sp_.max_frac, seed);
+            mats.push_back({sp_.name, std::move(m)});
+        }
+    for (const char *g : graphs) {
+        const char *base = strrchr(g, '/');
+        mats.push_back({base ? base + 1 : g, from_file(ctx, g)});
+    }
+
+    printf("%-22s %5s %11s %10s %10s %9s %8s %9s  %s\n", "case", "k", "nnz", "mfact ms",
+           "cuSP ms", "GFLOP/s", "speedup", "x floor", "mfact plan");
+    double log_sum = 0;
+    int n_main = 0;
+    for (auto &nm : mats)
+        for (int k : ks) {
+            row r = run_case(ctx, sp, nm.first.c_str(), nm.second, k, repeat, seed + k, bw);
+            double gflops = 2.0 * k * r.nnz / (r.mf_ms * 1e-3) / 1e9;
+            printf("%-22s %5d %11lld %10.3f %10.3f %9.0f %7.2fx %9.2f  %s\n", r.name, k,
+                   (long long)r.nnz, r.mf_ms, r.sp_ms, gflops, r.sp_ms / r.mf_ms,
+                   r.mf_ms / r.floor_ms, r.plan);
+            fflush(stdout);
+            if (nm.first == "netflix" || nm.first == "nytimes") {
+                log_sum += log(r.sp_ms / r.mf_ms);
+                n_main++;
+            }
+        }
+    if (n_main)
+        printf("\ngeometric-mean speed-up over cuSPARSE, Netflix and NYTimes cases: %.2fx (%d cases)\n",
+               exp(log_sum / n_main), n_main);
+    cusparseDestroy(sp);
+    mf_ctx_destroy(ctx);
+    return 0;
+}

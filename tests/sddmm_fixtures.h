@@ -1,0 +1,43 @@
+/* Matrices and references shared by the SDDMM, SpMM and RMSE suites (CPU and GPU). */
+#ifndef MF_SDDMM_FIXTURES_H
+#define MF_SDDMM_FIXTURES_H
+
+#include <stdint.h>
+
+#include "mfact/mfact.h"
+
+typedef enum fx_pattern {
+    FX_RANDOM,     /* ~density, with about a third of the rows empty            */
+    FX_LONG_ROW,   /* sparse, plus one row holding every column                  */
+    FX_SINGLE,     /* exactly one stored entry                                   */
+    FX_DENSE,      /* every entry stored: all-dense tiles                        */
+    FX_POWER_LAW,  /* row lengths and column popularity from a power law         */
+    FX_PATTERNS
+} fx_pattern;
+
+const char *fx_pattern_name(fx_pattern p);
+
+/* A rows x cols matrix of the given kind with values in [-1, 1) (or a pattern when
+ * `values` is 0), deterministic in seed. */
+mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, double density,
+                     int values, uint64_t seed);
+
+/* n floats uniform in [-1, 1) from seed (host memory; free with free()). */
+float *fx_floats(int64_t n, uint64_t seed);
+
+/* The float64 reference of mf_sddmm on host arrays: ref[p] = alpha * s * dot and the bound
+ * bound[p] = |alpha * s| * sum_t |A_it B_jt| that the float error is measured against. */
+void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const float *B,
+                  int64_t ldb, double alpha, int pattern, double *ref, double *bound);
+
+/* Check got[p] against ref[p] + beta * before[p] (before NULL when beta == 0): every entry
+ * within 2 k 2^-24 bound[p] plus beta's rounding, and the norm-wise relative error below
+ * 1e-5. Fails the running test with `what` in the message. */
+void fx_check_sddmm(const char *what, int64_t nnz, int k, const float *got, const double *ref,
+                    const double *bound, double beta, const float *before);
+
+/* mf_spmm(op, n columns, alpha 0.75, beta -2) on host arrays with padded leading
+ * dimensions, checked against a float64 loop; the padding must stay untouched. */
+void fx_check_spmm(mf_ctx *ctx, mf_sparse *S, mf_op op, int64_t n);
+
+#endif

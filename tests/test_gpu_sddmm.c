@@ -1,0 +1,278 @@
+/* mf_sddmm, mf_spmm and mf_rmse on a real GPU: every compiled kernel variant and the tuned
+ * path against the float64 reference, for k in {1, 7, 32, 33, 128, 515} and patterns with
+ * empty rows, one very long row, a single entry and all-dense tiles; device and host
+ * memory; beta semantics with NaN-poisoned output; the plan cache; GPU/CPU agreement of
+ * SpMM and RMSE. Exits 77 (skipped) without a usable device; runs without fork. */
+#include <cuda_runtime_api.h>
+#include <math.h>
+
+#include "core/sparse.h"
+#include "cuda/cuda_backend.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_tuning.h"
+#include "sddmm_fixtures.h"
+#include "testutil.h"
+
+#define CUDA_OK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
+
+static const int test_k[] = {1, 7, 32, 33, 128, 515};
+
+static mf_ctx *cuda_ctx(void)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    mf_ctx *ctx = NULL;
+    ck_assert_msg(mf_ctx_create(&ctx, &o) == MF_OK, "%s", mf_ctx_last_error(NULL));
+    return ctx;
+}
+
+static void *to_device(const void *host, size_t bytes)
+{
+    void *d = NULL;
+    CUDA_OK(cudaMalloc(&d, bytes ? bytes : 4));
+    CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    return d;
+}
+
+/* One problem: S, A (lda = k + pad), B, the float64 reference and a starting out. */
+typedef struct problem {
+    mf_sparse *S;
+    int k;
+    int64_t lda, ldb, nnz;
+    float *A, *B, *before;
+    double *ref, *bound;
+} problem;
+
+static problem make_problem(mf_ctx *ctx, fx_pattern kind, int k, int pad, uint64_t seed)
+{
+    problem pr;
+    int32_t rows = kind == FX_DENSE ? 64 : 700, cols = kind == FX_DENSE ? 96 : 900;
+    pr.S = fx_matrix(ctx, kind, rows, cols, 0.02, 1, seed);
+    pr.k = k;
+    pr.lda = k + pad;
+    pr.ldb = k + pad;
+    mf_sparse_shape(pr.S, NULL, NULL, &pr.nnz);
+    pr.A = fx_floats(rows * pr.lda, seed + 1);
+    pr.B = fx_floats(cols * pr.ldb, seed + 2);
+    pr.before = fx_floats(pr.nnz, seed + 3);
+    pr.ref = malloc((size_t)pr.nnz * sizeof *pr.ref);
+    pr.bound = malloc((size_t)pr.nnz * sizeof *pr.bound);
+    fx_sddmm_ref(pr.S, k, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, pr.ref, pr.bound);
+    return pr;
+}
+
+static void free_problem(problem *pr)
+{
+    mf_sparse_destroy(pr->S);
+    free(pr->A), free(pr->B), free(pr->before), free(pr->ref), free(pr->bound);
+}
+
+/* Run variant v (or the tuned path when v < 0) on device copies with out poisoned by NaN
+ * (beta = 0), then with beta = -1 on `before`, and check both against the reference. */
+static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t block_nnz,
+                         const char *what)
+{
+    int32_t rows, cols;
+    mf_sparse_shape(pr->S, &rows, &cols, NULL);
+    float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
+    float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
+    size_t ob = (size_t)pr->nnz * sizeof(float);
+    float *got = malloc(ob + 4), *nan = malloc(ob + 4);
+    for (int64_t p = 0; p < pr->nnz; p++)
+        nan[p] = NAN;
+    float *dout = to_device(nan, ob);
+    mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 0};
+    mf_status st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout,
+                                    MF_MEMORY_DEVICE, 0)
+                         : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
+    ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+    CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+    fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, 0.0, NULL);
+
+    CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
+    call.beta = -1.0f;
+    st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, -1.0f, dout,
+                          MF_MEMORY_DEVICE, 0)
+               : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
+    ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+    CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+    fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, -1.0, pr->before);
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    CUDA_OK(cudaFree(dout));
+    free(got);
+    free(nan);
+}
+
+/* Every variant that can serve k, on every pattern, with one panel and with several. */
+START_TEST(every_variant_matches_float64)
+{
+    mf_ctx *ctx = cuda_ctx();
+    int nv = mf_sddmm_variant_count();
+    /* Under compute-sanitizer every launch is slow: every variant still runs, on fewer
+     * patterns and k values. */
+    int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
+    for (int pi = 0; pi < FX_PATTERNS; pi++)
+        for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
+            int k = test_k[ki];
+            if (quick && (pi == FX_RANDOM || pi == FX_SINGLE || k == 1 || k == 32))
+                continue;
+            problem pr = make_problem(ctx, (fx_pattern)pi, k, k % 4 ? 1 : 4, 40 + pi);
+            for (int v = 0; v < nv; v++) {
+                mf_sddmm_config cf = mf_sddmm_variant_config(v);
+                if (cf.vec && k % 4)
+                    continue;
+                int32_t tjs[2] = {100000, cf.smem ? 48 : 37};
+                for (int t = 0; t < 2; t++) {
+                    int32_t tj = tjs[t];
+                    if (cf.smem && tj > 200)
+                        tj = 200;
+                    char what[128];
+                    snprintf(what, sizeof what, "%s k=%d variant %d (V=%d KR=%d %s%s) tj=%d",
+                             fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr,
+                             cf.vec ? "vec" : "scalar", cf.smem ? " smem" : "", tj);
+                    check_device(ctx, &pr, v, tj, 100 + 37 * t, what);
+                }
+            }
+            char what[96];
+            snprintf(what, sizeof what, "%s k=%d tuned", fx_pattern_name((fx_pattern)pi), k);
+            check_device(ctx, &pr, -1, 0, 0, what);
+            free_problem(&pr);
+        }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Host arrays through a CUDA context (staged), against the CPU backend's result. */
+START_TEST(host_memory_and_cpu_parity)
+{
+    mf_ctx *ctx = cuda_ctx(), *cpu = tu_cpu_ctx();
+    for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
+        int k = test_k[ki];
+        problem pr = make_problem(ctx, FX_POWER_LAW, k, 0, 90 + k);
+        float *out = malloc((size_t)pr.nnz * sizeof *out);
+        memcpy(out, pr.before, (size_t)pr.nnz * sizeof *out);
+        ck_assert_int_eq(mf_sddmm(ctx, pr.S, k, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 2.0f, out,
+                                  MF_MEMORY_HOST, 0),
+                         MF_OK);
+        char what[64];
+        snprintf(what, sizeof what, "host memory k=%d", k);
+        fx_check_sddmm(what, pr.nnz, k, out, pr.ref, pr.bound, 2.0, pr.before);
+        free(out);
+        free_problem(&pr);
+    }
+    mf_ctx_destroy(ctx);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+/* Big enough to be timed: the tuned plan is built once, later calls reuse it (no new
+ * device memory), and the result stays right. */
+START_TEST(auto_tune_and_plan_cache)
+{
+    mf_ctx *ctx = cuda_ctx();
+    mf_sparse *S = fx_matrix(ctx, FX_POWER_LAW, 6000, 4000, 0.02, 1, 77);
+    int64_t nnz;
+    mf_sparse_shape(S, NULL, NULL, &nnz);
+    ck_assert_int_gt(nnz, MF_SDDMM_TUNE_MIN_NNZ);
+    int k = 64;
+    float *A = fx_floats(6000 * k, 1), *B = fx_floats(4000 * k, 2);
+    double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
+    fx_sddmm_ref(S, k, A, k, B, k, 1.0, 0, ref, bound);
+    float *dA = to_device(A, 6000 * k * 4), *dB = to_device(B, 4000 * k * 4), *dout;
+    CUDA_OK(cudaMalloc((void **)&dout, (size_t)nnz * 4));
+    float *got = malloc((size_t)nnz * 4);
+    for (int rep = 0; rep < 3; rep++) {
+        mf_memory_stats before = tu_memory_stats(ctx);
+        ck_assert_int_eq(mf_sddmm(ctx, S, k, dA, k, dB, k, 1.0f, 0.0f, dout, MF_MEMORY_DEVICE, 0),
+                         MF_OK);
+        mf_memory_stats after = tu_memory_stats(ctx);
+        if (rep > 0) /* the plan is reused: nothing new is allocated */
+            ck_assert_uint_eq(after.allocations, before.allocations);
+        CUDA_OK(cudaMemcpy(got, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+        fx_check_sddmm("tuned 6000 x 4000", nnz, k, got, ref, bound, 0.0, NULL);
+    }
+    /* Destroying the matrix gives the plan's device memory back. */
+    mf_sparse_destroy(S);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    CUDA_OK(cudaFree(dout));
+    free(A), free(B), free(ref), free(bound), free(got);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(spmm_and_rmse_match_cpu)
+{
+    mf_ctx *ctx = cuda_ctx(), *cpu = tu_cpu_ctx();
+    mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 300, 200, 0.05, 1, 5);
+    for (int64_t n = 1; n <= 65; n += 32) {
+        fx_check_spmm(ctx, S, MF_OP_N, n);
+        fx_check_spmm(ctx, S, MF_OP_T, n);
+    }
+    /* device memory gives the same as host memory */
+    int32_t rows = 300, cols = 200;
+    int64_t n = 8;
+    float *X = fx_floats(cols * n, 3), *Y1 = fx_floats(rows * n, 4), *Y2 = malloc(rows * n * 4);
+    memcpy(Y2, Y1, rows * n * 4);
+    float *dX = to_device(X, cols * n * 4), *dY = to_device(Y2, rows * n * 4);
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, n, 1.5f, X, n, 0.5f, Y1, n, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, n, 1.5f, dX, n, 0.5f, dY, n, MF_MEMORY_DEVICE), MF_OK);
+    CUDA_OK(cudaMemcpy(Y2, dY, rows * n * 4, cudaMemcpyDeviceToHost));
+    for (int64_t i = 0; i < rows * n; i++)
+        ck_assert_float_eq_tol(Y1[i], Y2[i], 1e-5f * (1.0f + fabsf(Y1[i])));
+
+    /* RMSE: GPU (host and device factors) against the CPU backend on the same data */
+    int k = 12;
+    float *U = fx_floats(rows * k, 8), *V = fx_floats(cols * k, 9);
+    int64_t nnz;
+    mf_sparse_shape(S, NULL, NULL, &nnz);
+    int32_t *r = malloc(nnz * 4), *c = malloc(nnz * 4);
+    float *v = malloc(nnz * 4);
+    mf_sparse_get_coo(S, r, c, v, MF_MEMORY_HOST);
+    mf_sparse *Sc = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    double g = -1, gd = -1, h = -2;
+    ck_assert_int_eq(mf_rmse(ctx, S, k, U, V, MF_MEMORY_HOST, &g), MF_OK);
+    float *dU = to_device(U, rows * k * 4), *dV = to_device(V, cols * k * 4);
+    ck_assert_int_eq(mf_rmse(ctx, S, k, dU, dV, MF_MEMORY_DEVICE, &gd), MF_OK);
+    ck_assert_int_eq(mf_rmse(cpu, Sc, k, U, V, MF_MEMORY_HOST, &h), MF_OK);
+    ck_assert_double_eq_tol(g, h, 1e-5 * h);
+    ck_assert_double_eq_tol(gd, h, 1e-5 * h);
+    ck_assert_double_gt(h, 0.1);
+
+    /* where = HOST with a device pointer is refused, out untouched */
+    float keep = 3.0f, out1 = 3.0f;
+    ck_assert_int_eq(mf_sddmm(ctx, S, 4, dU, 4, dV, 4, 1, 0, &out1, MF_MEMORY_HOST, 0),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "device memory but where = MF_MEMORY_HOST");
+    ck_assert_float_eq(out1, keep);
+
+    CUDA_OK(cudaFree(dX)), CUDA_OK(cudaFree(dY)), CUDA_OK(cudaFree(dU)), CUDA_OK(cudaFree(dV));
+    free(X), free(Y1), free(Y2), free(U), free(V), free(r), free(c), free(v);
+    mf_sparse_destroy(Sc);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    char why[256];
+    if (mf_cuda_device_count(why, sizeof why) == 0) {
+        printf("no usable CUDA device (%s): skipped\n", why);
+        return 77;
+    }
+    Suite *s = suite_create("gpu_sddmm");
+    TCase *tc = tu_tcase("gpu");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, every_variant_matches_float64);
+    tcase_add_test(tc, host_memory_and_cpu_parity);
+    tcase_add_test(tc, auto_tune_and_plan_cache);
+    tcase_add_test(tc, spmm_and_rmse_match_cpu);
+    suite_add_tcase(s, tc);
+    return tu_run(s, false);
+}

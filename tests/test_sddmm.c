@@ -1,0 +1,275 @@
+/* mf_sddmm, mf_spmm and mf_rmse on the CPU backend: hand-computed answers, alpha/beta
+ * semantics, float64 references over the k values and patterns the GPU suite uses too,
+ * the plan layout and tuning rules (plain C), and every bad argument. */
+#include <math.h>
+
+#include "core/sparse.h"
+#include "sddmm/sddmm_layout.h"
+#include "sddmm/sddmm_tuning.h"
+#include "sddmm_fixtures.h"
+#include "testutil.h"
+
+static const int test_k[] = {1, 7, 32, 33, 128, 515};
+
+/* S = [[2, 0, -1], [0, 0, 0], [0, 3, 0]], A = [[1, 2], [3, 4], [5, 6]],
+ * B = [[1, 0], [0, 1], [1, 1]] (rows of B are columns of S). */
+static mf_sparse *small_s(mf_ctx *ctx)
+{
+    int32_t r[] = {2, 0, 0}, c[] = {1, 2, 0};
+    float v[] = {3, -1, 2};
+    mf_sparse *S = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &S, 3, 3, 3, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    return S;
+}
+static const float small_a[] = {1, 2, 3, 4, 5, 6};
+static const float small_b[] = {1, 0, 0, 1, 1, 1};
+
+START_TEST(hand_computed)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *S = small_s(ctx);
+    /* canonical order: (0,0), (0,2), (2,1); dots: A0.B0 = 1, A0.B2 = 3, A2.B1 = 6 */
+    float out[3] = {NAN, NAN, NAN};
+    ck_assert_int_eq(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_float_eq(out[0], 2.0f);  /* 2 * 1 */
+    ck_assert_float_eq(out[1], -3.0f); /* -1 * 3 */
+    ck_assert_float_eq(out[2], 18.0f); /* 3 * 6 */
+    /* alpha and beta: out = 2 * s * dot + 0.5 * out */
+    ck_assert_int_eq(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 2.0f, 0.5f, out, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_float_eq(out[0], 5.0f);
+    ck_assert_float_eq(out[1], -7.5f);
+    ck_assert_float_eq(out[2], 45.0f);
+    /* the pattern flag ignores the values; k = 1 uses only the first column */
+    ck_assert_int_eq(mf_sddmm(ctx, S, 1, small_a, 2, small_b, 2, 1.0f, 0.0f, out, MF_MEMORY_HOST,
+                              MF_SDDMM_PATTERN),
+                     MF_OK);
+    ck_assert_float_eq(out[0], 1.0f);
+    ck_assert_float_eq(out[1], 1.0f);
+    ck_assert_float_eq(out[2], 0.0f);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(random_against_float64)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    for (int pi = 0; pi < FX_PATTERNS; pi++)
+        for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
+            int k = test_k[ki];
+            int32_t rows = pi == FX_DENSE ? 40 : 300, cols = pi == FX_DENSE ? 50 : 200;
+            mf_sparse *S = fx_matrix(ctx, (fx_pattern)pi, rows, cols, 0.05, 1, 11 + pi);
+            int64_t nnz;
+            mf_sparse_shape(S, NULL, NULL, &nnz);
+            int64_t lda = k + 3, ldb = k; /* a padded A, a tight B */
+            float *A = fx_floats(rows * lda, 100 + k), *B = fx_floats(cols * ldb, 200 + k);
+            float *out = fx_floats(nnz, 7), *before = malloc((size_t)nnz * sizeof *before);
+            double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
+            memcpy(before, out, (size_t)nnz * sizeof *out);
+            char what[96];
+            snprintf(what, sizeof what, "cpu %s k=%d", fx_pattern_name((fx_pattern)pi), k);
+            fx_sddmm_ref(S, k, A, lda, B, ldb, -1.5, 0, ref, bound);
+            ck_assert_int_eq(
+                mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.25f, out, MF_MEMORY_HOST, 0), MF_OK);
+            fx_check_sddmm(what, nnz, k, out, ref, bound, 0.25, before);
+            for (int64_t p = 0; p < nnz; p++)
+                out[p] = NAN; /* beta = 0 must never read out */
+            ck_assert_int_eq(mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.0f, out, MF_MEMORY_HOST, 0),
+                             MF_OK);
+            fx_check_sddmm(what, nnz, k, out, ref, bound, 0.0, NULL);
+            free(A), free(B), free(out), free(before), free(ref), free(bound);
+            mf_sparse_destroy(S);
+        }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(bad_arguments_leave_out_untouched)
+{
+    mf_ctx *ctx = tu_cpu_ctx(), *other = tu_cpu_ctx();
+    mf_sparse *S = small_s(ctx), *T = small_s(other);
+    float out[3] = {7, 8, 9};
+    const float keep[3] = {7, 8, 9};
+#define BAD(call, needle)                                                                          \
+    do {                                                                                           \
+        ck_assert_int_eq((call), MF_ERR_INVALID_ARGUMENT);                                         \
+        tu_assert_error_has(ctx, needle);                                                          \
+        ck_assert_mem_eq(out, keep, sizeof keep);                                                  \
+    } while (0)
+    BAD(mf_sddmm(ctx, S, 0, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "k = 0");
+    BAD(mf_sddmm(ctx, S, -3, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "k = -3");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 1, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "lda = 1");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 1, 1, 0, out, MF_MEMORY_HOST, 0), "ldb = 1");
+    BAD(mf_sddmm(ctx, S, 2, NULL, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "A is NULL");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, NULL, 2, 1, 0, out, MF_MEMORY_HOST, 0), "B is NULL");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, NULL, MF_MEMORY_HOST, 0), "out is NULL");
+    BAD(mf_sddmm(ctx, NULL, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "S is NULL");
+    BAD(mf_sddmm(ctx, T, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "another context");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, NAN, 0, out, MF_MEMORY_HOST, 0), "finite");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, INFINITY, out, MF_MEMORY_HOST, 0), "finite");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 4), "unknown flags");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_DEVICE, 0), "CPU backend");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, (mf_memory)5, 0), "where = 5");
+    ck_assert_int_eq(mf_sddmm(NULL, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(NULL), "ctx is NULL"));
+    ck_assert_mem_eq(out, keep, sizeof keep);
+
+    double rmse = -1;
+    ck_assert_int_eq(mf_rmse(ctx, S, 0, small_a, small_b, MF_MEMORY_HOST, &rmse),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "k = 0");
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, NULL, small_b, MF_MEMORY_HOST, &rmse), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, small_b, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_rmse(ctx, T, 2, small_a, small_b, MF_MEMORY_HOST, &rmse),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert(rmse == -1);
+
+    float y[6] = {1, 2, 3, 4, 5, 6};
+    const float ykeep[6] = {1, 2, 3, 4, 5, 6};
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 0, 1, small_a, 2, 0, y, 2, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "n = 0");
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 2, 1, small_a, 1, 0, y, 2, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ldx = 1");
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 2, 1, small_a, 2, 0, y, 1, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_spmm(ctx, (mf_op)2, S, 2, 1, small_a, 2, 0, y, 2, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "op = 2");
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 2, 1, NULL, 2, 0, y, 2, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, T, 2, 1, small_a, 2, 0, y, 2, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_mem_eq(y, ykeep, sizeof ykeep);
+#undef BAD
+    mf_sparse_destroy(S);
+    mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+    mf_ctx_destroy(other);
+}
+END_TEST
+
+START_TEST(rmse_known_answer)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *S = small_s(ctx);
+    /* predictions 1, 3, 6 against ratings 2, -1, 3: residuals 1, -4, -3 */
+    double rmse = 0;
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, small_b, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_double_eq_tol(rmse, sqrt(26.0 / 3.0), 1e-6);
+    /* an empty matrix has RMSE 0 */
+    mf_sparse *E = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &E, 3, 3, 0, NULL, NULL, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, E, 2, small_a, small_b, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert(rmse == 0.0);
+    float out[1] = {42};
+    ck_assert_int_eq(mf_sddmm(ctx, E, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_float_eq(out[0], 42.0f);
+    mf_sparse_destroy(E);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(spmm_both_ops)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 70, 50, 0.1, 1, 3);
+    for (int64_t n = 1; n <= 33; n += 16) {
+        fx_check_spmm(ctx, S, MF_OP_N, n);
+        fx_check_spmm(ctx, S, MF_OP_T, n);
+    }
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The layout covers every entry once, in item order within panels, and items never cross
+ * a panel boundary or exceed the cap. */
+START_TEST(layout_covers_every_entry_once)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 500, 1000, 0.02, 1, 9);
+    int32_t tjs[] = {1, 7, 64, 1000, 5000};
+    for (size_t t = 0; t < sizeof tjs / sizeof *tjs; t++) {
+        mf_sddmm_layout L;
+        ck_assert_int_eq(mf_sddmm_layout_build(ctx, S, tjs[t], 64, 300, &L), MF_OK);
+        char *seen = calloc((size_t)S->nnz, 1);
+        int64_t covered = 0;
+        for (int64_t b = 0; b < L.n_blocks; b++) {
+            const mf_sddmm_block *blk = &L.blocks[b];
+            ck_assert_int_eq(blk->item_begin, covered);
+            for (int64_t it = blk->item_begin; it < blk->item_begin + blk->item_count; it++) {
+                const mf_sddmm_item *item = &L.items[it];
+                ck_assert_int_gt(item->count, 0);
+                ck_assert_int_le(item->count, 64);
+                ck_assert_int_ge(item->begin, S->row_ptr[item->row]);
+                ck_assert_int_le(item->begin + item->count, S->row_ptr[item->row + 1]);
+                for (int64_t p = item->begin; p < item->begin + item->count; p++) {
+                    ck_assert_int_eq(S->col[p] / L.tj, blk->panel);
+                    ck_assert_int_eq(seen[p], 0);
+                    seen[p] = 1;
+                }
+            }
+            covered += blk->item_count;
+        }
+        ck_assert_int_eq(covered, L.n_items);
+        for (int64_t p = 0; p < S->nnz; p++)
+            ck_assert_msg(seen[p], "tj %d: entry %lld not covered", tjs[t], (long long)p);
+        free(seen);
+        mf_sddmm_layout_free(&L);
+    }
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(tuning_rules_offer_fitting_candidates)
+{
+    if (mf_sddmm_variant_count() == 0)
+        return; /* built without CUDA: no variants */
+    for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++)
+        for (int vec = 0; vec <= 1; vec++) {
+            int k = test_k[ki];
+            if (vec && k % 4)
+                continue;
+            mf_sddmm_shape sh = {480189, 17770, 99000000, k, vec, 50 << 20, 227 << 10, 132};
+            mf_sddmm_candidate c[MF_SDDMM_MAX_CANDIDATES];
+            int n = mf_sddmm_candidates(&sh, c);
+            ck_assert_int_ge(n, 1);
+            for (int i = 0; i < n; i++) {
+                mf_sddmm_config cf = mf_sddmm_variant_config(c[i].variant);
+                ck_assert_int_eq(cf.vec, vec);
+                ck_assert_int_ge(c[i].tj, 1);
+                ck_assert_int_le(c[i].tj, sh.cols);
+                if (cf.smem)
+                    ck_assert_uint_le(mf_sddmm_smem_bytes(cf, c[i].tj), (size_t)sh.smem_bytes);
+            }
+            /* the first (untimed) candidate holds all of k in registers when some variant can */
+            mf_sddmm_config first = mf_sddmm_variant_config(c[0].variant);
+            if (k <= (vec ? 512 : 128))
+                ck_assert_int_ge(mf_sddmm_chunk(first), k);
+        }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sddmm");
+    TCase *tc = tu_tcase("cpu");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, hand_computed);
+    tcase_add_test(tc, random_against_float64);
+    tcase_add_test(tc, bad_arguments_leave_out_untouched);
+    tcase_add_test(tc, rmse_known_answer);
+    tcase_add_test(tc, spmm_both_ops);
+    tcase_add_test(tc, layout_covers_every_entry_once);
+    tcase_add_test(tc, tuning_rules_offer_fitting_candidates);
+    suite_add_tcase(s, tc);
+    return tu_run(s, true);
+}
