@@ -128,7 +128,7 @@ static void reset_plan(mf_ctx *ctx, mf_sddmm_plan *plan)
 // The layout for (tj, block_nnz), built and uploaded on first use.
 static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz, int *index)
 {
-    mf_sddmm_plan *plan;
+    mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
     if (tj > S->cols)
         tj = S->cols;
@@ -264,7 +264,7 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int *variant,
                         int *layout)
 {
-    mf_sddmm_plan *plan;
+    mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
     const int vec = vector_ok(call);
     for (int c = 0; c < plan->n_choices; c++)
@@ -361,7 +361,7 @@ extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_s
     if (variants[v].cfg.smem &&
         mf_sddmm_smem_bytes(variants[v].cfg, tj) > (size_t)ctx->cuda->prop.sharedMemPerBlockOptin)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "tj = %d does not fit in shared memory", tj);
-    mf_sddmm_plan *plan;
+    mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
     if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
         reset_plan(ctx, plan);
