@@ -60,7 +60,7 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
     if (!val)
         MF_TRY(mf_sparse_device_ones(S, &val));
     MF_TRY(offsets32(ctx, S, row_ptr, &ptr32));
-    void *handle;
+    void *handle = NULL;
     MF_TRY(mf_cuda_cusparse(ctx, &handle));
     cusparseHandle_t h = (cusparseHandle_t)handle;
 
