@@ -151,8 +151,11 @@ static csr from_file(mf_ctx *ctx, const char *path)
 // ---- measurement -------------------------------------------------------------------------
 
 static char last_plan[512];
+static int verbose;
 static void capture_log(void *, mf_log_level, const char *msg)
 {
+    if (verbose)
+        fprintf(stderr, "  [mfact] %s\n", msg);
     if (strstr(msg, "plan for k"))
         snprintf(last_plan, sizeof last_plan, "%s", msg);
 }
@@ -247,6 +250,7 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
     CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize()); // mfact's stream does not wait for the legacy one
     MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, -1, 1, seed, 1, MF_MEMORY_DEVICE));
     MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, -1, 1, seed, 2, MF_MEMORY_DEVICE));
 
@@ -364,11 +368,13 @@ int main(int argc, char **argv)
             scale = atof(argv[++i]);
         else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
             graphs.push_back(argv[++i]);
+        else if (!strcmp(argv[i], "--verbose"))
+            verbose = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else {
             fprintf(stderr, "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                            "[--repeat N] [--scale F] [--graph FILE]... [--seed S]\n", argv[0]);
+                            "[--repeat N] [--scale F] [--graph FILE]... [--seed S] [--verbose]\n", argv[0]);
             return 2;
         }
     }
@@ -376,7 +382,7 @@ int main(int argc, char **argv)
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CUDA;
     o.log = capture_log;
-    o.log_level = MF_LOG_INFO;
+    o.log_level = verbose ? MF_LOG_DEBUG : MF_LOG_INFO;
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &o) != MF_OK) {
         fprintf(stderr, "bench_sddmm needs a CUDA device: %s\n", mf_ctx_last_error(NULL));

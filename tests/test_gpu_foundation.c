@@ -196,6 +196,9 @@ START_TEST(sparse_from_and_to_device_memory)
     CUDA_OK(cudaMemcpy(d_row, row, sizeof row, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(d_col, col, sizeof col, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(d_val, val, sizeof val, cudaMemcpyHostToDevice));
+    /* A pageable copy may still be in flight when cudaMemcpy returns, and mfact works on
+     * its own non-blocking stream: wait for the data before handing it over. */
+    CUDA_OK(cudaDeviceSynchronize());
     mf_sparse *m = NULL;
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, 3, 4, 4, d_row, d_col, d_val, MF_MEMORY_DEVICE,
                                         MF_SPARSE_SUM_DUPLICATES),
@@ -223,6 +226,7 @@ START_TEST(sparse_from_and_to_device_memory)
     /* Bad data in device memory names its position like host data does. */
     const int32_t bad_row[] = {0, 9, 0, 0};
     CUDA_OK(cudaMemcpy(d_row, bad_row, sizeof bad_row, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &s, 3, 4, 4, d_row, d_col, d_val, MF_MEMORY_DEVICE, 0),
                      MF_ERR_INVALID_DATA);
     tu_assert_error_has(ctx, "row[1] = 9");

@@ -32,6 +32,9 @@ static void *to_device(const void *host, size_t bytes)
     void *d = NULL;
     CUDA_OK(cudaMalloc(&d, bytes ? bytes : 4));
     CUDA_OK(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+    /* A pageable copy may still be in flight when cudaMemcpy returns, and mfact works on
+     * its own non-blocking stream: wait for the data before handing it over. */
+    CUDA_OK(cudaDeviceSynchronize());
     return d;
 }
 
@@ -91,6 +94,7 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
     fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, 0.0, NULL);
 
     CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaDeviceSynchronize());
     call.beta = -1.0f;
     st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, -1.0f, dout,
                           MF_MEMORY_DEVICE, 0)
@@ -172,7 +176,7 @@ END_TEST
 START_TEST(auto_tune_and_plan_cache)
 {
     mf_ctx *ctx = cuda_ctx();
-    mf_sparse *S = fx_matrix(ctx, FX_POWER_LAW, 6000, 4000, 0.02, 1, 77);
+    mf_sparse *S = fx_matrix(ctx, FX_POWER_LAW, 6000, 4000, 0.25, 1, 77);
     int64_t nnz;
     mf_sparse_shape(S, NULL, NULL, &nnz);
     ck_assert_int_gt(nnz, MF_SDDMM_TUNE_MIN_NNZ);

@@ -17,13 +17,15 @@ typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, unsigned grid, size_
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStream_t stream)
 {
-    mf_sddmm_kernel<V, KR, VEC, SMEM><<<grid, MF_SDDMM_THREADS, smem, stream>>>(P);
+    constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
+    mf_sddmm_kernel<V, KR, VEC, SMEM, T><<<grid, T, smem, stream>>>(P);
 }
 
 template <int V, int KR, bool VEC, bool SMEM>
 static cudaError_t allow_smem(size_t bytes)
 {
-    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM>,
+    constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
+    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, T>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 

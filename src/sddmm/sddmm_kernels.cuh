@@ -12,6 +12,7 @@
 //   that concurrent blocks read resident in L2.
 // SMEM = true (the SM-SM scheme, for dense-ish panels): the block first stages the panel's
 //   B slice (tj rows x KC columns) in shared memory, then every entry reads B from there.
+//   Blocks are large (many rows of one panel) so that staging is paid rarely.
 //
 // k larger than one chunk (KC = V * KR * W) runs chunk by chunk: the first chunk writes
 // alpha * s * partial + beta * out, later chunks add to it. The same lane handles an entry
@@ -24,7 +25,10 @@
 
 #include "sddmm/sddmm_layout.h"
 
-#define MF_SDDMM_THREADS 256
+// Threads per block: 256 for SM-L2 (many blocks per SM hide latency), 1024 for SM-SM (one
+// block per SM owns the shared-memory tile, and 32 warps hide the A-row and index loads).
+#define MF_SDDMM_L2_THREADS 256
+#define MF_SDDMM_SM_THREADS 1024
 #define MF_SDDMM_UNROLL  4 // entries in flight per virtual warp
 
 struct mf_sddmm_params {
@@ -71,12 +75,12 @@ template <> struct mf_unit<false> {
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
 // wholly inside k or wholly outside.
-template <int KC, bool VEC>
+template <int KC, bool VEC, int T>
 __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, int jn, int kc)
 {
     typedef mf_unit<VEC> U;
     constexpr int per_row = KC / U::width;
-    for (int u = threadIdx.x; u < jn * per_row; u += MF_SDDMM_THREADS) {
+    for (int u = threadIdx.x; u < jn * per_row; u += T) {
         int r = u / per_row, c = (u % per_row) * U::width;
         typename U::type v = U::zero();
         if (kc + c < P.k)
@@ -85,13 +89,12 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
     }
 }
 
-template <int V, int KR, bool VEC, bool SMEM>
-__global__ void __launch_bounds__(MF_SDDMM_THREADS)
-    mf_sddmm_kernel(const mf_sddmm_params P)
+template <int V, int KR, bool VEC, bool SMEM, int T>
+__global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
     typedef mf_unit<VEC> U;
     typedef typename U::type unit;
-    constexpr int W = U::width, KC = V * KR * W, NVW = MF_SDDMM_THREADS / V;
+    constexpr int W = U::width, KC = V * KR * W, NVW = T / V;
     extern __shared__ float4 mf_sddmm_smem[];
     float *bs = reinterpret_cast<float *>(mf_sddmm_smem);
 
@@ -107,7 +110,7 @@ __global__ void __launch_bounds__(MF_SDDMM_THREADS)
     for (int kc = 0; kc < P.k; kc += KC) {
         if (SMEM) {
             __syncthreads(); // the previous chunk's readers are done
-            mf_sddmm_stage_b<KC, VEC>(bs, P, j0, jn, kc);
+            mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
             __syncthreads();
         }
         for (int64_t it = blk.item_begin + vw; it < item_end; it += NVW) {

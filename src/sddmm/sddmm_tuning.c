@@ -33,6 +33,11 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
             fit = lanes;
     }
     int level = fit ? fit : widest;
+    /* Blocks: about 8 per SM on small matrices, at most MF_SDDMM_L2_BLOCK_NNZ entries. A
+     * power of two, so that nearby shapes share a layout. */
+    int64_t l2_block = MF_SDDMM_L2_BLOCK_NNZ;
+    while (l2_block > 256 && l2_block * 8 * (sh->sms > 0 ? sh->sms : 1) > sh->nnz)
+        l2_block /= 2;
     /* Panel width of the L2 model: the panel's B rows fill at most half of L2, so the
      * blocks that run together (they walk the panels in order) keep their B in L2. */
     int64_t b_row = (int64_t)sh->k * (int64_t)sizeof(float);
@@ -42,12 +47,12 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         mf_sddmm_config c = mf_sddmm_variant_config(i);
         if (c.smem || c.vec != sh->vec || c.v * c.kr != level)
             continue;
-        n = add(cand, n, i, sh->cols, MF_SDDMM_L2_BLOCK_NNZ);
+        n = add(cand, n, i, sh->cols, l2_block);
         if (first_l2 < 0)
             first_l2 = i;
     }
     if (first_l2 >= 0 && tj_l2 >= 64 && tj_l2 < sh->cols)
-        n = add(cand, n, first_l2, (int32_t)tj_l2, MF_SDDMM_L2_BLOCK_NNZ);
+        n = add(cand, n, first_l2, (int32_t)tj_l2, l2_block);
 
     /* SM-SM: a B tile of tj rows x Tk columns in shared memory, worth it only when the
      * panels are dense enough that a row has several entries per panel (else the A row is
@@ -71,7 +76,11 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         double per_segment = per_row * (double)tj / (double)sh->cols;
         if (per_segment < 4.0)
             continue;
-        int64_t block_nnz = 16 * tj > MF_SDDMM_L2_BLOCK_NNZ ? 16 * tj : MF_SDDMM_L2_BLOCK_NNZ;
+        /* About two blocks per SM over the whole matrix, so the tile is staged rarely;
+         * at least 16 entries per tile row. */
+        int64_t block_nnz = sh->nnz / (2 * (sh->sms > 0 ? sh->sms : 1));
+        if (block_nnz < 16 * tj)
+            block_nnz = 16 * tj;
         n = add(cand, n, i, (int32_t)tj, block_nnz);
     }
     return n;

@@ -12,13 +12,14 @@ extern "C" {
 
 /* Entries per item: longer rows are split so that no row serializes a virtual warp. */
 #define MF_SDDMM_ITEM_NNZ 256
-/* Entries per thread block in the SM-L2 scheme. */
+/* Entries per thread block in the SM-L2 scheme: at most this many, and fewer on small
+ * matrices so that every SM gets several blocks. */
 #define MF_SDDMM_L2_BLOCK_NNZ 4096
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
-/* Shared memory for one SM-SM block's B tile: two blocks fit on an SM of 228 KB (sm_80,
- * sm_90), which hides one block's staging behind the other's arithmetic. */
-#define MF_SDDMM_SMEM_TILE_BYTES (96 * 1024)
+/* Shared memory for one SM-SM block's B tile: one 1024-thread block per SM holds a tile
+ * this large (sm_80 and sm_90 offer 227 KB per block). */
+#define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
 #define MF_SDDMM_MAX_CANDIDATES 12
 
 /* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of 4 floats
