@@ -90,6 +90,8 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
                                     MF_MEMORY_DEVICE, 0)
                          : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
     ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+    /* device-memory calls are stream-ordered: wait before reading on another stream */
+    CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
     CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
     fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, 0.0, NULL);
 
@@ -100,6 +102,8 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
                           MF_MEMORY_DEVICE, 0)
                : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
     ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+    /* device-memory calls are stream-ordered: wait before reading on another stream */
+    CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
     CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
     fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, -1.0, pr->before);
     CUDA_OK(cudaFree(dA));
@@ -191,6 +195,7 @@ START_TEST(auto_tune_and_plan_cache)
         mf_memory_stats before = tu_memory_stats(ctx);
         ck_assert_int_eq(mf_sddmm(ctx, S, k, dA, k, dB, k, 1.0f, 0.0f, dout, MF_MEMORY_DEVICE, 0),
                          MF_OK);
+        CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
         mf_memory_stats after = tu_memory_stats(ctx);
         if (rep > 0) /* the plan is reused: nothing new is allocated */
             ck_assert_uint_eq(after.allocations, before.allocations);

@@ -110,7 +110,9 @@ typedef void (*mf_log_fn)(void *user, mf_log_level level, const char *message);
 
 /* Optional device allocator of the host application. `stream` is the context's CUDA
  * stream (a cudaStream_t). Return NULL when the request cannot be served; mfact then
- * reports MF_ERR_OUT_OF_MEMORY. `free` receives the size that was allocated. */
+ * reports MF_ERR_OUT_OF_MEMORY. `free` receives the size that was allocated, and may be
+ * called while work that uses the memory is still queued on `stream`: release it in stream
+ * order (as cudaFreeAsync and RMM do) or synchronize the stream first. */
 typedef void *(*mf_device_alloc_fn)(void *user, size_t bytes, void *stream);
 typedef void (*mf_device_free_fn)(void *user, void *ptr, size_t bytes, void *stream);
 
@@ -321,7 +323,10 @@ typedef enum mf_sddmm_flags {
  * out has nnz entries. With beta == 0, out is only written (it may hold NaN), as in BLAS.
  * A, B and out live in `where` memory: device pointers are used in place on a CUDA
  * context; host arrays are staged through the context's memory manager. On a CPU context
- * `where` must be MF_MEMORY_HOST.
+ * `where` must be MF_MEMORY_HOST. With device arrays the call is stream-ordered, like
+ * cuBLAS: it returns once the work is queued on the context's stream (mf_ctx_stream), so
+ * synchronize that stream before reading out elsewhere. With host arrays it returns when
+ * out holds the result.
  *
  * Accuracy: dot products accumulate in float. Each entry satisfies
  * |out - exact| <= alpha * |S_ij| * k * 2^-23 * sum_t |A_it * B_jt| (plus beta's rounding),

@@ -170,6 +170,14 @@ static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block
 
 // ---- running one variant -------------------------------------------------------------
 
+// out = t + beta * out: the beta term of a chunked run, applied once at the end.
+__global__ void add_scaled(float *out, const float *t, float beta, int64_t n)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        out[i] = t[i] + beta * out[i];
+}
+
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                              const mf_sddmm_dev_layout *L, float *out, float beta)
 {
@@ -341,14 +349,38 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
     return MF_OK;
 }
 
+// Run variant v on layout L. When k takes several chunks and beta != 0, the chunks would
+// add small partial sums to beta * out, losing them to rounding when |beta * out| is large;
+// instead they accumulate in a scratch array and beta * out is added once at the end.
+static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                     const mf_sddmm_dev_layout *L)
+{
+    int chunks = (call->k + mf_sddmm_chunk(variants[v].cfg) - 1) / mf_sddmm_chunk(variants[v].cfg);
+    if (chunks == 1 || call->beta == 0.f)
+        return run_variant(ctx, S, call, v, L, call->out, call->beta);
+    mf_dbuf t = {0, 0};
+    MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
+    mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f);
+    if (st == MF_OK) {
+        int64_t grid = (S->nnz + 255) / 256, cap = (int64_t)ctx->cuda->prop.multiProcessorCount * 16;
+        add_scaled<<<(unsigned)(grid < cap ? grid : cap), 256, 0, ctx->cuda->stream>>>(
+            call->out, (const float *)t.ptr, call->beta, S->nnz);
+        cudaError_t err = cudaGetLastError();
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "add_scaled", __FILE__, __LINE__);
+    }
+    mf_dmem_free(ctx, &t); /* stream-ordered: freed after the kernels that use it */
+    return st;
+}
+
+// Stream-ordered: returns once the work is queued on the context's stream (callers with
+// host arrays synchronize when they copy the result back).
 extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     mf_device_guard guard(ctx->cuda->device);
     int v, li;
     MF_TRY(choose(ctx, S, call, &v, &li));
-    MF_TRY(run_variant(ctx, S, call, v, &S->sddmm_plan->layouts[li], call->out, call->beta));
-    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
-    return MF_OK;
+    return run(ctx, S, call, v, &S->sddmm_plan->layouts[li]);
 }
 
 // Test hook: run variant v with panel width tj, bypassing the tuning rules.
@@ -369,7 +401,7 @@ extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_s
         reset_plan(ctx, plan);
     int li;
     MF_TRY(get_layout(ctx, S, tj, block_nnz, &li));
-    MF_TRY(run_variant(ctx, S, call, v, &S->sddmm_plan->layouts[li], call->out, call->beta));
+    MF_TRY(run(ctx, S, call, v, &S->sddmm_plan->layouts[li]));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     return MF_OK;
 }
