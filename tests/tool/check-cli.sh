@@ -36,5 +36,16 @@ grep -q "cannot open" /tmp/mfact-cli-err.$$ || fail "missing file message: $(cat
 "$mfact" demo --backend quantum 2>/dev/null && fail "bad backend accepted"
 "$mfact" frobnicate 2>/dev/null && fail "unknown subcommand accepted"
 "$mfact" demo --help | grep -q -- "--backend" || fail "demo --help lacks the common flags"
+
+# sddmm: a timed run on a generated pattern and on the file, JSON, and bad values
+out=$("$mfact" sddmm --backend cpu --shape 500,400,0.01 --k 7 --repeat 2) || fail "sddmm exited $?"
+echo "$out" | grep -q "^k 7$" || fail "sddmm k: $out"
+echo "$out" | grep -Eq "^median seconds [0-9.e-]+$" || fail "sddmm median: $out"
+json=$("$mfact" sddmm --backend cpu "$tmp" --k 3 --json) || fail "sddmm FILE exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["nnz"]==2 and d["k"]==3, d' ||
+  fail "sddmm --json: $json"
+"$mfact" sddmm --k 0 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --k 0 is not a usage error"
+"$mfact" sddmm --repeat -1 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --repeat -1 is not a usage error"
+"$mfact" sddmm --help | grep -q -- "--repeat" || fail "sddmm --help"
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
