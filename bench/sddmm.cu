@@ -67,7 +67,10 @@ struct csr {
     int32_t rows = 0, cols = 0;
     std::vector<int64_t> ptr;
     std::vector<int32_t> col;
-    int64_t nnz() const { return (int64_t)col.size(); }
+    int64_t nnz() const
+    {
+        return (int64_t)col.size();
+    }
 };
 
 // Rows with Pareto(alpha) lengths scaled to mean_len (capped at max_frac of the columns);
@@ -89,7 +92,8 @@ static csr power_law(int32_t rows, int32_t cols, double mean_len, double alpha, 
     double scale = mean_len * rows / sum, cap = max_frac * cols;
     std::vector<int64_t> want(rows);
     for (int32_t i = 0; i < rows; i++)
-        want[i] = std::max<int64_t>(1, std::min<int64_t>((int64_t)(len[i] * scale + 0.5), (int64_t)cap));
+        want[i] =
+            std::max<int64_t>(1, std::min<int64_t>((int64_t)(len[i] * scale + 0.5), (int64_t)cap));
     // popularity CDF over ranks, and a permutation rank -> column id
     std::vector<double> cdf(cols);
     double acc = 0;
@@ -237,8 +241,8 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     r.nnz = nnz;
 
     mf_sparse *S = NULL;
-    MF_CHECK(ctx, mf_sparse_from_csr(ctx, &S, m.rows, m.cols, nnz, m.ptr.data(), m.col.data(),
-                                     NULL, MF_MEMORY_HOST, 0));
+    MF_CHECK(ctx, mf_sparse_from_csr(ctx, &S, m.rows, m.cols, nnz, m.ptr.data(), m.col.data(), NULL,
+                                     MF_MEMORY_HOST, 0));
     float *A, *B, *out_mf, *out_sp;
     int32_t *ptr32, *col;
     CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
@@ -274,8 +278,9 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C,
                                       CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
     auto run_sp = [&] {
-        SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                               &one, dA, dB, &zero, C, CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
+        SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C, CUDA_R_32F,
+                               CUSPARSE_SDDMM_ALG_DEFAULT, work));
     };
     auto run_mf = [&] {
         MF_CHECK(ctx, mf_sddmm(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf, MF_MEMORY_DEVICE,
@@ -286,7 +291,8 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     run_mf();
     run_sp();
     CUDA_CHECK(cudaStreamSynchronize(st));
-    snprintf(r.plan, sizeof r.plan, "%s", strstr(last_plan, ": ") ? strstr(last_plan, ": ") + 2 : "cached");
+    snprintf(r.plan, sizeof r.plan, "%s",
+             strstr(last_plan, ": ") ? strstr(last_plan, ": ") + 2 : "cached");
     {
         std::vector<float> hA((size_t)m.rows * k), hB((size_t)m.cols * k), got(nnz);
         CUDA_CHECK(cudaMemcpy(hA.data(), A, hA.size() * 4, cudaMemcpyDeviceToHost));
@@ -373,8 +379,10 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else {
-            fprintf(stderr, "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                            "[--repeat N] [--scale F] [--graph FILE]... [--seed S] [--verbose]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
+                    "[--repeat N] [--scale F] [--graph FILE]... [--seed S] [--verbose]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -396,7 +404,8 @@ int main(int argc, char **argv)
     double bw = copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
     printf("device: %s, copy bandwidth %.0f GB/s, %s\n", info.name, bw / 1e9, mf_version_string());
     printf("times: median of %d interleaved runs; preparation (cuSPARSE preprocess, mfact plan) "
-           "excluded from both\n\n", repeat);
+           "excluded from both\n\n",
+           repeat);
 
     struct spec {
         const char *name;
@@ -419,8 +428,8 @@ int main(int argc, char **argv)
         mats.push_back({base ? base + 1 : g, from_file(ctx, g)});
     }
 
-    printf("%-22s %5s %11s %10s %10s %9s %8s %9s  %s\n", "case", "k", "nnz", "mfact ms",
-           "cuSP ms", "GFLOP/s", "speedup", "x floor", "mfact plan");
+    printf("%-22s %5s %11s %10s %10s %9s %8s %9s  %s\n", "case", "k", "nnz", "mfact ms", "cuSP ms",
+           "GFLOP/s", "speedup", "x floor", "mfact plan");
     double log_sum = 0;
     int n_main = 0;
     for (auto &nm : mats)
@@ -437,7 +446,8 @@ int main(int argc, char **argv)
             }
         }
     if (n_main)
-        printf("\ngeometric-mean speed-up over cuSPARSE, Netflix and NYTimes cases: %.2fx (%d cases)\n",
+        printf("\ngeometric-mean speed-up over cuSPARSE, Netflix and NYTimes cases: %.2fx (%d "
+               "cases)\n",
                exp(log_sum / n_main), n_main);
     cusparseDestroy(sp);
     mf_ctx_destroy(ctx);

@@ -30,6 +30,10 @@ const char *cli_common_help(void);
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
 /* "mfact CMD: message" on stderr. */
 void cli_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Parse "ROWS,COLS,DENSITY" (--shape): positive sizes that fit int32 and a density in
+ * (0, 1]; prints the problem and returns false otherwise. */
+bool cli_parse_shape(const char *cmd, const char *spec, long long *rows, long long *cols,
+                     double *density);
 /* Parse a whole decimal of type long long / double, or fail. */
 bool cli_parse_ll(const char *s, long long *out);
 bool cli_parse_double(const char *s, double *out);

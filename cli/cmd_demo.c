@@ -39,18 +39,8 @@ static int parse(int argc, char **argv, demo_args *a)
         if (r > 0)
             continue;
         if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
-            char *spec = argv[++i], *c1 = strchr(spec, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
-            if (!c2) {
-                cli_error("demo", "--shape takes ROWS,COLS,DENSITY, not '%s'", spec);
+            if (!cli_parse_shape("demo", argv[++i], &a->rows, &a->cols, &a->density))
                 return -1;
-            }
-            *c1 = *c2 = '\0';
-            if (!cli_parse_ll(spec, &a->rows) || !cli_parse_ll(c1 + 1, &a->cols) ||
-                !cli_parse_double(c2 + 1, &a->density) || a->rows < 1 || a->cols < 1 ||
-                a->rows > INT32_MAX || a->cols > INT32_MAX || a->density <= 0 || a->density > 1) {
-                cli_error("demo", "--shape needs positive sizes and a density in (0, 1]");
-                return -1;
-            }
         } else if (strcmp(argv[i], "--sum-duplicates") == 0) {
             a->sum_duplicates = true;
         } else if (argv[i][0] == '-') {

@@ -19,12 +19,13 @@ typedef struct sddmm_args {
 
 static void sddmm_help(void)
 {
-    printf("usage: mfact sddmm [FILE | --shape ROWS,COLS,DENSITY] [--k K] [--repeat R] [options]\n\n"
-           "Times out = (A B^T) at the stored entries of S (mf_sddmm) with A (ROWS x K) and B\n"
-           "(COLS x K) uniform in [-1, 1). S is FILE (values used when present) or a seeded\n"
-           "uniform pattern (default 100000,100000,0.001). Prints the first call (plan\n"
-           "included), the median of R more calls (default 10) and GFLOP/s as 2 K nnz / t.\n\n%s",
-           cli_common_help());
+    printf(
+        "usage: mfact sddmm [FILE | --shape ROWS,COLS,DENSITY] [--k K] [--repeat R] [options]\n\n"
+        "Times out = (A B^T) at the stored entries of S (mf_sddmm) with A (ROWS x K) and B\n"
+        "(COLS x K) uniform in [-1, 1). S is FILE (values used when present) or a seeded\n"
+        "uniform pattern (default 100000,100000,0.001). Prints the first call (plan\n"
+        "included), the median of R more calls (default 10) and GFLOP/s as 2 K nnz / t.\n\n%s",
+        cli_common_help());
 }
 
 static int parse(int argc, char **argv, sddmm_args *a)
@@ -39,18 +40,8 @@ static int parse(int argc, char **argv, sddmm_args *a)
         if (r > 0)
             continue;
         if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
-            char *spec = argv[++i], *c1 = strchr(spec, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
-            if (!c2) {
-                cli_error("sddmm", "--shape takes ROWS,COLS,DENSITY, not '%s'", spec);
+            if (!cli_parse_shape("sddmm", argv[++i], &a->rows, &a->cols, &a->density))
                 return -1;
-            }
-            *c1 = *c2 = '\0';
-            if (!cli_parse_ll(spec, &a->rows) || !cli_parse_ll(c1 + 1, &a->cols) ||
-                !cli_parse_double(c2 + 1, &a->density) || a->rows < 1 || a->cols < 1 ||
-                a->rows > INT32_MAX || a->cols > INT32_MAX || a->density <= 0 || a->density > 1) {
-                cli_error("sddmm", "--shape needs positive sizes and a density in (0, 1]");
-                return -1;
-            }
         } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
             if (!cli_parse_ll(argv[++i], &a->k) || a->k < 1 || a->k > 65536) {
                 cli_error("sddmm", "--k takes an integer from 1 to 65536");

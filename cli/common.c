@@ -127,3 +127,23 @@ mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)
     }
     return ctx;
 }
+
+bool cli_parse_shape(const char *cmd, const char *spec, long long *rows, long long *cols,
+                     double *density)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", spec);
+    char *c1 = strchr(buf, ','), *c2 = c1 ? strchr(c1 + 1, ',') : NULL;
+    if (!c2) {
+        cli_error(cmd, "--shape takes ROWS,COLS,DENSITY, not '%s'", spec);
+        return false;
+    }
+    *c1 = *c2 = '\0';
+    if (!cli_parse_ll(buf, rows) || !cli_parse_ll(c1 + 1, cols) ||
+        !cli_parse_double(c2 + 1, density) || *rows < 1 || *cols < 1 || *rows > INT32_MAX ||
+        *cols > INT32_MAX || *density <= 0 || *density > 1) {
+        cli_error(cmd, "--shape needs positive sizes and a density in (0, 1]");
+        return false;
+    }
+    return true;
+}

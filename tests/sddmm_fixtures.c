@@ -62,8 +62,8 @@ mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, d
             if (kind == FX_POWER_LAW) /* a few long rows, many short ones */
                 row_density = fmin(1.0, density * 0.25 / pow(unit(&s) + 1e-3, 0.75));
             for (int32_t j = 0; j < cols && n < cap; j++) {
-                double pj = kind == FX_POWER_LAW ? row_density * 3.0 / (1.0 + 0.05 * j)
-                                                 : row_density;
+                double pj =
+                    kind == FX_POWER_LAW ? row_density * 3.0 / (1.0 + 0.05 * j) : row_density;
                 if ((kind == FX_LONG_ROW && i == rows / 2) || unit(&s) < pj) {
                     r[n] = i;
                     c[n] = j;
@@ -146,14 +146,17 @@ void fx_check_spmm(mf_ctx *ctx, mf_sparse *S, mf_op op, int64_t n)
     int32_t rows, cols;
     int64_t nnz;
     mf_sparse_shape(S, &rows, &cols, &nnz);
-    int64_t p = op == MF_OP_N ? rows : cols, q = op == MF_OP_N ? cols : rows, ldx = n + 1, ldy = n + 2;
-    float *X = fx_floats(q * ldx, 5), *Y = fx_floats(p * ldy, 6), *Y0 = malloc((size_t)(p * ldy) * 4);
+    int64_t p = op == MF_OP_N ? rows : cols, q = op == MF_OP_N ? cols : rows, ldx = n + 1,
+            ldy = n + 2;
+    float *X = fx_floats(q * ldx, 5), *Y = fx_floats(p * ldy, 6),
+          *Y0 = malloc((size_t)(p * ldy) * 4);
     memcpy(Y0, Y, (size_t)(p * ldy) * sizeof *Y);
     int64_t *ptr = malloc(((size_t)rows + 1) * sizeof *ptr);
     int32_t *col = malloc((size_t)nnz * sizeof *col + 4);
     float *val = malloc((size_t)nnz * sizeof *val + 4);
     mf_sparse_get_csr(S, ptr, col, val, MF_MEMORY_HOST);
-    double *want = calloc((size_t)(p * n), sizeof *want), *mag = calloc((size_t)(p * n), sizeof *mag);
+    double *want = calloc((size_t)(p * n), sizeof *want),
+           *mag = calloc((size_t)(p * n), sizeof *mag);
     for (int32_t i = 0; i < rows; i++)
         for (int64_t e = ptr[i]; e < ptr[i + 1]; e++) {
             int64_t yr = op == MF_OP_N ? i : col[e], xr = op == MF_OP_N ? col[e] : i;
@@ -162,8 +165,8 @@ void fx_check_spmm(mf_ctx *ctx, mf_sparse *S, mf_op op, int64_t n)
                 mag[yr * n + t] += fabs(0.75 * val[e] * X[xr * ldx + t]);
             }
         }
-    ck_assert_msg(mf_spmm(ctx, op, S, n, 0.75f, X, ldx, -2.0f, Y, ldy, MF_MEMORY_HOST) == MF_OK, "%s",
-                  mf_ctx_last_error(ctx));
+    ck_assert_msg(mf_spmm(ctx, op, S, n, 0.75f, X, ldx, -2.0f, Y, ldy, MF_MEMORY_HOST) == MF_OK,
+                  "%s", mf_ctx_last_error(ctx));
     for (int64_t r = 0; r < p; r++)
         for (int64_t t = 0; t < ldy; t++) {
             if (t >= n) {
@@ -172,9 +175,9 @@ void fx_check_spmm(mf_ctx *ctx, mf_sparse *S, mf_op op, int64_t n)
             }
             double w = want[r * n + t] - 2.0 * Y0[r * ldy + t];
             double tol = 1e-5 * (mag[r * n + t] + 2.0 * fabs(Y0[r * ldy + t])) + 1e-6;
-            ck_assert_msg(fabs(Y[r * ldy + t] - w) <= tol, "spmm op %d: Y[%lld][%lld] = %g, want %g",
-                          (int)op, (long long)r, (long long)t, (double)Y[r * ldy + t], w);
+            ck_assert_msg(fabs(Y[r * ldy + t] - w) <= tol,
+                          "spmm op %d: Y[%lld][%lld] = %g, want %g", (int)op, (long long)r,
+                          (long long)t, (double)Y[r * ldy + t], w);
         }
     free(X), free(Y), free(Y0), free(ptr), free(col), free(val), free(want), free(mag);
 }
-

@@ -7,11 +7,11 @@
 #include "mfact/mfact.h"
 
 typedef enum fx_pattern {
-    FX_RANDOM,     /* ~density, with about a third of the rows empty            */
-    FX_LONG_ROW,   /* sparse, plus one row holding every column                  */
-    FX_SINGLE,     /* exactly one stored entry                                   */
-    FX_DENSE,      /* every entry stored: all-dense tiles                        */
-    FX_POWER_LAW,  /* row lengths and column popularity from a power law         */
+    FX_RANDOM,    /* ~density, with about a third of the rows empty            */
+    FX_LONG_ROW,  /* sparse, plus one row holding every column                  */
+    FX_SINGLE,    /* exactly one stored entry                                   */
+    FX_DENSE,     /* every entry stored: all-dense tiles                        */
+    FX_POWER_LAW, /* row lengths and column popularity from a power law         */
     FX_PATTERNS
 } fx_pattern;
 

@@ -260,11 +260,8 @@ END_TEST
 
 int main(void)
 {
-    char why[256];
-    if (mf_cuda_device_count(why, sizeof why) == 0) {
-        printf("no usable CUDA device (%s): skipped\n", why);
+    if (tu_no_gpu())
         return 77;
-    }
     Suite *s = suite_create("gpu_foundation");
     TCase *tc = tu_tcase("gpu");
     tcase_add_test(tc, context_and_device_info);

@@ -161,9 +161,9 @@ START_TEST(host_memory_and_cpu_parity)
         problem pr = make_problem(ctx, FX_POWER_LAW, k, 0, 90 + k);
         float *out = malloc((size_t)pr.nnz * sizeof *out);
         memcpy(out, pr.before, (size_t)pr.nnz * sizeof *out);
-        ck_assert_int_eq(mf_sddmm(ctx, pr.S, k, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 2.0f, out,
-                                  MF_MEMORY_HOST, 0),
-                         MF_OK);
+        ck_assert_int_eq(
+            mf_sddmm(ctx, pr.S, k, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 2.0f, out, MF_MEMORY_HOST, 0),
+            MF_OK);
         char what[64];
         snprintf(what, sizeof what, "host memory k=%d", k);
         fx_check_sddmm(what, pr.nnz, k, out, pr.ref, pr.bound, 2.0, pr.before);
@@ -228,7 +228,8 @@ START_TEST(spmm_and_rmse_match_cpu)
     memcpy(Y2, Y1, rows * n * 4);
     float *dX = to_device(X, cols * n * 4), *dY = to_device(Y2, rows * n * 4);
     ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, n, 1.5f, X, n, 0.5f, Y1, n, MF_MEMORY_HOST), MF_OK);
-    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, n, 1.5f, dX, n, 0.5f, dY, n, MF_MEMORY_DEVICE), MF_OK);
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, n, 1.5f, dX, n, 0.5f, dY, n, MF_MEMORY_DEVICE),
+                     MF_OK);
     CUDA_OK(cudaMemcpy(Y2, dY, rows * n * 4, cudaMemcpyDeviceToHost));
     for (int64_t i = 0; i < rows * n; i++)
         ck_assert_float_eq_tol(Y1[i], Y2[i], 1e-5f * (1.0f + fabsf(Y1[i])));
@@ -242,7 +243,8 @@ START_TEST(spmm_and_rmse_match_cpu)
     float *v = malloc(nnz * 4);
     mf_sparse_get_coo(S, r, c, v, MF_MEMORY_HOST);
     mf_sparse *Sc = NULL;
-    ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0),
+                     MF_OK);
     double g = -1, gd = -1, h = -2;
     ck_assert_int_eq(mf_rmse(ctx, S, k, U, V, MF_MEMORY_HOST, &g), MF_OK);
     float *dU = to_device(U, rows * k * 4), *dV = to_device(V, cols * k * 4);
@@ -270,11 +272,8 @@ END_TEST
 
 int main(void)
 {
-    char why[256];
-    if (mf_cuda_device_count(why, sizeof why) == 0) {
-        printf("no usable CUDA device (%s): skipped\n", why);
+    if (tu_no_gpu())
         return 77;
-    }
     Suite *s = suite_create("gpu_sddmm");
     TCase *tc = tu_tcase("gpu");
     tcase_set_timeout(tc, 600);

@@ -30,14 +30,14 @@ START_TEST(hand_computed)
     mf_sparse *S = small_s(ctx);
     /* canonical order: (0,0), (0,2), (2,1); dots: A0.B0 = 1, A0.B2 = 3, A2.B1 = 6 */
     float out[3] = {NAN, NAN, NAN};
-    ck_assert_int_eq(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0),
-                     MF_OK);
+    ck_assert_int_eq(
+        mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0), MF_OK);
     ck_assert_float_eq(out[0], 2.0f);  /* 2 * 1 */
     ck_assert_float_eq(out[1], -3.0f); /* -1 * 3 */
     ck_assert_float_eq(out[2], 18.0f); /* 3 * 6 */
     /* alpha and beta: out = 2 * s * dot + 0.5 * out */
-    ck_assert_int_eq(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 2.0f, 0.5f, out, MF_MEMORY_HOST, 0),
-                     MF_OK);
+    ck_assert_int_eq(
+        mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 2.0f, 0.5f, out, MF_MEMORY_HOST, 0), MF_OK);
     ck_assert_float_eq(out[0], 5.0f);
     ck_assert_float_eq(out[1], -7.5f);
     ck_assert_float_eq(out[2], 45.0f);
@@ -66,7 +66,8 @@ START_TEST(random_against_float64)
             int64_t lda = k + 3, ldb = k; /* a padded A, a tight B */
             float *A = fx_floats(rows * lda, 100 + k), *B = fx_floats(cols * ldb, 200 + k);
             float *out = fx_floats(nnz, 7), *before = malloc((size_t)nnz * sizeof *before);
-            double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
+            double *ref = malloc((size_t)nnz * sizeof *ref),
+                   *bound = malloc((size_t)nnz * sizeof *bound);
             memcpy(before, out, (size_t)nnz * sizeof *out);
             char what[96];
             snprintf(what, sizeof what, "cpu %s k=%d", fx_pattern_name((fx_pattern)pi), k);
@@ -76,8 +77,8 @@ START_TEST(random_against_float64)
             fx_check_sddmm(what, nnz, k, out, ref, bound, 0.25, before);
             for (int64_t p = 0; p < nnz; p++)
                 out[p] = NAN; /* beta = 0 must never read out */
-            ck_assert_int_eq(mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.0f, out, MF_MEMORY_HOST, 0),
-                             MF_OK);
+            ck_assert_int_eq(
+                mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.0f, out, MF_MEMORY_HOST, 0), MF_OK);
             fx_check_sddmm(what, nnz, k, out, ref, bound, 0.0, NULL);
             free(A), free(B), free(out), free(before), free(ref), free(bound);
             mf_sparse_destroy(S);
@@ -106,7 +107,8 @@ START_TEST(bad_arguments_leave_out_untouched)
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, NULL, 2, 1, 0, out, MF_MEMORY_HOST, 0), "B is NULL");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, NULL, MF_MEMORY_HOST, 0), "out is NULL");
     BAD(mf_sddmm(ctx, NULL, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "S is NULL");
-    BAD(mf_sddmm(ctx, T, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "another context");
+    BAD(mf_sddmm(ctx, T, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
+        "another context");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, NAN, 0, out, MF_MEMORY_HOST, 0), "finite");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, INFINITY, out, MF_MEMORY_HOST, 0), "finite");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 4), "unknown flags");
@@ -121,7 +123,8 @@ START_TEST(bad_arguments_leave_out_untouched)
     ck_assert_int_eq(mf_rmse(ctx, S, 0, small_a, small_b, MF_MEMORY_HOST, &rmse),
                      MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "k = 0");
-    ck_assert_int_eq(mf_rmse(ctx, S, 2, NULL, small_b, MF_MEMORY_HOST, &rmse), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, NULL, small_b, MF_MEMORY_HOST, &rmse),
+                     MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, small_b, MF_MEMORY_HOST, NULL),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_rmse(ctx, T, 2, small_a, small_b, MF_MEMORY_HOST, &rmse),
@@ -164,11 +167,13 @@ START_TEST(rmse_known_answer)
     ck_assert_double_eq_tol(rmse, sqrt(26.0 / 3.0), 1e-6);
     /* an empty matrix has RMSE 0 */
     mf_sparse *E = NULL;
-    ck_assert_int_eq(mf_sparse_from_coo(ctx, &E, 3, 3, 0, NULL, NULL, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &E, 3, 3, 0, NULL, NULL, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
     ck_assert_int_eq(mf_rmse(ctx, E, 2, small_a, small_b, MF_MEMORY_HOST, &rmse), MF_OK);
     ck_assert(rmse == 0.0);
     float out[1] = {42};
-    ck_assert_int_eq(mf_sddmm(ctx, E, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sddmm(ctx, E, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
+                     MF_OK);
     ck_assert_float_eq(out[0], 42.0f);
     mf_sparse_destroy(E);
     mf_sparse_destroy(S);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE /* mkstemps */
 #include "testutil.h"
 
+#include "cuda/cuda_backend.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -91,4 +93,13 @@ int tu_run(Suite *suite, bool fork)
     srunner_free(runner);
     tu_cleanup();
     return failed == 0 ? 0 : 1;
+}
+
+int tu_no_gpu(void)
+{
+    char why[256];
+    if (mf_cuda_device_count(why, sizeof why) > 0)
+        return 0;
+    printf("no usable CUDA device (%s): skipped\n", why);
+    return 1;
 }

@@ -32,6 +32,10 @@ const char *tu_data_path(const char *relative);
 /* A test case whose temporary files are removed after each test (in its own process). */
 TCase *tu_tcase(const char *name);
 
+/* For GPU suites: nonzero (after printing why) when no CUDA device is usable, so that
+ * main returns 77 (skipped). */
+int tu_no_gpu(void);
+
 /* Run a suite; `fork` false keeps every test in this process (needed once CUDA is up).
  * Returns the process exit status: 0 when all passed. */
 int tu_run(Suite *suite, bool fork);

@@ -14,7 +14,7 @@ mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int3
     if (!m->device.row_ptr.ptr) {
         size_t n = (size_t)m->nnz;
         mf_status st = mf_upload(ctx, &m->device.row_ptr, m->row_ptr,
-                              ((size_t)m->rows + 1) * sizeof *m->row_ptr, "CSR row offsets");
+                                 ((size_t)m->rows + 1) * sizeof *m->row_ptr, "CSR row offsets");
         if (st == MF_OK)
             st = mf_upload(ctx, &m->device.col, m->col, n * sizeof *m->col, "CSR column indices");
         if (st == MF_OK && m->val)
@@ -41,7 +41,7 @@ mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones)
         mf_status st = mf_cuda_fill(ctx, m->device.ones.ptr, 1.0f, m->nnz);
         if (st != MF_OK) {
             mf_dmem_free(ctx, &m->device.ones);
-    mf_dmem_free(ctx, &m->device.row_ptr32);
+            mf_dmem_free(ctx, &m->device.row_ptr32);
             return st;
         }
     }

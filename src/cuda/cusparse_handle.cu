@@ -11,7 +11,8 @@ mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle)
         cusparseHandle_t h;
         cusparseStatus_t s = cusparseCreate(&h);
         if (s != CUSPARSE_STATUS_SUCCESS)
-            return mf_fail(ctx, s == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA,
+            return mf_fail(ctx,
+                           s == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA,
                            "cusparseCreate failed: %s", cusparseGetErrorString(s));
         c->cusparse = h;
     }

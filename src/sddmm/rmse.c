@@ -15,7 +15,8 @@ static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double
     size_t n = (size_t)R->nnz;
     float *resid = malloc(n * sizeof *resid);
     if (!resid)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_rmse: out of host memory for %zu residuals", n);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_rmse: out of host memory for %zu residuals",
+                       n);
     if (R->val)
         memcpy(resid, R->val, n * sizeof *resid);
     else
@@ -44,7 +45,8 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
     mf_dbuf u = {0}, v = {0}, resid = {0};
     mf_status st = MF_OK;
     if (where == MF_MEMORY_HOST) {
-        st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->k), "RMSE factor U");
+        st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->k),
+                       "RMSE factor U");
         if (st == MF_OK)
             st = mf_upload(ctx, &v, call->B, mf_matrix_bytes(R->cols, call->k, call->k),
                            "RMSE factor V");

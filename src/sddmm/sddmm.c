@@ -16,8 +16,8 @@ static mf_status sddmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ho
 {
     mf_dbuf a = {0}, b = {0}, out = {0};
     size_t out_bytes = (size_t)S->nnz * sizeof(float);
-    mf_status st = mf_upload(ctx, &a, host->A, mf_matrix_bytes(S->rows, host->k, host->lda),
-                             "SDDMM input A");
+    mf_status st =
+        mf_upload(ctx, &a, host->A, mf_matrix_bytes(S->rows, host->k, host->lda), "SDDMM input A");
     if (st == MF_OK)
         st = mf_upload(ctx, &b, host->B, mf_matrix_bytes(S->cols, host->k, host->ldb),
                        "SDDMM input B");
@@ -63,8 +63,8 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
     MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
     MF_REQUIRE(ctx, lda >= k, "%s: lda = %lld is less than k = %d", fn, (long long)lda, k);
     MF_REQUIRE(ctx, ldb >= k, "%s: ldb = %lld is less than k = %d", fn, (long long)ldb, k);
-    MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta), "%s: alpha = %g and beta = %g must be finite",
-               fn, (double)alpha, (double)beta);
+    MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta),
+               "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, (flags & ~MF_SDDMM_KNOWN_FLAGS) == 0, "%s: unknown flags 0x%x", fn,
                flags & ~MF_SDDMM_KNOWN_FLAGS);
     MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
@@ -74,8 +74,8 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
     MF_TRY(mf_check_memory(ctx, B, where, fn, "B"));
     if (S->nnz > 0)
         MF_TRY(mf_check_memory(ctx, out, where, fn, "out"));
-    mf_sddmm_call call = {k, A, lda, B, ldb, alpha, beta, out,
-                          (flags & MF_SDDMM_PATTERN) || !S->val};
+    mf_sddmm_call call = {
+        k, A, lda, B, ldb, alpha, beta, out, (flags & MF_SDDMM_PATTERN) || !S->val};
     /* The handle is logically const: the plan and device copies it caches do not change
      * what it represents. */
     return mf_sddmm_checked(ctx, (mf_sparse *)S, &call, where);

@@ -21,8 +21,7 @@ static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStr
     mf_sddmm_kernel<V, KR, VEC, SMEM, T><<<grid, T, smem, stream>>>(P);
 }
 
-template <int V, int KR, bool VEC, bool SMEM>
-static cudaError_t allow_smem(size_t bytes)
+template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
     return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, T>,
@@ -36,22 +35,42 @@ struct mf_sddmm_variant {
 };
 
 #define MF_VARIANT(V, KR, VEC, SMEM)                                                               \
-    {{V, KR, VEC, SMEM}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>}
+    {                                                                                              \
+        {V, KR, VEC, SMEM}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>                 \
+    }
 
 // Every compiled variant. The tuning rules (sddmm_tuning.c) pick candidates among them.
 static const mf_sddmm_variant variants[] = {
     // SM-L2, 16-byte vectors (k % 4 == 0, aligned rows)
-    MF_VARIANT(8, 1, true, false), MF_VARIANT(8, 2, true, false), MF_VARIANT(8, 4, true, false),
-    MF_VARIANT(16, 1, true, false), MF_VARIANT(16, 2, true, false), MF_VARIANT(16, 4, true, false),
-    MF_VARIANT(32, 1, true, false), MF_VARIANT(32, 2, true, false), MF_VARIANT(32, 4, true, false),
+    MF_VARIANT(8, 1, true, false),
+    MF_VARIANT(8, 2, true, false),
+    MF_VARIANT(8, 4, true, false),
+    MF_VARIANT(16, 1, true, false),
+    MF_VARIANT(16, 2, true, false),
+    MF_VARIANT(16, 4, true, false),
+    MF_VARIANT(32, 1, true, false),
+    MF_VARIANT(32, 2, true, false),
+    MF_VARIANT(32, 4, true, false),
     // SM-L2, scalar (any k, any leading dimension)
-    MF_VARIANT(1, 1, false, false), MF_VARIANT(2, 1, false, false), MF_VARIANT(2, 2, false, false),
-    MF_VARIANT(4, 1, false, false), MF_VARIANT(4, 2, false, false), MF_VARIANT(8, 1, false, false),
-    MF_VARIANT(8, 2, false, false), MF_VARIANT(16, 1, false, false), MF_VARIANT(16, 2, false, false),
-    MF_VARIANT(32, 1, false, false), MF_VARIANT(32, 2, false, false), MF_VARIANT(32, 4, false, false),
+    MF_VARIANT(1, 1, false, false),
+    MF_VARIANT(2, 1, false, false),
+    MF_VARIANT(2, 2, false, false),
+    MF_VARIANT(4, 1, false, false),
+    MF_VARIANT(4, 2, false, false),
+    MF_VARIANT(8, 1, false, false),
+    MF_VARIANT(8, 2, false, false),
+    MF_VARIANT(16, 1, false, false),
+    MF_VARIANT(16, 2, false, false),
+    MF_VARIANT(32, 1, false, false),
+    MF_VARIANT(32, 2, false, false),
+    MF_VARIANT(32, 4, false, false),
     // SM-SM: B panel staged in shared memory; the chunk width KC is the tile's Tk
-    MF_VARIANT(8, 1, true, true), MF_VARIANT(16, 1, true, true), MF_VARIANT(8, 2, true, true),
-    MF_VARIANT(32, 1, true, true), MF_VARIANT(8, 4, true, true), MF_VARIANT(16, 2, true, true),
+    MF_VARIANT(8, 1, true, true),
+    MF_VARIANT(16, 1, true, true),
+    MF_VARIANT(8, 2, true, true),
+    MF_VARIANT(32, 1, true, true),
+    MF_VARIANT(8, 4, true, true),
+    MF_VARIANT(16, 2, true, true),
     MF_VARIANT(32, 1, false, true),
 };
 static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
@@ -148,8 +167,8 @@ static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block
     dev.block_nnz = block_nnz;
     dev.panels = host.panels;
     dev.n_blocks = host.n_blocks;
-    mf_status st = mf_upload(ctx, &dev.items, host.items, (size_t)host.n_items * sizeof(mf_sddmm_item),
-                             "SDDMM plan items");
+    mf_status st = mf_upload(ctx, &dev.items, host.items,
+                             (size_t)host.n_items * sizeof(mf_sddmm_item), "SDDMM plan items");
     if (st == MF_OK)
         st = mf_upload(ctx, &dev.blocks, host.blocks,
                        (size_t)host.n_blocks * sizeof(mf_sddmm_block), "SDDMM plan blocks");
@@ -207,7 +226,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     if (L->n_blocks == 0)
         return MF_OK;
     if (L->n_blocks > 0x7fffffff)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED, "mf_sddmm: %lld thread blocks exceed the grid limit",
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "mf_sddmm: %lld thread blocks exceed the grid limit",
                        (long long)L->n_blocks);
     var.launch(P, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
     MF_CUDA_TRY(ctx, cudaGetLastError());
@@ -322,8 +342,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
             if (st != MF_OK)
                 break;
             mf_sddmm_config cf = variants[cand[c].variant].cfg;
-            mf_log(ctx, MF_LOG_DEBUG,
-                   "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d: %.3f ms",
+            mf_log(ctx, MF_LOG_DEBUG, "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d: %.3f ms",
                    call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
                    plan->layouts[li].tj, (double)ms);
             if (ms < best_ms) {
@@ -341,9 +360,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
     if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
         plan->n_choices++;
     mf_sddmm_config cf = variants[best].cfg;
-    mf_log(ctx, MF_LOG_INFO, "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)",
-           call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
-           mf_sddmm_chunk(cf), plan->layouts[best_layout].tj, plan->layouts[best_layout].panels);
+    mf_log(ctx, MF_LOG_INFO,
+           "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)", call->k,
+           cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar", mf_sddmm_chunk(cf),
+           plan->layouts[best_layout].tj, plan->layouts[best_layout].panels);
     *variant = best;
     *layout = best_layout;
     return MF_OK;
@@ -362,7 +382,8 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
     mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f);
     if (st == MF_OK) {
-        int64_t grid = (S->nnz + 255) / 256, cap = (int64_t)ctx->cuda->prop.multiProcessorCount * 16;
+        int64_t grid = (S->nnz + 255) / 256,
+                cap = (int64_t)ctx->cuda->prop.multiProcessorCount * 16;
         add_scaled<<<(unsigned)(grid < cap ? grid : cap), 256, 0, ctx->cuda->stream>>>(
             call->out, (const float *)t.ptr, call->beta, S->nnz);
         cudaError_t err = cudaGetLastError();

@@ -29,7 +29,7 @@
 // block per SM owns the shared-memory tile, and 32 warps hide the A-row and index loads).
 #define MF_SDDMM_L2_THREADS 256
 #define MF_SDDMM_SM_THREADS 1024
-#define MF_SDDMM_UNROLL  4 // entries in flight per virtual warp
+#define MF_SDDMM_UNROLL     4 // entries in flight per virtual warp
 
 struct mf_sddmm_params {
     const int32_t *col;
@@ -50,10 +50,22 @@ template <bool VEC> struct mf_unit;
 template <> struct mf_unit<true> {
     typedef float4 type;
     static constexpr int width = 4;
-    __device__ static float4 zero() { return make_float4(0.f, 0.f, 0.f, 0.f); }
-    __device__ static float4 load(const float *p) { return __ldg(reinterpret_cast<const float4 *>(p)); }
-    __device__ static float4 lds(const float *p) { return *reinterpret_cast<const float4 *>(p); }
-    __device__ static void sts(float *p, float4 v) { *reinterpret_cast<float4 *>(p) = v; }
+    __device__ static float4 zero()
+    {
+        return make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    __device__ static float4 load(const float *p)
+    {
+        return __ldg(reinterpret_cast<const float4 *>(p));
+    }
+    __device__ static float4 lds(const float *p)
+    {
+        return *reinterpret_cast<const float4 *>(p);
+    }
+    __device__ static void sts(float *p, float4 v)
+    {
+        *reinterpret_cast<float4 *>(p) = v;
+    }
     __device__ static float dot(float4 a, float4 b, float acc)
     {
         acc = fmaf(a.x, b.x, acc);
@@ -65,11 +77,26 @@ template <> struct mf_unit<true> {
 template <> struct mf_unit<false> {
     typedef float type;
     static constexpr int width = 1;
-    __device__ static float zero() { return 0.f; }
-    __device__ static float load(const float *p) { return __ldg(p); }
-    __device__ static float lds(const float *p) { return *p; }
-    __device__ static void sts(float *p, float v) { *p = v; }
-    __device__ static float dot(float a, float b, float acc) { return fmaf(a, b, acc); }
+    __device__ static float zero()
+    {
+        return 0.f;
+    }
+    __device__ static float load(const float *p)
+    {
+        return __ldg(p);
+    }
+    __device__ static float lds(const float *p)
+    {
+        return *p;
+    }
+    __device__ static void sts(float *p, float v)
+    {
+        *p = v;
+    }
+    __device__ static float dot(float a, float b, float acc)
+    {
+        return fmaf(a, b, acc);
+    }
 };
 
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
@@ -101,8 +128,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     const mf_sddmm_block blk = P.blocks[blockIdx.x];
     const int lane = threadIdx.x % V, vw = threadIdx.x / V;
     // The virtual warp's lanes within the hardware warp, for the shuffles.
-    const unsigned mask =
-        V == 32 ? 0xffffffffu : ((1u << V) - 1u) << ((threadIdx.x % 32) / V * V);
+    const unsigned mask = V == 32 ? 0xffffffffu : ((1u << V) - 1u) << ((threadIdx.x % 32) / V * V);
     const int j0 = blk.panel * P.tj;
     const int jn = min(P.tj, P.cols - j0);
     const int64_t item_end = blk.item_begin + blk.item_count;

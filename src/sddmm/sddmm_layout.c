@@ -12,17 +12,17 @@
 /* Walk the items of rows [r0, r1): emit(panel, row, begin, count) for each, in row order. A
  * macro rather than a callback so both passes stay tight loops. */
 #define MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, EMIT)                                                 \
-    for (int32_t i = (r0); i < (r1); i++) {                                                       \
-        int64_t p = (S)->row_ptr[i], end = (S)->row_ptr[i + 1];                                   \
-        while (p < end) {                                                                         \
-            int32_t panel = (S)->col[p] / (tj);                                                   \
-            int64_t q = p + 1;                                                                    \
-            int32_t limit = (panel + 1) * (tj) > (S)->cols ? (S)->cols : (panel + 1) * (tj);      \
-            while (q < end && q - p < (cap) && (S)->col[q] < limit)                               \
-                q++;                                                                              \
-            EMIT(panel, i, p, (int32_t)(q - p));                                                  \
-            p = q;                                                                                \
-        }                                                                                         \
+    for (int32_t i = (r0); i < (r1); i++) {                                                        \
+        int64_t p = (S)->row_ptr[i], end = (S)->row_ptr[i + 1];                                    \
+        while (p < end) {                                                                          \
+            int32_t panel = (S)->col[p] / (tj);                                                    \
+            int64_t q = p + 1;                                                                     \
+            int32_t limit = (panel + 1) * (tj) > (S)->cols ? (S)->cols : (panel + 1) * (tj);       \
+            while (q < end && q - p < (cap) && (S)->col[q] < limit)                                \
+                q++;                                                                               \
+            EMIT(panel, i, p, (int32_t)(q - p));                                                   \
+            p = q;                                                                                 \
+        }                                                                                          \
     }
 
 void mf_sddmm_layout_free(mf_sddmm_layout *l)
@@ -30,6 +30,23 @@ void mf_sddmm_layout_free(mf_sddmm_layout *l)
     free(l->items);
     free(l->blocks);
     memset(l, 0, sizeof *l);
+}
+
+static int mf_thread_index(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+/* This thread's fixed range of rows: the same in both passes, in row order by thread. */
+static void thread_rows(const mf_sparse *S, int threads, int32_t *r0, int32_t *r1)
+{
+    int t = mf_thread_index();
+    *r0 = (int32_t)((int64_t)S->rows * t / threads);
+    *r1 = (int32_t)((int64_t)S->rows * (t + 1) / threads);
 }
 
 static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l, int threads,
@@ -42,14 +59,9 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        int t = omp_get_thread_num();
-#else
-        int t = 0;
-#endif
-        int32_t r0 = (int32_t)((int64_t)S->rows * t / threads);
-        int32_t r1 = (int32_t)((int64_t)S->rows * (t + 1) / threads);
-        int64_t *mine = counts + (size_t)t * (size_t)panels;
+        int32_t r0, r1;
+        thread_rows(S, threads, &r0, &r1);
+        int64_t *mine = counts + (size_t)mf_thread_index() * (size_t)panels;
 #define MF_COUNT(panel, i, p, n) mine[panel]++
         MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, MF_COUNT)
 #undef MF_COUNT
@@ -69,20 +81,15 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l
     l->items = malloc((size_t)(total > 0 ? total : 1) * sizeof *l->items);
     if (!l->items) {
         free(counts);
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for %lld plan items",
-                       (long long)total);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_sddmm: out of host memory for %lld plan items", (long long)total);
     }
     mf_sddmm_item *items = l->items;
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        int t = omp_get_thread_num();
-#else
-        int t = 0;
-#endif
-        int32_t r0 = (int32_t)((int64_t)S->rows * t / threads);
-        int32_t r1 = (int32_t)((int64_t)S->rows * (t + 1) / threads);
-        int64_t *next = counts + (size_t)t * (size_t)panels;
+        int32_t r0, r1;
+        thread_rows(S, threads, &r0, &r1);
+        int64_t *next = counts + (size_t)mf_thread_index() * (size_t)panels;
 #define MF_FILL(panel, i, p, n) items[next[panel]++] = (mf_sddmm_item){(i), (n), (p)}
         MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, MF_FILL)
 #undef MF_FILL

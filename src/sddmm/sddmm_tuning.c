@@ -57,8 +57,8 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
     /* SM-SM: a B tile of tj rows x Tk columns in shared memory, worth it only when the
      * panels are dense enough that a row has several entries per panel (else the A row is
      * fetched for each one or two entries). */
-    int64_t budget = sh->smem_bytes < MF_SDDMM_SMEM_TILE_BYTES ? sh->smem_bytes
-                                                                : MF_SDDMM_SMEM_TILE_BYTES;
+    int64_t budget =
+        sh->smem_bytes < MF_SDDMM_SMEM_TILE_BYTES ? sh->smem_bytes : MF_SDDMM_SMEM_TILE_BYTES;
     double per_row = sh->rows > 0 ? (double)sh->nnz / sh->rows : 0.0;
     int kround = (sh->k + 31) / 32 * 32;
     for (int i = 0; i < nv; i++) {

@@ -20,7 +20,7 @@ extern "C" {
 /* Shared memory for one SM-SM block's B tile: one 1024-thread block per SM holds a tile
  * this large (sm_80 and sm_90 offer 227 KB per block). */
 #define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
-#define MF_SDDMM_MAX_CANDIDATES 12
+#define MF_SDDMM_MAX_CANDIDATES  12
 
 /* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of 4 floats
  * (vec) or 1, B staged in shared memory (smem) or read through L2. */
@@ -32,7 +32,7 @@ typedef struct mf_sddmm_shape {
     int32_t rows, cols;
     int64_t nnz;
     int k;
-    int vec;                       /* 16-byte vector loads possible for this call */
+    int vec;                      /* 16-byte vector loads possible for this call */
     int64_t l2_bytes, smem_bytes; /* device L2 size, shared memory per block (opt-in) */
     int sms;
 } mf_sddmm_shape;

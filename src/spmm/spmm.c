@@ -65,21 +65,22 @@ static mf_status spmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call *host
     return st;
 }
 
-mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, float alpha,
-                  const float *X, int64_t ldx, float beta, float *Y, int64_t ldy, mf_memory where)
+mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, float alpha, const float *X,
+                  int64_t ldx, float beta, float *Y, int64_t ldy, mf_memory where)
 {
     static const char fn[] = "mf_spmm";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_REQUIRE(ctx, S, "%s: S is NULL", fn);
     MF_REQUIRE(ctx, S->ctx == ctx, "%s: S belongs to another context", fn);
-    MF_REQUIRE(ctx, op == MF_OP_N || op == MF_OP_T, "%s: op = %d is not an mf_op value", fn, (int)op);
+    MF_REQUIRE(ctx, op == MF_OP_N || op == MF_OP_T, "%s: op = %d is not an mf_op value", fn,
+               (int)op);
     MF_REQUIRE(ctx, n >= 1, "%s: n = %lld must be at least 1", fn, (long long)n);
     MF_REQUIRE(ctx, ldx >= n, "%s: ldx = %lld is less than n = %lld", fn, (long long)ldx,
                (long long)n);
     MF_REQUIRE(ctx, ldy >= n, "%s: ldy = %lld is less than n = %lld", fn, (long long)ldy,
                (long long)n);
-    MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta), "%s: alpha = %g and beta = %g must be finite",
-               fn, (double)alpha, (double)beta);
+    MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta),
+               "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, X && Y, "%s: X or Y is NULL", fn);
     MF_TRY(mf_check_memory(ctx, X, where, fn, "X"));
     MF_TRY(mf_check_memory(ctx, Y, where, fn, "Y"));

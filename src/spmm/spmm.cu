@@ -13,10 +13,11 @@
     do {                                                                                           \
         cusparseStatus_t mf_sp_ = (call);                                                          \
         if (mf_sp_ != CUSPARSE_STATUS_SUCCESS) {                                                   \
-            st = mf_fail((ctx), mf_sp_ == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY      \
-                                                                        : MF_ERR_CUDA,             \
-                         "%s failed: %s (%s:%d)", #call, cusparseGetErrorString(mf_sp_),           \
-                         __FILE__, __LINE__);                                                      \
+            st = mf_fail((ctx),                                                                    \
+                         mf_sp_ == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY             \
+                                                                : MF_ERR_CUDA,                     \
+                         "%s failed: %s (%s:%d)", #call, cusparseGetErrorString(mf_sp_), __FILE__, \
+                         __LINE__);                                                                \
             goto done;                                                                             \
         }                                                                                          \
     } while (0)
@@ -78,16 +79,17 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
                                            CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
     MF_CUSPARSE_TRY(ctx, cusparseCreateDnMat(&x, q, c->n, c->ldx, (void *)c->X, CUDA_R_32F,
                                              CUSPARSE_ORDER_ROW));
-    MF_CUSPARSE_TRY(ctx, cusparseCreateDnMat(&y, p, c->n, c->ldy, c->Y, CUDA_R_32F,
-                                             CUSPARSE_ORDER_ROW));
+    MF_CUSPARSE_TRY(ctx,
+                    cusparseCreateDnMat(&y, p, c->n, c->ldy, c->Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
     MF_CUSPARSE_TRY(ctx, cusparseSpMM_bufferSize(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha,
                                                  a, x, &c->beta, y, CUDA_R_32F,
                                                  CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
     st = mf_dmem_alloc(ctx, &work, bytes, "cuSPARSE SpMM workspace");
     if (st != MF_OK)
         goto done;
-    MF_CUSPARSE_TRY(ctx, cusparseSpMM(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x,
-                                      &c->beta, y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, work.ptr));
+    MF_CUSPARSE_TRY(ctx,
+                    cusparseSpMM(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x, &c->beta,
+                                 y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, work.ptr));
     {
         cudaError_t err = cudaStreamSynchronize(ctx->cuda->stream);
         if (err != cudaSuccess)
