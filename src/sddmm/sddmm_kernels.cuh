@@ -29,7 +29,6 @@
 // block per SM owns the shared-memory tile, and 32 warps hide the A-row and index loads).
 #define MF_SDDMM_L2_THREADS 256
 #define MF_SDDMM_SM_THREADS 1024
-#define MF_SDDMM_UNROLL     4 // entries in flight per virtual warp
 
 struct mf_sddmm_params {
     const int32_t *col;
@@ -122,6 +121,8 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     typedef mf_unit<VEC> U;
     typedef typename U::type unit;
     constexpr int W = U::width, KC = V * KR * W, NVW = T / V;
+    // Entries in flight per virtual warp: 8 when the loads they need fit in registers.
+    constexpr int NU = V >= 8 && KR <= 2 ? 8 : 4;
     extern __shared__ float4 mf_sddmm_smem[];
     float *bs = reinterpret_cast<float *>(mf_sddmm_smem);
 
@@ -149,10 +150,10 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                 a[r] = kc + kk < P.k ? U::load(arow + kk) : U::zero();
             }
             const int64_t end = item.begin + item.count;
-            for (int64_t p = item.begin; p < end; p += MF_SDDMM_UNROLL) {
-                float s[MF_SDDMM_UNROLL];
+            for (int64_t p = item.begin; p < end; p += NU) {
+                float s[NU];
 #pragma unroll
-                for (int u = 0; u < MF_SDDMM_UNROLL; u++) {
+                for (int u = 0; u < NU; u++) {
                     // Past the item's end, repeat its first entry: loads stay in bounds and
                     // the result is dropped.
                     const int64_t q = p + u < end ? p + u : p;
@@ -174,22 +175,43 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                     }
                     s[u] = acc;
                 }
+                // Reduce-scatter across the V lanes: each round halves the values a lane
+                // holds, sending the half its partner keeps (NU - 1 shuffles in all rather
+                // than NU log2 V for NU separate butterflies). Once one value is left, the
+                // remaining rounds are a plain butterfly.
+                int held = NU;
 #pragma unroll
-                for (int off = V / 2; off > 0; off /= 2)
+                for (int off = V / 2; off >= 1; off /= 2) {
+                    if (held > 1) {
+                        const bool upper = (lane & off) != 0;
+                        held /= 2;
 #pragma unroll
-                    for (int u = 0; u < MF_SDDMM_UNROLL; u++)
-                        s[u] += __shfl_xor_sync(mask, s[u], off);
+                        for (int j = 0; j < NU / 2; j++)
+                            if (j < held) {
+                                float send = upper ? s[j] : s[j + held];
+                                float keep = upper ? s[j + held] : s[j];
+                                s[j] = keep + __shfl_xor_sync(mask, send, off);
+                            }
+                    } else {
+                        s[0] += __shfl_xor_sync(mask, s[0], off);
+                    }
+                }
+                // Lane l now holds entries [l * NU / V, ...) when NU >= V (held of them), or
+                // entry l / (V / NU) when NU < V (every V / NU lanes share one).
+                constexpr int group = V > NU ? V / NU : 1;
+                if (lane % group == 0) {
 #pragma unroll
-                for (int u = 0; u < MF_SDDMM_UNROLL; u++) {
-                    const int64_t q = p + u;
-                    if (lane == u % V && q < end) {
-                        float v = P.alpha * s[u];
-                        if (P.val)
-                            v *= __ldg(P.val + q);
-                        if (kc > 0)
-                            P.out[q] += v;
-                        else
-                            P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                    for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
+                        const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
+                        if (q < end) {
+                            float v = P.alpha * s[c];
+                            if (P.val)
+                                v *= __ldg(P.val + q);
+                            if (kc > 0)
+                                P.out[q] += v;
+                            else
+                                P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                        }
                     }
                 }
             }
