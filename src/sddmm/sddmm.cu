@@ -161,7 +161,7 @@ static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block
     if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: the plan's layout cache is full");
     mf_sddmm_layout host;
-    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, MF_SDDMM_ITEM_NNZ, block_nnz, &host));
+    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, mf_sddmm_item_nnz(block_nnz), block_nnz, &host));
     mf_sddmm_dev_layout dev = {};
     dev.tj = host.tj;
     dev.block_nnz = block_nnz;

@@ -10,8 +10,15 @@
 extern "C" {
 #endif
 
-/* Entries per item: longer rows are split so that no row serializes a virtual warp. */
+/* Entries per item at most: longer rows are split so that no row serializes a virtual
+ * warp. Small blocks (small matrices) use shorter items, so that a block has at least 16
+ * of them and its virtual warps work side by side instead of walking long chains. */
 #define MF_SDDMM_ITEM_NNZ 256
+static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz)
+{
+    int64_t cap = block_nnz / 16;
+    return (int32_t)(cap < 16 ? 16 : cap > MF_SDDMM_ITEM_NNZ ? MF_SDDMM_ITEM_NNZ : cap);
+}
 /* Entries per thread block in the SM-L2 scheme: at most this many, and fewer on small
  * matrices so that every SM gets several blocks. */
 #define MF_SDDMM_L2_BLOCK_NNZ 4096
