@@ -12,21 +12,9 @@
 
 #define CUDA_OK(call) ck_assert_msg((call) == cudaSuccess, "%s failed", #call)
 
-static mf_ctx *cuda_ctx_with(size_t limit)
-{
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CUDA;
-    o.device_memory_limit = limit;
-    mf_ctx *ctx = NULL;
-    mf_status st = mf_ctx_create(&ctx, &o);
-    ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(NULL));
-    return ctx;
-}
-
 START_TEST(context_and_device_info)
 {
-    mf_ctx *ctx = cuda_ctx_with(0);
+    mf_ctx *ctx = tu_cuda_ctx(0);
     ck_assert_int_eq(mf_ctx_backend(ctx), MF_BACKEND_CUDA);
     ck_assert_ptr_nonnull(mf_ctx_stream(ctx));
     mf_device_info info = {.struct_size = sizeof info};
@@ -56,7 +44,7 @@ END_TEST
 
 START_TEST(pool_accounting_and_reuse)
 {
-    mf_ctx *ctx = cuda_ctx_with(0);
+    mf_ctx *ctx = tu_cuda_ctx(0);
     mf_dbuf a, b;
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 64 << 20, "a"), MF_OK);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &b, 1 << 20, "b"), MF_OK);
@@ -79,7 +67,7 @@ END_TEST
 
 START_TEST(limit_is_out_of_memory_not_a_crash)
 {
-    mf_ctx *ctx = cuda_ctx_with((size_t)256 << 20);
+    mf_ctx *ctx = tu_cuda_ctx((size_t)256 << 20);
     mf_dbuf a, b;
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, (size_t)200 << 20, "first"), MF_OK);
     ck_assert_int_eq(mf_dmem_alloc(ctx, &b, (size_t)100 << 20, "second"), MF_ERR_OUT_OF_MEMORY);
@@ -89,7 +77,7 @@ START_TEST(limit_is_out_of_memory_not_a_crash)
 
     /* With no limit, a request larger than the device is refused by the pool. (Under
      * compute-sanitizer that refusal would count as an API error: skipped there.) */
-    ctx = cuda_ctx_with(0);
+    ctx = tu_cuda_ctx(0);
     if (!getenv("MFACT_UNDER_SANITIZER")) {
         mf_device_info info = {.struct_size = sizeof info};
         ck_assert_int_eq(mf_ctx_device_info(ctx, &info), MF_OK);
@@ -183,7 +171,7 @@ END_TEST
 
 START_TEST(sparse_from_and_to_device_memory)
 {
-    mf_ctx *ctx = cuda_ctx_with(0);
+    mf_ctx *ctx = tu_cuda_ctx(0);
     const int32_t row[] = {2, 0, 2, 0}, col[] = {1, 3, 0, 3};
     const float val[] = {5, 2, 4, 1};
     int32_t *d_row, *d_col, *d_out_row;
@@ -237,7 +225,7 @@ END_TEST
 
 START_TEST(rng_matches_the_cpu_bit_for_bit)
 {
-    mf_ctx *ctx = cuda_ctx_with(0);
+    mf_ctx *ctx = tu_cuda_ctx(0);
     const int64_t sizes[] = {1, 3, 4, 5, 1000003, 8 << 20};
     for (size_t k = 0; k < sizeof sizes / sizeof *sizes; k++) {
         int64_t n = sizes[k];

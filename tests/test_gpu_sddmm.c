@@ -17,16 +17,6 @@
 
 static const int test_k[] = {1, 7, 32, 33, 128, 515};
 
-static mf_ctx *cuda_ctx(void)
-{
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CUDA;
-    mf_ctx *ctx = NULL;
-    ck_assert_msg(mf_ctx_create(&ctx, &o) == MF_OK, "%s", mf_ctx_last_error(NULL));
-    return ctx;
-}
-
 static void *to_device(const void *host, size_t bytes)
 {
     void *d = NULL;
@@ -116,7 +106,7 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
 /* Every variant that can serve k, on every pattern, with one panel and with several. */
 START_TEST(every_variant_matches_float64)
 {
-    mf_ctx *ctx = cuda_ctx();
+    mf_ctx *ctx = tu_cuda_ctx(0);
     int nv = mf_sddmm_variant_count();
     /* Under compute-sanitizer every launch is slow: every variant still runs, on fewer
      * patterns and k values. */
@@ -155,7 +145,7 @@ END_TEST
 /* Host arrays through a CUDA context (staged), against the CPU backend's result. */
 START_TEST(host_memory_and_cpu_parity)
 {
-    mf_ctx *ctx = cuda_ctx(), *cpu = tu_cpu_ctx();
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
         int k = test_k[ki];
         problem pr = make_problem(ctx, FX_POWER_LAW, k, 0, 90 + k);
@@ -179,7 +169,7 @@ END_TEST
  * device memory), and the result stays right. */
 START_TEST(auto_tune_and_plan_cache)
 {
-    mf_ctx *ctx = cuda_ctx();
+    mf_ctx *ctx = tu_cuda_ctx(0);
     mf_sparse *S = fx_matrix(ctx, FX_POWER_LAW, 6000, 4000, 0.25, 1, 77);
     int64_t nnz;
     mf_sparse_shape(S, NULL, NULL, &nnz);
@@ -215,7 +205,7 @@ END_TEST
 
 START_TEST(spmm_and_rmse_match_cpu)
 {
-    mf_ctx *ctx = cuda_ctx(), *cpu = tu_cpu_ctx();
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 300, 200, 0.05, 1, 5);
     for (int64_t n = 1; n <= 65; n += 32) {
         fx_check_spmm(ctx, S, MF_OP_N, n);

@@ -24,9 +24,10 @@ mf_ctx *tu_cpu_ctx(void)
 const char *tu_write_file(const char *suffix, const void *data, size_t size)
 {
     const char *dir = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char *path = malloc(strlen(dir) + 64);
+    size_t len = strlen(dir) + strlen(suffix) + sizeof "/mfact-test-XXXXXX";
+    char *path = malloc(len);
     ck_assert_ptr_nonnull(path);
-    sprintf(path, "%s/mfact-test-XXXXXX%s", dir, suffix);
+    snprintf(path, len, "%s/mfact-test-XXXXXX%s", dir, suffix);
     int fd = mkstemps(path, (int)strlen(suffix));
     ck_assert_int_ge(fd, 0);
     ck_assert_int_eq(write(fd, data, size), (ssize_t)size);
@@ -102,4 +103,16 @@ int tu_no_gpu(void)
         return 0;
     printf("no usable CUDA device (%s): skipped\n", why);
     return 1;
+}
+
+mf_ctx *tu_cuda_ctx(size_t limit)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.device_memory_limit = limit;
+    mf_ctx *ctx = NULL;
+    mf_status st = mf_ctx_create(&ctx, &o);
+    ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(NULL));
+    return ctx;
 }

@@ -32,6 +32,9 @@ const char *tu_data_path(const char *relative);
 /* A test case whose temporary files are removed after each test (in its own process). */
 TCase *tu_tcase(const char *name);
 
+/* A CUDA context with a device-memory limit (0: none); the test fails if it cannot be made. */
+mf_ctx *tu_cuda_ctx(size_t limit);
+
 /* For GPU suites: nonzero (after printing why) when no CUDA device is usable, so that
  * main returns 77 (skipped). */
 int tu_no_gpu(void);

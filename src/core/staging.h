@@ -15,6 +15,11 @@ extern "C" {
  * buffer is left empty. `what` names the purpose in messages. */
 mf_status mf_upload(mf_ctx *ctx, mf_dbuf *buf, const void *src, size_t bytes, const char *what);
 
+/* Device room for an output of `bytes`: a copy of `src` when the computation reads the
+ * output's old contents (beta != 0), else uninitialized memory. */
+mf_status mf_stage_output(mf_ctx *ctx, mf_dbuf *buf, const void *src, size_t bytes, int read_old,
+                          const char *what);
+
 /* Bytes spanned by a row-major rows x k matrix with leading dimension ld: the last row
  * needs only k entries, so callers may pass exactly-sized arrays. */
 static inline size_t mf_matrix_bytes(int64_t rows, int64_t k, int64_t ld)

@@ -53,6 +53,14 @@ class mf_device_guard
     int previous_;
 };
 
+/* Blocks for a grid-stride loop over n elements with `threads` per block: enough to cover
+ * n, at most `per_sm` blocks per multiprocessor (the loop does the rest). */
+static inline unsigned mf_cuda_grid(const mf_cuda *c, int64_t n, int threads, int per_sm)
+{
+    int64_t grid = (n + threads - 1) / threads, cap = (int64_t)c->prop.multiProcessorCount * per_sm;
+    return (unsigned)(grid < 1 ? 1 : grid < cap ? grid : cap);
+}
+
 /* The context's cuSPARSE handle, created on first use and bound to the current stream. */
 mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle);
 void mf_cuda_cusparse_destroy(mf_cuda *c);

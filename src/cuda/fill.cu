@@ -14,8 +14,7 @@ extern "C" mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t 
         return MF_OK;
     mf_cuda *c = ctx->cuda;
     mf_device_guard guard(c->device);
-    int64_t grid = (n + 255) / 256, cap = (int64_t)c->prop.multiProcessorCount * 16;
-    fill_kernel<<<(unsigned)(grid < cap ? grid : cap), 256, 0, c->stream>>>(out, value, n);
+    fill_kernel<<<mf_cuda_grid(c, n, 256, 16), 256, 0, c->stream>>>(out, value, n);
     MF_CUDA_TRY(ctx, cudaGetLastError());
     return MF_OK;
 }

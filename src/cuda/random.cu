@@ -24,11 +24,8 @@ extern "C" mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, 
     mf_device_guard guard(c->device);
     int64_t blocks = (n + 3) / 4;
     int threads = 256;
-    int64_t grid = (blocks + threads - 1) / threads;
-    int64_t cap = (int64_t)c->prop.multiProcessorCount * 32;
-    if (grid > cap)
-        grid = cap;
-    random_uniform_kernel<<<(unsigned)grid, threads, 0, c->stream>>>(out, n, lo, hi, seed, stream);
+    random_uniform_kernel<<<mf_cuda_grid(c, blocks, threads, 32), threads, 0, c->stream>>>(
+        out, n, lo, hi, seed, stream);
     MF_CUDA_TRY(ctx, cudaGetLastError());
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
     return MF_OK;

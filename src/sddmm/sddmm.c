@@ -22,8 +22,7 @@ static mf_status sddmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ho
         st = mf_upload(ctx, &b, host->B, mf_matrix_bytes(S->cols, host->k, host->ldb),
                        "SDDMM input B");
     if (st == MF_OK)
-        st = host->beta != 0.0f ? mf_upload(ctx, &out, host->out, out_bytes, "SDDMM output")
-                                : mf_dmem_alloc(ctx, &out, out_bytes, "SDDMM output");
+        st = mf_stage_output(ctx, &out, host->out, out_bytes, host->beta != 0.0f, "SDDMM output");
     if (st == MF_OK) {
         mf_sddmm_call dev = *host;
         dev.A = a.ptr;
@@ -39,7 +38,7 @@ static mf_status sddmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ho
     return st;
 }
 
-mf_status mf_sddmm_checked(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where)
+static mf_status dispatch(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where)
 {
     if (S->nnz == 0)
         return MF_OK;
@@ -78,5 +77,5 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
         k, A, lda, B, ldb, alpha, beta, out, (flags & MF_SDDMM_PATTERN) || !S->val};
     /* The handle is logically const: the plan and device copies it caches do not change
      * what it represents. */
-    return mf_sddmm_checked(ctx, (mf_sparse *)S, &call, where);
+    return dispatch(ctx, (mf_sparse *)S, &call, where);
 }

@@ -197,6 +197,17 @@ __global__ void add_scaled(float *out, const float *t, float beta, int64_t n)
         out[i] = t[i] + beta * out[i];
 }
 
+// Let an SM-SM variant use all the shared memory a block may opt into. Done when a variant
+// is picked (tuning, the test hook), not per launch: the limit only ever grows to the
+// device's maximum, so a cached choice stays launchable.
+static mf_status allow_shared_memory(mf_ctx *ctx, int v)
+{
+    if (!variants[v].cfg.smem)
+        return MF_OK;
+    MF_CUDA_TRY(ctx, variants[v].allow_smem(ctx->cuda->prop.sharedMemPerBlockOptin));
+    return MF_OK;
+}
+
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                              const mf_sddmm_dev_layout *L, float *out, float beta)
 {
@@ -221,8 +232,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.items = (const mf_sddmm_item *)L->items.ptr;
     P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
-    if (smem > 48 * 1024)
-        MF_CUDA_TRY(ctx, var.allow_smem(smem));
     if (L->n_blocks == 0)
         return MF_OK;
     if (L->n_blocks > 0x7fffffff)
@@ -316,6 +325,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
     if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
         MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, &best_layout));
+        MF_TRY(allow_shared_memory(ctx, cand[0].variant));
         best = cand[0].variant;
         best_ms = 0.f;
     } else {
@@ -331,6 +341,8 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
         for (int c = 0; c < n && st == MF_OK; c++) {
             int li;
             st = get_layout(ctx, S, cand[c].tj, cand[c].block_nnz, &li);
+            if (st == MF_OK)
+                st = allow_shared_memory(ctx, cand[c].variant);
             float ms = 0.f, ms2 = 0.f;
             if (st == MF_OK)
                 st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms);
@@ -382,9 +394,7 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
     mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f);
     if (st == MF_OK) {
-        int64_t grid = (S->nnz + 255) / 256,
-                cap = (int64_t)ctx->cuda->prop.multiProcessorCount * 16;
-        add_scaled<<<(unsigned)(grid < cap ? grid : cap), 256, 0, ctx->cuda->stream>>>(
+        add_scaled<<<mf_cuda_grid(ctx->cuda, S->nnz, 256, 16), 256, 0, ctx->cuda->stream>>>(
             call->out, (const float *)t.ptr, call->beta, S->nnz);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess)
@@ -422,6 +432,7 @@ extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_s
         reset_plan(ctx, plan);
     int li;
     MF_TRY(get_layout(ctx, S, tj, block_nnz, &li));
+    MF_TRY(allow_shared_memory(ctx, v));
     MF_TRY(run(ctx, S, call, v, &S->sddmm_plan->layouts[li]));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     return MF_OK;

@@ -23,9 +23,6 @@ typedef struct mf_sddmm_call {
     int pattern; /* nonzero: S's values count as 1 */
 } mf_sddmm_call;
 
-/* mf_sddmm after its argument checks (mf_rmse calls it too): arrays in `where` memory. */
-mf_status mf_sddmm_checked(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where);
-
 /* OpenMP over rows; the reference for the GPU tests. */
 void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
 

@@ -50,8 +50,7 @@ static mf_status spmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call *host
     size_t y_bytes = mf_matrix_bytes(p, host->n, host->ldy);
     mf_status st = mf_upload(ctx, &x, host->X, mf_matrix_bytes(q, host->n, host->ldx), "SpMM X");
     if (st == MF_OK)
-        st = host->beta != 0.0f ? mf_upload(ctx, &y, host->Y, y_bytes, "SpMM Y")
-                                : mf_dmem_alloc(ctx, &y, y_bytes, "SpMM Y");
+        st = mf_stage_output(ctx, &y, host->Y, y_bytes, host->beta != 0.0f, "SpMM Y");
     if (st == MF_OK) {
         mf_spmm_call dev = *host;
         dev.X = x.ptr;

@@ -39,8 +39,8 @@ static mf_status offsets32(mf_ctx *ctx, mf_sparse *S, const int64_t *row_ptr, co
         int64_t n = (int64_t)S->rows + 1;
         MF_TRY(mf_dmem_alloc(ctx, &S->device.row_ptr32, (size_t)n * sizeof(int32_t),
                              "32-bit CSR row offsets"));
-        narrow_offsets<<<(unsigned)((n + 255) / 256 < 1024 ? (n + 255) / 256 : 1024), 256, 0,
-                         ctx->cuda->stream>>>(row_ptr, (int32_t *)S->device.row_ptr32.ptr, n);
+        narrow_offsets<<<mf_cuda_grid(ctx->cuda, n, 256, 8), 256, 0, ctx->cuda->stream>>>(
+            row_ptr, (int32_t *)S->device.row_ptr32.ptr, n);
         cudaError_t err = cudaGetLastError();
         if (err != cudaSuccess) {
             mf_dmem_free(ctx, &S->device.row_ptr32);
