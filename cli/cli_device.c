@@ -25,6 +25,8 @@ void cli_free(mf_memory where, void *p)
             cudaFree(p);
         return;
     }
+#else
+    (void)where;
 #endif
     free(p);
 }

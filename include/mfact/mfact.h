@@ -362,6 +362,83 @@ MF_API mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, f
 MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U,
                          const float *V, mf_memory where, double *rmse);
 
+
+/* ------------------------------------------------------------------------------------- */
+/* Progress of iterative algorithms                                                      */
+/* ------------------------------------------------------------------------------------- */
+
+/* What an iterative algorithm reports after each completed iteration. Fields an algorithm
+ * does not compute are NaN. The library may add fields at the end; it owns the struct,
+ * which is valid only during the callback. */
+typedef struct mf_progress {
+    int iteration;     /* 1 after the first completed iteration                     */
+    double seconds;    /* since the run started, setup included                     */
+    double train_rmse; /* RMSE over the training entries                            */
+    double test_rmse;  /* RMSE over the held-out entries, NaN without a test set     */
+} mf_progress;
+
+/* Called on the caller's thread after each iteration; return nonzero to stop. The run then
+ * returns MF_ERR_CANCELLED and the factors hold the last completed iteration. */
+typedef int (*mf_progress_fn)(void *user, const mf_progress *progress);
+
+/* ------------------------------------------------------------------------------------- */
+/* ALS-WR: alternating least squares with weighted-lambda regularization                 */
+/* ------------------------------------------------------------------------------------- */
+
+typedef enum mf_als_init {
+    /* Zhou et al.: V's first column is the item's mean rating, the other columns uniform
+     * in [-0.1, 0.1) drawn from the context's seed (the same on CPU and GPU). */
+    MF_ALS_INIT_MEAN = 0,
+    /* Warm start: V as the caller passes it. U is not read (the first half-step solves it). */
+    MF_ALS_INIT_GIVEN = 1
+} mf_als_init;
+
+typedef struct mf_als_opts {
+    size_t struct_size;      /* sizeof(mf_als_opts), set by mf_als_opts_init               */
+    int rank;                /* k, 1..256; default 10                                       */
+    float lambda;            /* >= 0; each row's penalty is lambda * (its count); 0.05      */
+    int iterations;          /* >= 1 full sweeps (users, then items); default 10            */
+    mf_als_init init;        /* default MF_ALS_INIT_MEAN                                    */
+    mf_memory where;         /* where U and V live; default MF_MEMORY_HOST                  */
+    const mf_sparse *test;   /* optional held-out ratings of the same shape, or NULL        */
+    mf_progress_fn progress; /* optional; also turns on the per-iteration train RMSE        */
+    void *progress_user;     /* passed to progress                                          */
+} mf_als_opts;
+
+/* Totals of a run, filled on success and on cancellation. */
+typedef struct mf_als_report {
+    size_t struct_size;       /* set by the caller: sizeof(mf_als_report)                   */
+    int iterations;           /* completed                                                  */
+    double seconds;           /* the whole call: setup, iterations, final RMSEs             */
+    double iteration_seconds; /* the iterations alone (per-iteration RMSEs excluded)        */
+    double gram_seconds;      /* of which building the Gram matrices and right-hand sides   */
+    double solve_seconds;     /* of which the batched LDL^T solves                          */
+    double train_rmse;        /* after the last completed iteration                         */
+    double test_rmse;         /* NaN without a test set                                     */
+    size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU           */
+} mf_als_report;
+
+MF_API void mf_als_opts_init(mf_als_opts *opts);
+
+/* ALS-WR (Zhou et al., "Large-scale Parallel Collaborative Filtering for the Netflix
+ * Prize"): minimize
+ *     sum over stored (u, i) of (r_ui - U_u . V_i)^2 + lambda (sum_u n_u |U_u|^2 + sum_i n_i |V_i|^2)
+ * by exact alternating solves (V_O^T V_O + lambda n_u I) U_u = V_O^T r_u for every user,
+ * then the same for every item. `ratings` is users x items (a pattern's ratings are 1);
+ * U is users x k and V items x k, row-major with leading dimension k, in opts->where
+ * memory. On success both hold the result. A user or item without ratings gets a zero
+ * row. Each system is solved by an LDL^T factorization without pivoting; a pivot that is
+ * not positive (lambda = 0 with fewer ratings than k, or overflow) stops the run with
+ * MF_ERR_NUMERIC naming the row.
+ *
+ * Errors (U and V untouched): NULL arguments, rank outside 1..256, lambda < 0 or not
+ * finite, iterations < 1, a test set of another shape: MF_ERR_INVALID_ARGUMENT. The run
+ * works on its own copies of the factors and writes U and V once at the end, so a failed
+ * run leaves them as they were; a cancelled one leaves the last completed iteration.
+ * `report` may be NULL. On a CUDA context the call returns when U and V hold the result. */
+MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts,
+                            float *U, float *V, mf_als_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -2,6 +2,7 @@
  * usable, so contexts resolve to the CPU and CUDA-only requests fail clearly. */
 #include <stdio.h>
 
+#include "als/als_internal.h"
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
@@ -140,4 +141,10 @@ mf_sddmm_config mf_sddmm_variant_config(int i)
 {
     (void)i;
     return (mf_sddmm_config){0, 0, 0, 0};
+}
+
+mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
+{
+    (void)out;
+    return absent(s->ctx);
 }

@@ -1,0 +1,196 @@
+/* mf_als_run: argument checks, the initial factors, and the iteration loop. The arithmetic
+ * lives in the engines (als_cpu.c, als.cu); this file is the same for both, so that CPU
+ * and GPU runs start from the same V, report alike and fail alike. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "als/als_internal.h"
+#include "core/clock.h"
+#include "core/ctx.h"
+#include "core/opts.h"
+#include "core/random.h"
+#include "cuda/cuda_backend.h"
+
+/* The Philox stream of the initial factors: fixed, so that a seed means one start. */
+#define ALS_INIT_STREAM 0x414c53u
+
+void mf_als_opts_init(mf_als_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->rank = 10;
+    opts->lambda = 0.05f;
+    opts->iterations = 10;
+    opts->init = MF_ALS_INIT_MEAN;
+    opts->where = MF_MEMORY_HOST;
+}
+
+static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *o)
+{
+    static const char fn[] = "mf_als_run";
+    MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 256, "%s: rank = %d is outside 1..256", fn,
+               o->rank);
+    MF_REQUIRE(ctx, o->lambda >= 0.0f && isfinite(o->lambda),
+               "%s: lambda = %g must be finite and >= 0", fn, (double)o->lambda);
+    MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
+               o->iterations);
+    MF_REQUIRE(ctx, o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN,
+               "%s: init = %d is not an mf_als_init value", fn, (int)o->init);
+    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
+               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
+    if (o->test) {
+        MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
+        MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
+                   "%s: the test set is %d x %d but the ratings are %d x %d", fn, o->test->rows,
+                   o->test->cols, R->rows, R->cols);
+    }
+    return MF_OK;
+}
+
+/* Zhou's start: column 0 the item's mean rating, the rest small uniform values; items
+ * without ratings get a zero row. */
+static mf_status init_mean(mf_ctx *ctx, mf_sparse *R, int k, float *V0)
+{
+    MF_TRY(mf_sparse_host_transpose(R));
+    mf_random_uniform_host(V0, (int64_t)R->cols * k, -0.1f, 0.1f, ctx->seed, ALS_INIT_STREAM,
+                           mf_ctx_threads(ctx));
+    for (int32_t i = 0; i < R->cols; i++) {
+        int64_t b = R->transpose.ptr[i], e = R->transpose.ptr[i + 1];
+        float *v = V0 + (int64_t)i * k;
+        if (b == e) {
+            memset(v, 0, (size_t)k * sizeof *v);
+            continue;
+        }
+        double sum = 0.0;
+        for (int64_t p = b; p < e; p++)
+            sum += R->transpose.val ? R->transpose.val[p] : 1.0f;
+        v[0] = (float)(sum / (double)(e - b));
+    }
+    return MF_OK;
+}
+
+/* The caller's V as the start: copied to the host (from the device if need be) and
+ * checked, since a NaN would spread through every system. */
+static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V,
+                            mf_memory where, float *V0)
+{
+    size_t bytes = (size_t)R->cols * k * sizeof *V0;
+    if (where == MF_MEMORY_DEVICE)
+        MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
+    else
+        memcpy(V0, V, bytes);
+    for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
+        if (!isfinite(V0[p]))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "mf_als_run: the given V[%lld][%lld] = %g is not finite",
+                           (long long)(p / k), (long long)(p % k), (double)V0[p]);
+    return MF_OK;
+}
+
+typedef struct run_state {
+    mf_ctx *ctx;
+    mf_als_engine *e;
+    const mf_als_opts *o;
+    mf_sparse *R;
+    mf_als_report rep;
+    double start;
+} run_state;
+
+static mf_status measure(run_state *s, double *train, double *test)
+{
+    MF_TRY(s->e->rmse(s->e, s->R, train));
+    *test = NAN;
+    if (s->o->test)
+        MF_TRY(s->e->rmse(s->e, s->o->test, test));
+    return MF_OK;
+}
+
+static mf_status iterate(run_state *s)
+{
+    mf_ctx *ctx = s->ctx;
+    const mf_als_opts *o = s->o;
+    int have_rmse = 0;
+    for (int it = 1; it <= o->iterations; it++) {
+        double t0 = mf_seconds();
+        MF_TRY(s->e->half_step(s->e, MF_ALS_USERS, &s->rep.gram_seconds, &s->rep.solve_seconds));
+        MF_TRY(s->e->half_step(s->e, MF_ALS_ITEMS, &s->rep.gram_seconds, &s->rep.solve_seconds));
+        s->rep.iteration_seconds += mf_seconds() - t0;
+        s->rep.iterations = it;
+        have_rmse = 0;
+        if (!o->progress)
+            continue;
+        MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
+        have_rmse = 1;
+        mf_progress p = {it, mf_seconds() - s->start, s->rep.train_rmse, s->rep.test_rmse};
+        if (o->progress(o->progress_user, &p) != 0) {
+            mf_fail(ctx, MF_ERR_CANCELLED,
+                    "mf_als_run: cancelled by the progress callback after iteration %d", it);
+            return MF_ERR_CANCELLED;
+        }
+    }
+    if (!have_rmse)
+        MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
+    return MF_OK;
+}
+
+mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
+                     float *V, mf_als_report *report)
+{
+    static const char fn[] = "mf_als_run";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
+    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
+    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    if (opts)
+        MF_TRY(mf_opts_load(ctx, "mf_als_opts", &o, sizeof o, opts));
+    MF_TRY(check_opts(ctx, ratings, &o));
+    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
+    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
+    size_t report_bytes = 0;
+    if (report)
+        MF_TRY(mf_opts_out_size(ctx, "mf_als_report", report, sizeof *report, &report_bytes));
+
+    run_state s = {ctx, NULL, &o, (mf_sparse *)ratings, {0}, mf_seconds()}; /* caches only */
+    s.rep.struct_size = sizeof s.rep;
+    s.rep.test_rmse = NAN;
+    size_t saved_peak = ctx->dmem.peak;
+    ctx->dmem.peak = ctx->dmem.current;
+
+    float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
+    if (!V0)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
+    mf_status st = o.init == MF_ALS_INIT_MEAN
+                       ? init_mean(ctx, s.R, o.rank, V0)
+                       : init_given(ctx, s.R, o.rank, V, o.where, V0);
+    mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
+    if (st == MF_OK)
+        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)
+                                             : mf_als_cpu_engine(&setup, &s.e);
+    free(V0);
+    if (st == MF_OK) {
+        st = iterate(&s);
+        /* A cancelled run still hands over its last completed iteration. */
+        if (st == MF_OK || st == MF_ERR_CANCELLED) {
+            mf_status fin = s.e->finish(s.e, U, V);
+            if (fin != MF_OK)
+                st = fin;
+        }
+        s.e->destroy(s.e);
+    }
+    size_t peak = ctx->dmem.peak;
+    ctx->dmem.peak = saved_peak > peak ? saved_peak : peak;
+    if (st != MF_OK && st != MF_ERR_CANCELLED)
+        return st;
+    s.rep.seconds = mf_seconds() - s.start;
+    s.rep.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
+    if (report)
+        memcpy(report, &s.rep, report_bytes);
+    if (report)
+        memcpy(report, &report_bytes, sizeof report_bytes); /* keep the caller's size */
+    return st;
+}

@@ -1,0 +1,53 @@
+/* ALS-WR inside the library: the driver (als.c) runs the iterations against an engine, the
+ * CPU one (als_cpu.c) or the CUDA one (als.cu), which owns working copies of the factors. */
+#ifndef MF_ALS_INTERNAL_H
+#define MF_ALS_INTERNAL_H
+#include <stdint.h>
+
+#include "core/sparse.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Solve A x = b in place for a symmetric positive definite k x k A (row-major, leading
+ * dimension lda, only the lower triangle read and overwritten by L and D) by LDL^T without
+ * pivoting; b becomes x. Returns -1, or the first pivot that broke down (not above
+ * k * FLT_EPSILON times its original diagonal, or not finite), leaving b unspecified. */
+int mf_ldlt_solve(int k, float *A, int64_t lda, float *b);
+
+/* The users or the items: which half of an iteration. */
+typedef enum mf_als_side { MF_ALS_USERS = 0, MF_ALS_ITEMS = 1 } mf_als_side;
+
+typedef struct mf_als_engine mf_als_engine;
+struct mf_als_engine {
+    /* Solve every row of `side` against the other side's current factors. The seconds
+     * spent building the systems and solving them are added to *gram and *solve. */
+    mf_status (*half_step)(mf_als_engine *e, mf_als_side side, double *gram, double *solve);
+    /* RMSE of the current factors over the stored entries of R (users x items). */
+    mf_status (*rmse)(mf_als_engine *e, const mf_sparse *R, double *rmse);
+    /* Copy the working factors into the caller's U and V. */
+    mf_status (*finish)(mf_als_engine *e, float *U, float *V);
+    void (*destroy)(mf_als_engine *e);
+};
+
+/* What both engines start from: the checked options and the initial V (items x k,
+ * leading dimension k, on the host). */
+typedef struct mf_als_setup {
+    mf_ctx *ctx;
+    mf_sparse *R; /* users x items; caches (transpose, device copies) may be added */
+    int k;
+    float lambda;
+    mf_memory where;
+    const float *V0;
+} mf_als_setup;
+
+mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);
+/* CUDA builds: als.cu; without CUDA the stub in core/cuda_absent.c. */
+mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,332 @@
+/* mf_als_run and its LDL^T solver on the CPU backend: a problem solved by hand, the solver
+ * against float64, planted recovery, empty rows, cancellation, determinism, breakdown,
+ * every bad argument, and the MovieLens 100K quality bar. */
+#include <math.h>
+
+#include "als/als_internal.h"
+#include "als_fixtures.h"
+#include "testutil.h"
+
+static const int solver_k[] = {1, 2, 7, 32, 100, 256};
+
+/* Three users, three items, k = 1, lambda = 0.5, V given as (1, 2, 1). Ratings:
+ * user 0: item 0 = 4, item 1 = 2; user 1: item 1 = 4; user 2: item 0 = 1, item 2 = 3.
+ * Users: u0 = (4 + 4) / (1 + 4 + 0.5 * 2) = 4/3, u1 = 8 / (4 + 0.5) = 16/9,
+ *        u2 = (1 + 3) / (1 + 1 + 0.5 * 2) = 4/3.
+ * Items: v0 = (4 * 4/3 + 1 * 4/3) / (16/9 + 16/9 + 1) = 60/41,
+ *        v1 = (2 * 4/3 + 4 * 16/9) / (16/9 + 256/81 + 1) = 792/481,
+ *        v2 = (3 * 4/3) / (16/9 + 0.5) = 72/41. */
+START_TEST(hand_solved)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    int32_t r[] = {0, 0, 1, 2, 2}, c[] = {0, 1, 1, 0, 2};
+    float v[] = {4, 2, 4, 1, 3};
+    mf_sparse *R = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, 3, 3, 5, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 1, o.lambda = 0.5f, o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
+    float U[3] = {NAN, NAN, NAN}, V[3] = {1, 2, 1};
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
+    ck_assert_float_eq_tol(U[0], 4.0f / 3, 1e-6f);
+    ck_assert_float_eq_tol(U[1], 16.0f / 9, 1e-6f);
+    ck_assert_float_eq_tol(U[2], 4.0f / 3, 1e-6f);
+    ck_assert_float_eq_tol(V[0], 60.0f / 41, 1e-6f);
+    ck_assert_float_eq_tol(V[1], 792.0f / 481, 1e-6f);
+    ck_assert_float_eq_tol(V[2], 72.0f / 41, 1e-6f);
+    ck_assert_int_eq(rep.iterations, 1);
+    ck_assert(isnan(rep.test_rmse));
+    double se = 0.0;
+    for (int p = 0; p < 5; p++) {
+        double e = v[p] - (double)U[r[p]] * V[c[p]];
+        se += e * e;
+    }
+    ck_assert_double_eq_tol(rep.train_rmse, sqrt(se / 5), 1e-6);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(ldlt_matches_float64)
+{
+    for (size_t t = 0; t < sizeof solver_k / sizeof *solver_k; t++) {
+        int k = solver_k[t];
+        float *A = malloc((size_t)k * k * sizeof *A), *b = malloc((size_t)k * sizeof *b);
+        double *x = malloc((size_t)k * sizeof *x);
+        ck_assert(A && b && x);
+        ax_spd(k, 0.5, 100 + k, A, b);
+        ax_solve64(k, A, b, x);
+        ck_assert_int_eq(mf_ldlt_solve(k, A, k, b), -1);
+        double err = ax_rel_diff(k, b, x);
+        ck_assert_msg(err < 1e-5, "k = %d: relative error %g", k, err);
+        free(A), free(b), free(x);
+    }
+}
+END_TEST
+
+START_TEST(ldlt_breakdown)
+{
+    /* Rank one: [[1, 2], [2, 4]] has a zero second pivot. */
+    float A[4] = {1, 2, 2, 4}, b[2] = {1, 1};
+    ck_assert_int_eq(mf_ldlt_solve(2, A, 2, b), 1);
+    float N[4] = {1, 0, 0, NAN}, c[2] = {1, 1};
+    ck_assert_int_eq(mf_ldlt_solve(2, N, 2, c), 1);
+    float I[1] = {-1}, d[1] = {1};
+    ck_assert_int_eq(mf_ldlt_solve(1, I, 1, d), 0);
+}
+END_TEST
+
+START_TEST(planted_recovery)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *R = ax_planted(ctx, 300, 200, 8, 0.25, 7);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.lambda = 1e-5f, o.iterations = 20;
+    float *U = malloc(300 * 8 * sizeof *U), *V = malloc(200 * 8 * sizeof *V);
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
+    ck_assert_msg(rep.train_rmse < 1e-3, "train RMSE %g", rep.train_rmse);
+    ck_assert_int_eq(rep.iterations, 20);
+    free(U), free(V);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(empty_rows_get_zero)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    int32_t eu[] = {0, 17, 39, -1}, ei[] = {3, 29, -1};
+    mf_sparse *R = ax_ratings(ctx, 40, 30, 0.3, 3, eu, ei);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 5, o.iterations = 3;
+    float U[40 * 5], V[30 * 5];
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    for (int p = 0; p < 40 * 5; p++)
+        ck_assert(isfinite(U[p]));
+    for (int p = 0; p < 30 * 5; p++)
+        ck_assert(isfinite(V[p]));
+    for (int t = 0; t < 5; t++) {
+        ck_assert_float_eq(U[0 * 5 + t], 0.0f);
+        ck_assert_float_eq(U[17 * 5 + t], 0.0f);
+        ck_assert_float_eq(U[39 * 5 + t], 0.0f);
+        ck_assert_float_eq(V[3 * 5 + t], 0.0f);
+        ck_assert_float_eq(V[29 * 5 + t], 0.0f);
+    }
+    ck_assert(U[1 * 5] != 0.0f && V[0] != 0.0f);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+typedef struct seen {
+    int calls, stop_at;
+    double last_seconds;
+} seen;
+
+static int on_progress(void *user, const mf_progress *p)
+{
+    seen *s = user;
+    s->calls++;
+    ck_assert_int_eq(p->iteration, s->calls);
+    ck_assert(p->seconds >= s->last_seconds);
+    ck_assert(isfinite(p->train_rmse) && isfinite(p->test_rmse));
+    s->last_seconds = p->seconds;
+    return s->calls == s->stop_at;
+}
+
+START_TEST(progress_and_cancel)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *R = ax_ratings(ctx, 50, 40, 0.3, 5, NULL, NULL);
+    mf_sparse *T = ax_ratings(ctx, 50, 40, 0.05, 6, NULL, NULL);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4, o.iterations = 6, o.test = T;
+    float U1[50 * 4], V1[40 * 4], U2[50 * 4], V2[40 * 4];
+    /* Two iterations run to the end ... */
+    o.iterations = 2;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U1, V1, NULL), MF_OK);
+    /* ... equal six iterations cancelled after the second. */
+    o.iterations = 6;
+    seen s = {0, 2, 0.0};
+    o.progress = on_progress, o.progress_user = &s;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, &rep), MF_ERR_CANCELLED);
+    tu_assert_error_has(ctx, "after iteration 2");
+    ck_assert_int_eq(s.calls, 2);
+    ck_assert_int_eq(rep.iterations, 2);
+    ck_assert(isfinite(rep.test_rmse));
+    ck_assert_mem_eq(U1, U2, sizeof U1);
+    ck_assert_mem_eq(V1, V2, sizeof V1);
+    mf_sparse_destroy(R);
+    mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(warm_start_continues)
+{
+    /* Three iterations equal two, then one more warm-started from the V they reached. */
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *R = ax_ratings(ctx, 60, 45, 0.2, 8, NULL, NULL);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 6, o.iterations = 3;
+    float U3[60 * 6], V3[45 * 6], U[60 * 6], V[45 * 6];
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U3, V3, NULL), MF_OK);
+    o.iterations = 2;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    ck_assert_mem_eq(U, U3, sizeof U);
+    ck_assert_mem_eq(V, V3, sizeof V);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(breakdown_is_numeric)
+{
+    /* lambda = 0 and a user with one rating at rank 3: a singular system. */
+    mf_ctx *ctx = tu_cpu_ctx();
+    int32_t r[] = {0, 0, 0, 1, 2, 2, 2}, c[] = {0, 1, 2, 1, 0, 1, 2};
+    float v[] = {1, 2, 3, 4, 5, 1, 2};
+    mf_sparse *R = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, 3, 3, 7, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 3, o.lambda = 0.0f, o.iterations = 2;
+    float U[9], V[9];
+    for (int p = 0; p < 9; p++)
+        U[p] = V[p] = 42.0f;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+    tu_assert_error_has(ctx, "user 1");
+    for (int p = 0; p < 9; p++)
+        ck_assert(U[p] == 42.0f && V[p] == 42.0f);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(bad_arguments)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *R = ax_ratings(ctx, 10, 8, 0.5, 9, NULL, NULL);
+    mf_sparse *T = ax_ratings(ctx, 10, 9, 0.5, 9, NULL, NULL);
+    float U[10 * 4], V[8 * 4];
+    for (int p = 0; p < 40; p++)
+        U[p] = 7.0f;
+    for (int p = 0; p < 32; p++)
+        V[p] = 7.0f;
+    mf_als_opts o;
+    struct {
+        const char *field, *needle;
+    } cases[] = {{"rank0", "rank = 0"},       {"rank257", "rank = 257"},
+                 {"lambda", "lambda = -1"},   {"lambdanan", "lambda = nan"},
+                 {"iterations", "iterations"}, {"init", "init = 7"},
+                 {"where", "where = 5"},       {"test", "the test set is 10 x 9"},
+                 {"size", "struct_size"}};
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        mf_als_opts_init(&o);
+        o.rank = 4;
+        const char *f = cases[t].field;
+        if (!strcmp(f, "rank0"))
+            o.rank = 0;
+        else if (!strcmp(f, "rank257"))
+            o.rank = 257;
+        else if (!strcmp(f, "lambda"))
+            o.lambda = -1.0f;
+        else if (!strcmp(f, "lambdanan"))
+            o.lambda = NAN;
+        else if (!strcmp(f, "iterations"))
+            o.iterations = 0;
+        else if (!strcmp(f, "init"))
+            o.init = (mf_als_init)7;
+        else if (!strcmp(f, "where"))
+            o.where = (mf_memory)5;
+        else if (!strcmp(f, "test"))
+            o.test = T;
+        else
+            o.struct_size = 3;
+        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
+        tu_assert_error_has(ctx, cases[t].needle);
+    }
+    mf_als_opts_init(&o);
+    o.rank = 4;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, NULL, V, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(ctx, NULL, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(NULL, R, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
+    mf_als_report bad = {.struct_size = 1};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &bad), MF_ERR_INVALID_ARGUMENT);
+    /* A non-finite warm start is bad data, named by position. */
+    o.init = MF_ALS_INIT_GIVEN;
+    V[2 * 4 + 1] = INFINITY;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "V[2][1]");
+    V[2 * 4 + 1] = 7.0f;
+    for (int p = 0; p < 40; p++)
+        ck_assert(U[p] == 7.0f);
+    for (int p = 0; p < 32; p++)
+        ck_assert(V[p] == 7.0f);
+    /* NaN ratings never reach ALS: the matrix refuses them, naming the entry. */
+    int32_t r[] = {0, 1}, c[] = {0, 1};
+    float v[] = {1.0f, NAN};
+    mf_sparse *N = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &N, 2, 2, 2, r, c, v, MF_MEMORY_HOST, 0),
+                     MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "val[1]");
+    ck_assert_ptr_null(N);
+    mf_sparse_destroy(R);
+    mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(movielens_quality)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *train, *test;
+    if (!ax_movielens(ctx, &train, &test)) {
+        printf("movielens_quality: ../shared/data absent, skipped\n");
+        mf_ctx_destroy(ctx);
+        return;
+    }
+    int32_t users, items;
+    mf_sparse_shape(train, &users, &items, NULL);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 10, o.lambda = 0.1f, o.iterations = 10, o.test = test;
+    float *U = malloc((size_t)users * 10 * sizeof *U), *V = malloc((size_t)items * 10 * sizeof *V);
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, train, &o, U, V, &rep), MF_OK);
+    printf("movielens_quality (cpu): train RMSE %.4f, test RMSE %.4f\n", rep.train_rmse,
+           rep.test_rmse);
+    ck_assert_msg(rep.test_rmse <= 0.93, "test RMSE %.4f above 0.93", rep.test_rmse);
+    free(U), free(V);
+    mf_sparse_destroy(train);
+    mf_sparse_destroy(test);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("als");
+    TCase *tc = tu_tcase("cpu");
+    tcase_add_test(tc, hand_solved);
+    tcase_add_test(tc, ldlt_matches_float64);
+    tcase_add_test(tc, ldlt_breakdown);
+    tcase_add_test(tc, planted_recovery);
+    tcase_add_test(tc, empty_rows_get_zero);
+    tcase_add_test(tc, progress_and_cancel);
+    tcase_add_test(tc, warm_start_continues);
+    tcase_add_test(tc, breakdown_is_numeric);
+    tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, movielens_quality);
+    suite_add_tcase(s, tc);
+    return tu_run(s, true);
+}
