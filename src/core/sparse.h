@@ -24,6 +24,7 @@ struct mf_sparse {
         mf_dbuf row_ptr, col, val; /* val empty for a pattern */
         mf_dbuf ones;              /* nnz 1.0f: a pattern's values, for cuSPARSE */
         mf_dbuf row_ptr32;         /* 32-bit row offsets, for cuSPARSE */
+        mf_dbuf t_ptr, t_idx, t_val; /* the transpose (CSC), for column-wise solvers */
     } device;
     /* The transpose as CSR (S's CSC), built on the host on first use by S^T products. */
     struct {
@@ -66,6 +67,10 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
 mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int32_t **col,
                                const float **val);
 
+/* The transpose (S's CSC) in device memory, from the host transpose, uploaded on first
+ * use. val is NULL for a pattern. CUDA contexts only. */
+mf_status mf_sparse_device_csc(mf_sparse *m, const int64_t **col_ptr, const int32_t **row,
+                               const float **val);
 /* A pattern's values on the device: nnz ones, made on first use. CUDA contexts only. */
 mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones);
 

@@ -32,6 +32,37 @@ mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int3
     return MF_OK;
 }
 
+mf_status mf_sparse_device_csc(mf_sparse *m, const int64_t **col_ptr, const int32_t **row,
+                               const float **val)
+{
+    mf_ctx *ctx = m->ctx;
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "device CSC requested on a CPU context");
+    if (!m->device.t_ptr.ptr) {
+        MF_TRY(mf_sparse_host_transpose(m));
+        size_t n = (size_t)m->nnz;
+        mf_status st = mf_upload(ctx, &m->device.t_ptr, m->transpose.ptr,
+                                 ((size_t)m->cols + 1) * sizeof *m->transpose.ptr,
+                                 "CSC column offsets");
+        if (st == MF_OK)
+            st = mf_upload(ctx, &m->device.t_idx, m->transpose.idx, n * sizeof(int32_t),
+                           "CSC row indices");
+        if (st == MF_OK && m->transpose.val)
+            st = mf_upload(ctx, &m->device.t_val, m->transpose.val, n * sizeof(float),
+                           "CSC values");
+        if (st != MF_OK) {
+            mf_dmem_free(ctx, &m->device.t_ptr);
+            mf_dmem_free(ctx, &m->device.t_idx);
+            mf_dmem_free(ctx, &m->device.t_val);
+            return st;
+        }
+    }
+    *col_ptr = m->device.t_ptr.ptr;
+    *row = m->device.t_idx.ptr;
+    *val = m->device.t_val.ptr;
+    return MF_OK;
+}
+
 mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones)
 {
     mf_ctx *ctx = m->ctx;
@@ -58,4 +89,7 @@ void mf_sparse_release_device(mf_sparse *m)
     mf_dmem_free(ctx, &m->device.row_ptr);
     mf_dmem_free(ctx, &m->device.col);
     mf_dmem_free(ctx, &m->device.val);
+    mf_dmem_free(ctx, &m->device.t_ptr);
+    mf_dmem_free(ctx, &m->device.t_idx);
+    mf_dmem_free(ctx, &m->device.t_val);
 }

@@ -67,6 +67,20 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
     return st;
 }
 
+mf_status mf_rmse_device(mf_ctx *ctx, mf_sparse *R, int k, const float *U, int64_t ldu,
+                         const float *V, int64_t ldv, double *rmse)
+{
+    if (R->nnz == 0) {
+        *rmse = 0.0;
+        return MF_OK;
+    }
+    mf_sddmm_call call = {k, U, ldu, V, ldv, -1.0f, 1.0f, NULL, 1};
+    double sum = 0.0;
+    MF_TRY(rmse_cuda(ctx, R, &call, MF_MEMORY_DEVICE, &sum));
+    *rmse = sqrt(sum / (double)R->nnz);
+    return MF_OK;
+}
+
 mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U, const float *V,
                   mf_memory where, double *rmse)
 {

@@ -34,6 +34,12 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                                 int32_t tj, int64_t block_nnz);
 
+/* RMSE of device factors U (rows x k, leading dimension ldu) and V (cols x k, ldv) over
+ * R's stored entries, on a CUDA context (rmse.c): what mf_rmse does, for callers inside
+ * the library whose factors are padded. */
+mf_status mf_rmse_device(mf_ctx *ctx, mf_sparse *R, int k, const float *U, int64_t ldu,
+                         const float *V, int64_t ldv, double *rmse);
+
 /* sum of out[0..n)^2 in double, on the device (rmse). */
 mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum);
 

@@ -1,0 +1,424 @@
+/* The CUDA engine of ALS-WR. The ratings live on the device twice, as CSR (users) and CSC
+ * (items), uploaded once and cached on the matrix. Each half-step walks the rows in
+ * batches whose partial systems fit the memory budget: the Gram kernel writes one partial
+ * system per segment of at most ALS_SEGMENT ratings (so a row with 200K ratings spreads
+ * over many blocks), and the solver sums a row's partials in a fixed order (no atomics:
+ * runs are reproducible) and solves it. See als_kernels.cuh for the system layout. */
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "als/als_internal.h"
+#include "als/als_kernels.cuh"
+#include "core/staging.h"
+#include "cuda/cuda_internal.h"
+#include "sddmm/sddmm_internal.h"
+
+/* Ratings per Gram segment: long enough to amortize writing a partial system, short
+ * enough that the longest rows of power-law data spread over many blocks. */
+#define ALS_SEGMENT 2048
+/* The partial systems of one batch take at most this much device memory. */
+#define ALS_BATCH_BYTES ((size_t)2 << 30)
+
+namespace {
+
+struct side_plan {
+    int32_t rows;
+    const int64_t *ptr; /* device CSR/CSC offsets */
+    const int32_t *idx;
+    const float *val;     /* NULL: a pattern's ones */
+    int64_t segments;     /* over all rows */
+    mf_dbuf seg_begin, seg_len, row_seg;
+    int64_t *host_row_seg; /* rows + 1, for batching */
+    int32_t longest;       /* most segments of one row */
+};
+
+struct cuda_engine {
+    mf_als_engine base;
+    mf_ctx *ctx;
+    mf_sparse *R;
+    int k, kp, tiles;
+    float lambda;
+    mf_dbuf U, V; /* rows of kp floats, zero past k */
+    side_plan side[2];
+    mf_dbuf failed;
+    cudaEvent_t ev[3];
+};
+
+size_t system_bytes(const cuda_engine *e) { return (size_t)e->tiles * ALS_TILE_FLOATS * 4; }
+
+size_t solver_smem(const cuda_engine *e)
+{
+    return system_bytes(e) + ((size_t)17 * e->kp + 16) * sizeof(float);
+}
+
+mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *host_ptr)
+{
+    mf_ctx *ctx = e->ctx;
+    s->rows = rows;
+    s->host_row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof(int64_t));
+    if (!s->host_row_seg)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the plan");
+    int64_t segs = 0;
+    s->longest = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        s->host_row_seg[r] = segs;
+        int64_t n = host_ptr[r + 1] - host_ptr[r];
+        int64_t c = (n + ALS_SEGMENT - 1) / ALS_SEGMENT;
+        segs += c;
+        if (c > s->longest)
+            s->longest = (int32_t)c;
+    }
+    s->host_row_seg[rows] = segs;
+    s->segments = segs;
+    int64_t *begin = (int64_t *)malloc((size_t)(segs > 0 ? segs : 1) * sizeof(int64_t));
+    int32_t *len = (int32_t *)malloc((size_t)(segs > 0 ? segs : 1) * sizeof(int32_t));
+    mf_status st = MF_OK;
+    if (!begin || !len)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the plan");
+    for (int32_t r = 0; st == MF_OK && r < rows; r++) {
+        int64_t g = s->host_row_seg[r];
+        for (int64_t p = host_ptr[r]; p < host_ptr[r + 1]; p += ALS_SEGMENT, g++) {
+            begin[g] = p;
+            len[g] = (int32_t)(host_ptr[r + 1] - p < ALS_SEGMENT ? host_ptr[r + 1] - p
+                                                                 : ALS_SEGMENT);
+        }
+    }
+    if (st == MF_OK)
+        st = mf_upload(ctx, &s->seg_begin, begin, (size_t)segs * sizeof(int64_t), "ALS segments");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &s->seg_len, len, (size_t)segs * sizeof(int32_t), "ALS segments");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &s->row_seg, s->host_row_seg, ((size_t)rows + 1) * sizeof(int64_t),
+                       "ALS row segments");
+    free(begin);
+    free(len);
+    return st;
+}
+
+/* Rows per batch: as many as keep their partial systems within the budget. */
+mf_status batch_budget(cuda_engine *e, size_t *slots)
+{
+    size_t budget = ALS_BATCH_BYTES;
+    mf_dmem *m = &e->ctx->dmem;
+    if (m->limit) {
+        size_t left = m->limit > m->current ? m->limit - m->current : 0;
+        if (left / 10 * 9 < budget)
+            budget = left / 10 * 9;
+    } else {
+        size_t free_b = 0, total = 0;
+        MF_CUDA_TRY(e->ctx, cudaMemGetInfo(&free_b, &total));
+        if (free_b / 2 < budget)
+            budget = free_b / 2;
+    }
+    *slots = budget / system_bytes(e);
+    return MF_OK;
+}
+
+mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cudaStream_t stream = ctx->cuda->stream;
+    side_plan *s = &e->side[which];
+    const float *F = (const float *)(which == MF_ALS_USERS ? e->V.ptr : e->U.ptr);
+    float *X = (float *)(which == MF_ALS_USERS ? e->U.ptr : e->V.ptr);
+    if (s->rows == 0)
+        return MF_OK;
+
+    size_t max_slots = 0;
+    MF_TRY(batch_budget(e, &max_slots));
+    if (max_slots < (size_t)s->longest || max_slots == 0)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_als_run: the device-memory limit leaves room for %zu partial systems "
+                       "of %zu bytes, but one row needs %d",
+                       max_slots, system_bytes(e), s->longest);
+    size_t want = (size_t)s->segments < max_slots ? (size_t)s->segments : max_slots;
+    mf_dbuf slots = {NULL, 0};
+    MF_TRY(mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
+                         "ALS partial systems"));
+    /* All bits set: no breakdown yet (the solver keeps the minimum). */
+    mf_status st = MF_OK;
+    cudaError_t set = cudaMemsetAsync(e->failed.ptr, 0xff, sizeof(unsigned long long), stream);
+    if (set != cudaSuccess)
+        st = mf_cuda_fail(ctx, set, "cudaMemsetAsync", __FILE__, __LINE__);
+
+    const int gram_threads = (e->tiles + 31) / 32 * 32;
+    const size_t gram_smem = (size_t)ALS_GRAM_ROWS * e->kp * sizeof(float);
+    const bool small = e->kp <= ALS_SOLVE_SMALL;
+    const int solve_threads = small ? ALS_SOLVE_SMALL : (e->kp + 31) / 32 * 32;
+    int32_t r0 = 0;
+    while (st == MF_OK && r0 < s->rows) {
+        /* The longest run of rows from r0 whose segments fit. */
+        int64_t s0 = s->host_row_seg[r0];
+        int32_t r1 = r0;
+        while (r1 < s->rows && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
+            r1++;
+        int64_t nseg = s->host_row_seg[r1] - s0;
+        float gram_ms = 0.0f, solve_ms = 0.0f;
+        cudaError_t err = cudaEventRecord(e->ev[0], stream);
+        if (nseg > 0 && err == cudaSuccess) {
+            als_gram_args g = {NULL,   (const int64_t *)s->seg_begin.ptr,
+                               (const int32_t *)s->seg_len.ptr,
+                               s0,     s->idx,
+                               s->val, F,
+                               e->k,   e->kp,
+                               e->tiles, (float *)slots.ptr};
+            als_gram_kernel<<<(unsigned)nseg, gram_threads, gram_smem, stream>>>(g);
+            err = cudaGetLastError();
+        }
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e->ev[1], stream);
+        if (err == cudaSuccess) {
+            als_solve_args a = {s->ptr,   (const int64_t *)s->row_seg.ptr,
+                                r0,       s0,
+                                (const float *)slots.ptr,
+                                e->k,     e->kp,
+                                e->tiles, e->lambda,
+                                X,        (unsigned long long *)e->failed.ptr};
+            if (small)
+                als_solve_kernel<ALS_SOLVE_SMALL, 4>
+                    <<<(unsigned)(r1 - r0), solve_threads, solver_smem(e), stream>>>(a);
+            else
+                als_solve_kernel<288, 1>
+                    <<<(unsigned)(r1 - r0), solve_threads, solver_smem(e), stream>>>(a);
+            err = cudaGetLastError();
+        }
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e->ev[2], stream);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(e->ev[2]);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&gram_ms, e->ev[0], e->ev[1]);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&solve_ms, e->ev[1], e->ev[2]);
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "ALS half-step kernels", __FILE__, __LINE__);
+        *gram += 1e-3 * gram_ms;
+        *solve += 1e-3 * solve_ms;
+        r0 = r1;
+    }
+    mf_dmem_free(ctx, &slots);
+    if (st != MF_OK)
+        return st;
+    unsigned long long failed = ULLONG_MAX;
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(&failed, e->failed.ptr, sizeof failed, cudaMemcpyDeviceToHost,
+                                     stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    if (failed != ULLONG_MAX)
+        return mf_fail(ctx, MF_ERR_NUMERIC,
+                       "mf_als_run: the system of %s %llu broke down at pivot %llu (lambda * "
+                       "count too small for rank %d: not positive definite in float)",
+                       which == MF_ALS_USERS ? "user" : "item", failed >> 32,
+                       failed & 0xffffffffull, e->k);
+    return MF_OK;
+}
+
+mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    return mf_rmse_device(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                          (const float *)e->V.ptr, e->kp, rmse);
+}
+
+mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows)
+{
+    if (rows == 0)
+        return MF_OK;
+    MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), src->ptr,
+                                          (size_t)e->kp * sizeof(float),
+                                          (size_t)e->k * sizeof(float), (size_t)rows,
+                                          cudaMemcpyDefault, e->ctx->cuda->stream));
+    return MF_OK;
+}
+
+mf_status finish(mf_als_engine *base, float *U, float *V)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_device_guard guard(e->ctx->cuda->device);
+    MF_TRY(copy_out(e, U, &e->U, e->R->rows));
+    MF_TRY(copy_out(e, V, &e->V, e->R->cols));
+    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(e->ctx->cuda->stream));
+    return MF_OK;
+}
+
+void destroy(mf_als_engine *base)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    for (int w = 0; w < 2; w++) {
+        side_plan *s = &e->side[w];
+        mf_dmem_free(ctx, &s->seg_begin);
+        mf_dmem_free(ctx, &s->seg_len);
+        mf_dmem_free(ctx, &s->row_seg);
+        free(s->host_row_seg);
+    }
+    mf_dmem_free(ctx, &e->U);
+    mf_dmem_free(ctx, &e->V);
+    mf_dmem_free(ctx, &e->failed);
+    for (int i = 0; i < 3; i++)
+        if (e->ev[i])
+            cudaEventDestroy(e->ev[i]);
+    free(e);
+}
+
+mf_status setup(cuda_engine *e, const mf_als_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_sparse *R = s->R;
+    cudaStream_t stream = ctx->cuda->stream;
+    for (int i = 0; i < 3; i++)
+        MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
+    if (e->kp <= ALS_SOLVE_SMALL)
+        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)solver_smem(e)));
+    else
+        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(als_solve_kernel<288, 1>,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)solver_smem(e)));
+    const int64_t *ptr;
+    const int32_t *idx;
+    const float *val;
+    /* A pattern has no values on either side: the Gram kernel reads NULL as all ones. */
+    MF_TRY(mf_sparse_device_csr(R, &ptr, &idx, &val));
+    e->side[MF_ALS_USERS].ptr = ptr, e->side[MF_ALS_USERS].idx = idx;
+    e->side[MF_ALS_USERS].val = val;
+    MF_TRY(mf_sparse_device_csc(R, &ptr, &idx, &val));
+    e->side[MF_ALS_ITEMS].ptr = ptr, e->side[MF_ALS_ITEMS].idx = idx;
+    e->side[MF_ALS_ITEMS].val = val;
+    MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, R->row_ptr));
+    MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, R->transpose.ptr));
+
+    size_t ub = (size_t)R->rows * e->kp * sizeof(float), vb = (size_t)R->cols * e->kp * sizeof(float);
+    MF_TRY(mf_dmem_alloc(ctx, &e->U, ub, "ALS user factors"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->V, vb, "ALS item factors"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->failed, sizeof(unsigned long long), "ALS breakdown flag"));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->U.ptr, 0, ub, stream));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->V.ptr, 0, vb, stream));
+    if (R->cols > 0)
+        MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(e->V.ptr, (size_t)e->kp * sizeof(float), s->V0,
+                                           (size_t)e->k * sizeof(float),
+                                           (size_t)e->k * sizeof(float), (size_t)R->cols,
+                                           cudaMemcpyHostToDevice, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* V0 is the caller's to free */
+    return MF_OK;
+}
+
+} // namespace
+
+mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
+{
+    mf_ctx *ctx = s->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
+    if (!e)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
+    e->base.half_step = half_step;
+    e->base.rmse = engine_rmse;
+    e->base.finish = finish;
+    e->base.destroy = destroy;
+    e->ctx = ctx;
+    e->R = s->R;
+    e->k = s->k;
+    e->kp = (s->k + 1 + 7) / 8 * 8;
+    e->tiles = (e->kp / 8) * (e->kp / 8 + 1) / 2;
+    e->lambda = s->lambda;
+    mf_status st = setup(e, s);
+    if (st != MF_OK) {
+        destroy(&e->base);
+        return st;
+    }
+    *out = &e->base;
+    return MF_OK;
+}
+
+/* Host twin of als_chunk: the float offset of element (i, m), m <= i, in a packed system. */
+static size_t host_offset(int i, int m)
+{
+    int t = (i >> 3) * ((i >> 3) + 1) / 2 + (m >> 3);
+    int q = (i & 7) * 2 + ((m >> 2) & 1);
+    return (size_t)t * ALS_TILE_FLOATS + (size_t)((q ^ (t & 7)) << 2) + (m & 3);
+}
+
+mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,
+                                  float *x)
+{
+    mf_device_guard guard(ctx->cuda->device);
+    const int kp = (k + 1 + 7) / 8 * 8, tiles = (kp / 8) * (kp / 8 + 1) / 2;
+    const size_t sys = (size_t)tiles * ALS_TILE_FLOATS;
+    float *packed = (float *)calloc(sys * count, sizeof(float));
+    int64_t *ptr = (int64_t *)malloc(((size_t)count + 1) * sizeof(int64_t));
+    float *xp = (float *)malloc((size_t)count * kp * sizeof(float));
+    mf_status st = MF_OK;
+    if (!packed || !ptr || !xp)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_cuda_als_solve_dense: out of host memory");
+    for (int s = 0; st == MF_OK && s < count; s++) {
+        float *P = packed + sys * s;
+        for (int i = 0; i < k; i++)
+            for (int m = 0; m <= i; m++)
+                P[host_offset(i, m)] = A[((size_t)s * k + i) * k + m];
+        for (int m = 0; m < k; m++)
+            P[host_offset(k, m)] = b[(size_t)s * k + m];
+        ptr[s] = s; /* one rating each: lambda n = 0 below */
+    }
+    if (ptr)
+        ptr[count] = count;
+    mf_dbuf d_sys = {NULL, 0}, d_ptr = {NULL, 0}, d_x = {NULL, 0}, d_failed = {NULL, 0};
+    if (st == MF_OK)
+        st = mf_upload(ctx, &d_sys, packed, sys * count * sizeof(float), "test systems");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &d_ptr, ptr, ((size_t)count + 1) * sizeof(int64_t), "test offsets");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &d_x, (size_t)count * kp * sizeof(float), "test solutions");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &d_failed, sizeof(unsigned long long), "test flag");
+    cudaStream_t stream = ctx->cuda->stream;
+    unsigned long long failed = ULLONG_MAX;
+    if (st == MF_OK) {
+        /* The offsets double as the segment index: system s is segment s. */
+        als_solve_args a = {(const int64_t *)d_ptr.ptr, (const int64_t *)d_ptr.ptr, 0, 0,
+                            (const float *)d_sys.ptr, k, kp, tiles, 0.0f, (float *)d_x.ptr,
+                            (unsigned long long *)d_failed.ptr};
+        size_t smem = sys * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
+        cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
+        if (err == cudaSuccess && kp <= ALS_SOLVE_SMALL) {
+            err = cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err == cudaSuccess)
+                als_solve_kernel<ALS_SOLVE_SMALL, 4><<<count, ALS_SOLVE_SMALL, smem, stream>>>(a);
+        } else if (err == cudaSuccess) {
+            err = cudaFuncSetAttribute(als_solve_kernel<288, 1>,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+            if (err == cudaSuccess)
+                als_solve_kernel<288, 1><<<count, (kp + 31) / 32 * 32, smem, stream>>>(a);
+        }
+        if (err == cudaSuccess)
+            err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(xp, d_x.ptr, (size_t)count * kp * sizeof(float),
+                                  cudaMemcpyDeviceToHost, stream);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(&failed, d_failed.ptr, sizeof failed, cudaMemcpyDeviceToHost,
+                                  stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "the batched LDL^T solver", __FILE__, __LINE__);
+    }
+    if (st == MF_OK && failed != ULLONG_MAX)
+        st = mf_fail(ctx, MF_ERR_NUMERIC, "system %llu broke down at pivot %llu", failed >> 32,
+                     failed & 0xffffffffull);
+    if (st == MF_OK)
+        for (int s = 0; s < count; s++)
+            memcpy(x + (size_t)s * k, xp + (size_t)s * kp, (size_t)k * sizeof(float));
+    mf_dmem_free(ctx, &d_sys);
+    mf_dmem_free(ctx, &d_ptr);
+    mf_dmem_free(ctx, &d_x);
+    mf_dmem_free(ctx, &d_failed);
+    free(packed);
+    free(ptr);
+    free(xp);
+    return st;
+}

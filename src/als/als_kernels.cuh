@@ -1,0 +1,309 @@
+/* The two kernels of a CUDA ALS half-step and the system layout they share.
+ *
+ * A system is the (k+1) x (k+1) matrix [G b; b^T c] of one row, where G = sum f f^T and
+ * b = sum r f over the row's ratings: the Gram kernel forms it as the sum of outer products
+ * of augmented rows (f, r), so the right-hand side costs nothing extra. The solver's
+ * LDL^T of that matrix yields L and D of G and, in its last row, z = D^-1 L^-1 b, leaving
+ * only the back substitution L^T x = z. Sizes are padded to kp = round_up(k + 1, 8) with
+ * identity rows, and only the lower triangle is kept, as T (T + 1) / 2 tiles of 8 x 8
+ * (T = kp / 8), tile (I, M) with M <= I at index I (I + 1) / 2 + M. Within a tile, the
+ * 16-byte chunk q = 2 r + c / 4 of row r is stored at chunk q ^ (tile & 7): threads that
+ * walk different tiles in step then hit different banks. */
+#ifndef MF_ALS_KERNELS_CUH
+#define MF_ALS_KERNELS_CUH
+#include <stdint.h>
+
+#define ALS_TILE_FLOATS 64
+/* Rows of the other side staged in shared memory per step of the Gram kernel. */
+#define ALS_GRAM_ROWS 32
+
+__device__ __forceinline__ int als_chunk(int tile, int r, int half)
+{
+    return tile * ALS_TILE_FLOATS + (((r * 2 + half) ^ (tile & 7)) << 2);
+}
+
+__device__ __forceinline__ int als_tile_index(int I, int M) { return I * (I + 1) / 2 + M; }
+
+/* (I, M) of lower tile t. */
+__device__ __forceinline__ void als_tile_coords(int t, int *I, int *M)
+{
+    int i = (int)((sqrtf(8.0f * (float)t + 1.0f) - 1.0f) * 0.5f);
+    while (i * (i + 1) / 2 > t)
+        i--;
+    while ((i + 1) * (i + 2) / 2 <= t)
+        i++;
+    *I = i;
+    *M = t - i * (i + 1) / 2;
+}
+
+__device__ __forceinline__ float als_get(const float *A, int i, int m)
+{
+    int t = als_tile_index(i >> 3, m >> 3);
+    return A[als_chunk(t, i & 7, (m >> 2) & 1) + (m & 3)];
+}
+
+__device__ __forceinline__ float *als_at(float *A, int i, int m)
+{
+    int t = als_tile_index(i >> 3, m >> 3);
+    return A + als_chunk(t, i & 7, (m >> 2) & 1) + (m & 3);
+}
+
+/* Work of one half-step batch: segments [s0, s0 + gridDim) of at most SEG ratings each. */
+struct als_gram_args {
+    const int32_t *seg_row; /* row of each segment (unused here, for the record) */
+    const int64_t *seg_begin;
+    const int32_t *seg_len;
+    int64_t s0;
+    const int32_t *idx; /* the other side's index of each rating */
+    const float *val;   /* ratings, NULL: all 1 */
+    const float *F;     /* the other side's factors, rows of kp floats, zero past k */
+    int k, kp, tiles;
+    float *slots; /* one system per segment of the batch */
+};
+
+/* One block per segment, one thread per lower tile: each thread accumulates its 8 x 8 tile
+ * of the augmented Gram matrix in registers over the segment's rows, which are staged
+ * ALS_GRAM_ROWS at a time in shared memory. */
+__global__ void als_gram_kernel(als_gram_args a)
+{
+    extern __shared__ float4 als_rows4[];
+    float *rows = reinterpret_cast<float *>(als_rows4);
+    const int64_t seg = a.s0 + blockIdx.x;
+    const int64_t begin = a.seg_begin[seg];
+    const int len = a.seg_len[seg];
+    const int q4 = a.kp / 4;
+    const int tile = threadIdx.x;
+    int I = 0, M = 0;
+    if (tile < a.tiles)
+        als_tile_coords(tile, &I, &M);
+    float acc[8][8];
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+#pragma unroll
+        for (int c = 0; c < 8; c++)
+            acc[r][c] = 0.0f;
+    const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
+    for (int c0 = 0; c0 < len; c0 += ALS_GRAM_ROWS) {
+        const int n = min(ALS_GRAM_ROWS, len - c0);
+        __syncthreads();
+        for (int e = threadIdx.x; e < n * q4; e += blockDim.x) {
+            int r = e / q4, q = e - r * q4;
+            int64_t p = begin + c0 + r;
+            float4 v = F4[(int64_t)a.idx[p] * q4 + q];
+            if (q == a.k >> 2) { /* the augmented column k holds the rating */
+                float rating = a.val ? a.val[p] : 1.0f;
+                int w = a.k & 3;
+                v.x = w == 0 ? rating : v.x;
+                v.y = w == 1 ? rating : v.y;
+                v.z = w == 2 ? rating : v.z;
+                v.w = w == 3 ? rating : v.w;
+            }
+            als_rows4[r * q4 + q] = v;
+        }
+        __syncthreads();
+        if (tile >= a.tiles)
+            continue;
+        for (int r = 0; r < n; r++) {
+            const float *row = rows + r * a.kp;
+            float4 x0 = *reinterpret_cast<const float4 *>(row + 8 * I);
+            float4 x1 = *reinterpret_cast<const float4 *>(row + 8 * I + 4);
+            float4 y0 = *reinterpret_cast<const float4 *>(row + 8 * M);
+            float4 y1 = *reinterpret_cast<const float4 *>(row + 8 * M + 4);
+            float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+            float y[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+                    acc[i][j] = fmaf(x[i], y[j], acc[i][j]);
+        }
+    }
+    if (tile >= a.tiles)
+        return;
+    float *out = a.slots + (int64_t)blockIdx.x * a.tiles * ALS_TILE_FLOATS;
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+#pragma unroll
+        for (int h = 0; h < 2; h++)
+            *reinterpret_cast<float4 *>(out + als_chunk(tile, r, h)) =
+                make_float4(acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
+}
+
+struct als_solve_args {
+    const int64_t *ptr;     /* CSR offsets of the solved side: n = ptr[r + 1] - ptr[r] */
+    const int64_t *row_seg; /* first segment of each row; row r owns [row_seg[r], row_seg[r+1]) */
+    int64_t r0, s0;         /* the batch's first row and first segment */
+    const float *slots;
+    int k, kp, tiles;
+    float lambda;
+    float *X;                         /* solved factors, rows of kp floats */
+    unsigned long long *failed;       /* min over breakdowns of (row << 32 | pivot) */
+};
+
+/* One block per row: sum the row's partial systems into shared memory, add lambda n on the
+ * diagonal, factor by right-looking LDL^T in panels of 8 columns (the panel by one thread
+ * per row, the trailing update by one thread per 8 x 8 tile), then back-substitute with one
+ * warp. Needs blockDim >= kp: 128 threads (4 blocks per SM, 128 registers each) up to
+ * kp = 128, else up to 288 threads. */
+#define ALS_SOLVE_SMALL 128
+template <int MAX_THREADS, int MIN_BLOCKS>
+__global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_solve_args a)
+{
+    extern __shared__ float4 als_sys4[];
+    float *A = reinterpret_cast<float *>(als_sys4);
+    const int sys = a.tiles * ALS_TILE_FLOATS;
+    float *LpT = A + sys;         /* [8][kp]: L of the current panel, transposed */
+    float *WpT = LpT + 8 * a.kp;  /* [8][kp]: L D of the current panel, transposed */
+    float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
+    float *prow = dorig + a.kp;   /* [2][8]: the pivot row, double-buffered */
+    __shared__ int broke;
+
+    const int64_t row = a.r0 + blockIdx.x;
+    const int64_t n = a.ptr[row + 1] - a.ptr[row];
+    float *x_out = a.X + row * a.kp;
+    if (n == 0) {
+        for (int m = threadIdx.x; m < a.kp; m += blockDim.x)
+            x_out[m] = 0.0f;
+        return;
+    }
+    const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
+    const float4 *slots4 = reinterpret_cast<const float4 *>(a.slots);
+    for (int e = threadIdx.x; e < sys / 4; e += blockDim.x) {
+        float4 s = slots4[sb * (sys / 4) + e];
+        for (int64_t g = sb + 1; g < se; g++) { /* fixed order: deterministic */
+            float4 t = slots4[g * (sys / 4) + e];
+            s.x += t.x, s.y += t.y, s.z += t.z, s.w += t.w;
+        }
+        als_sys4[e] = s;
+    }
+    if (threadIdx.x == 0)
+        broke = 0;
+    __syncthreads();
+    for (int i = threadIdx.x; i < a.kp; i += blockDim.x) {
+        float *d = als_at(A, i, i);
+        if (i < a.k)
+            *d += a.lambda * (float)n;
+        else if (i > a.k)
+            *d = 1.0f; /* padding: identity rows */
+        dorig[i] = *d;
+    }
+    __syncthreads();
+
+    const int T = a.kp / 8;
+    const int i = threadIdx.x; /* the row this thread factors within each panel */
+    for (int J = 0; J < T; J++) {
+        const int base = 8 * J;
+        const bool mine = i >= base && i < a.kp;
+        float v[8], w[8];
+        const int my_tile = als_tile_index(i >> 3, J);
+        if (mine) {
+            float4 lo = *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 0));
+            float4 hi = *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 1));
+            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
+            v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+            w[t] = 0.0f;
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            const int c = base + t;
+            if (c >= a.k)
+                break; /* columns k.. are not pivots; the same for every thread */
+            float *p = prow + 8 * (t & 1);
+            if (i == c) {
+#pragma unroll
+                for (int u = 0; u < 8; u++)
+                    p[u] = v[u];
+            }
+            __syncthreads();
+            const float d = p[t];
+            if (i == c && (!(d > (float)a.k * 1.1920929e-7f * dorig[c]) || !isfinite(d))) {
+                broke = 1;
+                atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)c);
+            }
+            if (mine && i > c) {
+                const float l = v[t] / d;
+                w[t] = v[t];
+#pragma unroll
+                for (int u = t + 1; u < 8; u++)
+                    v[u] = fmaf(-l, p[u], v[u]);
+                v[t] = l;
+            }
+        }
+        if (mine) {
+            *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 0)) =
+                make_float4(v[0], v[1], v[2], v[3]);
+            *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 1)) =
+                make_float4(v[4], v[5], v[6], v[7]);
+            if (i >= base + 8) {
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    const bool pivot = base + t < a.k;
+                    LpT[t * a.kp + i] = pivot ? v[t] : 0.0f;
+                    WpT[t * a.kp + i] = pivot ? w[t] : 0.0f;
+                }
+            }
+        }
+        __syncthreads();
+        /* Trailing update of tiles (I, M), J < M <= I < T: A -= L_I (L D)_M^T. */
+        const int rest = T - J - 1, count = rest * (rest + 1) / 2;
+        for (int t = threadIdx.x; t < count; t += blockDim.x) {
+            int I, M;
+            als_tile_coords(t, &I, &M);
+            I += J + 1, M += J + 1;
+            const int tile = als_tile_index(I, M);
+            float acc[8][8];
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    float4 q = *reinterpret_cast<float4 *>(A + als_chunk(tile, r, h));
+                    acc[r][4 * h] = q.x, acc[r][4 * h + 1] = q.y;
+                    acc[r][4 * h + 2] = q.z, acc[r][4 * h + 3] = q.w;
+                }
+#pragma unroll 2
+            for (int u = 0; u < 8; u++) {
+                float4 l0 = *reinterpret_cast<float4 *>(LpT + u * a.kp + 8 * I);
+                float4 l1 = *reinterpret_cast<float4 *>(LpT + u * a.kp + 8 * I + 4);
+                float4 w0 = *reinterpret_cast<float4 *>(WpT + u * a.kp + 8 * M);
+                float4 w1 = *reinterpret_cast<float4 *>(WpT + u * a.kp + 8 * M + 4);
+                float l[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
+                float ww[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+#pragma unroll
+                    for (int c = 0; c < 8; c++)
+                        acc[r][c] = fmaf(-l[r], ww[c], acc[r][c]);
+            }
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    *reinterpret_cast<float4 *>(A + als_chunk(tile, r, h)) = make_float4(
+                        acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
+        }
+        __syncthreads();
+    }
+
+    /* Row k of L is z = D^-1 L^-1 b. Back substitution L^T x = z by one warp, row by row:
+     * once x_i is final, z_m -= L_im x_i for m < i. */
+    if (threadIdx.x >= 32)
+        return;
+    float *z = dorig; /* free now */
+    const int lane = threadIdx.x;
+    for (int m = lane; m < a.kp; m += 32)
+        z[m] = m < a.k ? als_get(A, a.k, m) : 0.0f;
+    __syncwarp();
+    for (int r = a.k - 1; r > 0; r--) {
+        const float xr = z[r];
+        for (int m = lane; m < r; m += 32)
+            z[m] = fmaf(-als_get(A, r, m), xr, z[m]);
+        __syncwarp();
+    }
+    const bool ok = broke == 0;
+    for (int m = lane; m < a.kp; m += 32)
+        x_out[m] = ok ? z[m] : 0.0f;
+}
+
+#endif
