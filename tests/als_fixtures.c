@@ -13,7 +13,10 @@ static uint64_t mix(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-static double unit(uint64_t *s) { return (double)(mix(s) >> 11) * 0x1.0p-53; }
+static double unit(uint64_t *s)
+{
+    return (double)(mix(s) >> 11) * 0x1.0p-53;
+}
 
 static int listed(const int32_t *list, int32_t v)
 {
@@ -33,8 +36,8 @@ static int64_t pattern(int32_t users, int32_t items, double density, int floor, 
         for (int32_t i = 0; i < items; i++) {
             if (listed(eu, u) || listed(ei, i))
                 continue;
-            int band = (i - u % items + items) % items < floor ||
-                       (u - i % users + users) % users < floor;
+            int band =
+                (i - u % items + items) % items < floor || (u - i % users + users) % users < floor;
             if (band || unit(s) < density)
                 row[n] = u, col[n] = i, n++;
         }
@@ -48,7 +51,8 @@ mf_sparse *ax_planted(mf_ctx *ctx, int32_t users, int32_t items, int rank, doubl
     int32_t *row = malloc((size_t)users * items * sizeof *row);
     int32_t *col = malloc((size_t)users * items * sizeof *col);
     float *val = malloc((size_t)users * items * sizeof *val);
-    double *U = malloc((size_t)users * rank * sizeof *U), *V = malloc((size_t)items * rank * sizeof *V);
+    double *U = malloc((size_t)users * rank * sizeof *U),
+           *V = malloc((size_t)items * rank * sizeof *V);
     ck_assert(row && col && val && U && V);
     for (int64_t p = 0; p < (int64_t)users * rank; p++)
         U[p] = 2.0 * unit(&s) - 1.0;
@@ -190,8 +194,8 @@ int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test)
         else
             r[ntrain] = r[p], c[ntrain] = c[p], v[ntrain] = v[p], ntrain++;
     }
-    ck_assert_int_eq(
-        mf_sparse_from_coo(ctx, train, rows, cols, ntrain, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, train, rows, cols, ntrain, r, c, v, MF_MEMORY_HOST, 0),
+                     MF_OK);
     ck_assert_int_eq(
         mf_sparse_from_coo(ctx, test, rows, cols, ntest, r2, c2, v2, MF_MEMORY_HOST, 0), MF_OK);
     mf_sparse_destroy(all);

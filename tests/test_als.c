@@ -225,8 +225,8 @@ START_TEST(bad_arguments)
     mf_als_opts o;
     struct {
         const char *field, *needle;
-    } cases[] = {{"rank0", "rank = 0"},       {"rank257", "rank = 257"},
-                 {"lambda", "lambda = -1"},   {"lambdanan", "lambda = nan"},
+    } cases[] = {{"rank0", "rank = 0"},        {"rank257", "rank = 257"},
+                 {"lambda", "lambda = -1"},    {"lambdanan", "lambda = nan"},
                  {"iterations", "iterations"}, {"init", "init = 7"},
                  {"where", "where = 5"},       {"test", "the test set is 10 x 9"},
                  {"size", "struct_size"}};

@@ -14,7 +14,10 @@
 
 static const int solver_k[] = {1, 2, 7, 32, 100, 256};
 
-static int quick(void) { return getenv("MFACT_UNDER_SANITIZER") != NULL; }
+static int quick(void)
+{
+    return getenv("MFACT_UNDER_SANITIZER") != NULL;
+}
 
 START_TEST(ldlt_matches_float64)
 {
@@ -71,8 +74,8 @@ static void parity(int32_t users, int32_t items, double density, int k, const in
     double du = ax_rel_diff_f(ub, Ug, Uc), dv = ax_rel_diff_f(vb, Vg, Vc);
     double dr = fabs(rg.train_rmse - rc.train_rmse) / rc.train_rmse;
     ck_assert_msg(du < 1e-4 && dv < 1e-4 && dr < 1e-4,
-                  "%d x %d, k = %d: U differs by %g, V by %g, RMSE by %g", users, items, k, du,
-                  dv, dr);
+                  "%d x %d, k = %d: U differs by %g, V by %g, RMSE by %g", users, items, k, du, dv,
+                  dr);
     ck_assert(rg.gram_seconds > 0.0 && rg.solve_seconds > 0.0 && rg.peak_device_bytes > 0);
     for (const int32_t *u = eu; u && *u >= 0; u++)
         for (int t = 0; t < k; t++)

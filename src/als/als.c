@@ -31,8 +31,7 @@ void mf_als_opts_init(mf_als_opts *opts)
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *o)
 {
     static const char fn[] = "mf_als_run";
-    MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 256, "%s: rank = %d is outside 1..256", fn,
-               o->rank);
+    MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 256, "%s: rank = %d is outside 1..256", fn, o->rank);
     MF_REQUIRE(ctx, o->lambda >= 0.0f && isfinite(o->lambda),
                "%s: lambda = %g must be finite and >= 0", fn, (double)o->lambda);
     MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
@@ -74,8 +73,8 @@ static mf_status init_mean(mf_ctx *ctx, mf_sparse *R, int k, float *V0)
 
 /* The caller's V as the start: copied to the host (from the device if need be) and
  * checked, since a NaN would spread through every system. */
-static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V,
-                            mf_memory where, float *V0)
+static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V, mf_memory where,
+                            float *V0)
 {
     size_t bytes = (size_t)R->cols * k * sizeof *V0;
     if (where == MF_MEMORY_DEVICE)
@@ -164,9 +163,8 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
-    mf_status st = o.init == MF_ALS_INIT_MEAN
-                       ? init_mean(ctx, s.R, o.rank, V0)
-                       : init_given(ctx, s.R, o.rank, V, o.where, V0);
+    mf_status st = o.init == MF_ALS_INIT_MEAN ? init_mean(ctx, s.R, o.rank, V0)
+                                              : init_given(ctx, s.R, o.rank, V, o.where, V0);
     mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)

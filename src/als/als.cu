@@ -20,14 +20,15 @@
 /* The partial systems of one batch take at most this much device memory. */
 #define ALS_BATCH_BYTES ((size_t)2 << 30)
 
-namespace {
+namespace
+{
 
 struct side_plan {
     int32_t rows;
     const int64_t *ptr; /* device CSR/CSC offsets */
     const int32_t *idx;
-    const float *val;     /* NULL: a pattern's ones */
-    int64_t segments;     /* over all rows */
+    const float *val; /* NULL: a pattern's ones */
+    int64_t segments; /* over all rows */
     mf_dbuf seg_begin, seg_len, row_seg;
     int64_t *host_row_seg; /* rows + 1, for batching */
     int32_t longest;       /* most segments of one row */
@@ -45,7 +46,10 @@ struct cuda_engine {
     cudaEvent_t ev[3];
 };
 
-size_t system_bytes(const cuda_engine *e) { return (size_t)e->tiles * ALS_TILE_FLOATS * 4; }
+size_t system_bytes(const cuda_engine *e)
+{
+    return (size_t)e->tiles * ALS_TILE_FLOATS * 4;
+}
 
 size_t solver_smem(const cuda_engine *e)
 {
@@ -80,8 +84,8 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
         int64_t g = s->host_row_seg[r];
         for (int64_t p = host_ptr[r]; p < host_ptr[r + 1]; p += ALS_SEGMENT, g++) {
             begin[g] = p;
-            len[g] = (int32_t)(host_ptr[r + 1] - p < ALS_SEGMENT ? host_ptr[r + 1] - p
-                                                                 : ALS_SEGMENT);
+            len[g] =
+                (int32_t)(host_ptr[r + 1] - p < ALS_SEGMENT ? host_ptr[r + 1] - p : ALS_SEGMENT);
         }
     }
     if (st == MF_OK)
@@ -115,6 +119,48 @@ mf_status batch_budget(cuda_engine *e, size_t *slots)
     return MF_OK;
 }
 
+/* The partial systems of segments [s0, s0 + nseg) into slots. */
+cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int64_t s0,
+                        int64_t nseg, float *slots)
+{
+    if (nseg == 0)
+        return cudaSuccess;
+    als_gram_args g = {NULL,
+                       (const int64_t *)s->seg_begin.ptr,
+                       (const int32_t *)s->seg_len.ptr,
+                       s0,
+                       s->idx,
+                       s->val,
+                       F,
+                       e->k,
+                       e->kp,
+                       e->tiles,
+                       slots};
+    const int threads = (e->tiles + 31) / 32 * 32;
+    const size_t smem = (size_t)ALS_GRAM_ROWS * e->kp * sizeof(float);
+    als_gram_kernel<<<(unsigned)nseg, threads, smem, e->ctx->cuda->stream>>>(g);
+    return cudaGetLastError();
+}
+
+/* Solve rows [r0, r1), whose partial systems start at segment s0 in slots, into X. */
+cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t r1, int64_t s0,
+                         const float *slots, float *X)
+{
+    if (r1 == r0)
+        return cudaSuccess;
+    als_solve_args a = {
+        s->ptr, (const int64_t *)s->row_seg.ptr,    r0, s0, slots, e->k, e->kp, e->tiles, e->lambda,
+        X,      (unsigned long long *)e->failed.ptr};
+    cudaStream_t stream = e->ctx->cuda->stream;
+    if (e->kp <= ALS_SOLVE_SMALL)
+        als_solve_kernel<ALS_SOLVE_SMALL, 4>
+            <<<(unsigned)(r1 - r0), ALS_SOLVE_SMALL, solver_smem(e), stream>>>(a);
+    else
+        als_solve_kernel<288, 1>
+            <<<(unsigned)(r1 - r0), (e->kp + 31) / 32 * 32, solver_smem(e), stream>>>(a);
+    return cudaGetLastError();
+}
+
 mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -136,18 +182,14 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
                        max_slots, system_bytes(e), s->longest);
     size_t want = (size_t)s->segments < max_slots ? (size_t)s->segments : max_slots;
     mf_dbuf slots = {NULL, 0};
-    MF_TRY(mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
-                         "ALS partial systems"));
+    MF_TRY(
+        mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e), "ALS partial systems"));
     /* All bits set: no breakdown yet (the solver keeps the minimum). */
     mf_status st = MF_OK;
     cudaError_t set = cudaMemsetAsync(e->failed.ptr, 0xff, sizeof(unsigned long long), stream);
     if (set != cudaSuccess)
         st = mf_cuda_fail(ctx, set, "cudaMemsetAsync", __FILE__, __LINE__);
 
-    const int gram_threads = (e->tiles + 31) / 32 * 32;
-    const size_t gram_smem = (size_t)ALS_GRAM_ROWS * e->kp * sizeof(float);
-    const bool small = e->kp <= ALS_SOLVE_SMALL;
-    const int solve_threads = small ? ALS_SOLVE_SMALL : (e->kp + 31) / 32 * 32;
     int32_t r0 = 0;
     while (st == MF_OK && r0 < s->rows) {
         /* The longest run of rows from r0 whose segments fit. */
@@ -158,33 +200,12 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
         int64_t nseg = s->host_row_seg[r1] - s0;
         float gram_ms = 0.0f, solve_ms = 0.0f;
         cudaError_t err = cudaEventRecord(e->ev[0], stream);
-        if (nseg > 0 && err == cudaSuccess) {
-            als_gram_args g = {NULL,   (const int64_t *)s->seg_begin.ptr,
-                               (const int32_t *)s->seg_len.ptr,
-                               s0,     s->idx,
-                               s->val, F,
-                               e->k,   e->kp,
-                               e->tiles, (float *)slots.ptr};
-            als_gram_kernel<<<(unsigned)nseg, gram_threads, gram_smem, stream>>>(g);
-            err = cudaGetLastError();
-        }
+        if (err == cudaSuccess)
+            err = launch_gram(e, s, F, s0, nseg, (float *)slots.ptr);
         if (err == cudaSuccess)
             err = cudaEventRecord(e->ev[1], stream);
-        if (err == cudaSuccess) {
-            als_solve_args a = {s->ptr,   (const int64_t *)s->row_seg.ptr,
-                                r0,       s0,
-                                (const float *)slots.ptr,
-                                e->k,     e->kp,
-                                e->tiles, e->lambda,
-                                X,        (unsigned long long *)e->failed.ptr};
-            if (small)
-                als_solve_kernel<ALS_SOLVE_SMALL, 4>
-                    <<<(unsigned)(r1 - r0), solve_threads, solver_smem(e), stream>>>(a);
-            else
-                als_solve_kernel<288, 1>
-                    <<<(unsigned)(r1 - r0), solve_threads, solver_smem(e), stream>>>(a);
-            err = cudaGetLastError();
-        }
+        if (err == cudaSuccess)
+            err = launch_solve(e, s, r0, r1, s0, (const float *)slots.ptr, X);
         if (err == cudaSuccess)
             err = cudaEventRecord(e->ev[2], stream);
         if (err == cudaSuccess)
@@ -226,10 +247,10 @@ mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows)
 {
     if (rows == 0)
         return MF_OK;
-    MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), src->ptr,
-                                          (size_t)e->kp * sizeof(float),
-                                          (size_t)e->k * sizeof(float), (size_t)rows,
-                                          cudaMemcpyDefault, e->ctx->cuda->stream));
+    MF_CUDA_TRY(e->ctx,
+                cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), src->ptr,
+                                  (size_t)e->kp * sizeof(float), (size_t)e->k * sizeof(float),
+                                  (size_t)rows, cudaMemcpyDefault, e->ctx->cuda->stream));
     return MF_OK;
 }
 
@@ -291,17 +312,18 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, R->row_ptr));
     MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, R->transpose.ptr));
 
-    size_t ub = (size_t)R->rows * e->kp * sizeof(float), vb = (size_t)R->cols * e->kp * sizeof(float);
+    size_t ub = (size_t)R->rows * e->kp * sizeof(float),
+           vb = (size_t)R->cols * e->kp * sizeof(float);
     MF_TRY(mf_dmem_alloc(ctx, &e->U, ub, "ALS user factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->V, vb, "ALS item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->failed, sizeof(unsigned long long), "ALS breakdown flag"));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->U.ptr, 0, ub, stream));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->V.ptr, 0, vb, stream));
     if (R->cols > 0)
-        MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(e->V.ptr, (size_t)e->kp * sizeof(float), s->V0,
-                                           (size_t)e->k * sizeof(float),
-                                           (size_t)e->k * sizeof(float), (size_t)R->cols,
-                                           cudaMemcpyHostToDevice, stream));
+        MF_CUDA_TRY(ctx,
+                    cudaMemcpy2DAsync(e->V.ptr, (size_t)e->kp * sizeof(float), s->V0,
+                                      (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
+                                      (size_t)R->cols, cudaMemcpyHostToDevice, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* V0 is the caller's to free */
     return MF_OK;
 }
@@ -355,12 +377,20 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
     if (!packed || !ptr || !xp)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_cuda_als_solve_dense: out of host memory");
     for (int s = 0; st == MF_OK && s < count; s++) {
+        /* Every element of the lower tiles, the diagonal tiles whole (both triangles, as
+         * the Gram kernel makes them); b as row and column k. */
         float *P = packed + sys * s;
-        for (int i = 0; i < k; i++)
-            for (int m = 0; m <= i; m++)
-                P[host_offset(i, m)] = A[((size_t)s * k + i) * k + m];
-        for (int m = 0; m < k; m++)
-            P[host_offset(k, m)] = b[(size_t)s * k + m];
+        for (int i = 0; i <= k; i++)
+            for (int m = 0; m <= k && (m >> 3) <= (i >> 3); m++) {
+                float v = 0.0f;
+                if (i < k && m < k)
+                    v = A[((size_t)s * k + i) * k + m];
+                else if (i == k && m < k)
+                    v = b[(size_t)s * k + m];
+                else if (m == k && i < k)
+                    v = b[(size_t)s * k + i];
+                P[host_offset(i, m)] = v;
+            }
         ptr[s] = s; /* one rating each: lambda n = 0 below */
     }
     if (ptr)
@@ -378,8 +408,16 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
     unsigned long long failed = ULLONG_MAX;
     if (st == MF_OK) {
         /* The offsets double as the segment index: system s is segment s. */
-        als_solve_args a = {(const int64_t *)d_ptr.ptr, (const int64_t *)d_ptr.ptr, 0, 0,
-                            (const float *)d_sys.ptr, k, kp, tiles, 0.0f, (float *)d_x.ptr,
+        als_solve_args a = {(const int64_t *)d_ptr.ptr,
+                            (const int64_t *)d_ptr.ptr,
+                            0,
+                            0,
+                            (const float *)d_sys.ptr,
+                            k,
+                            kp,
+                            tiles,
+                            0.0f,
+                            (float *)d_x.ptr,
                             (unsigned long long *)d_failed.ptr};
         size_t smem = sys * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
@@ -421,4 +459,95 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
     free(ptr);
     free(xp);
     return st;
+}
+
+struct mf_als_bench {
+    cuda_engine *e;
+    int32_t count;
+    mf_dbuf slots;
+};
+
+mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda, const float *V,
+                                  int32_t count, mf_als_bench **out)
+{
+    mf_device_guard guard(ctx->cuda->device);
+    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V};
+    mf_als_engine *base = NULL;
+    MF_TRY(mf_cuda_als_engine(&setup, &base));
+    mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);
+    if (!b) {
+        base->destroy(base);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "out of host memory");
+    }
+    b->e = (cuda_engine *)base;
+    b->count = count;
+    side_plan *s = &b->e->side[MF_ALS_USERS];
+    int64_t nseg = s->host_row_seg[count];
+    mf_status st =
+        mf_dmem_alloc(ctx, &b->slots, (size_t)nseg * system_bytes(b->e), "bench partial systems");
+    if (st == MF_OK) {
+        cudaError_t err =
+            launch_gram(b->e, s, (const float *)b->e->V.ptr, 0, nseg, (float *)b->slots.ptr);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(ctx->cuda->stream);
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "bench Gram kernel", __FILE__, __LINE__);
+    }
+    if (st != MF_OK) {
+        mf_cuda_als_bench_end(b);
+        return st;
+    }
+    *out = b;
+    return MF_OK;
+}
+
+mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms)
+{
+    cuda_engine *e = b->e;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cudaStream_t stream = ctx->cuda->stream;
+    float t = 0.0f;
+    MF_CUDA_TRY(ctx, cudaEventRecord(e->ev[0], stream));
+    MF_CUDA_TRY(ctx, launch_solve(e, &e->side[MF_ALS_USERS], 0, b->count, 0,
+                                  (const float *)b->slots.ptr, (float *)e->U.ptr));
+    MF_CUDA_TRY(ctx, cudaEventRecord(e->ev[1], stream));
+    MF_CUDA_TRY(ctx, cudaEventSynchronize(e->ev[1]));
+    MF_CUDA_TRY(ctx, cudaEventElapsedTime(&t, e->ev[0], e->ev[1]));
+    *ms = t;
+    MF_TRY(copy_out(e, x, &e->U, b->count));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
+{
+    cuda_engine *e = b->e;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    side_plan *s = &e->side[MF_ALS_USERS];
+    als_solve_args a = {s->ptr,
+                        (const int64_t *)s->row_seg.ptr,
+                        0,
+                        0,
+                        (const float *)b->slots.ptr,
+                        e->k,
+                        e->kp,
+                        e->tiles,
+                        e->lambda,
+                        NULL,
+                        NULL};
+    als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->cuda->stream>>>(a, A, rhs);
+    MF_CUDA_TRY(ctx, cudaGetLastError());
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    return MF_OK;
+}
+
+void mf_cuda_als_bench_end(mf_als_bench *b)
+{
+    if (!b)
+        return;
+    mf_dmem_free(b->e->ctx, &b->slots);
+    b->e->base.destroy(&b->e->base);
+    free(b);
 }

@@ -71,8 +71,10 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
         free(b);
     }
     if (out_of_memory)
-        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for a %d x %d "
-                       "system per thread", k, k);
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_als_run: out of host memory for a %d x %d "
+                       "system per thread",
+                       k, k);
     if (failed_row >= 0)
         return mf_fail(e->ctx, MF_ERR_NUMERIC,
                        "mf_als_run: the system of %s %d broke down at pivot %d (lambda * count "
@@ -131,8 +133,10 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
     if (!e || !e->U || !e->V) {
         if (e)
             cpu_destroy(&e->base);
-        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the "
-                       "working factors (%d + %d rows of %d)", s->R->rows, s->R->cols, s->k);
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_als_run: out of host memory for the "
+                       "working factors (%d + %d rows of %d)",
+                       s->R->rows, s->R->cols, s->k);
     }
     e->base = (mf_als_engine){cpu_half_step, cpu_rmse, cpu_finish, cpu_destroy};
     e->ctx = s->ctx;

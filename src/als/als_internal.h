@@ -53,6 +53,19 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out);
 mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,
                                   float *x);
 
+/* Bench hooks (bench/als.cu puts the batched solver next to cuSOLVER on the same
+ * systems): the user systems of R for item factors V (host, items x k) and lambda, for
+ * users [0, count), built once on the device (all partial systems at once: they must fit).
+ * solve: one run of the batched solver, timed with events; x (device, count x k).
+ * dense: the same systems written out whole for a peer, A (device, count x k x k, both
+ * triangles, lambda n on the diagonal) and b (device, count x k). */
+typedef struct mf_als_bench mf_als_bench;
+mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda, const float *V,
+                                  int32_t count, mf_als_bench **out);
+mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms);
+mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs);
+void mf_cuda_als_bench_end(mf_als_bench *b);
+
 #ifdef __cplusplus
 }
 #endif

@@ -6,7 +6,9 @@
  * LDL^T of that matrix yields L and D of G and, in its last row, z = D^-1 L^-1 b, leaving
  * only the back substitution L^T x = z. Sizes are padded to kp = round_up(k + 1, 8) with
  * identity rows, and only the lower triangle is kept, as T (T + 1) / 2 tiles of 8 x 8
- * (T = kp / 8), tile (I, M) with M <= I at index I (I + 1) / 2 + M. Within a tile, the
+ * (T = kp / 8), tile (I, M) with M <= I at index I (I + 1) / 2 + M. Diagonal tiles are
+ * kept whole (both triangles): the panel step reads the pivot's row across the tile, and
+ * the updates keep the tile symmetric. Within a tile, the
  * 16-byte chunk q = 2 r + c / 4 of row r is stored at chunk q ^ (tile & 7): threads that
  * walk different tiles in step then hit different banks. */
 #ifndef MF_ALS_KERNELS_CUH
@@ -22,7 +24,10 @@ __device__ __forceinline__ int als_chunk(int tile, int r, int half)
     return tile * ALS_TILE_FLOATS + (((r * 2 + half) ^ (tile & 7)) << 2);
 }
 
-__device__ __forceinline__ int als_tile_index(int I, int M) { return I * (I + 1) / 2 + M; }
+__device__ __forceinline__ int als_tile_index(int I, int M)
+{
+    return I * (I + 1) / 2 + M;
+}
 
 /* (I, M) of lower tile t. */
 __device__ __forceinline__ void als_tile_coords(int t, int *I, int *M)
@@ -136,8 +141,8 @@ struct als_solve_args {
     const float *slots;
     int k, kp, tiles;
     float lambda;
-    float *X;                         /* solved factors, rows of kp floats */
-    unsigned long long *failed;       /* min over breakdowns of (row << 32 | pivot) */
+    float *X;                   /* solved factors, rows of kp floats */
+    unsigned long long *failed; /* min over breakdowns of (row << 32 | pivot) */
 };
 
 /* One block per row: sum the row's partial systems into shared memory, add lambda n on the
@@ -152,10 +157,10 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     extern __shared__ float4 als_sys4[];
     float *A = reinterpret_cast<float *>(als_sys4);
     const int sys = a.tiles * ALS_TILE_FLOATS;
-    float *LpT = A + sys;         /* [8][kp]: L of the current panel, transposed */
-    float *WpT = LpT + 8 * a.kp;  /* [8][kp]: L D of the current panel, transposed */
+    float *LpT = A + sys;          /* [8][kp]: L of the current panel, transposed */
+    float *WpT = LpT + 8 * a.kp;   /* [8][kp]: L D of the current panel, transposed */
     float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
-    float *prow = dorig + a.kp;   /* [2][8]: the pivot row, double-buffered */
+    float *prow = dorig + a.kp;    /* [2][8]: the pivot row, double-buffered */
     __shared__ int broke;
 
     const int64_t row = a.r0 + blockIdx.x;
@@ -304,6 +309,29 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     const bool ok = broke == 0;
     for (int m = lane; m < a.kp; m += 32)
         x_out[m] = ok ? z[m] : 0.0f;
+}
+
+/* Bench only: system r (rows of one segment range each) written out whole, with lambda n
+ * on the diagonal, for a dense peer solver. One block per system. */
+__global__ void als_expand_kernel(als_solve_args a, float *dense, float *rhs)
+{
+    const int64_t row = a.r0 + blockIdx.x;
+    const int64_t n = a.ptr[row + 1] - a.ptr[row];
+    const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
+    const int64_t sys = (int64_t)a.tiles * ALS_TILE_FLOATS;
+    const int k = a.k;
+    for (int e = threadIdx.x; e < (k + 1) * k; e += blockDim.x) {
+        int i = e / k, m = e - i * k; /* row k is the right-hand side */
+        int hi = i > m ? i : m, lo = i > m ? m : i;
+        float v = 0.0f;
+        for (int64_t g = sb; g < se; g++)
+            v += als_get(a.slots + g * sys, hi, lo);
+        if (i == k)
+            rhs[blockIdx.x * (int64_t)k + m] = v;
+        else
+            dense[(blockIdx.x * (int64_t)k + i) * k + m] =
+                v + (i == m ? a.lambda * (float)n : 0.0f);
+    }
 }
 
 #endif

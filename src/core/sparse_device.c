@@ -41,15 +41,15 @@ mf_status mf_sparse_device_csc(mf_sparse *m, const int64_t **col_ptr, const int3
     if (!m->device.t_ptr.ptr) {
         MF_TRY(mf_sparse_host_transpose(m));
         size_t n = (size_t)m->nnz;
-        mf_status st = mf_upload(ctx, &m->device.t_ptr, m->transpose.ptr,
-                                 ((size_t)m->cols + 1) * sizeof *m->transpose.ptr,
-                                 "CSC column offsets");
+        mf_status st =
+            mf_upload(ctx, &m->device.t_ptr, m->transpose.ptr,
+                      ((size_t)m->cols + 1) * sizeof *m->transpose.ptr, "CSC column offsets");
         if (st == MF_OK)
             st = mf_upload(ctx, &m->device.t_idx, m->transpose.idx, n * sizeof(int32_t),
                            "CSC row indices");
         if (st == MF_OK && m->transpose.val)
-            st = mf_upload(ctx, &m->device.t_val, m->transpose.val, n * sizeof(float),
-                           "CSC values");
+            st =
+                mf_upload(ctx, &m->device.t_val, m->transpose.val, n * sizeof(float), "CSC values");
         if (st != MF_OK) {
             mf_dmem_free(ctx, &m->device.t_ptr);
             mf_dmem_free(ctx, &m->device.t_idx);
