@@ -12,7 +12,7 @@
 //
 // The data: users x items with log-normal user activity (sigma 1) and item popularity
 // (sigma 1.5), every user and item rated at least once, ratings round(3.6 + b_u + b_i +
-// planted rank-10 dot + N(0, 0.7^2)) clipped to 1..5, seeded; 1% of the ratings held out.
+// planted rank-10 dot + N(0, 0.74^2)) clipped to 1..5, seeded; 1% of the ratings held out.
 //
 // usage: bench_als [--k 32,64,100,128] [--iterations N] [--lambda L] [--repeat R]
 //                  [--scale F] [--seed S] [--train FILE --test FILE]
@@ -204,7 +204,7 @@ static void generate(ratings *r, int32_t users, int32_t items, double target, ui
             for (int t = 0; t < rank; t++)
                 mean += Us[t] * Vs[(size_t)i * rank + t];
             uint64_t key = mix(seed ^ mix(((uint64_t)u << 20) ^ (uint64_t)i ^ 0x9000000000000ull));
-            double v = std::min(5.0, std::max(1.0, round(mean + 0.7 * normal(key))));
+            double v = std::min(5.0, std::max(1.0, round(mean + 0.74 * normal(key))));
             int64_t q = r->ptr[u] + p;
             r->val[q] = (float)v;
             r->test[q] = unit(mix(key ^ 0xabcdefull)) < 0.01;
@@ -277,7 +277,7 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
     CUDA_CHECK(cudaMalloc(&x_ours, (size_t)count * k * 4));
     CUDA_CHECK(cudaMalloc(&Aptr, (size_t)count * sizeof(float *)));
     CUDA_CHECK(cudaMalloc(&Bptr, (size_t)count * sizeof(float *)));
-    CUDA_CHECK(cudaMalloc(&info, (size_t)count * sizeof(int)));
+    CUDA_CHECK(cudaMalloc(&info, ((size_t)count + 1) * sizeof(int)));
     std::vector<float *> hp(count);
     for (int32_t s = 0; s < count; s++)
         hp[s] = A + (size_t)s * k * k;
@@ -303,8 +303,9 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
         MF_CHECK(ctx, mf_cuda_als_bench_dense(b, A, rhs));
         CUDA_CHECK(cudaEventRecord(e0));
         SOLVER_CHECK(cusolverDnSpotrfBatched(h, CUBLAS_FILL_MODE_LOWER, k, Aptr, k, info, count));
+        // potrsBatched's info is one int in device memory.
         SOLVER_CHECK(cusolverDnSpotrsBatched(h, CUBLAS_FILL_MODE_LOWER, k, 1, Aptr, k, Bptr, k,
-                                             &host_info, count));
+                                             info + count, count));
         CUDA_CHECK(cudaEventRecord(e1));
         CUDA_CHECK(cudaEventSynchronize(e1));
         float ms;
@@ -312,11 +313,12 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
         if (rep > 0)
             peer.push_back(ms);
     }
-    std::vector<int> infos(count);
-    CUDA_CHECK(cudaMemcpy(infos.data(), info, count * sizeof(int), cudaMemcpyDeviceToHost));
+    std::vector<int> infos(count + 1);
+    CUDA_CHECK(cudaMemcpy(infos.data(), info, (count + 1) * sizeof(int), cudaMemcpyDeviceToHost));
     int bad = 0;
-    for (int v : infos)
-        bad += v != 0;
+    for (int32_t s = 0; s < count; s++)
+        bad += infos[s] != 0;
+    host_info = infos[count];
     if (bad || host_info)
         fprintf(stderr, "cuSOLVER reported %d failed factorizations (potrs info %d)\n", bad,
                 host_info);
