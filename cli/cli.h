@@ -65,5 +65,6 @@ double cli_seconds(void);
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
+int cmd_als(int argc, char **argv);
 
 #endif

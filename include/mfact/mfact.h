@@ -362,7 +362,6 @@ MF_API mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, f
 MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U,
                          const float *V, mf_memory where, double *rmse);
 
-
 /* ------------------------------------------------------------------------------------- */
 /* Progress of iterative algorithms                                                      */
 /* ------------------------------------------------------------------------------------- */
@@ -422,7 +421,8 @@ MF_API void mf_als_opts_init(mf_als_opts *opts);
 
 /* ALS-WR (Zhou et al., "Large-scale Parallel Collaborative Filtering for the Netflix
  * Prize"): minimize
- *     sum over stored (u, i) of (r_ui - U_u . V_i)^2 + lambda (sum_u n_u |U_u|^2 + sum_i n_i |V_i|^2)
+ *     sum over stored (u, i) of (r_ui - U_u . V_i)^2
+ *         + lambda (sum_u n_u |U_u|^2 + sum_i n_i |V_i|^2)
  * by exact alternating solves (V_O^T V_O + lambda n_u I) U_u = V_O^T r_u for every user,
  * then the same for every item. `ratings` is users x items (a pattern's ratings are 1);
  * U is users x k and V items x k, row-major with leading dimension k, in opts->where

@@ -175,4 +175,7 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
     return MF_ERR_NO_DEVICE;
 }
 
-void mf_cuda_als_bench_end(mf_als_bench *b) { (void)b; }
+void mf_cuda_als_bench_end(mf_als_bench *b)
+{
+    (void)b;
+}

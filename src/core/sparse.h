@@ -21,9 +21,9 @@ struct mf_sparse {
     int32_t *col;     /* nnz, sorted within each row, no duplicates */
     float *val;       /* nnz, or NULL for a pattern */
     struct {
-        mf_dbuf row_ptr, col, val; /* val empty for a pattern */
-        mf_dbuf ones;              /* nnz 1.0f: a pattern's values, for cuSPARSE */
-        mf_dbuf row_ptr32;         /* 32-bit row offsets, for cuSPARSE */
+        mf_dbuf row_ptr, col, val;   /* val empty for a pattern */
+        mf_dbuf ones;                /* nnz 1.0f: a pattern's values, for cuSPARSE */
+        mf_dbuf row_ptr32;           /* 32-bit row offsets, for cuSPARSE */
         mf_dbuf t_ptr, t_idx, t_val; /* the transpose (CSC), for column-wise solvers */
     } device;
     /* The transpose as CSR (S's CSC), built on the host on first use by S^T products. */

@@ -47,5 +47,28 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["nn
 "$mfact" sddmm --k 0 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --k 0 is not a usage error"
 "$mfact" sddmm --repeat -1 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --repeat -1 is not a usage error"
 "$mfact" sddmm --help | grep -q -- "--repeat" || fail "sddmm --help"
+
+# als: a factorization with a held-out fraction, factors written, JSON, and bad values
+ratings=$(mktemp --suffix=.txt)
+fu=$(mktemp) fv=$(mktemp)
+trap 'rm -f "$tmp" "$ratings" "$fu" "$fv"' EXIT
+for u in $(seq 0 39); do for i in $(seq 0 29); do
+  [ $(( (u * 7 + i * 13) % 5 )) -lt 2 ] && echo "$u $i $(( (u + i) % 5 + 1 ))"
+done; done >"$ratings"
+out=$("$mfact" als --backend cpu "$ratings" --rank 3 --iterations 4 --test-fraction 0.2 \
+      --output-u "$fu" --output-v "$fv" 2>/tmp/mfact-cli-err.$$) || fail "als exited $?"
+echo "$out" | grep -q "^rank 3$" || fail "als rank: $out"
+echo "$out" | grep -Eq "^test RMSE [0-9.]+$" || fail "als test RMSE: $out"
+grep -q "^iteration 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "als progress: $(cat /tmp/mfact-cli-err.$$)"
+[ "$(wc -l <"$fu")" -eq 40 ] && [ "$(wc -l <"$fv")" -eq 30 ] || fail "als factor files"
+[ "$(head -1 "$fu" | wc -w)" -eq 3 ] || fail "als factor rows"
+json=$("$mfact" als --backend cpu "$ratings" --rank 2 --iterations 2 --json 2>/dev/null) || fail "als --json exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rank"]==2 and d["iterations"]==2 and d["train_RMSE"]<2, d' ||
+  fail "als --json: $json"
+"$mfact" als "$ratings" --rank 0 2>/dev/null; [ $? -eq 2 ] || fail "als --rank 0 is not a usage error"
+"$mfact" als "$ratings" --lambda -1 2>/dev/null; [ $? -eq 2 ] || fail "als --lambda -1 is not a usage error"
+"$mfact" als "$ratings" --test "$tmp" --test-fraction 0.1 2>/dev/null; [ $? -eq 2 ] || fail "als --test with --test-fraction"
+"$mfact" als 2>/dev/null; [ $? -eq 2 ] || fail "als without FILE"
+"$mfact" als --help | grep -q -- "--test-fraction" || fail "als --help"
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
