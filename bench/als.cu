@@ -15,7 +15,8 @@
 // planted rank-10 dot + N(0, 0.74^2)) clipped to 1..5, seeded; 1% of the ratings held out.
 //
 // usage: bench_als [--k 32,64,100,128] [--iterations N] [--lambda L] [--repeat R]
-//                  [--scale F] [--seed S] [--train FILE --test FILE]
+//                  [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]
+// --limit-gb caps the context's device memory (the solver comparison allocates outside it).
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <math.h>
@@ -357,7 +358,7 @@ int main(int argc, char **argv)
     std::vector<int> ks = {32, 64, 100, 128};
     int iterations = 10, repeat = 5;
     float lambda = 0.048f;
-    double scale = 1.0;
+    double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL;
     for (int i = 1; i < argc; i++) {
@@ -372,6 +373,8 @@ int main(int argc, char **argv)
             repeat = atoi(v), i++;
         else if (!strcmp(a, "--scale"))
             scale = atof(v), i++;
+        else if (!strcmp(a, "--limit-gb"))
+            limit_gb = atof(v), i++;
         else if (!strcmp(a, "--seed"))
             seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--train"))
@@ -379,14 +382,17 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
         else {
-            fprintf(stderr, "usage: bench_als [--k LIST] [--iterations N] [--lambda L] "
-                            "[--repeat R] [--scale F] [--seed S] [--train FILE --test FILE]\n");
+            fprintf(
+                stderr,
+                "usage: bench_als [--k LIST] [--iterations N] [--lambda L] "
+                "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]\n");
             return 2;
         }
     }
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
+    co.device_memory_limit = (size_t)(limit_gb * 1e9);
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &co) != MF_OK) {
         fprintf(stderr, "bench_als: %s\n", mf_ctx_last_error(NULL));
