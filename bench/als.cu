@@ -31,16 +31,9 @@
 #include <vector>
 
 #include "als/als_internal.h"
+#include "bench_util.h"
 #include "mfact/mfact.h"
 
-#define CUDA_CHECK(call)                                                                           \
-    do {                                                                                           \
-        cudaError_t e_ = (call);                                                                   \
-        if (e_ != cudaSuccess) {                                                                   \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 #define SOLVER_CHECK(call)                                                                         \
     do {                                                                                           \
         cusolverStatus_t s_ = (call);                                                              \
@@ -49,23 +42,9 @@
             exit(1);                                                                               \
         }                                                                                          \
     } while (0)
-#define MF_CHECK(ctx, call)                                                                        \
-    do {                                                                                           \
-        if ((call) != MF_OK) {                                                                     \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, mf_ctx_last_error(ctx)); \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 // ---- the synthetic ratings ---------------------------------------------------------------
 
-static uint64_t mix(uint64_t z)
-{
-    z += 0x9e3779b97f4a7c15ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 static double unit(uint64_t h)
 {
     return (double)(h >> 11) * 0x1.0p-53;

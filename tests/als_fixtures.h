@@ -29,4 +29,12 @@ double ax_rel_diff_f(int64_t n, const float *got, const float *ref);
 /* MovieLens 100K split 80/20 by a seeded coin per rating; 0 when the data set is absent. */
 int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test);
 
+/* lambda = 0 with a user holding one rating at rank 3: mf_als_run on ctx must report
+ * MF_ERR_NUMERIC naming user 1 and leave U and V as they were. */
+void ax_check_breakdown(mf_ctx *ctx);
+
+/* MovieLens 100K, k = 10, lambda = 0.1, 10 iterations: the test RMSE must be <= 0.93.
+ * Prints the RMSEs with `label`, or that the data set is absent. */
+void ax_check_movielens(mf_ctx *ctx, const char *label);
+
 #endif

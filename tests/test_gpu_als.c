@@ -164,48 +164,20 @@ END_TEST
 START_TEST(breakdown_is_numeric)
 {
     mf_ctx *ctx = tu_cuda_ctx(0);
-    int32_t r[] = {0, 0, 0, 1, 2, 2, 2}, c[] = {0, 1, 2, 1, 0, 1, 2};
-    float v[] = {1, 2, 3, 4, 5, 1, 2};
-    mf_sparse *R = NULL;
-    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, 3, 3, 7, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
-    mf_als_opts o;
-    mf_als_opts_init(&o);
-    o.rank = 3, o.lambda = 0.0f, o.iterations = 2;
-    float U[9], V[9];
-    for (int p = 0; p < 9; p++)
-        U[p] = V[p] = 42.0f;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
-    tu_assert_error_has(ctx, "user 1");
-    for (int p = 0; p < 9; p++)
-        ck_assert(U[p] == 42.0f && V[p] == 42.0f);
-    mf_sparse_destroy(R);
+    ax_check_breakdown(ctx);
     mf_ctx_destroy(ctx);
 }
 END_TEST
 
 START_TEST(movielens_quality)
 {
-    mf_ctx *ctx = tu_cuda_ctx(0);
-    mf_sparse *train, *test;
-    if (quick() || !ax_movielens(ctx, &train, &test)) {
-        printf("movielens_quality (gpu): skipped\n");
-        mf_ctx_destroy(ctx);
+    /* Skipped under the sanitizers, whose slowdown it does not need. */
+    if (quick()) {
+        printf("movielens_quality (gpu): skipped under the sanitizer\n");
         return;
     }
-    int32_t users, items;
-    mf_sparse_shape(train, &users, &items, NULL);
-    mf_als_opts o;
-    mf_als_opts_init(&o);
-    o.rank = 10, o.lambda = 0.1f, o.iterations = 10, o.test = test;
-    float *U = malloc((size_t)users * 10 * 4), *V = malloc((size_t)items * 10 * 4);
-    mf_als_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_als_run(ctx, train, &o, U, V, &rep), MF_OK);
-    printf("movielens_quality (gpu): train RMSE %.4f, test RMSE %.4f\n", rep.train_rmse,
-           rep.test_rmse);
-    ck_assert_msg(rep.test_rmse <= 0.93, "test RMSE %.4f above 0.93", rep.test_rmse);
-    free(U), free(V);
-    mf_sparse_destroy(train);
-    mf_sparse_destroy(test);
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    ax_check_movielens(ctx, "gpu");
     mf_ctx_destroy(ctx);
 }
 END_TEST

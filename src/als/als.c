@@ -155,7 +155,6 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
         MF_TRY(mf_opts_out_size(ctx, "mf_als_report", report, sizeof *report, &report_bytes));
 
     run_state s = {ctx, NULL, &o, (mf_sparse *)ratings, {0}, mf_seconds()}; /* caches only */
-    s.rep.struct_size = sizeof s.rep;
     s.rep.test_rmse = NAN;
     size_t saved_peak = ctx->dmem.peak;
     ctx->dmem.peak = ctx->dmem.current;
@@ -186,9 +185,9 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
         return st;
     s.rep.seconds = mf_seconds() - s.start;
     s.rep.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
-    if (report)
+    if (report) { /* as mf_ctx_device_info: struct_size says how much was written */
+        s.rep.struct_size = report_bytes;
         memcpy(report, &s.rep, report_bytes);
-    if (report)
-        memcpy(report, &report_bytes, sizeof report_bytes); /* keep the caller's size */
+    }
     return st;
 }

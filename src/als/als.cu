@@ -28,7 +28,6 @@ struct side_plan {
     const int64_t *ptr; /* device CSR/CSC offsets */
     const int32_t *idx;
     const float *val; /* NULL: a pattern's ones */
-    int64_t segments; /* over all rows */
     mf_dbuf seg_begin, seg_len, row_seg;
     int64_t *host_row_seg; /* rows + 1, for batching */
     int32_t longest;       /* most segments of one row */
@@ -46,14 +45,51 @@ struct cuda_engine {
     cudaEvent_t ev[3];
 };
 
+/* The padded order of a rank-k system (room for the augmented row) and its tile count. */
+int padded_order(int k)
+{
+    return (k + 1 + 7) / 8 * 8;
+}
+int tile_count(int kp)
+{
+    return (kp / 8) * (kp / 8 + 1) / 2;
+}
+
+/* The solver's shared memory: the system, the panel's L and LD, the diagonal, the pivot
+ * rows (als_solve_kernel). */
+size_t solver_smem_bytes(int kp, int tiles)
+{
+    return (size_t)tiles * ALS_TILE_FLOATS * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
+}
+
+/* The solver variant for kp: 128 threads up to ALS_SOLVE_SMALL, else one per padded row. */
+cudaError_t solver_allow_smem(int kp, size_t smem)
+{
+    return kp <= ALS_SOLVE_SMALL
+               ? cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
+               : cudaFuncSetAttribute(als_solve_kernel<288, 1>,
+                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+
+cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
+                          cudaStream_t stream)
+{
+    if (a.kp <= ALS_SOLVE_SMALL)
+        als_solve_kernel<ALS_SOLVE_SMALL, 4><<<systems, ALS_SOLVE_SMALL, smem, stream>>>(a);
+    else
+        als_solve_kernel<288, 1><<<systems, (a.kp + 31) / 32 * 32, smem, stream>>>(a);
+    return cudaGetLastError();
+}
+
 size_t system_bytes(const cuda_engine *e)
 {
-    return (size_t)e->tiles * ALS_TILE_FLOATS * 4;
+    return (size_t)e->tiles * ALS_TILE_FLOATS * sizeof(float);
 }
 
 size_t solver_smem(const cuda_engine *e)
 {
-    return system_bytes(e) + ((size_t)17 * e->kp + 16) * sizeof(float);
+    return solver_smem_bytes(e->kp, e->tiles);
 }
 
 mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *host_ptr)
@@ -74,7 +110,6 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
             s->longest = (int32_t)c;
     }
     s->host_row_seg[rows] = segs;
-    s->segments = segs;
     int64_t *begin = (int64_t *)malloc((size_t)(segs > 0 ? segs : 1) * sizeof(int64_t));
     int32_t *len = (int32_t *)malloc((size_t)(segs > 0 ? segs : 1) * sizeof(int32_t));
     mf_status st = MF_OK;
@@ -125,8 +160,7 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
 {
     if (nseg == 0)
         return cudaSuccess;
-    als_gram_args g = {NULL,
-                       (const int64_t *)s->seg_begin.ptr,
+    als_gram_args g = {(const int64_t *)s->seg_begin.ptr,
                        (const int32_t *)s->seg_len.ptr,
                        s0,
                        s->idx,
@@ -151,14 +185,7 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
     als_solve_args a = {
         s->ptr, (const int64_t *)s->row_seg.ptr,    r0, s0, slots, e->k, e->kp, e->tiles, e->lambda,
         X,      (unsigned long long *)e->failed.ptr};
-    cudaStream_t stream = e->ctx->cuda->stream;
-    if (e->kp <= ALS_SOLVE_SMALL)
-        als_solve_kernel<ALS_SOLVE_SMALL, 4>
-            <<<(unsigned)(r1 - r0), ALS_SOLVE_SMALL, solver_smem(e), stream>>>(a);
-    else
-        als_solve_kernel<288, 1>
-            <<<(unsigned)(r1 - r0), (e->kp + 31) / 32 * 32, solver_smem(e), stream>>>(a);
-    return cudaGetLastError();
+    return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->cuda->stream);
 }
 
 mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
@@ -180,7 +207,8 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
                        "mf_als_run: the device-memory limit leaves room for %zu partial systems "
                        "of %zu bytes, but one row needs %d",
                        max_slots, system_bytes(e), s->longest);
-    size_t want = (size_t)s->segments < max_slots ? (size_t)s->segments : max_slots;
+    const size_t segments = (size_t)s->host_row_seg[s->rows];
+    size_t want = segments < max_slots ? segments : max_slots;
     mf_dbuf slots = {NULL, 0};
     MF_TRY(
         mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e), "ALS partial systems"));
@@ -291,14 +319,7 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     cudaStream_t stream = ctx->cuda->stream;
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
-    if (e->kp <= ALS_SOLVE_SMALL)
-        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)solver_smem(e)));
-    else
-        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(als_solve_kernel<288, 1>,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)solver_smem(e)));
+    MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
@@ -344,8 +365,8 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     e->ctx = ctx;
     e->R = s->R;
     e->k = s->k;
-    e->kp = (s->k + 1 + 7) / 8 * 8;
-    e->tiles = (e->kp / 8) * (e->kp / 8 + 1) / 2;
+    e->kp = padded_order(s->k);
+    e->tiles = tile_count(e->kp);
     e->lambda = s->lambda;
     mf_status st = setup(e, s);
     if (st != MF_OK) {
@@ -368,7 +389,7 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                                   float *x)
 {
     mf_device_guard guard(ctx->cuda->device);
-    const int kp = (k + 1 + 7) / 8 * 8, tiles = (kp / 8) * (kp / 8 + 1) / 2;
+    const int kp = padded_order(k), tiles = tile_count(kp);
     const size_t sys = (size_t)tiles * ALS_TILE_FLOATS;
     float *packed = (float *)calloc(sys * count, sizeof(float));
     int64_t *ptr = (int64_t *)malloc(((size_t)count + 1) * sizeof(int64_t));
@@ -419,21 +440,12 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                             0.0f,
                             (float *)d_x.ptr,
                             (unsigned long long *)d_failed.ptr};
-        size_t smem = sys * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
+        size_t smem = solver_smem_bytes(kp, tiles);
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
-        if (err == cudaSuccess && kp <= ALS_SOLVE_SMALL) {
-            err = cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            if (err == cudaSuccess)
-                als_solve_kernel<ALS_SOLVE_SMALL, 4><<<count, ALS_SOLVE_SMALL, smem, stream>>>(a);
-        } else if (err == cudaSuccess) {
-            err = cudaFuncSetAttribute(als_solve_kernel<288, 1>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-            if (err == cudaSuccess)
-                als_solve_kernel<288, 1><<<count, (kp + 31) / 32 * 32, smem, stream>>>(a);
-        }
         if (err == cudaSuccess)
-            err = cudaGetLastError();
+            err = solver_allow_smem(kp, smem);
+        if (err == cudaSuccess)
+            err = solver_launch(a, (unsigned)count, smem, stream);
         if (err == cudaSuccess)
             err = cudaMemcpyAsync(xp, d_x.ptr, (size_t)count * kp * sizeof(float),
                                   cudaMemcpyDeviceToHost, stream);

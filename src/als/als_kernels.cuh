@@ -53,9 +53,42 @@ __device__ __forceinline__ float *als_at(float *A, int i, int m)
     return A + als_chunk(t, i & 7, (m >> 2) & 1) + (m & 3);
 }
 
+/* v[0..8) from 8 consecutive floats at p (16-byte aligned). */
+__device__ __forceinline__ void als_load8(const float *p, float v[8])
+{
+    float4 a = *reinterpret_cast<const float4 *>(p), b = *reinterpret_cast<const float4 *>(p + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+/* Row r of packed tile `tile`, to and from registers. */
+__device__ __forceinline__ void als_row_load(const float *A, int tile, int r, float v[8])
+{
+    float4 a = *reinterpret_cast<const float4 *>(A + als_chunk(tile, r, 0));
+    float4 b = *reinterpret_cast<const float4 *>(A + als_chunk(tile, r, 1));
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w;
+    v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+}
+
+__device__ __forceinline__ void als_row_store(float *A, int tile, int r, const float v[8])
+{
+    *reinterpret_cast<float4 *>(A + als_chunk(tile, r, 0)) = make_float4(v[0], v[1], v[2], v[3]);
+    *reinterpret_cast<float4 *>(A + als_chunk(tile, r, 1)) = make_float4(v[4], v[5], v[6], v[7]);
+}
+
+/* acc += sign * x y^T (sign is +1 or -1, so the product is exact). */
+__device__ __forceinline__ void als_outer(float acc[8][8], const float x[8], const float y[8],
+                                          float sign)
+{
+#pragma unroll
+    for (int i = 0; i < 8; i++)
+#pragma unroll
+        for (int j = 0; j < 8; j++)
+            acc[i][j] = fmaf(sign * x[i], y[j], acc[i][j]);
+}
+
 /* Work of one half-step batch: segments [s0, s0 + gridDim) of at most SEG ratings each. */
 struct als_gram_args {
-    const int32_t *seg_row; /* row of each segment (unused here, for the record) */
     const int64_t *seg_begin;
     const int32_t *seg_len;
     int64_t s0;
@@ -110,17 +143,10 @@ __global__ void als_gram_kernel(als_gram_args a)
             continue;
         for (int r = 0; r < n; r++) {
             const float *row = rows + r * a.kp;
-            float4 x0 = *reinterpret_cast<const float4 *>(row + 8 * I);
-            float4 x1 = *reinterpret_cast<const float4 *>(row + 8 * I + 4);
-            float4 y0 = *reinterpret_cast<const float4 *>(row + 8 * M);
-            float4 y1 = *reinterpret_cast<const float4 *>(row + 8 * M + 4);
-            float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-            float y[8] = {y0.x, y0.y, y0.z, y0.w, y1.x, y1.y, y1.z, y1.w};
-#pragma unroll
-            for (int i = 0; i < 8; i++)
-#pragma unroll
-                for (int j = 0; j < 8; j++)
-                    acc[i][j] = fmaf(x[i], y[j], acc[i][j]);
+            float x[8], y[8];
+            als_load8(row + 8 * I, x);
+            als_load8(row + 8 * M, y);
+            als_outer(acc, x, y, 1.0f);
         }
     }
     if (tile >= a.tiles)
@@ -128,10 +154,7 @@ __global__ void als_gram_kernel(als_gram_args a)
     float *out = a.slots + (int64_t)blockIdx.x * a.tiles * ALS_TILE_FLOATS;
 #pragma unroll
     for (int r = 0; r < 8; r++)
-#pragma unroll
-        for (int h = 0; h < 2; h++)
-            *reinterpret_cast<float4 *>(out + als_chunk(tile, r, h)) =
-                make_float4(acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
+        als_row_store(out, tile, r, acc[r]);
 }
 
 struct als_solve_args {
@@ -201,12 +224,8 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
         const bool mine = i >= base && i < a.kp;
         float v[8], w[8];
         const int my_tile = als_tile_index(i >> 3, J);
-        if (mine) {
-            float4 lo = *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 0));
-            float4 hi = *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 1));
-            v[0] = lo.x, v[1] = lo.y, v[2] = lo.z, v[3] = lo.w;
-            v[4] = hi.x, v[5] = hi.y, v[6] = hi.z, v[7] = hi.w;
-        }
+        if (mine)
+            als_row_load(A, my_tile, i & 7, v);
 #pragma unroll
         for (int t = 0; t < 8; t++)
             w[t] = 0.0f;
@@ -237,10 +256,7 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
             }
         }
         if (mine) {
-            *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 0)) =
-                make_float4(v[0], v[1], v[2], v[3]);
-            *reinterpret_cast<float4 *>(A + als_chunk(my_tile, i & 7, 1)) =
-                make_float4(v[4], v[5], v[6], v[7]);
+            als_row_store(A, my_tile, i & 7, v);
             if (i >= base + 8) {
 #pragma unroll
                 for (int t = 0; t < 8; t++) {
@@ -261,32 +277,17 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
             float acc[8][8];
 #pragma unroll
             for (int r = 0; r < 8; r++)
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    float4 q = *reinterpret_cast<float4 *>(A + als_chunk(tile, r, h));
-                    acc[r][4 * h] = q.x, acc[r][4 * h + 1] = q.y;
-                    acc[r][4 * h + 2] = q.z, acc[r][4 * h + 3] = q.w;
-                }
+                als_row_load(A, tile, r, acc[r]);
 #pragma unroll 2
             for (int u = 0; u < 8; u++) {
-                float4 l0 = *reinterpret_cast<float4 *>(LpT + u * a.kp + 8 * I);
-                float4 l1 = *reinterpret_cast<float4 *>(LpT + u * a.kp + 8 * I + 4);
-                float4 w0 = *reinterpret_cast<float4 *>(WpT + u * a.kp + 8 * M);
-                float4 w1 = *reinterpret_cast<float4 *>(WpT + u * a.kp + 8 * M + 4);
-                float l[8] = {l0.x, l0.y, l0.z, l0.w, l1.x, l1.y, l1.z, l1.w};
-                float ww[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-#pragma unroll
-                for (int r = 0; r < 8; r++)
-#pragma unroll
-                    for (int c = 0; c < 8; c++)
-                        acc[r][c] = fmaf(-l[r], ww[c], acc[r][c]);
+                float l[8], ld[8];
+                als_load8(LpT + u * a.kp + 8 * I, l);
+                als_load8(WpT + u * a.kp + 8 * M, ld);
+                als_outer(acc, l, ld, -1.0f);
             }
 #pragma unroll
             for (int r = 0; r < 8; r++)
-#pragma unroll
-                for (int h = 0; h < 2; h++)
-                    *reinterpret_cast<float4 *>(A + als_chunk(tile, r, h)) = make_float4(
-                        acc[r][4 * h], acc[r][4 * h + 1], acc[r][4 * h + 2], acc[r][4 * h + 3]);
+                als_row_store(A, tile, r, acc[r]);
         }
         __syncthreads();
     }
