@@ -66,5 +66,6 @@ int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
 int cmd_als(int argc, char **argv);
+int cmd_bmf(int argc, char **argv);
 
 #endif

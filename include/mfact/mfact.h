@@ -439,6 +439,125 @@ MF_API void mf_als_opts_init(mf_als_opts *opts);
 MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts,
                             float *U, float *V, mf_als_report *report);
 
+/* ------------------------------------------------------------------------------------- */
+/* Boolean matrix factorization                                                          */
+/* ------------------------------------------------------------------------------------- */
+
+/* Bit order of the factors. A (rows x k) and B (k x cols) are kept by lines of
+ * w = (k + 63) / 64 uint64_t words: row i of A is A_bits[i * w .. i * w + w), column j of B
+ * is B_bits[j * w .. j * w + w), and factor l of a line is bit l % 64 (least significant
+ * first) of its word l / 64. Bits at l >= k are zero. */
+
+typedef enum mf_bmf_init {
+    /* Data-driven: factor l of B starts as a row of C drawn at random (a pattern that
+     * occurs in the data), and A starts at zero, so the first sweep assigns rows to the
+     * patterns that cover them. Each instance draws its own rows. */
+    MF_BMF_INIT_SAMPLE = 0,
+    /* Every bit of A and B is 1 with the density-matched probability
+     * p = sqrt(1 - (1 - d)^(1/k)), d the density of C: the reconstruction then has
+     * density d on average. */
+    MF_BMF_INIT_RANDOM = 1,
+    /* The caller's A_bits and B_bits, for every instance. */
+    MF_BMF_INIT_GIVEN = 2
+} mf_bmf_init;
+
+typedef enum mf_bmf_flip {
+    /* Each line (row of A, column of B) evaluates the exact change of the weighted error
+     * for flipping each of its k bits and flips the best one when it lowers the error
+     * (ties go to a random bit). */
+    MF_BMF_FLIP_SINGLE = 0,
+    /* Each bit of a line flips with probability flip_probability; the flips of a line are
+     * one move, accepted when its exact change lowers the error. */
+    MF_BMF_FLIP_PER_BIT = 1
+} mf_bmf_flip;
+
+/* What a Boolean factorization reports after each sweep, about the best instance so far.
+ * Valid only during the callback. */
+typedef struct mf_bmf_progress {
+    int sweep;             /* 1 after the first completed sweep (rows of A, then columns of B) */
+    double seconds;        /* since the run started, setup included                     */
+    int64_t error;         /* fp + fn of the best factorization found so far            */
+    double relative_error; /* error / (rows * cols)                                      */
+    double precision, recall, f1;
+    double weight; /* the false-negative weight this sweep used                          */
+} mf_bmf_progress;
+
+/* Return nonzero to stop: the run then returns MF_ERR_CANCELLED with the best factors so
+ * far written out and the report filled. */
+typedef int (*mf_bmf_progress_fn)(void *user, const mf_bmf_progress *progress);
+
+typedef struct mf_bmf_opts {
+    size_t struct_size; /* sizeof(mf_bmf_opts), set by mf_bmf_opts_init                  */
+    int rank;           /* k, 1..1024; default 20                                          */
+    uint64_t seed;      /* of every random choice; default 0                               */
+    int instances;      /* independent searches run together, best kept; 1..1024; 16       */
+    int max_sweeps;     /* >= 1; default 1000                                              */
+    /* Stop after this many sweeps without a better error, counted once the weight has
+     * reached its floor (while it decays, the error it weighs is another one); 0 = never.
+     * Default 30. */
+    int patience;
+    double target_error; /* stop at a relative error <= this; default 0 (only an exact fit) */
+    double time_limit;   /* seconds, 0 = none; checked between sweeps                     */
+    /* The error minimized is weight * fn + fp, with weight = max(floor, w0 * decay^s) in
+     * sweep s (0-based): a high early weight keeps the search from collapsing to the
+     * all-zero factorization of sparse data. 0 picks the cuTeBool defaults:
+     * w0 = max(3, min(ones / min(rows, cols), 50)), decay 0.98, floor 1 (for inputs with
+     * rows * cols >= 2^32 and density below 0.1 %: max(3, min(1000 * density, 10))).
+     * The weight is used in steps of 1/256. */
+    float weight, weight_decay, weight_floor;
+    mf_bmf_flip flip;       /* default MF_BMF_FLIP_SINGLE                                     */
+    float flip_probability; /* MF_BMF_FLIP_PER_BIT: in (0, 1]; 0 means 1 / k                 */
+    /* Metropolis acceptance: a move that raises the weighted error by d is taken with
+     * probability exp(-d / T), T = temperature * temperature_decay^s. 0 = off (default):
+     * only moves that lower the error are taken. */
+    float temperature, temperature_decay; /* decay default 0.95                          */
+    mf_bmf_init init;                     /* default MF_BMF_INIT_SAMPLE                          */
+    mf_memory where;                      /* where A_bits and B_bits live; default host          */
+    mf_bmf_progress_fn progress;          /* optional, called after every sweep                  */
+    void *progress_user;
+} mf_bmf_opts;
+
+/* The best factorization of a run: counts against C, filled on success and on
+ * cancellation. */
+typedef struct mf_bmf_report {
+    size_t struct_size;    /* set by the caller: sizeof(mf_bmf_report)                     */
+    int64_t tp, fp, fn;    /* true positives, false positives, false negatives              */
+    int64_t error;         /* fp + fn                                                      */
+    double relative_error; /* error / (rows * cols)                                        */
+    double precision;      /* tp / (tp + fp), 1 when A∘B is all zero                       */
+    double recall;         /* tp / (tp + fn), 1 when C is all zero                         */
+    double f1;
+    int sweeps;               /* completed                                                 */
+    int best_instance;        /* which instance found the factors returned                */
+    double seconds;           /* the whole call                                           */
+    size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU         */
+} mf_bmf_report;
+
+MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
+
+/* Boolean matrix factorization: find A (rows x k) and B (k x cols) over ({0,1}, OR, AND)
+ * minimizing the Hamming distance fp + fn between the pattern C and A∘B. C is an
+ * mf_sparse whose stored entries are its ones (values, if any, are ignored). The search
+ * alternates a sweep over the rows of A with one over the columns of B: within a sweep
+ * every line moves at once, since it is independent of the others given the other factor,
+ * and each move's change of the weighted error is exact, so the error is kept
+ * incrementally. `instances` searches from different seeds run together; the factors
+ * returned are the best any instance found at the end of a sweep. Runs are deterministic:
+ * the same seed and options give the same factors on the CPU and on the GPU.
+ *
+ * C is held in bits twice (by rows and by columns): rows * cols / 4 bytes, plus
+ * (rows + cols) * k / 2 bytes per instance. On an 80 GB device that fits C up to about
+ * 2.5e11 entries (500,000 x 500,000); a request beyond the context's limit is
+ * MF_ERR_OUT_OF_MEMORY.
+ *
+ * A_bits and B_bits are (rows + cols) * ((k + 63) / 64) words in opts->where memory (see
+ * the bit order above): read with MF_BMF_INIT_GIVEN, written with the result.
+ * Errors (buffers untouched): NULL arguments, rank outside 1..1024, an empty C (no rows
+ * or columns), an option out of range: MF_ERR_INVALID_ARGUMENT; given factors with bits
+ * set past k: MF_ERR_INVALID_DATA. `report` may be NULL. */
+MF_API mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
+                            uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "als/als_internal.h"
+#include "bmf/bmf_internal.h"
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
@@ -141,6 +142,12 @@ mf_sddmm_config mf_sddmm_variant_config(int i)
 {
     (void)i;
     return (mf_sddmm_config){0, 0, 0, 0};
+}
+
+mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
+{
+    (void)out;
+    return absent(s->ctx);
 }
 
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)

@@ -1,0 +1,254 @@
+/* mfact bmf: Boolean matrix factorization (mf_bmf_run) of a 0/1 matrix file, the report
+ * printed, and the factors optionally written as text (one line per row of A or column of
+ * B, k characters '0'/'1') or as the packed words (--packed). */
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct bmf_args {
+    cli_common common;
+    const char *file, *out_a, *out_b;
+    long long rank, instances, max_sweeps, patience;
+    double time_limit, weight, weight_decay, temperature;
+    mf_bmf_init init;
+    bool packed, verbose;
+} bmf_args;
+
+static void bmf_help(void)
+{
+    printf("usage: mfact bmf FILE [--rank K] [--instances N] [--max-sweeps N] [--time-limit S]\n"
+           "                [--patience N] [--weight W] [--weight-decay D] [--temperature T]\n"
+           "                [--init sample|random] [--output-a FILE] [--output-b FILE]\n"
+           "                [--packed] [--verbose] [options]\n\n"
+           "Factorizes the Boolean matrix of FILE (a .in file, MatrixMarket pattern, or pairs\n"
+           "'row col'; every listed entry is a 1) as A o B of rank K (1..1024, default 20),\n"
+           "running N instances from different seeds (default 16) and keeping the best.\n"
+           "Stops after --max-sweeps (1000), --patience sweeps without improvement at the\n"
+           "final weight (30), or --time-limit seconds. --weight sets the starting weight of\n"
+           "false negatives (default from the data) and --weight-decay its decay per sweep\n"
+           "(0.98), --temperature turns on Metropolis moves.\n"
+           "--output-a/--output-b write the factors, as text or with --packed as the 64-bit\n"
+           "words of mfact's bit order. --verbose prints every sweep on stderr.\n\n%s",
+           cli_common_help());
+}
+
+static int parse_count(const char *opt, const char *val, long long lo, long long hi, long long *out)
+{
+    if (!cli_parse_ll(val, out) || *out < lo || *out > hi) {
+        cli_error("bmf", "%s takes an integer from %lld to %lld", opt, lo, hi);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_real(const char *opt, const char *val, double *out)
+{
+    if (!cli_parse_double(val, out) || !(*out >= 0) || !isfinite(*out)) {
+        cli_error("bmf", "%s takes a finite number >= 0", opt);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_option(bmf_args *a, const char *opt, const char *val)
+{
+    if (!strcmp(opt, "--rank"))
+        return parse_count(opt, val, 1, 1024, &a->rank);
+    if (!strcmp(opt, "--instances"))
+        return parse_count(opt, val, 1, 1024, &a->instances);
+    if (!strcmp(opt, "--max-sweeps"))
+        return parse_count(opt, val, 1, 100000000, &a->max_sweeps);
+    if (!strcmp(opt, "--patience"))
+        return parse_count(opt, val, 0, 100000000, &a->patience);
+    if (!strcmp(opt, "--time-limit"))
+        return parse_real(opt, val, &a->time_limit);
+    if (!strcmp(opt, "--weight"))
+        return parse_real(opt, val, &a->weight);
+    if (!strcmp(opt, "--weight-decay"))
+        return parse_real(opt, val, &a->weight_decay);
+    if (!strcmp(opt, "--temperature"))
+        return parse_real(opt, val, &a->temperature);
+    if (!strcmp(opt, "--init")) {
+        if (!strcmp(val, "sample"))
+            a->init = MF_BMF_INIT_SAMPLE;
+        else if (!strcmp(val, "random"))
+            a->init = MF_BMF_INIT_RANDOM;
+        else {
+            cli_error("bmf", "--init takes 'sample' or 'random'");
+            return -1;
+        }
+        return 0;
+    }
+    if (!strcmp(opt, "--output-a")) {
+        a->out_a = val;
+        return 0;
+    }
+    if (!strcmp(opt, "--output-b")) {
+        a->out_b = val;
+        return 0;
+    }
+    return 1;
+}
+
+static int parse(int argc, char **argv, bmf_args *a)
+{
+    memset(a, 0, sizeof *a);
+    cli_common_init(&a->common);
+    a->rank = 20, a->instances = 16, a->max_sweeps = 1000, a->patience = 30;
+    a->init = MF_BMF_INIT_SAMPLE;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_parse("bmf", argc, argv, &i, &a->common);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        const char *opt = argv[i];
+        if (!strcmp(opt, "--packed")) {
+            a->packed = true;
+            continue;
+        }
+        if (!strcmp(opt, "--verbose")) {
+            a->verbose = true;
+            continue;
+        }
+        if (opt[0] == '-' && i + 1 < argc) {
+            r = parse_option(a, opt, argv[i + 1]);
+            if (r < 0)
+                return -1;
+            if (r == 0) {
+                i++;
+                continue;
+            }
+        }
+        if (opt[0] == '-') {
+            cli_error("bmf", "unknown option '%s' (or it lacks its value)", opt);
+            return -1;
+        }
+        if (a->file) {
+            cli_error("bmf", "one FILE at most");
+            return -1;
+        }
+        a->file = opt;
+    }
+    if (!a->common.help && !a->file) {
+        cli_error("bmf", "a matrix FILE is required");
+        return -1;
+    }
+    return 0;
+}
+
+static int on_sweep(void *user, const mf_bmf_progress *p)
+{
+    (void)user;
+    fprintf(stderr, "sweep %d: error %" PRId64 " (relative %.4e), F1 %.4f, weight %.3f (%.2f s)\n",
+            p->sweep, p->error, p->relative_error, p->f1, p->weight, p->seconds);
+    return 0;
+}
+
+static int write_factor(const char *path, const uint64_t *X, int32_t lines, int k, bool packed)
+{
+    FILE *f = fopen(path, packed ? "wb" : "w");
+    if (!f) {
+        cli_error("bmf", "cannot write %s", path);
+        return -1;
+    }
+    int kw = (k + 63) / 64;
+    if (packed)
+        fwrite(X, sizeof *X, (size_t)lines * kw, f);
+    else
+        for (int32_t i = 0; i < lines; i++) {
+            const uint64_t *x = X + (size_t)i * kw;
+            for (int l = 0; l < k; l++)
+                fputc(x[l / 64] >> (l % 64) & 1 ? '1' : '0', f);
+            fputc('\n', f);
+        }
+    if (fclose(f) != 0) {
+        cli_error("bmf", "cannot write %s", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
+{
+    int32_t rows, cols;
+    int64_t ones;
+    mf_sparse_shape(C, &rows, &cols, &ones);
+    int kw = (int)(a->rank + 63) / 64;
+    uint64_t *A = calloc((size_t)rows * kw, sizeof *A), *B = calloc((size_t)cols * kw, sizeof *B);
+    int rc = CLI_FAILED;
+    if (!A || !B) {
+        cli_error("bmf", "out of host memory for the factors");
+        goto done;
+    }
+    mf_bmf_opts o;
+    mf_bmf_opts_init(&o);
+    o.rank = (int)a->rank, o.instances = (int)a->instances, o.max_sweeps = (int)a->max_sweeps;
+    o.patience = (int)a->patience, o.time_limit = a->time_limit, o.seed = a->common.seed;
+    o.weight = (float)a->weight, o.weight_decay = (float)a->weight_decay,
+    o.temperature = (float)a->temperature, o.init = a->init;
+    if (a->verbose)
+        o.progress = on_sweep;
+    mf_bmf_report rep = {.struct_size = sizeof rep};
+    if (mf_bmf_run(ctx, C, &o, A, B, &rep) != MF_OK) {
+        cli_error("bmf", "%s", mf_ctx_last_error(ctx));
+        goto done;
+    }
+    if ((a->out_a && write_factor(a->out_a, A, rows, (int)a->rank, a->packed) != 0) ||
+        (a->out_b && write_factor(a->out_b, B, cols, (int)a->rank, a->packed) != 0))
+        goto done;
+    cli_out out;
+    cli_out_begin(&out, a->common.json);
+    cli_out_str(&out, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    cli_out_int(&out, "rows", rows);
+    cli_out_int(&out, "cols", cols);
+    cli_out_int(&out, "ones", ones);
+    cli_out_int(&out, "rank", a->rank);
+    cli_out_int(&out, "error", rep.error);
+    cli_out_num(&out, "relative error", rep.relative_error);
+    cli_out_int(&out, "false positives", rep.fp);
+    cli_out_int(&out, "false negatives", rep.fn);
+    cli_out_num(&out, "precision", rep.precision);
+    cli_out_num(&out, "recall", rep.recall);
+    cli_out_num(&out, "F1", rep.f1);
+    cli_out_int(&out, "sweeps", rep.sweeps);
+    cli_out_int(&out, "best instance", rep.best_instance);
+    cli_out_num(&out, "seconds", rep.seconds);
+    cli_out_end(&out);
+    rc = CLI_OK;
+done:
+    free(A);
+    free(B);
+    return rc;
+}
+
+int cmd_bmf(int argc, char **argv)
+{
+    bmf_args a;
+    if (parse(argc, argv, &a) < 0)
+        return CLI_USAGE;
+    if (a.common.help) {
+        bmf_help();
+        return CLI_OK;
+    }
+    mf_ctx *ctx = cli_make_ctx("bmf", &a.common);
+    if (!ctx)
+        return CLI_FAILED;
+    mf_read_opts ro;
+    mf_read_opts_init(&ro);
+    ro.pattern = 1;
+    ro.flags = MF_SPARSE_SUM_DUPLICATES;
+    mf_sparse *C = NULL;
+    int rc = CLI_FAILED;
+    if (mf_sparse_read(ctx, &C, a.file, &ro) != MF_OK)
+        cli_error("bmf", "%s", mf_ctx_last_error(ctx));
+    else
+        rc = run(ctx, &a, C);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,77 @@
+/* Boolean matrix factorization inside the library: the driver (bmf.c) owns the options, the
+ * schedule and the stopping rules; an engine (bmf_cpu.c, bmf.cu) owns C in bits and every
+ * instance's factors, and runs sweeps. The rules both engines follow are in bmf_rules.h. */
+#ifndef MF_BMF_INTERNAL_H
+#define MF_BMF_INTERNAL_H
+#include <stdint.h>
+
+#include "core/sparse.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The two half-sweeps: lines are the rows of A, or the columns of B. */
+typedef enum mf_bmf_side { MF_BMF_ROWS = 0, MF_BMF_COLS = 1 } mf_bmf_side;
+
+/* What an engine starts from: checked options and, per init, what it needs. */
+typedef struct mf_bmf_setup {
+    mf_ctx *ctx;
+    mf_sparse *C;
+    int k, instances;
+    uint64_t seed;
+    mf_bmf_flip flip;
+    uint32_t flip_p24; /* MF_BMF_FLIP_PER_BIT: probability in 2^-24 steps */
+    mf_bmf_init init;
+    uint32_t init_p24; /* MF_BMF_INIT_RANDOM */
+    /* MF_BMF_INIT_SAMPLE: factor l of instance q starts as B's row holding the columns
+     * sample_cols[sample_ptr[q k + l] .. sample_ptr[q k + l + 1]), A at zero. NULL when
+     * C has no ones (then every factor starts at zero). */
+    const int64_t *sample_ptr;
+    const int32_t *sample_cols;
+    const uint64_t *A0, *B0; /* MF_BMF_INIT_GIVEN: host copies */
+} mf_bmf_setup;
+
+/* The schedule of one sweep. */
+typedef struct mf_bmf_sweep {
+    int64_t wq;         /* false-negative weight times BMF_WSCALE */
+    double temperature; /* 0: no Metropolis moves */
+} mf_bmf_sweep;
+
+typedef struct mf_bmf_engine mf_bmf_engine;
+struct mf_bmf_engine {
+    int instances;
+    /* Counts (fp, fn) of every instance's initial factors: instances x 2. */
+    int64_t *initial;
+    /* Run sweeps first .. first + count - 1 on every instance (rows of A, then columns of
+     * B), writing fp and fn after each into hist (count x instances x 2). After each sweep
+     * an instance whose fp + fn is below its best so far keeps a copy of its factors. */
+    mf_status (*sweeps)(mf_bmf_engine *e, int first, int count, const mf_bmf_sweep *plan,
+                        int64_t *hist);
+    /* Count fp and fn of instance q's current factors from scratch (the debug check). */
+    mf_status (*recount)(mf_bmf_engine *e, int q, int64_t *fp, int64_t *fn);
+    /* Write instance q's best factors to the caller's A and B in `where` memory. */
+    mf_status (*finish)(mf_bmf_engine *e, int q, uint64_t *A, uint64_t *B, mf_memory where);
+    void (*destroy)(mf_bmf_engine *e);
+};
+
+mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
+/* CUDA builds: bmf.cu; without CUDA the stub in core/cuda_absent.c. */
+mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
+
+/* Test hook: with a nonzero value every later mf_bmf_run recounts each instance's error
+ * from scratch after every sweep and fails with MF_ERR_INTERNAL when the incremental
+ * count differs. Process-wide; for tests only. */
+void mf_bmf_set_debug_recount(int on);
+
+/* The words of one line of a rank-k factor. */
+static inline int mf_bmf_words(int k)
+{
+    return (k + 63) / 64;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

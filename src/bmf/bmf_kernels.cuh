@@ -1,0 +1,320 @@
+/* The kernels of the CUDA Boolean factorization engine (bmf.cu). One warp works on one line
+ * (a row of A or a column of B) of one instance; the other side's lines are read from L2.
+ * Layouts, per instance q: X (lines x kw words), Xt (k rows of lw words: factor l's bit of
+ * every line), C by lines (lines x nw words of the other side's bits). */
+#ifndef MF_BMF_KERNELS_CUH
+#define MF_BMF_KERNELS_CUH
+
+#include <stdint.h>
+
+#include "bmf/bmf_rules.h"
+
+#define BMF_WARPS 4  /* warps (lines) per block */
+#define BMF_CHUNK 32 /* words of the other side's bits per mask chunk: 2048 lines */
+
+/* One half-sweep's operands for every instance: strides step from instance to instance. */
+struct bmf_side_args {
+    int64_t L, N, nw; /* lines, other lines, words of N bits */
+    int k, kw;
+    uint64_t *X;        /* + q * x_stride */
+    const uint64_t *Y;  /* + q * y_stride: the other side's lines */
+    const uint64_t *Yt; /* + q * yt_stride: k rows of nw words */
+    const uint64_t *Cl; /* lines x nw, shared by the instances */
+    int64_t x_stride, y_stride, yt_stride;
+    unsigned long long *counts; /* per instance: fp, fn (two's complement deltas add) */
+    uint64_t seed;
+    uint32_t purpose;
+    int64_t wq;
+    double temperature;
+    uint32_t flip_p24;
+};
+
+__device__ __forceinline__ int bmf_cover(const uint64_t *x, const uint64_t *y, int kw)
+{
+    int c = 0;
+    for (int t = 0; t < kw && c < 2; t++)
+        c += __popcll(x[t] & y[t]);
+    return c;
+}
+
+__device__ __forceinline__ void bmf_add_counts(unsigned long long *counts, int q, int64_t dfp,
+                                               int64_t dfn)
+{
+    if (dfp)
+        atomicAdd(&counts[2 * q], (unsigned long long)dfp);
+    if (dfn)
+        atomicAdd(&counts[2 * q + 1], (unsigned long long)dfn);
+}
+
+/* The single-bit move (MF_BMF_FLIP_SINGLE): masks of the entries a flip would change are
+ * built 2048 other lines at a time (ballots over consecutive lines, so Y is read
+ * coalesced), and each lane counts them against its factors' rows of Yt. S is the most
+ * factors a lane owns: k <= 32 S. */
+template <int S>
+__global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_args a)
+{
+    __shared__ uint64_t xs[BMF_WARPS][16];
+    __shared__ __align__(8) uint32_t mask[BMF_WARPS][4][2 * BMF_CHUNK];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * BMF_WARPS + warp;
+    if (i >= a.L)
+        return;
+    const int k = a.k, kw = a.kw;
+    uint64_t *x = a.X + q * a.x_stride + i * kw;
+    const uint64_t *Y = a.Y + q * a.y_stride, *Yt = a.Yt + q * a.yt_stride;
+    const uint64_t *c = a.Cl + i * a.nw;
+    if (lane < kw)
+        xs[warp][lane] = x[lane];
+    __syncwarp();
+    int64_t acc_a[S], acc_b[S];
+    int bits[S];
+    for (int s = 0; s < S; s++) {
+        int l = lane + 32 * s;
+        acc_a[s] = acc_b[s] = 0;
+        bits[s] = l < k ? (int)(xs[warp][l / 64] >> (l % 64) & 1) : 0;
+    }
+    for (int64_t w0 = 0; w0 < a.nw; w0 += BMF_CHUNK) {
+        int words = a.nw - w0 < BMF_CHUNK ? (int)(a.nw - w0) : BMF_CHUNK;
+        for (int u = 0; u < 2 * words; u++) {
+            int64_t j = (w0 * 2 + u) * 32 + lane;
+            int cnt = 2, one = 0;
+            if (j < a.N) {
+                cnt = bmf_cover(xs[warp], Y + j * kw, kw);
+                one = (int)(c[j / 64] >> (j % 64) & 1);
+            }
+            uint32_t m0p = __ballot_sync(0xffffffffu, cnt == 0 && !one);
+            uint32_t m0n = __ballot_sync(0xffffffffu, cnt == 0 && one);
+            uint32_t m1p = __ballot_sync(0xffffffffu, cnt == 1 && one);
+            uint32_t m1n = __ballot_sync(0xffffffffu, cnt == 1 && !one);
+            if (lane == 0) {
+                mask[warp][0][u] = m0p;
+                mask[warp][1][u] = m0n;
+                mask[warp][2][u] = m1p;
+                mask[warp][3][u] = m1n;
+            }
+        }
+        __syncwarp();
+        const uint64_t *m64[4];
+        for (int t = 0; t < 4; t++)
+            m64[t] = reinterpret_cast<const uint64_t *>(mask[warp][t]);
+        for (int s = 0; s < S; s++) {
+            int l = lane + 32 * s;
+            if (l >= k)
+                break;
+            const uint64_t *yt = Yt + (int64_t)l * a.nw + w0;
+            const uint64_t *ma = m64[bits[s] ? 2 : 0], *mb = m64[bits[s] ? 3 : 1];
+            int64_t sa = 0, sb = 0;
+            for (int w = 0; w < words; w++) {
+                uint64_t y = yt[w];
+                sa += __popcll(y & ma[w]);
+                sb += __popcll(y & mb[w]);
+            }
+            acc_a[s] += sa;
+            acc_b[s] += sb;
+        }
+        __syncwarp();
+    }
+    /* The best bit of the line, ties to the first after a random start (bmf_better). */
+    mf_philox_block r = bmf_draw(a.seed, q, a.purpose, i, 0);
+    const int start = bmf_rank_start(r, k), metro = (int)(r.v[1] % (uint32_t)k);
+    int64_t best_d = INT64_MAX, metro_d = 0;
+    int best_l = -1, best_rot = INT32_MAX;
+    for (int s = 0; s < S; s++) {
+        int l = lane + 32 * s;
+        if (l >= k)
+            break;
+        int64_t d = bmf_delta(bits[s], acc_a[s], acc_b[s], a.wq);
+        int rot = (l - start + k) % k;
+        if (bmf_better(d, rot, best_d, best_rot))
+            best_d = d, best_rot = rot, best_l = l;
+        if (l == metro)
+            metro_d = d;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        int64_t od = __shfl_xor_sync(0xffffffffu, best_d, off);
+        int orot = __shfl_xor_sync(0xffffffffu, best_rot, off);
+        int ol = __shfl_xor_sync(0xffffffffu, best_l, off);
+        if (bmf_better(od, orot, best_d, best_rot))
+            best_d = od, best_rot = orot, best_l = ol;
+    }
+    metro_d = __shfl_sync(0xffffffffu, metro_d, metro % 32);
+    int l = -1;
+    if (best_d < 0)
+        l = best_l;
+    else if (bmf_accept(metro_d, a.temperature, r.v[2]))
+        l = metro;
+    if (l < 0 || lane != l % 32)
+        return;
+    /* The owner lane of bit l holds its counts: apply the move. */
+    int s = l / 32;
+    int64_t ca = 0, cb = 0;
+    int bit = 0;
+    for (int t = 0; t < S; t++)
+        if (t == s)
+            ca = acc_a[t], cb = acc_b[t], bit = bits[t];
+    x[l / 64] ^= (uint64_t)1 << (l % 64);
+    bmf_add_counts(a.counts, q, bit ? -cb : ca, bit ? ca : -cb);
+}
+
+/* The per-bit move (MF_BMF_FLIP_PER_BIT): the drawn bits flip together when the exact
+ * change of the whole line lowers the error (or Metropolis takes it). */
+__global__ void __launch_bounds__(BMF_WARPS * 32) bmf_per_bit_kernel(bmf_side_args a)
+{
+    __shared__ uint64_t xs[BMF_WARPS][16], ns[BMF_WARPS][16];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * BMF_WARPS + warp;
+    if (i >= a.L)
+        return;
+    const int kw = a.kw;
+    uint64_t *x = a.X + q * a.x_stride + i * kw;
+    const uint64_t *Y = a.Y + q * a.y_stride, *c = a.Cl + i * a.nw;
+    int changed = 0;
+    if (lane < kw) {
+        uint64_t flips = bmf_random_word(a.seed, q, a.purpose, i, lane, a.k, a.flip_p24);
+        xs[warp][lane] = x[lane];
+        ns[warp][lane] = x[lane] ^ flips;
+        changed = flips != 0;
+    }
+    if (!__any_sync(0xffffffffu, changed))
+        return;
+    __syncwarp();
+    int64_t fp = 0, fn = 0;
+    for (int64_t j = lane; j < a.N; j += 32) {
+        int before = bmf_cover(xs[warp], Y + j * kw, kw) > 0;
+        int after = bmf_cover(ns[warp], Y + j * kw, kw) > 0;
+        if (before == after)
+            continue;
+        if (c[j / 64] >> (j % 64) & 1)
+            fn += before ? 1 : -1;
+        else
+            fp += after ? 1 : -1;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        fp += __shfl_xor_sync(0xffffffffu, fp, off);
+        fn += __shfl_xor_sync(0xffffffffu, fn, off);
+    }
+    mf_philox_block r = bmf_draw(a.seed, q, a.purpose, i, 0);
+    int64_t d = (int64_t)BMF_WSCALE * fp + a.wq * fn;
+    if (!bmf_accept(d, a.temperature, r.v[2]))
+        return;
+    if (lane < kw)
+        x[lane] = ns[warp][lane];
+    if (lane == 0)
+        bmf_add_counts(a.counts, q, fp, fn);
+}
+
+/* Xt from X for every instance: a warp takes 32 lines and, per factor, one ballot makes
+ * the 32-bit half word of Xt's row. Xt must start zeroed past the last line. */
+__global__ void bmf_transpose_kernel(const uint64_t *X, uint32_t *Xt, int64_t L, int k, int kw,
+                                     int64_t lw, int64_t x_stride, int64_t xt_stride)
+{
+    const int lane = threadIdx.x % 32, q = blockIdx.y;
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int64_t line = group * 32 + lane;
+    if (group * 32 >= L)
+        return;
+    const uint64_t *x = X + q * x_stride + line * kw;
+    uint32_t *xt = Xt + 2 * q * xt_stride;
+    uint32_t mine = 0;
+    for (int l = 0; l < k; l++) {
+        int bit = line < L ? (int)(x[l / 64] >> (l % 64) & 1) : 0;
+        uint32_t word = __ballot_sync(0xffffffffu, bit);
+        if (lane == l % 32)
+            mine = word;
+        if (l % 32 == 31 || l == k - 1) {
+            int l0 = l / 32 * 32;
+            if (l0 + lane <= l)
+                xt[(int64_t)(l0 + lane) * 2 * lw + group] = mine;
+        }
+    }
+}
+
+/* fp and fn of every instance's factors from scratch: a warp per row of A. */
+__global__ void bmf_count_kernel(const uint64_t *A, const uint64_t *B, const uint64_t *Crow,
+                                 int64_t m, int64_t n, int64_t nw, int kw, int64_t a_stride,
+                                 int64_t b_stride, unsigned long long *counts)
+{
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
+    const int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + warp;
+    if (i >= m)
+        return;
+    const uint64_t *a = A + q * a_stride + i * kw, *b = B + q * b_stride, *c = Crow + i * nw;
+    int64_t fp = 0, fn = 0;
+    for (int64_t j = lane; j < n; j += 32) {
+        int covered = bmf_cover(a, b + j * kw, kw) > 0;
+        int one = (int)(c[j / 64] >> (j % 64) & 1);
+        fp += covered && !one;
+        fn += one && !covered;
+    }
+    for (int off = 16; off > 0; off /= 2) {
+        fp += __shfl_xor_sync(0xffffffffu, fp, off);
+        fn += __shfl_xor_sync(0xffffffffu, fn, off);
+    }
+    if (lane == 0)
+        bmf_add_counts(counts, q, fp, fn);
+}
+
+/* After a sweep: record each instance's counts and whether they beat its best. */
+__global__ void bmf_track_kernel(const unsigned long long *counts, long long *best, int *improved,
+                                 long long *hist, int instances)
+{
+    int q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= instances)
+        return;
+    long long fp = (long long)counts[2 * q], fn = (long long)counts[2 * q + 1];
+    hist[2 * q] = fp;
+    hist[2 * q + 1] = fn;
+    improved[q] = fp + fn < best[q];
+    if (improved[q])
+        best[q] = fp + fn;
+}
+
+/* Copy the factors of the instances that improved to their best copies. */
+__global__ void bmf_keep_kernel(const uint64_t *X, uint64_t *Xbest, int64_t words,
+                                const int *improved)
+{
+    const int q = blockIdx.y;
+    if (!improved[q])
+        return;
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < words;
+         p += (int64_t)gridDim.x * blockDim.x)
+        Xbest[q * words + p] = X[q * words + p];
+}
+
+/* C in bits from CSR: row i's ones into Crow (m x nw) and Ccol (n x mw). */
+__global__ void bmf_pack_kernel(const int64_t *ptr, const int32_t *col, int64_t m, uint64_t *Crow,
+                                int64_t nw, uint64_t *Ccol, int64_t mw)
+{
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (i >= m)
+        return;
+    for (int64_t p = ptr[i] + lane; p < ptr[i + 1]; p += 32) {
+        int64_t j = col[p];
+        atomicOr((unsigned long long *)&Crow[i * nw + j / 64], 1ull << (j % 64));
+        atomicOr((unsigned long long *)&Ccol[j * mw + i / 64], 1ull << (i % 64));
+    }
+}
+
+/* INIT_RANDOM: every word of every instance's lines. */
+__global__ void bmf_random_init_kernel(uint64_t *X, int64_t L, int k, int kw, int64_t stride,
+                                       uint64_t seed, uint32_t purpose, uint32_t p24)
+{
+    const int q = blockIdx.y;
+    for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < L * kw;
+         p += (int64_t)gridDim.x * blockDim.x)
+        X[q * stride + p] = bmf_random_word(seed, q, purpose, p / kw, (int)(p % kw), k, p24);
+}
+
+/* INIT_SAMPLE: factor f = q k + l holds columns cols[ptr[f] .. ptr[f + 1]). */
+__global__ void bmf_sample_init_kernel(uint64_t *B, const int64_t *ptr, const int32_t *cols, int k,
+                                       int kw, int64_t stride)
+{
+    const int64_t f = blockIdx.x;
+    const int q = (int)(f / k), l = (int)(f % k);
+    for (int64_t p = ptr[f] + threadIdx.x; p < ptr[f + 1]; p += blockDim.x)
+        atomicOr((unsigned long long *)&B[q * stride + (int64_t)cols[p] * kw + l / 64],
+                 1ull << (l % 64));
+}
+
+#endif

@@ -1,0 +1,168 @@
+#include "bmf_fixtures.h"
+
+#include <stdio.h>
+
+#include "testutil.h"
+
+static uint64_t next(uint64_t *s)
+{
+    *s += 0x9E3779B97F4A7C15ull; /* splitmix64 */
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double unit(uint64_t *s)
+{
+    return (double)(next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static mf_sparse *from_dense(mf_ctx *ctx, int32_t rows, int32_t cols, const unsigned char *d)
+{
+    int64_t nnz = 0;
+    for (int64_t p = 0; p < (int64_t)rows * cols; p++)
+        nnz += d[p];
+    int32_t *r = malloc((size_t)(nnz ? nnz : 1) * 4), *c = malloc((size_t)(nnz ? nnz : 1) * 4);
+    ck_assert(r && c);
+    int64_t t = 0;
+    for (int32_t i = 0; i < rows; i++)
+        for (int32_t j = 0; j < cols; j++)
+            if (d[(int64_t)i * cols + j])
+                r[t] = i, c[t] = j, t++;
+    mf_sparse *m = NULL;
+    ck_assert_msg(mf_sparse_from_coo(ctx, &m, rows, cols, nnz, r, c, NULL, MF_MEMORY_HOST, 0) ==
+                      MF_OK,
+                  "%s", mf_ctx_last_error(ctx));
+    free(r);
+    free(c);
+    return m;
+}
+
+mf_sparse *bx_planted(mf_ctx *ctx, int32_t rows, int32_t cols, int k, double p, double noise,
+                      uint64_t seed, uint64_t **A, uint64_t **B, mf_sparse **clean)
+{
+    int kw = (k + 63) / 64;
+    uint64_t s = seed;
+    uint64_t *a = calloc((size_t)rows * kw, 8), *b = calloc((size_t)cols * kw, 8);
+    unsigned char *d = malloc((size_t)rows * cols);
+    ck_assert(a && b && d);
+    for (int64_t i = 0; i < rows; i++)
+        for (int l = 0; l < k; l++)
+            if (unit(&s) < p)
+                a[i * kw + l / 64] |= 1ull << (l % 64);
+    for (int64_t j = 0; j < cols; j++)
+        for (int l = 0; l < k; l++)
+            if (unit(&s) < p)
+                b[j * kw + l / 64] |= 1ull << (l % 64);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) {
+            int v = 0;
+            for (int w = 0; w < kw; w++)
+                v |= (a[i * kw + w] & b[j * kw + w]) != 0;
+            d[i * cols + j] = (unsigned char)v;
+        }
+    if (clean)
+        *clean = from_dense(ctx, rows, cols, d);
+    for (int64_t t = 0; t < (int64_t)rows * cols; t++)
+        if (noise > 0 && unit(&s) < noise)
+            d[t] ^= 1;
+    mf_sparse *C = from_dense(ctx, rows, cols, d);
+    free(d);
+    if (A)
+        *A = a;
+    else
+        free(a);
+    if (B)
+        *B = b;
+    else
+        free(b);
+    return C;
+}
+
+void bx_count(const mf_sparse *C, int k, const uint64_t *A, const uint64_t *B, int64_t *fp,
+              int64_t *fn)
+{
+    int32_t rows, cols;
+    int64_t nnz;
+    ck_assert_int_eq(mf_sparse_shape(C, &rows, &cols, &nnz), MF_OK);
+    int64_t *ptr = malloc((size_t)(rows + 1) * 8);
+    int32_t *col = malloc((size_t)(nnz ? nnz : 1) * 4);
+    ck_assert(ptr && col);
+    ck_assert_int_eq(mf_sparse_get_csr(C, ptr, col, NULL, MF_MEMORY_HOST), MF_OK);
+    int kw = (k + 63) / 64;
+    *fp = *fn = 0;
+    for (int32_t i = 0; i < rows; i++) {
+        int64_t p = ptr[i];
+        for (int32_t j = 0; j < cols; j++) {
+            int one = p < ptr[i + 1] && col[p] == j;
+            p += one;
+            int v = 0;
+            for (int w = 0; w < kw; w++)
+                v |= (A[(int64_t)i * kw + w] & B[(int64_t)j * kw + w]) != 0;
+            *fp += v && !one;
+            *fn += one && !v;
+        }
+    }
+    free(ptr);
+    free(col);
+}
+
+mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                     uint64_t **B)
+{
+    int32_t rows, cols;
+    ck_assert_int_eq(mf_sparse_shape(C, &rows, &cols, NULL), MF_OK);
+    int kw = (o->rank + 63) / 64;
+    if (!*A)
+        *A = calloc((size_t)rows * kw, 8);
+    if (!*B)
+        *B = calloc((size_t)cols * kw, 8);
+    ck_assert(*A && *B);
+    mf_bmf_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_bmf_run(ctx, C, o, *A, *B, &rep);
+    ck_assert_msg(st == MF_OK, "mf_bmf_run: %s", mf_ctx_last_error(ctx));
+    int64_t fp, fn;
+    bx_count(C, o->rank, *A, *B, &fp, &fn);
+    ck_assert_msg(fp == rep.fp && fn == rep.fn, "report fp %lld fn %lld, recount %lld %lld",
+                  (long long)rep.fp, (long long)rep.fn, (long long)fp, (long long)fn);
+    ck_assert_int_eq(rep.error, fp + fn);
+    return rep;
+}
+
+mf_sparse *bx_dataset(mf_ctx *ctx, const char *name)
+{
+    char rel[256];
+    snprintf(rel, sizeof rel, "bool/%s.in", name);
+    const char *path = tu_data_path(rel);
+    if (!path)
+        return NULL;
+    mf_read_opts ro;
+    mf_read_opts_init(&ro);
+    ro.pattern = 1;
+    mf_sparse *C = NULL;
+    ck_assert_msg(mf_sparse_read(ctx, &C, path, &ro) == MF_OK, "%s", mf_ctx_last_error(ctx));
+    return C;
+}
+
+void bx_check_apatio(mf_ctx *ctx, const char *label, int instances)
+{
+    mf_sparse *C = bx_dataset(ctx, "APatio");
+    if (!C) {
+        printf("APatio (%s): data set absent, skipped\n", label);
+        return;
+    }
+    mf_bmf_opts o;
+    mf_bmf_opts_init(&o);
+    o.rank = 20;
+    o.instances = instances;
+    uint64_t *A = NULL, *B = NULL;
+    mf_bmf_report rep = bx_run(ctx, C, &o, &A, &B);
+    printf("APatio (%s): k 20, %d instances: relative error %.4e (CuBin 7.33e-3, Asso 6.50e-3), "
+           "%d sweeps, %.2f s\n",
+           label, instances, rep.relative_error, rep.sweeps, rep.seconds);
+    ck_assert_msg(rep.relative_error < 7.33e-3, "relative error %g", rep.relative_error);
+    free(A);
+    free(B);
+    mf_sparse_destroy(C);
+}

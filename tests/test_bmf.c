@@ -1,0 +1,325 @@
+/* mf_bmf_run on the CPU backend: planted exact recovery, incremental error bookkeeping
+ * against a full recount after every sweep for ranks around word boundaries, tiny shapes,
+ * all-zero and all-one matrices, warm starts, determinism over thread counts, the
+ * Metropolis rule, cancellation, every bad argument, and the APatio quality bar. */
+#include <math.h>
+
+#include "bmf/bmf_internal.h"
+#include "bmf/bmf_rules.h"
+#include "bmf_fixtures.h"
+#include "testutil.h"
+
+static mf_bmf_opts opts(int k)
+{
+    mf_bmf_opts o;
+    mf_bmf_opts_init(&o);
+    o.rank = k;
+    return o;
+}
+
+START_TEST(planted_rank3_exact)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    uint64_t *At = NULL, *Bt = NULL;
+    mf_sparse *C = bx_planted(ctx, 60, 40, 3, 0.3, 0.0, 7, &At, &Bt, NULL);
+    mf_bmf_opts o = opts(3);
+    o.seed = 1;
+    uint64_t *A = NULL, *B = NULL;
+    mf_bmf_report rep = bx_run(ctx, C, &o, &A, &B);
+    ck_assert_msg(rep.error == 0, "error %lld after %d sweeps", (long long)rep.error, rep.sweeps);
+    ck_assert(rep.f1 == 1.0 && rep.precision == 1.0 && rep.recall == 1.0);
+    ck_assert_double_eq(rep.relative_error, 0.0);
+    /* A target of 0 stops at the first exact fit, long before max_sweeps. */
+    ck_assert_int_lt(rep.sweeps, o.max_sweeps);
+    free(A), free(B), free(At), free(Bt);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Every sweep of every instance is recounted from scratch and compared (the debug hook). */
+static void check_bookkeeping(mf_ctx *ctx, int32_t rows, int32_t cols, int k, mf_bmf_flip flip,
+                              float temperature, mf_bmf_init init)
+{
+    mf_sparse *C =
+        bx_planted(ctx, rows, cols, k < 8 ? k : 8, 0.15, 0.05, 100 + k, NULL, NULL, NULL);
+    mf_bmf_opts o = opts(k);
+    o.instances = 3;
+    o.max_sweeps = 12;
+    o.flip = flip;
+    o.temperature = temperature;
+    o.init = init;
+    o.seed = 5;
+    uint64_t *A = NULL, *B = NULL;
+    mf_bmf_set_debug_recount(1);
+    bx_run(ctx, C, &o, &A, &B);
+    mf_bmf_set_debug_recount(0);
+    int kw = (k + 63) / 64;
+    uint64_t tail = k % 64 ? ~((1ull << (k % 64)) - 1) : 0;
+    for (int32_t i = 0; i < rows; i++)
+        ck_assert_msg((A[(int64_t)i * kw + kw - 1] & tail) == 0, "A row %d has bits past k", i);
+    for (int32_t j = 0; j < cols; j++)
+        ck_assert_msg((B[(int64_t)j * kw + kw - 1] & tail) == 0, "B col %d has bits past k", j);
+    free(A), free(B);
+    mf_sparse_destroy(C);
+}
+
+START_TEST(bookkeeping_matches_recount)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    const int ks[] = {1, 63, 64, 65, 128, 129};
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+        check_bookkeeping(ctx, 70, 90, ks[t], MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_SAMPLE);
+        check_bookkeeping(ctx, 70, 90, ks[t], MF_BMF_FLIP_PER_BIT, 0.5f, MF_BMF_INIT_RANDOM);
+    }
+    check_bookkeeping(ctx, 40, 50, 1000, MF_BMF_FLIP_SINGLE, 2.0f, MF_BMF_INIT_RANDOM);
+    /* Shapes below one word of lines. */
+    check_bookkeeping(ctx, 5, 70, 7, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_SAMPLE);
+    check_bookkeeping(ctx, 70, 5, 7, MF_BMF_FLIP_SINGLE, 1.0f, MF_BMF_INIT_RANDOM);
+    check_bookkeeping(ctx, 1, 1, 2, MF_BMF_FLIP_PER_BIT, 0.0f, MF_BMF_INIT_SAMPLE);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+static mf_sparse *constant(mf_ctx *ctx, int32_t rows, int32_t cols, int one)
+{
+    int64_t nnz = one ? (int64_t)rows * cols : 0;
+    int32_t *r = malloc((size_t)(nnz + 1) * 4), *c = malloc((size_t)(nnz + 1) * 4);
+    for (int64_t p = 0; p < nnz; p++)
+        r[p] = (int32_t)(p / cols), c[p] = (int32_t)(p % cols);
+    mf_sparse *m = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, rows, cols, nnz, r, c, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    free(r), free(c);
+    return m;
+}
+
+START_TEST(all_zero_and_all_one)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    for (int init = 0; init < 2; init++) {
+        mf_sparse *Z = constant(ctx, 33, 17, 0), *O = constant(ctx, 33, 17, 1);
+        mf_bmf_opts o = opts(4);
+        o.init = init ? MF_BMF_INIT_RANDOM : MF_BMF_INIT_SAMPLE;
+        uint64_t *A = NULL, *B = NULL;
+        mf_bmf_report rep = bx_run(ctx, Z, &o, &A, &B);
+        ck_assert_int_eq(rep.error, 0);
+        ck_assert(rep.recall == 1.0 && rep.precision == 1.0);
+        free(A), free(B), A = B = NULL;
+        rep = bx_run(ctx, O, &o, &A, &B);
+        ck_assert_msg(rep.error == 0, "all-one: error %lld", (long long)rep.error);
+        free(A), free(B);
+        mf_sparse_destroy(Z);
+        mf_sparse_destroy(O);
+    }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(warm_start_and_determinism)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    uint64_t *At = NULL, *Bt = NULL;
+    mf_sparse *C = bx_planted(ctx, 80, 70, 10, 0.2, 0.0, 11, &At, &Bt, NULL);
+    /* Given the planted factors, the run stops at once with error 0 and returns them. */
+    mf_bmf_opts o = opts(10);
+    o.init = MF_BMF_INIT_GIVEN;
+    uint64_t *A = malloc(80 * 8), *B = malloc(70 * 8);
+    memcpy(A, At, 80 * 8), memcpy(B, Bt, 70 * 8);
+    mf_bmf_report rep = bx_run(ctx, C, &o, &A, &B);
+    ck_assert_int_eq(rep.error, 0);
+    ck_assert_int_eq(rep.sweeps, 0);
+    ck_assert(memcmp(A, At, 80 * 8) == 0 && memcmp(B, Bt, 70 * 8) == 0);
+    /* The same seed gives the same factors with one thread and with several. */
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CPU;
+    co.cpu_threads = 1;
+    mf_ctx *one = NULL;
+    ck_assert_int_eq(mf_ctx_create(&one, &co), MF_OK);
+    mf_sparse *C1 = bx_planted(one, 80, 70, 10, 0.2, 0.05, 11, NULL, NULL, NULL);
+    mf_sparse *C2 = bx_planted(ctx, 80, 70, 10, 0.2, 0.05, 11, NULL, NULL, NULL);
+    o = opts(10);
+    o.max_sweeps = 40;
+    o.temperature = 0.5f;
+    uint64_t *A1 = NULL, *B1 = NULL, *A2 = NULL, *B2 = NULL;
+    mf_bmf_report r1 = bx_run(one, C1, &o, &A1, &B1), r2 = bx_run(ctx, C2, &o, &A2, &B2);
+    ck_assert_int_eq(r1.error, r2.error);
+    ck_assert_int_eq(r1.best_instance, r2.best_instance);
+    ck_assert(memcmp(A1, A2, 80 * 8) == 0 && memcmp(B1, B2, 70 * 8) == 0);
+    free(A), free(B), free(At), free(Bt), free(A1), free(B1), free(A2), free(B2);
+    mf_sparse_destroy(C);
+    mf_sparse_destroy(C1);
+    mf_sparse_destroy(C2);
+    mf_ctx_destroy(one);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* CuBin's Metropolis step took every worsening move; this one takes a move of weighted
+ * cost d with probability exp(-d / T), and never at T = 0. */
+START_TEST(metropolis_rule)
+{
+    const int n = 200000;
+    for (int t = 0; t < 3; t++) {
+        double T = t == 0 ? 1.0 : t == 1 ? 0.5 : 4.0;
+        int64_t d = 2 * BMF_WSCALE; /* a move that costs 2 */
+        int taken = 0;
+        for (int s = 0; s < n; s++) {
+            mf_philox_block r = bmf_draw(99, t, 3, s, 0);
+            taken += bmf_accept(d, T, r.v[2]);
+        }
+        double want = exp(-2.0 / T), got = (double)taken / n;
+        ck_assert_msg(fabs(got - want) < 5.0 * sqrt(want * (1 - want) / n) + 1e-4,
+                      "T %g: took %g of moves costing 2, expected %g", T, got, want);
+    }
+    for (int s = 0; s < 1000; s++) {
+        mf_philox_block r = bmf_draw(99, 0, 4, s, 0);
+        ck_assert(!bmf_accept(1, 0.0, r.v[2]));               /* T = 0: no worsening move */
+        ck_assert(bmf_accept(-1, 0.0, r.v[2]));               /* an improving one always */
+        ck_assert(!bmf_accept(40 * BMF_WSCALE, 1.0, r.v[2])); /* e^-40: never in 1000 */
+    }
+}
+END_TEST
+
+static int stop_at_three(void *user, const mf_bmf_progress *p)
+{
+    int *calls = user;
+    ++*calls;
+    ck_assert_int_eq(p->sweep, *calls);
+    ck_assert(p->error >= 0 && p->relative_error >= 0 && p->weight >= 1.0);
+    return p->sweep == 3;
+}
+
+START_TEST(cancellation)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *C = bx_planted(ctx, 50, 60, 6, 0.2, 0.1, 3, NULL, NULL, NULL);
+    mf_bmf_opts o = opts(6);
+    int calls = 0;
+    o.progress = stop_at_three;
+    o.progress_user = &calls;
+    uint64_t *A = calloc(50, 8), *B = calloc(60, 8);
+    mf_bmf_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, &rep), MF_ERR_CANCELLED);
+    tu_assert_error_has(ctx, "after sweep 3");
+    ck_assert_int_eq(calls, 3);
+    ck_assert_int_eq(rep.sweeps, 3);
+    int64_t fp, fn;
+    bx_count(C, 6, A, B, &fp, &fn);
+    ck_assert(fp == rep.fp && fn == rep.fn);
+    free(A), free(B);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+static void expect_bad(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t *A,
+                       uint64_t *B, mf_status want, const char *needle)
+{
+    uint64_t a0 = A ? A[0] : 0, b0 = B ? B[0] : 0;
+    mf_bmf_report rep = {.struct_size = sizeof rep, .error = -7};
+    ck_assert_int_eq(mf_bmf_run(ctx, C, o, A, B, &rep), want);
+    tu_assert_error_has(ctx, needle);
+    ck_assert_int_eq(rep.error, -7);
+    if (A)
+        ck_assert(A[0] == a0);
+    if (B)
+        ck_assert(B[0] == b0);
+}
+
+START_TEST(bad_arguments)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *C = bx_planted(ctx, 10, 12, 2, 0.3, 0.0, 1, NULL, NULL, NULL);
+    uint64_t A[10 * 16], B[12 * 16];
+    for (int i = 0; i < 10 * 16; i++)
+        A[i] = 0x5555;
+    for (int i = 0; i < 12 * 16; i++)
+        B[i] = 0xaaaa;
+    mf_bmf_opts o = opts(2);
+    ck_assert_int_eq(mf_bmf_run(NULL, C, &o, A, B, NULL), MF_ERR_INVALID_ARGUMENT);
+    expect_bad(ctx, NULL, &o, A, B, MF_ERR_INVALID_ARGUMENT, "C is NULL");
+    expect_bad(ctx, C, &o, NULL, B, MF_ERR_INVALID_ARGUMENT, "A_bits or B_bits is NULL");
+    expect_bad(ctx, C, &o, A, NULL, MF_ERR_INVALID_ARGUMENT, "A_bits or B_bits is NULL");
+    const struct {
+        int field;
+        double value;
+        const char *needle;
+    } cases[] = {
+        {0, 0, "rank = 0"},          {0, -3, "rank = -3"},      {0, 1025, "rank = 1025"},
+        {1, 0, "instances = 0"},     {2, 0, "max_sweeps = 0"},  {3, -1, "patience"},
+        {4, -0.5, "target_error"},   {5, -1, "time_limit"},     {6, -2, "weight ="},
+        {7, 1.5, "weight_decay"},    {8, -1, "weight_floor"},   {9, 7, "flip = 7"},
+        {10, 2, "flip_probability"}, {11, -1, "temperature ="}, {12, 2, "temperature_decay"},
+        {13, 9, "init = 9"},         {14, 5, "where = 5"},
+    };
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        mf_bmf_opts b = opts(2);
+        double v = cases[t].value;
+        switch (cases[t].field) {
+        case 0: b.rank = (int)v; break;
+        case 1: b.instances = (int)v; break;
+        case 2: b.max_sweeps = (int)v; break;
+        case 3: b.patience = (int)v; break;
+        case 4: b.target_error = v; break;
+        case 5: b.time_limit = v; break;
+        case 6: b.weight = (float)v; break;
+        case 7: b.weight_decay = (float)v; break;
+        case 8: b.weight_floor = (float)v; break;
+        case 9: b.flip = (mf_bmf_flip)v; break;
+        case 10: b.flip_probability = (float)v; break;
+        case 11: b.temperature = (float)v; break;
+        case 12: b.temperature_decay = (float)v; break;
+        case 13: b.init = (mf_bmf_init)v; break;
+        default: b.where = (mf_memory)v; break;
+        }
+        expect_bad(ctx, C, &b, A, B, MF_ERR_INVALID_ARGUMENT, cases[t].needle);
+    }
+    /* Device memory on a CPU context. */
+    mf_bmf_opts d = opts(2);
+    d.where = MF_MEMORY_DEVICE;
+    expect_bad(ctx, C, &d, A, B, MF_ERR_INVALID_ARGUMENT, "A_bits");
+    /* Given factors with a bit past the rank. */
+    mf_bmf_opts g = opts(2);
+    g.init = MF_BMF_INIT_GIVEN;
+    memset(A, 0, sizeof A), memset(B, 0, sizeof B);
+    B[7] = 4;
+    expect_bad(ctx, C, &g, A, B, MF_ERR_INVALID_DATA, "column 7");
+    /* An unset struct_size. */
+    mf_bmf_opts z;
+    memset(&z, 0, sizeof z);
+    expect_bad(ctx, C, &z, A, B, MF_ERR_INVALID_ARGUMENT, "struct_size");
+    /* A report whose struct_size is unset is refused too. */
+    mf_bmf_report rep;
+    memset(&rep, 0, sizeof rep);
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, &rep), MF_ERR_INVALID_ARGUMENT);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(apatio_quality)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    bx_check_apatio(ctx, "cpu", 2);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("bmf");
+    TCase *tc = tu_tcase("cpu");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, planted_rank3_exact);
+    tcase_add_test(tc, bookkeeping_matches_recount);
+    tcase_add_test(tc, all_zero_and_all_one);
+    tcase_add_test(tc, warm_start_and_determinism);
+    tcase_add_test(tc, metropolis_rule);
+    tcase_add_test(tc, cancellation);
+    tcase_add_test(tc, bad_arguments);
+    tcase_add_test(tc, apatio_quality);
+    suite_add_tcase(s, tc);
+    return tu_run(s, true);
+}
