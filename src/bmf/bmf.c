@@ -256,18 +256,13 @@ static mf_status check_recount(run_state *s, int sweep, const int64_t *counts)
 }
 
 /* How many sweeps to queue before looking at the counts: one when someone watches each
- * sweep, else enough to keep the device busy for about 50 ms between host checks. */
-static int next_group(const run_state *s, double last_seconds, int last_count, int left)
+ * sweep, else 1, 2, 4, ... up to MF_BMF_GROUP_MAX. Sweeps queued past a stop still run and count,
+ * so the schedule must not depend on timing: then a seed always gives the same factors. */
+static int next_group(const run_state *s, int last_count, int left)
 {
     if (s->o->progress || debug_recount || last_count == 0)
         return 1;
-    int g = last_count;
-    if (last_seconds < 0.025)
-        g *= 2;
-    else if (last_seconds > 0.1 && g > 1)
-        g /= 2;
-    if (g > 64)
-        g = 64;
+    int g = 2 * last_count < MF_BMF_GROUP_MAX ? 2 * last_count : MF_BMF_GROUP_MAX;
     return g < left ? g : left;
 }
 
@@ -275,24 +270,21 @@ static mf_status search(run_state *s)
 {
     const mf_bmf_opts *o = s->o;
     int n = s->e->instances;
-    int64_t *hist = malloc((size_t)64 * n * 2 * sizeof *hist);
-    mf_bmf_sweep *plan = malloc((size_t)64 * sizeof *plan);
-    int *floor_flags = malloc((size_t)64 * sizeof *floor_flags);
+    int64_t *hist = malloc((size_t)MF_BMF_GROUP_MAX * n * 2 * sizeof *hist);
+    mf_bmf_sweep *plan = malloc((size_t)MF_BMF_GROUP_MAX * sizeof *plan);
+    int *floor_flags = malloc((size_t)MF_BMF_GROUP_MAX * sizeof *floor_flags);
     mf_status st = MF_OK;
     if (!hist || !plan || !floor_flags)
         st = mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
     int stale = 0, stop = 0, group = 0;
-    double group_seconds = 0.0;
     while (st == MF_OK && !stop && s->sweeps < o->max_sweeps) {
-        group = next_group(s, group_seconds, group, o->max_sweeps - s->sweeps);
+        group = next_group(s, group, o->max_sweeps - s->sweeps);
         for (int g = 0; g < group; g++) {
             double w = sweep_weight(&s->sch, s->sweeps + g, &floor_flags[g]);
             plan[g].wq = llround(w * BMF_WSCALE);
             plan[g].temperature = s->sch.t0 * pow(s->sch.tdecay, s->sweeps + g);
         }
-        double t0 = mf_seconds();
         st = s->e->sweeps(s->e, s->sweeps, group, plan, hist);
-        group_seconds = mf_seconds() - t0;
         if (st != MF_OK)
             break;
         if (debug_recount)
@@ -308,7 +300,7 @@ static mf_status search(run_state *s)
                 stop = 1;
             if ((double)(s->best_fp + s->best_fn) / s->cells <= o->target_error)
                 stop = 1;
-            if (o->progress && !stop) {
+            if (o->progress) {
                 mf_bmf_report r;
                 fill_counts(s, &r);
                 mf_bmf_progress p = {sweep + 1,   mf_seconds() - s->start,

@@ -26,8 +26,6 @@ struct cuda_engine {
     int64_t initial[2 * 1024];
 };
 
-const int kHistMax = 64; /* sweeps per group at most (bmf.c) */
-
 mf_status alloc_all(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
@@ -43,7 +41,7 @@ mf_status alloc_all(cuda_engine *e)
     MF_TRY(mf_dmem_alloc(ctx, &e->counts, I * 2 * 8, "error counts"));
     MF_TRY(mf_dmem_alloc(ctx, &e->best, I * 8, "best errors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->improved, I * sizeof(int), "improvement flags"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->hist, (size_t)kHistMax * I * 2 * 8, "error history"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->hist, (size_t)MF_BMF_GROUP_MAX * I * 2 * 8, "error history"));
     return MF_OK;
 }
 
@@ -92,11 +90,9 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
     a.k = e->k;
     a.kw = e->kw;
     a.X = (uint64_t *)(rows ? e->A.ptr : e->B.ptr);
-    a.Y = (const uint64_t *)(rows ? e->B.ptr : e->A.ptr);
     a.Yt = (const uint64_t *)(rows ? e->Bt.ptr : e->At.ptr);
     a.Cl = (const uint64_t *)(rows ? e->Crow.ptr : e->Ccol.ptr);
     a.x_stride = a.L * e->kw;
-    a.y_stride = a.N * e->kw;
     a.yt_stride = (int64_t)e->k * a.nw;
     a.counts = (unsigned long long *)e->counts.ptr;
     a.seed = e->s.seed;
@@ -151,7 +147,7 @@ mf_status cuda_sweeps(mf_bmf_engine *base, int first, int count_, const mf_bmf_s
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(ctx->cuda->device);
-    if (count_ > kHistMax)
+    if (count_ > MF_BMF_GROUP_MAX)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_bmf_run: %d sweeps queued at once", count_);
     for (int g = 0; g < count_; g++) {
         MF_TRY(half_sweep(e, MF_BMF_ROWS, first + g, &plan[g]));

@@ -29,20 +29,20 @@ typedef struct cpu_engine {
     int64_t initial[];
 } cpu_engine;
 
-/* One half-sweep's view: lines X being updated against the other side Y. */
+/* One half-sweep's view: lines X being updated against the other side, read transposed. */
 typedef struct view {
     int64_t L, N, nw, lw; /* lines, other lines, words of N bits, words of L bits */
     uint64_t *X, *Xt;
-    const uint64_t *Y, *Yt, *Cl;
+    const uint64_t *Yt, *Cl;
 } view;
 
 static view make_view(const cpu_engine *e, instance *in, mf_bmf_side side)
 {
     view v;
     if (side == MF_BMF_ROWS)
-        v = (view){e->m, e->n, e->nw, e->mw, in->A, in->At, in->B, in->Bt, e->Crow};
+        v = (view){e->m, e->n, e->nw, e->mw, in->A, in->At, in->Bt, e->Crow};
     else
-        v = (view){e->n, e->m, e->mw, e->nw, in->B, in->Bt, in->A, in->At, e->Ccol};
+        v = (view){e->n, e->m, e->mw, e->nw, in->B, in->Bt, in->At, e->Ccol};
     return v;
 }
 
@@ -51,13 +51,22 @@ static int popc(uint64_t x)
     return __builtin_popcountll(x);
 }
 
-/* How many factors line x shares with other line j, stopping at 2. */
-static int cover(const uint64_t *x, const uint64_t *y, int kw)
+/* Which of the 64 other lines of word w line x covers at least once (*ones) and at least
+ * twice (*twos): bit-sliced counting over the rows of Yt of x's factors, so the cost is
+ * the number of x's set bits, not k. Bits past the other side's end stay 0. */
+static void cover_word(const uint64_t *x, int kw, const uint64_t *Yt, int64_t nw, int64_t w,
+                       uint64_t *ones, uint64_t *twos)
 {
-    int c = 0;
-    for (int t = 0; t < kw && c < 2; t++)
-        c += popc(x[t] & y[t]);
-    return c;
+    uint64_t o = 0, t2 = 0;
+    for (int t = 0; t < kw; t++)
+        for (uint64_t b = x[t]; b; b &= b - 1) {
+            int l = t * 64 + __builtin_ctzll(b);
+            uint64_t y = Yt[(int64_t)l * nw + w];
+            t2 |= o & y;
+            o |= y;
+        }
+    *ones = o;
+    *twos = t2;
 }
 
 /* The four masks of a line over the other side (see bmf_delta): entries covered by no
@@ -67,20 +76,13 @@ static void line_masks(const view *v, int kw, int64_t i, uint64_t *m0p, uint64_t
 {
     const uint64_t *x = v->X + i * kw, *c = v->Cl + i * v->nw;
     for (int64_t w = 0; w < v->nw; w++) {
-        uint64_t a = 0, b = 0, p = 0, q = 0;
-        for (int t = 0; t < 64 && w * 64 + t < v->N; t++) {
-            int64_t j = w * 64 + t;
-            int cnt = cover(x, v->Y + j * kw, kw);
-            uint64_t bit = (uint64_t)1 << t, one = c[w] & bit;
-            if (cnt == 0)
-                *(one ? &b : &a) |= bit;
-            else if (cnt == 1)
-                *(one ? &p : &q) |= bit;
-        }
-        m0p[w] = a;
-        m0n[w] = b;
-        m1p[w] = p;
-        m1n[w] = q;
+        uint64_t ones, twos;
+        cover_word(x, kw, v->Yt, v->nw, w, &ones, &twos);
+        uint64_t once = ones & ~twos;
+        m0p[w] = ~ones & ~c[w];
+        m0n[w] = ~ones & c[w];
+        m1p[w] = once & c[w];
+        m1n[w] = once & ~c[w];
     }
 }
 
@@ -152,16 +154,13 @@ static int per_bit_move(const view *v, int k, int kw, int64_t i, const mf_bmf_sw
     if (!any)
         return 0;
     int64_t fp = 0, fn = 0;
-    for (int64_t j = 0; j < v->N; j++) {
-        int before = cover(x, v->Y + j * kw, kw) > 0;
-        int after = cover(next, v->Y + j * kw, kw) > 0;
-        if (before == after)
-            continue;
-        int one = (int)(c[j / 64] >> (j % 64) & 1);
-        if (one)
-            fn += before ? 1 : -1;
-        else
-            fp += after ? 1 : -1;
+    for (int64_t w = 0; w < v->nw; w++) {
+        uint64_t before, after, twos;
+        cover_word(x, kw, v->Yt, v->nw, w, &before, &twos);
+        cover_word(next, kw, v->Yt, v->nw, w, &after, &twos);
+        uint64_t lost = before & ~after, gained = after & ~before;
+        fn += popc(lost & c[w]) - popc(gained & c[w]);
+        fp += popc(gained & ~c[w]) - popc(lost & ~c[w]);
     }
     int64_t d = (int64_t)BMF_WSCALE * fp + sw->wq * fn;
     if (!bmf_accept(d, sw->temperature, r.v[2]))
@@ -255,6 +254,15 @@ static mf_status cpu_sweeps(mf_bmf_engine *base, int first, int count, const mf_
     return MF_OK;
 }
 
+/* Whether lines a and b share a factor. */
+static int share(const uint64_t *a, const uint64_t *b, int kw)
+{
+    for (int t = 0; t < kw; t++)
+        if (a[t] & b[t])
+            return 1;
+    return 0;
+}
+
 static void count_errors(const cpu_engine *e, const uint64_t *A, const uint64_t *B, int64_t *fp,
                          int64_t *fn)
 {
@@ -262,7 +270,7 @@ static void count_errors(const cpu_engine *e, const uint64_t *A, const uint64_t 
 #pragma omp parallel for num_threads(mf_ctx_threads(e->ctx)) reduction(+ : p, n)
     for (int32_t i = 0; i < e->m; i++)
         for (int32_t j = 0; j < e->n; j++) {
-            int covered = cover(A + (int64_t)i * e->kw, B + (int64_t)j * e->kw, e->kw) > 0;
+            int covered = share(A + (int64_t)i * e->kw, B + (int64_t)j * e->kw, e->kw);
             int one = (int)(e->Crow[(int64_t)i * e->nw + j / 64] >> (j % 64) & 1);
             p += covered && !one;
             n += one && !covered;

@@ -65,6 +65,9 @@ mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
  * count differs. Process-wide; for tests only. */
 void mf_bmf_set_debug_recount(int on);
 
+/* Sweeps an engine is asked to run at once, at most (the driver's group size). */
+#define MF_BMF_GROUP_MAX 16
+
 /* The words of one line of a rank-k factor. */
 static inline int mf_bmf_words(int k)
 {

@@ -1,7 +1,9 @@
 /* The kernels of the CUDA Boolean factorization engine (bmf.cu). One warp works on one line
  * (a row of A or a column of B) of one instance; the other side's lines are read from L2.
  * Layouts, per instance q: X (lines x kw words), Xt (k rows of lw words: factor l's bit of
- * every line), C by lines (lines x nw words of the other side's bits). */
+ * every line), C by lines (lines x nw words of the other side's bits). A sweep reads the
+ * other side only transposed (Yt): which of its lines a line covers is the OR of the Yt
+ * rows of the line's factors. */
 #ifndef MF_BMF_KERNELS_CUH
 #define MF_BMF_KERNELS_CUH
 
@@ -17,10 +19,9 @@ struct bmf_side_args {
     int64_t L, N, nw; /* lines, other lines, words of N bits */
     int k, kw;
     uint64_t *X;        /* + q * x_stride */
-    const uint64_t *Y;  /* + q * y_stride: the other side's lines */
     const uint64_t *Yt; /* + q * yt_stride: k rows of nw words */
     const uint64_t *Cl; /* lines x nw, shared by the instances */
-    int64_t x_stride, y_stride, yt_stride;
+    int64_t x_stride, yt_stride;
     unsigned long long *counts; /* per instance: fp, fn (two's complement deltas add) */
     uint64_t seed;
     uint32_t purpose;
@@ -46,22 +47,41 @@ __device__ __forceinline__ void bmf_add_counts(unsigned long long *counts, int q
         atomicAdd(&counts[2 * q + 1], (unsigned long long)dfn);
 }
 
-/* The single-bit move (MF_BMF_FLIP_SINGLE): masks of the entries a flip would change are
- * built 2048 other lines at a time (ballots over consecutive lines, so Y is read
- * coalesced), and each lane counts them against its factors' rows of Yt. S is the most
- * factors a lane owns: k <= 32 S. */
+/* Which of the 64 other lines of word w the line x covers at least once (ones) and at
+ * least twice (twos): bit-sliced counting over the rows of Yt of x's factors, so the cost
+ * is the number of x's set bits, not k. Bits past the other side's end stay 0. */
+__device__ __forceinline__ void bmf_cover_word(const uint64_t *x, int kw, const uint64_t *Yt,
+                                               int64_t nw, int64_t w, uint64_t *ones,
+                                               uint64_t *twos)
+{
+    uint64_t o = 0, t2 = 0;
+    for (int t = 0; t < kw; t++)
+        for (uint64_t b = x[t]; b; b &= b - 1) {
+            int l = t * 64 + __ffsll((long long)b) - 1;
+            uint64_t y = Yt[(int64_t)l * nw + w];
+            t2 |= o & y;
+            o |= y;
+        }
+    *ones = o;
+    *twos = t2;
+}
+
+/* The single-bit move (MF_BMF_FLIP_SINGLE): the masks of the entries a flip would change
+ * are built a chunk of 2048 other lines at a time, a word per lane (bmf_cover_word), and
+ * each lane counts them against its factors' rows of Yt. S is the most factors a lane
+ * owns: k <= 32 S. */
 template <int S>
 __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_args a)
 {
     __shared__ uint64_t xs[BMF_WARPS][16];
-    __shared__ __align__(8) uint32_t mask[BMF_WARPS][4][2 * BMF_CHUNK];
+    __shared__ uint64_t mask[BMF_WARPS][4][BMF_CHUNK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * BMF_WARPS + warp;
     if (i >= a.L)
         return;
     const int k = a.k, kw = a.kw;
     uint64_t *x = a.X + q * a.x_stride + i * kw;
-    const uint64_t *Y = a.Y + q * a.y_stride, *Yt = a.Yt + q * a.yt_stride;
+    const uint64_t *Yt = a.Yt + q * a.yt_stride;
     const uint64_t *c = a.Cl + i * a.nw;
     if (lane < kw)
         xs[warp][lane] = x[lane];
@@ -75,28 +95,17 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
     }
     for (int64_t w0 = 0; w0 < a.nw; w0 += BMF_CHUNK) {
         int words = a.nw - w0 < BMF_CHUNK ? (int)(a.nw - w0) : BMF_CHUNK;
-        for (int u = 0; u < 2 * words; u++) {
-            int64_t j = (w0 * 2 + u) * 32 + lane;
-            int cnt = 2, one = 0;
-            if (j < a.N) {
-                cnt = bmf_cover(xs[warp], Y + j * kw, kw);
-                one = (int)(c[j / 64] >> (j % 64) & 1);
-            }
-            uint32_t m0p = __ballot_sync(0xffffffffu, cnt == 0 && !one);
-            uint32_t m0n = __ballot_sync(0xffffffffu, cnt == 0 && one);
-            uint32_t m1p = __ballot_sync(0xffffffffu, cnt == 1 && one);
-            uint32_t m1n = __ballot_sync(0xffffffffu, cnt == 1 && !one);
-            if (lane == 0) {
-                mask[warp][0][u] = m0p;
-                mask[warp][1][u] = m0n;
-                mask[warp][2][u] = m1p;
-                mask[warp][3][u] = m1n;
-            }
+        if (lane < words) {
+            uint64_t ones, twos;
+            bmf_cover_word(xs[warp], kw, Yt, a.nw, w0 + lane, &ones, &twos);
+            uint64_t cw = c[w0 + lane], once = ones & ~twos;
+            mask[warp][0][lane] = ~ones & ~cw;
+            mask[warp][1][lane] = ~ones & cw;
+            mask[warp][2][lane] = once & cw;
+            mask[warp][3][lane] = once & ~cw;
         }
         __syncwarp();
-        const uint64_t *m64[4];
-        for (int t = 0; t < 4; t++)
-            m64[t] = reinterpret_cast<const uint64_t *>(mask[warp][t]);
+        const uint64_t *m64[4] = {mask[warp][0], mask[warp][1], mask[warp][2], mask[warp][3]};
         for (int s = 0; s < S; s++) {
             int l = lane + 32 * s;
             if (l >= k)
@@ -167,7 +176,7 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_per_bit_kernel(bmf_side_ar
         return;
     const int kw = a.kw;
     uint64_t *x = a.X + q * a.x_stride + i * kw;
-    const uint64_t *Y = a.Y + q * a.y_stride, *c = a.Cl + i * a.nw;
+    const uint64_t *Yt = a.Yt + q * a.yt_stride, *c = a.Cl + i * a.nw;
     int changed = 0;
     if (lane < kw) {
         uint64_t flips = bmf_random_word(a.seed, q, a.purpose, i, lane, a.k, a.flip_p24);
@@ -179,15 +188,13 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_per_bit_kernel(bmf_side_ar
         return;
     __syncwarp();
     int64_t fp = 0, fn = 0;
-    for (int64_t j = lane; j < a.N; j += 32) {
-        int before = bmf_cover(xs[warp], Y + j * kw, kw) > 0;
-        int after = bmf_cover(ns[warp], Y + j * kw, kw) > 0;
-        if (before == after)
-            continue;
-        if (c[j / 64] >> (j % 64) & 1)
-            fn += before ? 1 : -1;
-        else
-            fp += after ? 1 : -1;
+    for (int64_t w = lane; w < a.nw; w += 32) {
+        uint64_t before, after, twos;
+        bmf_cover_word(xs[warp], kw, Yt, a.nw, w, &before, &twos);
+        bmf_cover_word(ns[warp], kw, Yt, a.nw, w, &after, &twos);
+        uint64_t cw = c[w], lost = before & ~after, gained = after & ~before;
+        fn += __popcll(lost & cw) - __popcll(gained & cw);
+        fp += __popcll(gained & ~cw) - __popcll(lost & ~cw);
     }
     for (int off = 16; off > 0; off /= 2) {
         fp += __shfl_xor_sync(0xffffffffu, fp, off);

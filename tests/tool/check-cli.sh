@@ -70,5 +70,29 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ra
 "$mfact" als "$ratings" --test "$tmp" --test-fraction 0.1 2>/dev/null; [ $? -eq 2 ] || fail "als --test with --test-fraction"
 "$mfact" als 2>/dev/null; [ $? -eq 2 ] || fail "als without FILE"
 "$mfact" als --help | grep -q -- "--test-fraction" || fail "als --help"
+# bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
+bin=$(mktemp --suffix=.in)
+fa=$(mktemp) fb=$(mktemp) pa=$(mktemp)
+trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa"' EXIT
+{ echo "6 6 18"; for i in 0 1 2; do for j in 0 1 2; do echo "$i $j"; done; done
+  for i in 3 4 5; do for j in 3 4 5; do echo "$i $j"; done; done; } >"$bin"
+out=$("$mfact" bmf --backend cpu "$bin" --rank 2 --output-a "$fa" --output-b "$fb" --verbose \
+      2>/tmp/mfact-cli-err.$$) || fail "bmf exited $?"
+echo "$out" | grep -q "^error 0$" || fail "bmf error: $out"
+echo "$out" | grep -q "^F1 1$" || fail "bmf F1: $out"
+grep -q "^sweep 1: error" /tmp/mfact-cli-err.$$ || fail "bmf progress: $(cat /tmp/mfact-cli-err.$$)"
+[ "$(wc -l <"$fa")" -eq 6 ] && [ "$(head -1 "$fa")" != "" ] && [ "$(head -c 2 "$fb")" != "" ] ||
+  fail "bmf factor files"
+[ "$(head -1 "$fa" | tr -d '\n' | wc -c)" -eq 2 ] || fail "bmf text factor width"
+"$mfact" bmf --backend cpu "$bin" --rank 70 --output-a "$pa" --packed >/dev/null || fail "bmf --packed"
+[ "$(stat -c %s "$pa")" -eq $((6 * 2 * 8)) ] || fail "bmf packed size $(stat -c %s "$pa")"
+json=$("$mfact" bmf --backend cpu "$bin" --rank 2 --json) || fail "bmf --json exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["error"]==0 and d["rank"]==2, d' ||
+  fail "bmf --json: $json"
+"$mfact" bmf "$bin" --rank 0 2>/dev/null; [ $? -eq 2 ] || fail "bmf --rank 0 is not a usage error"
+"$mfact" bmf "$bin" --rank 1025 2>/dev/null; [ $? -eq 2 ] || fail "bmf --rank 1025 is not a usage error"
+"$mfact" bmf "$bin" --init nope 2>/dev/null; [ $? -eq 2 ] || fail "bmf --init nope is not a usage error"
+"$mfact" bmf 2>/dev/null; [ $? -eq 2 ] || fail "bmf without FILE"
+"$mfact" bmf --help | grep -q -- "--instances" || fail "bmf --help"
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
