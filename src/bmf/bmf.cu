@@ -23,6 +23,7 @@ struct cuda_engine {
     mf_dbuf Crow, Ccol;
     mf_dbuf A, B, At, Bt, Abest, Bbest; /* I copies each, side by side */
     mf_dbuf counts, best, improved, hist;
+    mf_dbuf Acount, Bcount; /* ones of each row of At and Bt: I x k */
     int64_t initial[2 * 1024];
 };
 
@@ -39,6 +40,8 @@ mf_status alloc_all(cuda_engine *e)
     MF_TRY(mf_dmem_alloc(ctx, &e->Abest, I * e->m * e->kw * 8, "the instances' best A"));
     MF_TRY(mf_dmem_alloc(ctx, &e->Bbest, I * e->n * e->kw * 8, "the instances' best B"));
     MF_TRY(mf_dmem_alloc(ctx, &e->counts, I * 2 * 8, "error counts"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->Acount, I * e->k * 8, "factor sizes"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->Bcount, I * e->k * 8, "factor sizes"));
     MF_TRY(mf_dmem_alloc(ctx, &e->best, I * 8, "best errors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->improved, I * sizeof(int), "improvement flags"));
     MF_TRY(mf_dmem_alloc(ctx, &e->hist, (size_t)MF_BMF_GROUP_MAX * I * 2 * 8, "error history"));
@@ -95,6 +98,7 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
     a.x_stride = a.L * e->kw;
     a.yt_stride = (int64_t)e->k * a.nw;
     a.counts = (unsigned long long *)e->counts.ptr;
+    a.ycount = (const long long *)(rows ? e->Bcount.ptr : e->Acount.ptr);
     a.seed = e->s.seed;
     a.purpose = bmf_purpose_sweep(sweep, side);
     a.wq = sw->wq;
@@ -213,8 +217,9 @@ void cuda_destroy(mf_bmf_engine *base)
     if (!e)
         return;
     mf_ctx *ctx = e->ctx;
-    mf_dbuf *bufs[] = {&e->Crow,  &e->Ccol,  &e->A,      &e->B,    &e->At,       &e->Bt,
-                       &e->Abest, &e->Bbest, &e->counts, &e->best, &e->improved, &e->hist};
+    mf_dbuf *bufs[] = {&e->Crow,     &e->Ccol,  &e->A,      &e->B,      &e->At,
+                       &e->Bt,       &e->Abest, &e->Bbest,  &e->counts, &e->best,
+                       &e->improved, &e->hist,  &e->Acount, &e->Bcount};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mf_dmem_free(ctx, bufs[i]);
     free(e);

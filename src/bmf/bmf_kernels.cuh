@@ -23,6 +23,7 @@ struct bmf_side_args {
     const uint64_t *Cl; /* lines x nw, shared by the instances */
     int64_t x_stride, yt_stride;
     unsigned long long *counts; /* per instance: fp, fn (two's complement deltas add) */
+    const long long *ycount;    /* + q * k: ones in each row of Yt */
     uint64_t seed;
     uint32_t purpose;
     int64_t wq;
@@ -83,6 +84,7 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
     uint64_t *x = a.X + q * a.x_stride + i * kw;
     const uint64_t *Yt = a.Yt + q * a.yt_stride;
     const uint64_t *c = a.Cl + i * a.nw;
+    const long long *ycount = a.ycount + (int64_t)q * a.k;
     if (lane < kw)
         xs[warp][lane] = x[lane];
     __syncwarp();
@@ -95,33 +97,44 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
     }
     for (int64_t w0 = 0; w0 < a.nw; w0 += BMF_CHUNK) {
         int words = a.nw - w0 < BMF_CHUNK ? (int)(a.nw - w0) : BMF_CHUNK;
+        /* Every mask is zero on a word with no one and no covered entry: only the words
+         * of the union u are visited, and a 0 bit's new false positives are its factor's
+         * count less those in u (bits past N are zero in Yt). */
+        uint64_t u = 0;
         if (lane < words) {
             uint64_t ones, twos;
             bmf_cover_word(xs[warp], kw, Yt, a.nw, w0 + lane, &ones, &twos);
             uint64_t cw = c[w0 + lane], once = ones & ~twos;
-            mask[warp][0][lane] = ~ones & ~cw;
+            u = ones | cw;
+            mask[warp][0][lane] = u;
             mask[warp][1][lane] = ~ones & cw;
             mask[warp][2][lane] = once & cw;
             mask[warp][3][lane] = once & ~cw;
         }
+        const uint32_t nz = __ballot_sync(0xffffffffu, u != 0);
         __syncwarp();
-        const uint64_t *m64[4] = {mask[warp][0], mask[warp][1], mask[warp][2], mask[warp][3]};
         for (int s = 0; s < S; s++) {
             int l = lane + 32 * s;
-            if (l >= k)
+            if (l >= k || !nz)
                 break;
             const uint64_t *yt = Yt + (int64_t)l * a.nw + w0;
-            const uint64_t *ma = m64[bits[s] ? 2 : 0], *mb = m64[bits[s] ? 3 : 1];
+            const uint64_t *ma = mask[warp][bits[s] ? 2 : 0], *mb = mask[warp][bits[s] ? 3 : 1];
             int64_t sa = 0, sb = 0;
-            for (int w = 0; w < words; w++) {
+            for (uint32_t b = nz; b; b &= b - 1) {
+                int w = __ffs(b) - 1;
                 uint64_t y = yt[w];
                 sa += __popcll(y & ma[w]);
                 sb += __popcll(y & mb[w]);
             }
-            acc_a[s] += sa;
+            acc_a[s] += bits[s] ? sa : -sa;
             acc_b[s] += sb;
         }
         __syncwarp();
+    }
+    for (int s = 0; s < S; s++) {
+        int l = lane + 32 * s;
+        if (l < k && !bits[s])
+            acc_a[s] += ycount[l];
     }
     /* The best bit of the line, ties to the first after a random start (bmf_better). */
     mf_philox_block r = bmf_draw(a.seed, q, a.purpose, i, 0);
@@ -233,6 +246,27 @@ __global__ void bmf_transpose_kernel(const uint64_t *X, uint32_t *Xt, int64_t L,
             if (l0 + lane <= l)
                 xt[(int64_t)(l0 + lane) * 2 * lw + group] = mine;
         }
+    }
+}
+
+/* The ones of each row of Xt (k rows of lw words per instance): a block per row. */
+__global__ void bmf_row_count_kernel(const uint64_t *Xt, int64_t lw, long long *count)
+{
+    __shared__ long long part[8];
+    const int64_t row = blockIdx.x; /* q * k + l */
+    long long c = 0;
+    for (int64_t w = threadIdx.x; w < lw; w += blockDim.x)
+        c += __popcll(Xt[row * lw + w]);
+    for (int off = 16; off > 0; off /= 2)
+        c += __shfl_xor_sync(0xffffffffu, c, off);
+    if (threadIdx.x % 32 == 0)
+        part[threadIdx.x / 32] = c;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        long long t = 0;
+        for (int i = 0; i < (int)blockDim.x / 32; i++)
+            t += part[i];
+        count[row] = t;
     }
 }
 
