@@ -70,7 +70,11 @@ mf_status transpose(cuda_engine *e, mf_bmf_side side)
     dim3 grid(blocks_for((L + 31) / 32, 8), e->I);
     bmf_transpose_kernel<<<grid, 256, 0, st>>>(X, Xt, L, e->k, e->kw, lw, L * e->kw,
                                                (int64_t)e->k * lw);
-    return check_launch(e->ctx, "bmf_transpose_kernel");
+    MF_TRY(check_launch(e->ctx, "bmf_transpose_kernel"));
+    /* The factor sizes the next sweep of the other side reads (bmf_single_kernel). */
+    long long *count = (long long *)(side == MF_BMF_ROWS ? e->Acount.ptr : e->Bcount.ptr);
+    bmf_row_count_kernel<<<(unsigned)(e->I * e->k), 256, 0, st>>>((const uint64_t *)Xt, lw, count);
+    return check_launch(e->ctx, "bmf_row_count_kernel");
 }
 
 /* Add fp and fn of every instance's current factors to counts. */
