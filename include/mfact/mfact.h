@@ -543,7 +543,8 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
  * and each move's change of the weighted error is exact, so the error is kept
  * incrementally. `instances` searches from different seeds run together; the factors
  * returned are the best any instance found at the end of a sweep. Runs are deterministic:
- * the same seed and options give the same factors on the CPU and on the GPU.
+ * the same seed and options give the same factors on the CPU and on the GPU, for any
+ * thread count (a time_limit aside: it stops at whichever sweep the clock reaches).
  *
  * C is held in bits twice (by rows and by columns): rows * cols / 4 bytes, plus
  * (rows + cols) * k / 2 bytes per instance. On an 80 GB device that fits C up to about
@@ -552,9 +553,10 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
  *
  * A_bits and B_bits are (rows + cols) * ((k + 63) / 64) words in opts->where memory (see
  * the bit order above): read with MF_BMF_INIT_GIVEN, written with the result.
- * Errors (buffers untouched): NULL arguments, rank outside 1..1024, an empty C (no rows
- * or columns), an option out of range: MF_ERR_INVALID_ARGUMENT; given factors with bits
- * set past k: MF_ERR_INVALID_DATA. `report` may be NULL. */
+ * Errors (buffers untouched): NULL arguments, rank outside 1..1024, an option out of
+ * range: MF_ERR_INVALID_ARGUMENT; given factors with bits set past k: MF_ERR_INVALID_DATA.
+ * (A matrix with no rows or columns cannot be built; an all-zero C is valid and gives
+ * error 0.) `report` may be NULL. */
 MF_API mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
                             uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report);
 
