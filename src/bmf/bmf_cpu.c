@@ -31,7 +31,7 @@ typedef struct cpu_engine {
 
 /* One half-sweep's view: lines X being updated against the other side, read transposed. */
 typedef struct view {
-    int64_t L, N, nw, lw; /* lines, other lines, words of N bits, words of L bits */
+    int64_t L, nw; /* lines, and words of a line of C (the other side's bits) */
     uint64_t *X, *Xt;
     const uint64_t *Yt, *Cl;
 } view;
@@ -40,9 +40,9 @@ static view make_view(const cpu_engine *e, instance *in, mf_bmf_side side)
 {
     view v;
     if (side == MF_BMF_ROWS)
-        v = (view){e->m, e->n, e->nw, e->mw, in->A, in->At, in->Bt, e->Crow};
+        v = (view){e->m, e->nw, in->A, in->At, in->Bt, e->Crow};
     else
-        v = (view){e->n, e->m, e->mw, e->nw, in->B, in->Bt, in->At, e->Ccol};
+        v = (view){e->n, e->mw, in->B, in->Bt, in->At, e->Ccol};
     return v;
 }
 
