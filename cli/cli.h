@@ -62,10 +62,19 @@ void cli_progress_update(cli_progress *p, const char *what, double fraction);
 void cli_progress_end(cli_progress *p);
 double cli_seconds(void);
 
+/* The ratings of FILE, and a held-out part: test_file's ratings (read with FILE's shape),
+ * or a seeded random fraction of FILE's (0 < fraction < 1), or none (*test NULL). On
+ * failure the message is on ctx and both handles are NULL or the caller's to destroy. */
+mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file, double fraction,
+                           uint64_t seed, mf_sparse **train, mf_sparse **test);
+/* Write rows x k floats as text, one row per line; prints the failure and returns -1. */
+int cli_write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k);
+
 int cmd_info(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_sddmm(int argc, char **argv);
 int cmd_als(int argc, char **argv);
 int cmd_bmf(int argc, char **argv);
+int cmd_sgd(int argc, char **argv);
 
 #endif

@@ -89,38 +89,6 @@ static int parse(int argc, char **argv, als_args *a)
     return 0;
 }
 
-/* Hold out a seeded random fraction of R: *train and *test share R's shape. */
-static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed, mf_sparse **train,
-                       mf_sparse **test)
-{
-    int32_t rows, cols;
-    int64_t nnz;
-    mf_sparse_shape(R, &rows, &cols, &nnz);
-    size_t n = (size_t)(nnz ? nnz : 1);
-    int32_t *r = malloc(n * sizeof *r), *c = malloc(n * sizeof *c);
-    int32_t *r2 = malloc(n * sizeof *r2), *c2 = malloc(n * sizeof *c2);
-    float *v = malloc(n * sizeof *v), *v2 = malloc(n * sizeof *v2),
-          *coin = malloc(n * sizeof *coin);
-    mf_status st = r && c && r2 && c2 && v && v2 && coin ? MF_OK : MF_ERR_OUT_OF_MEMORY;
-    if (st == MF_OK)
-        st = mf_sparse_get_coo(R, r, c, v, MF_MEMORY_HOST);
-    if (st == MF_OK)
-        st = mf_random_uniform(ctx, coin, nnz, 0.0f, 1.0f, seed, 0x73706c6974ull, MF_MEMORY_HOST);
-    int64_t a = 0, b = 0;
-    for (int64_t p = 0; st == MF_OK && p < nnz; p++) {
-        if (coin[p] < fraction)
-            r2[b] = r[p], c2[b] = c[p], v2[b] = v[p], b++;
-        else
-            r[a] = r[p], c[a] = c[p], v[a] = v[p], a++;
-    }
-    if (st == MF_OK)
-        st = mf_sparse_from_coo(ctx, train, rows, cols, a, r, c, v, MF_MEMORY_HOST, 0);
-    if (st == MF_OK)
-        st = mf_sparse_from_coo(ctx, test, rows, cols, b, r2, c2, v2, MF_MEMORY_HOST, 0);
-    free(r), free(c), free(r2), free(c2), free(v), free(v2), free(coin);
-    return st;
-}
-
 static int on_iteration(void *user, const mf_progress *p)
 {
     (void)user;
@@ -128,23 +96,6 @@ static int on_iteration(void *user, const mf_progress *p)
     if (!isnan(p->test_rmse))
         fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
     fprintf(stderr, " (%.2f s)\n", p->seconds);
-    return 0;
-}
-
-static int write_factors(const char *path, const float *X, int32_t rows, long long k)
-{
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        cli_error("als", "cannot write %s", path);
-        return -1;
-    }
-    for (int32_t r = 0; r < rows; r++)
-        for (long long t = 0; t < k; t++)
-            fprintf(f, "%.7g%c", (double)X[(size_t)r * k + t], t + 1 < k ? ' ' : '\n');
-    if (fclose(f) != 0) {
-        cli_error("als", "cannot write %s", path);
-        return -1;
-    }
     return 0;
 }
 
@@ -172,8 +123,8 @@ static int run(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test
         cli_error("als", "%s", mf_ctx_last_error(ctx));
         goto done;
     }
-    if ((a->out_u && write_factors(a->out_u, U, users, a->rank) != 0) ||
-        (a->out_v && write_factors(a->out_v, V, items, a->rank) != 0))
+    if ((a->out_u && cli_write_rows("als", a->out_u, U, users, a->rank) != 0) ||
+        (a->out_v && cli_write_rows("als", a->out_v, V, items, a->rank) != 0))
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
@@ -209,25 +160,14 @@ int cmd_als(int argc, char **argv)
     mf_ctx *ctx = cli_make_ctx("als", &a.common);
     if (!ctx)
         return CLI_FAILED;
-    mf_sparse *all = NULL, *train = NULL, *test = NULL;
-    mf_status st = mf_sparse_read(ctx, &all, a.file, NULL);
-    if (st == MF_OK && a.test_fraction > 0) {
-        st = split(ctx, all, a.test_fraction, a.common.seed, &train, &test);
-    } else if (st == MF_OK) {
-        train = all, all = NULL;
-        if (a.test_file) {
-            mf_read_opts ro;
-            mf_read_opts_init(&ro);
-            mf_sparse_shape(train, &ro.rows, &ro.cols, NULL);
-            st = mf_sparse_read(ctx, &test, a.test_file, &ro);
-        }
-    }
+    mf_sparse *train = NULL, *test = NULL;
+    mf_status st =
+        cli_read_ratings(ctx, a.file, a.test_file, a.test_fraction, a.common.seed, &train, &test);
     int rc = CLI_FAILED;
     if (st != MF_OK)
         cli_error("als", "%s", mf_ctx_last_error(ctx));
     else
         rc = run(ctx, &a, train, test);
-    mf_sparse_destroy(all);
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
     mf_ctx_destroy(ctx);

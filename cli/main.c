@@ -15,6 +15,7 @@ static const command commands[] = {
     {"demo", cmd_demo, "load or generate a sparse matrix and report on it"},
     {"als", cmd_als, "factorize explicit ratings by ALS-WR (mf_als_run)"},
     {"bmf", cmd_bmf, "Boolean matrix factorization of a 0/1 matrix (mf_bmf_run)"},
+    {"sgd", cmd_sgd, "factorize explicit ratings by lock-free SGD (mf_sgd_hogwild_run)"},
     {"sddmm", cmd_sddmm, "time the sampled dense-dense product (mf_sddmm) on a matrix"},
 };
 

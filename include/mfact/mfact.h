@@ -440,6 +440,102 @@ MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_
                             float *U, float *V, mf_als_report *report);
 
 /* ------------------------------------------------------------------------------------- */
+/* Lock-free (Hogwild) SGD                                                               */
+/* ------------------------------------------------------------------------------------- */
+
+typedef enum mf_sgd_schedule {
+    /* lr_t = learning_rate / (1 + decay * t^1.5) in epoch t = 0, 1, ... (cuMF_SGD, LIBMF) */
+    MF_SGD_SCHEDULE_INVERSE_TIME = 0,
+    /* lr_t = learning_rate */
+    MF_SGD_SCHEDULE_CONSTANT = 1
+} mf_sgd_schedule;
+
+typedef enum mf_sgd_storage {
+    MF_SGD_STORAGE_FP32 = 0,
+    /* The working factors are IEEE half (round to nearest even); the arithmetic is float
+     * and the caller's U and V stay float. Halves the memory traffic of an update. */
+    MF_SGD_STORAGE_FP16 = 1
+} mf_sgd_storage;
+
+typedef enum mf_sgd_init {
+    /* Every element uniform in [0, 1/sqrt(k)), drawn from the context's seed (the same on
+     * the CPU and the GPU). */
+    MF_SGD_INIT_RANDOM = 0,
+    /* Warm start: U and V as the caller passes them. */
+    MF_SGD_INIT_GIVEN = 1
+} mf_sgd_init;
+
+typedef enum mf_sgd_order {
+    /* Each user's ratings are shuffled once per run and cut into chunks of at most 64;
+     * every epoch visits the chunks in a new random order, and a worker keeps the user's
+     * factor row in registers (float) through its chunk, writing the chunk's change back
+     * once. The item factors are read and written at every update. */
+    MF_SGD_ORDER_USER_CHUNKS = 0,
+    /* cuMF_SGD's order: the ratings shuffled once per run, cut into chunks of 64
+     * consecutive ones, visited in a new random order every epoch; both factor rows are
+     * read and written at every update. */
+    MF_SGD_ORDER_RATINGS = 1
+} mf_sgd_order;
+
+typedef struct mf_sgd_opts {
+    size_t struct_size;       /* sizeof(mf_sgd_opts), set by mf_sgd_opts_init               */
+    int rank;                 /* k, 1..512; default 32                                       */
+    float learning_rate;      /* > 0; default 0.1                                            */
+    mf_sgd_schedule schedule; /* default MF_SGD_SCHEDULE_INVERSE_TIME                        */
+    float decay;              /* >= 0, the schedule's beta; default 0.3                      */
+    float lambda_u, lambda_v; /* >= 0; default 0.1 each                                      */
+    int epochs;               /* >= 0 passes over the ratings; default 20                    */
+    mf_sgd_storage storage;   /* default MF_SGD_STORAGE_FP32                                 */
+    mf_sgd_init init;         /* default MF_SGD_INIT_RANDOM                                  */
+    mf_sgd_order order;       /* default MF_SGD_ORDER_USER_CHUNKS                            */
+    int workers;              /* concurrent updates: CPU threads or GPU warps; 0 = all       */
+    mf_memory where;          /* where U and V live; default MF_MEMORY_HOST                  */
+    const mf_sparse *test;    /* optional held-out ratings of the same shape, or NULL        */
+    mf_progress_fn progress;  /* optional; also turns on the per-epoch RMSEs                 */
+    void *progress_user;      /* passed to progress                                          */
+} mf_sgd_opts;
+
+/* Totals of a run, filled on success and on cancellation. */
+typedef struct mf_sgd_report {
+    size_t struct_size;        /* set by the caller: sizeof(mf_sgd_report)                  */
+    int epochs;                /* completed                                                 */
+    int workers;               /* concurrent updates the run used                           */
+    double seconds;            /* the whole call: setup, epochs, final RMSEs                */
+    double epoch_seconds;      /* the epochs alone (per-epoch RMSEs excluded)               */
+    double updates_per_second; /* ratings * epochs / epoch_seconds                          */
+    double train_rmse;         /* after the last completed epoch                            */
+    double test_rmse;          /* NaN without a test set                                    */
+    size_t peak_device_bytes;  /* the context's peak during the call; 0 on the CPU          */
+} mf_sgd_report;
+
+MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
+
+/* Stochastic gradient descent without locks (Hogwild!, Recht et al.; the GPU design of
+ * cuMF_SGD, Xie et al.). For each visited rating (u, i, r), with both updates computed
+ * from the old values:
+ *     e = r - U_u . V_i;  U_u += lr (e V_i - lambda_u U_u);  V_i += lr (e U_u - lambda_v V_i)
+ * Every epoch visits each stored rating of `ratings` (users x items; a pattern's ratings
+ * are 1) once, in the order opts->order describes; `workers` updates run at once and
+ * overwrite each other's rows without locks, as Hogwild does. U (users x k) and V
+ * (items x k) are row-major with leading dimension k in opts->where memory.
+ *
+ * Reproducibility: with one worker a run is a pure function of the seed and the inputs
+ * (on the CPU it is bit-for-bit the sequence of updates above, in float). With more than
+ * one, conflicting updates race by design and results vary from run to run.
+ *
+ * A rating's squared errors are summed during each epoch; a sum that is not finite (the
+ * rate is too large for the data) stops the run with MF_ERR_NUMERIC.
+ * Errors (U and V untouched): NULL arguments, rank outside 1..512, learning_rate not
+ * finite and > 0, decay or lambdas negative or not finite, epochs < 0, workers < 0, an
+ * unknown enum value, a test set of another shape: MF_ERR_INVALID_ARGUMENT; a given U or
+ * V with a non-finite element: MF_ERR_INVALID_DATA. The run works on its own copies of the
+ * factors and writes U and V once at the end, so a failed run leaves them as they were
+ * and a cancelled one leaves the last completed epoch. `report` may be NULL. On a CUDA
+ * context the call returns when U and V hold the result. */
+MF_API mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
+                                    float *U, float *V, mf_sgd_report *report);
+
+/* ------------------------------------------------------------------------------------- */
 /* Boolean matrix factorization                                                          */
 /* ------------------------------------------------------------------------------------- */
 

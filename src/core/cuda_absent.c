@@ -8,6 +8,7 @@
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_tuning.h"
+#include "sgd/sgd_internal.h"
 #include "spmm/spmm_internal.h"
 
 static mf_status absent(mf_ctx *ctx)
@@ -151,6 +152,12 @@ mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
 }
 
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
+{
+    (void)out;
+    return absent(s->ctx);
+}
+
+mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
 {
     (void)out;
     return absent(s->ctx);

@@ -1,0 +1,201 @@
+/* mfact sgd: Hogwild SGD (mf_sgd_hogwild_run) on a ratings file, with a held-out part from
+ * a second file or split off at random, the train and test RMSE printed after every epoch,
+ * and the factors optionally written as text (one row per line). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+typedef struct sgd_args {
+    cli_common common;
+    const char *file, *test_file, *out_u, *out_v;
+    long long rank, epochs, workers;
+    double lr, decay, lambda, test_fraction;
+    bool fp16, constant, by_ratings;
+} sgd_args;
+
+static void sgd_help(void)
+{
+    mf_sgd_opts d;
+    mf_sgd_opts_init(&d);
+    printf("usage: mfact sgd FILE [--rank K] [--lr R] [--decay B] [--constant-rate]\n"
+           "                [--lambda L] [--epochs N] [--fp16] [--workers W] [--order-ratings]\n"
+           "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
+           "                [options]\n\n"
+           "Factorizes the ratings of FILE (users x items) by lock-free (Hogwild) SGD: rank K\n"
+           "(1..512, default %d), learning rate R (default %g) decayed as R / (1 + B t^1.5) in\n"
+           "epoch t (B default %g; --constant-rate keeps R), regularization L on both sides\n"
+           "(default %g), N epochs (default %d). --fp16 stores the factors in half precision;\n"
+           "--workers caps the concurrent updates (threads or GPU warps; 1 is reproducible);\n"
+           "--order-ratings visits single ratings in cuMF_SGD's order instead of user chunks.\n"
+           "The test RMSE is measured on --test FILE, or on a random fraction F of FILE's\n"
+           "ratings held out with --seed. Prints the train and test RMSE after every epoch;\n"
+           "--output-u and --output-v write the factors as text, one row per line.\n\n%s",
+           d.rank, (double)d.learning_rate, (double)d.decay, (double)d.lambda_u, d.epochs,
+           cli_common_help());
+}
+
+static int bad(const char *what)
+{
+    cli_error("sgd", "%s", what);
+    return -1;
+}
+
+static int parse(int argc, char **argv, sgd_args *a)
+{
+    mf_sgd_opts d;
+    mf_sgd_opts_init(&d);
+    memset(a, 0, sizeof *a);
+    cli_common_init(&a->common);
+    a->rank = d.rank, a->epochs = d.epochs, a->lr = d.learning_rate, a->decay = d.decay;
+    a->lambda = d.lambda_u;
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_parse("sgd", argc, argv, &i, &a->common);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(opt, "--rank") && val) {
+            if (!cli_parse_ll(argv[++i], &a->rank) || a->rank < 1 || a->rank > 512)
+                return bad("--rank takes an integer from 1 to 512");
+        } else if (!strcmp(opt, "--lr") && val) {
+            if (!cli_parse_double(argv[++i], &a->lr) || !(a->lr > 0) || !isfinite(a->lr))
+                return bad("--lr takes a finite number > 0");
+        } else if (!strcmp(opt, "--decay") && val) {
+            if (!cli_parse_double(argv[++i], &a->decay) || !(a->decay >= 0) || !isfinite(a->decay))
+                return bad("--decay takes a finite number >= 0");
+        } else if (!strcmp(opt, "--lambda") && val) {
+            if (!cli_parse_double(argv[++i], &a->lambda) || !(a->lambda >= 0) ||
+                !isfinite(a->lambda))
+                return bad("--lambda takes a finite number >= 0");
+        } else if (!strcmp(opt, "--epochs") && val) {
+            if (!cli_parse_ll(argv[++i], &a->epochs) || a->epochs < 0 || a->epochs > 1000000)
+                return bad("--epochs takes an integer >= 0");
+        } else if (!strcmp(opt, "--workers") && val) {
+            if (!cli_parse_ll(argv[++i], &a->workers) || a->workers < 0 || a->workers > 1 << 24)
+                return bad("--workers takes an integer >= 0 (0: all)");
+        } else if (!strcmp(opt, "--test-fraction") && val) {
+            if (!cli_parse_double(argv[++i], &a->test_fraction) || !(a->test_fraction > 0) ||
+                !(a->test_fraction < 1))
+                return bad("--test-fraction takes a number between 0 and 1");
+        } else if (!strcmp(opt, "--fp16")) {
+            a->fp16 = true;
+        } else if (!strcmp(opt, "--constant-rate")) {
+            a->constant = true;
+        } else if (!strcmp(opt, "--order-ratings")) {
+            a->by_ratings = true;
+        } else if (!strcmp(opt, "--test") && val) {
+            a->test_file = argv[++i];
+        } else if (!strcmp(opt, "--output-u") && val) {
+            a->out_u = argv[++i];
+        } else if (!strcmp(opt, "--output-v") && val) {
+            a->out_v = argv[++i];
+        } else if (opt[0] == '-') {
+            cli_error("sgd", "unknown option '%s' (or it lacks its value)", opt);
+            return -1;
+        } else if (a->file) {
+            return bad("one FILE at most");
+        } else
+            a->file = opt;
+    }
+    if (!a->common.help && !a->file)
+        return bad("a ratings FILE is required");
+    if (a->test_file && a->test_fraction > 0)
+        return bad("--test and --test-fraction exclude each other");
+    return 0;
+}
+
+static int on_epoch(void *user, const mf_progress *p)
+{
+    (void)user;
+    fprintf(stderr, "epoch %d: train RMSE %.4f", p->iteration, p->train_rmse);
+    if (!isnan(p->test_rmse))
+        fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
+    fprintf(stderr, " (%.2f s)\n", p->seconds);
+    return 0;
+}
+
+static int run(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test)
+{
+    int32_t users, items;
+    int64_t nnz, ntest = 0;
+    mf_sparse_shape(train, &users, &items, &nnz);
+    if (test)
+        mf_sparse_shape(test, NULL, NULL, &ntest);
+    float *U = malloc(((size_t)users * a->rank + 1) * sizeof *U);
+    float *V = malloc(((size_t)items * a->rank + 1) * sizeof *V);
+    int rc = CLI_FAILED;
+    if (!U || !V) {
+        cli_error("sgd", "out of host memory for the factors");
+        goto done;
+    }
+    mf_sgd_opts o;
+    mf_sgd_opts_init(&o);
+    o.rank = (int)a->rank, o.epochs = (int)a->epochs, o.workers = (int)a->workers;
+    o.learning_rate = (float)a->lr, o.decay = (float)a->decay;
+    o.lambda_u = o.lambda_v = (float)a->lambda;
+    o.schedule = a->constant ? MF_SGD_SCHEDULE_CONSTANT : MF_SGD_SCHEDULE_INVERSE_TIME;
+    o.storage = a->fp16 ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+    o.order = a->by_ratings ? MF_SGD_ORDER_RATINGS : MF_SGD_ORDER_USER_CHUNKS;
+    o.test = test;
+    o.progress = on_epoch;
+    mf_sgd_report rep = {.struct_size = sizeof rep};
+    if (mf_sgd_hogwild_run(ctx, train, &o, U, V, &rep) != MF_OK) {
+        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
+        goto done;
+    }
+    if ((a->out_u && cli_write_rows("sgd", a->out_u, U, users, a->rank) != 0) ||
+        (a->out_v && cli_write_rows("sgd", a->out_v, V, items, a->rank) != 0))
+        goto done;
+    cli_out out;
+    cli_out_begin(&out, a->common.json);
+    cli_out_str(&out, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    cli_out_int(&out, "users", users);
+    cli_out_int(&out, "items", items);
+    cli_out_int(&out, "train ratings", nnz);
+    cli_out_int(&out, "test ratings", ntest);
+    cli_out_int(&out, "rank", a->rank);
+    cli_out_str(&out, "storage", a->fp16 ? "fp16" : "fp32");
+    cli_out_int(&out, "workers", rep.workers);
+    cli_out_int(&out, "epochs", rep.epochs);
+    cli_out_num(&out, "train RMSE", rep.train_rmse);
+    if (test)
+        cli_out_num(&out, "test RMSE", rep.test_rmse);
+    cli_out_num(&out, "updates per second", rep.updates_per_second);
+    cli_out_num(&out, "seconds", rep.seconds);
+    cli_out_end(&out);
+    rc = CLI_OK;
+done:
+    free(U);
+    free(V);
+    return rc;
+}
+
+int cmd_sgd(int argc, char **argv)
+{
+    sgd_args a;
+    if (parse(argc, argv, &a) < 0)
+        return CLI_USAGE;
+    if (a.common.help) {
+        sgd_help();
+        return CLI_OK;
+    }
+    mf_ctx *ctx = cli_make_ctx("sgd", &a.common);
+    if (!ctx)
+        return CLI_FAILED;
+    mf_sparse *train = NULL, *test = NULL;
+    mf_status st =
+        cli_read_ratings(ctx, a.file, a.test_file, a.test_fraction, a.common.seed, &train, &test);
+    int rc = CLI_FAILED;
+    if (st != MF_OK)
+        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
+    else
+        rc = run(ctx, &a, train, test);
+    mf_sparse_destroy(train);
+    mf_sparse_destroy(test);
+    mf_ctx_destroy(ctx);
+    return rc;
+}

@@ -1,0 +1,77 @@
+/* What the ratings subcommands (als, sgd) share: reading the ratings with their held-out
+ * part, and writing factors as text. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "cli.h"
+
+/* Hold out a seeded random fraction of R: *train and *test share R's shape. */
+static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed, mf_sparse **train,
+                       mf_sparse **test)
+{
+    int32_t rows, cols;
+    int64_t nnz;
+    mf_sparse_shape(R, &rows, &cols, &nnz);
+    size_t n = (size_t)(nnz ? nnz : 1);
+    int32_t *r = malloc(n * sizeof *r), *c = malloc(n * sizeof *c);
+    int32_t *r2 = malloc(n * sizeof *r2), *c2 = malloc(n * sizeof *c2);
+    float *v = malloc(n * sizeof *v), *v2 = malloc(n * sizeof *v2),
+          *coin = malloc(n * sizeof *coin);
+    mf_status st = r && c && r2 && c2 && v && v2 && coin ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    if (st == MF_OK)
+        st = mf_sparse_get_coo(R, r, c, v, MF_MEMORY_HOST);
+    if (st == MF_OK)
+        st = mf_random_uniform(ctx, coin, nnz, 0.0f, 1.0f, seed, 0x73706c6974ull, MF_MEMORY_HOST);
+    int64_t a = 0, b = 0;
+    for (int64_t p = 0; st == MF_OK && p < nnz; p++) {
+        if (coin[p] < fraction)
+            r2[b] = r[p], c2[b] = c[p], v2[b] = v[p], b++;
+        else
+            r[a] = r[p], c[a] = c[p], v[a] = v[p], a++;
+    }
+    if (st == MF_OK)
+        st = mf_sparse_from_coo(ctx, train, rows, cols, a, r, c, v, MF_MEMORY_HOST, 0);
+    if (st == MF_OK)
+        st = mf_sparse_from_coo(ctx, test, rows, cols, b, r2, c2, v2, MF_MEMORY_HOST, 0);
+    free(r), free(c), free(r2), free(c2), free(v), free(v2), free(coin);
+    return st;
+}
+
+mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file, double fraction,
+                           uint64_t seed, mf_sparse **train, mf_sparse **test)
+{
+    mf_sparse *all = NULL;
+    *train = *test = NULL;
+    mf_status st = mf_sparse_read(ctx, &all, file, NULL);
+    if (st != MF_OK)
+        return st;
+    if (fraction > 0) {
+        st = split(ctx, all, fraction, seed, train, test);
+        mf_sparse_destroy(all);
+        return st;
+    }
+    *train = all;
+    if (!test_file)
+        return MF_OK;
+    mf_read_opts ro;
+    mf_read_opts_init(&ro);
+    mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
+    return mf_sparse_read(ctx, test, test_file, &ro);
+}
+
+int cli_write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        cli_error(cmd, "cannot write %s", path);
+        return -1;
+    }
+    for (int32_t r = 0; r < rows; r++)
+        for (long long t = 0; t < k; t++)
+            fprintf(f, "%.7g%c", (double)X[(size_t)r * k + t], t + 1 < k ? ' ' : '\n');
+    if (fclose(f) != 0) {
+        cli_error(cmd, "cannot write %s", path);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,248 @@
+/* mf_sgd_hogwild_run: argument checks, the initial factors, the visiting plan and the
+ * epoch loop. The updates live in the engines (sgd_cpu.c, sgd.cu); this file is the same
+ * for both, so that CPU and GPU runs start alike, report alike and fail alike. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ctx.h"
+#include "core/opts.h"
+#include "core/random.h"
+#include "cuda/cuda_backend.h"
+#include "sgd/sgd_internal.h"
+#include "sgd/sgd_rules.h"
+
+/* Philox streams of the initial factors: fixed, so that a seed means one start. */
+#define SGD_U_STREAM 0x5347445550ull
+#define SGD_V_STREAM 0x5347445651ull
+
+void mf_sgd_opts_init(mf_sgd_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->rank = 32;
+    opts->learning_rate = 0.1f;
+    opts->schedule = MF_SGD_SCHEDULE_INVERSE_TIME;
+    opts->decay = 0.3f;
+    opts->lambda_u = 0.1f;
+    opts->lambda_v = 0.1f;
+    opts->epochs = 20;
+    opts->storage = MF_SGD_STORAGE_FP32;
+    opts->init = MF_SGD_INIT_RANDOM;
+    opts->order = MF_SGD_ORDER_USER_CHUNKS;
+    opts->where = MF_MEMORY_HOST;
+}
+
+static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o)
+{
+    static const char fn[] = "mf_sgd_hogwild_run";
+    MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 512, "%s: rank = %d is outside 1..512", fn, o->rank);
+    MF_REQUIRE(ctx, o->learning_rate > 0.0f && isfinite(o->learning_rate),
+               "%s: learning_rate = %g must be finite and > 0", fn, (double)o->learning_rate);
+    MF_REQUIRE(ctx, o->decay >= 0.0f && isfinite(o->decay),
+               "%s: decay = %g must be finite and >= 0", fn, (double)o->decay);
+    MF_REQUIRE(ctx, o->lambda_u >= 0.0f && isfinite(o->lambda_u),
+               "%s: lambda_u = %g must be finite and >= 0", fn, (double)o->lambda_u);
+    MF_REQUIRE(ctx, o->lambda_v >= 0.0f && isfinite(o->lambda_v),
+               "%s: lambda_v = %g must be finite and >= 0", fn, (double)o->lambda_v);
+    MF_REQUIRE(ctx, o->epochs >= 0, "%s: epochs = %d must be >= 0", fn, o->epochs);
+    MF_REQUIRE(ctx, o->workers >= 0, "%s: workers = %d must be >= 0 (0: all)", fn, o->workers);
+    MF_REQUIRE(
+        ctx, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME || o->schedule == MF_SGD_SCHEDULE_CONSTANT,
+        "%s: schedule = %d is not an mf_sgd_schedule value", fn, (int)o->schedule);
+    MF_REQUIRE(ctx, o->storage == MF_SGD_STORAGE_FP32 || o->storage == MF_SGD_STORAGE_FP16,
+               "%s: storage = %d is not an mf_sgd_storage value", fn, (int)o->storage);
+    MF_REQUIRE(ctx, o->init == MF_SGD_INIT_RANDOM || o->init == MF_SGD_INIT_GIVEN,
+               "%s: init = %d is not an mf_sgd_init value", fn, (int)o->init);
+    MF_REQUIRE(ctx, o->order == MF_SGD_ORDER_USER_CHUNKS || o->order == MF_SGD_ORDER_RATINGS,
+               "%s: order = %d is not an mf_sgd_order value", fn, (int)o->order);
+    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
+               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
+    if (o->test) {
+        MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
+        MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
+                   "%s: the test set is %d x %d but the ratings are %d x %d", fn, o->test->rows,
+                   o->test->cols, R->rows, R->cols);
+    }
+    return MF_OK;
+}
+
+/* The caller's factor as a start: copied to the host (from the device if need be) and
+ * checked, since a NaN would spread through every row it meets. */
+static mf_status load_given(mf_ctx *ctx, const float *X, int64_t rows, int k, mf_memory where,
+                            float *X0, const char *name)
+{
+    size_t bytes = (size_t)rows * k * sizeof *X0;
+    if (bytes == 0)
+        return MF_OK;
+    if (where == MF_MEMORY_DEVICE)
+        MF_TRY(mf_cuda_copy(ctx, X0, X, bytes));
+    else
+        memcpy(X0, X, bytes);
+    for (int64_t p = 0; p < rows * k; p++)
+        if (!isfinite(X0[p]))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "mf_sgd_hogwild_run: the given %s[%lld][%lld] = %g is not finite", name,
+                           (long long)(p / k), (long long)(p % k), (double)X0[p]);
+    return MF_OK;
+}
+
+static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o,
+                                 const float *U, const float *V, float *U0, float *V0)
+{
+    const int k = o->rank;
+    if (o->init == MF_SGD_INIT_GIVEN) {
+        MF_TRY(load_given(ctx, U, R->rows, k, o->where, U0, "U"));
+        return load_given(ctx, V, R->cols, k, o->where, V0, "V");
+    }
+    const float hi = 1.0f / sqrtf((float)k);
+    mf_random_uniform_host(U0, (int64_t)R->rows * k, 0.0f, hi, ctx->seed, SGD_U_STREAM,
+                           mf_ctx_threads(ctx));
+    mf_random_uniform_host(V0, (int64_t)R->cols * k, 0.0f, hi, ctx->seed, SGD_V_STREAM,
+                           mf_ctx_threads(ctx));
+    return MF_OK;
+}
+
+typedef struct run_state {
+    mf_ctx *ctx;
+    mf_sgd_engine *e;
+    const mf_sgd_opts *o;
+    const mf_sparse *R;
+    mf_sgd_report rep;
+    double start;
+} run_state;
+
+static mf_status measure(run_state *s)
+{
+    MF_TRY(s->e->rmse(s->e, s->R, &s->rep.train_rmse));
+    s->rep.test_rmse = NAN;
+    if (s->o->test)
+        MF_TRY(s->e->rmse(s->e, s->o->test, &s->rep.test_rmse));
+    return MF_OK;
+}
+
+static mf_status diverged(mf_ctx *ctx, int epoch, double loss, float lr)
+{
+    return mf_fail(ctx, MF_ERR_NUMERIC,
+                   "mf_sgd_hogwild_run: diverged in epoch %d (the squared errors summed to %g "
+                   "at learning rate %g): try a smaller learning_rate",
+                   epoch, loss, (double)lr);
+}
+
+static mf_status iterate(run_state *s)
+{
+    mf_ctx *ctx = s->ctx;
+    const mf_sgd_opts *o = s->o;
+    int have_rmse = 0;
+    for (int t = 0; t < o->epochs; t++) {
+        float lr =
+            mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME, o->decay, t);
+        double t0 = mf_seconds(), loss = 0.0;
+        MF_TRY(s->e->epoch(s->e, t, lr, &loss));
+        s->rep.epoch_seconds += mf_seconds() - t0;
+        if (!isfinite(loss))
+            return diverged(ctx, t + 1, loss, lr);
+        s->rep.epochs = t + 1;
+        have_rmse = 0;
+        if (!o->progress)
+            continue;
+        MF_TRY(measure(s));
+        have_rmse = 1;
+        mf_progress p = {t + 1, mf_seconds() - s->start, s->rep.train_rmse, s->rep.test_rmse};
+        if (o->progress(o->progress_user, &p) != 0) {
+            mf_fail(ctx, MF_ERR_CANCELLED,
+                    "mf_sgd_hogwild_run: cancelled by the progress callback after epoch %d", t + 1);
+            return MF_ERR_CANCELLED;
+        }
+    }
+    if (!have_rmse)
+        MF_TRY(measure(s));
+    /* Overflow of the factors can leave every error finite until the last update. */
+    if (!isfinite(s->rep.train_rmse))
+        return diverged(ctx, s->rep.epochs, s->rep.train_rmse,
+                        mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME,
+                                    o->decay, s->rep.epochs > 0 ? s->rep.epochs - 1 : 0));
+    return MF_OK;
+}
+
+static mf_status run(run_state *s, float *U, float *V)
+{
+    mf_ctx *ctx = s->ctx;
+    const mf_sgd_opts *o = s->o;
+    const mf_sparse *R = s->R;
+    float *U0 = malloc(((size_t)R->rows * o->rank + 1) * sizeof *U0);
+    float *V0 = malloc(((size_t)R->cols * o->rank + 1) * sizeof *V0);
+    mf_sgd_plan plan = {0};
+    mf_status st = MF_OK;
+    if (!U0 || !V0)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                     "mf_sgd_hogwild_run: out of host memory for the initial factors");
+    if (st == MF_OK)
+        st = initial_factors(ctx, R, o, U, V, U0, V0);
+    if (st == MF_OK)
+        st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
+    mf_sgd_setup setup = {ctx,         R,           &plan,      o->rank,   o->storage, o->order,
+                          o->lambda_u, o->lambda_v, o->workers, ctx->seed, U0,         V0};
+    if (st == MF_OK)
+        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_sgd_engine(&setup, &s->e)
+                                             : mf_sgd_cpu_engine(&setup, &s->e);
+    free(U0);
+    free(V0);
+    if (st != MF_OK) {
+        mf_sgd_plan_free(&plan);
+        return st;
+    }
+    s->rep.workers = s->e->workers;
+    st = iterate(s);
+    /* A cancelled run still hands over its last completed epoch. */
+    if (st == MF_OK || st == MF_ERR_CANCELLED) {
+        mf_status fin = s->e->finish(s->e, U, V);
+        if (fin != MF_OK)
+            st = fin;
+    }
+    s->e->destroy(s->e);
+    mf_sgd_plan_free(&plan); /* the CPU engine walks it; the CUDA one has its own copy */
+    return st;
+}
+
+mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
+                             float *U, float *V, mf_sgd_report *report)
+{
+    static const char fn[] = "mf_sgd_hogwild_run";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
+    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
+    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
+    mf_sgd_opts o;
+    mf_sgd_opts_init(&o);
+    if (opts)
+        MF_TRY(mf_opts_load(ctx, "mf_sgd_opts", &o, sizeof o, opts));
+    MF_TRY(check_opts(ctx, ratings, &o));
+    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
+    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
+    size_t report_bytes = 0;
+    if (report)
+        MF_TRY(mf_opts_out_size(ctx, "mf_sgd_report", report, sizeof *report, &report_bytes));
+
+    run_state s = {ctx, NULL, &o, ratings, {0}, mf_seconds()};
+    s.rep.test_rmse = NAN;
+    size_t saved_peak = ctx->dmem.peak;
+    ctx->dmem.peak = ctx->dmem.current;
+    mf_status st = run(&s, U, V);
+    size_t peak = ctx->dmem.peak;
+    ctx->dmem.peak = saved_peak > peak ? saved_peak : peak;
+    if (st != MF_OK && st != MF_ERR_CANCELLED)
+        return st;
+    s.rep.seconds = mf_seconds() - s.start;
+    s.rep.updates_per_second =
+        s.rep.epoch_seconds > 0 ? (double)ratings->nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;
+    s.rep.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
+    if (report) { /* as mf_ctx_device_info: struct_size says how much was written */
+        s.rep.struct_size = report_bytes;
+        memcpy(report, &s.rep, report_bytes);
+    }
+    return st;
+}

@@ -1,0 +1,198 @@
+/* The CPU engine of Hogwild SGD: OpenMP threads take chunks of the plan and update the
+ * factors without locks. Every factor element is read and written with relaxed atomic
+ * loads and stores (plain moves on x86), so that the races Hogwild tolerates by design are
+ * defined behaviour and ThreadSanitizer has nothing to report. With one thread the run is
+ * the sequence of updates of mf_sgd_hogwild_run's documentation, in float. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "sgd/sgd_internal.h"
+#include "sgd/sgd_rules.h"
+
+typedef struct cpu_engine {
+    mf_sgd_engine base;
+    mf_ctx *ctx;
+    const mf_sgd_plan *plan;
+    uint64_t seed;
+    int k, half, resident, threads;
+    int32_t rows, cols;
+    float lambda_u, lambda_v;
+    void *U, *V; /* uint32_t (float bits) or uint16_t (half bits), leading dimension k */
+} cpu_engine;
+
+static float load_element(const cpu_engine *e, const void *X, int64_t p)
+{
+    if (e->half)
+        return mf_half_to_float(__atomic_load_n((const uint16_t *)X + p, __ATOMIC_RELAXED));
+    uint32_t bits = __atomic_load_n((const uint32_t *)X + p, __ATOMIC_RELAXED);
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static void store_element(const cpu_engine *e, void *X, int64_t p, float f)
+{
+    if (e->half) {
+        __atomic_store_n((uint16_t *)X + p, mf_half_from_float(f), __ATOMIC_RELAXED);
+        return;
+    }
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    __atomic_store_n((uint32_t *)X + p, bits, __ATOMIC_RELAXED);
+}
+
+static void load_row(const cpu_engine *e, const void *X, int64_t row, float *x)
+{
+    for (int t = 0; t < e->k; t++)
+        x[t] = load_element(e, X, row * e->k + t);
+}
+
+static void store_row(const cpu_engine *e, void *X, int64_t row, const float *x)
+{
+    for (int t = 0; t < e->k; t++)
+        store_element(e, X, row * e->k + t, x[t]);
+}
+
+/* One update of u and v (both from the old values); returns the error before it. */
+static float update(int k, float *u, float *v, float r, float lr, float lu, float lv)
+{
+    float dot = 0.0f;
+    for (int t = 0; t < k; t++)
+        dot += u[t] * v[t];
+    float err = r - dot;
+    for (int t = 0; t < k; t++) {
+        float ut = u[t], vt = v[t];
+        u[t] = ut + lr * (err * vt - lu * ut);
+        v[t] = vt + lr * (err * ut - lv * vt);
+    }
+    return err;
+}
+
+/* The updates of one chunk; returns the sum of their squared errors. */
+static double run_chunk(cpu_engine *e, int64_t c, float lr, float *u, float *v)
+{
+    const mf_sgd_plan *p = e->plan;
+    const int64_t b = p->chunk_begin[c], end = p->chunk_begin[c + 1];
+    double sq = 0.0;
+    if (e->resident)
+        load_row(e, e->U, p->user[b], u);
+    for (int64_t q = b; q < end; q++) {
+        if (!e->resident)
+            load_row(e, e->U, p->user[q], u);
+        load_row(e, e->V, p->item[q], v);
+        float err = update(e->k, u, v, p->rating[q], lr, e->lambda_u, e->lambda_v);
+        store_row(e, e->V, p->item[q], v);
+        if (!e->resident)
+            store_row(e, e->U, p->user[q], u);
+        sq += (double)err * err;
+    }
+    if (e->resident && end > b)
+        store_row(e, e->U, p->user[b], u);
+    return sq;
+}
+
+static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    const int64_t n = e->plan->nchunks;
+    const mf_sgd_perm perm = mf_sgd_perm_make((uint64_t)(n ? n : 1), e->seed, (uint32_t)t);
+    double sq = 0.0;
+#pragma omp parallel num_threads(e->threads) reduction(+ : sq)
+    {
+        float u[512], v[512];
+#pragma omp for schedule(dynamic, 4)
+        for (int64_t s = 0; s < n; s++)
+            sq += run_chunk(e, (int64_t)mf_sgd_perm_apply(&perm, (uint64_t)s), lr, u, v);
+    }
+    *sq_err = sq;
+    return MF_OK;
+}
+
+static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    double sum = 0.0;
+#pragma omp parallel num_threads(e->threads) reduction(+ : sum)
+    {
+        float u[512], v[512];
+#pragma omp for schedule(dynamic, 64)
+        for (int32_t r = 0; r < R->rows; r++) {
+            if (R->row_ptr[r] == R->row_ptr[r + 1])
+                continue;
+            load_row(e, e->U, r, u);
+            for (int64_t q = R->row_ptr[r]; q < R->row_ptr[r + 1]; q++) {
+                load_row(e, e->V, R->col[q], v);
+                float dot = 0.0f;
+                for (int t = 0; t < e->k; t++)
+                    dot += u[t] * v[t];
+                double d = (double)(R->val ? R->val[q] : 1.0f) - dot;
+                sum += d * d;
+            }
+        }
+    }
+    *rmse = R->nnz ? sqrt(sum / (double)R->nnz) : 0.0;
+    return MF_OK;
+}
+
+static mf_status cpu_finish(mf_sgd_engine *base, float *U, float *V)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    for (int64_t p = 0; p < (int64_t)e->rows * e->k; p++)
+        U[p] = load_element(e, e->U, p);
+    for (int64_t p = 0; p < (int64_t)e->cols * e->k; p++)
+        V[p] = load_element(e, e->V, p);
+    return MF_OK;
+}
+
+static void cpu_destroy(mf_sgd_engine *base)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    free(e->U);
+    free(e->V);
+    free(e);
+}
+
+/* Copy a float start into the storage: rows x k elements. */
+static void store_start(const cpu_engine *e, void *X, const float *X0, int64_t n)
+{
+    for (int64_t p = 0; p < n; p++)
+        store_element(e, X, p, X0[p]);
+}
+
+mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
+{
+    cpu_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    e->base.epoch = cpu_epoch;
+    e->base.rmse = cpu_rmse;
+    e->base.finish = cpu_finish;
+    e->base.destroy = cpu_destroy;
+    e->ctx = s->ctx;
+    e->plan = s->plan;
+    e->seed = s->seed;
+    e->k = s->k;
+    e->rows = s->R->rows;
+    e->cols = s->R->cols;
+    e->half = s->storage == MF_SGD_STORAGE_FP16;
+    e->resident = s->order == MF_SGD_ORDER_USER_CHUNKS;
+    e->threads = s->workers > 0 ? s->workers : mf_ctx_threads(s->ctx);
+    e->base.workers = e->threads;
+    e->lambda_u = s->lambda_u;
+    e->lambda_v = s->lambda_v;
+    const size_t elem = e->half ? sizeof(uint16_t) : sizeof(uint32_t);
+    const int64_t nu = (int64_t)e->rows * e->k, nv = (int64_t)e->cols * e->k;
+    e->U = malloc((size_t)(nu + 1) * elem);
+    e->V = malloc((size_t)(nv + 1) * elem);
+    if (!e->U || !e->V) {
+        cpu_destroy(&e->base);
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_sgd_hogwild_run: out of host memory for the working factors");
+    }
+    store_start(e, e->U, s->U0, nu);
+    store_start(e, e->V, s->V0, nv);
+    *out = &e->base;
+    return MF_OK;
+}

@@ -1,0 +1,68 @@
+/* Hogwild SGD inside the library: the driver (sgd.c) checks the options, draws the initial
+ * factors, builds the visiting plan (sgd_plan.c) and runs the epochs against an engine,
+ * the CPU one (sgd_cpu.c) or the CUDA one (sgd.cu), which owns working copies of the
+ * factors in the requested storage. */
+#ifndef MF_SGD_INTERNAL_H
+#define MF_SGD_INTERNAL_H
+#include <stdint.h>
+
+#include "core/sparse.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The order in which an epoch visits the ratings. The ratings are laid out once, in the
+ * order of opts->order, as parallel arrays; chunk c is [chunk_begin[c], chunk_begin[c+1])
+ * (one user's ratings under MF_SGD_ORDER_USER_CHUNKS). Epoch t visits chunk
+ * mf_sgd_perm_apply(perm(nchunks, seed, t), s) as its s-th, and a chunk's ratings in
+ * order. */
+typedef struct mf_sgd_plan {
+    int64_t nnz, nchunks;
+    int64_t *chunk_begin; /* nchunks + 1 */
+    int32_t *user, *item; /* nnz */
+    float *rating;        /* nnz; a pattern's are 1 */
+} mf_sgd_plan;
+
+mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order, uint64_t seed,
+                            mf_sgd_plan *plan);
+void mf_sgd_plan_free(mf_sgd_plan *plan);
+
+/* What both engines start from. U0 (users x k) and V0 (items x k) are float on the host,
+ * leading dimension k, finite; the engines copy them. */
+typedef struct mf_sgd_setup {
+    mf_ctx *ctx;
+    const mf_sparse *R;
+    const mf_sgd_plan *plan; /* lives until the engine is destroyed */
+    int k;
+    mf_sgd_storage storage;
+    mf_sgd_order order;
+    float lambda_u, lambda_v;
+    int workers; /* 0: as many as the backend runs at once */
+    uint64_t seed;
+    const float *U0, *V0;
+} mf_sgd_setup;
+
+typedef struct mf_sgd_engine mf_sgd_engine;
+struct mf_sgd_engine {
+    /* One pass over the plan at learning rate lr, chunks in the order of epoch t. *sq_err
+     * receives the sum of the squared errors e^2 met by the updates (each before its
+     * update): the epoch's training loss, and the divergence check. */
+    mf_status (*epoch)(mf_sgd_engine *e, int t, float lr, double *sq_err);
+    /* RMSE of the current factors over the stored entries of R (users x items). */
+    mf_status (*rmse)(mf_sgd_engine *e, const mf_sparse *R, double *rmse);
+    /* Copy the working factors into the caller's U and V (float, leading dimension k). */
+    mf_status (*finish)(mf_sgd_engine *e, float *U, float *V);
+    void (*destroy)(mf_sgd_engine *e);
+    int workers; /* concurrent updates, as run */
+};
+
+mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
+/* CUDA builds: sgd.cu; without CUDA the stub in core/cuda_absent.c. */
+mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
