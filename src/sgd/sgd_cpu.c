@@ -81,9 +81,9 @@ static double run_chunk(cpu_engine *e, int64_t c, float lr, float *u, float *v)
     for (int64_t q = b; q < end; q++) {
         if (!e->resident)
             load_row(e, e->U, p->user[q], u);
-        load_row(e, e->V, p->item[q], v);
-        float err = update(e->k, u, v, p->rating[q], lr, e->lambda_u, e->lambda_v);
-        store_row(e, e->V, p->item[q], v);
+        load_row(e, e->V, p->entry[q].item, v);
+        float err = update(e->k, u, v, p->entry[q].rating, lr, e->lambda_u, e->lambda_v);
+        store_row(e, e->V, p->entry[q].item, v);
         if (!e->resident)
             store_row(e, e->U, p->user[q], u);
         sq += (double)err * err;

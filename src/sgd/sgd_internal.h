@@ -18,11 +18,16 @@ extern "C" {
  * (one user's ratings under MF_SGD_ORDER_USER_CHUNKS). Epoch t visits chunk
  * mf_sgd_perm_apply(perm(nchunks, seed, t), s) as its s-th, and a chunk's ratings in
  * order. */
+typedef struct mf_sgd_entry {
+    int32_t item;
+    float rating; /* a pattern's are 1 */
+} mf_sgd_entry;
+
 typedef struct mf_sgd_plan {
     int64_t nnz, nchunks;
     int64_t *chunk_begin; /* nchunks + 1 */
-    int32_t *user, *item; /* nnz */
-    float *rating;        /* nnz; a pattern's are 1 */
+    mf_sgd_entry *entry;  /* nnz: the item and rating of each visit, one 8-byte load */
+    int32_t *user;        /* nnz: the user of each visit */
 } mf_sgd_plan;
 
 mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order, uint64_t seed,

@@ -17,8 +17,7 @@ void mf_sgd_plan_free(mf_sgd_plan *plan)
 {
     free(plan->chunk_begin);
     free(plan->user);
-    free(plan->item);
-    free(plan->rating);
+    free(plan->entry);
     memset(plan, 0, sizeof *plan);
 }
 
@@ -82,8 +81,8 @@ static mf_status plan_user_chunks(mf_ctx *ctx, const mf_sparse *R, uint64_t seed
             shuffle_row(perm, n, seed, u);
             for (int64_t q = 0; q < n; q++) {
                 p->user[b + q] = u;
-                p->item[b + q] = R->col[b + perm[q]];
-                p->rating[b + q] = R->val ? R->val[b + perm[q]] : 1.0f;
+                p->entry[b + q].item = R->col[b + perm[q]];
+                p->entry[b + q].rating = R->val ? R->val[b + perm[q]] : 1.0f;
             }
         }
         free(perm);
@@ -116,8 +115,8 @@ static mf_status plan_ratings(mf_ctx *ctx, const mf_sparse *R, uint64_t seed, mf
     for (int64_t q = 0; q < R->nnz; q++) {
         int64_t src = (int64_t)mf_sgd_perm_apply(&perm, (uint64_t)q);
         p->user[q] = row_of[src];
-        p->item[q] = R->col[src];
-        p->rating[q] = R->val ? R->val[src] : 1.0f;
+        p->entry[q].item = R->col[src];
+        p->entry[q].rating = R->val ? R->val[src] : 1.0f;
     }
     free(row_of);
     return MF_OK;
@@ -130,10 +129,9 @@ mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order,
     p.nnz = R->nnz;
     size_t n = (size_t)(R->nnz ? R->nnz : 1);
     p.user = malloc(n * sizeof *p.user);
-    p.item = malloc(n * sizeof *p.item);
-    p.rating = malloc(n * sizeof *p.rating);
+    p.entry = malloc(n * sizeof *p.entry);
     mf_status st = MF_OK;
-    if (!p.user || !p.item || !p.rating)
+    if (!p.user || !p.entry)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "mf_sgd_hogwild_run: out of host memory for the plan of %lld ratings",
                      (long long)R->nnz);

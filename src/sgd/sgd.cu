@@ -1,0 +1,296 @@
+/* The CUDA engine of Hogwild SGD. The plan (the ratings in visiting order and the chunk
+ * boundaries) goes to the device once per run; every epoch is one launch of a persistent
+ * grid of warps (sgd_kernels.cuh), one update per warp at a time, followed by one 8-byte
+ * copy of the epoch's squared-error sum, which the driver checks for divergence. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/cuda_internal.h"
+#include "sgd/sgd_internal.h"
+#include "sgd/sgd_kernels.cuh"
+
+namespace
+{
+
+struct cuda_engine {
+    mf_sgd_engine base;
+    mf_ctx *ctx;
+    int k, kp, kpl;
+    bool half, resident;
+    int32_t rows, cols;
+    float lambda_u, lambda_v;
+    uint64_t seed;
+    int64_t nchunks;
+    unsigned blocks, threads; /* of the epoch launch */
+    mf_dbuf chunk_begin, entries, user, U, V, scratch;
+    /* scratch: the chunk counter, then the squared-error sum (double) */
+};
+
+/* The smallest lane width that holds k: rows of 32 * kpl elements. */
+int lane_width(int k)
+{
+    int kpl = 1;
+    while (32 * kpl < k)
+        kpl *= 2;
+    return kpl;
+}
+
+template <int KPL, bool HALF, bool RESIDENT> const void *epoch_fn()
+{
+    return reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, RESIDENT>);
+}
+template <int KPL, bool HALF> const void *rmse_fn()
+{
+    return reinterpret_cast<const void *>(&sgd::rmse_kernel<KPL, HALF>);
+}
+
+template <int KPL> const void *pick_epoch(bool half, bool resident)
+{
+    if (half)
+        return resident ? epoch_fn<KPL, true, true>() : epoch_fn<KPL, true, false>();
+    return resident ? epoch_fn<KPL, false, true>() : epoch_fn<KPL, false, false>();
+}
+template <int KPL> const void *pick_rmse(bool half)
+{
+    return half ? rmse_fn<KPL, true>() : rmse_fn<KPL, false>();
+}
+
+/* The kernel for the engine's lane width, storage and order. */
+const void *epoch_kernel_for(const cuda_engine *e)
+{
+    switch (e->kpl) {
+    case 1: return pick_epoch<1>(e->half, e->resident);
+    case 2: return pick_epoch<2>(e->half, e->resident);
+    case 4: return pick_epoch<4>(e->half, e->resident);
+    case 8: return pick_epoch<8>(e->half, e->resident);
+    default: return pick_epoch<16>(e->half, e->resident);
+    }
+}
+const void *rmse_kernel_for(const cuda_engine *e)
+{
+    switch (e->kpl) {
+    case 1: return pick_rmse<1>(e->half);
+    case 2: return pick_rmse<2>(e->half);
+    case 4: return pick_rmse<4>(e->half);
+    case 8: return pick_rmse<8>(e->half);
+    default: return pick_rmse<16>(e->half);
+    }
+}
+
+mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cudaStream_t stream = ctx->cuda->stream;
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
+    sgd::epoch_args a;
+    a.chunk_begin = (const int64_t *)e->chunk_begin.ptr;
+    a.entries = (const mf_sgd_entry *)e->entries.ptr;
+    a.user = (const int32_t *)e->user.ptr;
+    a.U = e->U.ptr;
+    a.V = e->V.ptr;
+    a.nchunks = e->nchunks;
+    a.next = (unsigned long long *)e->scratch.ptr;
+    a.sq_err = (double *)((char *)e->scratch.ptr + 8);
+    a.perm = mf_sgd_perm_make((uint64_t)(e->nchunks ? e->nchunks : 1), e->seed, (uint32_t)t);
+    a.lr = lr;
+    a.lambda_u = e->lambda_u;
+    a.lambda_v = e->lambda_v;
+    a.kp = e->kp;
+    if (e->nchunks > 0) {
+        void *args[] = {&a};
+        MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
+                                          args, 0, stream));
+    }
+    MF_CUDA_TRY(ctx,
+                cudaMemcpyAsync(sq_err, a.sq_err, sizeof *sq_err, cudaMemcpyDeviceToHost, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cudaStream_t stream = ctx->cuda->stream;
+    if (R->nnz == 0) {
+        *rmse = 0.0;
+        return MF_OK;
+    }
+    sgd::rmse_args a;
+    MF_TRY(mf_sparse_device_csr((mf_sparse *)R, &a.ptr, &a.col, &a.val));
+    a.U = e->U.ptr;
+    a.V = e->V.ptr;
+    a.rows = R->rows;
+    a.kp = e->kp;
+    a.sum = (double *)((char *)e->scratch.ptr + 8);
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(a.sum, 0, sizeof(double), stream));
+    void *args[] = {&a};
+    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)R->rows * 32, 256, 8);
+    MF_CUDA_TRY(ctx, cudaLaunchKernel(rmse_kernel_for(e), dim3(grid), dim3(256), args, 0, stream));
+    double sum = 0.0;
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(&sum, a.sum, sizeof sum, cudaMemcpyDeviceToHost, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    *rmse = sqrt(sum / (double)R->nnz);
+    return MF_OK;
+}
+
+/* The working factor X (rows x kp storage) as floats (rows x k) at dst, host or device. */
+mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->cuda->stream;
+    const size_t bytes = (size_t)rows * e->k * sizeof(float);
+    if (bytes == 0)
+        return MF_OK;
+    mf_dbuf tmp = {NULL, 0};
+    MF_TRY(mf_dmem_alloc(ctx, &tmp, bytes, "SGD factors for the caller"));
+    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)rows * e->k, 256, 8);
+    if (e->half)
+        sgd::unpack_kernel<true>
+            <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
+    else
+        sgd::unpack_kernel<false>
+            <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
+    cudaError_t err = cudaGetLastError();
+    if (err == cudaSuccess)
+        err = cudaMemcpyAsync(dst, tmp.ptr, bytes, cudaMemcpyDefault, stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    mf_dmem_free(ctx, &tmp);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "SGD factor copy-out", __FILE__, __LINE__);
+    return MF_OK;
+}
+
+mf_status engine_finish(mf_sgd_engine *base, float *U, float *V)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_device_guard guard(e->ctx->cuda->device);
+    MF_TRY(copy_out(e, &e->U, e->rows, U));
+    return copy_out(e, &e->V, e->cols, V);
+}
+
+void engine_destroy(mf_sgd_engine *base)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    mf_dmem_free(ctx, &e->chunk_begin);
+    mf_dmem_free(ctx, &e->entries);
+    mf_dmem_free(ctx, &e->user);
+    mf_dmem_free(ctx, &e->U);
+    mf_dmem_free(ctx, &e->V);
+    mf_dmem_free(ctx, &e->scratch);
+    free(e);
+}
+
+/* The working factor X (rows x kp storage) from the host floats X0 (rows x k). */
+mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, const float *X0, const char *what)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->cuda->stream;
+    const size_t elem = e->half ? 2 : 4;
+    MF_TRY(mf_dmem_alloc(ctx, X, (size_t)rows * e->kp * elem, what));
+    if (rows == 0)
+        return MF_OK;
+    mf_dbuf tmp = {NULL, 0};
+    const size_t bytes = (size_t)rows * e->k * sizeof(float);
+    MF_TRY(mf_dmem_alloc(ctx, &tmp, bytes, "SGD initial factors"));
+    cudaError_t err = cudaMemcpyAsync(tmp.ptr, X0, bytes, cudaMemcpyHostToDevice, stream);
+    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)rows * e->kp, 256, 8);
+    if (err == cudaSuccess) {
+        if (e->half)
+            sgd::pack_kernel<true>
+                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp);
+        else
+            sgd::pack_kernel<false>
+                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp);
+        err = cudaGetLastError();
+    }
+    if (err == cudaSuccess) /* X0 is the caller's to free when this returns */
+        err = cudaStreamSynchronize(stream);
+    mf_dmem_free(ctx, &tmp);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "SGD factor upload", __FILE__, __LINE__);
+    return MF_OK;
+}
+
+mf_status upload(cuda_engine *e, mf_dbuf *dst, const void *src, size_t bytes, const char *what)
+{
+    MF_TRY(mf_dmem_alloc(e->ctx, dst, bytes, what));
+    if (bytes)
+        MF_CUDA_TRY(e->ctx, cudaMemcpyAsync(dst->ptr, src, bytes, cudaMemcpyHostToDevice,
+                                            e->ctx->cuda->stream));
+    return MF_OK;
+}
+
+mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    const mf_sgd_plan *p = s->plan;
+    MF_TRY(copy_in(e, &e->U, e->rows, s->U0, "SGD user factors"));
+    MF_TRY(copy_in(e, &e->V, e->cols, s->V0, "SGD item factors"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
+    mf_status st =
+        upload(e, &e->entries, p->entry, (size_t)p->nnz * sizeof *p->entry, "SGD ratings");
+    if (st == MF_OK)
+        st = upload(e, &e->user, p->user, (size_t)p->nnz * sizeof(int32_t), "SGD rating users");
+    if (st == MF_OK)
+        st = upload(e, &e->chunk_begin, p->chunk_begin, ((size_t)p->nchunks + 1) * sizeof(int64_t),
+                    "SGD chunks");
+    /* The plan is the driver's to free when this returns. */
+    cudaError_t err = cudaStreamSynchronize(ctx->cuda->stream);
+    MF_TRY(st);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "SGD plan upload", __FILE__, __LINE__);
+
+    /* A persistent grid: as many warps as fit at once, or the caller's number. */
+    int per_sm = 0;
+    MF_CUDA_TRY(
+        ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_kernel_for(e), 256, 0));
+    int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount * 8;
+    int64_t warps = s->workers > 0 && s->workers < most ? s->workers : most;
+    if (warps % 8 == 0)
+        e->threads = 256, e->blocks = (unsigned)(warps / 8);
+    else
+        e->threads = 32, e->blocks = (unsigned)warps;
+    e->base.workers = (int)warps;
+    return MF_OK;
+}
+
+} // namespace
+
+mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
+{
+    mf_ctx *ctx = s->ctx;
+    mf_device_guard guard(ctx->cuda->device);
+    cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
+    if (!e)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    e->base.epoch = engine_epoch;
+    e->base.rmse = engine_rmse;
+    e->base.finish = engine_finish;
+    e->base.destroy = engine_destroy;
+    e->ctx = ctx;
+    e->k = s->k;
+    e->kpl = lane_width(s->k);
+    e->kp = 32 * e->kpl;
+    e->half = s->storage == MF_SGD_STORAGE_FP16;
+    e->resident = s->order == MF_SGD_ORDER_USER_CHUNKS;
+    e->rows = s->R->rows;
+    e->cols = s->R->cols;
+    e->lambda_u = s->lambda_u;
+    e->lambda_v = s->lambda_v;
+    e->seed = s->seed;
+    e->nchunks = s->plan->nchunks;
+    mf_status st = setup(e, s);
+    if (st != MF_OK) {
+        engine_destroy(&e->base);
+        return st;
+    }
+    *out = &e->base;
+    return MF_OK;
+}

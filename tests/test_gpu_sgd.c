@@ -1,0 +1,209 @@
+/* mf_sgd_hogwild_run on the CUDA backend: one GPU worker against one CPU worker (both
+ * orders, fp32 and fp16, lane widths 1 to 16), CPU/GPU quality agreement with all
+ * workers, fp16 against fp32, device-memory factors, large ranks, divergence, and the
+ * MovieLens 100K quality bar. Hogwild races by design: with more than one worker the
+ * tests compare quality, never bits. */
+#include <math.h>
+
+#include "sgd_fixtures.h"
+#include "testutil.h"
+
+#ifdef MFACT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static int quick(void)
+{
+    return getenv("MFACT_UNDER_SANITIZER") != NULL;
+}
+
+/* One worker on each side visits the same sequence; only the dot product's summation
+ * order differs (a warp's butterfly against a loop), so the factors agree closely. */
+START_TEST(one_worker_matches_cpu)
+{
+    mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    mf_sparse *Rg = NULL, *Tg = NULL, *Rc = NULL, *Tc = NULL;
+    sx_noisy(gpu, 60, 40, 0.25, 21, &Rg, &Tg);
+    sx_noisy(cpu, 60, 40, 0.25, 21, &Rc, &Tc);
+    static const int ks[] = {1, 7, 32, 33, 100, 300};
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++)
+        for (int order = 0; order < 2; order++)
+            for (int half = 0; half < 2; half++) {
+                mf_sgd_opts o;
+                mf_sgd_opts_init(&o);
+                o.rank = ks[t], o.epochs = 3, o.workers = 1, o.order = (mf_sgd_order)order;
+                o.storage = half ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+                o.learning_rate = 0.02f;
+                float *Ug, *Vg, *Uc, *Vc;
+                mf_sgd_report rg, rc;
+                sx_run(gpu, Rg, &o, MF_OK, &rg, &Ug, &Vg);
+                sx_run(cpu, Rc, &o, MF_OK, &rc, &Uc, &Vc);
+                ck_assert_int_eq(rg.workers, 1);
+                /* fp16: one rounding apart flips a stored half by one unit (2^-11). */
+                double tol = half ? 2e-3 : 1e-5;
+                double du = sx_rel_diff(60 * ks[t], Ug, Uc), dv = sx_rel_diff(40 * ks[t], Vg, Vc);
+                ck_assert_msg(du < tol && dv < tol, "k %d order %d half %d: U %g, V %g", ks[t],
+                              order, half, du, dv);
+                ck_assert_msg(fabs(rg.train_rmse - rc.train_rmse) < 10 * tol * rc.train_rmse,
+                              "k %d: train RMSE %g vs %g", ks[t], rg.train_rmse, rc.train_rmse);
+                free(Ug), free(Vg), free(Uc), free(Vc);
+            }
+    mf_sparse_destroy(Rg), mf_sparse_destroy(Tg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tc);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+/* All warps racing, against the CPU: test RMSE within 1%; fp16 within 1% of fp32. */
+START_TEST(all_workers_agree_with_cpu)
+{
+    mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    const int32_t users = quick() ? 300 : 3000, items = quick() ? 200 : 1500;
+    mf_sparse *Rg = NULL, *Tg = NULL, *Rc = NULL, *Tc = NULL;
+    sx_noisy(gpu, users, items, 0.1, 23, &Rg, &Tg);
+    sx_noisy(cpu, users, items, 0.1, 23, &Rc, &Tc);
+    for (int order = 0; order < 2; order++) {
+        double rmse[3];
+        for (int run = 0; run < 3; run++) {
+            mf_sgd_opts o;
+            mf_sgd_opts_init(&o);
+            o.rank = 16, o.epochs = 30, o.order = (mf_sgd_order)order;
+            o.learning_rate = 0.02f, o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+            o.lambda_u = o.lambda_v = 0.02f;
+            o.storage = run == 2 ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+            o.test = run == 0 ? Tc : Tg;
+            mf_sgd_report rep;
+            sx_run(run == 0 ? cpu : gpu, run == 0 ? Rc : Rg, &o, MF_OK, &rep, NULL, NULL);
+            rmse[run] = rep.test_rmse;
+            if (run > 0)
+                ck_assert_int_gt(rep.workers, 1000);
+        }
+        printf("all_workers_agree_with_cpu (order %d): test RMSE cpu %.4f, gpu %.4f, gpu fp16 "
+               "%.4f\n",
+               order, rmse[0], rmse[1], rmse[2]);
+        ck_assert_msg(rmse[0] < 0.32, "cpu test RMSE %.4f (the noise alone: 0.25)", rmse[0]);
+        ck_assert_msg(fabs(rmse[1] - rmse[0]) <= 0.01 * rmse[0], "cpu %.4f gpu %.4f", rmse[0],
+                      rmse[1]);
+        ck_assert_msg(fabs(rmse[2] - rmse[1]) <= 0.01 * rmse[1], "fp32 %.4f fp16 %.4f", rmse[1],
+                      rmse[2]);
+    }
+    mf_sparse_destroy(Rg), mf_sparse_destroy(Tg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tc);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+/* Factors in device memory: read as the start, written with the result, same as host. */
+START_TEST(device_factors)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    mf_sparse *R = NULL, *T = NULL;
+    sx_noisy(ctx, 80, 50, 0.2, 25, &R, &T);
+    const int k = 8;
+    mf_sgd_opts o;
+    mf_sgd_opts_init(&o);
+    o.rank = k, o.workers = 1, o.init = MF_SGD_INIT_GIVEN, o.epochs = 4;
+    float Uh[80 * 8], Vh[50 * 8], Ud_back[80 * 8], Vd_back[50 * 8];
+    for (int p = 0; p < 80 * k; p++)
+        Uh[p] = 0.1f + 0.001f * (float)(p % 97);
+    for (int p = 0; p < 50 * k; p++)
+        Vh[p] = 0.2f - 0.001f * (float)(p % 89);
+    float *Ud, *Vd;
+    ck_assert_int_eq(cudaMalloc((void **)&Ud, sizeof Uh), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&Vd, sizeof Vh), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(Ud, Uh, sizeof Uh, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(Vd, Vh, sizeof Vh, cudaMemcpyHostToDevice), cudaSuccess);
+    mf_sgd_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, &rep), MF_OK);
+    o.where = MF_MEMORY_DEVICE;
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Ud, Vd, &rep), MF_OK);
+    ck_assert_int_eq(cudaMemcpy(Ud_back, Ud, sizeof Uh, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(Vd_back, Vd, sizeof Vh, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert(memcmp(Ud_back, Uh, sizeof Uh) == 0 && memcmp(Vd_back, Vh, sizeof Vh) == 0);
+    ck_assert(rep.peak_device_bytes > 0);
+    /* Host factors on a device-memory request are refused. */
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, NULL), MF_ERR_INVALID_ARGUMENT);
+    cudaFree(Ud), cudaFree(Vd);
+    mf_sparse_destroy(R), mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+#endif
+}
+END_TEST
+
+START_TEST(divergence_is_reported)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    mf_sparse *R = NULL, *T = NULL;
+    sx_noisy(ctx, 200, 100, 0.2, 27, &R, &T);
+    for (int h = 0; h < 2; h++) {
+        mf_sgd_opts o;
+        mf_sgd_opts_init(&o);
+        o.learning_rate = 50.0f, o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+        o.storage = h ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+        float *U = malloc(200 * 32 * sizeof *U), *V = malloc(100 * 32 * sizeof *V);
+        for (int p = 0; p < 200 * 32; p++)
+            U[p] = -7.0f;
+        for (int p = 0; p < 100 * 32; p++)
+            V[p] = -9.0f;
+        ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+        tu_assert_error_has(ctx, "smaller learning_rate");
+        for (int p = 0; p < 200 * 32; p++)
+            ck_assert(U[p] == -7.0f);
+        for (int p = 0; p < 100 * 32; p++)
+            ck_assert(V[p] == -9.0f);
+        free(U), free(V);
+    }
+    mf_sparse_destroy(R), mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The widest lanes (k = 512: 16 floats per lane) learn as the narrow ones do. */
+START_TEST(large_rank_learns)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    mf_sparse *R = NULL, *T = NULL;
+    sx_noisy(ctx, 500, 300, 0.1, 29, &R, &T);
+    for (int h = 0; h < 2; h++) {
+        mf_sgd_opts o;
+        mf_sgd_opts_init(&o);
+        o.rank = 512, o.epochs = 10, o.learning_rate = 0.02f, o.test = T;
+        o.storage = h ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+        mf_sgd_report first, last;
+        o.epochs = 1;
+        sx_run(ctx, R, &o, MF_OK, &first, NULL, NULL);
+        o.epochs = 10;
+        sx_run(ctx, R, &o, MF_OK, &last, NULL, NULL);
+        ck_assert_msg(last.train_rmse < 0.8 * first.train_rmse, "half %d: %g then %g", h,
+                      first.train_rmse, last.train_rmse);
+    }
+    mf_sparse_destroy(R), mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(movielens_quality)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    sx_check_movielens(ctx, "gpu");
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+int main(void)
+{
+    if (tu_no_gpu())
+        return 77;
+    Suite *s = suite_create("gpu_sgd");
+    TCase *tc = tcase_create("gpu_sgd");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, one_worker_matches_cpu);
+    tcase_add_test(tc, all_workers_agree_with_cpu);
+    tcase_add_test(tc, device_factors);
+    tcase_add_test(tc, divergence_is_reported);
+    tcase_add_test(tc, large_rank_learns);
+    tcase_add_test(tc, movielens_quality);
+    suite_add_tcase(s, tc);
+    return tu_run(s, false);
+}
