@@ -18,7 +18,8 @@
 // write): above 1 means the factor rows are served from L2, not from DRAM.
 //
 // usage: bench_sgd [--k 32,64,128,256] [--epochs N] [--lr R] [--decay B] [--lambda L]
-//                  [--scale F] [--seed S] [--train FILE --test FILE] [--fp32-only]
+//                  [--scale F] [--seed S] [--train FILE --test FILE] [--workers W]
+//                  [--fp32-only]
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -79,6 +80,8 @@ struct result {
     int workers;
 };
 
+static int g_workers = 0; // --workers: 0 = all the device holds at once
+
 static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp16,
                   mf_sgd_order order, int epochs, float lr, float decay, float lambda)
 {
@@ -92,6 +95,7 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     o.lambda_u = o.lambda_v = lambda;
     o.storage = fp16 ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
     o.order = order;
+    o.workers = g_workers;
     o.test = test;
     mf_sgd_report rep;
     rep.struct_size = sizeof rep;
@@ -136,12 +140,14 @@ int main(int argc, char **argv)
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
+        else if (!strcmp(a, "--workers"))
+            g_workers = atoi(v), i++;
         else if (!strcmp(a, "--fp32-only"))
             fp32_only = true;
         else {
             fprintf(stderr, "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
                             "[--lambda L] [--scale F] [--seed S] [--train FILE --test FILE] "
-                            "[--fp32-only]\n");
+                            "[--workers W] [--fp32-only]\n");
             return 2;
         }
     }

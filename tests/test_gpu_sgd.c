@@ -75,8 +75,8 @@ START_TEST(all_workers_agree_with_cpu)
             mf_sgd_report rep;
             sx_run(run == 0 ? cpu : gpu, run == 0 ? Rc : Rg, &o, MF_OK, &rep, NULL, NULL);
             rmse[run] = rep.test_rmse;
-            if (run > 0)
-                ck_assert_int_gt(rep.workers, 1000);
+            if (run > 0) /* one worker per 32 chunks, at most */
+                ck_assert_int_gt(rep.workers, quick() ? 4 : 100);
         }
         printf("all_workers_agree_with_cpu (order %d): test RMSE cpu %.4f, gpu %.4f, gpu fp16 "
                "%.4f\n",

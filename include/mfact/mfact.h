@@ -468,8 +468,8 @@ typedef enum mf_sgd_init {
 typedef enum mf_sgd_order {
     /* Each user's ratings are shuffled once per run and cut into chunks of at most 64;
      * every epoch visits the chunks in a new random order, and a worker keeps the user's
-     * factor row in registers (float) through its chunk, writing the chunk's change back
-     * once. The item factors are read and written at every update. */
+     * factor row in registers (float) through its chunk and stores it once at the end.
+     * The item factors are read and written at every update. */
     MF_SGD_ORDER_USER_CHUNKS = 0,
     /* cuMF_SGD's order: the ratings shuffled once per run, cut into chunks of 64
      * consecutive ones, visited in a new random order every epoch; both factor rows are
@@ -488,7 +488,8 @@ typedef struct mf_sgd_opts {
     mf_sgd_storage storage;   /* default MF_SGD_STORAGE_FP32                                 */
     mf_sgd_init init;         /* default MF_SGD_INIT_RANDOM                                  */
     mf_sgd_order order;       /* default MF_SGD_ORDER_USER_CHUNKS                            */
-    int workers;              /* concurrent updates: CPU threads or GPU warps; 0 = all       */
+    int workers;              /* concurrent updates (CPU threads, GPU warps); 0 = all, and    */
+                              /* never more than one per 32 chunks (see below)                */
     mf_memory where;          /* where U and V live; default MF_MEMORY_HOST                  */
     const mf_sparse *test;    /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress;  /* optional; also turns on the per-epoch RMSEs                 */
@@ -516,8 +517,15 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  *     e = r - U_u . V_i;  U_u += lr (e V_i - lambda_u U_u);  V_i += lr (e U_u - lambda_v V_i)
  * Every epoch visits each stored rating of `ratings` (users x items; a pattern's ratings
  * are 1) once, in the order opts->order describes; `workers` updates run at once and
- * overwrite each other's rows without locks, as Hogwild does. U (users x k) and V
- * (items x k) are row-major with leading dimension k in opts->where memory.
+ * overwrite each other's rows without locks, as Hogwild does. So that an epoch never runs
+ * as a single wave of stale updates, there is at most one worker per 32 chunks (64
+ * ratings each): small data sets run with fewer workers than asked (report->workers).
+ * U (users x k) and V (items x k) are row-major with leading dimension k in opts->where
+ * memory. A user or item without ratings keeps its starting row.
+ *
+ * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, 20 epochs reach a test RMSE of
+ * about 0.92 on MovieLens 100K at k = 10 (80/20 split). Netflix-sized data with more
+ * ratings per row takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
  *
  * Reproducibility: with one worker a run is a pure function of the seed and the inputs
  * (on the CPU it is bit-for-bit the sequence of updates above, in float). With more than

@@ -184,8 +184,15 @@ static mf_status run(run_state *s, float *U, float *V)
         st = initial_factors(ctx, R, o, U, V, U0, V0);
     if (st == MF_OK)
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
-    mf_sgd_setup setup = {ctx,         R,           &plan,      o->rank,   o->storage, o->order,
-                          o->lambda_u, o->lambda_v, o->workers, ctx->seed, U0,         V0};
+    /* Hogwild's updates read rows that other workers are about to overwrite. With as many
+     * workers as chunks, a whole epoch runs as one wave from one stale state: on MovieLens
+     * 100K with 8,448 warps the test RMSE was 0.957 against 0.927 with 64. At most one
+     * worker per MF_SGD_MIN_WAVES chunks keeps every epoch many waves long; Netflix-sized
+     * data has far more chunks than any device has warps. */
+    int64_t cap = plan.nchunks / MF_SGD_MIN_WAVES;
+    mf_sgd_setup setup = {ctx,       R,           &plan,       o->rank,    o->storage,
+                          o->order,  o->lambda_u, o->lambda_v, o->workers, cap > 1 ? cap : 1,
+                          ctx->seed, U0,          V0};
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_sgd_engine(&setup, &s->e)
                                              : mf_sgd_cpu_engine(&setup, &s->e);

@@ -253,6 +253,7 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
         ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_kernel_for(e), 256, 0));
     int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount * 8;
     int64_t warps = s->workers > 0 && s->workers < most ? s->workers : most;
+    warps = warps < s->max_workers ? warps : s->max_workers;
     if (warps % 8 == 0)
         e->threads = 256, e->blocks = (unsigned)(warps / 8);
     else

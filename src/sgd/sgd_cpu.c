@@ -179,6 +179,7 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->half = s->storage == MF_SGD_STORAGE_FP16;
     e->resident = s->order == MF_SGD_ORDER_USER_CHUNKS;
     e->threads = s->workers > 0 ? s->workers : mf_ctx_threads(s->ctx);
+    e->threads = e->threads < s->max_workers ? e->threads : (int)s->max_workers;
     e->base.workers = e->threads;
     e->lambda_u = s->lambda_u;
     e->lambda_v = s->lambda_v;

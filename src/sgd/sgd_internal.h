@@ -44,7 +44,8 @@ typedef struct mf_sgd_setup {
     mf_sgd_storage storage;
     mf_sgd_order order;
     float lambda_u, lambda_v;
-    int workers; /* 0: as many as the backend runs at once */
+    int workers;         /* 0: as many as the backend runs at once */
+    int64_t max_workers; /* at most this many, whatever the request (>= 1) */
     uint64_t seed;
     const float *U0, *V0;
 } mf_sgd_setup;

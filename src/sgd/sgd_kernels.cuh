@@ -68,23 +68,6 @@ template <int KPL, bool HALF> struct row_io {
         }
     }
 
-    /* row += delta, element by element, atomically: a chunk's change to its user's row
-     * lands on top of whatever other workers wrote meanwhile. */
-    static __device__ __forceinline__ void add(elem *row, int lane, const float *delta)
-    {
-        elem *p = row + lane * KPL;
-        if constexpr (!HALF) {
-            for (int j = 0; j < KPL; j++)
-                atomicAdd(p + j, delta[j]);
-        } else if constexpr (KPL == 1) {
-            atomicAdd(p, __float2half_rn(delta[0]));
-        } else {
-            for (int j = 0; j < KPL; j += 2)
-                atomicAdd(reinterpret_cast<__half2 *>(p + j),
-                          __floats2half2_rn(delta[j], delta[j + 1]));
-        }
-    }
-
   private:
     static __device__ __forceinline__ void unpack(const void *w, int bytes, float *x)
     {
@@ -136,10 +119,12 @@ struct epoch_args {
 /* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
  * counter (so long chunks never leave a multiprocessor idle) and visiting chunk
  * perm(slot). RESIDENT (MF_SGD_ORDER_USER_CHUNKS): a chunk is one user's ratings, and the
- * user's row stays in registers (float) through it; the chunk's change goes back with
- * atomic adds. Otherwise each update loads and stores both rows. The next item's row is
- * fetched while the current update computes (a user's items are distinct, so the fetch
- * never misses this warp's own store). */
+ * user's row stays in registers (float) through it and is stored once at its end, a plain
+ * Hogwild write. (Adding the chunk's change atomically instead was measured and
+ * rejected: two chunks of one user in flight at once then both apply a full step from
+ * the same start, and on MovieLens 100K that diverged at the default rate.) Otherwise
+ * each update loads and stores both rows. The next item's row is fetched while the
+ * current update computes. */
 template <int KPL, bool HALF, bool RESIDENT>
 __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
 {
@@ -170,13 +155,10 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
             if (lane + 32 < n)
                 u1 = a.user[b + 32 + lane];
         }
-        float u[KPL], u_start[KPL], v[KPL], v_next[KPL];
+        float u[KPL], v[KPL], v_next[KPL];
         int32_t user = RESIDENT ? a.user[b] : 0;
-        if (RESIDENT) {
+        if (RESIDENT)
             io::load(U + (int64_t)user * a.kp, lane, u);
-            for (int j = 0; j < KPL; j++)
-                u_start[j] = u[j];
-        }
         io::load(V + (int64_t)__shfl_sync(0xffffffffu, e0.item, 0) * a.kp, lane, v);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
@@ -211,11 +193,8 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 for (int j = 0; j < KPL; j++)
                     v[j] = v_next[j];
         }
-        if (RESIDENT) {
-            for (int j = 0; j < KPL; j++)
-                u_start[j] = u[j] - u_start[j];
-            io::add(U + (int64_t)user * a.kp, lane, u_start);
-        }
+        if (RESIDENT)
+            io::store(U + (int64_t)user * a.kp, lane, u);
         sq += chunk_sq;
     }
     if (lane == 0 && sq != 0.0)

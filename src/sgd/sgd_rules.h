@@ -14,6 +14,9 @@
  * user's row (MF_SGD_ORDER_USER_CHUNKS). */
 #define MF_SGD_CHUNK 64
 
+/* An epoch's chunks per concurrent worker, at least (see sgd.c). */
+#define MF_SGD_MIN_WAVES 32
+
 /* A 32-bit mixing function (the finalizer of MurmurHash3): the Feistel round function. */
 MF_HD uint32_t mf_sgd_mix32(uint32_t x)
 {
