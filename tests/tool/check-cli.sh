@@ -70,6 +70,21 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ra
 "$mfact" als "$ratings" --test "$tmp" --test-fraction 0.1 2>/dev/null; [ $? -eq 2 ] || fail "als --test with --test-fraction"
 "$mfact" als 2>/dev/null; [ $? -eq 2 ] || fail "als without FILE"
 "$mfact" als --help | grep -q -- "--test-fraction" || fail "als --help"
+
+# sgd: the same, with fp16 factors, and its bad values
+out=$("$mfact" sgd --backend cpu "$ratings" --rank 3 --epochs 4 --test-fraction 0.2 --fp16 \
+      --output-u "$fu" --output-v "$fv" 2>/tmp/mfact-cli-err.$$) || fail "sgd exited $?"
+echo "$out" | grep -q "^storage fp16$" || fail "sgd storage: $out"
+echo "$out" | grep -Eq "^test RMSE [0-9.]+$" || fail "sgd test RMSE: $out"
+echo "$out" | grep -Eq "^updates per second [0-9.e+]+$" || fail "sgd updates per second: $out"
+grep -q "^epoch 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "sgd progress: $(cat /tmp/mfact-cli-err.$$)"
+[ "$(wc -l <"$fu")" -eq 40 ] && [ "$(head -1 "$fv" | wc -w)" -eq 3 ] || fail "sgd factor files"
+"$mfact" sgd "$ratings" --rank 513 2>/dev/null; [ $? -eq 2 ] || fail "sgd --rank 513 is not a usage error"
+"$mfact" sgd "$ratings" --lr 0 2>/dev/null; [ $? -eq 2 ] || fail "sgd --lr 0 is not a usage error"
+"$mfact" sgd "$ratings" --epochs -1 2>/dev/null; [ $? -eq 2 ] || fail "sgd --epochs -1 is not a usage error"
+"$mfact" sgd --backend cpu "$ratings" --lr 1000 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
+  grep -q "smaller learning_rate" /tmp/mfact-cli-err.$$ || fail "sgd divergence: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" sgd --help | grep -q -- "--fp16" || fail "sgd --help"
 # bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
 bin=$(mktemp --suffix=.in)
 fa=$(mktemp) fb=$(mktemp) pa=$(mktemp)
