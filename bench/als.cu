@@ -141,19 +141,6 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
 
 // ---- main ----------------------------------------------------------------------------------
 
-static std::vector<int> parse_list(const char *s)
-{
-    std::vector<int> v;
-    for (const char *p = s; *p;) {
-        v.push_back(atoi(p));
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     std::vector<int> ks = {32, 64, 100, 128};
@@ -165,7 +152,7 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
-            ks = parse_list(v), i++;
+            ks = parse_ints(v), i++;
         else if (!strcmp(a, "--iterations"))
             iterations = atoi(v), i++;
         else if (!strcmp(a, "--lambda"))
@@ -200,22 +187,8 @@ int main(int argc, char **argv)
         return 1;
     }
     mf_sparse *train = NULL, *test = NULL;
-    double oracle = NAN;
     double t0 = omp_get_wtime();
-    if (train_file && test_file) {
-        mf_read_opts ro;
-        mf_read_opts_init(&ro);
-        ro.format = MF_FORMAT_BINARY_TRIPLETS;
-        MF_CHECK(ctx, mf_sparse_read(ctx, &train, train_file, &ro));
-        MF_CHECK(ctx, mf_sparse_shape(train, &ro.rows, &ro.cols, NULL));
-        MF_CHECK(ctx, mf_sparse_read(ctx, &test, test_file, &ro));
-    } else {
-        ratings r;
-        generate(&r, (int32_t)(480189 * scale), (int32_t)(17770 * std::min(1.0, 4 * scale)),
-                 99e6 * scale, seed);
-        oracle = r.oracle_rmse;
-        split(ctx, r, &train, &test);
-    }
+    double oracle = load_ratings(ctx, train_file, test_file, scale, seed, &train, &test);
     int32_t users, items;
     int64_t ntrain, ntest;
     MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, &ntrain));

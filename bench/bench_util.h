@@ -8,6 +8,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <vector>
 
 #include "mfact/mfact.h"
 
@@ -34,6 +37,20 @@ static inline uint64_t mix(uint64_t z)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
+}
+
+// "32,128,512" as integers (--k lists).
+static inline std::vector<int> parse_ints(const char *s)
+{
+    std::vector<int> v;
+    for (const char *p = s; *p;) {
+        v.push_back(atoi(p));
+        p = strchr(p, ',');
+        if (!p)
+            break;
+        p++;
+    }
+    return v;
 }
 
 #endif

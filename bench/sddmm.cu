@@ -321,19 +321,6 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     return r;
 }
 
-static std::vector<int> parse_ints(const char *s)
-{
-    std::vector<int> v;
-    for (const char *p = s; *p;) {
-        v.push_back(atoi(p));
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
-    }
-    return v;
-}
-
 int main(int argc, char **argv)
 {
     const char *cases = "netflix,nytimes,uniform";

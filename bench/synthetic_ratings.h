@@ -192,4 +192,26 @@ static void split(mf_ctx *ctx, const ratings &r, mf_sparse **train, mf_sparse **
                                      col[1].data(), val[1].data(), MF_MEMORY_HOST, 0));
 }
 
+// The benchmark's ratings: --train and --test files in the packed binary triplet format
+// when both are given, else the synthetic Netflix shape at `scale` (1: 480,189 x 17,770,
+// 99M ratings). Returns the planted model's test RMSE (NaN for files).
+static double load_ratings(mf_ctx *ctx, const char *train_file, const char *test_file, double scale,
+                           uint64_t seed, mf_sparse **train, mf_sparse **test)
+{
+    if (train_file && test_file) {
+        mf_read_opts ro;
+        mf_read_opts_init(&ro);
+        ro.format = MF_FORMAT_BINARY_TRIPLETS;
+        MF_CHECK(ctx, mf_sparse_read(ctx, train, train_file, &ro));
+        MF_CHECK(ctx, mf_sparse_shape(*train, &ro.rows, &ro.cols, NULL));
+        MF_CHECK(ctx, mf_sparse_read(ctx, test, test_file, &ro));
+        return NAN;
+    }
+    ratings r;
+    generate(&r, (int32_t)(480189 * scale), (int32_t)(17770 * std::min(1.0, 4 * scale)),
+             99e6 * scale, seed);
+    split(ctx, r, train, test);
+    return r.oracle_rmse;
+}
+
 #endif

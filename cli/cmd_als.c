@@ -92,20 +92,14 @@ static int parse(int argc, char **argv, als_args *a)
 static int on_iteration(void *user, const mf_progress *p)
 {
     (void)user;
-    fprintf(stderr, "iteration %d: train RMSE %.4f", p->iteration, p->train_rmse);
-    if (!isnan(p->test_rmse))
-        fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
-    fprintf(stderr, " (%.2f s)\n", p->seconds);
+    cli_print_progress("iteration", p);
     return 0;
 }
 
 static int run(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test)
 {
     int32_t users, items;
-    int64_t nnz, ntest = 0;
-    mf_sparse_shape(train, &users, &items, &nnz);
-    if (test)
-        mf_sparse_shape(test, NULL, NULL, &ntest);
+    mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc((size_t)users * a->rank * sizeof *U);
     float *V = malloc((size_t)items * a->rank * sizeof *V);
     int rc = CLI_FAILED;
@@ -123,17 +117,11 @@ static int run(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test
         cli_error("als", "%s", mf_ctx_last_error(ctx));
         goto done;
     }
-    if ((a->out_u && cli_write_rows("als", a->out_u, U, users, a->rank) != 0) ||
-        (a->out_v && cli_write_rows("als", a->out_v, V, items, a->rank) != 0))
+    if (cli_write_factors("als", a->out_u, a->out_v, U, V, train, a->rank) != 0)
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
-    cli_out_str(&out, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
-    cli_out_int(&out, "users", users);
-    cli_out_int(&out, "items", items);
-    cli_out_int(&out, "train ratings", nnz);
-    cli_out_int(&out, "test ratings", ntest);
-    cli_out_int(&out, "rank", a->rank);
+    cli_out_ratings(&out, ctx, train, test, a->rank);
     cli_out_int(&out, "iterations", rep.iterations);
     cli_out_num(&out, "train RMSE", rep.train_rmse);
     if (test)

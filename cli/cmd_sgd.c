@@ -111,20 +111,14 @@ static int parse(int argc, char **argv, sgd_args *a)
 static int on_epoch(void *user, const mf_progress *p)
 {
     (void)user;
-    fprintf(stderr, "epoch %d: train RMSE %.4f", p->iteration, p->train_rmse);
-    if (!isnan(p->test_rmse))
-        fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
-    fprintf(stderr, " (%.2f s)\n", p->seconds);
+    cli_print_progress("epoch", p);
     return 0;
 }
 
 static int run(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test)
 {
     int32_t users, items;
-    int64_t nnz, ntest = 0;
-    mf_sparse_shape(train, &users, &items, &nnz);
-    if (test)
-        mf_sparse_shape(test, NULL, NULL, &ntest);
+    mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc(((size_t)users * a->rank + 1) * sizeof *U);
     float *V = malloc(((size_t)items * a->rank + 1) * sizeof *V);
     int rc = CLI_FAILED;
@@ -147,17 +141,11 @@ static int run(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test
         cli_error("sgd", "%s", mf_ctx_last_error(ctx));
         goto done;
     }
-    if ((a->out_u && cli_write_rows("sgd", a->out_u, U, users, a->rank) != 0) ||
-        (a->out_v && cli_write_rows("sgd", a->out_v, V, items, a->rank) != 0))
+    if (cli_write_factors("sgd", a->out_u, a->out_v, U, V, train, a->rank) != 0)
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
-    cli_out_str(&out, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
-    cli_out_int(&out, "users", users);
-    cli_out_int(&out, "items", items);
-    cli_out_int(&out, "train ratings", nnz);
-    cli_out_int(&out, "test ratings", ntest);
-    cli_out_int(&out, "rank", a->rank);
+    cli_out_ratings(&out, ctx, train, test, a->rank);
     cli_out_str(&out, "storage", a->fp16 ? "fp16" : "fp32");
     cli_out_int(&out, "workers", rep.workers);
     cli_out_int(&out, "epochs", rep.epochs);

@@ -1,5 +1,6 @@
 /* What the ratings subcommands (als, sgd) share: reading the ratings with their held-out
  * part, and writing factors as text. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -59,7 +60,8 @@ mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file,
     return mf_sparse_read(ctx, test, test_file, &ro);
 }
 
-int cli_write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k)
+/* rows x k floats as text, one row per line. */
+static int write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -74,4 +76,40 @@ int cli_write_rows(const char *cmd, const char *path, const float *X, int32_t ro
         return -1;
     }
     return 0;
+}
+
+int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,
+                      const float *V, const mf_sparse *train, long long k)
+{
+    int32_t users, items;
+    mf_sparse_shape(train, &users, &items, NULL);
+    if (out_u && write_rows(cmd, out_u, U, users, k) != 0)
+        return -1;
+    if (out_v && write_rows(cmd, out_v, V, items, k) != 0)
+        return -1;
+    return 0;
+}
+
+void cli_out_ratings(cli_out *out, mf_ctx *ctx, const mf_sparse *train, const mf_sparse *test,
+                     long long rank)
+{
+    int32_t users, items;
+    int64_t nnz, ntest = 0;
+    mf_sparse_shape(train, &users, &items, &nnz);
+    if (test)
+        mf_sparse_shape(test, NULL, NULL, &ntest);
+    cli_out_str(out, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    cli_out_int(out, "users", users);
+    cli_out_int(out, "items", items);
+    cli_out_int(out, "train ratings", nnz);
+    cli_out_int(out, "test ratings", ntest);
+    cli_out_int(out, "rank", rank);
+}
+
+void cli_print_progress(const char *unit, const mf_progress *p)
+{
+    fprintf(stderr, "%s %d: train RMSE %.4f", unit, p->iteration, p->train_rmse);
+    if (!isnan(p->test_rmse))
+        fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
+    fprintf(stderr, " (%.2f s)\n", p->seconds);
 }

@@ -18,6 +18,11 @@ static double unit(uint64_t *s)
     return (double)(mix(s) >> 11) * 0x1.0p-53;
 }
 
+double ax_unit(uint64_t *state)
+{
+    return unit(state);
+}
+
 static int listed(const int32_t *list, int32_t v)
 {
     for (; list && *list >= 0; list++)

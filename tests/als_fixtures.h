@@ -6,6 +6,9 @@
 
 #include "mfact/mfact.h"
 
+/* A uniform double in [0, 1) from a splitmix64 state: seeded test data. */
+double ax_unit(uint64_t *state);
+
 /* users x items ratings with exact rank-`rank` structure: r = U* . V* at a seeded random
  * pattern of the given density, every user and item holding at least 2 * rank entries. */
 mf_sparse *ax_planted(mf_ctx *ctx, int32_t users, int32_t items, int rank, double density,

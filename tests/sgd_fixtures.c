@@ -31,18 +31,6 @@ void sx_run(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, mf_status exp
         free(v);
 }
 
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double unit(uint64_t *s)
-{
-    return (double)(mix(s) >> 11) * 0x1.0p-53;
-}
-
 void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_t seed,
               mf_sparse **train, mf_sparse **test)
 {
@@ -56,20 +44,21 @@ void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_
     double *U = malloc((size_t)users * RANK * sizeof *U), *V = malloc((size_t)items * RANK * 8);
     ck_assert(row && col && val && row2 && col2 && val2 && U && V);
     for (int64_t p = 0; p < (int64_t)users * RANK; p++)
-        U[p] = 1.4 * unit(&s) - 0.7;
+        U[p] = 1.4 * ax_unit(&s) - 0.7;
     for (int64_t p = 0; p < (int64_t)items * RANK; p++)
-        V[p] = 1.4 * unit(&s) - 0.7;
+        V[p] = 1.4 * ax_unit(&s) - 0.7;
     int64_t a = 0, b = 0;
     for (int32_t u = 0; u < users; u++)
         for (int32_t i = 0; i < items; i++) {
-            if (unit(&s) >= density && i != u % items && u != i % users)
+            if (ax_unit(&s) >= density && i != u % items && u != i % users)
                 continue;
             double d = 3.0;
             for (int t = 0; t < RANK; t++)
                 d += U[(int64_t)u * RANK + t] * V[(int64_t)i * RANK + t];
-            double g = sqrt(-2.0 * log(unit(&s) + 1e-300)) * cos(6.283185307179586 * unit(&s));
+            double g =
+                sqrt(-2.0 * log(ax_unit(&s) + 1e-300)) * cos(6.283185307179586 * ax_unit(&s));
             d += 0.25 * g;
-            if (unit(&s) < 0.1)
+            if (ax_unit(&s) < 0.1)
                 row2[b] = u, col2[b] = i, val2[b] = (float)d, b++;
             else
                 row[a] = u, col[a] = i, val[a] = (float)d, a++;

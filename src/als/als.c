@@ -156,8 +156,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
 
     run_state s = {ctx, NULL, &o, (mf_sparse *)ratings, {0}, mf_seconds()}; /* caches only */
     s.rep.test_rmse = NAN;
-    size_t saved_peak = ctx->dmem.peak;
-    ctx->dmem.peak = ctx->dmem.current;
+    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
 
     float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
     if (!V0)
@@ -179,8 +178,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
         }
         s.e->destroy(s.e);
     }
-    size_t peak = ctx->dmem.peak;
-    ctx->dmem.peak = saved_peak > peak ? saved_peak : peak;
+    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
     if (st != MF_OK && st != MF_ERR_CANCELLED)
         return st;
     s.rep.seconds = mf_seconds() - s.start;

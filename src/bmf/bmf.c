@@ -375,8 +375,7 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     s.start = mf_seconds();
     s.cells = (double)C->rows * (double)C->cols;
     s.sch = make_schedule(&o, C);
-    size_t saved_peak = ctx->dmem.peak;
-    ctx->dmem.peak = ctx->dmem.current;
+    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
 
     mf_bmf_setup setup = {ctx, (mf_sparse *)C, o.rank, o.instances, o.seed, o.flip, 0, o.init,
                           0,   NULL,           NULL,   NULL,        NULL};
@@ -414,8 +413,7 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     if (s.e)
         s.e->destroy(s.e);
     free(s.best);
-    size_t peak = ctx->dmem.peak;
-    ctx->dmem.peak = saved_peak > peak ? saved_peak : peak;
+    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
     if (st != MF_OK && st != MF_ERR_CANCELLED)
         return st;
     if (report) {

@@ -65,6 +65,20 @@ void mf_dmem_free(mf_ctx *ctx, mf_dbuf *buf)
     buf->bytes = 0;
 }
 
+size_t mf_dmem_peak_begin(mf_dmem *m)
+{
+    size_t saved = m->peak;
+    m->peak = m->current;
+    return saved;
+}
+
+size_t mf_dmem_peak_end(mf_dmem *m, size_t saved)
+{
+    size_t peak = m->peak;
+    m->peak = saved > peak ? saved : peak;
+    return peak;
+}
+
 void mf_dmem_stats(const mf_dmem *m, mf_memory_stats *out)
 {
     out->current_bytes = m->current;

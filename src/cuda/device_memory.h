@@ -44,6 +44,11 @@ void mf_dmem_free(mf_ctx *ctx, mf_dbuf *buf);
 
 void mf_dmem_stats(const mf_dmem *m, mf_memory_stats *out);
 
+/* The peak of one call, for its report: begin restarts the peak at the current use and
+ * returns the context's peak so far; end folds the call's peak back in and returns it. */
+size_t mf_dmem_peak_begin(mf_dmem *m);
+size_t mf_dmem_peak_end(mf_dmem *m, size_t saved);
+
 #ifdef __cplusplus
 }
 #endif

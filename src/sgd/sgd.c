@@ -236,11 +236,9 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
 
     run_state s = {ctx, NULL, &o, ratings, {0}, mf_seconds()};
     s.rep.test_rmse = NAN;
-    size_t saved_peak = ctx->dmem.peak;
-    ctx->dmem.peak = ctx->dmem.current;
+    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
     mf_status st = run(&s, U, V);
-    size_t peak = ctx->dmem.peak;
-    ctx->dmem.peak = saved_peak > peak ? saved_peak : peak;
+    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
     if (st != MF_OK && st != MF_ERR_CANCELLED)
         return st;
     s.rep.seconds = mf_seconds() - s.start;

@@ -55,13 +55,18 @@ static void store_row(const cpu_engine *e, void *X, int64_t row, const float *x)
         store_element(e, X, row * e->k + t, x[t]);
 }
 
+static float dot(int k, const float *u, const float *v)
+{
+    float sum = 0.0f;
+    for (int t = 0; t < k; t++)
+        sum += u[t] * v[t];
+    return sum;
+}
+
 /* One update of u and v (both from the old values); returns the error before it. */
 static float update(int k, float *u, float *v, float r, float lr, float lu, float lv)
 {
-    float dot = 0.0f;
-    for (int t = 0; t < k; t++)
-        dot += u[t] * v[t];
-    float err = r - dot;
+    float err = r - dot(k, u, v);
     for (int t = 0; t < k; t++) {
         float ut = u[t], vt = v[t];
         u[t] = ut + lr * (err * vt - lu * ut);
@@ -124,10 +129,7 @@ static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
             load_row(e, e->U, r, u);
             for (int64_t q = R->row_ptr[r]; q < R->row_ptr[r + 1]; q++) {
                 load_row(e, e->V, R->col[q], v);
-                float dot = 0.0f;
-                for (int t = 0; t < e->k; t++)
-                    dot += u[t] * v[t];
-                double d = (double)(R->val ? R->val[q] : 1.0f) - dot;
+                double d = (double)(R->val ? R->val[q] : 1.0f) - dot(e->k, u, v);
                 sum += d * d;
             }
         }
