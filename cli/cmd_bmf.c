@@ -22,7 +22,7 @@ static void bmf_help(void)
 {
     printf("usage: mfact bmf FILE [--rank K] [--instances N] [--max-sweeps N] [--time-limit S]\n"
            "                [--patience N] [--weight W] [--weight-decay D] [--temperature T]\n"
-           "                [--init sample|random] [--output-a FILE] [--output-b FILE]\n"
+           "                [--init sample|random|asso] [--output-a FILE] [--output-b FILE]\n"
            "                [--packed] [--verbose] [options]\n\n"
            "Factorizes the Boolean matrix of FILE (a .in file, MatrixMarket pattern, or pairs\n"
            "'row col'; every listed entry is a 1) as A o B of rank K (1..1024, default 20),\n"
@@ -77,8 +77,10 @@ static int parse_option(bmf_args *a, const char *opt, const char *val)
             a->init = MF_BMF_INIT_SAMPLE;
         else if (!strcmp(val, "random"))
             a->init = MF_BMF_INIT_RANDOM;
+        else if (!strcmp(val, "asso"))
+            a->init = MF_BMF_INIT_ASSO;
         else {
-            cli_error("bmf", "--init takes 'sample' or 'random'");
+            cli_error("bmf", "--init takes 'sample', 'random' or 'asso'");
             return -1;
         }
         return 0;

@@ -562,7 +562,17 @@ typedef enum mf_bmf_init {
      * density d on average. */
     MF_BMF_INIT_RANDOM = 1,
     /* The caller's A_bits and B_bits, for every instance. */
-    MF_BMF_INIT_GIVEN = 2
+    MF_BMF_INIT_GIVEN = 2,
+    /* Asso's greedy cover (Miettinen et al.), one association threshold tau per instance
+     * (0.5, 0.55, 0.45, 0.6, ... from 0.05 to 1): candidates are the columns that occur in
+     * at least a fraction tau of the rows of one of the 512 most frequent columns, and k
+     * greedy rounds each take the candidate that lowers fp + fn the most, in the rows
+     * where it does. The search then only improves on it: unless the caller sets a
+     * weight, the false-negative weight is 1 from the first sweep, so the result is never
+     * worse than Asso's cover at the best tau. Costs instances * k rounds, each
+     * rows * cols * 512 bit operations on the GPU (tensor-core b1 MMA on sm_80 and later);
+     * the CPU walks only the rows a candidate touches. */
+    MF_BMF_INIT_ASSO = 3
 } mf_bmf_init;
 
 typedef enum mf_bmf_flip {

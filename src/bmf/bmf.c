@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bmf/bmf_asso.h"
 #include "bmf/bmf_internal.h"
 #include "bmf/bmf_rules.h"
 #include "core/clock.h"
@@ -69,7 +70,7 @@ static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
                (double)o->temperature_decay);
     MF_REQUIRE(ctx,
                o->init == MF_BMF_INIT_SAMPLE || o->init == MF_BMF_INIT_RANDOM ||
-                   o->init == MF_BMF_INIT_GIVEN,
+                   o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO,
                "%s: init = %d is not an mf_bmf_init value", fn, (int)o->init);
     MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
                "%s: where = %d is not an mf_memory value", fn, (int)o->where);
@@ -87,7 +88,10 @@ static schedule make_schedule(const mf_bmf_opts *o, const mf_sparse *C)
     double density = (double)C->nnz / cells;
     int32_t shorter = C->rows < C->cols ? C->rows : C->cols;
     schedule s;
-    s.w0 = o->weight > 0.0f ? o->weight : fmax(3.0, fmin((double)C->nnz / shorter, 50.0));
+    /* Asso's cover already holds the ones it can: a high weight would only undo it. */
+    double w_default =
+        o->init == MF_BMF_INIT_ASSO ? 1.0 : fmax(3.0, fmin((double)C->nnz / shorter, 50.0));
+    s.w0 = o->weight > 0.0f ? o->weight : w_default;
     s.decay = o->weight_decay > 0.0f ? o->weight_decay : 0.98;
     if (o->weight_floor > 0.0f)
         s.floor = o->weight_floor;
@@ -337,6 +341,17 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         double d = (double)C->nnz / ((double)C->rows * (double)C->cols);
         setup->init_p24 = bmf_prob24(sqrt(1.0 - pow(1.0 - d, 1.0 / k)));
     }
+    if (o->init == MF_BMF_INIT_ASSO) {
+        size_t per = (size_t)o->instances;
+        *A0 = malloc(per * C->rows * kw * 8);
+        *B0 = malloc(per * C->cols * kw * 8);
+        if (!*A0 || !*B0)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
+        MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
+        setup->A0 = *A0;
+        setup->B0 = *B0;
+        setup->given_per_instance = 1;
+    }
     if (o->init == MF_BMF_INIT_GIVEN) {
         *A0 = malloc((size_t)C->rows * kw * 8);
         *B0 = malloc((size_t)C->cols * kw * 8);
@@ -377,8 +392,15 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     s.sch = make_schedule(&o, C);
     size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
 
-    mf_bmf_setup setup = {ctx, (mf_sparse *)C, o.rank, o.instances, o.seed, o.flip, 0, o.init,
-                          0,   NULL,           NULL,   NULL,        NULL};
+    mf_bmf_setup setup;
+    memset(&setup, 0, sizeof setup);
+    setup.ctx = ctx;
+    setup.C = (mf_sparse *)C;
+    setup.k = o.rank;
+    setup.instances = o.instances;
+    setup.seed = o.seed;
+    setup.flip = o.flip;
+    setup.init = o.init;
     double p = o.flip_probability > 0.0f ? o.flip_probability : 1.0 / o.rank;
     setup.flip_p24 = bmf_prob24(p);
     sample_lists samples = {NULL, NULL};

@@ -256,12 +256,15 @@ mf_status init_factors(cuda_engine *e)
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->B.ptr, 0, e->B.bytes, st));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->At.ptr, 0, e->At.bytes, st));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->Bt.ptr, 0, e->Bt.bytes, st));
-    if (s->init == MF_BMF_INIT_GIVEN) {
+    if (s->A0) {
         for (int q = 0; q < e->I; q++) {
-            MF_CUDA_TRY(ctx, cudaMemcpyAsync((char *)e->A.ptr + q * ab, s->A0, ab,
-                                             cudaMemcpyHostToDevice, st));
-            MF_CUDA_TRY(ctx, cudaMemcpyAsync((char *)e->B.ptr + q * bb, s->B0, bb,
-                                             cudaMemcpyHostToDevice, st));
+            size_t q_at = s->given_per_instance ? (size_t)q : 0;
+            MF_CUDA_TRY(ctx,
+                        cudaMemcpyAsync((char *)e->A.ptr + q * ab, (const char *)s->A0 + q_at * ab,
+                                        ab, cudaMemcpyHostToDevice, st));
+            MF_CUDA_TRY(ctx,
+                        cudaMemcpyAsync((char *)e->B.ptr + q * bb, (const char *)s->B0 + q_at * bb,
+                                        bb, cudaMemcpyHostToDevice, st));
         }
     } else if (s->init == MF_BMF_INIT_RANDOM) {
         unsigned cap = (unsigned)ctx->cuda->prop.multiProcessorCount * 8;

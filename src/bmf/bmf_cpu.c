@@ -322,9 +322,10 @@ static void init_instance(cpu_engine *e, int q, instance *in)
     const mf_bmf_setup *s = &e->s;
     int k = e->k, kw = e->kw;
     size_t abytes = (size_t)e->m * kw * 8, bbytes = (size_t)e->n * kw * 8;
-    if (s->init == MF_BMF_INIT_GIVEN) {
-        memcpy(in->A, s->A0, abytes);
-        memcpy(in->B, s->B0, bbytes);
+    if (s->A0) {
+        size_t q_at = s->given_per_instance ? (size_t)q : 0;
+        memcpy(in->A, (const char *)s->A0 + q_at * abytes, abytes);
+        memcpy(in->B, (const char *)s->B0 + q_at * bbytes, bbytes);
     } else if (s->init == MF_BMF_INIT_RANDOM) {
         for (int64_t i = 0; i < e->m; i++)
             for (int w = 0; w < kw; w++)

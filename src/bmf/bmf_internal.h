@@ -30,7 +30,10 @@ typedef struct mf_bmf_setup {
      * C has no ones (then every factor starts at zero). */
     const int64_t *sample_ptr;
     const int32_t *sample_cols;
-    const uint64_t *A0, *B0; /* MF_BMF_INIT_GIVEN: host copies */
+    /* MF_BMF_INIT_GIVEN and _ASSO: host copies, one for all instances or (with
+     * given_per_instance) instance q's at q * rows * kw and q * cols * kw words. */
+    const uint64_t *A0, *B0;
+    int given_per_instance;
 } mf_bmf_setup;
 
 /* The schedule of one sweep. */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "als/als_internal.h"
+#include "bmf/bmf_asso.h"
 #include "bmf/bmf_internal.h"
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
@@ -149,6 +150,13 @@ mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
 {
     (void)out;
     return absent(s->ctx);
+}
+
+mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    (void)A;
+    (void)B;
+    return absent(p->ctx);
 }
 
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)

@@ -1,0 +1,65 @@
+/* MF_BMF_INIT_ASSO: Asso's greedy cover (Miettinen et al., "The Discrete Basis Problem")
+ * as the starting point of the search, one association threshold tau per instance.
+ *
+ * 1. Seeds: the BMF_ASSO_CANDIDATES most frequent columns of C (ties: lower index), those
+ *    with at least one 1. co[c][j] = |rows(seed c) & rows(j)| for every seed c and column j.
+ * 2. Candidate c of instance q: the columns j with co[c][j] >= tau_q * |rows(seed c)|.
+ * 3. k greedy rounds: in row i, candidate c would cover g_ic = (uncovered ones it holds)
+ *    - (uncovered zeros it holds); its gain is the sum over rows of max(0, g_ic). The
+ *    candidate with the largest gain (ties: lowest c) becomes factor l of B, and the rows
+ *    with g_ic > 0 take it in A. When no gain is positive the remaining factors stay empty.
+ * Every count is an exact integer, so the CPU (sparse, incremental) and the CUDA backend
+ * (dense, tensor-core b1 MMA) pick the same factors. */
+#ifndef MF_BMF_ASSO_H
+#define MF_BMF_ASSO_H
+#include <stdint.h>
+
+#include "core/philox.h" /* MF_HD */
+#include "core/sparse.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BMF_ASSO_CANDIDATES 4096
+/* tau in 1/1024 steps. */
+#define BMF_ASSO_TAU_ONE 1024
+
+/* tau of instance q: 0.5, 0.55, 0.45, 0.6, 0.4, ... out to 0.05 and 1 (21 values); later
+ * instances repeat the grid shifted by 1/64, so no two of the first 84 share a tau. */
+MF_HD int bmf_asso_tau(int q)
+{
+    int r = q % 21, round = q / 21;
+    int step = (r + 1) / 2, sign = r % 2 ? 1 : -1;
+    int t = 512 + sign * step * 51 + (round % 4) * 16;
+    return t < 51 ? 51 : t > BMF_ASSO_TAU_ONE ? BMF_ASSO_TAU_ONE : t;
+}
+
+/* Whether column j joins candidate c: co[c][j] >= tau * count(seed c), exactly. */
+MF_HD int bmf_asso_member(int64_t co, int64_t seed_count, int tau)
+{
+    return co * BMF_ASSO_TAU_ONE >= (int64_t)tau * seed_count;
+}
+
+/* What both backends start from: the seeds and the factor layout. */
+typedef struct mf_bmf_asso_plan {
+    mf_ctx *ctx;
+    mf_sparse *C; /* host CSR and CSC (transpose) ready */
+    int k, kw, instances;
+    int P;              /* seeds */
+    int32_t *seeds;     /* P column indices, most frequent first */
+    int64_t *col_count; /* ones per column, n */
+} mf_bmf_asso_plan;
+
+/* Fill A (instances x rows x kw words) and B (instances x cols x kw words) on the host,
+ * instance q's factors at offset q * rows * kw and q * cols * kw. */
+mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, uint64_t *A, uint64_t *B);
+
+mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
+/* CUDA builds: bmf_asso.cu; without CUDA the stub in core/cuda_absent.c. */
+mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,287 @@
+/* MF_BMF_INIT_ASSO on the CPU (see bmf_asso.h): sparse and incremental. A row can only
+ * gain from a candidate that holds one of its uncovered ones, so a row's gains are found
+ * through an inverted index (column -> candidates holding it), and after a round only
+ * the rows that took the new factor change their contribution to the gains. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmf/bmf_asso.h"
+#include "core/ctx.h"
+
+/* Association lists: for seed c, the columns co-occurring with it and how often,
+ * ascending by column. */
+typedef struct assoc {
+    int64_t *ptr; /* P + 1 */
+    int32_t *col;
+    int32_t *co;
+} assoc;
+
+static int cmp_i32(const void *x, const void *y)
+{
+    int32_t a = *(const int32_t *)x, b = *(const int32_t *)y;
+    return (a > b) - (a < b);
+}
+
+static mf_status build_assoc(const mf_bmf_asso_plan *p, assoc *out)
+{
+    const mf_sparse *C = p->C;
+    const int P = p->P;
+    int64_t *len = calloc((size_t)P + 1, sizeof *len);
+    int32_t **cols = calloc((size_t)P, sizeof *cols), **cos = calloc((size_t)P, sizeof *cos);
+    int failed = !len || !cols || !cos;
+#pragma omp parallel num_threads(mf_ctx_threads(p->ctx)) if (!failed)
+    {
+        int32_t *count = calloc((size_t)C->cols, sizeof *count);
+        int32_t *touched = malloc((size_t)C->cols * sizeof *touched);
+        if (!count || !touched) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic)
+        for (int c = 0; c < P; c++) {
+            if (!count || !touched)
+                continue;
+            int32_t seed = p->seeds[c], nt = 0;
+            for (int64_t t = C->transpose.ptr[seed]; t < C->transpose.ptr[seed + 1]; t++) {
+                int32_t i = C->transpose.idx[t];
+                for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++)
+                    if (count[C->col[q]]++ == 0)
+                        touched[nt++] = C->col[q];
+            }
+            qsort(touched, (size_t)nt, sizeof *touched, cmp_i32);
+            cols[c] = malloc((size_t)(nt ? nt : 1) * sizeof **cols);
+            cos[c] = malloc((size_t)(nt ? nt : 1) * sizeof **cos);
+            if (!cols[c] || !cos[c]) {
+#pragma omp atomic write
+                failed = 1;
+            } else {
+                for (int32_t t = 0; t < nt; t++) {
+                    cols[c][t] = touched[t];
+                    cos[c][t] = count[touched[t]];
+                }
+                len[c] = nt;
+            }
+            for (int32_t t = 0; t < nt; t++)
+                count[touched[t]] = 0;
+        }
+        free(count);
+        free(touched);
+    }
+    int64_t total = 0;
+    for (int c = 0; !failed && c < P; c++)
+        total += len[c];
+    if (!failed) {
+        out->ptr = malloc(((size_t)P + 1) * sizeof *out->ptr);
+        out->col = malloc((size_t)(total ? total : 1) * sizeof *out->col);
+        out->co = malloc((size_t)(total ? total : 1) * sizeof *out->co);
+        failed = !out->ptr || !out->col || !out->co;
+    }
+    if (!failed) {
+        out->ptr[0] = 0;
+        for (int c = 0; c < P; c++) {
+            out->ptr[c + 1] = out->ptr[c] + len[c];
+            memcpy(out->col + out->ptr[c], cols[c], (size_t)len[c] * sizeof *out->col);
+            memcpy(out->co + out->ptr[c], cos[c], (size_t)len[c] * sizeof *out->co);
+        }
+    }
+    for (int c = 0; cols && cos && c < P; c++) {
+        free(cols[c]);
+        free(cos[c]);
+    }
+    free(cols);
+    free(cos);
+    free(len);
+    if (failed)
+        return mf_fail(p->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
+    return MF_OK;
+}
+
+/* One instance's greedy cover. */
+typedef struct greedy {
+    const mf_bmf_asso_plan *p;
+    int64_t *cptr;  /* candidates: P + 1 */
+    int32_t *ccol;  /* columns of each, ascending */
+    int64_t *iptr;  /* inverted: cols + 1 */
+    int32_t *icand; /* candidates holding each column, ascending */
+    uint64_t *cov;  /* covered cells, rows x nw */
+    int32_t *covn;  /* covered cells per row */
+    int64_t *gain;  /* P */
+    int32_t *x1;    /* P, zero between uses */
+    int32_t *touched;
+    int32_t *stamp;       /* rows */
+    uint8_t *chosen_mark; /* cols: columns of the chosen candidate */
+    int64_t nw;
+} greedy;
+
+static int covered(const greedy *g, int32_t i, int32_t j)
+{
+    return (int)(g->cov[(int64_t)i * g->nw + j / 64] >> (j % 64) & 1u);
+}
+
+/* Add sign * max(0, g_ic) for every candidate c to the gains. */
+static void row_eval(greedy *g, int32_t i, int sign)
+{
+    const mf_sparse *C = g->p->C;
+    int nt = 0;
+    for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++) {
+        int32_t j = C->col[q];
+        if (covered(g, i, j))
+            continue;
+        for (int64_t t = g->iptr[j]; t < g->iptr[j + 1]; t++)
+            if (g->x1[g->icand[t]]++ == 0)
+                g->touched[nt++] = g->icand[t];
+    }
+    for (int t = 0; t < nt; t++) {
+        int32_t c = g->touched[t];
+        int64_t x1 = g->x1[c], size = g->cptr[c + 1] - g->cptr[c];
+        g->x1[c] = 0;
+        /* g_ic = 2 x1 - (size - covered in c) <= 2 x1 - size + covn: skip what cannot win */
+        if (2 * x1 - size + g->covn[i] <= 0)
+            continue;
+        int64_t in = 0;
+        for (int64_t u = g->cptr[c]; u < g->cptr[c + 1]; u++)
+            in += covered(g, i, g->ccol[u]);
+        int64_t gic = 2 * x1 - (size - in);
+        if (gic > 0)
+            g->gain[c] += sign * gic;
+    }
+}
+
+static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_t *B)
+{
+    const mf_bmf_asso_plan *p = g->p;
+    const mf_sparse *C = p->C;
+    const int P = p->P, kw = p->kw, tau = bmf_asso_tau(q);
+    /* candidates */
+    int64_t used = 0;
+    g->cptr[0] = 0;
+    for (int c = 0; c < P; c++) {
+        int64_t sc = p->col_count[p->seeds[c]];
+        for (int64_t t = as->ptr[c]; t < as->ptr[c + 1]; t++)
+            if (bmf_asso_member(as->co[t], sc, tau))
+                g->ccol[used++] = as->col[t];
+        g->cptr[c + 1] = used;
+    }
+    /* inverted index, candidates ascending within a column */
+    memset(g->iptr, 0, ((size_t)C->cols + 1) * sizeof *g->iptr);
+    for (int64_t t = 0; t < used; t++)
+        g->iptr[g->ccol[t] + 1]++;
+    for (int32_t j = 0; j < C->cols; j++)
+        g->iptr[j + 1] += g->iptr[j];
+    for (int c = 0; c < P; c++)
+        for (int64_t t = g->cptr[c]; t < g->cptr[c + 1]; t++)
+            g->icand[g->iptr[g->ccol[t]]++] = c;
+    for (int32_t j = C->cols; j > 0; j--)
+        g->iptr[j] = g->iptr[j - 1];
+    g->iptr[0] = 0;
+
+    memset(g->cov, 0, (size_t)C->rows * g->nw * 8);
+    memset(g->covn, 0, (size_t)C->rows * sizeof *g->covn);
+    memset(g->gain, 0, (size_t)P * sizeof *g->gain);
+    memset(g->stamp, 0, (size_t)C->rows * sizeof *g->stamp);
+    for (int32_t i = 0; i < C->rows; i++)
+        row_eval(g, i, 1);
+    for (int l = 0; l < p->k; l++) {
+        int best = 0;
+        for (int c = 1; c < P; c++)
+            if (g->gain[c] > g->gain[best])
+                best = c;
+        if (g->gain[best] <= 0)
+            break;
+        const int64_t b0 = g->cptr[best], b1 = g->cptr[best + 1];
+        for (int64_t u = b0; u < b1; u++) {
+            g->chosen_mark[g->ccol[u]] = 1;
+            B[(int64_t)g->ccol[u] * kw + l / 64] |= (uint64_t)1 << (l % 64);
+        }
+        /* rows holding an uncovered one in the chosen candidate */
+        for (int64_t u = b0; u < b1; u++) {
+            int32_t j = g->ccol[u];
+            for (int64_t t = C->transpose.ptr[j]; t < C->transpose.ptr[j + 1]; t++) {
+                int32_t i = C->transpose.idx[t];
+                if (g->stamp[i] == l + 1 || covered(g, i, j))
+                    continue;
+                g->stamp[i] = l + 1;
+                int64_t x1 = 0, in = 0;
+                for (int64_t r = C->row_ptr[i]; r < C->row_ptr[i + 1]; r++)
+                    x1 += g->chosen_mark[C->col[r]] && !covered(g, i, C->col[r]);
+                for (int64_t v = b0; v < b1; v++)
+                    in += covered(g, i, g->ccol[v]);
+                if (2 * x1 - ((b1 - b0) - in) <= 0)
+                    continue;
+                row_eval(g, i, -1);
+                for (int64_t v = b0; v < b1; v++) {
+                    uint64_t *w = &g->cov[(int64_t)i * g->nw + g->ccol[v] / 64];
+                    uint64_t bit = (uint64_t)1 << (g->ccol[v] % 64);
+                    g->covn[i] += !(*w & bit);
+                    *w |= bit;
+                }
+                A[(int64_t)i * kw + l / 64] |= (uint64_t)1 << (l % 64);
+                row_eval(g, i, 1);
+            }
+        }
+        for (int64_t u = b0; u < b1; u++)
+            g->chosen_mark[g->ccol[u]] = 0;
+    }
+}
+
+static void greedy_free(greedy *g)
+{
+    free(g->cptr);
+    free(g->ccol);
+    free(g->iptr);
+    free(g->icand);
+    free(g->cov);
+    free(g->covn);
+    free(g->gain);
+    free(g->x1);
+    free(g->touched);
+    free(g->stamp);
+    free(g->chosen_mark);
+}
+
+mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    const mf_sparse *C = p->C;
+    assoc as = {NULL, NULL, NULL};
+    mf_status st = build_assoc(p, &as);
+    if (st != MF_OK)
+        return st;
+    const int64_t total = as.ptr[p->P];
+    int failed = 0;
+#pragma omp parallel num_threads(mf_ctx_threads(p->ctx))
+    {
+        greedy g;
+        memset(&g, 0, sizeof g);
+        g.p = p;
+        g.nw = (C->cols + 63) / 64;
+        g.cptr = malloc(((size_t)p->P + 1) * sizeof *g.cptr);
+        g.ccol = malloc((size_t)(total ? total : 1) * sizeof *g.ccol);
+        g.iptr = malloc(((size_t)C->cols + 1) * sizeof *g.iptr);
+        g.icand = malloc((size_t)(total ? total : 1) * sizeof *g.icand);
+        g.cov = malloc((size_t)C->rows * g.nw * 8);
+        g.covn = malloc((size_t)C->rows * sizeof *g.covn);
+        g.gain = malloc((size_t)p->P * sizeof *g.gain);
+        g.x1 = calloc((size_t)p->P, sizeof *g.x1);
+        g.touched = malloc((size_t)p->P * sizeof *g.touched);
+        g.stamp = malloc((size_t)C->rows * sizeof *g.stamp);
+        g.chosen_mark = calloc((size_t)C->cols, 1);
+        int ok = g.cptr && g.ccol && g.iptr && g.icand && g.cov && g.covn && g.gain && g.x1 &&
+                 g.touched && g.stamp && g.chosen_mark;
+        if (!ok) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic)
+        for (int q = 0; q < p->instances; q++)
+            if (ok)
+                run_instance(&g, q, &as, A + (int64_t)q * C->rows * p->kw,
+                             B + (int64_t)q * C->cols * p->kw);
+        greedy_free(&g);
+    }
+    free(as.ptr);
+    free(as.col);
+    free(as.co);
+    if (failed)
+        return mf_fail(p->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
+    return MF_OK;
+}

@@ -1,0 +1,161 @@
+// Bit-matrix products on tensor cores: C[r][c] = popc(A_r AND B_c) over K bits, through
+// mma.sync m16n8k256 .b1 .and.popc (sm_80 and later; older architectures get the same
+// fragment arithmetic from shuffles and __popc, so results never depend on the path).
+//
+// Lines are bit vectors stored as 32-bit words, padded to a multiple of 256 bits with
+// zeros. Which K bit sits where inside a word does not matter: the product pairs word w of
+// an A line with word w of a B line, and popc(AND) is the same under any common order.
+//
+// Fragments (per PTX, group g = lane / 4, t = lane % 4, a K step of 8 words):
+//   A (16 x 256, row major): a0 = row g word t, a1 = row g+8 word t,
+//                            a2 = row g word 4+t, a3 = row g+8 word 4+t
+//   B (256 x 8, column major): b0 = column g word t, b1 = column g word 4+t
+//   C (16 x 8): c0, c1 = row g columns 2t, 2t+1; c2, c3 = row g+8 columns 2t, 2t+1
+#ifndef MF_BMF_B1MMA_CUH
+#define MF_BMF_B1MMA_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+__device__ __forceinline__ void bmf_mma_b1(int c[4], const uint32_t a[4], const uint32_t b[2])
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k256.row.col.s32.b1.b1.s32.and.popc "
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+r"(c[0]), "+r"(c[1]), "+r"(c[2]), "+r"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+    for (int w = 0; w < 8; w++) {
+        const int src = w % 4, hi = w / 4;
+        uint32_t r0 = __shfl_sync(0xffffffffu, a[2 * hi], g * 4 + src);
+        uint32_t r8 = __shfl_sync(0xffffffffu, a[2 * hi + 1], g * 4 + src);
+        uint32_t c0 = __shfl_sync(0xffffffffu, b[hi], (2 * t) * 4 + src);
+        uint32_t c1 = __shfl_sync(0xffffffffu, b[hi], (2 * t + 1) * 4 + src);
+        c[0] += __popc(r0 & c0);
+        c[1] += __popc(r0 & c1);
+        c[2] += __popc(r8 & c0);
+        c[3] += __popc(r8 & c1);
+    }
+#endif
+}
+
+// What a product tile ends with.
+enum bmf_b1_mode {
+    BMF_B1_COUNT = 0, // store C (int32) at out[r * ldo + c]
+    BMF_B1_GAIN = 1   // gains[c] += sum over r of max(0, 2 (X_r & B_c) - (U_r & B_c))
+};
+
+struct bmf_b1_args {
+    const uint32_t *A; // rows x lda words (BMF_B1_GAIN: X)
+    const uint32_t *U; // BMF_B1_GAIN: the second A operand, same shape
+    const int32_t *a_index; // optional: A row r is line a_index[r]
+    int64_t rows, lda;
+    const uint32_t *B; // cols x lda words
+    int64_t cols;
+    int32_t *out; // BMF_B1_COUNT
+    int64_t ldo;
+    unsigned long long *gains; // BMF_B1_GAIN
+};
+
+#define BMF_B1_WARPS 4
+#define BMF_B1_TILE  64 // rows and columns per block
+
+// Block (x, y): rows [64 x, 64 x + 64) by columns [64 y, 64 y + 64); warp w takes 16 rows
+// and all 64 columns (eight 16 x 8 tiles).
+template <int MODE> __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P)
+{
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+    const int64_t r0 = (int64_t)blockIdx.x * BMF_B1_TILE + warp * 16;
+    const int64_t c0 = (int64_t)blockIdx.y * BMF_B1_TILE;
+    const int64_t ra = r0 + g, rb = r0 + g + 8;
+    const uint32_t *pa = NULL, *pb = NULL, *ua = NULL, *ub = NULL;
+    if (ra < P.rows) {
+        int64_t line = P.a_index ? P.a_index[ra] : ra;
+        pa = P.A + line * P.lda;
+        if (MODE == BMF_B1_GAIN)
+            ua = P.U + line * P.lda;
+    }
+    if (rb < P.rows) {
+        int64_t line = P.a_index ? P.a_index[rb] : rb;
+        pb = P.A + line * P.lda;
+        if (MODE == BMF_B1_GAIN)
+            ub = P.U + line * P.lda;
+    }
+    const uint32_t *bp[8];
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        int64_t c = c0 + nt * 8 + g;
+        bp[nt] = c < P.cols ? P.B + c * P.lda : NULL;
+    }
+    int acc[8][4], accu[8][4];
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            acc[nt][e] = accu[nt][e] = 0;
+
+    for (int64_t kw = 0; kw < P.lda; kw += 8) {
+        uint32_t a[4], u[4];
+        a[0] = pa ? __ldg(pa + kw + t) : 0u;
+        a[1] = pb ? __ldg(pb + kw + t) : 0u;
+        a[2] = pa ? __ldg(pa + kw + 4 + t) : 0u;
+        a[3] = pb ? __ldg(pb + kw + 4 + t) : 0u;
+        if (MODE == BMF_B1_GAIN) {
+            u[0] = ua ? __ldg(ua + kw + t) : 0u;
+            u[1] = ub ? __ldg(ub + kw + t) : 0u;
+            u[2] = ua ? __ldg(ua + kw + 4 + t) : 0u;
+            u[3] = ub ? __ldg(ub + kw + 4 + t) : 0u;
+        }
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) {
+            uint32_t b[2];
+            b[0] = bp[nt] ? __ldg(bp[nt] + kw + t) : 0u;
+            b[1] = bp[nt] ? __ldg(bp[nt] + kw + 4 + t) : 0u;
+            bmf_mma_b1(acc[nt], a, b);
+            if (MODE == BMF_B1_GAIN)
+                bmf_mma_b1(accu[nt], u, b);
+        }
+    }
+
+    if (MODE == BMF_B1_COUNT) {
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                int64_t r = e < 2 ? ra : rb, c = c0 + nt * 8 + 2 * t + (e & 1);
+                if (r < P.rows && c < P.cols)
+                    P.out[r * P.ldo + c] = acc[nt][e];
+            }
+        return;
+    }
+    // Gains: rows past the end hold zero lines, so they add max(0, 0) = 0.
+    __shared__ unsigned long long block_gain[BMF_B1_TILE];
+    if (threadIdx.x < BMF_B1_TILE)
+        block_gain[threadIdx.x] = 0;
+    __syncthreads();
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+        unsigned long long s[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int x0 = acc[nt][h], u0 = accu[nt][h], x8 = acc[nt][2 + h], u8 = accu[nt][2 + h];
+            int g0 = 2 * x0 - u0, g8 = 2 * x8 - u8;
+            s[h] = (unsigned long long)(g0 > 0 ? g0 : 0) + (unsigned long long)(g8 > 0 ? g8 : 0);
+        }
+#pragma unroll
+        for (int off = 4; off < 32; off *= 2) {
+            s[0] += __shfl_xor_sync(0xffffffffu, s[0], off);
+            s[1] += __shfl_xor_sync(0xffffffffu, s[1], off);
+        }
+        if (g == 0) {
+            atomicAdd(&block_gain[nt * 8 + 2 * t], s[0]);
+            atomicAdd(&block_gain[nt * 8 + 2 * t + 1], s[1]);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < BMF_B1_TILE && c0 + threadIdx.x < P.cols && block_gain[threadIdx.x])
+        atomicAdd(&P.gains[c0 + threadIdx.x], block_gain[threadIdx.x]);
+}
+
+#endif
