@@ -1,6 +1,10 @@
 #include "bmf_fixtures.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bmf/bmf_asso.h"
 
 #include "testutil.h"
 
@@ -165,4 +169,83 @@ void bx_check_apatio(mf_ctx *ctx, const char *label, int instances)
     free(A);
     free(B);
     mf_sparse_destroy(C);
+}
+
+/* Asso as bmf_asso.h states it, with dense arrays and no shortcuts. */
+void bx_asso_reference(const mf_sparse *C, int k, int q, uint64_t *A, uint64_t *B)
+{
+    int32_t m, n;
+    int64_t nnz;
+    mf_sparse_shape(C, &m, &n, &nnz);
+    int64_t *ptr = malloc(((size_t)m + 1) * sizeof *ptr);
+    int32_t *col = malloc((size_t)(nnz ? nnz : 1) * sizeof *col);
+    unsigned char *d = calloc((size_t)m * n, 1), *cov = calloc((size_t)m * n, 1);
+    int64_t *cnt = calloc((size_t)n, sizeof *cnt);
+    int32_t *seeds = malloc((size_t)n * sizeof *seeds);
+    ck_assert(ptr && col && d && cov && cnt && seeds);
+    mf_sparse_get_csr(C, ptr, col, NULL, MF_MEMORY_HOST);
+    for (int32_t i = 0; i < m; i++)
+        for (int64_t p = ptr[i]; p < ptr[i + 1]; p++)
+            d[(int64_t)i * n + col[p]] = 1, cnt[col[p]]++;
+    /* seeds: selection by count descending, index ascending, ones only */
+    int P = 0;
+    unsigned char *taken = calloc((size_t)n, 1);
+    ck_assert(taken);
+    while (P < BMF_ASSO_CANDIDATES) {
+        int32_t best = -1;
+        for (int32_t j = 0; j < n; j++)
+            if (!taken[j] && cnt[j] > 0 && (best < 0 || cnt[j] > cnt[best]))
+                best = j;
+        if (best < 0)
+            break;
+        taken[best] = 1;
+        seeds[P++] = best;
+    }
+    unsigned char *S = calloc((size_t)(P ? P : 1) * n, 1);
+    ck_assert(S);
+    for (int c = 0; c < P; c++)
+        for (int32_t j = 0; j < n; j++) {
+            int64_t co = 0;
+            for (int32_t i = 0; i < m; i++)
+                co += d[(int64_t)i * n + seeds[c]] & d[(int64_t)i * n + j];
+            S[(int64_t)c * n + j] =
+                (unsigned char)bmf_asso_member(co, cnt[seeds[c]], bmf_asso_tau(q));
+        }
+    int kw = (k + 63) / 64;
+    memset(A, 0, (size_t)m * kw * 8);
+    memset(B, 0, (size_t)n * kw * 8);
+    for (int l = 0; l < k && P > 0; l++) {
+        int64_t best_gain = 0;
+        int best = -1;
+        for (int c = 0; c < P; c++) {
+            int64_t g = 0;
+            for (int32_t i = 0; i < m; i++) {
+                int64_t gi = 0;
+                for (int32_t j = 0; j < n; j++)
+                    if (S[(int64_t)c * n + j] && !cov[(int64_t)i * n + j])
+                        gi += d[(int64_t)i * n + j] ? 1 : -1;
+                g += gi > 0 ? gi : 0;
+            }
+            if (g > best_gain)
+                best_gain = g, best = c;
+        }
+        if (best < 0)
+            break;
+        for (int32_t j = 0; j < n; j++)
+            if (S[(int64_t)best * n + j])
+                B[(int64_t)j * kw + l / 64] |= (uint64_t)1 << (l % 64);
+        for (int32_t i = 0; i < m; i++) {
+            int64_t gi = 0;
+            for (int32_t j = 0; j < n; j++)
+                if (S[(int64_t)best * n + j] && !cov[(int64_t)i * n + j])
+                    gi += d[(int64_t)i * n + j] ? 1 : -1;
+            if (gi <= 0)
+                continue;
+            A[(int64_t)i * kw + l / 64] |= (uint64_t)1 << (l % 64);
+            for (int32_t j = 0; j < n; j++)
+                if (S[(int64_t)best * n + j])
+                    cov[(int64_t)i * n + j] = 1;
+        }
+    }
+    free(ptr), free(col), free(d), free(cov), free(cnt), free(seeds), free(taken), free(S);
 }

@@ -30,4 +30,8 @@ mf_sparse *bx_dataset(mf_ctx *ctx, const char *name);
  * 7.33e-3. Prints the result with `label`, or that the data set is absent. */
 void bx_check_apatio(mf_ctx *ctx, const char *label, int instances);
 
+/* MF_BMF_INIT_ASSO's cover for instance q (bmf_asso.h), computed densely from its
+ * definition: A (rows x kw words) and B (cols x kw words). */
+void bx_asso_reference(const mf_sparse *C, int k, int q, uint64_t *A, uint64_t *B);
+
 #endif

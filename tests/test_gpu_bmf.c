@@ -1,7 +1,9 @@
 /* mf_bmf_run on the CUDA backend: the same factors as the CPU engine for the same seed
- * (ranks around word boundaries, both move kinds, Metropolis, every init), the incremental
+ * (ranks around word boundaries, both move kinds, Metropolis, every init), the Asso cover
+ * of the tensor-core path against the CPU's, the incremental
  * error against a full recount after every sweep, device-memory factors, the context's
  * memory limit, noise-free and noisy planted recovery, and the APatio quality bar. */
+#include "bmf/bmf_asso.h"
 #include "bmf/bmf_internal.h"
 #include "bmf_fixtures.h"
 #include "testutil.h"
@@ -71,6 +73,45 @@ START_TEST(cpu_gpu_same_factors)
     check_parity(cpu, gpu, 2100, 70, 33, MF_BMF_FLIP_SINGLE, 1.0f, MF_BMF_INIT_RANDOM, sweeps);
     check_parity(cpu, gpu, 30, 40, 1000, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_SAMPLE, sweeps);
     check_parity(cpu, gpu, 5, 3, 2, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_SAMPLE, sweeps);
+    check_parity(cpu, gpu, 150, 300, 20, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_ASSO, sweeps);
+    check_parity(cpu, gpu, 70, 90, 65, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_ASSO, sweeps);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
+/* The tensor-core Asso (b1 MMA products) picks the same cover as the CPU's sparse one:
+ * shapes spanning several 64 x 64 tiles, columns not a multiple of 256, fewer rows than a
+ * fragment, many seeds. */
+START_TEST(asso_same_cover)
+{
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    struct {
+        int32_t m, n;
+        int rank, k;
+        double p, noise;
+    } cases[] = {{300, 700, 10, 20, 0.1, 0.03},
+                 {5, 3, 2, 2, 0.5, 0.0},
+                 {1000, 40, 6, 65, 0.2, 0.02},
+                 {17, 2100, 5, 1, 0.2, 0.05},
+                 {129, 257, 12, 129, 0.1, 0.05}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        int k = cases[c].k, kw = (k + 63) / 64, inst = 3;
+        mf_sparse *Cc = bx_planted(cpu, cases[c].m, cases[c].n, cases[c].rank, cases[c].p,
+                                   cases[c].noise, 300 + c, NULL, NULL, NULL);
+        mf_sparse *Cg = bx_planted(gpu, cases[c].m, cases[c].n, cases[c].rank, cases[c].p,
+                                   cases[c].noise, 300 + c, NULL, NULL, NULL);
+        size_t ab = (size_t)inst * cases[c].m * kw * 8, bb = (size_t)inst * cases[c].n * kw * 8;
+        uint64_t *A1 = malloc(ab), *B1 = malloc(bb), *A2 = malloc(ab), *B2 = malloc(bb);
+        ck_assert(A1 && B1 && A2 && B2);
+        ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, A1, B1), MF_OK);
+        ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, A2, B2) == MF_OK, "%s", mf_ctx_last_error(gpu));
+        ck_assert_msg(memcmp(A1, A2, ab) == 0, "case %zu: A differs", c);
+        ck_assert_msg(memcmp(B1, B2, bb) == 0, "case %zu: B differs", c);
+        free(A1), free(B1), free(A2), free(B2);
+        mf_sparse_destroy(Cc);
+        mf_sparse_destroy(Cg);
+    }
     mf_ctx_destroy(cpu);
     mf_ctx_destroy(gpu);
 }
@@ -180,6 +221,7 @@ int main(void)
     TCase *tc = tu_tcase("gpu");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, cpu_gpu_same_factors);
+    tcase_add_test(tc, asso_same_cover);
     tcase_add_test(tc, device_factors_and_limit);
     tcase_add_test(tc, planted_recovery);
     tcase_add_test(tc, apatio_quality);

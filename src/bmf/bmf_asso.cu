@@ -153,8 +153,8 @@ struct asso_buffers {
 
 void release(mf_ctx *ctx, asso_buffers *b)
 {
-    mf_dbuf *all[] = {&b->rows, &b->cols, &b->co, &b->seeds, &b->seed_count, &b->S,
-                      &b->X,    &b->U,    &b->gains, &b->choice, &b->A, &b->B};
+    mf_dbuf *all[] = {&b->rows, &b->cols, &b->co,    &b->seeds,  &b->seed_count, &b->S,
+                      &b->X,    &b->U,    &b->gains, &b->choice, &b->A,          &b->B};
     for (mf_dbuf *d : all)
         mf_dmem_free(ctx, d);
 }
@@ -191,8 +191,8 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
     for (int c = 0; c < P; c++)
         seed_count[c] = p->col_count[p->seeds[c]];
-    cudaError_t err = cudaMemcpyAsync(b->seed_count.ptr, seed_count, (size_t)P * 8,
-                                      cudaMemcpyHostToDevice, st);
+    cudaError_t err =
+        cudaMemcpyAsync(b->seed_count.ptr, seed_count, (size_t)P * 8, cudaMemcpyHostToDevice, st);
     if (err == cudaSuccess)
         err = cudaMemcpyAsync(b->seeds.ptr, p->seeds, (size_t)P * 4, cudaMemcpyHostToDevice, st);
     if (err == cudaSuccess)
@@ -221,8 +221,8 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     co.cols = n;
     co.out = (int32_t *)b->co.ptr;
     co.ldo = n;
-    bmf_b1_kernel<BMF_B1_COUNT><<<dim3(blocks(P, BMF_B1_TILE), blocks(n, BMF_B1_TILE)),
-                                  BMF_B1_WARPS * 32, 0, st>>>(co);
+    bmf_b1_kernel<BMF_B1_COUNT>
+        <<<dim3(blocks(P, BMF_B1_TILE), blocks(n, BMF_B1_TILE)), BMF_B1_WARPS * 32, 0, st>>>(co);
     MF_TRY(check(ctx, "bmf_b1_kernel (association)"));
 
     const unsigned grid = mf_cuda_grid(ctx->cuda, m * rw, 256, 8);
@@ -238,8 +238,8 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     int *choice = (int *)b->choice.ptr;
     for (int q = 0; q < p->instances; q++) {
         asso_candidates<<<mf_cuda_grid(ctx->cuda, (int64_t)P * rw, 256, 8), 256, 0, st>>>(
-            (const int32_t *)b->co.ptr, (const int64_t *)b->seed_count.ptr, P, n,
-            bmf_asso_tau(q), (uint32_t *)b->S.ptr, rw);
+            (const int32_t *)b->co.ptr, (const int64_t *)b->seed_count.ptr, P, n, bmf_asso_tau(q),
+            (uint32_t *)b->S.ptr, rw);
         MF_TRY(check(ctx, "asso_candidates"));
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->X.ptr, b->rows.ptr, b->rows.bytes,
                                          cudaMemcpyDeviceToDevice, st));
@@ -251,15 +251,14 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
             MF_CUDA_TRY(ctx, cudaMemsetAsync(b->gains.ptr, 0, b->gains.bytes, st));
             bmf_b1_kernel<BMF_B1_GAIN><<<gain_grid, BMF_B1_WARPS * 32, 0, st>>>(gain);
             MF_TRY(check(ctx, "bmf_b1_kernel (gains)"));
-            asso_choose<<<1, 1024, 0, st>>>((const unsigned long long *)b->gains.ptr, P, choice,
-                                            l);
+            asso_choose<<<1, 1024, 0, st>>>((const unsigned long long *)b->gains.ptr, P, choice, l);
             MF_TRY(check(ctx, "asso_choose"));
             asso_apply<<<blocks(m * 32, 256), 256, 0, st>>>(
                 (uint32_t *)b->X.ptr, (uint32_t *)b->U.ptr, (const uint32_t *)b->S.ptr, m, rw,
                 choice, l, (uint64_t *)b->A.ptr, kw);
             MF_TRY(check(ctx, "asso_apply"));
-            asso_write_b<<<blocks(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw,
-                                                         choice, l, (uint64_t *)b->B.ptr, kw);
+            asso_write_b<<<blocks(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw, choice,
+                                                         l, (uint64_t *)b->B.ptr, kw);
             MF_TRY(check(ctx, "asso_write_b"));
         }
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(A + (size_t)q * m * kw, b->A.ptr, abytes,

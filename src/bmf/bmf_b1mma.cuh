@@ -47,8 +47,8 @@ enum bmf_b1_mode {
 };
 
 struct bmf_b1_args {
-    const uint32_t *A; // rows x lda words (BMF_B1_GAIN: X)
-    const uint32_t *U; // BMF_B1_GAIN: the second A operand, same shape
+    const uint32_t *A;      // rows x lda words (BMF_B1_GAIN: X)
+    const uint32_t *U;      // BMF_B1_GAIN: the second A operand, same shape
     const int32_t *a_index; // optional: A row r is line a_index[r]
     int64_t rows, lda;
     const uint32_t *B; // cols x lda words
@@ -63,7 +63,8 @@ struct bmf_b1_args {
 
 // Block (x, y): rows [64 x, 64 x + 64) by columns [64 y, 64 y + 64); warp w takes 16 rows
 // and all 64 columns (eight 16 x 8 tiles).
-template <int MODE> __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P)
+template <int MODE>
+__global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P)
 {
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const int64_t r0 = (int64_t)blockIdx.x * BMF_B1_TILE + warp * 16;
