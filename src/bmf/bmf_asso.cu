@@ -1,5 +1,6 @@
-// MF_BMF_INIT_ASSO on the GPU (see bmf_asso.h). Dense and tensor-core: the association
-// counts are one bit-matrix product (seeds' columns against every column, over the rows),
+// MF_BMF_INIT_ASSO on the GPU (see bmf_asso.h). Dense and tensor-core: each instance's
+// candidates come from one bit-matrix product (seeds' columns against every column, over
+// the rows, thresholded at its tau),
 // and every greedy round recomputes all gains with two more (the rows' uncovered ones and
 // uncovered cells against every candidate, over the columns), through b1 MMA. The rounds
 // of an instance run without a host round trip: the choice of a round stays on the device.
@@ -14,10 +15,10 @@
 namespace
 {
 
-// 32-bit words of a line of `bits` bits, padded to 256 bits.
+// 32-bit words of a line of `bits` bits, padded to 512 bits (bmf_b1mma.cuh).
 int64_t line_words(int64_t bits)
 {
-    return (bits + 255) / 256 * 8;
+    return (bits + 511) / 512 * 16;
 }
 
 unsigned blocks(int64_t n, int per)
@@ -36,24 +37,6 @@ __global__ void asso_pack(const int64_t *ptr, const int32_t *col, int64_t m, uin
         int64_t j = col[p];
         atomicOr(&rows[i * rw + j / 32], 1u << (j % 32));
         atomicOr(&cols[j * cw + i / 32], 1u << (i % 32));
-    }
-}
-
-// Candidates of one tau: S[c] holds column j when co[c][j] >= tau * count(seed c).
-__global__ void asso_candidates(const int32_t *co, const int64_t *seed_count, int P, int64_t n,
-                                int tau, uint32_t *S, int64_t rw)
-{
-    const int64_t total = (int64_t)P * rw;
-    for (int64_t x = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; x < total;
-         x += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t c = x / rw, w = x % rw;
-        uint32_t word = 0;
-        for (int b = 0; b < 32; b++) {
-            int64_t j = w * 32 + b;
-            if (j < n && bmf_asso_member(co[c * n + j], seed_count[c], tau))
-                word |= 1u << b;
-        }
-        S[x] = word;
     }
 }
 
@@ -148,13 +131,13 @@ __global__ void asso_write_b(const uint32_t *S, int64_t n, int64_t rw, const int
 }
 
 struct asso_buffers {
-    mf_dbuf rows, cols, co, seeds, seed_count, S, X, U, gains, choice, A, B;
+    mf_dbuf rows, cols, seeds, seed_count, S, X, U, gains, choice, A, B;
 };
 
 void release(mf_ctx *ctx, asso_buffers *b)
 {
-    mf_dbuf *all[] = {&b->rows, &b->cols, &b->co,    &b->seeds,  &b->seed_count, &b->S,
-                      &b->X,    &b->U,    &b->gains, &b->choice, &b->A,          &b->B};
+    mf_dbuf *all[] = {&b->rows, &b->cols,  &b->seeds,  &b->seed_count, &b->S, &b->X,
+                      &b->U,    &b->gains, &b->choice, &b->A,          &b->B};
     for (mf_dbuf *d : all)
         mf_dmem_free(ctx, d);
 }
@@ -175,7 +158,6 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     const size_t abytes = (size_t)m * kw * 8, bbytes = (size_t)n * kw * 8;
     MF_TRY(mf_dmem_alloc(ctx, &b->rows, (size_t)m * rw * 4, "Asso: C by rows"));
     MF_TRY(mf_dmem_alloc(ctx, &b->cols, (size_t)n * cw * 4, "Asso: C by columns"));
-    MF_TRY(mf_dmem_alloc(ctx, &b->co, (size_t)P * n * 4, "Asso: association counts"));
     MF_TRY(mf_dmem_alloc(ctx, &b->seeds, (size_t)P * 4, "Asso: seeds"));
     MF_TRY(mf_dmem_alloc(ctx, &b->seed_count, (size_t)P * 8, "Asso: seed counts"));
     MF_TRY(mf_dmem_alloc(ctx, &b->S, (size_t)P * rw * 4, "Asso: candidates"));
@@ -211,7 +193,9 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
                                                    (uint32_t *)b->cols.ptr, cw);
     MF_TRY(check(ctx, "asso_pack"));
 
-    /* co[c][j] = |rows(seed c) & rows(j)|: seeds' column lines against every column line */
+    /* Candidates: |rows(seed c) & rows(j)| for every seed c and column j, the seeds'
+     * column lines against every column line, thresholded as they come out. Recomputed
+     * for each tau rather than stored: P x n bits instead of P x n counts. */
     bmf_b1_args co = {};
     co.A = (const uint32_t *)b->cols.ptr;
     co.a_index = (const int32_t *)b->seeds.ptr;
@@ -219,11 +203,10 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     co.lda = cw;
     co.B = (const uint32_t *)b->cols.ptr;
     co.cols = n;
-    co.out = (int32_t *)b->co.ptr;
-    co.ldo = n;
-    bmf_b1_kernel<BMF_B1_COUNT>
-        <<<dim3(blocks(P, BMF_B1_TILE), blocks(n, BMF_B1_TILE)), BMF_B1_WARPS * 32, 0, st>>>(co);
-    MF_TRY(check(ctx, "bmf_b1_kernel (association)"));
+    co.bits = (uint32_t *)b->S.ptr;
+    co.ldo = rw;
+    co.row_count = (const int64_t *)b->seed_count.ptr;
+    const dim3 co_grid(blocks(P, BMF_B1_TILE), blocks(n, BMF_B1_TILE));
 
     const unsigned grid = mf_cuda_grid(ctx->cuda, m * rw, 256, 8);
     bmf_b1_args gain = {};
@@ -237,10 +220,10 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     const dim3 gain_grid(blocks(m, BMF_B1_TILE), blocks(P, BMF_B1_TILE));
     int *choice = (int *)b->choice.ptr;
     for (int q = 0; q < p->instances; q++) {
-        asso_candidates<<<mf_cuda_grid(ctx->cuda, (int64_t)P * rw, 256, 8), 256, 0, st>>>(
-            (const int32_t *)b->co.ptr, (const int64_t *)b->seed_count.ptr, P, n, bmf_asso_tau(q),
-            (uint32_t *)b->S.ptr, rw);
-        MF_TRY(check(ctx, "asso_candidates"));
+        co.tau = bmf_asso_tau(q);
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(b->S.ptr, 0, b->S.bytes, st));
+        bmf_b1_kernel<BMF_B1_MEMBER><<<co_grid, BMF_B1_WARPS * 32, 0, st>>>(co);
+        MF_TRY(check(ctx, "bmf_b1_kernel (candidates)"));
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->X.ptr, b->rows.ptr, b->rows.bytes,
                                          cudaMemcpyDeviceToDevice, st));
         asso_all_uncovered<<<grid, 256, 0, st>>>((uint32_t *)b->U.ptr, m, n, rw);
@@ -249,6 +232,7 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->B.ptr, 0, bbytes, st));
         for (int l = 0; l < k; l++) {
             MF_CUDA_TRY(ctx, cudaMemsetAsync(b->gains.ptr, 0, b->gains.bytes, st));
+            gain.skip = l > 0 ? choice + l - 1 : NULL; /* no factor last round: done */
             bmf_b1_kernel<BMF_B1_GAIN><<<gain_grid, BMF_B1_WARPS * 32, 0, st>>>(gain);
             MF_TRY(check(ctx, "bmf_b1_kernel (gains)"));
             asso_choose<<<1, 1024, 0, st>>>((const unsigned long long *)b->gains.ptr, P, choice, l);

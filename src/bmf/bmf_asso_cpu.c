@@ -8,8 +8,8 @@
 #include "bmf/bmf_asso.h"
 #include "core/ctx.h"
 
-/* Association lists: for seed c, the columns co-occurring with it and how often,
- * ascending by column. */
+/* Association lists: for seed c, the columns co-occurring with it often enough for the
+ * lowest tau, and how often, ascending by column. */
 typedef struct assoc {
     int64_t *ptr; /* P + 1 */
     int32_t *col;
@@ -48,6 +48,15 @@ static mf_status build_assoc(const mf_bmf_asso_plan *p, assoc *out)
                     if (count[C->col[q]]++ == 0)
                         touched[nt++] = C->col[q];
             }
+            /* keep only what some tau can take: bounds the lists on dense inputs */
+            int32_t kept = 0;
+            for (int32_t t = 0; t < nt; t++) {
+                if (bmf_asso_member(count[touched[t]], p->col_count[seed], BMF_ASSO_TAU_MIN))
+                    touched[kept++] = touched[t];
+                else
+                    count[touched[t]] = 0;
+            }
+            nt = kept;
             qsort(touched, (size_t)nt, sizeof *touched, cmp_i32);
             cols[c] = malloc((size_t)(nt ? nt : 1) * sizeof **cols);
             cos[c] = malloc((size_t)(nt ? nt : 1) * sizeof **cos);

@@ -2,9 +2,9 @@
 // mma.sync m16n8k256 .b1 .and.popc (sm_80 and later; older architectures get the same
 // fragment arithmetic from shuffles and __popc, so results never depend on the path).
 //
-// Lines are bit vectors stored as 32-bit words, padded to a multiple of 256 bits with
-// zeros. Which K bit sits where inside a word does not matter: the product pairs word w of
-// an A line with word w of a B line, and popc(AND) is the same under any common order.
+// Lines are bit vectors stored as 32-bit words, padded to a multiple of 512 bits with
+// zeros (16-byte aligned). Which K bit sits where inside a word does not matter: the product pairs
+// word w of an A line with word w of a B line, and popc(AND) is the same under any common order.
 //
 // Fragments (per PTX, group g = lane / 4, t = lane % 4, a K step of 8 words):
 //   A (16 x 256, row major): a0 = row g word t, a1 = row g+8 word t,
@@ -16,6 +16,8 @@
 
 #include <cuda_runtime.h>
 #include <stdint.h>
+
+#include "bmf/bmf_asso.h"
 
 __device__ __forceinline__ void bmf_mma_b1(int c[4], const uint32_t a[4], const uint32_t b[2])
 {
@@ -42,8 +44,9 @@ __device__ __forceinline__ void bmf_mma_b1(int c[4], const uint32_t a[4], const 
 
 // What a product tile ends with.
 enum bmf_b1_mode {
-    BMF_B1_COUNT = 0, // store C (int32) at out[r * ldo + c]
-    BMF_B1_GAIN = 1   // gains[c] += sum over r of max(0, 2 (X_r & B_c) - (U_r & B_c))
+    BMF_B1_MEMBER = 0, // set bit c of line r of `bits` (ldo words a line) when
+                       // bmf_asso_member(C[r][c], row_count[r], tau)
+    BMF_B1_GAIN = 1    // gains[c] += sum over r of max(0, 2 (X_r & B_c) - (U_r & B_c))
 };
 
 struct bmf_b1_args {
@@ -53,9 +56,12 @@ struct bmf_b1_args {
     int64_t rows, lda;
     const uint32_t *B; // cols x lda words
     int64_t cols;
-    int32_t *out; // BMF_B1_COUNT
+    uint32_t *bits; // BMF_B1_MEMBER: zeroed before the launch
     int64_t ldo;
+    const int64_t *row_count;
+    int tau;
     unsigned long long *gains; // BMF_B1_GAIN
+    const int *skip;           // optional: nothing to do when *skip < 0 (a finished search)
 };
 
 #define BMF_B1_WARPS 4
@@ -66,6 +72,8 @@ struct bmf_b1_args {
 template <int MODE>
 __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P)
 {
+    if (P.skip && *P.skip < 0)
+        return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const int64_t r0 = (int64_t)blockIdx.x * BMF_B1_TILE + warp * 16;
     const int64_t c0 = (int64_t)blockIdx.y * BMF_B1_TILE;
@@ -96,37 +104,46 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
         for (int e = 0; e < 4; e++)
             acc[nt][e] = accu[nt][e] = 0;
 
-    for (int64_t kw = 0; kw < P.lda; kw += 8) {
-        uint32_t a[4], u[4];
-        a[0] = pa ? __ldg(pa + kw + t) : 0u;
-        a[1] = pb ? __ldg(pb + kw + t) : 0u;
-        a[2] = pa ? __ldg(pa + kw + 4 + t) : 0u;
-        a[3] = pb ? __ldg(pb + kw + 4 + t) : 0u;
+    // 512 bits (16 words) per iteration, two MMA K steps: lane t loads words 4t .. 4t+3 of
+    // each line with one 16-byte load and feeds words 4t, 4t+1 to the first step (as its
+    // "t" and "4+t" words) and 4t+2, 4t+3 to the second. A and B use the same assignment,
+    // so every word of an A line still meets the same word of a B line.
+    const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
+    for (int64_t kw = 0; kw < P.lda; kw += 16) {
+        const uint4 xa = pa ? __ldg(reinterpret_cast<const uint4 *>(pa + kw) + t) : zero;
+        const uint4 xb = pb ? __ldg(reinterpret_cast<const uint4 *>(pb + kw) + t) : zero;
+        uint4 uva = zero, uvb = zero;
         if (MODE == BMF_B1_GAIN) {
-            u[0] = ua ? __ldg(ua + kw + t) : 0u;
-            u[1] = ub ? __ldg(ub + kw + t) : 0u;
-            u[2] = ua ? __ldg(ua + kw + 4 + t) : 0u;
-            u[3] = ub ? __ldg(ub + kw + 4 + t) : 0u;
+            uva = ua ? __ldg(reinterpret_cast<const uint4 *>(ua + kw) + t) : zero;
+            uvb = ub ? __ldg(reinterpret_cast<const uint4 *>(ub + kw) + t) : zero;
         }
+        const uint32_t a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
+        const uint32_t u0[4] = {uva.x, uvb.x, uva.y, uvb.y}, u1[4] = {uva.z, uvb.z, uva.w, uvb.w};
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
-            uint32_t b[2];
-            b[0] = bp[nt] ? __ldg(bp[nt] + kw + t) : 0u;
-            b[1] = bp[nt] ? __ldg(bp[nt] + kw + 4 + t) : 0u;
-            bmf_mma_b1(acc[nt], a, b);
-            if (MODE == BMF_B1_GAIN)
-                bmf_mma_b1(accu[nt], u, b);
+            const uint4 bv =
+                bp[nt] ? __ldg(reinterpret_cast<const uint4 *>(bp[nt] + kw) + t) : zero;
+            const uint32_t b0[2] = {bv.x, bv.y}, b1[2] = {bv.z, bv.w};
+            bmf_mma_b1(acc[nt], a0, b0);
+            bmf_mma_b1(acc[nt], a1, b1);
+            if (MODE == BMF_B1_GAIN) {
+                bmf_mma_b1(accu[nt], u0, b0);
+                bmf_mma_b1(accu[nt], u1, b1);
+            }
         }
     }
 
-    if (MODE == BMF_B1_COUNT) {
+    if (MODE == BMF_B1_MEMBER) {
+        const int64_t cnt_a = ra < P.rows ? P.row_count[ra] : 0;
+        const int64_t cnt_b = rb < P.rows ? P.row_count[rb] : 0;
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) {
                 int64_t r = e < 2 ? ra : rb, c = c0 + nt * 8 + 2 * t + (e & 1);
-                if (r < P.rows && c < P.cols)
-                    P.out[r * P.ldo + c] = acc[nt][e];
+                if (r < P.rows && c < P.cols &&
+                    bmf_asso_member(acc[nt][e], e < 2 ? cnt_a : cnt_b, P.tau))
+                    atomicOr(&P.bits[r * P.ldo + c / 32], 1u << (c % 32));
             }
         return;
     }
