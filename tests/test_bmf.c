@@ -74,6 +74,9 @@ START_TEST(bookkeeping_matches_recount)
         check_bookkeeping(ctx, 70, 90, ks[t], MF_BMF_FLIP_PER_BIT, 0.5f, MF_BMF_INIT_RANDOM);
     }
     check_bookkeeping(ctx, 40, 50, 1000, MF_BMF_FLIP_SINGLE, 2.0f, MF_BMF_INIT_RANDOM);
+    /* The largest rank, from Asso's cover (most of its factors stay empty here). */
+    check_bookkeeping(ctx, 40, 50, 1024, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_ASSO);
+    check_bookkeeping(ctx, 70, 90, 65, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_ASSO);
     /* Shapes below one word of lines. */
     check_bookkeeping(ctx, 5, 70, 7, MF_BMF_FLIP_SINGLE, 0.0f, MF_BMF_INIT_SAMPLE);
     check_bookkeeping(ctx, 70, 5, 7, MF_BMF_FLIP_SINGLE, 1.0f, MF_BMF_INIT_RANDOM);
