@@ -306,7 +306,7 @@ END_TEST
 START_TEST(apatio_quality)
 {
     mf_ctx *ctx = tu_cpu_ctx();
-    bx_check_apatio(ctx, "cpu", 2);
+    bx_check_apatio(ctx, "cpu", 2, MF_BMF_INIT_SAMPLE);
     mf_ctx_destroy(ctx);
 }
 END_TEST
@@ -387,24 +387,7 @@ END_TEST
 START_TEST(apatio_asso_quality)
 {
     mf_ctx *ctx = tu_cpu_ctx();
-    mf_sparse *C = bx_dataset(ctx, "APatio");
-    if (!C) {
-        printf("APatio (cpu, Asso start): data set absent, skipped\n");
-        mf_ctx_destroy(ctx);
-        return;
-    }
-    mf_bmf_opts o;
-    mf_bmf_opts_init(&o);
-    o.rank = 20;
-    o.instances = 4;
-    o.init = MF_BMF_INIT_ASSO;
-    uint64_t *A = NULL, *B = NULL;
-    mf_bmf_report r = bx_run(ctx, C, &o, &A, &B);
-    printf("APatio (cpu, Asso start): relative error %.4e (Asso published 6.50e-3), %.2f s\n",
-           r.relative_error, r.seconds);
-    ck_assert_msg(r.relative_error <= 6.50e-3, "relative error %g", r.relative_error);
-    free(A), free(B);
-    mf_sparse_destroy(C);
+    bx_check_apatio(ctx, "cpu", 4, MF_BMF_INIT_ASSO);
     mf_ctx_destroy(ctx);
 }
 END_TEST

@@ -208,7 +208,7 @@ START_TEST(apatio_quality)
         return;
     }
     mf_ctx *gpu = tu_cuda_ctx(0);
-    bx_check_apatio(gpu, "gpu", 16);
+    bx_check_apatio(gpu, "gpu", 16, MF_BMF_INIT_SAMPLE);
     mf_ctx_destroy(gpu);
 }
 END_TEST

@@ -341,25 +341,21 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         double d = (double)C->nnz / ((double)C->rows * (double)C->cols);
         setup->init_p24 = bmf_prob24(sqrt(1.0 - pow(1.0 - d, 1.0 / k)));
     }
-    if (o->init == MF_BMF_INIT_ASSO) {
-        size_t per = (size_t)o->instances;
-        *A0 = malloc(per * C->rows * kw * 8);
-        *B0 = malloc(per * C->cols * kw * 8);
+    if (o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO) {
+        /* host copies: the caller's factors once, or Asso's cover for every instance */
+        int asso = o->init == MF_BMF_INIT_ASSO;
+        size_t copies = asso ? (size_t)o->instances : 1;
+        *A0 = malloc(copies * C->rows * kw * 8);
+        *B0 = malloc(copies * C->cols * kw * 8);
         if (!*A0 || !*B0)
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
-        MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
+        if (asso)
+            MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
+        else
+            MF_TRY(load_given(ctx, C, k, A, B, o->where, *A0, *B0));
         setup->A0 = *A0;
         setup->B0 = *B0;
-        setup->given_per_instance = 1;
-    }
-    if (o->init == MF_BMF_INIT_GIVEN) {
-        *A0 = malloc((size_t)C->rows * kw * 8);
-        *B0 = malloc((size_t)C->cols * kw * 8);
-        if (!*A0 || !*B0)
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
-        MF_TRY(load_given(ctx, C, k, A, B, o->where, *A0, *B0));
-        setup->A0 = *A0;
-        setup->B0 = *B0;
+        setup->given_per_instance = asso;
     }
     return MF_OK;
 }

@@ -9,6 +9,7 @@
 
 #include "bmf/bmf_internal.h"
 #include "bmf/bmf_kernels.cuh"
+#include "bmf/bmf_launch.cuh"
 #include "cuda/cuda_internal.h"
 
 namespace
@@ -45,19 +46,6 @@ mf_status alloc_all(cuda_engine *e)
     MF_TRY(mf_dmem_alloc(ctx, &e->best, I * 8, "best errors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->improved, I * sizeof(int), "improvement flags"));
     MF_TRY(mf_dmem_alloc(ctx, &e->hist, (size_t)MF_BMF_GROUP_MAX * I * 2 * 8, "error history"));
-    return MF_OK;
-}
-
-unsigned blocks_for(int64_t n, int per_block)
-{
-    return (unsigned)((n + per_block - 1) / per_block);
-}
-
-mf_status check_launch(mf_ctx *ctx, const char *what)
-{
-    cudaError_t err = cudaGetLastError();
-    if (err != cudaSuccess)
-        return mf_cuda_fail(ctx, err, what, __FILE__, __LINE__);
     return MF_OK;
 }
 

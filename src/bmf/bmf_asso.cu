@@ -10,6 +10,7 @@
 #include "bmf/bmf_asso.h"
 #include "bmf/bmf_b1mma.cuh"
 #include "bmf/bmf_internal.h"
+#include "bmf/bmf_launch.cuh"
 #include "cuda/cuda_internal.h"
 
 namespace
@@ -19,11 +20,6 @@ namespace
 int64_t line_words(int64_t bits)
 {
     return (bits + 511) / 512 * 16;
-}
-
-unsigned blocks(int64_t n, int per)
-{
-    return (unsigned)((n + per - 1) / per);
 }
 
 // C by rows (rows x rw words) and by columns (cols x cw words): a warp per row.
@@ -142,12 +138,6 @@ void release(mf_ctx *ctx, asso_buffers *b)
         mf_dmem_free(ctx, d);
 }
 
-mf_status check(mf_ctx *ctx, const char *what)
-{
-    cudaError_t err = cudaGetLastError();
-    return err == cudaSuccess ? MF_OK : mf_cuda_fail(ctx, err, what, __FILE__, __LINE__);
-}
-
 mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t *B)
 {
     mf_ctx *ctx = p->ctx;
@@ -189,9 +179,9 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     MF_TRY(mf_sparse_device_csr(C, &ptr, &col, &val));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(b->rows.ptr, 0, b->rows.bytes, st));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(b->cols.ptr, 0, b->cols.bytes, st));
-    asso_pack<<<blocks(m * 32, 256), 256, 0, st>>>(ptr, col, m, (uint32_t *)b->rows.ptr, rw,
-                                                   (uint32_t *)b->cols.ptr, cw);
-    MF_TRY(check(ctx, "asso_pack"));
+    asso_pack<<<blocks_for(m * 32, 256), 256, 0, st>>>(ptr, col, m, (uint32_t *)b->rows.ptr, rw,
+                                                       (uint32_t *)b->cols.ptr, cw);
+    MF_TRY(check_launch(ctx, "asso_pack"));
 
     /* Candidates: |rows(seed c) & rows(j)| for every seed c and column j, the seeds'
      * column lines against every column line, thresholded as they come out. Recomputed
@@ -206,7 +196,7 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     co.bits = (uint32_t *)b->S.ptr;
     co.ldo = rw;
     co.row_count = (const int64_t *)b->seed_count.ptr;
-    const dim3 co_grid(blocks(P, BMF_B1_TILE), blocks(n, BMF_B1_TILE));
+    const dim3 co_grid(blocks_for(P, BMF_B1_TILE), blocks_for(n, BMF_B1_TILE));
 
     const unsigned grid = mf_cuda_grid(ctx->cuda, m * rw, 256, 8);
     bmf_b1_args gain = {};
@@ -217,33 +207,33 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     gain.B = (const uint32_t *)b->S.ptr;
     gain.cols = P;
     gain.gains = (unsigned long long *)b->gains.ptr;
-    const dim3 gain_grid(blocks(m, BMF_B1_TILE), blocks(P, BMF_B1_TILE));
+    const dim3 gain_grid(blocks_for(m, BMF_B1_TILE), blocks_for(P, BMF_B1_TILE));
     int *choice = (int *)b->choice.ptr;
     for (int q = 0; q < p->instances; q++) {
         co.tau = bmf_asso_tau(q);
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->S.ptr, 0, b->S.bytes, st));
         bmf_b1_kernel<BMF_B1_MEMBER><<<co_grid, BMF_B1_WARPS * 32, 0, st>>>(co);
-        MF_TRY(check(ctx, "bmf_b1_kernel (candidates)"));
+        MF_TRY(check_launch(ctx, "bmf_b1_kernel (candidates)"));
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->X.ptr, b->rows.ptr, b->rows.bytes,
                                          cudaMemcpyDeviceToDevice, st));
         asso_all_uncovered<<<grid, 256, 0, st>>>((uint32_t *)b->U.ptr, m, n, rw);
-        MF_TRY(check(ctx, "asso_all_uncovered"));
+        MF_TRY(check_launch(ctx, "asso_all_uncovered"));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->A.ptr, 0, abytes, st));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->B.ptr, 0, bbytes, st));
         for (int l = 0; l < k; l++) {
             MF_CUDA_TRY(ctx, cudaMemsetAsync(b->gains.ptr, 0, b->gains.bytes, st));
             gain.skip = l > 0 ? choice + l - 1 : NULL; /* no factor last round: done */
             bmf_b1_kernel<BMF_B1_GAIN><<<gain_grid, BMF_B1_WARPS * 32, 0, st>>>(gain);
-            MF_TRY(check(ctx, "bmf_b1_kernel (gains)"));
+            MF_TRY(check_launch(ctx, "bmf_b1_kernel (gains)"));
             asso_choose<<<1, 1024, 0, st>>>((const unsigned long long *)b->gains.ptr, P, choice, l);
-            MF_TRY(check(ctx, "asso_choose"));
-            asso_apply<<<blocks(m * 32, 256), 256, 0, st>>>(
+            MF_TRY(check_launch(ctx, "asso_choose"));
+            asso_apply<<<blocks_for(m * 32, 256), 256, 0, st>>>(
                 (uint32_t *)b->X.ptr, (uint32_t *)b->U.ptr, (const uint32_t *)b->S.ptr, m, rw,
                 choice, l, (uint64_t *)b->A.ptr, kw);
-            MF_TRY(check(ctx, "asso_apply"));
-            asso_write_b<<<blocks(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw, choice,
-                                                         l, (uint64_t *)b->B.ptr, kw);
-            MF_TRY(check(ctx, "asso_write_b"));
+            MF_TRY(check_launch(ctx, "asso_apply"));
+            asso_write_b<<<blocks_for(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw,
+                                                             choice, l, (uint64_t *)b->B.ptr, kw);
+            MF_TRY(check_launch(ctx, "asso_write_b"));
         }
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(A + (size_t)q * m * kw, b->A.ptr, abytes,
                                          cudaMemcpyDeviceToHost, st));

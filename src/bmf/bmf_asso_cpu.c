@@ -127,6 +127,15 @@ static int covered(const greedy *g, int32_t i, int32_t j)
     return (int)(g->cov[(int64_t)i * g->nw + j / 64] >> (j % 64) & 1u);
 }
 
+/* How many of candidate c's columns row i already has covered. */
+static int64_t covered_in(const greedy *g, int32_t i, int c)
+{
+    int64_t in = 0;
+    for (int64_t u = g->cptr[c]; u < g->cptr[c + 1]; u++)
+        in += covered(g, i, g->ccol[u]);
+    return in;
+}
+
 /* Add sign * max(0, g_ic) for every candidate c to the gains. */
 static void row_eval(greedy *g, int32_t i, int sign)
 {
@@ -147,10 +156,7 @@ static void row_eval(greedy *g, int32_t i, int sign)
         /* g_ic = 2 x1 - (size - covered in c) <= 2 x1 - size + covn: skip what cannot win */
         if (2 * x1 - size + g->covn[i] <= 0)
             continue;
-        int64_t in = 0;
-        for (int64_t u = g->cptr[c]; u < g->cptr[c + 1]; u++)
-            in += covered(g, i, g->ccol[u]);
-        int64_t gic = 2 * x1 - (size - in);
+        int64_t gic = 2 * x1 - (size - covered_in(g, i, c));
         if (gic > 0)
             g->gain[c] += sign * gic;
     }
@@ -210,12 +216,10 @@ static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_
                 if (g->stamp[i] == l + 1 || covered(g, i, j))
                     continue;
                 g->stamp[i] = l + 1;
-                int64_t x1 = 0, in = 0;
+                int64_t x1 = 0;
                 for (int64_t r = C->row_ptr[i]; r < C->row_ptr[i + 1]; r++)
                     x1 += g->chosen_mark[C->col[r]] && !covered(g, i, C->col[r]);
-                for (int64_t v = b0; v < b1; v++)
-                    in += covered(g, i, g->ccol[v]);
-                if (2 * x1 - ((b1 - b0) - in) <= 0)
+                if (2 * x1 - ((b1 - b0) - covered_in(g, i, best)) <= 0)
                     continue;
                 row_eval(g, i, -1);
                 for (int64_t v = b0; v < b1; v++) {
