@@ -62,9 +62,25 @@ size_t solver_smem_bytes(int kp, int tiles)
     return (size_t)tiles * ALS_TILE_FLOATS * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
 }
 
-/* The solver variant for kp: 128 threads up to ALS_SOLVE_SMALL, else one per padded row. */
+/* The solver variant for kp: one warp per row while a lane's share of a panel (kp / 32 rows)
+ * fits in registers, else a block per row (128 threads up to ALS_SOLVE_SMALL, else one per
+ * padded row). */
+template <int RPL> cudaError_t warp_solver_allow(size_t smem)
+{
+    return cudaFuncSetAttribute(als_solve_warp_kernel<RPL>,
+                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+}
+
 cudaError_t solver_allow_smem(int kp, size_t smem)
 {
+    switch ((kp + 31) / 32) {
+    case 1: return warp_solver_allow<1>(smem);
+    case 2: return warp_solver_allow<2>(smem);
+    case 3: return warp_solver_allow<3>(smem);
+    case 4: return warp_solver_allow<4>(smem);
+    case 5: return warp_solver_allow<5>(smem);
+    default: break;
+    }
     return kp <= ALS_SOLVE_SMALL
                ? cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
                                       cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
@@ -75,10 +91,18 @@ cudaError_t solver_allow_smem(int kp, size_t smem)
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
                           cudaStream_t stream)
 {
-    if (a.kp <= ALS_SOLVE_SMALL)
-        als_solve_kernel<ALS_SOLVE_SMALL, 4><<<systems, ALS_SOLVE_SMALL, smem, stream>>>(a);
-    else
-        als_solve_kernel<288, 1><<<systems, (a.kp + 31) / 32 * 32, smem, stream>>>(a);
+    switch ((a.kp + 31) / 32) {
+    case 1: als_solve_warp_kernel<1><<<systems, 32, smem, stream>>>(a); break;
+    case 2: als_solve_warp_kernel<2><<<systems, 32, smem, stream>>>(a); break;
+    case 3: als_solve_warp_kernel<3><<<systems, 32, smem, stream>>>(a); break;
+    case 4: als_solve_warp_kernel<4><<<systems, 32, smem, stream>>>(a); break;
+    case 5: als_solve_warp_kernel<5><<<systems, 32, smem, stream>>>(a); break;
+    default:
+        if (a.kp <= ALS_SOLVE_SMALL)
+            als_solve_kernel<ALS_SOLVE_SMALL, 4><<<systems, ALS_SOLVE_SMALL, smem, stream>>>(a);
+        else
+            als_solve_kernel<288, 1><<<systems, (a.kp + 31) / 32 * 32, smem, stream>>>(a);
+    }
     return cudaGetLastError();
 }
 
@@ -135,6 +159,12 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
     return st;
 }
 
+/* The Gram kernel's two stages of staged rows. */
+size_t gram_smem(const cuda_engine *e)
+{
+    return (size_t)2 * ALS_GRAM_ROWS * e->kp * sizeof(float);
+}
+
 /* Rows per batch: as many as keep their partial systems within the budget. */
 mf_status batch_budget(cuda_engine *e, size_t *slots)
 {
@@ -171,8 +201,7 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
                        e->tiles,
                        slots};
     const int threads = (e->tiles + 31) / 32 * 32;
-    const size_t smem = (size_t)ALS_GRAM_ROWS * e->kp * sizeof(float);
-    als_gram_kernel<<<(unsigned)nseg, threads, smem, e->ctx->cuda->stream>>>(g);
+    als_gram_kernel<<<(unsigned)nseg, threads, gram_smem(e), e->ctx->cuda->stream>>>(g);
     return cudaGetLastError();
 }
 
@@ -320,6 +349,9 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
     MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
+    MF_CUDA_TRY(ctx,
+                cudaFuncSetAttribute(als_gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)gram_smem(e)));
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;

@@ -13,6 +13,7 @@
  * walk different tiles in step then hit different banks. */
 #ifndef MF_ALS_KERNELS_CUH
 #define MF_ALS_KERNELS_CUH
+#include <cuda_pipeline.h>
 #include <stdint.h>
 
 #define ALS_TILE_FLOATS 64
@@ -100,16 +101,22 @@ struct als_gram_args {
 };
 
 /* One block per segment, one thread per lower tile: each thread accumulates its 8 x 8 tile
- * of the augmented Gram matrix in registers over the segment's rows, which are staged
- * ALS_GRAM_ROWS at a time in shared memory. */
+ * of the augmented Gram matrix in registers over the segment's rows. The rows are staged
+ * ALS_GRAM_ROWS at a time in shared memory, double-buffered: cp.async brings stage c + 1
+ * (factor rows, ratings, and the next stage's indices) while stage c is multiplied, so the
+ * gathers (from DRAM, for the item half) overlap the FMAs instead of stalling them. */
 __global__ void als_gram_kernel(als_gram_args a)
 {
     extern __shared__ float4 als_rows4[];
-    float *rows = reinterpret_cast<float *>(als_rows4);
+    float *rows = reinterpret_cast<float *>(als_rows4); /* [2][ALS_GRAM_ROWS][kp] */
+    __shared__ int32_t stage_idx[2][ALS_GRAM_ROWS];
+    __shared__ float stage_val[2][ALS_GRAM_ROWS];
     const int64_t seg = a.s0 + blockIdx.x;
     const int64_t begin = a.seg_begin[seg];
     const int len = a.seg_len[seg];
     const int q4 = a.kp / 4;
+    const int stage_floats = ALS_GRAM_ROWS * a.kp;
+    const int stages = (len + ALS_GRAM_ROWS - 1) / ALS_GRAM_ROWS;
     const int tile = threadIdx.x;
     int I = 0, M = 0;
     if (tile < a.tiles)
@@ -120,33 +127,51 @@ __global__ void als_gram_kernel(als_gram_args a)
 #pragma unroll
         for (int c = 0; c < 8; c++)
             acc[r][c] = 0.0f;
-    const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
-    for (int c0 = 0; c0 < len; c0 += ALS_GRAM_ROWS) {
+
+    /* Stage c's rows and ratings, and stage c + 1's indices, as one cp.async group. */
+    auto issue = [&](int c) {
+        const int b = c & 1, c0 = c * ALS_GRAM_ROWS;
         const int n = min(ALS_GRAM_ROWS, len - c0);
-        __syncthreads();
+        const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
         for (int e = threadIdx.x; e < n * q4; e += blockDim.x) {
-            int r = e / q4, q = e - r * q4;
-            int64_t p = begin + c0 + r;
-            float4 v = F4[(int64_t)a.idx[p] * q4 + q];
-            if (q == a.k >> 2) { /* the augmented column k holds the rating */
-                float rating = a.val ? a.val[p] : 1.0f;
-                int w = a.k & 3;
-                v.x = w == 0 ? rating : v.x;
-                v.y = w == 1 ? rating : v.y;
-                v.z = w == 2 ? rating : v.z;
-                v.w = w == 3 ? rating : v.w;
-            }
-            als_rows4[r * q4 + q] = v;
+            const int r = e / q4, q = e - r * q4;
+            __pipeline_memcpy_async(&als_rows4[b * (stage_floats / 4) + e],
+                                    &F4[(int64_t)stage_idx[b][r] * q4 + q], sizeof(float4));
         }
+        const int next = c0 + ALS_GRAM_ROWS, nn = min(ALS_GRAM_ROWS, len - next);
+        for (int r = threadIdx.x; r < ALS_GRAM_ROWS; r += blockDim.x) {
+            if (a.val && r < n)
+                __pipeline_memcpy_async(&stage_val[b][r], &a.val[begin + c0 + r], sizeof(float));
+            if (r < nn)
+                __pipeline_memcpy_async(&stage_idx[b ^ 1][r], &a.idx[begin + next + r],
+                                        sizeof(int32_t));
+        }
+        __pipeline_commit();
+    };
+
+    for (int r = threadIdx.x; r < ALS_GRAM_ROWS && r < len; r += blockDim.x)
+        stage_idx[0][r] = a.idx[begin + r];
+    __syncthreads();
+    if (stages > 0)
+        issue(0);
+    for (int c = 0; c < stages; c++) {
+        const int b = c & 1, n = min(ALS_GRAM_ROWS, len - c * ALS_GRAM_ROWS);
+        __pipeline_wait_prior(0);
         __syncthreads();
-        if (tile >= a.tiles)
-            continue;
-        for (int r = 0; r < n; r++) {
-            const float *row = rows + r * a.kp;
-            float x[8], y[8];
-            als_load8(row + 8 * I, x);
-            als_load8(row + 8 * M, y);
-            als_outer(acc, x, y, 1.0f);
+        /* The augmented column k holds the rating (the factor rows are zero there). */
+        for (int r = threadIdx.x; r < n; r += blockDim.x)
+            rows[b * stage_floats + r * a.kp + a.k] = a.val ? stage_val[b][r] : 1.0f;
+        __syncthreads();
+        if (c + 1 < stages)
+            issue(c + 1);
+        if (tile < a.tiles) {
+            const float *st = rows + b * stage_floats;
+            for (int r = 0; r < n; r++) {
+                float x[8], y[8];
+                als_load8(st + r * a.kp + 8 * I, x);
+                als_load8(st + r * a.kp + 8 * M, y);
+                als_outer(acc, x, y, 1.0f);
+            }
         }
     }
     if (tile >= a.tiles)
@@ -310,6 +335,205 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     const bool ok = broke == 0;
     for (int m = lane; m < a.kp; m += 32)
         x_out[m] = ok ? z[m] : 0.0f;
+}
+
+/* The same factorization with one warp per row, for kp <= 32 * RPL (each lane holds up to
+ * RPL rows of the panel in registers). No block barriers: the pivot row goes through shared
+ * memory under __syncwarp, and many more systems are in flight per SM than with a block per
+ * row, whose 13 panels x 10 barriers at k = 100 left the SM waiting. The updates are the
+ * block kernel's, but the multipliers use one reciprocal per pivot, and the back
+ * substitution goes by tiles with z in registers. The first partial system arrives by
+ * cp.async; a long row's further partials are added from global. */
+template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(als_solve_args a)
+{
+    extern __shared__ float4 als_sys4[];
+    float *A = reinterpret_cast<float *>(als_sys4);
+    const int sys = a.tiles * ALS_TILE_FLOATS;
+    float *LpT = A + sys;          /* [8][kp]: L of the current panel, transposed */
+    float *WpT = LpT + 8 * a.kp;   /* [8][kp]: L D of the current panel, transposed */
+    float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
+    float *prow = dorig + a.kp;    /* [2][8]: the pivot row, double-buffered */
+    const int lane = threadIdx.x;
+
+    const int64_t row = a.r0 + blockIdx.x;
+    const int64_t n = a.ptr[row + 1] - a.ptr[row];
+    float *x_out = a.X + row * a.kp;
+    if (n == 0) {
+        for (int m = lane; m < a.kp; m += 32)
+            x_out[m] = 0.0f;
+        return;
+    }
+    const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
+    const float4 *first = reinterpret_cast<const float4 *>(a.slots) + sb * (sys / 4);
+    for (int e = lane; e < sys / 4; e += 32)
+        __pipeline_memcpy_async(&als_sys4[e], &first[e], sizeof(float4));
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    __syncwarp();
+    if (se - sb > 1) {
+        const float4 *slots4 = reinterpret_cast<const float4 *>(a.slots);
+        for (int e = lane; e < sys / 4; e += 32) {
+            float4 s = als_sys4[e];
+            for (int64_t g = sb + 1; g < se; g++) { /* fixed order: deterministic */
+                float4 t = slots4[g * (sys / 4) + e];
+                s.x += t.x, s.y += t.y, s.z += t.z, s.w += t.w;
+            }
+            als_sys4[e] = s;
+        }
+        __syncwarp();
+    }
+    for (int i = lane; i < a.kp; i += 32) {
+        float *d = als_at(A, i, i);
+        if (i < a.k)
+            *d += a.lambda * (float)n;
+        else if (i > a.k)
+            *d = 1.0f; /* padding: identity rows */
+        dorig[i] = *d;
+    }
+    __syncwarp();
+
+    bool broke = false;
+    const int T = a.kp / 8;
+    for (int J = 0; J < T; J++) {
+        const int base = 8 * J;
+        /* Row blocks holding any of rows [base, kp): the same for every lane, so the blocks
+         * past them are skipped by a uniform branch instead of run predicated off. */
+        const int blocks = (a.kp - base + 31) / 32;
+        float v[RPL][8], w[RPL][8];
+#pragma unroll
+        for (int j = 0; j < RPL; j++) {
+            const int i = base + lane + 32 * j;
+#pragma unroll
+            for (int t = 0; t < 8; t++)
+                v[j][t] = 0.0f, w[j][t] = 0.0f;
+            if (j < blocks && i < a.kp)
+                als_row_load(A, als_tile_index(i >> 3, J), i & 7, v[j]);
+        }
+#pragma unroll
+        for (int t = 0; t < 8; t++) {
+            const int c = base + t;
+            if (c >= a.k)
+                break; /* columns k.. are not pivots */
+            float *p = prow + 8 * (t & 1);
+            if (lane == t) {
+                *reinterpret_cast<float4 *>(p) = make_float4(v[0][0], v[0][1], v[0][2], v[0][3]);
+                *reinterpret_cast<float4 *>(p + 4) =
+                    make_float4(v[0][4], v[0][5], v[0][6], v[0][7]);
+            }
+            __syncwarp();
+            float pv[8];
+            als_load8(p, pv);
+            const float d = pv[t];
+            /* One reciprocal per pivot instead of a division per row: the division's
+             * checked slow path was an eighth of the kernel's time. */
+            const float inv = __frcp_rn(d);
+            if (lane == t && (!(d > (float)a.k * 1.1920929e-7f * dorig[c]) || !isfinite(d))) {
+                broke = true;
+                atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)c);
+            }
+#pragma unroll
+            for (int j = 0; j < RPL; j++) {
+                const int i = base + lane + 32 * j;
+                if (j < blocks && (j > 0 || lane > t) && i < a.kp) {
+                    const float l = v[j][t] * inv;
+                    w[j][t] = v[j][t];
+#pragma unroll
+                    for (int u = t + 1; u < 8; u++)
+                        v[j][u] = fmaf(-l, pv[u], v[j][u]);
+                    v[j][t] = l;
+                }
+            }
+        }
+#pragma unroll
+        for (int j = 0; j < RPL; j++) {
+            const int i = base + lane + 32 * j;
+            if (j >= blocks || i >= a.kp)
+                continue;
+            als_row_store(A, als_tile_index(i >> 3, J), i & 7, v[j]);
+            if (i >= base + 8) {
+#pragma unroll
+                for (int t = 0; t < 8; t++) {
+                    const bool pivot = base + t < a.k;
+                    LpT[t * a.kp + i] = pivot ? v[j][t] : 0.0f;
+                    WpT[t * a.kp + i] = pivot ? w[j][t] : 0.0f;
+                }
+            }
+        }
+        __syncwarp();
+        const int rest = T - J - 1, count = rest * (rest + 1) / 2;
+        for (int t = lane; t < count; t += 32) {
+            int I, M;
+            als_tile_coords(t, &I, &M);
+            I += J + 1, M += J + 1;
+            const int tile = als_tile_index(I, M);
+            float acc[8][8];
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                als_row_load(A, tile, r, acc[r]);
+#pragma unroll 2
+            for (int u = 0; u < 8; u++) {
+                float l[8], ld[8];
+                als_load8(LpT + u * a.kp + 8 * I, l);
+                als_load8(WpT + u * a.kp + 8 * M, ld);
+                als_outer(acc, l, ld, -1.0f);
+            }
+#pragma unroll
+            for (int r = 0; r < 8; r++)
+                als_row_store(A, tile, r, acc[r]);
+        }
+        __syncwarp();
+    }
+
+    /* Row k of L is z = D^-1 L^-1 b; back substitution L^T x = z by tiles, last first: every
+     * lane solves the 8 x 8 diagonal tile for x_J (rows past k are 0), then subtracts
+     * L_J^T x_J from its own rows of z, which stay in registers (row lane + 32 j). */
+    float zr[RPL];
+#pragma unroll
+    for (int j = 0; j < RPL; j++) {
+        const int m = lane + 32 * j;
+        zr[j] = m < a.k ? als_get(A, a.k, m) : 0.0f;
+    }
+    float *xs = dorig; /* free now: the solution, kp floats */
+    for (int J = T - 1; J >= 0; J--) {
+        const int base = 8 * J, jj = J >> 2, src = base & 31;
+        float mine = 0.0f;
+#pragma unroll
+        for (int j = 0; j < RPL; j++)
+            mine = j == jj ? zr[j] : mine;
+        float x[8];
+#pragma unroll
+        for (int r = 0; r < 8; r++)
+            x[r] = __shfl_sync(0xffffffffu, mine, src + r);
+        const int diag = als_tile_index(J, J);
+#pragma unroll
+        for (int r = 7; r >= 0; r--) {
+            if (base + r >= a.k)
+                x[r] = 0.0f;
+            float Lr[8];
+            als_row_load(A, diag, r, Lr);
+#pragma unroll
+            for (int q = 0; q < r; q++)
+                x[q] = fmaf(-Lr[q], x[r], x[q]);
+        }
+        if (lane == 0) {
+            *reinterpret_cast<float4 *>(xs + base) = make_float4(x[0], x[1], x[2], x[3]);
+            *reinterpret_cast<float4 *>(xs + base + 4) = make_float4(x[4], x[5], x[6], x[7]);
+        }
+#pragma unroll
+        for (int j = 0; j < RPL; j++) {
+            const int m = lane + 32 * j;
+            if (32 * j < base && m < base) {
+                const int tile = als_tile_index(J, m >> 3);
+#pragma unroll
+                for (int r = 0; r < 8; r++)
+                    zr[j] = fmaf(-A[als_chunk(tile, r, (m >> 2) & 1) + (m & 3)], x[r], zr[j]);
+            }
+        }
+    }
+    __syncwarp();
+    const bool ok = !__any_sync(0xffffffffu, broke);
+    for (int m = lane; m < a.kp; m += 32)
+        x_out[m] = ok ? xs[m] : 0.0f;
 }
 
 /* Bench only: system r (rows of one segment range each) written out whole, with lambda n
