@@ -14,6 +14,7 @@
 #ifndef MF_ALS_KERNELS_CUH
 #define MF_ALS_KERNELS_CUH
 #include <cuda_pipeline.h>
+#include <limits.h>
 #include <stdint.h>
 
 #define ALS_TILE_FLOATS 64
@@ -86,6 +87,31 @@ __device__ __forceinline__ void als_outer(float acc[8][8], const float x[8], con
 #pragma unroll
         for (int j = 0; j < 8; j++)
             acc[i][j] = fmaf(sign * x[i], y[j], acc[i][j]);
+}
+
+/* Trailing update of the t-th tile (I, M), J < M <= I, after panel J: A_IM -= L_I (L D)_M^T,
+ * with the panel's L and L D transposed in LpT and WpT ([8][kp]). */
+__device__ __forceinline__ void als_trailing_tile(float *A, const float *LpT, const float *WpT,
+                                                  int kp, int J, int t)
+{
+    int I, M;
+    als_tile_coords(t, &I, &M);
+    I += J + 1, M += J + 1;
+    const int tile = als_tile_index(I, M);
+    float acc[8][8];
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        als_row_load(A, tile, r, acc[r]);
+#pragma unroll 2
+    for (int u = 0; u < 8; u++) {
+        float l[8], ld[8];
+        als_load8(LpT + u * kp + 8 * I, l);
+        als_load8(WpT + u * kp + 8 * M, ld);
+        als_outer(acc, l, ld, -1.0f);
+    }
+#pragma unroll
+    for (int r = 0; r < 8; r++)
+        als_row_store(A, tile, r, acc[r]);
 }
 
 /* Work of one half-step batch: segments [s0, s0 + gridDim) of at most SEG ratings each. */
@@ -294,26 +320,8 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
         __syncthreads();
         /* Trailing update of tiles (I, M), J < M <= I < T: A -= L_I (L D)_M^T. */
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
-        for (int t = threadIdx.x; t < count; t += blockDim.x) {
-            int I, M;
-            als_tile_coords(t, &I, &M);
-            I += J + 1, M += J + 1;
-            const int tile = als_tile_index(I, M);
-            float acc[8][8];
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                als_row_load(A, tile, r, acc[r]);
-#pragma unroll 2
-            for (int u = 0; u < 8; u++) {
-                float l[8], ld[8];
-                als_load8(LpT + u * a.kp + 8 * I, l);
-                als_load8(WpT + u * a.kp + 8 * M, ld);
-                als_outer(acc, l, ld, -1.0f);
-            }
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                als_row_store(A, tile, r, acc[r]);
-        }
+        for (int t = threadIdx.x; t < count; t += blockDim.x)
+            als_trailing_tile(A, LpT, WpT, a.kp, J, t);
         __syncthreads();
     }
 
@@ -352,7 +360,6 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
     float *LpT = A + sys;          /* [8][kp]: L of the current panel, transposed */
     float *WpT = LpT + 8 * a.kp;   /* [8][kp]: L D of the current panel, transposed */
     float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
-    float *prow = dorig + a.kp;    /* [2][8]: the pivot row, double-buffered */
     const int lane = threadIdx.x;
 
     const int64_t row = a.r0 + blockIdx.x;
@@ -392,7 +399,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
     }
     __syncwarp();
 
-    bool broke = false;
+    int broke = INT_MAX; /* the first pivot that broke down, in this lane */
     const int T = a.kp / 8;
     for (int J = 0; J < T; J++) {
         const int base = 8 * J;
@@ -409,28 +416,25 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
             if (j < blocks && i < a.kp)
                 als_row_load(A, als_tile_index(i >> 3, J), i & 7, v[j]);
         }
+        /* Lane t < 8 checks pivot base + t against its diagonal before factoring. */
+        const float dref = lane < 8 && base + lane < a.kp ? dorig[base + lane] : 0.0f;
 #pragma unroll
         for (int t = 0; t < 8; t++) {
             const int c = base + t;
             if (c >= a.k)
                 break; /* columns k.. are not pivots */
-            float *p = prow + 8 * (t & 1);
-            if (lane == t) {
-                *reinterpret_cast<float4 *>(p) = make_float4(v[0][0], v[0][1], v[0][2], v[0][3]);
-                *reinterpret_cast<float4 *>(p + 4) =
-                    make_float4(v[0][4], v[0][5], v[0][6], v[0][7]);
-            }
-            __syncwarp();
+            /* The pivot row, from lane t's registers by shuffles: no shared-memory round
+             * trip on the chain that runs through all k pivots. */
             float pv[8];
-            als_load8(p, pv);
+#pragma unroll
+            for (int u = t; u < 8; u++)
+                pv[u] = __shfl_sync(0xffffffffu, v[0][u], t);
             const float d = pv[t];
-            /* One reciprocal per pivot instead of a division per row: the division's
-             * checked slow path was an eighth of the kernel's time. */
-            const float inv = __frcp_rn(d);
-            if (lane == t && (!(d > (float)a.k * 1.1920929e-7f * dorig[c]) || !isfinite(d))) {
-                broke = true;
-                atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)c);
-            }
+            /* One approximate reciprocal per pivot instead of a division per row: the
+             * division's checked slow path was an eighth of the kernel's time. */
+            const float inv = __fdividef(1.0f, d);
+            if (lane == t && (!(d > (float)a.k * 1.1920929e-7f * dref) || !isfinite(d)))
+                broke = min(broke, c);
 #pragma unroll
             for (int j = 0; j < RPL; j++) {
                 const int i = base + lane + 32 * j;
@@ -461,26 +465,8 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         }
         __syncwarp();
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
-        for (int t = lane; t < count; t += 32) {
-            int I, M;
-            als_tile_coords(t, &I, &M);
-            I += J + 1, M += J + 1;
-            const int tile = als_tile_index(I, M);
-            float acc[8][8];
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                als_row_load(A, tile, r, acc[r]);
-#pragma unroll 2
-            for (int u = 0; u < 8; u++) {
-                float l[8], ld[8];
-                als_load8(LpT + u * a.kp + 8 * I, l);
-                als_load8(WpT + u * a.kp + 8 * M, ld);
-                als_outer(acc, l, ld, -1.0f);
-            }
-#pragma unroll
-            for (int r = 0; r < 8; r++)
-                als_row_store(A, tile, r, acc[r]);
-        }
+        for (int t = lane; t < count; t += 32)
+            als_trailing_tile(A, LpT, WpT, a.kp, J, t);
         __syncwarp();
     }
 
@@ -531,7 +517,12 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         }
     }
     __syncwarp();
-    const bool ok = !__any_sync(0xffffffffu, broke);
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1)
+        broke = min(broke, __shfl_xor_sync(0xffffffffu, broke, o));
+    const bool ok = broke == INT_MAX;
+    if (!ok && lane == 0)
+        atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)broke);
     for (int m = lane; m < a.kp; m += 32)
         x_out[m] = ok ? xs[m] : 0.0f;
 }
