@@ -38,6 +38,7 @@ struct cuda_engine {
     mf_ctx *ctx;
     mf_sparse *R;
     int k, kp, tiles;
+    int64_t gram_blocks; /* the Gram kernel's persistent grid: as many as fit at once */
     float lambda;
     mf_dbuf U, V; /* rows of kp floats, zero past k */
     side_plan side[2];
@@ -193,6 +194,7 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
     als_gram_args g = {(const int64_t *)s->seg_begin.ptr,
                        (const int32_t *)s->seg_len.ptr,
                        s0,
+                       nseg,
                        s->idx,
                        s->val,
                        F,
@@ -201,7 +203,8 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
                        e->tiles,
                        slots};
     const int threads = (e->tiles + 31) / 32 * 32;
-    als_gram_kernel<<<(unsigned)nseg, threads, gram_smem(e), e->ctx->cuda->stream>>>(g);
+    const int64_t blocks = nseg < e->gram_blocks ? nseg : e->gram_blocks;
+    als_gram_kernel<<<(unsigned)blocks, threads, gram_smem(e), e->ctx->cuda->stream>>>(g);
     return cudaGetLastError();
 }
 
@@ -352,6 +355,10 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     MF_CUDA_TRY(ctx,
                 cudaFuncSetAttribute(als_gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)gram_smem(e)));
+    int per_sm = 0;
+    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, als_gram_kernel, (e->tiles + 31) / 32 * 32, gram_smem(e)));
+    e->gram_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;

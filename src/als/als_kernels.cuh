@@ -89,14 +89,11 @@ __device__ __forceinline__ void als_outer(float acc[8][8], const float x[8], con
             acc[i][j] = fmaf(sign * x[i], y[j], acc[i][j]);
 }
 
-/* Trailing update of the t-th tile (I, M), J < M <= I, after panel J: A_IM -= L_I (L D)_M^T,
- * with the panel's L and L D transposed in LpT and WpT ([8][kp]). */
+/* Trailing update of tile (I, M), J < M <= I, after panel J: A_IM -= L_I (L D)_M^T, with the
+ * panel's L and L D transposed in LpT and WpT ([8][kp]). */
 __device__ __forceinline__ void als_trailing_tile(float *A, const float *LpT, const float *WpT,
-                                                  int kp, int J, int t)
+                                                  int kp, int I, int M)
 {
-    int I, M;
-    als_tile_coords(t, &I, &M);
-    I += J + 1, M += J + 1;
     const int tile = als_tile_index(I, M);
     float acc[8][8];
 #pragma unroll
@@ -114,11 +111,11 @@ __device__ __forceinline__ void als_trailing_tile(float *A, const float *LpT, co
         als_row_store(A, tile, r, acc[r]);
 }
 
-/* Work of one half-step batch: segments [s0, s0 + gridDim) of at most SEG ratings each. */
+/* Work of one half-step batch: segments [s0, s0 + nseg) of at most SEG ratings each. */
 struct als_gram_args {
     const int64_t *seg_begin;
     const int32_t *seg_len;
-    int64_t s0;
+    int64_t s0, nseg;
     const int32_t *idx; /* the other side's index of each rating */
     const float *val;   /* ratings, NULL: all 1 */
     const float *F;     /* the other side's factors, rows of kp floats, zero past k */
@@ -126,24 +123,75 @@ struct als_gram_args {
     float *slots; /* one system per segment of the batch */
 };
 
-/* One block per segment, one thread per lower tile: each thread accumulates its 8 x 8 tile
- * of the augmented Gram matrix in registers over the segment's rows. The rows are staged
- * ALS_GRAM_ROWS at a time in shared memory, double-buffered: cp.async brings stage c + 1
- * (factor rows, ratings, and the next stage's indices) while stage c is multiplied, so the
- * gathers (from DRAM, for the item half) overlap the FMAs instead of stalling them. */
-__global__ void als_gram_kernel(als_gram_args a)
+/* A stage of the Gram kernel: up to ALS_GRAM_ROWS ratings [pos, pos + n) of segment seg,
+ * which ends at rating end. */
+struct als_stage {
+    int64_t seg, pos, end;
+    int n;
+};
+
+/* The stage after c within segments [c.seg, last): same segment while it has ratings left,
+ * else the next segment's first (seg == last: none). Every thread computes the same. */
+__device__ __forceinline__ als_stage als_next_stage(const als_gram_args &a, als_stage c,
+                                                    int64_t last)
+{
+    if (c.pos + ALS_GRAM_ROWS < c.end) {
+        c.pos += ALS_GRAM_ROWS;
+    } else {
+        c.seg++;
+        if (c.seg >= last)
+            return c;
+        c.pos = a.seg_begin[c.seg];
+        c.end = c.pos + a.seg_len[c.seg];
+    }
+    c.n = (int)min((int64_t)ALS_GRAM_ROWS, c.end - c.pos);
+    return c;
+}
+
+/* First segment of [lo, hi) whose first rating is at least r (binary search). */
+__device__ __forceinline__ int64_t als_first_segment(const int64_t *seg_begin, int64_t lo,
+                                                     int64_t hi, int64_t r)
+{
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (seg_begin[mid] < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A persistent grid, one thread per lower tile: block b takes the segments that start in
+ * its equal share of the batch's ratings and runs their stages of ALS_GRAM_ROWS rows as one
+ * stream. Each thread accumulates its 8 x 8 tile of the augmented Gram matrix in registers
+ * and writes it out at the end of each segment. Stages are
+ * double-buffered in shared memory: cp.async brings stage c + 1 (factor rows, ratings, and stage c
+ * + 2's indices) while stage c is multiplied, across segment boundaries too, so neither the gathers
+ * (from DRAM for the item half) nor the start of a short user's segment stall the FMAs. */
+/* Threads of the Gram kernel at the largest rank, k = 256: 561 tiles. The bound also caps
+ * registers (at 113), which keeps six blocks per SM at k = 100. */
+#define ALS_GRAM_MAX_THREADS 576
+__global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
 {
     extern __shared__ float4 als_rows4[];
     float *rows = reinterpret_cast<float *>(als_rows4); /* [2][ALS_GRAM_ROWS][kp] */
     __shared__ int32_t stage_idx[2][ALS_GRAM_ROWS];
     __shared__ float stage_val[2][ALS_GRAM_ROWS];
-    const int64_t seg = a.s0 + blockIdx.x;
-    const int64_t begin = a.seg_begin[seg];
-    const int len = a.seg_len[seg];
     const int q4 = a.kp / 4;
     const int stage_floats = ALS_GRAM_ROWS * a.kp;
-    const int stages = (len + ALS_GRAM_ROWS - 1) / ALS_GRAM_ROWS;
     const int tile = threadIdx.x;
+
+    const int64_t s_end = a.s0 + a.nseg;
+    const int64_t first = a.seg_begin[a.s0];
+    const int64_t total = a.seg_begin[s_end - 1] + a.seg_len[s_end - 1] - first;
+    const int64_t seg_a =
+        als_first_segment(a.seg_begin, a.s0, s_end, first + total * blockIdx.x / gridDim.x);
+    const int64_t seg_b =
+        als_first_segment(a.seg_begin, seg_a, s_end, first + total * (blockIdx.x + 1) / gridDim.x);
+    if (seg_a >= seg_b)
+        return;
+
     int I = 0, M = 0;
     if (tile < a.tiles)
         als_tile_coords(tile, &I, &M);
@@ -154,58 +202,70 @@ __global__ void als_gram_kernel(als_gram_args a)
         for (int c = 0; c < 8; c++)
             acc[r][c] = 0.0f;
 
-    /* Stage c's rows and ratings, and stage c + 1's indices, as one cp.async group. */
-    auto issue = [&](int c) {
-        const int b = c & 1, c0 = c * ALS_GRAM_ROWS;
-        const int n = min(ALS_GRAM_ROWS, len - c0);
+    /* Stage st's rows and ratings into buffer b, and stage nx's indices into b ^ 1, as one
+     * cp.async group. */
+    auto issue = [&](const als_stage &st, const als_stage &nx, int b) {
         const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
-        for (int e = threadIdx.x; e < n * q4; e += blockDim.x) {
+        for (int e = threadIdx.x; e < st.n * q4; e += blockDim.x) {
             const int r = e / q4, q = e - r * q4;
             __pipeline_memcpy_async(&als_rows4[b * (stage_floats / 4) + e],
                                     &F4[(int64_t)stage_idx[b][r] * q4 + q], sizeof(float4));
         }
-        const int next = c0 + ALS_GRAM_ROWS, nn = min(ALS_GRAM_ROWS, len - next);
+        const int nn = nx.seg < seg_b ? nx.n : 0;
         for (int r = threadIdx.x; r < ALS_GRAM_ROWS; r += blockDim.x) {
-            if (a.val && r < n)
-                __pipeline_memcpy_async(&stage_val[b][r], &a.val[begin + c0 + r], sizeof(float));
+            if (a.val && r < st.n)
+                __pipeline_memcpy_async(&stage_val[b][r], &a.val[st.pos + r], sizeof(float));
             if (r < nn)
-                __pipeline_memcpy_async(&stage_idx[b ^ 1][r], &a.idx[begin + next + r],
-                                        sizeof(int32_t));
+                __pipeline_memcpy_async(&stage_idx[b ^ 1][r], &a.idx[nx.pos + r], sizeof(int32_t));
         }
         __pipeline_commit();
     };
 
-    for (int r = threadIdx.x; r < ALS_GRAM_ROWS && r < len; r += blockDim.x)
-        stage_idx[0][r] = a.idx[begin + r];
+    als_stage cur;
+    cur.seg = seg_a;
+    cur.pos = a.seg_begin[seg_a];
+    cur.end = cur.pos + a.seg_len[seg_a];
+    cur.n = (int)min((int64_t)ALS_GRAM_ROWS, cur.end - cur.pos);
+    als_stage nxt = als_next_stage(a, cur, seg_b);
+    for (int r = threadIdx.x; r < cur.n; r += blockDim.x)
+        stage_idx[0][r] = a.idx[cur.pos + r];
     __syncthreads();
-    if (stages > 0)
-        issue(0);
-    for (int c = 0; c < stages; c++) {
-        const int b = c & 1, n = min(ALS_GRAM_ROWS, len - c * ALS_GRAM_ROWS);
+    issue(cur, nxt, 0);
+    for (int b = 0;; b ^= 1) {
         __pipeline_wait_prior(0);
         __syncthreads();
         /* The augmented column k holds the rating (the factor rows are zero there). */
-        for (int r = threadIdx.x; r < n; r += blockDim.x)
+        for (int r = threadIdx.x; r < cur.n; r += blockDim.x)
             rows[b * stage_floats + r * a.kp + a.k] = a.val ? stage_val[b][r] : 1.0f;
         __syncthreads();
-        if (c + 1 < stages)
-            issue(c + 1);
+        const bool more = nxt.seg < seg_b;
+        const als_stage after = more ? als_next_stage(a, nxt, seg_b) : nxt;
+        if (more)
+            issue(nxt, after, b ^ 1);
         if (tile < a.tiles) {
             const float *st = rows + b * stage_floats;
-            for (int r = 0; r < n; r++) {
+            for (int r = 0; r < cur.n; r++) {
                 float x[8], y[8];
                 als_load8(st + r * a.kp + 8 * I, x);
                 als_load8(st + r * a.kp + 8 * M, y);
                 als_outer(acc, x, y, 1.0f);
             }
-        }
-    }
-    if (tile >= a.tiles)
-        return;
-    float *out = a.slots + (int64_t)blockIdx.x * a.tiles * ALS_TILE_FLOATS;
+            if (cur.pos + ALS_GRAM_ROWS >= cur.end) { /* the segment's last stage */
+                float *out = a.slots + (cur.seg - a.s0) * a.tiles * ALS_TILE_FLOATS;
 #pragma unroll
-    for (int r = 0; r < 8; r++)
-        als_row_store(out, tile, r, acc[r]);
+                for (int r = 0; r < 8; r++) {
+                    als_row_store(out, tile, r, acc[r]);
+#pragma unroll
+                    for (int c = 0; c < 8; c++)
+                        acc[r][c] = 0.0f;
+                }
+            }
+        }
+        if (!more)
+            break;
+        cur = nxt;
+        nxt = after;
+    }
 }
 
 struct als_solve_args {
@@ -320,8 +380,11 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
         __syncthreads();
         /* Trailing update of tiles (I, M), J < M <= I < T: A -= L_I (L D)_M^T. */
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
-        for (int t = threadIdx.x; t < count; t += blockDim.x)
-            als_trailing_tile(A, LpT, WpT, a.kp, J, t);
+        for (int t = threadIdx.x; t < count; t += blockDim.x) {
+            int I, M;
+            als_tile_coords(t, &I, &M);
+            als_trailing_tile(A, LpT, WpT, a.kp, I + J + 1, M + J + 1);
+        }
         __syncthreads();
     }
 
@@ -465,8 +528,11 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         }
         __syncwarp();
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
-        for (int t = lane; t < count; t += 32)
-            als_trailing_tile(A, LpT, WpT, a.kp, J, t);
+        for (int t = lane; t < count; t += 32) {
+            int I, M;
+            als_tile_coords(t, &I, &M);
+            als_trailing_tile(A, LpT, WpT, a.kp, I + J + 1, M + J + 1);
+        }
         __syncwarp();
     }
 
