@@ -66,44 +66,38 @@ size_t solver_smem_bytes(int kp, int tiles)
 /* The solver variant for kp: one warp per row while a lane's share of a panel (kp / 32 rows)
  * fits in registers, else a block per row (128 threads up to ALS_SOLVE_SMALL, else one per
  * padded row). */
-template <int RPL> cudaError_t warp_solver_allow(size_t smem)
+typedef void (*solve_kernel)(als_solve_args);
+solve_kernel warp_solver(int kp)
 {
-    return cudaFuncSetAttribute(als_solve_warp_kernel<RPL>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    switch ((kp + 31) / 32) {
+    case 1: return als_solve_warp_kernel<1>;
+    case 2: return als_solve_warp_kernel<2>;
+    case 3: return als_solve_warp_kernel<3>;
+    case 4: return als_solve_warp_kernel<4>;
+    case 5: return als_solve_warp_kernel<5>;
+    default: return NULL;
+    }
 }
 
 cudaError_t solver_allow_smem(int kp, size_t smem)
 {
-    switch ((kp + 31) / 32) {
-    case 1: return warp_solver_allow<1>(smem);
-    case 2: return warp_solver_allow<2>(smem);
-    case 3: return warp_solver_allow<3>(smem);
-    case 4: return warp_solver_allow<4>(smem);
-    case 5: return warp_solver_allow<5>(smem);
-    default: break;
-    }
+    const cudaFuncAttribute attr = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    if (solve_kernel f = warp_solver(kp))
+        return cudaFuncSetAttribute(f, attr, (int)smem);
     return kp <= ALS_SOLVE_SMALL
-               ? cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem)
-               : cudaFuncSetAttribute(als_solve_kernel<288, 1>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+               ? cudaFuncSetAttribute(als_solve_kernel<ALS_SOLVE_SMALL, 4>, attr, (int)smem)
+               : cudaFuncSetAttribute(als_solve_kernel<288, 1>, attr, (int)smem);
 }
 
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
                           cudaStream_t stream)
 {
-    switch ((a.kp + 31) / 32) {
-    case 1: als_solve_warp_kernel<1><<<systems, 32, smem, stream>>>(a); break;
-    case 2: als_solve_warp_kernel<2><<<systems, 32, smem, stream>>>(a); break;
-    case 3: als_solve_warp_kernel<3><<<systems, 32, smem, stream>>>(a); break;
-    case 4: als_solve_warp_kernel<4><<<systems, 32, smem, stream>>>(a); break;
-    case 5: als_solve_warp_kernel<5><<<systems, 32, smem, stream>>>(a); break;
-    default:
-        if (a.kp <= ALS_SOLVE_SMALL)
-            als_solve_kernel<ALS_SOLVE_SMALL, 4><<<systems, ALS_SOLVE_SMALL, smem, stream>>>(a);
-        else
-            als_solve_kernel<288, 1><<<systems, (a.kp + 31) / 32 * 32, smem, stream>>>(a);
-    }
+    if (solve_kernel f = warp_solver(a.kp))
+        f<<<systems, 32, smem, stream>>>(a);
+    else if (a.kp <= ALS_SOLVE_SMALL)
+        als_solve_kernel<ALS_SOLVE_SMALL, 4><<<systems, ALS_SOLVE_SMALL, smem, stream>>>(a);
+    else
+        als_solve_kernel<288, 1><<<systems, (a.kp + 31) / 32 * 32, smem, stream>>>(a);
     return cudaGetLastError();
 }
 
@@ -160,6 +154,12 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
     return st;
 }
 
+/* The Gram kernel's threads: one per lower tile, in whole warps. */
+int gram_threads(const cuda_engine *e)
+{
+    return (e->tiles + 31) / 32 * 32;
+}
+
 /* The Gram kernel's two stages of staged rows. */
 size_t gram_smem(const cuda_engine *e)
 {
@@ -202,9 +202,8 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
                        e->kp,
                        e->tiles,
                        slots};
-    const int threads = (e->tiles + 31) / 32 * 32;
     const int64_t blocks = nseg < e->gram_blocks ? nseg : e->gram_blocks;
-    als_gram_kernel<<<(unsigned)blocks, threads, gram_smem(e), e->ctx->cuda->stream>>>(g);
+    als_gram_kernel<<<(unsigned)blocks, gram_threads(e), gram_smem(e), e->ctx->cuda->stream>>>(g);
     return cudaGetLastError();
 }
 
@@ -356,8 +355,8 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
                 cudaFuncSetAttribute(als_gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                      (int)gram_smem(e)));
     int per_sm = 0;
-    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                         &per_sm, als_gram_kernel, (e->tiles + 31) / 32 * 32, gram_smem(e)));
+    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, als_gram_kernel,
+                                                                   gram_threads(e), gram_smem(e)));
     e->gram_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
     const int64_t *ptr;
     const int32_t *idx;

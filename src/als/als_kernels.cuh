@@ -162,16 +162,17 @@ __device__ __forceinline__ int64_t als_first_segment(const int64_t *seg_begin, i
     return lo;
 }
 
-/* A persistent grid, one thread per lower tile: block b takes the segments that start in
- * its equal share of the batch's ratings and runs their stages of ALS_GRAM_ROWS rows as one
- * stream. Each thread accumulates its 8 x 8 tile of the augmented Gram matrix in registers
- * and writes it out at the end of each segment. Stages are
- * double-buffered in shared memory: cp.async brings stage c + 1 (factor rows, ratings, and stage c
- * + 2's indices) while stage c is multiplied, across segment boundaries too, so neither the gathers
- * (from DRAM for the item half) nor the start of a short user's segment stall the FMAs. */
 /* Threads of the Gram kernel at the largest rank, k = 256: 561 tiles. The bound also caps
  * registers (at 113), which keeps six blocks per SM at k = 100. */
 #define ALS_GRAM_MAX_THREADS 576
+
+/* A persistent grid, one thread per lower tile: block b takes the segments that start in
+ * its equal share of the batch's ratings and runs their stages of ALS_GRAM_ROWS rows as one
+ * stream. Each thread accumulates its 8 x 8 tile of the augmented Gram matrix in registers
+ * and writes it out at the end of each segment. Stages are double-buffered in shared
+ * memory: cp.async brings stage c + 1 (factor rows, ratings, and stage c + 2's indices)
+ * while stage c is multiplied, across segment boundaries too, so neither the gathers (from
+ * DRAM for the item half) nor the start of a short user's segment stall the FMAs. */
 __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
 {
     extern __shared__ float4 als_rows4[];
@@ -279,6 +280,22 @@ struct als_solve_args {
     unsigned long long *failed; /* min over breakdowns of (row << 32 | pivot) */
 };
 
+/* Diagonal rows i = first, first + step, ... of a summed system: lambda n added on the k
+ * pivots, identity on the padding past the augmented row k; dorig keeps the result for the
+ * breakdown test. */
+__device__ __forceinline__ void als_regularize(float *A, float *dorig, const als_solve_args &a,
+                                               int64_t n, int first, int step)
+{
+    for (int i = first; i < a.kp; i += step) {
+        float *d = als_at(A, i, i);
+        if (i < a.k)
+            *d += a.lambda * (float)n;
+        else if (i > a.k)
+            *d = 1.0f; /* padding: identity rows */
+        dorig[i] = *d;
+    }
+}
+
 /* One block per row: sum the row's partial systems into shared memory, add lambda n on the
  * diagonal, factor by right-looking LDL^T in panels of 8 columns (the panel by one thread
  * per row, the trailing update by one thread per 8 x 8 tile), then back-substitute with one
@@ -318,14 +335,7 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     if (threadIdx.x == 0)
         broke = 0;
     __syncthreads();
-    for (int i = threadIdx.x; i < a.kp; i += blockDim.x) {
-        float *d = als_at(A, i, i);
-        if (i < a.k)
-            *d += a.lambda * (float)n;
-        else if (i > a.k)
-            *d = 1.0f; /* padding: identity rows */
-        dorig[i] = *d;
-    }
+    als_regularize(A, dorig, a, n, threadIdx.x, blockDim.x);
     __syncthreads();
 
     const int T = a.kp / 8;
@@ -409,8 +419,8 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
 }
 
 /* The same factorization with one warp per row, for kp <= 32 * RPL (each lane holds up to
- * RPL rows of the panel in registers). No block barriers: the pivot row goes through shared
- * memory under __syncwarp, and many more systems are in flight per SM than with a block per
+ * RPL rows of the panel in registers). No block barriers: the pivot row goes from lane to
+ * lane by shuffles, and many more systems are in flight per SM than with a block per
  * row, whose 13 panels x 10 barriers at k = 100 left the SM waiting. The updates are the
  * block kernel's, but the multipliers use one reciprocal per pivot, and the back
  * substitution goes by tiles with z in registers. The first partial system arrives by
@@ -452,14 +462,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         }
         __syncwarp();
     }
-    for (int i = lane; i < a.kp; i += 32) {
-        float *d = als_at(A, i, i);
-        if (i < a.k)
-            *d += a.lambda * (float)n;
-        else if (i > a.k)
-            *d = 1.0f; /* padding: identity rows */
-        dorig[i] = *d;
-    }
+    als_regularize(A, dorig, a, n, lane, 32);
     __syncwarp();
 
     int broke = INT_MAX; /* the first pivot that broke down, in this lane */
