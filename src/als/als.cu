@@ -56,11 +56,10 @@ int tile_count(int kp)
     return (kp / 8) * (kp / 8 + 1) / 2;
 }
 
-/* The solver's shared memory: the system, the panel's L and LD, the diagonal, the pivot
- * rows (als_solve_kernel). */
+/* The solver's shared memory: the system, its diagonal, the pivot rows (als_solve_kernel). */
 size_t solver_smem_bytes(int kp, int tiles)
 {
-    return (size_t)tiles * ALS_TILE_FLOATS * sizeof(float) + ((size_t)17 * kp + 16) * sizeof(float);
+    return (size_t)tiles * ALS_TILE_FLOATS * sizeof(float) + ((size_t)kp + 16) * sizeof(float);
 }
 
 /* The solver variant for kp: one warp per row while a lane's share of a panel (kp / 32 rows)

@@ -78,37 +78,43 @@ __device__ __forceinline__ void als_row_store(float *A, int tile, int r, const f
     *reinterpret_cast<float4 *>(A + als_chunk(tile, r, 1)) = make_float4(v[4], v[5], v[6], v[7]);
 }
 
-/* acc += sign * x y^T (sign is +1 or -1, so the product is exact). */
-__device__ __forceinline__ void als_outer(float acc[8][8], const float x[8], const float y[8],
-                                          float sign)
+/* acc += x y^T. */
+__device__ __forceinline__ void als_outer(float acc[8][8], const float x[8], const float y[8])
 {
 #pragma unroll
     for (int i = 0; i < 8; i++)
 #pragma unroll
         for (int j = 0; j < 8; j++)
-            acc[i][j] = fmaf(sign * x[i], y[j], acc[i][j]);
+            acc[i][j] = fmaf(x[i], y[j], acc[i][j]);
 }
 
-/* Trailing update of tile (I, M), J < M <= I, after panel J: A_IM -= L_I (L D)_M^T, with the
- * panel's L and L D transposed in LpT and WpT ([8][kp]). */
-__device__ __forceinline__ void als_trailing_tile(float *A, const float *LpT, const float *WpT,
-                                                  int kp, int I, int M)
+/* Trailing update of tile (I, M), J < M <= I, after panel J: A_IM -= L_IJ D_J L_MJ^T, with L
+ * read from the panel's own tiles (I, J) and (M, J) and D_J in d (0 for the columns that are
+ * not pivots). No transposed copies of the panel: the solver's shared memory is the system
+ * and its diagonal, which lets more systems share an SM. L_MJ stays in registers while the
+ * rows of the tile go by one at a time. */
+__device__ __forceinline__ void als_trailing_tile(float *A, const float d[8], int J, int I, int M)
 {
-    const int tile = als_tile_index(I, M);
-    float acc[8][8];
+    const int tile = als_tile_index(I, M), li = als_tile_index(I, J), lm = als_tile_index(M, J);
+    float Lm[8][8];
 #pragma unroll
-    for (int r = 0; r < 8; r++)
-        als_row_load(A, tile, r, acc[r]);
+    for (int c = 0; c < 8; c++)
+        als_row_load(A, lm, c, Lm[c]);
 #pragma unroll 2
-    for (int u = 0; u < 8; u++) {
-        float l[8], ld[8];
-        als_load8(LpT + u * kp + 8 * I, l);
-        als_load8(WpT + u * kp + 8 * M, ld);
-        als_outer(acc, l, ld, -1.0f);
-    }
+    for (int r = 0; r < 8; r++) {
+        float acc[8], x[8];
+        als_row_load(A, tile, r, acc);
+        als_row_load(A, li, r, x);
 #pragma unroll
-    for (int r = 0; r < 8; r++)
-        als_row_store(A, tile, r, acc[r]);
+        for (int u = 0; u < 8; u++)
+            x[u] *= d[u];
+#pragma unroll
+        for (int c = 0; c < 8; c++)
+#pragma unroll
+            for (int u = 0; u < 8; u++)
+                acc[c] = fmaf(-x[u], Lm[c][u], acc[c]);
+        als_row_store(A, tile, r, acc);
+    }
 }
 
 /* Work of one half-step batch: segments [s0, s0 + nseg) of at most SEG ratings each. */
@@ -249,7 +255,7 @@ __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram
                 float x[8], y[8];
                 als_load8(st + r * a.kp + 8 * I, x);
                 als_load8(st + r * a.kp + 8 * M, y);
-                als_outer(acc, x, y, 1.0f);
+                als_outer(acc, x, y);
             }
             if (cur.pos + ALS_GRAM_ROWS >= cur.end) { /* the segment's last stage */
                 float *out = a.slots + (cur.seg - a.s0) * a.tiles * ALS_TILE_FLOATS;
@@ -308,10 +314,8 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     extern __shared__ float4 als_sys4[];
     float *A = reinterpret_cast<float *>(als_sys4);
     const int sys = a.tiles * ALS_TILE_FLOATS;
-    float *LpT = A + sys;          /* [8][kp]: L of the current panel, transposed */
-    float *WpT = LpT + 8 * a.kp;   /* [8][kp]: L D of the current panel, transposed */
-    float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
-    float *prow = dorig + a.kp;    /* [2][8]: the pivot row, double-buffered */
+    float *dorig = A + sys;     /* [kp]: diagonal before factoring */
+    float *prow = dorig + a.kp; /* [2][8]: the pivot row, double-buffered */
     __shared__ int broke;
 
     const int64_t row = a.r0 + blockIdx.x;
@@ -343,13 +347,13 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     for (int J = 0; J < T; J++) {
         const int base = 8 * J;
         const bool mine = i >= base && i < a.kp;
-        float v[8], w[8];
+        float v[8], dp[8]; /* dp: the panel's pivots, 0 past k */
         const int my_tile = als_tile_index(i >> 3, J);
         if (mine)
             als_row_load(A, my_tile, i & 7, v);
 #pragma unroll
         for (int t = 0; t < 8; t++)
-            w[t] = 0.0f;
+            dp[t] = 0.0f;
 #pragma unroll
         for (int t = 0; t < 8; t++) {
             const int c = base + t;
@@ -363,37 +367,28 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
             }
             __syncthreads();
             const float d = p[t];
+            dp[t] = d;
             if (i == c && (!(d > (float)a.k * 1.1920929e-7f * dorig[c]) || !isfinite(d))) {
                 broke = 1;
                 atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)c);
             }
             if (mine && i > c) {
                 const float l = v[t] / d;
-                w[t] = v[t];
 #pragma unroll
                 for (int u = t + 1; u < 8; u++)
                     v[u] = fmaf(-l, p[u], v[u]);
                 v[t] = l;
             }
         }
-        if (mine) {
+        if (mine)
             als_row_store(A, my_tile, i & 7, v);
-            if (i >= base + 8) {
-#pragma unroll
-                for (int t = 0; t < 8; t++) {
-                    const bool pivot = base + t < a.k;
-                    LpT[t * a.kp + i] = pivot ? v[t] : 0.0f;
-                    WpT[t * a.kp + i] = pivot ? w[t] : 0.0f;
-                }
-            }
-        }
         __syncthreads();
-        /* Trailing update of tiles (I, M), J < M <= I < T: A -= L_I (L D)_M^T. */
+        /* Trailing update of tiles (I, M), J < M <= I < T: A -= L_I D L_M^T. */
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
         for (int t = threadIdx.x; t < count; t += blockDim.x) {
             int I, M;
             als_tile_coords(t, &I, &M);
-            als_trailing_tile(A, LpT, WpT, a.kp, I + J + 1, M + J + 1);
+            als_trailing_tile(A, dp, J, I + J + 1, M + J + 1);
         }
         __syncthreads();
     }
@@ -430,9 +425,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
     extern __shared__ float4 als_sys4[];
     float *A = reinterpret_cast<float *>(als_sys4);
     const int sys = a.tiles * ALS_TILE_FLOATS;
-    float *LpT = A + sys;          /* [8][kp]: L of the current panel, transposed */
-    float *WpT = LpT + 8 * a.kp;   /* [8][kp]: L D of the current panel, transposed */
-    float *dorig = WpT + 8 * a.kp; /* [kp]: diagonal before factoring */
+    float *dorig = A + sys; /* [kp]: diagonal before factoring */
     const int lane = threadIdx.x;
 
     const int64_t row = a.r0 + blockIdx.x;
@@ -472,18 +465,21 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         /* Row blocks holding any of rows [base, kp): the same for every lane, so the blocks
          * past them are skipped by a uniform branch instead of run predicated off. */
         const int blocks = (a.kp - base + 31) / 32;
-        float v[RPL][8], w[RPL][8];
+        float v[RPL][8], dp[8]; /* dp: the panel's pivots, 0 past k */
 #pragma unroll
         for (int j = 0; j < RPL; j++) {
             const int i = base + lane + 32 * j;
 #pragma unroll
             for (int t = 0; t < 8; t++)
-                v[j][t] = 0.0f, w[j][t] = 0.0f;
+                v[j][t] = 0.0f;
             if (j < blocks && i < a.kp)
                 als_row_load(A, als_tile_index(i >> 3, J), i & 7, v[j]);
         }
         /* Lane t < 8 checks pivot base + t against its diagonal before factoring. */
         const float dref = lane < 8 && base + lane < a.kp ? dorig[base + lane] : 0.0f;
+#pragma unroll
+        for (int t = 0; t < 8; t++)
+            dp[t] = 0.0f;
 #pragma unroll
         for (int t = 0; t < 8; t++) {
             const int c = base + t;
@@ -496,6 +492,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
             for (int u = t; u < 8; u++)
                 pv[u] = __shfl_sync(0xffffffffu, v[0][u], t);
             const float d = pv[t];
+            dp[t] = d;
             /* One approximate reciprocal per pivot instead of a division per row: the
              * division's checked slow path was an eighth of the kernel's time. */
             const float inv = __fdividef(1.0f, d);
@@ -506,7 +503,6 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
                 const int i = base + lane + 32 * j;
                 if (j < blocks && (j > 0 || lane > t) && i < a.kp) {
                     const float l = v[j][t] * inv;
-                    w[j][t] = v[j][t];
 #pragma unroll
                     for (int u = t + 1; u < 8; u++)
                         v[j][u] = fmaf(-l, pv[u], v[j][u]);
@@ -520,21 +516,13 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
             if (j >= blocks || i >= a.kp)
                 continue;
             als_row_store(A, als_tile_index(i >> 3, J), i & 7, v[j]);
-            if (i >= base + 8) {
-#pragma unroll
-                for (int t = 0; t < 8; t++) {
-                    const bool pivot = base + t < a.k;
-                    LpT[t * a.kp + i] = pivot ? v[j][t] : 0.0f;
-                    WpT[t * a.kp + i] = pivot ? w[j][t] : 0.0f;
-                }
-            }
         }
         __syncwarp();
         const int rest = T - J - 1, count = rest * (rest + 1) / 2;
         for (int t = lane; t < count; t += 32) {
             int I, M;
             als_tile_coords(t, &I, &M);
-            als_trailing_tile(A, LpT, WpT, a.kp, I + J + 1, M + J + 1);
+            als_trailing_tile(A, dp, J, I + J + 1, M + J + 1);
         }
         __syncwarp();
     }
