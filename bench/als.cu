@@ -14,7 +14,11 @@
 // (sigma 1.5), every user and item rated at least once, ratings round(3.6 + b_u + b_i +
 // planted rank-10 dot + N(0, 0.74^2)) clipped to 1..5, seeded; 1% of the ratings held out.
 //
-// usage: bench_als [--k 32,64,100,128] [--iterations N] [--lambda L] [--repeat R]
+// Each k runs from both seeded starts (--init narrows them): Zhou's (mean: V's first column
+// the item's mean rating) and cuMF_als's (uniform: V in [0, 0.1)), the peer's own start.
+//
+// usage: bench_als [--k 32,64,100,128] [--init mean,uniform] [--iterations N] [--lambda L]
+// [--repeat R]
 //                  [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]
 // --limit-gb caps the context's device memory and skips the solver comparison.
 #include <cuda_runtime.h>
@@ -144,6 +148,7 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
 int main(int argc, char **argv)
 {
     std::vector<int> ks = {32, 64, 100, 128};
+    std::vector<mf_als_init> inits = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
     int iterations = 10, repeat = 5;
     float lambda = 0.048f;
     double scale = 1.0, limit_gb = 0.0;
@@ -153,7 +158,14 @@ int main(int argc, char **argv)
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
             ks = parse_ints(v), i++;
-        else if (!strcmp(a, "--iterations"))
+        else if (!strcmp(a, "--init")) {
+            inits.clear();
+            if (strstr(v, "mean"))
+                inits.push_back(MF_ALS_INIT_MEAN);
+            if (strstr(v, "uniform"))
+                inits.push_back(MF_ALS_INIT_UNIFORM);
+            i++;
+        } else if (!strcmp(a, "--iterations"))
             iterations = atoi(v), i++;
         else if (!strcmp(a, "--lambda"))
             lambda = (float)atof(v), i++;
@@ -172,7 +184,7 @@ int main(int argc, char **argv)
         else {
             fprintf(
                 stderr,
-                "usage: bench_als [--k LIST] [--iterations N] [--lambda L] "
+                "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
                 "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]\n");
             return 2;
         }
@@ -202,27 +214,32 @@ int main(int argc, char **argv)
            lambda, iterations);
     if (!isnan(oracle))
         printf("best possible test RMSE (the planted model itself): %.4f\n", oracle);
-    printf("\n| k | s / iteration | Gram ms / it | solve ms / it | test RMSE | peak device GB "
-           "| systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | solution diff |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int k : ks) {
-        std::vector<float> U((size_t)users * k), V((size_t)items * k);
-        mf_als_opts o;
-        mf_als_opts_init(&o);
-        o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test;
-        mf_als_report rep;
-        rep.struct_size = sizeof rep;
-        MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), &rep));
-        // Under --limit-gb the comparison (which builds every system at once) is skipped.
-        solve_row s = {NAN, NAN, NAN, 0};
-        if (limit_gb <= 0.0)
-            s = compare_solvers(ctx, train, k, lambda, V, repeat);
-        printf("| %d | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | %.2fx | %.1e |\n", k,
-               rep.iteration_seconds / rep.iterations, 1e3 * rep.gram_seconds / rep.iterations,
-               1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse, rep.peak_device_bytes / 1e9,
-               s.systems, s.ours_ms, s.peer_ms, s.peer_ms / s.ours_ms, s.rel_diff);
-        fflush(stdout);
-    }
+    printf(
+        "\n| k | start | s / iteration | Gram ms / it | solve ms / it | test RMSE | peak device GB "
+        "| systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | solution diff |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int k : ks)
+        for (mf_als_init init : inits) {
+            std::vector<float> U((size_t)users * k), V((size_t)items * k);
+            mf_als_opts o;
+            mf_als_opts_init(&o);
+            o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test, o.init = init;
+            mf_als_report rep;
+            rep.struct_size = sizeof rep;
+            MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), &rep));
+            // Under --limit-gb the comparison (which builds every system at once) is skipped.
+            solve_row s = {NAN, NAN, NAN, 0};
+            if (limit_gb <= 0.0)
+                s = compare_solvers(ctx, train, k, lambda, V, repeat);
+            printf("| %d | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | %.2fx | %.1e "
+                   "|\n",
+                   k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
+                   rep.iteration_seconds / rep.iterations, 1e3 * rep.gram_seconds / rep.iterations,
+                   1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
+                   rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
+                   s.peer_ms / s.ours_ms, s.rel_diff);
+            fflush(stdout);
+        }
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
     mf_ctx_destroy(ctx);

@@ -13,18 +13,21 @@ typedef struct als_args {
     const char *file, *test_file, *out_u, *out_v;
     long long rank, iterations;
     double lambda, test_fraction;
+    mf_als_init init;
 } als_args;
 
 static void als_help(void)
 {
-    printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N]\n"
+    printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
            "10), weighted regularization L (default 0.05), N sweeps (default 10). The test RMSE\n"
            "is measured on --test FILE, or on a random fraction F of FILE's ratings held out\n"
            "with --seed. Prints the train and test RMSE after every iteration; --output-u and\n"
-           "--output-v write the factors as text, one row per line.\n\n%s",
+           "--output-v write the factors as text, one row per line. --init picks the start:\n"
+           "mean (default: Zhou's, V's first column the item's mean rating) or uniform\n"
+           "(cuMF_als's: V uniform in [0, 0.1)).\n\n%s",
            cli_common_help());
 }
 
@@ -33,6 +36,7 @@ static int parse(int argc, char **argv, als_args *a)
     cli_common_init(&a->common);
     a->file = a->test_file = a->out_u = a->out_v = NULL;
     a->rank = 10, a->iterations = 10, a->lambda = 0.05, a->test_fraction = 0.0;
+    a->init = MF_ALS_INIT_MEAN;
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
         if (r < 0)
@@ -61,6 +65,16 @@ static int parse(int argc, char **argv, als_args *a)
             if (!cli_parse_double(argv[++i], &a->test_fraction) || !(a->test_fraction > 0) ||
                 !(a->test_fraction < 1)) {
                 cli_error("als", "--test-fraction takes a number between 0 and 1");
+                return -1;
+            }
+        } else if (!strcmp(opt, "--init") && val) {
+            const char *how = argv[++i];
+            if (!strcmp(how, "mean"))
+                a->init = MF_ALS_INIT_MEAN;
+            else if (!strcmp(how, "uniform"))
+                a->init = MF_ALS_INIT_UNIFORM;
+            else {
+                cli_error("als", "--init takes mean or uniform, not '%s'", how);
                 return -1;
             }
         } else if (!strcmp(opt, "--test") && val) {
@@ -110,6 +124,7 @@ static int run(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test
     mf_als_opts o;
     mf_als_opts_init(&o);
     o.rank = (int)a->rank, o.lambda = (float)a->lambda, o.iterations = (int)a->iterations;
+    o.init = a->init;
     o.test = test;
     o.progress = on_iteration;
     mf_als_report rep = {.struct_size = sizeof rep};

@@ -77,18 +77,23 @@ START_TEST(ldlt_breakdown)
 }
 END_TEST
 
+/* Both seeded starts recover a noise-free rank-8 model. */
 START_TEST(planted_recovery)
 {
     mf_ctx *ctx = tu_cpu_ctx();
     mf_sparse *R = ax_planted(ctx, 300, 200, 8, 0.25, 7);
-    mf_als_opts o;
-    mf_als_opts_init(&o);
-    o.rank = 8, o.lambda = 1e-5f, o.iterations = 20;
     float *U = malloc(300 * 8 * sizeof *U), *V = malloc(200 * 8 * sizeof *V);
-    mf_als_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
-    ck_assert_msg(rep.train_rmse < 1e-3, "train RMSE %g", rep.train_rmse);
-    ck_assert_int_eq(rep.iterations, 20);
+    const mf_als_init inits[] = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
+    for (int s = 0; s < 2; s++) {
+        mf_als_opts o;
+        mf_als_opts_init(&o);
+        o.rank = 8, o.lambda = 1e-5f, o.iterations = 20, o.init = inits[s];
+        mf_als_report rep = {.struct_size = sizeof rep};
+        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
+        ck_assert_msg(rep.train_rmse < 1e-3, "init %d: train RMSE %g", (int)inits[s],
+                      rep.train_rmse);
+        ck_assert_int_eq(rep.iterations, 20);
+    }
     free(U), free(V);
     mf_sparse_destroy(R);
     mf_ctx_destroy(ctx);

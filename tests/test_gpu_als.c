@@ -49,18 +49,19 @@ START_TEST(ldlt_matches_float64)
 }
 END_TEST
 
-static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iterations, float *U,
-                    float *V, mf_als_report *rep)
+static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iterations,
+                    mf_als_init init, float *U, float *V, mf_als_report *rep)
 {
     mf_als_opts o;
     mf_als_opts_init(&o);
-    o.rank = k, o.lambda = lambda, o.iterations = iterations;
+    o.rank = k, o.lambda = lambda, o.iterations = iterations, o.init = init;
     rep->struct_size = sizeof *rep;
     ck_assert_msg(mf_als_run(ctx, R, &o, U, V, rep) == MF_OK, "%s", mf_ctx_last_error(ctx));
 }
 
 /* 5 iterations on the CPU and the GPU from the same start agree within 1e-4. */
-static void parity(int32_t users, int32_t items, double density, int k, const int32_t *eu)
+static void parity(int32_t users, int32_t items, double density, int k, mf_als_init init,
+                   const int32_t *eu)
 {
     mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
     mf_sparse *Rc = ax_ratings(cpu, users, items, density, 77, eu, NULL);
@@ -69,13 +70,13 @@ static void parity(int32_t users, int32_t items, double density, int k, const in
     float *Uc = malloc(ub * 4), *Vc = malloc(vb * 4), *Ug = malloc(ub * 4), *Vg = malloc(vb * 4);
     ck_assert(Uc && Vc && Ug && Vg);
     mf_als_report rc, rg;
-    run_als(cpu, Rc, k, 0.1f, 5, Uc, Vc, &rc);
-    run_als(gpu, Rg, k, 0.1f, 5, Ug, Vg, &rg);
+    run_als(cpu, Rc, k, 0.1f, 5, init, Uc, Vc, &rc);
+    run_als(gpu, Rg, k, 0.1f, 5, init, Ug, Vg, &rg);
     double du = ax_rel_diff_f(ub, Ug, Uc), dv = ax_rel_diff_f(vb, Vg, Vc);
     double dr = fabs(rg.train_rmse - rc.train_rmse) / rc.train_rmse;
     ck_assert_msg(du < 1e-4 && dv < 1e-4 && dr < 1e-4,
-                  "%d x %d, k = %d: U differs by %g, V by %g, RMSE by %g", users, items, k, du, dv,
-                  dr);
+                  "%d x %d, k = %d, init %d: U differs by %g, V by %g, RMSE by %g", users, items, k,
+                  (int)init, du, dv, dr);
     ck_assert(rg.gram_seconds > 0.0 && rg.solve_seconds > 0.0 && rg.peak_device_bytes > 0);
     for (const int32_t *u = eu; u && *u >= 0; u++)
         for (int t = 0; t < k; t++)
@@ -94,11 +95,12 @@ START_TEST(cpu_gpu_agree)
     for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
         if (quick() && ks[t] > 33)
             continue;
-        parity(160, 120, 0.2, ks[t], empty);
+        parity(160, 120, 0.2, ks[t], MF_ALS_INIT_MEAN, empty);
     }
+    parity(160, 120, 0.2, 33, MF_ALS_INIT_UNIFORM, empty);
     /* Every item rated by ~2250 users: the item systems span two Gram segments. */
     if (!quick())
-        parity(3000, 60, 0.75, 16, NULL);
+        parity(3000, 60, 0.75, 16, MF_ALS_INIT_MEAN, NULL);
 }
 END_TEST
 
@@ -108,7 +110,7 @@ START_TEST(planted_recovery)
     mf_sparse *R = ax_planted(ctx, 300, 200, 8, 0.25, 7);
     float *U = malloc(300 * 8 * 4), *V = malloc(200 * 8 * 4);
     mf_als_report rep;
-    run_als(ctx, R, 8, 1e-5f, 20, U, V, &rep);
+    run_als(ctx, R, 8, 1e-5f, 20, MF_ALS_INIT_MEAN, U, V, &rep);
     ck_assert_msg(rep.train_rmse < 1e-3, "train RMSE %g", rep.train_rmse);
     free(U), free(V);
     mf_sparse_destroy(R);
@@ -127,8 +129,8 @@ START_TEST(device_memory_batches_determinism)
     size_t ub = (size_t)users * k * 4, vb = (size_t)items * k * 4;
     float *U1 = malloc(ub), *V1 = malloc(vb), *U2 = malloc(ub), *V2 = malloc(vb);
     mf_als_report rep;
-    run_als(ctx, R, k, 0.05f, 3, U1, V1, &rep);
-    run_als(ctx, R, k, 0.05f, 3, U2, V2, &rep);
+    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U1, V1, &rep);
+    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U2, V2, &rep);
     ck_assert_mem_eq(U1, U2, ub);
     ck_assert_mem_eq(V1, V2, vb);
 
@@ -152,7 +154,7 @@ START_TEST(device_memory_batches_determinism)
      * ~330 of the 2.5 KB partial systems: 3 batches for the 900 users, 2 for the items. */
     mf_ctx *tight = tu_cuda_ctx((size_t)3 << 19);
     R = ax_ratings(tight, users, items, 0.05, 11, NULL, NULL);
-    run_als(tight, R, k, 0.05f, 3, U2, V2, &rep);
+    run_als(tight, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U2, V2, &rep);
     ck_assert_mem_eq(U1, U2, ub);
     ck_assert_mem_eq(V1, V2, vb);
     mf_sparse_destroy(R);

@@ -2,6 +2,7 @@
  * lives in the engines (als_cpu.c, als.cu); this file is the same for both, so that CPU
  * and GPU runs start from the same V, report alike and fail alike. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,7 +37,9 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *
                "%s: lambda = %g must be finite and >= 0", fn, (double)o->lambda);
     MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
                o->iterations);
-    MF_REQUIRE(ctx, o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN,
+    MF_REQUIRE(ctx,
+               o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN ||
+                   o->init == MF_ALS_INIT_UNIFORM,
                "%s: init = %d is not an mf_als_init value", fn, (int)o->init);
     MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
                "%s: where = %d is not an mf_memory value", fn, (int)o->where);
@@ -49,12 +52,12 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *
     return MF_OK;
 }
 
-/* Zhou's start: column 0 the item's mean rating, the rest small uniform values; items
- * without ratings get a zero row. */
-static mf_status init_mean(mf_ctx *ctx, mf_sparse *R, int k, float *V0)
+/* The seeded starts: V uniform in [lo, 0.1); with `mean`, column 0 the item's mean rating
+ * (Zhou's start). Items without ratings get a zero row. */
+static mf_status init_random(mf_ctx *ctx, mf_sparse *R, int k, float lo, bool mean, float *V0)
 {
     MF_TRY(mf_sparse_host_transpose(R));
-    mf_random_uniform_host(V0, (int64_t)R->cols * k, -0.1f, 0.1f, ctx->seed, ALS_INIT_STREAM,
+    mf_random_uniform_host(V0, (int64_t)R->cols * k, lo, 0.1f, ctx->seed, ALS_INIT_STREAM,
                            mf_ctx_threads(ctx));
     for (int32_t i = 0; i < R->cols; i++) {
         int64_t b = R->transpose.ptr[i], e = R->transpose.ptr[i + 1];
@@ -63,6 +66,8 @@ static mf_status init_mean(mf_ctx *ctx, mf_sparse *R, int k, float *V0)
             memset(v, 0, (size_t)k * sizeof *v);
             continue;
         }
+        if (!mean)
+            continue;
         double sum = 0.0;
         for (int64_t p = b; p < e; p++)
             sum += R->transpose.val ? R->transpose.val[p] : 1.0f;
@@ -161,8 +166,9 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
-    mf_status st = o.init == MF_ALS_INIT_MEAN ? init_mean(ctx, s.R, o.rank, V0)
-                                              : init_given(ctx, s.R, o.rank, V, o.where, V0);
+    mf_status st = o.init == MF_ALS_INIT_MEAN      ? init_random(ctx, s.R, o.rank, -0.1f, true, V0)
+                   : o.init == MF_ALS_INIT_UNIFORM ? init_random(ctx, s.R, o.rank, 0.0f, false, V0)
+                                                   : init_given(ctx, s.R, o.rank, V, o.where, V0);
     mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)
