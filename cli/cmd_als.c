@@ -26,8 +26,8 @@ static void als_help(void)
            "is measured on --test FILE, or on a random fraction F of FILE's ratings held out\n"
            "with --seed. Prints the train and test RMSE after every iteration; --output-u and\n"
            "--output-v write the factors as text, one row per line. --init picks the start:\n"
-           "mean (default: Zhou's, V's first column the item's mean rating) or uniform\n"
-           "(cuMF_als's: V uniform in [0, 0.1)).\n\n%s",
+           "uniform (default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first\n"
+           "column the item's mean rating, the rest uniform in [-0.1, 0.1)).\n\n%s",
            cli_common_help());
 }
 
@@ -36,7 +36,7 @@ static int parse(int argc, char **argv, als_args *a)
     cli_common_init(&a->common);
     a->file = a->test_file = a->out_u = a->out_v = NULL;
     a->rank = 10, a->iterations = 10, a->lambda = 0.05, a->test_fraction = 0.0;
-    a->init = MF_ALS_INIT_MEAN;
+    a->init = MF_ALS_INIT_UNIFORM;
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
         if (r < 0)

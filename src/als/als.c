@@ -25,7 +25,7 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->rank = 10;
     opts->lambda = 0.05f;
     opts->iterations = 10;
-    opts->init = MF_ALS_INIT_MEAN;
+    opts->init = MF_ALS_INIT_UNIFORM;
     opts->where = MF_MEMORY_HOST;
 }
 
