@@ -119,7 +119,7 @@ START_TEST(planted_recovery)
 END_TEST
 
 /* Device factors, a tight memory limit (many batches) and a second run all give the
- * bit-identical result of the plain run. */
+ * bit-identical result of the plain run, all from the default start. */
 START_TEST(device_memory_batches_determinism)
 {
     const int k = 24;
@@ -129,8 +129,8 @@ START_TEST(device_memory_batches_determinism)
     size_t ub = (size_t)users * k * 4, vb = (size_t)items * k * 4;
     float *U1 = malloc(ub), *V1 = malloc(vb), *U2 = malloc(ub), *V2 = malloc(vb);
     mf_als_report rep;
-    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U1, V1, &rep);
-    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U2, V2, &rep);
+    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_UNIFORM, U1, V1, &rep);
+    run_als(ctx, R, k, 0.05f, 3, MF_ALS_INIT_UNIFORM, U2, V2, &rep);
     ck_assert_mem_eq(U1, U2, ub);
     ck_assert_mem_eq(V1, V2, vb);
 
@@ -154,7 +154,7 @@ START_TEST(device_memory_batches_determinism)
      * ~330 of the 2.5 KB partial systems: 3 batches for the 900 users, 2 for the items. */
     mf_ctx *tight = tu_cuda_ctx((size_t)3 << 19);
     R = ax_ratings(tight, users, items, 0.05, 11, NULL, NULL);
-    run_als(tight, R, k, 0.05f, 3, MF_ALS_INIT_MEAN, U2, V2, &rep);
+    run_als(tight, R, k, 0.05f, 3, MF_ALS_INIT_UNIFORM, U2, V2, &rep);
     ck_assert_mem_eq(U1, U2, ub);
     ck_assert_mem_eq(V1, V2, vb);
     mf_sparse_destroy(R);
