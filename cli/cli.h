@@ -71,6 +71,13 @@ double cli_seconds(void);
  * failure the message is on ctx and both handles are NULL or the caller's to destroy. */
 mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file, double fraction,
                            uint64_t seed, mf_sparse **train, mf_sparse **test);
+/* The body of a ratings subcommand once its arguments are parsed: a context from `common`,
+ * the ratings read as cli_read_ratings does, then run(ctx, args, train, test); everything
+ * released after. Returns run's code, or CLI_FAILED (with the message printed). */
+typedef int (*cli_ratings_run)(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test);
+int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *file,
+                       const char *test_file, double fraction, cli_ratings_run run,
+                       const void *args);
 /* Write U and V of a factorization of train as text, one row per line, to the files given
  * (NULL: skip); prints the failure and returns -1. */
 int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,

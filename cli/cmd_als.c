@@ -110,8 +110,9 @@ static int on_iteration(void *user, const mf_progress *p)
     return 0;
 }
 
-static int run(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test)
+static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
+    const als_args *a = args;
     int32_t users, items;
     mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc((size_t)users * a->rank * sizeof *U);
@@ -160,19 +161,5 @@ int cmd_als(int argc, char **argv)
         als_help();
         return CLI_OK;
     }
-    mf_ctx *ctx = cli_make_ctx("als", &a.common);
-    if (!ctx)
-        return CLI_FAILED;
-    mf_sparse *train = NULL, *test = NULL;
-    mf_status st =
-        cli_read_ratings(ctx, a.file, a.test_file, a.test_fraction, a.common.seed, &train, &test);
-    int rc = CLI_FAILED;
-    if (st != MF_OK)
-        cli_error("als", "%s", mf_ctx_last_error(ctx));
-    else
-        rc = run(ctx, &a, train, test);
-    mf_sparse_destroy(train);
-    mf_sparse_destroy(test);
-    mf_ctx_destroy(ctx);
-    return rc;
+    return cli_run_on_ratings("als", &a.common, a.file, a.test_file, a.test_fraction, run, &a);
 }

@@ -115,8 +115,9 @@ static int on_epoch(void *user, const mf_progress *p)
     return 0;
 }
 
-static int run(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test)
+static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
+    const sgd_args *a = args;
     int32_t users, items;
     mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc(((size_t)users * a->rank + 1) * sizeof *U);
@@ -171,19 +172,5 @@ int cmd_sgd(int argc, char **argv)
         sgd_help();
         return CLI_OK;
     }
-    mf_ctx *ctx = cli_make_ctx("sgd", &a.common);
-    if (!ctx)
-        return CLI_FAILED;
-    mf_sparse *train = NULL, *test = NULL;
-    mf_status st =
-        cli_read_ratings(ctx, a.file, a.test_file, a.test_fraction, a.common.seed, &train, &test);
-    int rc = CLI_FAILED;
-    if (st != MF_OK)
-        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
-    else
-        rc = run(ctx, &a, train, test);
-    mf_sparse_destroy(train);
-    mf_sparse_destroy(test);
-    mf_ctx_destroy(ctx);
-    return rc;
+    return cli_run_on_ratings("sgd", &a.common, a.file, a.test_file, a.test_fraction, run, &a);
 }

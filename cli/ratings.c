@@ -113,3 +113,23 @@ void cli_print_progress(const char *unit, const mf_progress *p)
         fprintf(stderr, ", test RMSE %.4f", p->test_rmse);
     fprintf(stderr, " (%.2f s)\n", p->seconds);
 }
+
+int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *file,
+                       const char *test_file, double fraction, cli_ratings_run run,
+                       const void *args)
+{
+    mf_ctx *ctx = cli_make_ctx(cmd, common);
+    if (!ctx)
+        return CLI_FAILED;
+    mf_sparse *train = NULL, *test = NULL;
+    mf_status st = cli_read_ratings(ctx, file, test_file, fraction, common->seed, &train, &test);
+    int rc = CLI_FAILED;
+    if (st != MF_OK)
+        cli_error(cmd, "%s", mf_ctx_last_error(ctx));
+    else
+        rc = run(ctx, args, train, test);
+    mf_sparse_destroy(train);
+    mf_sparse_destroy(test);
+    mf_ctx_destroy(ctx);
+    return rc;
+}

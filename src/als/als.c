@@ -52,13 +52,13 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *
     return MF_OK;
 }
 
-/* The seeded starts: V uniform in [lo, 0.1); with `mean`, column 0 the item's mean rating
- * (Zhou's start). Items without ratings get a zero row. */
-static mf_status init_random(mf_ctx *ctx, mf_sparse *R, int k, float lo, bool mean, float *V0)
+/* The seeded starts: V uniform in [0, 0.1) (cuMF_als's); for Zhou's, uniform in
+ * [-0.1, 0.1) with column 0 the item's mean rating. Items without ratings get a zero row. */
+static mf_status init_seeded(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float *V0)
 {
     MF_TRY(mf_sparse_host_transpose(R));
-    mf_random_uniform_host(V0, (int64_t)R->cols * k, lo, 0.1f, ctx->seed, ALS_INIT_STREAM,
-                           mf_ctx_threads(ctx));
+    mf_random_uniform_host(V0, (int64_t)R->cols * k, zhou ? -0.1f : 0.0f, 0.1f, ctx->seed,
+                           ALS_INIT_STREAM, mf_ctx_threads(ctx));
     for (int32_t i = 0; i < R->cols; i++) {
         int64_t b = R->transpose.ptr[i], e = R->transpose.ptr[i + 1];
         float *v = V0 + (int64_t)i * k;
@@ -66,7 +66,7 @@ static mf_status init_random(mf_ctx *ctx, mf_sparse *R, int k, float lo, bool me
             memset(v, 0, (size_t)k * sizeof *v);
             continue;
         }
-        if (!mean)
+        if (!zhou)
             continue;
         double sum = 0.0;
         for (int64_t p = b; p < e; p++)
@@ -166,9 +166,9 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
-    mf_status st = o.init == MF_ALS_INIT_MEAN      ? init_random(ctx, s.R, o.rank, -0.1f, true, V0)
-                   : o.init == MF_ALS_INIT_UNIFORM ? init_random(ctx, s.R, o.rank, 0.0f, false, V0)
-                                                   : init_given(ctx, s.R, o.rank, V, o.where, V0);
+    mf_status st = o.init == MF_ALS_INIT_GIVEN
+                       ? init_given(ctx, s.R, o.rank, V, o.where, V0)
+                       : init_seeded(ctx, s.R, o.rank, o.init == MF_ALS_INIT_MEAN, V0);
     mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)
