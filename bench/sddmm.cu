@@ -378,7 +378,7 @@ int main(int argc, char **argv)
         int32_t rows, cols;
         double mean, alpha, beta, max_frac;
     } specs[] = {
-        {"netflix", 480189, 17770, 150.0, 1.5, 1.0, 0.5},
+        {"netflix", 480189, 17770, 200.0, 1.5, 1.0, 0.5},
         {"nytimes", 300000, 102660, 232.0, 2.5, 1.0, 0.1},
         {"uniform", 100000, 100000, 100.0, 0.0, 0.0, 1.0},
     };

@@ -14,17 +14,26 @@
 typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, unsigned grid, size_t smem,
                                    cudaStream_t);
 
+// One chunk [P.kc, P.kc + KC) of k; the checked instance only where the chunk passes k.
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStream_t stream)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
-    mf_sddmm_kernel<V, KR, VEC, SMEM, T><<<grid, T, smem, stream>>>(P);
+    constexpr int KC = V * KR * (VEC ? 4 : 1);
+    if (P.kc + KC > P.k)
+        mf_sddmm_kernel<V, KR, VEC, SMEM, true, T><<<grid, T, smem, stream>>>(P);
+    else
+        mf_sddmm_kernel<V, KR, VEC, SMEM, false, T><<<grid, T, smem, stream>>>(P);
 }
 
 template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
-    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, T>,
+    cudaError_t err = cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, true, T>,
+                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (err != cudaSuccess)
+        return err;
+    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, false, T>,
                                 cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
 }
 
@@ -238,8 +247,10 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "mf_sddmm: %lld thread blocks exceed the grid limit",
                        (long long)L->n_blocks);
-    var.launch(P, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
-    MF_CUDA_TRY(ctx, cudaGetLastError());
+    for (P.kc = 0; P.kc < call->k; P.kc += mf_sddmm_chunk(var.cfg)) {
+        var.launch(P, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
+        MF_CUDA_TRY(ctx, cudaGetLastError());
+    }
     return MF_OK;
 }
 

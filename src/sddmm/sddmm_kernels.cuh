@@ -14,9 +14,12 @@
 //   B slice (tj rows x KC columns) in shared memory, then every entry reads B from there.
 //   Blocks are large (many rows of one panel) so that staging is paid rarely.
 //
-// k larger than one chunk (KC = V * KR * W) runs chunk by chunk: the first chunk writes
-// alpha * s * partial + beta * out, later chunks add to it. The same lane handles an entry
-// in every chunk, so the read-modify-write needs no synchronization.
+// k larger than one chunk (KC = V * KR * W) runs chunk by chunk, one launch each (P.kc):
+// the first chunk writes alpha * s * partial + beta * out, later chunks add to it; launches
+// are stream-ordered, so the read-modify-write needs no synchronization. TAIL = false is
+// the instance for chunks wholly inside k: no bounds checks on A or B. The checks and a
+// loop over chunks inside the kernel cost 15-20% at k = 32 (H100, Netflix shape), where
+// the work per entry is smallest.
 #ifndef MF_SDDMM_KERNELS_CUH
 #define MF_SDDMM_KERNELS_CUH
 
@@ -38,7 +41,7 @@ struct mf_sddmm_params {
     int64_t lda;
     const float *B;
     int64_t ldb;
-    int k;
+    int k, kc; // kc: the first column of this launch's chunk
     float alpha, beta;
     int32_t tj, cols;
     const mf_sddmm_item *items;
@@ -115,7 +118,7 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
     }
 }
 
-template <int V, int KR, bool VEC, bool SMEM, int T>
+template <int V, int KR, bool VEC, bool SMEM, bool TAIL, int T>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
     typedef mf_unit<VEC> U;
@@ -133,85 +136,83 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     const int j0 = blk.panel * P.tj;
     const int jn = min(P.tj, P.cols - j0);
     const int64_t item_end = blk.item_begin + blk.item_count;
+    const int kc = P.kc;
 
-    for (int kc = 0; kc < P.k; kc += KC) {
-        if (SMEM) {
-            __syncthreads(); // the previous chunk's readers are done
-            mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
-            __syncthreads();
+    if (SMEM) {
+        mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
+        __syncthreads();
+    }
+    for (int64_t it = blk.item_begin + vw; it < item_end; it += NVW) {
+        const mf_sddmm_item item = P.items[it];
+        unit a[KR];
+        const float *arow = P.A + (int64_t)item.row * P.lda + kc;
+#pragma unroll
+        for (int r = 0; r < KR; r++) {
+            int kk = (r * V + lane) * W;
+            a[r] = !TAIL || kc + kk < P.k ? U::load(arow + kk) : U::zero();
         }
-        for (int64_t it = blk.item_begin + vw; it < item_end; it += NVW) {
-            const mf_sddmm_item item = P.items[it];
-            unit a[KR];
-            const float *arow = P.A + (int64_t)item.row * P.lda + kc;
+        const int64_t end = item.begin + item.count;
+        for (int64_t p = item.begin; p < end; p += NU) {
+            float s[NU];
 #pragma unroll
-            for (int r = 0; r < KR; r++) {
-                int kk = (r * V + lane) * W;
-                a[r] = kc + kk < P.k ? U::load(arow + kk) : U::zero();
+            for (int u = 0; u < NU; u++) {
+                // Past the item's end, repeat its first entry: loads stay in bounds and
+                // the result is dropped.
+                const int64_t q = p + u < end ? p + u : p;
+                const int j = __ldg(P.col + q);
+                float acc = 0.f;
+                if (SMEM) {
+                    const float *brow = bs + (j - j0) * KC;
+#pragma unroll
+                    for (int r = 0; r < KR; r++)
+                        acc = U::dot(a[r], U::lds(brow + (r * V + lane) * W), acc);
+                } else {
+                    const float *brow = P.B + (int64_t)j * P.ldb + kc;
+#pragma unroll
+                    for (int r = 0; r < KR; r++) {
+                        int kk = (r * V + lane) * W;
+                        if (!TAIL || kc + kk < P.k)
+                            acc = U::dot(a[r], U::load(brow + kk), acc);
+                    }
+                }
+                s[u] = acc;
             }
-            const int64_t end = item.begin + item.count;
-            for (int64_t p = item.begin; p < end; p += NU) {
-                float s[NU];
+            // Reduce-scatter across the V lanes: each round halves the values a lane
+            // holds, sending the half its partner keeps (NU - 1 shuffles in all rather
+            // than NU log2 V for NU separate butterflies). Once one value is left, the
+            // remaining rounds are a plain butterfly.
+            int held = NU;
 #pragma unroll
-                for (int u = 0; u < NU; u++) {
-                    // Past the item's end, repeat its first entry: loads stay in bounds and
-                    // the result is dropped.
-                    const int64_t q = p + u < end ? p + u : p;
-                    const int j = __ldg(P.col + q);
-                    float acc = 0.f;
-                    if (SMEM) {
-                        const float *brow = bs + (j - j0) * KC;
+            for (int off = V / 2; off >= 1; off /= 2) {
+                if (held > 1) {
+                    const bool upper = (lane & off) != 0;
+                    held /= 2;
 #pragma unroll
-                        for (int r = 0; r < KR; r++)
-                            acc = U::dot(a[r], U::lds(brow + (r * V + lane) * W), acc);
-                    } else {
-                        const float *brow = P.B + (int64_t)j * P.ldb + kc;
-#pragma unroll
-                        for (int r = 0; r < KR; r++) {
-                            int kk = (r * V + lane) * W;
-                            if (kc + kk < P.k)
-                                acc = U::dot(a[r], U::load(brow + kk), acc);
+                    for (int j = 0; j < NU / 2; j++)
+                        if (j < held) {
+                            float send = upper ? s[j] : s[j + held];
+                            float keep = upper ? s[j + held] : s[j];
+                            s[j] = keep + __shfl_xor_sync(mask, send, off);
                         }
-                    }
-                    s[u] = acc;
+                } else {
+                    s[0] += __shfl_xor_sync(mask, s[0], off);
                 }
-                // Reduce-scatter across the V lanes: each round halves the values a lane
-                // holds, sending the half its partner keeps (NU - 1 shuffles in all rather
-                // than NU log2 V for NU separate butterflies). Once one value is left, the
-                // remaining rounds are a plain butterfly.
-                int held = NU;
+            }
+            // Lane l now holds entries [l * NU / V, ...) when NU >= V (held of them), or
+            // entry l / (V / NU) when NU < V (every V / NU lanes share one).
+            constexpr int group = V > NU ? V / NU : 1;
+            if (lane % group == 0) {
 #pragma unroll
-                for (int off = V / 2; off >= 1; off /= 2) {
-                    if (held > 1) {
-                        const bool upper = (lane & off) != 0;
-                        held /= 2;
-#pragma unroll
-                        for (int j = 0; j < NU / 2; j++)
-                            if (j < held) {
-                                float send = upper ? s[j] : s[j + held];
-                                float keep = upper ? s[j + held] : s[j];
-                                s[j] = keep + __shfl_xor_sync(mask, send, off);
-                            }
-                    } else {
-                        s[0] += __shfl_xor_sync(mask, s[0], off);
-                    }
-                }
-                // Lane l now holds entries [l * NU / V, ...) when NU >= V (held of them), or
-                // entry l / (V / NU) when NU < V (every V / NU lanes share one).
-                constexpr int group = V > NU ? V / NU : 1;
-                if (lane % group == 0) {
-#pragma unroll
-                    for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
-                        const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
-                        if (q < end) {
-                            float v = P.alpha * s[c];
-                            if (P.val)
-                                v *= __ldg(P.val + q);
-                            if (kc > 0)
-                                P.out[q] += v;
-                            else
-                                P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
-                        }
+                for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
+                    const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
+                    if (q < end) {
+                        float v = P.alpha * s[c];
+                        if (P.val)
+                            v *= __ldg(P.val + q);
+                        if (kc > 0)
+                            P.out[q] += v;
+                        else
+                            P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
                     }
                 }
             }
