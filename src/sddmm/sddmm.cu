@@ -14,27 +14,34 @@
 typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, unsigned grid, size_t smem,
                                    cudaStream_t);
 
-// One chunk [P.kc, P.kc + KC) of k; the checked instance only where the chunk passes k.
+// One chunk [P.kc, P.kc + KC) of k, by the instance that does no more than the chunk
+// needs (sddmm_kernels.cuh).
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStream_t stream)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
     constexpr int KC = V * KR * (VEC ? 4 : 1);
     if (P.kc + KC > P.k)
-        mf_sddmm_kernel<V, KR, VEC, SMEM, true, T><<<grid, T, smem, stream>>>(P);
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_TAIL, T><<<grid, T, smem, stream>>>(P);
+    else if (P.kc == 0 && P.beta == 0.f && !P.val)
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_PLAIN, T><<<grid, T, smem, stream>>>(P);
     else
-        mf_sddmm_kernel<V, KR, VEC, SMEM, false, T><<<grid, T, smem, stream>>>(P);
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T><<<grid, T, smem, stream>>>(P);
 }
 
 template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
-    cudaError_t err = cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, true, T>,
-                                           cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
-    if (err != cudaSuccess)
-        return err;
-    return cudaFuncSetAttribute(mf_sddmm_kernel<V, KR, VEC, SMEM, false, T>,
-                                cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    const void *fns[] = {(const void *)mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_PLAIN, T>,
+                         (const void *)mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T>,
+                         (const void *)mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_TAIL, T>};
+    for (const void *fn : fns) {
+        cudaError_t err =
+            cudaFuncSetAttribute(fn, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+        if (err != cudaSuccess)
+            return err;
+    }
+    return cudaSuccess;
 }
 
 struct mf_sddmm_variant {

@@ -16,10 +16,14 @@
 //
 // k larger than one chunk (KC = V * KR * W) runs chunk by chunk, one launch each (P.kc):
 // the first chunk writes alpha * s * partial + beta * out, later chunks add to it; launches
-// are stream-ordered, so the read-modify-write needs no synchronization. TAIL = false is
-// the instance for chunks wholly inside k: no bounds checks on A or B. The checks and a
-// loop over chunks inside the kernel cost 15-20% at k = 32 (H100, Netflix shape), where
-// the work per entry is smallest.
+// are stream-ordered, so the read-modify-write needs no synchronization.
+//
+// MODE picks the instance per launch: MF_SDDMM_PLAIN for the common call (a chunk wholly
+// inside k, the first, beta = 0, S as a pattern: out = alpha * dot), MF_SDDMM_FULL for
+// other chunks wholly inside k, MF_SDDMM_TAIL for the chunk that passes k (A and B loads
+// checked). On the H100 (Netflix shape, k = 32) the bounds checks and a loop over chunks
+// inside the kernel cost 15-20%, and the general epilogue another 5%: the work per entry
+// is small there.
 #ifndef MF_SDDMM_KERNELS_CUH
 #define MF_SDDMM_KERNELS_CUH
 
@@ -118,7 +122,9 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
     }
 }
 
-template <int V, int KR, bool VEC, bool SMEM, bool TAIL, int T>
+enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
+
+template <int V, int KR, bool VEC, bool SMEM, int MODE, int T>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
     typedef mf_unit<VEC> U;
@@ -149,7 +155,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
-            a[r] = !TAIL || kc + kk < P.k ? U::load(arow + kk) : U::zero();
+            a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::load(arow + kk) : U::zero();
         }
         const int64_t end = item.begin + item.count;
         for (int64_t p = item.begin; p < end; p += NU) {
@@ -171,7 +177,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         int kk = (r * V + lane) * W;
-                        if (!TAIL || kc + kk < P.k)
+                        if (MODE != MF_SDDMM_TAIL || kc + kk < P.k)
                             acc = U::dot(a[r], U::load(brow + kk), acc);
                     }
                 }
@@ -207,12 +213,16 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
                     if (q < end) {
                         float v = P.alpha * s[c];
-                        if (P.val)
-                            v *= __ldg(P.val + q);
-                        if (kc > 0)
-                            P.out[q] += v;
-                        else
-                            P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                        if (MODE == MF_SDDMM_PLAIN) {
+                            P.out[q] = v;
+                        } else {
+                            if (P.val)
+                                v *= __ldg(P.val + q);
+                            if (kc > 0)
+                                P.out[q] += v;
+                            else
+                                P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                        }
                     }
                 }
             }
