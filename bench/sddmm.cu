@@ -270,8 +270,10 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     run_mf();
     run_sp();
     CUDA_CHECK(cudaStreamSynchronize(st));
-    snprintf(r.plan, sizeof r.plan, "%s",
-             strstr(last_plan, ": ") ? strstr(last_plan, ": ") + 2 : "cached");
+    // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
+    const char *plan = strstr(last_plan, "plan for k");
+    plan = plan ? strstr(plan, ": ") : NULL;
+    snprintf(r.plan, sizeof r.plan, "%s", plan ? plan + 2 : "cached");
     {
         std::vector<float> hA((size_t)m.rows * k), hB((size_t)m.cols * k), got(nnz);
         CUDA_CHECK(cudaMemcpy(hA.data(), A, hA.size() * 4, cudaMemcpyDeviceToHost));
