@@ -173,7 +173,9 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                     for (int r = 0; r < KR; r++)
                         acc = U::dot(a[r], U::lds(brow + (r * V + lane) * W), acc);
                 } else {
-                    const float *brow = P.B + (int64_t)j * P.ldb + kc;
+                    // Column indices are never negative (mf_sparse checks them): unsigned
+                    // arithmetic spares the sign extension.
+                    const float *brow = P.B + (size_t)(uint32_t)j * (size_t)P.ldb + kc;
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         int kk = (r * V + lane) * W;
