@@ -11,19 +11,18 @@
 #include "sddmm/sddmm_kernels.cuh"
 #include "sddmm/sddmm_tuning.h"
 
-typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, unsigned grid, size_t smem,
+typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, int mode, unsigned grid, size_t smem,
                                    cudaStream_t);
 
-// One chunk [P.kc, P.kc + KC) of k, by the instance that does no more than the chunk
-// needs (sddmm_kernels.cuh).
+// One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh).
 template <int V, int KR, bool VEC, bool SMEM>
-static void launch(const mf_sddmm_params &P, unsigned grid, size_t smem, cudaStream_t stream)
+static void launch(const mf_sddmm_params &P, int mode, unsigned grid, size_t smem,
+                   cudaStream_t stream)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
-    constexpr int KC = V * KR * (VEC ? 4 : 1);
-    if (P.kc + KC > P.k)
+    if (mode == MF_SDDMM_TAIL)
         mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_TAIL, T><<<grid, T, smem, stream>>>(P);
-    else if (P.kc == 0 && P.beta == 0.f && !P.val)
+    else if (mode == MF_SDDMM_PLAIN)
         mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_PLAIN, T><<<grid, T, smem, stream>>>(P);
     else
         mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T><<<grid, T, smem, stream>>>(P);
@@ -254,8 +253,13 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "mf_sddmm: %lld thread blocks exceed the grid limit",
                        (long long)L->n_blocks);
-    for (P.kc = 0; P.kc < call->k; P.kc += mf_sddmm_chunk(var.cfg)) {
-        var.launch(P, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
+    // One launch per chunk, each by the instance that does no more than its chunk needs.
+    const int kc_width = mf_sddmm_chunk(var.cfg);
+    for (P.kc = 0; P.kc < call->k; P.kc += kc_width) {
+        int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
+                   : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
+                                                        : MF_SDDMM_FULL;
+        var.launch(P, mode, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
         MF_CUDA_TRY(ctx, cudaGetLastError());
     }
     return MF_OK;
