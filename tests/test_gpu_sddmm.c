@@ -165,8 +165,9 @@ START_TEST(host_memory_and_cpu_parity)
 }
 END_TEST
 
-/* Big enough to be timed: the tuned plan is built once, later calls reuse it (no new
- * device memory), and the result stays right. */
+/* Big enough to be timed: the tuned plan is built once per k, later calls reuse it (no new
+ * device memory), and the result stays right; tuning another k (which builds and then drops
+ * the losing candidates' layouts) leaves the earlier choices usable. */
 START_TEST(auto_tune_and_plan_cache)
 {
     mf_ctx *ctx = tu_cuda_ctx(0);
@@ -174,23 +175,31 @@ START_TEST(auto_tune_and_plan_cache)
     int64_t nnz;
     mf_sparse_shape(S, NULL, NULL, &nnz);
     ck_assert_int_gt(nnz, MF_SDDMM_TUNE_MIN_NNZ);
-    int k = 64;
-    float *A = fx_floats(6000 * k, 1), *B = fx_floats(4000 * k, 2);
+    const int ld = 128, ks[] = {64, 32, 128, 64, 32};
+    float *A = fx_floats(6000 * ld, 1), *B = fx_floats(4000 * ld, 2);
     double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
-    fx_sddmm_ref(S, k, A, k, B, k, 1.0, 0, ref, bound);
-    float *dA = to_device(A, 6000 * k * 4), *dB = to_device(B, 4000 * k * 4), *dout;
+    float *dA = to_device(A, 6000 * ld * 4), *dB = to_device(B, 4000 * ld * 4), *dout;
     CUDA_OK(cudaMalloc((void **)&dout, (size_t)nnz * 4));
     float *got = malloc((size_t)nnz * 4);
-    for (int rep = 0; rep < 3; rep++) {
-        mf_memory_stats before = tu_memory_stats(ctx);
-        ck_assert_int_eq(mf_sddmm(ctx, S, k, dA, k, dB, k, 1.0f, 0.0f, dout, MF_MEMORY_DEVICE, 0),
-                         MF_OK);
-        CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
-        mf_memory_stats after = tu_memory_stats(ctx);
-        if (rep > 0) /* the plan is reused: nothing new is allocated */
-            ck_assert_uint_eq(after.allocations, before.allocations);
-        CUDA_OK(cudaMemcpy(got, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
-        fx_check_sddmm("tuned 6000 x 4000", nnz, k, got, ref, bound, 0.0, NULL);
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        int k = ks[ki], seen = 0;
+        for (size_t j = 0; j < ki; j++)
+            seen = seen || ks[j] == k;
+        fx_sddmm_ref(S, k, A, ld, B, ld, 1.0, 0, ref, bound);
+        for (int rep = 0; rep < 2; rep++) {
+            mf_memory_stats before = tu_memory_stats(ctx);
+            ck_assert_int_eq(
+                mf_sddmm(ctx, S, k, dA, ld, dB, ld, 1.0f, 0.0f, dout, MF_MEMORY_DEVICE, 0), MF_OK);
+            CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+            mf_memory_stats after = tu_memory_stats(ctx);
+            if (rep > 0 || seen) /* the plan for k is reused: nothing new is allocated */
+                ck_assert_msg(after.allocations == before.allocations,
+                              "k = %d (call %zu): %llu allocations, before %llu", k, ki,
+                              (unsigned long long)after.allocations,
+                              (unsigned long long)before.allocations);
+            CUDA_OK(cudaMemcpy(got, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+            fx_check_sddmm("tuned 6000 x 4000", nnz, k, got, ref, bound, 0.0, NULL);
+        }
     }
     /* Destroying the matrix gives the plan's device memory back. */
     mf_sparse_destroy(S);

@@ -234,6 +234,17 @@ START_TEST(layout_covers_every_entry_once)
 }
 END_TEST
 
+/* Items are cut so that each virtual warp of a block gets about 8, within [16, 256]. */
+START_TEST(item_length_rule)
+{
+    ck_assert_int_eq(mf_sddmm_item_nnz(4096, 8, MF_SDDMM_L2_THREADS), 16);
+    ck_assert_int_eq(mf_sddmm_item_nnz(4096, 16, MF_SDDMM_L2_THREADS), 32);
+    ck_assert_int_eq(mf_sddmm_item_nnz(4096, 32, MF_SDDMM_L2_THREADS), 64);
+    ck_assert_int_eq(mf_sddmm_item_nnz(256, 32, MF_SDDMM_L2_THREADS), MF_SDDMM_ITEM_NNZ_MIN);
+    ck_assert_int_eq(mf_sddmm_item_nnz(1 << 20, 8, MF_SDDMM_SM_THREADS), MF_SDDMM_ITEM_NNZ_MAX);
+}
+END_TEST
+
 START_TEST(tuning_rules_offer_fitting_candidates)
 {
     if (mf_sddmm_variant_count() == 0)
@@ -252,6 +263,8 @@ START_TEST(tuning_rules_offer_fitting_candidates)
                 ck_assert_int_eq(cf.vec, vec);
                 ck_assert_int_ge(c[i].tj, 1);
                 ck_assert_int_le(c[i].tj, sh.cols);
+                ck_assert_int_eq(c[i].item_nnz,
+                                 mf_sddmm_item_nnz(c[i].block_nnz, cf.v, mf_sddmm_threads(cf)));
                 if (cf.smem)
                     ck_assert_uint_le(mf_sddmm_smem_bytes(cf, c[i].tj), (size_t)sh.smem_bytes);
             }
@@ -274,6 +287,7 @@ int main(void)
     tcase_add_test(tc, rmse_known_answer);
     tcase_add_test(tc, spmm_both_ops);
     tcase_add_test(tc, layout_covers_every_entry_once);
+    tcase_add_test(tc, item_length_rule);
     tcase_add_test(tc, tuning_rules_offer_fitting_candidates);
     suite_add_tcase(s, tc);
     return tu_run(s, true);

@@ -66,6 +66,8 @@ static const mf_sddmm_variant variants[] = {
     MF_VARIANT(32, 1, true, false),
     MF_VARIANT(32, 2, true, false),
     MF_VARIANT(32, 4, true, false),
+    // Listed after the others so the rules' untimed pick for small matrices stays V = 8.
+    MF_VARIANT(4, 2, true, false),
     // SM-L2, scalar (any k, any leading dimension)
     MF_VARIANT(1, 1, false, false),
     MF_VARIANT(2, 1, false, false),
@@ -103,15 +105,18 @@ extern "C" mf_sddmm_config mf_sddmm_variant_config(int i)
 // ---- the plan cached on the matrix ---------------------------------------------------
 
 struct mf_sddmm_dev_layout {
-    int32_t tj;
+    int32_t tj; // 0: an empty slot (a layout dropped after tuning)
+    int32_t item_nnz;
     int64_t block_nnz;
     int32_t panels;
     int64_t n_blocks;
     mf_dbuf items, blocks;
 };
 
-#define MF_SDDMM_MAX_LAYOUTS 8
+// Every cached choice's layout plus every candidate of one tuning, so that tuning a new k
+// never evicts the choices made for others (the losers' layouts are freed after tuning).
 #define MF_SDDMM_MAX_CHOICES 8
+#define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES)
 
 struct mf_sddmm_choice {
     int k, vec; // the call shape the choice is for
@@ -161,24 +166,58 @@ static void reset_plan(mf_ctx *ctx, mf_sddmm_plan *plan)
     memset(plan, 0, sizeof *plan);
 }
 
-// The layout for (tj, block_nnz), built and uploaded on first use.
-static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz, int *index)
+// Free the layouts that no cached choice uses (the tuning's losers: a layout of short items
+// takes up to 16 bytes per stored entry). Their slots stay, empty, so the layout indices
+// the choices hold do not move.
+static void drop_unused_layouts(mf_ctx *ctx, mf_sddmm_plan *plan)
+{
+    for (int i = 0; i < plan->n_layouts; i++) {
+        bool used = false;
+        for (int c = 0; c < plan->n_choices; c++)
+            used = used || plan->choices[c].layout == i;
+        if (!used && plan->layouts[i].tj != 0) {
+            mf_dmem_free(ctx, &plan->layouts[i].items);
+            mf_dmem_free(ctx, &plan->layouts[i].blocks);
+            memset(&plan->layouts[i], 0, sizeof plan->layouts[i]);
+        }
+    }
+}
+
+static int free_layout_slots(const mf_sddmm_plan *plan)
+{
+    int n = MF_SDDMM_MAX_LAYOUTS - plan->n_layouts;
+    for (int i = 0; i < plan->n_layouts; i++)
+        n += plan->layouts[i].tj == 0;
+    return n;
+}
+
+// The layout for (tj, block_nnz, item_nnz), built and uploaded on first use.
+static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz,
+                            int32_t item_nnz, int *index)
 {
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
     if (tj > S->cols)
         tj = S->cols;
-    for (int i = 0; i < plan->n_layouts; i++)
-        if (plan->layouts[i].tj == tj && plan->layouts[i].block_nnz == block_nnz) {
+    if (tj < 1)
+        tj = 1;
+    int slot = plan->n_layouts;
+    for (int i = plan->n_layouts - 1; i >= 0; i--) {
+        const mf_sddmm_dev_layout &l = plan->layouts[i];
+        if (l.tj == tj && l.block_nnz == block_nnz && l.item_nnz == item_nnz) {
             *index = i;
             return MF_OK;
         }
-    if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
+        if (l.tj == 0)
+            slot = i;
+    }
+    if (slot == MF_SDDMM_MAX_LAYOUTS)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: the plan's layout cache is full");
     mf_sddmm_layout host;
-    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, mf_sddmm_item_nnz(block_nnz), block_nnz, &host));
+    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, item_nnz, block_nnz, &host));
     mf_sddmm_dev_layout dev = {};
     dev.tj = host.tj;
+    dev.item_nnz = item_nnz;
     dev.block_nnz = block_nnz;
     dev.panels = host.panels;
     dev.n_blocks = host.n_blocks;
@@ -188,8 +227,9 @@ static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block
         st = mf_upload(ctx, &dev.blocks, host.blocks,
                        (size_t)host.n_blocks * sizeof(mf_sddmm_block), "SDDMM plan blocks");
     mf_log(ctx, MF_LOG_DEBUG,
-           "mf_sddmm: layout tj = %d (%d panels): %lld items, %lld blocks of ~%lld entries",
-           host.tj, host.panels, (long long)host.n_items, (long long)host.n_blocks,
+           "mf_sddmm: layout tj = %d (%d panels): %lld items of <= %d entries, %lld blocks of "
+           "~%lld entries",
+           host.tj, host.panels, (long long)host.n_items, (int)item_nnz, (long long)host.n_blocks,
            (long long)block_nnz);
     mf_sddmm_layout_free(&host);
     if (st != MF_OK) {
@@ -197,8 +237,10 @@ static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block
         mf_dmem_free(ctx, &dev.blocks);
         return st;
     }
-    *index = plan->n_layouts;
-    plan->layouts[plan->n_layouts++] = dev;
+    *index = slot;
+    plan->layouts[slot] = dev;
+    if (slot == plan->n_layouts)
+        plan->n_layouts++;
     return MF_OK;
 }
 
@@ -340,13 +382,13 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
     if (n == 0)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
 
-    if (plan->n_layouts + n > MF_SDDMM_MAX_LAYOUTS)
+    if (free_layout_slots(plan) < n)
         reset_plan(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
     if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
-        MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, &best_layout));
+        MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
         best = cand[0].variant;
         best_ms = 0.f;
@@ -362,7 +404,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
         mf_status st = MF_OK;
         for (int c = 0; c < n && st == MF_OK; c++) {
             int li;
-            st = get_layout(ctx, S, cand[c].tj, cand[c].block_nnz, &li);
+            st = get_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, &li);
             if (st == MF_OK)
                 st = allow_shared_memory(ctx, cand[c].variant);
             float ms = 0.f, ms2 = 0.f;
@@ -393,6 +435,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
     plan->next_choice = (plan->next_choice + 1) % MF_SDDMM_MAX_CHOICES;
     if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
         plan->n_choices++;
+    drop_unused_layouts(ctx, plan);
     mf_sddmm_config cf = variants[best].cfg;
     mf_log(ctx, MF_LOG_INFO,
            "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)", call->k,
@@ -450,10 +493,12 @@ extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_s
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "tj = %d does not fit in shared memory", tj);
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
-    if (plan->n_layouts == MF_SDDMM_MAX_LAYOUTS)
+    if (free_layout_slots(plan) == 0)
         reset_plan(ctx, plan);
+    mf_sddmm_config cf = variants[v].cfg;
     int li;
-    MF_TRY(get_layout(ctx, S, tj, block_nnz, &li));
+    MF_TRY(get_layout(ctx, S, tj, block_nnz,
+                      mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), &li));
     MF_TRY(allow_shared_memory(ctx, v));
     MF_TRY(run(ctx, S, call, v, &S->sddmm_plan->layouts[li]));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));

@@ -31,11 +31,7 @@
 #include <stdint.h>
 
 #include "sddmm/sddmm_layout.h"
-
-// Threads per block: 256 for SM-L2 (many blocks per SM hide latency), 1024 for SM-SM (one
-// block per SM owns the shared-memory tile, and 32 warps hide the A-row and index loads).
-#define MF_SDDMM_L2_THREADS 256
-#define MF_SDDMM_SM_THREADS 1024
+#include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
 
 struct mf_sddmm_params {
     const int32_t *col;
@@ -130,8 +126,9 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     typedef mf_unit<VEC> U;
     typedef typename U::type unit;
     constexpr int W = U::width, KC = V * KR * W, NVW = T / V;
-    // Entries in flight per virtual warp: 8 when the loads they need fit in registers.
-    constexpr int NU = V >= 8 && KR <= 2 ? 8 : 4;
+    // Entries in flight per virtual warp: 8 when the loads they need fit in registers (and
+    // the reduce-scatter has lanes enough to spread them).
+    constexpr int NU = (V >= 8 || (VEC && V >= 4)) && KR <= 2 ? 8 : 4;
     extern __shared__ float4 mf_sddmm_smem[];
     float *bs = reinterpret_cast<float *>(mf_sddmm_smem);
 
@@ -141,14 +138,23 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     const unsigned mask = V == 32 ? 0xffffffffu : ((1u << V) - 1u) << ((threadIdx.x % 32) / V * V);
     const int j0 = blk.panel * P.tj;
     const int jn = min(P.tj, P.cols - j0);
-    const int64_t item_end = blk.item_begin + blk.item_count;
     const int kc = P.kc;
 
-    if (SMEM) {
+    // How virtual warps share the block's items. Wide chunks (KC >= 64) claim the next item
+    // from a shared counter: their items are long in time, and a static round-robin leaves
+    // warps idle while the busiest finishes (H200: 2-5% at k = 128 and 512). Narrow chunks
+    // take items round-robin, where the atomic and the shuffle per item cost more than the
+    // imbalance (3% at k = 32). SM-SM blocks leave their shared memory to the tile.
+    constexpr bool DYN = !SMEM && KC >= 64;
+    __shared__ int next_item[1];
+    if (DYN && threadIdx.x == 0)
+        next_item[0] = NVW;
+    if (SMEM)
         mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
+    if (SMEM || DYN)
         __syncthreads();
-    }
-    for (int64_t it = blk.item_begin + vw; it < item_end; it += NVW) {
+    for (int rel = vw; rel < blk.item_count;) {
+        const int64_t it = blk.item_begin + rel;
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
         const float *arow = P.A + (int64_t)item.row * P.lda + kc;
@@ -228,6 +234,14 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                     }
                 }
             }
+        }
+        if (DYN) {
+            int claimed = 0;
+            if (lane == 0)
+                claimed = atomicAdd(&next_item[0], 1);
+            rel = __shfl_sync(mask, claimed, 0, V);
+        } else {
+            rel += NVW;
         }
     }
 }

@@ -7,7 +7,9 @@ static int add(mf_sddmm_candidate *cand, int n, int variant, int32_t tj, int64_t
     for (int i = 0; i < n; i++)
         if (cand[i].variant == variant && cand[i].tj == tj && cand[i].block_nnz == block_nnz)
             return n;
-    cand[n] = (mf_sddmm_candidate){variant, tj, block_nnz};
+    mf_sddmm_config c = mf_sddmm_variant_config(variant);
+    int32_t item_nnz = mf_sddmm_item_nnz(block_nnz, c.v, mf_sddmm_threads(c));
+    cand[n] = (mf_sddmm_candidate){variant, tj, item_nnz, block_nnz};
     return n + 1;
 }
 
