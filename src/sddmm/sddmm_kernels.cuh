@@ -146,9 +146,9 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     // take items round-robin, where the atomic and the shuffle per item cost more than the
     // imbalance (3% at k = 32). SM-SM blocks leave their shared memory to the tile.
     constexpr bool DYN = !SMEM && KC >= 64;
-    __shared__ int next_item[1];
+    __shared__ int next_item;
     if (DYN && threadIdx.x == 0)
-        next_item[0] = NVW;
+        next_item = NVW;
     if (SMEM)
         mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
     if (SMEM || DYN)
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
         if (DYN) {
             int claimed = 0;
             if (lane == 0)
-                claimed = atomicAdd(&next_item[0], 1);
+                claimed = atomicAdd(&next_item, 1);
             rel = __shfl_sync(mask, claimed, 0, V);
         } else {
             rel += NVW;
