@@ -18,6 +18,9 @@ typedef struct cli_common {
     int threads;
     bool json;
     bool help;
+    /* How a FILE argument is read: --format and --sum-duplicates. */
+    mf_format format;
+    bool sum_duplicates;
 } cli_common;
 
 void cli_common_init(cli_common *c);
@@ -26,6 +29,9 @@ void cli_common_init(cli_common *c);
 int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c);
 /* The help text of the common flags. */
 const char *cli_common_help(void);
+/* mf_read_opts from the common flags: --format, and --sum-duplicates (or `sum` set, for
+ * subcommands whose data sums repeats by nature). */
+void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro);
 /* A context from the common flags; prints the failure and returns NULL. */
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
 /* "mfact CMD: message" on stderr. */
@@ -66,11 +72,13 @@ void cli_progress_update(cli_progress *p, const char *what, double fraction);
 void cli_progress_end(cli_progress *p);
 double cli_seconds(void);
 
-/* The ratings of FILE, and a held-out part: test_file's ratings (read with FILE's shape),
- * or a seeded random fraction of FILE's (0 < fraction < 1), or none (*test NULL). On
- * failure the message is on ctx and both handles are NULL or the caller's to destroy. */
-mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file, double fraction,
-                           uint64_t seed, mf_sparse **train, mf_sparse **test);
+/* The ratings of FILE (read as the common flags say), and a held-out part: test_file's
+ * ratings (read with FILE's shape), or a random fraction of FILE's drawn with the common
+ * seed (0 < fraction < 1), or none (*test NULL). On failure the message is on ctx and both
+ * handles are NULL or the caller's to destroy. */
+mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
+                           const char *test_file, double fraction, mf_sparse **train,
+                           mf_sparse **test);
 /* The body of a ratings subcommand once its arguments are parsed: a context from `common`,
  * the ratings read as cli_read_ratings does, then run(ctx, args, train, test); everything
  * released after. Returns run's code, or CLI_FAILED (with the message printed). */

@@ -241,9 +241,8 @@ int cmd_bmf(int argc, char **argv)
     if (!ctx)
         return CLI_FAILED;
     mf_read_opts ro;
-    mf_read_opts_init(&ro);
+    cli_read_opts(&a.common, true, &ro); /* a repeated 1 is the same 1 */
     ro.pattern = 1;
-    ro.flags = MF_SPARSE_SUM_DUPLICATES;
     mf_sparse *C = NULL;
     int rc = CLI_FAILED;
     if (mf_sparse_read(ctx, &C, a.file, &ro) != MF_OK)

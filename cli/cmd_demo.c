@@ -13,12 +13,11 @@ typedef struct demo_args {
     const char *file;
     long long rows, cols;
     double density;
-    bool sum_duplicates;
 } demo_args;
 
 static void demo_help(void)
 {
-    printf("usage: mfact demo [FILE] [--shape ROWS,COLS,DENSITY] [--sum-duplicates] [options]\n\n"
+    printf("usage: mfact demo [FILE] [--shape ROWS,COLS,DENSITY] [options]\n\n"
            "Loads FILE (MatrixMarket, triplets, .in pairs, .bin binary triplets) or generates\n"
            "a ratings-like matrix with power-law row popularity (default 100000,20000,0.001),\n"
            "and reports its shape and statistics. Repeated entries in FILE are an error unless\n"
@@ -31,7 +30,6 @@ static int parse(int argc, char **argv, demo_args *a)
     cli_common_init(&a->common);
     a->file = NULL;
     a->rows = 100000, a->cols = 20000, a->density = 0.001;
-    a->sum_duplicates = false;
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("demo", argc, argv, &i, &a->common);
         if (r < 0)
@@ -41,8 +39,6 @@ static int parse(int argc, char **argv, demo_args *a)
         if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
             if (!cli_parse_shape("demo", argv[++i], &a->rows, &a->cols, &a->density))
                 return -1;
-        } else if (strcmp(argv[i], "--sum-duplicates") == 0) {
-            a->sum_duplicates = true;
         } else if (argv[i][0] == '-') {
             cli_error("demo", "unknown option '%s'", argv[i]);
             return -1;
@@ -166,8 +162,7 @@ int cmd_demo(int argc, char **argv)
     double t0 = cli_seconds();
     mf_sparse *m = NULL;
     mf_read_opts ro;
-    mf_read_opts_init(&ro);
-    ro.flags = a.sum_duplicates ? MF_SPARSE_SUM_DUPLICATES : MF_SPARSE_DEFAULT;
+    cli_read_opts(&a.common, false, &ro);
     mf_status st = a.file ? mf_sparse_read(ctx, &m, a.file, &ro) : generate(ctx, &a, &m, &p);
     double seconds = cli_seconds() - t0;
     cli_progress_end(&p);

@@ -167,8 +167,7 @@ int cmd_sddmm(int argc, char **argv)
         return CLI_FAILED;
     mf_sparse *S = NULL;
     mf_read_opts ro;
-    mf_read_opts_init(&ro);
-    ro.flags = MF_SPARSE_SUM_DUPLICATES;
+    cli_read_opts(&a.common, true, &ro); /* only the pattern is used */
     mf_status st = a.file ? mf_sparse_read(ctx, &S, a.file, &ro) : generate(ctx, &a, &S);
     int rc = CLI_FAILED;
     if (st != MF_OK)

@@ -53,6 +53,11 @@ const char *cli_common_help(void)
            "  --seed S                  seed of every random choice (default 0)\n"
            "  --threads N               CPU threads (default: all)\n"
            "  --json                    print the results as one JSON object\n"
+           "  --format auto|mtx|triplets|pairs|bin\n"
+           "                            how FILE is read (default auto: by its banner, suffix\n"
+           "                            and first line; see docs/formats.md)\n"
+           "  --sum-duplicates          sum repeated (row, col) entries of FILE instead of\n"
+           "                            rejecting them\n"
            "  --help                    this text\n";
 }
 
@@ -73,6 +78,22 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
     if (strcmp(flag, "--json") == 0) {
         c->json = true;
         return 1;
+    }
+    if (strcmp(flag, "--sum-duplicates") == 0) {
+        c->sum_duplicates = true;
+        return 1;
+    }
+    if (strcmp(flag, "--format") == 0) {
+        static const char *const names[] = {"auto", "mtx", "triplets", "pairs", "bin"};
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        for (int f = 0; f < (int)(sizeof names / sizeof *names); f++)
+            if (strcmp(v, names[f]) == 0) {
+                c->format = (mf_format)f; /* names[] is in mf_format's order */
+                return 1;
+            }
+        cli_error(cmd, "--format must be auto, mtx, triplets, pairs or bin, not '%s'", v);
+        return -1;
     }
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
         c->help = true;
@@ -110,6 +131,13 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
         return 1;
     }
     return 0;
+}
+
+void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro)
+{
+    mf_read_opts_init(ro);
+    ro->format = c->format;
+    ro->flags = sum || c->sum_duplicates ? MF_SPARSE_SUM_DUPLICATES : MF_SPARSE_DEFAULT;
 }
 
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)

@@ -38,24 +38,25 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
     return st;
 }
 
-mf_status cli_read_ratings(mf_ctx *ctx, const char *file, const char *test_file, double fraction,
-                           uint64_t seed, mf_sparse **train, mf_sparse **test)
+mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
+                           const char *test_file, double fraction, mf_sparse **train,
+                           mf_sparse **test)
 {
     mf_sparse *all = NULL;
     *train = *test = NULL;
-    mf_status st = mf_sparse_read(ctx, &all, file, NULL);
+    mf_read_opts ro;
+    cli_read_opts(common, false, &ro);
+    mf_status st = mf_sparse_read(ctx, &all, file, &ro);
     if (st != MF_OK)
         return st;
     if (fraction > 0) {
-        st = split(ctx, all, fraction, seed, train, test);
+        st = split(ctx, all, fraction, common->seed, train, test);
         mf_sparse_destroy(all);
         return st;
     }
     *train = all;
     if (!test_file)
         return MF_OK;
-    mf_read_opts ro;
-    mf_read_opts_init(&ro);
     mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
     return mf_sparse_read(ctx, test, test_file, &ro);
 }
@@ -122,7 +123,7 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
     if (!ctx)
         return CLI_FAILED;
     mf_sparse *train = NULL, *test = NULL;
-    mf_status st = cli_read_ratings(ctx, file, test_file, fraction, common->seed, &train, &test);
+    mf_status st = cli_read_ratings(ctx, common, file, test_file, fraction, &train, &test);
     int rc = CLI_FAILED;
     if (st != MF_OK)
         cli_error(cmd, "%s", mf_ctx_last_error(ctx));
