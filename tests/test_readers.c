@@ -208,7 +208,9 @@ END_TEST
 START_TEST(triplets_duplicates)
 {
     const char *p = tu_write_text(".txt", "1 1 2\n1 1 3\n");
-    read_fails(p, NULL, MF_ERR_INVALID_DATA, "duplicate entry at row 0, column 0");
+    /* Named where the file repeats it, in the file's own (1-based) numbering. */
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "duplicate entry: row 1, column 1 repeats line 1");
     mf_read_opts o;
     mf_read_opts_init(&o);
     o.flags = MF_SPARSE_SUM_DUPLICATES;

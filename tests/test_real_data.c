@@ -56,7 +56,7 @@ START_TEST(filmtrust)
     mf_sparse *m = NULL;
     ck_assert_int_eq(mf_sparse_read(ctx, &m, path, NULL), MF_ERR_INVALID_DATA);
     ck_assert_ptr_null(m);
-    tu_assert_error_has(ctx, "duplicate entry at row 307");
+    tu_assert_error_has(ctx, ":17924: duplicate entry: row 308, column 12 repeats line 17849");
     mf_read_opts o;
     mf_read_opts_init(&o);
     o.flags = MF_SPARSE_SUM_DUPLICATES;

@@ -116,12 +116,18 @@ typedef void (*mf_log_fn)(void *user, mf_log_level level, const char *message);
 typedef void *(*mf_device_alloc_fn)(void *user, size_t bytes, void *stream);
 typedef void (*mf_device_free_fn)(void *user, void *ptr, size_t bytes, void *stream);
 
+/* A context's CPU threads, asked for or OpenMP's default, are at most this many per
+ * processor of the machine. */
+#define MF_THREADS_PER_PROCESSOR 4
+
 typedef struct mf_ctx_opts {
     size_t struct_size;              /* sizeof(mf_ctx_opts), set by mf_ctx_opts_init          */
     mf_backend backend;              /* default MF_BACKEND_AUTO                               */
     int device;                      /* CUDA device ordinal, default 0                        */
     size_t device_memory_limit;      /* bytes mfact may hold on the device; 0 = no limit      */
     int cpu_threads;                 /* OpenMP threads for the CPU backend; 0 = OpenMP default */
+                                     /* (both at most MF_THREADS_PER_PROCESSOR per processor;  */
+                                     /* more is MF_ERR_INVALID_ARGUMENT)                        */
     uint64_t seed;                   /* seed of every random choice the library makes; 0     */
     mf_log_fn log;                   /* NULL = no logging                                     */
     void *log_user;                  /* passed to log                                         */

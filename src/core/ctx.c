@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L /* sysconf without OpenMP */
 #include "core/ctx.h"
 
 #include <stdlib.h>
@@ -5,6 +6,8 @@
 
 #ifdef _OPENMP
 #include <omp.h>
+#else
+#include <unistd.h>
 #endif
 
 #include "core/opts.h"
@@ -20,6 +23,19 @@ void mf_ctx_opts_init(mf_ctx_opts *opts)
     opts->log_level = MF_LOG_WARNING;
 }
 
+/* The most CPU threads a context takes: 4 per processor. Far more only slows the work
+ * down, and libgomp crashes when it cannot create what it was asked for (100,000). */
+static int thread_limit(void)
+{
+#ifdef _OPENMP
+    long procs = omp_get_num_procs();
+#else
+    long procs = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+    return procs > 0 && procs < (1 << 20) ? (int)procs * MF_THREADS_PER_PROCESSOR
+                                          : MF_THREADS_PER_PROCESSOR;
+}
+
 static mf_status check_opts(const mf_ctx_opts *o)
 {
     MF_REQUIRE(NULL, o->backend >= MF_BACKEND_AUTO && o->backend <= MF_BACKEND_CUDA,
@@ -27,6 +43,10 @@ static mf_status check_opts(const mf_ctx_opts *o)
     MF_REQUIRE(NULL, o->device >= 0, "mf_ctx_create: device = %d is negative", o->device);
     MF_REQUIRE(NULL, o->cpu_threads >= 0, "mf_ctx_create: cpu_threads = %d is negative",
                o->cpu_threads);
+    MF_REQUIRE(NULL, o->cpu_threads <= thread_limit(),
+               "mf_ctx_create: cpu_threads = %d is more than %d (%d per processor of this "
+               "machine)",
+               o->cpu_threads, thread_limit(), MF_THREADS_PER_PROCESSOR);
     MF_REQUIRE(NULL, o->log_level >= 0 && o->log_level <= MF_LOG_DEBUG,
                "mf_ctx_create: log_level = %d is not an mf_log_level value", (int)o->log_level);
     MF_REQUIRE(NULL, !o->device_alloc == !o->device_free,
@@ -124,7 +144,10 @@ int mf_ctx_threads(const mf_ctx *ctx)
     if (ctx->cpu_threads > 0)
         return ctx->cpu_threads;
 #ifdef _OPENMP
-    return omp_get_max_threads();
+    /* OpenMP's default follows OMP_NUM_THREADS, which the caller's environment may set to
+     * anything: the same limit holds. */
+    int n = omp_get_max_threads(), limit = thread_limit();
+    return n < limit ? n : limit;
 #else
     return 1;
 #endif

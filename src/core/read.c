@@ -35,11 +35,44 @@ mf_status mf_read_bad(mf_read_job *job, int64_t at, const char *fmt, ...)
                    (long long)at, detail);
 }
 
-mf_status mf_read_reserve(mf_read_job *job, int64_t n)
+const char *mf_read_excerpt(char buf[MF_EXCERPT_CAP], const char *s, const char *e)
 {
-    if (job->nnz + n <= job->cap)
+    /* Room for the quotes, the escapes of MF_EXCERPT_BYTES bytes, "..." and the NUL. */
+    _Static_assert(MF_EXCERPT_CAP >= 4 * MF_EXCERPT_BYTES + 6, "excerpt buffer too small");
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    buf[n++] = '"';
+    for (const char *p = s; p < e && p < s + MF_EXCERPT_BYTES; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\') {
+            buf[n++] = (char)c;
+            continue;
+        }
+        buf[n++] = '\\';
+        buf[n++] = 'x';
+        buf[n++] = hex[c >> 4];
+        buf[n++] = hex[c & 15];
+    }
+    buf[n++] = '"';
+    if (e - s > MF_EXCERPT_BYTES)
+        buf[n++] = '.', buf[n++] = '.', buf[n++] = '.';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* Room for n more entries, growing by half again (overflow-checked; never from a header's
+ * word alone: mf_read_expect caps hints by the file's size first). */
+static mf_status grow(mf_read_job *job, int64_t n)
+{
+    if (n <= job->cap - job->nnz)
         return MF_OK;
-    int64_t cap = job->nnz + n;
+    int64_t want = job->nnz + n, half = job->cap / 2;
+    int64_t cap = job->cap > MF_READ_MAX_ENTRIES - half ? MF_READ_MAX_ENTRIES : job->cap + half;
+    if (cap < want)
+        cap = want;
+    if (n > MF_READ_MAX_ENTRIES - job->nnz || cap > MF_READ_MAX_ENTRIES)
+        return mf_fail(job->ctx, MF_ERR_INVALID_DATA, "%s: more than %lld entries", job->path,
+                       (long long)MF_READ_MAX_ENTRIES);
     int32_t *row = realloc(job->row, (size_t)cap * sizeof *row);
     if (row)
         job->row = row;
@@ -54,6 +87,20 @@ mf_status mf_read_reserve(mf_read_job *job, int64_t n)
                        job->path, (long long)cap);
     job->cap = cap;
     return MF_OK;
+}
+
+mf_status mf_read_expect(mf_read_job *job, int64_t at, int64_t entries, int min_bytes,
+                         const char *what)
+{
+    if (job->size >= 0 && entries > (job->size + 1) / min_bytes)
+        return mf_read_bad(job, at,
+                           "the %s claims %lld entries, but the file's %lld bytes hold at most "
+                           "%lld",
+                           what, (long long)entries, (long long)job->size,
+                           (long long)((job->size + 1) / min_bytes));
+    if (job->size < 0 || job->locate)
+        return MF_OK; /* nothing bounds the claim: grow from what is read */
+    return grow(job, entries);
 }
 
 /* Check one index against the base and any known extent; return it 0-based. */
@@ -80,8 +127,14 @@ mf_status mf_read_add(mf_read_job *job, int64_t at, int64_t row, int64_t col, fl
     MF_TRY(check_index(job, at, "column", col, job->cols, job->cols_from_opts, &c));
     if (!job->pattern && !isfinite(val))
         return mf_read_bad(job, at, "value %g is not finite", (double)val);
+    if (job->locate) {
+        /* The second pass after a rejected repeat: find its lines, keep nothing. */
+        if (r == job->dup[0] && c == job->dup[1] && job->dup_seen < 2)
+            job->dup_at[job->dup_seen++] = at;
+        return MF_OK;
+    }
     if (job->nnz == job->cap)
-        MF_TRY(mf_read_reserve(job, job->cap < 4096 ? 4096 : job->cap / 2));
+        MF_TRY(grow(job, job->cap < 4096 ? 4096 - job->cap : 1));
     job->row[job->nnz] = r;
     job->col[job->nnz] = c;
     if (!job->pattern)
@@ -111,10 +164,11 @@ static mf_format detect_format(const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (f) {
-        char head[16] = "";
-        size_t got = fread(head, 1, 14, f);
+        char head[20] = "";
+        size_t got = fread(head, 1, 17, f);
         fclose(f);
-        if (got == 14 && memcmp(head, "%%MatrixMarket", 14) == 0)
+        size_t skip = got >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* UTF-8 BOM */
+        if (got >= skip + 14 && memcmp(head + skip, "%%MatrixMarket", 14) == 0)
             return MF_FORMAT_MATRIX_MARKET;
     }
     if (has_suffix(path, ".mtx"))
@@ -124,6 +178,30 @@ static mf_format detect_format(const char *path)
     if (has_suffix(path, ".bin"))
         return MF_FORMAT_BINARY_TRIPLETS;
     return MF_FORMAT_TRIPLETS;
+}
+
+/* Why a shape the file gave is refused: per-row and per-column arrays (the CSR's row
+ * offsets, the transpose's column offsets, every algorithm's factors) scale with it, so a
+ * 25-byte file naming index 2^31 - 2 would cost gigabytes. A caller who means such a shape
+ * gives it in mf_read_opts. */
+static mf_status check_extent(mf_read_job *job, const char *what, int64_t extent, bool from_opts,
+                              int64_t at, int64_t index)
+{
+    int64_t limit = MF_READ_FREE_EXTENT + MF_READ_EXTENT_PER_ENTRY * job->nnz;
+    if (from_opts || extent <= limit)
+        return MF_OK;
+    if (index < 0)
+        return mf_read_bad(job, at,
+                           "the header's %lld %ss are more than %lld for %lld entries (16 per "
+                           "entry + 2^20): give the shape in mf_read_opts to read a matrix "
+                           "this sparse",
+                           (long long)extent, what, (long long)limit, (long long)job->nnz);
+    return mf_read_bad(job, at,
+                       "%s index %lld makes %lld %ss, more than %lld for %lld entries (16 per "
+                       "entry + 2^20): give the shape in mf_read_opts to read a matrix this "
+                       "sparse",
+                       what, (long long)index, (long long)extent, what, (long long)limit,
+                       (long long)job->nnz);
 }
 
 /* Settle base and shape from the data where the file and options left them open. */
@@ -147,6 +225,16 @@ static mf_status finish(mf_read_job *job)
         return mf_read_bad(job, job->max_col_at,
                            "column index %lld is outside the %d columns given",
                            (long long)job->max_col + job->base, job->cols);
+    if (job->rows > 0)
+        MF_TRY(check_extent(job, "row", job->rows, job->rows_from_opts, job->shape_at, -1));
+    else
+        MF_TRY(check_extent(job, "row", job->max_row + 1, false, job->max_row_at,
+                            job->max_row + job->base));
+    if (job->cols > 0)
+        MF_TRY(check_extent(job, "column", job->cols, job->cols_from_opts, job->shape_at, -1));
+    else
+        MF_TRY(check_extent(job, "column", job->max_col + 1, false, job->max_col_at,
+                            job->max_col + job->base));
     if (job->rows == 0)
         job->rows = (int32_t)(job->max_row + 1);
     if (job->cols == 0)
@@ -155,6 +243,50 @@ static mf_status finish(mf_read_job *job)
         return mf_fail(job->ctx, MF_ERR_INVALID_DATA,
                        "%s: the file has no entries and gives no shape", job->path);
     return MF_OK;
+}
+
+static mf_status parse_file(mf_read_job *job, mf_format format)
+{
+    switch (format) {
+    case MF_FORMAT_MATRIX_MARKET: return mf_read_matrix_market(job);
+    case MF_FORMAT_PAIRS: return mf_read_pairs(job);
+    case MF_FORMAT_BINARY_TRIPLETS: return mf_read_binary_triplets(job);
+    default: return mf_read_triplets(job);
+    }
+}
+
+/* The builder refused a repeated (row, col): read the file again, keeping nothing, to
+ * name the two places that give it, in the file's own numbering. A file that cannot be
+ * read twice (a pipe) keeps the builder's message and gains the file's indices. */
+static mf_status explain_repeat(const mf_read_job *first, mf_format format, const int32_t dup[2],
+                                unsigned flags)
+{
+    mf_read_job job = *first;
+    job.row = job.col = NULL;
+    job.val = NULL;
+    job.nnz = job.cap = 0;
+    job.rows_from_opts = job.cols_from_opts = true; /* settled by the first pass */
+    job.locate = true;
+    job.dup[0] = dup[0], job.dup[1] = dup[1];
+    mf_ctx *ctx = job.ctx;
+    char first_error[MF_ERROR_CAPACITY];
+    snprintf(first_error, sizeof first_error, "%s", mf_ctx_last_error(ctx));
+    long long r = (long long)dup[0] + job.base, c = (long long)dup[1] + job.base;
+    if (parse_file(&job, format) != MF_OK || job.dup_seen < 2)
+        return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                       "%s (row %lld, column %lld as the file numbers them)", first_error, r, c);
+    /* Readers add entries in file order, but for a first line held back (read_triplets.c). */
+    int64_t a = job.dup_at[0] < job.dup_at[1] ? job.dup_at[0] : job.dup_at[1];
+    int64_t b = job.dup_at[0] ^ job.dup_at[1] ^ a;
+    if (flags & MF_SPARSE_SUM_DUPLICATES)
+        return mf_read_bad(&job, b,
+                           "the entries for row %lld, column %lld (also at %s %lld) sum to a "
+                           "value that is not finite",
+                           r, c, job.unit, (long long)a);
+    return mf_read_bad(&job, b,
+                       "duplicate entry: row %lld, column %lld repeats %s %lld (pass "
+                       "MF_SPARSE_SUM_DUPLICATES, mfact --sum-duplicates, to sum repeats)",
+                       r, c, job.unit, (long long)a);
 }
 
 mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
@@ -183,22 +315,18 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     job.ctx = ctx;
     job.path = path;
     job.unit = format == MF_FORMAT_BINARY_TRIPLETS ? "record" : "line";
+    job.size = -1;
     job.base = o.index_base;
     job.rows = o.rows;
     job.cols = o.cols;
     job.rows_from_opts = o.rows > 0;
     job.cols_from_opts = o.cols > 0;
     job.pattern = o.pattern || format == MF_FORMAT_PAIRS;
+    job.count_line = o.format == MF_FORMAT_AUTO && format == MF_FORMAT_TRIPLETS;
     job.max_row = job.max_col = -1;
     job.min_index = INT64_MAX;
 
-    mf_status st;
-    switch (format) {
-    case MF_FORMAT_MATRIX_MARKET: st = mf_read_matrix_market(&job); break;
-    case MF_FORMAT_PAIRS: st = mf_read_pairs(&job); break;
-    case MF_FORMAT_BINARY_TRIPLETS: st = mf_read_binary_triplets(&job); break;
-    default: st = mf_read_triplets(&job); break;
-    }
+    mf_status st = parse_file(&job, format);
     if (st == MF_OK)
         st = finish(&job);
     if (st == MF_OK) {
@@ -206,7 +334,10 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
                            job.row,  job.col,  job.pattern ? NULL : job.val};
         /* A pairs file lists the ones of a Boolean matrix: a repeat is the same 1. */
         unsigned flags = format == MF_FORMAT_PAIRS ? o.flags | MF_SPARSE_SUM_DUPLICATES : o.flags;
-        st = mf_sparse_build_coo(ctx, out, &coo, flags, path);
+        int32_t dup[2] = {-1, -1};
+        st = mf_sparse_build_coo(ctx, out, &coo, flags, path, dup);
+        if (st == MF_ERR_INVALID_DATA && dup[0] >= 0)
+            st = explain_repeat(&job, format, dup, flags);
     }
     free(job.row);
     free(job.col);

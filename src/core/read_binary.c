@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/input_file.h"
 #include "core/readers.h"
 
 #define MF_RECORD_BYTES      12
@@ -18,22 +19,18 @@ static uint32_t load_le32(const unsigned char *p)
 
 mf_status mf_read_binary_triplets(mf_read_job *job)
 {
-    FILE *f = fopen(job->path, "rb");
-    if (!f)
-        return mf_fail(job->ctx, MF_ERR_IO, "%s: cannot open: %s", job->path, strerror(errno));
+    FILE *f;
+    MF_TRY(mf_input_open(job->ctx, job->path, &f, &job->size));
     if (job->base < 0)
         job->base = 0;
     mf_status st = MF_OK;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        if (size >= 0 && size % MF_RECORD_BYTES != 0)
-            st = mf_fail(job->ctx, MF_ERR_INVALID_DATA,
-                         "%s: size %ld bytes is not a multiple of %d: record %ld is incomplete",
-                         job->path, size, MF_RECORD_BYTES, size / MF_RECORD_BYTES + 1);
-        else if (size > 0)
-            st = mf_read_reserve(job, size / MF_RECORD_BYTES);
-        rewind(f);
-    }
+    if (job->size >= 0 && job->size % MF_RECORD_BYTES != 0)
+        st = mf_fail(job->ctx, MF_ERR_INVALID_DATA,
+                     "%s: size %lld bytes is not a multiple of %d: record %lld is incomplete",
+                     job->path, (long long)job->size, MF_RECORD_BYTES,
+                     (long long)(job->size / MF_RECORD_BYTES + 1));
+    else if (job->size > 0)
+        st = mf_read_expect(job, 0, job->size / MF_RECORD_BYTES, MF_RECORD_BYTES, "file size");
     unsigned char *block = malloc(MF_RECORD_BYTES * MF_RECORDS_PER_BLOCK);
     if (st == MF_OK && !block)
         st = mf_fail(job->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", job->path);

@@ -77,6 +77,7 @@ static mf_status parse_size(mf_read_job *job, int64_t at, const char *line, int6
         job->rows = (int32_t)v[0];
     if (job->cols == 0)
         job->cols = (int32_t)v[1];
+    job->shape_at = at;
     *entries = v[2];
     return MF_OK;
 }
@@ -100,15 +101,16 @@ static mf_status read_entries(mf_read_job *job, mf_text_reader *r, bool pattern,
             return mf_read_bad(job, r->line, "expected %d fields, found %d", want, n);
         int64_t i, j;
         float v = 1.0f;
+        char q[MF_EXCERPT_CAP];
         if (mf_parse_int64(s[0], e[0], &i) != 0)
-            return mf_read_bad(job, r->line, "row index \"%.*s\" is not an integer",
-                               (int)(e[0] - s[0]), s[0]);
+            return mf_read_bad(job, r->line, "row index %s is not an integer",
+                               mf_read_excerpt(q, s[0], e[0]));
         if (mf_parse_int64(s[1], e[1], &j) != 0)
-            return mf_read_bad(job, r->line, "column index \"%.*s\" is not an integer",
-                               (int)(e[1] - s[1]), s[1]);
+            return mf_read_bad(job, r->line, "column index %s is not an integer",
+                               mf_read_excerpt(q, s[1], e[1]));
         if (!pattern && mf_parse_float(s[2], e[2], &v) != 0)
-            return mf_read_bad(job, r->line, "value \"%.*s\" is not a number", (int)(e[2] - s[2]),
-                               s[2]);
+            return mf_read_bad(job, r->line, "value %s is not a number",
+                               mf_read_excerpt(q, s[2], e[2]));
         MF_TRY(mf_read_add(job, r->line, i, j, v));
         if (sym != MM_GENERAL && i != j)
             MF_TRY(mf_read_add(job, r->line, j, i, sym == MM_SKEW ? -v : v));
@@ -128,6 +130,7 @@ mf_status mf_read_matrix_market(mf_read_job *job)
 {
     mf_text_reader r;
     MF_TRY(mf_text_open(job->ctx, &r, job->path));
+    job->size = r.size;
     if (job->base < 0)
         job->base = 1;
     bool pattern = false;
@@ -153,8 +156,10 @@ mf_status mf_read_matrix_market(mf_read_job *job)
     }
     if (pattern)
         job->pattern = true;
+    /* An entry line holds at least "i j" and its newline, "i j v" with a value. Symmetric
+     * files grow past the claim as their mirrors are added. */
     if (st == MF_OK)
-        st = mf_read_reserve(job, sym == MM_GENERAL ? entries : 2 * entries);
+        st = mf_read_expect(job, r.line, entries, pattern ? 4 : 6, "size line");
     if (st == MF_OK)
         st = read_entries(job, &r, pattern, sym, entries);
     mf_text_close(&r);

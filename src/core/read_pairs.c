@@ -27,6 +27,7 @@ static mf_status parse_count_line(mf_read_job *job, int64_t at, const char *line
         job->rows = (int32_t)rows;
     if (job->cols == 0)
         job->cols = (int32_t)cols;
+    job->shape_at = at;
     *entries = v[n - 1];
     return MF_OK;
 }
@@ -35,6 +36,7 @@ mf_status mf_read_pairs(mf_read_job *job)
 {
     mf_text_reader r;
     MF_TRY(mf_text_open(job->ctx, &r, job->path));
+    job->size = r.size;
     if (job->base < 0)
         job->base = 0;
     int64_t entries = -1, seen = 0;
@@ -47,24 +49,25 @@ mf_status mf_read_pairs(mf_read_job *job)
             continue;
         if (entries < 0) {
             st = parse_count_line(job, r.line, line, &entries);
-            if (st == MF_OK)
-                st = mf_read_reserve(job, entries);
+            if (st == MF_OK) /* a pair line: "i j" and its newline */
+                st = mf_read_expect(job, r.line, entries, 4, "count line");
             continue;
         }
         const char *s[3], *e[3];
         int n = mf_split_fields(line, s, e, 3);
         int64_t i, j;
+        char q[MF_EXCERPT_CAP];
         if (seen == entries)
             st = mf_read_bad(job, r.line, "more pairs than the %lld of the count line",
                              (long long)entries);
         else if (n != 2)
             st = mf_read_bad(job, r.line, "expected 2 fields \"row col\", found %d", n);
         else if (mf_parse_int64(s[0], e[0], &i) != 0)
-            st = mf_read_bad(job, r.line, "row index \"%.*s\" is not an integer",
-                             (int)(e[0] - s[0]), s[0]);
+            st = mf_read_bad(job, r.line, "row index %s is not an integer",
+                             mf_read_excerpt(q, s[0], e[0]));
         else if (mf_parse_int64(s[1], e[1], &j) != 0)
-            st = mf_read_bad(job, r.line, "column index \"%.*s\" is not an integer",
-                             (int)(e[1] - s[1]), s[1]);
+            st = mf_read_bad(job, r.line, "column index %s is not an integer",
+                             mf_read_excerpt(q, s[1], e[1]));
         else {
             st = mf_read_add(job, r.line, i, j, 1.0f);
             seen++;

@@ -1,18 +1,78 @@
 /* Triplet text: "row col [value [ignored fields...]]" per line with any of the separators
  * of parse_num.h (MovieLens "u::i::r::t", CSV, TSV, spaces). Comment lines start with '#'
- * or '%'. A first line that is not numeric is a header. Two fields make a pattern. */
+ * or '%'. A first line that is not numeric is a header. Two fields make a pattern. Under
+ * auto-detection a first line of two or three integers may be a count line (readers.h). */
 #include "core/ctx.h"
 #include "core/parse_num.h"
 #include "core/readers.h"
 #include "core/text_reader.h"
 
+/* The first numeric line while it may still be a count line "n nnz" / "rows cols nnz". */
+typedef struct candidate {
+    bool held;
+    int n; /* its fields: 2 or 3 */
+    int64_t v[3];
+    int64_t at;       /* its line */
+    int64_t short_at; /* the first later line with two fields where it has three */
+} candidate;
+
+static bool hold_candidate(const mf_read_job *job, candidate *c, const char *const *s,
+                           const char *const *e, int n, int64_t at)
+{
+    if (!job->count_line || (n != 2 && n != 3))
+        return false;
+    for (int i = 0; i < n; i++)
+        if (mf_parse_int64(s[i], e[i], &c->v[i]) != 0 || c->v[i] < 0)
+            return false;
+    c->n = n;
+    c->at = at;
+    c->held = true;
+    return true;
+}
+
+/* A held first line is a count line when its count is the number of entries after it and
+ * its shape holds all of them (in whichever base the data turns out to have). */
+static bool is_count_line(const mf_read_job *job, const candidate *c, int64_t after)
+{
+    int64_t rows = c->v[0], cols = c->n == 3 ? c->v[1] : c->v[0];
+    if (c->v[c->n - 1] != after || rows < 1 || cols < 1 || rows > INT32_MAX || cols > INT32_MAX)
+        return false;
+    int64_t shift = job->base >= 0 || job->min_index == 0 || after == 0 ? 0 : 1;
+    return job->max_row - shift < rows && job->max_col - shift < cols;
+}
+
+/* At the end: the held line becomes the shape, or the first entry it was after all, and
+ * then, as a first entry does, it fixes the fields every line must have. */
+static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t after)
+{
+    if (!c->held)
+        return MF_OK;
+    /* The second pass (job->locate) repeats the first one's decision: it tracks no maxima. */
+    if (job->locate ? job->count_line_taken : is_count_line(job, c, after)) {
+        job->count_line_taken = true;
+        if (job->rows == 0)
+            job->rows = (int32_t)c->v[0];
+        if (job->cols == 0)
+            job->cols = (int32_t)(c->n == 3 ? c->v[1] : c->v[0]);
+        job->shape_at = c->at;
+        return MF_OK;
+    }
+    if (c->short_at > 0)
+        return mf_read_bad(job, c->short_at, "expected 3 fields (as on the first entry), found 2");
+    job->pattern = job->pattern || c->n == 2;
+    return mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f);
+}
+
 mf_status mf_read_triplets(mf_read_job *job)
 {
     mf_text_reader r;
     MF_TRY(mf_text_open(job->ctx, &r, job->path));
+    job->size = r.size;
     mf_status st = MF_OK;
     int fields = 0; /* 2 or 3, fixed by the first entry */
     bool first = true;
+    candidate cand = {0};
+    int64_t after = 0; /* entries after the candidate */
     char *line;
     int got = 0;
     while (st == MF_OK && (got = mf_text_next(job->ctx, &r, &line)) == 1) {
@@ -27,7 +87,11 @@ mf_status mf_read_triplets(mf_read_job *job)
             first = false; /* a header such as "userId,movieId,rating,timestamp" */
             continue;
         }
-        first = false;
+        if (first) {
+            first = false;
+            if (hold_candidate(job, &cand, s, e, n, r.line))
+                continue;
+        }
         if (fields == 0) {
             if (n < 2) {
                 st = mf_read_bad(job, r.line, "expected \"row col [value]\", found 1 field");
@@ -37,26 +101,33 @@ mf_status mf_read_triplets(mf_read_job *job)
             if (fields == 2)
                 job->pattern = true;
         }
+        if (cand.held && n < cand.n && cand.short_at == 0)
+            cand.short_at = r.line;
         if (n < fields) {
             st = mf_read_bad(job, r.line, "expected %d fields (as on the first entry), found %d",
                              fields, n);
             break;
         }
         float v = 1.0f;
+        char q[MF_EXCERPT_CAP];
         if (!numeric)
-            st = mf_read_bad(job, r.line, "row index \"%.*s\" is not an integer",
-                             (int)(e[0] - s[0]), s[0]);
+            st = mf_read_bad(job, r.line, "row index %s is not an integer",
+                             mf_read_excerpt(q, s[0], e[0]));
         else if (mf_parse_int64(s[1], e[1], &j) != 0)
-            st = mf_read_bad(job, r.line, "column index \"%.*s\" is not an integer",
-                             (int)(e[1] - s[1]), s[1]);
+            st = mf_read_bad(job, r.line, "column index %s is not an integer",
+                             mf_read_excerpt(q, s[1], e[1]));
         else if (fields == 3 && !job->pattern && mf_parse_float(s[2], e[2], &v) != 0)
-            st = mf_read_bad(job, r.line, "value \"%.*s\" is not a number", (int)(e[2] - s[2]),
-                             s[2]);
-        else
+            st = mf_read_bad(job, r.line, "value %s is not a number",
+                             mf_read_excerpt(q, s[2], e[2]));
+        else {
             st = mf_read_add(job, r.line, i, j, v);
+            after++;
+        }
     }
     if (st == MF_OK && got < 0)
         st = r.status;
+    if (st == MF_OK)
+        st = settle_candidate(job, &cand, after);
     mf_text_close(&r);
     return st;
 }

@@ -69,7 +69,7 @@ mf_status mf_sparse_from_coo(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
         mf_coo_view coo = {rows, cols, nnz, h_row, h_col, h_val};
         st = mf_coo_validate(ctx, &coo, fn);
         if (st == MF_OK)
-            st = mf_sparse_build_coo(ctx, out, &coo, flags, fn);
+            st = mf_sparse_build_coo(ctx, out, &coo, flags, fn, NULL);
     }
     free(o_row);
     free(o_col);

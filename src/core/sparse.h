@@ -47,9 +47,11 @@ typedef struct mf_coo_view {
  * function in messages, which name the offending position: "row[17] = 1000 ...". */
 mf_status mf_coo_validate(mf_ctx *ctx, const mf_coo_view *coo, const char *fn);
 
-/* Build the canonical matrix from validated host COO data. */
+/* Build the canonical matrix from validated host COO data. When repeats are rejected (or
+ * sum to a value that is not finite), dup (NULL: not wanted) gets the first one's 0-based
+ * row and column, so that a reader can name where the file gives them. */
 mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *coo, unsigned flags,
-                              const char *fn);
+                              const char *fn, int32_t *dup);
 
 /* Validate host CSR arrays: row_ptr starts at 0, never decreases, ends at nnz; columns in
  * range; values finite. */

@@ -118,6 +118,41 @@ static bool coo_sort_into(const mf_coo_view *coo, mf_sparse *m)
     return ok;
 }
 
+typedef struct col_pos col_pos;
+static bool sort_row(int32_t *col, float *val, int64_t len, col_pos **scratch, int64_t *cap);
+
+/* Rows bucketed in input order, then each row sorted stably: what a matrix with far more
+ * columns than entries needs, where counting by column would cost memory per column (a
+ * caller-given shape of 2^31 columns and two entries). */
+static bool coo_sort_by_rows(const mf_coo_view *coo, mf_sparse *m)
+{
+    int64_t *next = malloc(((size_t)coo->rows + 1) * sizeof *next);
+    if (!next)
+        return false;
+    for (int64_t i = 0; i < coo->nnz; i++)
+        m->row_ptr[coo->row[i] + 1]++;
+    for (int32_t r = 0; r < coo->rows; r++)
+        m->row_ptr[r + 1] += m->row_ptr[r];
+    memcpy(next, m->row_ptr, ((size_t)coo->rows + 1) * sizeof *next);
+    for (int64_t i = 0; i < coo->nnz; i++) {
+        int64_t dst = next[coo->row[i]]++;
+        m->col[dst] = coo->col[i];
+        if (m->val)
+            m->val[dst] = coo->val[i];
+    }
+    free(next);
+    col_pos *scratch = NULL;
+    int64_t cap = 0;
+    bool ok = true;
+    for (int32_t r = 0; ok && r < coo->rows; r++) {
+        int64_t b = m->row_ptr[r];
+        ok =
+            sort_row(m->col + b, m->val ? m->val + b : NULL, m->row_ptr[r + 1] - b, &scratch, &cap);
+    }
+    free(scratch);
+    return ok;
+}
+
 static void coo_copy_sorted(const mf_coo_view *coo, mf_sparse *m)
 {
     for (int64_t i = 0; i < coo->nnz; i++)
@@ -131,8 +166,10 @@ static void coo_copy_sorted(const mf_coo_view *coo, mf_sparse *m)
         memcpy(m->val, coo->val, (size_t)coo->nnz * sizeof *m->val);
 }
 
-/* Sorted rows in place: merge equal neighbours (summing values) or reject them. */
-static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, const char *fn)
+/* Sorted rows in place: merge equal neighbours (summing values) or reject them. On a
+ * rejected repeat (or a sum that is not finite) dup, when given, gets its row and column. */
+static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, const char *fn,
+                                  int32_t *dup)
 {
     int64_t w = 0;
     for (int32_t r = 0; r < m->rows; r++) {
@@ -140,6 +177,8 @@ static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, con
         m->row_ptr[r] = w;
         for (int64_t i = begin; i < end; i++) {
             if (i > begin && m->col[i] == m->col[w - 1]) {
+                if (dup)
+                    dup[0] = r, dup[1] = m->col[i];
                 if (!(flags & MF_SPARSE_SUM_DUPLICATES))
                     return mf_fail(ctx, MF_ERR_INVALID_DATA,
                                    "%s: duplicate entry at row %d, column %d (0-based; pass "
@@ -166,19 +205,21 @@ static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, con
 }
 
 mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *coo, unsigned flags,
-                              const char *fn)
+                              const char *fn, int32_t *dup)
 {
     mf_sparse *m = sparse_alloc(coo->rows, coo->cols, coo->nnz, coo->val != NULL);
     if (!m)
         return out_of_memory(ctx, fn, coo->nnz);
     m->ctx = ctx;
+    /* Counting by column costs 8 bytes a column: worth it while columns are few. */
+    bool by_rows = coo->cols > (int64_t)1 << 20 && coo->cols / 4 > coo->nnz;
     if (coo_is_sorted(coo))
         coo_copy_sorted(coo, m);
-    else if (!coo_sort_into(coo, m)) {
+    else if (!(by_rows ? coo_sort_by_rows(coo, m) : coo_sort_into(coo, m))) {
         mf_sparse_destroy(m);
         return out_of_memory(ctx, fn, coo->nnz);
     }
-    mf_status st = merge_duplicates(ctx, m, flags, fn);
+    mf_status st = merge_duplicates(ctx, m, flags, fn, dup);
     if (st != MF_OK) {
         mf_sparse_destroy(m);
         return st;
@@ -189,10 +230,10 @@ mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *c
 
 /* ---- CSR input ---------------------------------------------------------------------- */
 
-typedef struct col_pos {
+struct col_pos {
     int32_t col;
     int64_t pos; /* position in the row: the tie-break that makes the sort stable */
-} col_pos;
+};
 
 static int col_pos_cmp(const void *a, const void *b)
 {
@@ -293,7 +334,7 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
         }
     }
     free(scratch);
-    mf_status st = merge_duplicates(ctx, m, flags, fn);
+    mf_status st = merge_duplicates(ctx, m, flags, fn, NULL);
     if (st != MF_OK) {
         mf_sparse_destroy(m);
         return st;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/input_file.h"
 
 #define MF_TEXT_BLOCK    (1u << 20)
 #define MF_TEXT_MAX_LINE (64u << 20) /* a longer "line" is not a matrix file */
@@ -13,9 +14,7 @@ mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
-    r->file = fopen(path, "rb");
-    if (!r->file)
-        return mf_fail(ctx, MF_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    MF_TRY(mf_input_open(ctx, path, &r->file, &r->size));
     r->cap = MF_TEXT_BLOCK;
     r->buf = malloc(r->cap);
     if (!r->buf) {
@@ -77,6 +76,11 @@ static int refill(mf_ctx *ctx, mf_text_reader *r)
         r->eof = true;
     }
     r->end += got;
+    /* A UTF-8 byte-order mark (what some editors and spreadsheet exports write first) is
+     * not part of the first line: left there, it turned a first entry into a "header". */
+    if (!r->started && r->end >= 3 && memcmp(r->buf, "\xEF\xBB\xBF", 3) == 0)
+        r->begin = 3;
+    r->started = r->started || r->end >= 3 || r->eof;
     return 0;
 }
 

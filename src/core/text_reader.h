@@ -15,11 +15,14 @@ typedef struct mf_text_reader {
     char *buf;
     size_t cap, begin, end; /* unread bytes are buf[begin, end) */
     int64_t line;           /* number of the line last returned, from 1 */
+    int64_t size;           /* the file's size in bytes; -1 when it has none (a pipe) */
     bool eof;
+    bool started;     /* the first bytes were seen (and a byte-order mark skipped) */
     mf_status status; /* why mf_text_next returned -1 */
 } mf_text_reader;
 
-/* MF_ERR_IO naming the path and the system's reason when the file cannot be opened. */
+/* MF_ERR_IO naming the path and the system's reason when the file cannot be opened (see
+ * mf_input_open). */
 mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, const char *path);
 /* The next line without its "\n" or "\r\n", NUL-terminated and writable until the next
  * call: 1 when there is one, 0 at the end, -1 on failure (r->status, message on ctx). */
