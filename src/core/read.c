@@ -122,7 +122,7 @@ static mf_status check_index(mf_read_job *job, int64_t at, const char *what, int
 
 mf_status mf_read_add(mf_read_job *job, int64_t at, int64_t row, int64_t col, float val)
 {
-    int32_t r, c;
+    int32_t r = 0, c = 0; /* set by check_index; gcc -O3 cannot see that */
     MF_TRY(check_index(job, at, "row", row, job->rows, job->rows_from_opts, &r));
     MF_TRY(check_index(job, at, "column", col, job->cols, job->cols_from_opts, &c));
     if (!job->pattern && !isfinite(val))

@@ -61,8 +61,10 @@ static inline unsigned mf_cuda_grid(const mf_cuda *c, int64_t n, int threads, in
     return (unsigned)(grid < 1 ? 1 : grid < cap ? grid : cap);
 }
 
-/* The context's cuSPARSE handle, created on first use and bound to the current stream. */
-mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle);
+struct mf_cusparse_api;
+/* The context's cuSPARSE handle, created on first use and bound to the current stream, and
+ * the functions to call with it (cusparse_api.h). */
+mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle, const struct mf_cusparse_api **api);
 void mf_cuda_cusparse_destroy(mf_cuda *c);
 
 /* The pool as a source for the memory manager (device_pool.cu). */

@@ -1,31 +1,92 @@
-// The context's cuSPARSE handle: made on the first call that needs it (most contexts never
-// do), rebound to the context's current stream on every use.
-#include <cusparse.h>
+// cuSPARSE for the context: the library loaded on first use (cusparse_api.h says why), and
+// the context's handle, made on the first call that needs it (most contexts never do) and
+// rebound to the context's current stream on every use.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
 
 #include "cuda/cuda_internal.h"
+#include "cuda/cusparse_api.h"
 
-mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle)
+static mf_cusparse_api loaded;
+static char load_error[512];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+// Every CUDA 12 and 13 toolkit ships cuSPARSE as libcusparse.so.12; the unversioned name
+// is a development symlink, tried last.
+static void load(void)
 {
+    static const char *const names[] = {"libcusparse.so.12", "libcusparse.so"};
+    void *lib = NULL;
+    for (const char *name : names)
+        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != NULL)
+            break;
+    if (!lib) {
+        const char *why = dlerror();
+        snprintf(load_error, sizeof load_error, "%s", why ? why : "libcusparse.so.12 not found");
+        return;
+    }
+    mf_cusparse_api api;
+    struct {
+        void **slot;
+        const char *symbol;
+    } table[] = {
+        {(void **)&api.create, "cusparseCreate"},
+        {(void **)&api.destroy, "cusparseDestroy"},
+        {(void **)&api.set_stream, "cusparseSetStream"},
+        {(void **)&api.error_string, "cusparseGetErrorString"},
+        {(void **)&api.create_csr, "cusparseCreateCsr"},
+        {(void **)&api.destroy_sp_mat, "cusparseDestroySpMat"},
+        {(void **)&api.create_dn_mat, "cusparseCreateDnMat"},
+        {(void **)&api.destroy_dn_mat, "cusparseDestroyDnMat"},
+        {(void **)&api.spmm_buffer_size, "cusparseSpMM_bufferSize"},
+        {(void **)&api.spmm, "cusparseSpMM"},
+    };
+    for (auto &entry : table)
+        if (!(*entry.slot = dlsym(lib, entry.symbol))) {
+            snprintf(load_error, sizeof load_error, "libcusparse.so.12 lacks %s", entry.symbol);
+            dlclose(lib);
+            return;
+        }
+    loaded = api; // published by pthread_once's return
+}
+
+mf_status mf_cusparse_api_get(mf_ctx *ctx, const mf_cusparse_api **api)
+{
+    pthread_once(&load_once, load);
+    if (!loaded.spmm)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "cuSPARSE could not be loaded (%s): mf_spmm on the GPU needs the CUDA "
+                       "toolkit's libcusparse.so.12 on the library path; nothing else does",
+                       load_error);
+    *api = &loaded;
+    return MF_OK;
+}
+
+mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle, const mf_cusparse_api **api)
+{
+    MF_TRY(mf_cusparse_api_get(ctx, api));
     mf_cuda *c = ctx->cuda;
     if (!c->cusparse) {
         cusparseHandle_t h;
-        cusparseStatus_t s = cusparseCreate(&h);
+        cusparseStatus_t s = (*api)->create(&h);
         if (s != CUSPARSE_STATUS_SUCCESS)
             return mf_fail(ctx,
                            s == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA,
-                           "cusparseCreate failed: %s", cusparseGetErrorString(s));
+                           "cusparseCreate failed: %s", (*api)->error_string(s));
         c->cusparse = h;
     }
-    cusparseStatus_t s = cusparseSetStream((cusparseHandle_t)c->cusparse, c->stream);
+    cusparseStatus_t s = (*api)->set_stream((cusparseHandle_t)c->cusparse, c->stream);
     if (s != CUSPARSE_STATUS_SUCCESS)
-        return mf_fail(ctx, MF_ERR_CUDA, "cusparseSetStream failed: %s", cusparseGetErrorString(s));
+        return mf_fail(ctx, MF_ERR_CUDA, "cusparseSetStream failed: %s", (*api)->error_string(s));
     *handle = c->cusparse;
     return MF_OK;
 }
 
 void mf_cuda_cusparse_destroy(mf_cuda *c)
 {
+    // A handle exists only if the library was loaded.
     if (c->cusparse)
-        cusparseDestroy((cusparseHandle_t)c->cusparse);
+        loaded.destroy((cusparseHandle_t)c->cusparse);
     c->cusparse = NULL;
 }

@@ -2,22 +2,22 @@
 // operands described as row-major. cuSPARSE takes 32-bit row offsets here (mixing 64-bit
 // offsets with 32-bit columns is not supported by every SpMM algorithm), kept beside the
 // 64-bit ones on the handle.
-#include <cusparse.h>
-
 #include "core/sparse.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
+#include "cuda/cusparse_api.h"
 #include "spmm/spmm_internal.h"
 
-#define MF_CUSPARSE_TRY(ctx, call)                                                                 \
+// `fn` names a member of sp, the loaded cuSPARSE (cusparse_api.h).
+#define MF_CUSPARSE_TRY(ctx, fn, ...)                                                              \
     do {                                                                                           \
-        cusparseStatus_t mf_sp_ = (call);                                                          \
+        cusparseStatus_t mf_sp_ = sp->fn(__VA_ARGS__);                                             \
         if (mf_sp_ != CUSPARSE_STATUS_SUCCESS) {                                                   \
             st = mf_fail((ctx),                                                                    \
                          mf_sp_ == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY             \
                                                                 : MF_ERR_CUDA,                     \
-                         "%s failed: %s (%s:%d)", #call, cusparseGetErrorString(mf_sp_), __FILE__, \
-                         __LINE__);                                                                \
+                         "cuSPARSE %s failed: %s (%s:%d)", #fn, sp->error_string(mf_sp_),          \
+                         __FILE__, __LINE__);                                                      \
             goto done;                                                                             \
         }                                                                                          \
     } while (0)
@@ -62,7 +62,8 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
         MF_TRY(mf_sparse_device_ones(S, &val));
     MF_TRY(offsets32(ctx, S, row_ptr, &ptr32));
     void *handle = NULL;
-    MF_TRY(mf_cuda_cusparse(ctx, &handle));
+    const mf_cusparse_api *sp = NULL;
+    MF_TRY(mf_cuda_cusparse(ctx, &handle, &sp));
     cusparseHandle_t h = (cusparseHandle_t)handle;
 
     const int64_t p = c->op == MF_OP_N ? S->rows : S->cols;
@@ -74,22 +75,19 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
     cusparseDnMatDescr_t x = NULL, y = NULL;
     size_t bytes = 0;
     mf_dbuf work = {0, 0};
-    MF_CUSPARSE_TRY(ctx, cusparseCreateCsr(&a, S->rows, S->cols, S->nnz, (void *)ptr32, (void *)col,
-                                           (void *)val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                                           CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    MF_CUSPARSE_TRY(ctx, cusparseCreateDnMat(&x, q, c->n, c->ldx, (void *)c->X, CUDA_R_32F,
-                                             CUSPARSE_ORDER_ROW));
-    MF_CUSPARSE_TRY(ctx,
-                    cusparseCreateDnMat(&y, p, c->n, c->ldy, c->Y, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    MF_CUSPARSE_TRY(ctx, cusparseSpMM_bufferSize(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha,
-                                                 a, x, &c->beta, y, CUDA_R_32F,
-                                                 CUSPARSE_SPMM_ALG_DEFAULT, &bytes));
+    MF_CUSPARSE_TRY(ctx, create_csr, &a, S->rows, S->cols, S->nnz, (void *)ptr32, (void *)col,
+                    (void *)val, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                    CUDA_R_32F);
+    MF_CUSPARSE_TRY(ctx, create_dn_mat, &x, q, c->n, c->ldx, (void *)c->X, CUDA_R_32F,
+                    CUSPARSE_ORDER_ROW);
+    MF_CUSPARSE_TRY(ctx, create_dn_mat, &y, p, c->n, c->ldy, c->Y, CUDA_R_32F, CUSPARSE_ORDER_ROW);
+    MF_CUSPARSE_TRY(ctx, spmm_buffer_size, h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x,
+                    &c->beta, y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
     st = mf_dmem_alloc(ctx, &work, bytes, "cuSPARSE SpMM workspace");
     if (st != MF_OK)
         goto done;
-    MF_CUSPARSE_TRY(ctx,
-                    cusparseSpMM(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x, &c->beta,
-                                 y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, work.ptr));
+    MF_CUSPARSE_TRY(ctx, spmm, h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x, &c->beta,
+                    y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, work.ptr);
     {
         cudaError_t err = cudaStreamSynchronize(ctx->cuda->stream);
         if (err != cudaSuccess)
@@ -97,11 +95,11 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
     }
 done:
     if (a)
-        cusparseDestroySpMat(a);
+        sp->destroy_sp_mat(a);
     if (x)
-        cusparseDestroyDnMat(x);
+        sp->destroy_dn_mat(x);
     if (y)
-        cusparseDestroyDnMat(y);
+        sp->destroy_dn_mat(y);
     mf_dmem_free(ctx, &work);
     return st;
 }
