@@ -32,7 +32,10 @@ static void bmf_help(void)
            "false negatives (default from the data) and --weight-decay its decay per sweep\n"
            "(0.98), --temperature turns on Metropolis moves.\n"
            "--output-a/--output-b write the factors, as text or with --packed as the 64-bit\n"
-           "words of mfact's bit order. --verbose prints every sweep on stderr.\n\n%s",
+           "words of mfact's bit order. On a terminal a line on stderr shows the search's\n"
+           "progress; --verbose prints every sweep instead. --time-limit is checked after\n"
+           "each half-sweep of an instance (CPU) or each sweep (GPU): a run ends within one\n"
+           "sweep of it; the Asso start itself is not interrupted.\n\n%s",
            cli_common_help());
 }
 
@@ -151,6 +154,26 @@ static int on_sweep(void *user, const mf_bmf_progress *p)
     return 0;
 }
 
+/* Without --verbose, on a terminal: one line kept up to date, so that a long run is seen
+ * to be running. */
+typedef struct bmf_watch {
+    cli_progress line;
+    const bmf_args *a;
+} bmf_watch;
+
+static int on_sweep_line(void *user, const mf_bmf_progress *p)
+{
+    bmf_watch *w = user;
+    char what[96];
+    snprintf(what, sizeof what, "sweep %d: relative error %.4e, F1 %.4f", p->sweep,
+             p->relative_error, p->f1);
+    double done = (double)p->sweep / (double)w->a->max_sweeps;
+    if (w->a->time_limit > 0 && p->seconds / w->a->time_limit > done)
+        done = p->seconds / w->a->time_limit;
+    cli_progress_update(&w->line, what, done < 1 ? done : 1);
+    return 0;
+}
+
 static int write_factor(const char *path, const uint64_t *X, int32_t lines, int k, bool packed)
 {
     FILE *f = fopen(path, packed ? "wb" : "w");
@@ -193,10 +216,21 @@ static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
     o.patience = (int)a->patience, o.time_limit = a->time_limit, o.seed = a->common.seed;
     o.weight = (float)a->weight, o.weight_decay = (float)a->weight_decay,
     o.temperature = (float)a->temperature, o.init = a->init;
+    bmf_watch watch = {.a = a};
+    cli_progress_begin(&watch.line);
     if (a->verbose)
         o.progress = on_sweep;
+    else if (watch.line.enabled) {
+        o.progress = on_sweep_line;
+        o.progress_user = &watch;
+        if (a->init == MF_BMF_INIT_ASSO)
+            fprintf(stderr, "mfact bmf: building the Asso start (%lld instances, rank %lld)\n",
+                    a->instances, a->rank);
+    }
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    if (mf_bmf_run(ctx, C, &o, A, B, &rep) != MF_OK) {
+    mf_status st = mf_bmf_run(ctx, C, &o, A, B, &rep);
+    cli_progress_end(&watch.line);
+    if (st != MF_OK) {
         cli_error("bmf", "%s", mf_ctx_last_error(ctx));
         goto done;
     }

@@ -158,6 +158,16 @@ START_TEST(divergence_is_reported)
             ck_assert(V[p] == -9.0f);
         ck_assert_int_eq(rep.epochs, -5);
     }
+    /* A huge lambda at the default rate: the message names lambda, not the rate alone. */
+    mf_sgd_opts o;
+    mf_sgd_opts_init(&o);
+    o.lambda_u = o.lambda_v = 1000.0f;
+    o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+    float *U = malloc(100 * 32 * sizeof *U), *V = malloc(80 * 32 * sizeof *V);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+    tu_assert_error_has(ctx, "lambda_u 1000, lambda_v 1000) = 100 >= 1");
+    free(U);
+    free(V);
     mf_sparse_destroy(R);
     mf_sparse_destroy(test);
     mf_ctx_destroy(ctx);

@@ -623,7 +623,9 @@ typedef struct mf_bmf_opts {
      * Default 30. */
     int patience;
     double target_error; /* stop at a relative error <= this; default 0 (only an exact fit) */
-    double time_limit;   /* seconds, 0 = none; checked between sweeps                     */
+    double time_limit;   /* seconds, 0 = none; checked after each half-sweep (CPU) or   */
+                         /* sweep (GPU): a run ends within one sweep of it; the start  */
+                         /* (MF_BMF_INIT_ASSO's cover) is not interrupted              */
     /* The error minimized is weight * fn + fp, with weight = max(floor, w0 * decay^s) in
      * sweep s (0-based): a high early weight keeps the search from collapsing to the
      * all-zero factorization of sparse data. 0 picks the cuTeBool defaults:

@@ -288,13 +288,15 @@ static mf_status search(run_state *s)
             plan[g].wq = llround(w * BMF_WSCALE);
             plan[g].temperature = s->sch.t0 * pow(s->sch.tdecay, s->sweeps + g);
         }
-        st = s->e->sweeps(s->e, s->sweeps, group, plan, hist);
+        double deadline = o->time_limit > 0.0 ? s->start + o->time_limit : 0.0;
+        int done = 0;
+        st = s->e->sweeps(s->e, s->sweeps, group, plan, deadline, hist, &done);
         if (st != MF_OK)
             break;
         if (debug_recount)
             st = check_recount(s, s->sweeps, hist);
-        /* Every queued sweep is taken, even past a stop: the engine kept their bests. */
-        for (int g = 0; g < group && st == MF_OK; g++) {
+        /* Every sweep run is taken, even past a stop: the engine kept their bests. */
+        for (int g = 0; g < done && st == MF_OK; g++) {
             int sweep = s->sweeps++;
             if (take_counts(s, hist + (size_t)g * n * 2))
                 stale = 0;

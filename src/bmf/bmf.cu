@@ -10,6 +10,7 @@
 #include "bmf/bmf_internal.h"
 #include "bmf/bmf_kernels.cuh"
 #include "bmf/bmf_launch.cuh"
+#include "core/clock.h"
 #include "cuda/cuda_internal.h"
 
 namespace
@@ -138,20 +139,29 @@ mf_status keep_best(cuda_engine *e, int g)
 }
 
 mf_status cuda_sweeps(mf_bmf_engine *base, int first, int count_, const mf_bmf_sweep *plan,
-                      int64_t *hist)
+                      double deadline, int64_t *hist, int *done)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(ctx->cuda->device);
     if (count_ > MF_BMF_GROUP_MAX)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_bmf_run: %d sweeps queued at once", count_);
+    cudaStream_t st = ctx->cuda->stream;
+    *done = 0;
     for (int g = 0; g < count_; g++) {
         MF_TRY(half_sweep(e, MF_BMF_ROWS, first + g, &plan[g]));
         MF_TRY(half_sweep(e, MF_BMF_COLS, first + g, &plan[g]));
         MF_TRY(keep_best(e, g));
+        *done = g + 1;
+        /* With a deadline, wait for each sweep to see the time: a queue of sixteen would
+         * overrun it by up to sixteen sweeps. */
+        if (deadline > 0.0) {
+            MF_CUDA_TRY(ctx, cudaStreamSynchronize(st));
+            if (mf_seconds() >= deadline)
+                break;
+        }
     }
-    cudaStream_t st = ctx->cuda->stream;
-    MF_CUDA_TRY(ctx, cudaMemcpyAsync(hist, e->hist.ptr, (size_t)count_ * e->I * 2 * 8,
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(hist, e->hist.ptr, (size_t)*done * e->I * 2 * 8,
                                      cudaMemcpyDeviceToHost, st));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(st));
     return MF_OK;

@@ -8,6 +8,7 @@
 
 #include "bmf/bmf_internal.h"
 #include "bmf/bmf_rules.h"
+#include "core/clock.h"
 #include "core/ctx.h"
 
 typedef struct instance {
@@ -239,18 +240,34 @@ static void keep_best(cpu_engine *e, instance *in)
     memcpy(in->Bbest, in->B, (size_t)e->n * e->kw * 8);
 }
 
+static bool past(double deadline)
+{
+    return deadline > 0.0 && mf_seconds() >= deadline;
+}
+
 static mf_status cpu_sweeps(mf_bmf_engine *base, int first, int count, const mf_bmf_sweep *plan,
-                            int64_t *hist)
+                            double deadline, int64_t *hist, int *done)
 {
     cpu_engine *e = (cpu_engine *)base;
-    for (int g = 0; g < count; g++)
+    bool stop = false;
+    *done = 0;
+    for (int g = 0; g < count && !stop; g++) {
         for (int q = 0; q < e->s.instances; q++) {
-            MF_TRY(half_sweep(e, q, MF_BMF_ROWS, first + g, &plan[g]));
-            MF_TRY(half_sweep(e, q, MF_BMF_COLS, first + g, &plan[g]));
-            keep_best(e, &e->inst[q]);
+            if (!stop) {
+                MF_TRY(half_sweep(e, q, MF_BMF_ROWS, first + g, &plan[g]));
+                stop = past(deadline);
+                if (!stop)
+                    MF_TRY(half_sweep(e, q, MF_BMF_COLS, first + g, &plan[g]));
+                stop = stop || past(deadline);
+                keep_best(e, &e->inst[q]);
+            }
+            /* Past the deadline the later instances stand as they were: their counts
+             * are the ones the driver already has. */
             hist[((size_t)g * e->s.instances + q) * 2] = e->inst[q].fp;
             hist[((size_t)g * e->s.instances + q) * 2 + 1] = e->inst[q].fn;
         }
+        *done = g + 1;
+    }
     return MF_OK;
 }
 

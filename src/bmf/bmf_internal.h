@@ -49,9 +49,13 @@ struct mf_bmf_engine {
     int64_t *initial;
     /* Run sweeps first .. first + count - 1 on every instance (rows of A, then columns of
      * B), writing fp and fn after each into hist (count x instances x 2). After each sweep
-     * an instance whose fp + fn is below its best so far keeps a copy of its factors. */
+     * an instance whose fp + fn is below its best so far keeps a copy of its factors.
+     * deadline (mf_seconds(); 0: none) is checked between launches: once it has passed,
+     * the sweep under way ends early (the CPU's after an instance's half-sweep, the
+     * GPU's after its two half-sweeps), its hist row holding every instance's counts as
+     * they stand, and *done says how many sweeps hist holds. */
     mf_status (*sweeps)(mf_bmf_engine *e, int first, int count, const mf_bmf_sweep *plan,
-                        int64_t *hist);
+                        double deadline, int64_t *hist, int *done);
     /* Count fp and fn of instance q's current factors from scratch (the debug check). */
     mf_status (*recount)(mf_bmf_engine *e, int q, int64_t *fp, int64_t *fn);
     /* Write instance q's best factors to the caller's A and B in `where` memory. */

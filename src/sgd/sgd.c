@@ -124,8 +124,19 @@ static mf_status measure(run_state *s)
     return MF_OK;
 }
 
-static mf_status diverged(mf_ctx *ctx, int epoch, double loss, float lr)
+/* Name the cause: each update shrinks a factor by lr * lambda, so at lr * lambda >= 1 it
+ * overshoots zero and grows whatever the learning rate's other effects (a huge lambda was
+ * blamed on the learning rate). */
+static mf_status diverged(mf_ctx *ctx, const mf_sgd_opts *o, int epoch, double loss, float lr)
 {
+    double shrink = (double)lr * (o->lambda_u > o->lambda_v ? o->lambda_u : o->lambda_v);
+    if (shrink >= 1.0)
+        return mf_fail(ctx, MF_ERR_NUMERIC,
+                       "mf_sgd_hogwild_run: diverged in epoch %d: learning rate %g x lambda "
+                       "(lambda_u %g, lambda_v %g) = %g >= 1 makes each update overshoot: lower "
+                       "lambda_u/lambda_v or take a smaller learning_rate, so that their "
+                       "product stays well below 1",
+                       epoch, (double)lr, (double)o->lambda_u, (double)o->lambda_v, shrink);
     return mf_fail(ctx, MF_ERR_NUMERIC,
                    "mf_sgd_hogwild_run: diverged in epoch %d (the squared errors summed to %g "
                    "at learning rate %g): try a smaller learning_rate",
@@ -144,7 +155,7 @@ static mf_status iterate(run_state *s)
         MF_TRY(s->e->epoch(s->e, t, lr, &loss));
         s->rep.epoch_seconds += mf_seconds() - t0;
         if (!isfinite(loss))
-            return diverged(ctx, t + 1, loss, lr);
+            return diverged(ctx, o, t + 1, loss, lr);
         s->rep.epochs = t + 1;
         have_rmse = 0;
         if (!o->progress)
@@ -162,7 +173,7 @@ static mf_status iterate(run_state *s)
         MF_TRY(measure(s));
     /* Overflow of the factors can leave every error finite until the last update. */
     if (!isfinite(s->rep.train_rmse))
-        return diverged(ctx, s->rep.epochs, s->rep.train_rmse,
+        return diverged(ctx, o, s->rep.epochs, s->rep.train_rmse,
                         mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME,
                                     o->decay, s->rep.epochs > 0 ? s->rep.epochs - 1 : 0));
     return MF_OK;
