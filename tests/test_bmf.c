@@ -232,6 +232,34 @@ static void expect_bad(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, ui
         ck_assert(B[0] == b0);
 }
 
+/* The time limit holds within one sweep: it was checked only after a queue of up to 16
+ * sweeps (a 10 s limit ran 38-46 s). One sweep's time d is measured first; a run limited
+ * to 24 d must end within the limit plus 2 d (a queue of 16 would overshoot by up to 16 d). */
+START_TEST(time_limit_within_a_sweep)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *C = bx_planted(ctx, 500, 400, 12, 0.1, 0.02, 4, NULL, NULL, NULL);
+    mf_bmf_opts o;
+    mf_bmf_opts_init(&o);
+    o.rank = 16, o.instances = 2, o.max_sweeps = 1, o.patience = 0;
+    uint64_t *A = NULL, *B = NULL;
+    mf_bmf_report one = bx_run(ctx, C, &o, &A, &B);
+    double d = one.seconds;
+    o.max_sweeps = 100000;
+    o.time_limit = 24 * d;
+    mf_bmf_report r = bx_run(ctx, C, &o, &A, &B);
+    printf("time limit %.3f s (one sweep %.3f s): ran %.3f s, %d sweeps\n", o.time_limit, d,
+           r.seconds, r.sweeps);
+    ck_assert_int_lt(r.sweeps, o.max_sweeps);
+    ck_assert_double_ge(r.seconds, o.time_limit);
+    ck_assert_double_lt(r.seconds, o.time_limit + 2 * d);
+    free(A);
+    free(B);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(bad_arguments)
 {
     mf_ctx *ctx = tu_cpu_ctx();
@@ -403,6 +431,7 @@ int main(void)
     tcase_add_test(tc, warm_start_and_determinism);
     tcase_add_test(tc, metropolis_rule);
     tcase_add_test(tc, cancellation);
+    tcase_add_test(tc, time_limit_within_a_sweep);
     tcase_add_test(tc, bad_arguments);
     tcase_add_test(tc, apatio_quality);
     tcase_add_test(tc, asso_matches_reference);
