@@ -12,7 +12,7 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", cmd_info, "version, build options, backend, device and memory"},
-    {"demo", cmd_demo, "load or generate a sparse matrix and report on it"},
+    {"demo", cmd_demo, "run ALS, SGD, BMF and SDDMM on generated data, or report on FILE"},
     {"als", cmd_als, "factorize explicit ratings by ALS-WR (mf_als_run)"},
     {"bmf", cmd_bmf, "Boolean matrix factorization of a 0/1 matrix (mf_bmf_run)"},
     {"sgd", cmd_sgd, "factorize explicit ratings by lock-free SGD (mf_sgd_hogwild_run)"},

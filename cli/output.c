@@ -1,3 +1,4 @@
+#include <math.h>
 #include <stdio.h>
 
 #include "cli.h"
@@ -52,7 +53,10 @@ void cli_out_num(cli_out *o, const char *label, double value)
         printf("%s %.6g\n", label, value);
     else {
         key(o, label);
-        printf("%.9g", value);
+        if (isfinite(value))
+            printf("%.9g", value);
+        else
+            fputs("null", stdout); /* JSON has no NaN or infinity */
     }
 }
 

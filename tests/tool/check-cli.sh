@@ -7,28 +7,52 @@ out=$("$mfact" info) || fail "mfact info exited $?"
 echo "$out" | grep -q "^version " || fail "info has no version line: $out"
 echo "$out" | grep -q "^backend " || fail "info has no backend line"
 
-out=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --seed 3) || fail "demo exited $?"
-echo "$out"
-echo "$out" | grep -q "^rows 2000$" || fail "demo rows"
-echo "$out" | grep -q "^cols 1500$" || fail "demo cols"
-echo "$out" | grep -Eq "^nnz [0-9]+$" || fail "demo nnz"
-again=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --seed 3 | grep '^nnz')
-[ "$again" = "$(echo "$out" | grep '^nnz')" ] || fail "same seed, different matrix"
-
-# 12.6M draws span several generation chunks: each must draw fresh numbers (a chunk that
-# repeated the first would cap nnz near 4.2M).
-big=$("$mfact" demo --backend cpu --shape 100000,20000,0.0063 | sed -n 's/^nnz //p')
-[ "$big" -gt 7560000 ] || fail "generated matrix too small: nnz $big of 12.6M draws"
-
-json=$("$mfact" demo --backend cpu --shape 300,200,0.05 --json) || fail "demo --json exited $?"
-echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==300 and d["cols"]==200, d' ||
-  fail "demo --json is not the expected JSON: $json"
+# demo on generated data: every step at a fifth of the CPU size, what each gets against the
+# planted truth, the "==" lines saying what runs, and the same data from the same seed
+json=$("$mfact" demo --backend cpu --scale 0.2 --seed 3 --json 2>/tmp/mfact-cli-err.$$) ||
+  fail "demo exited $?: $(cat /tmp/mfact-cli-err.$$)"
+echo "$json"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+p = d["planted_test_RMSE"]
+assert 0.45 < p < 0.55, ("planted RMSE is not the noise", d)
+for m in ("ALS", "SGD"):
+    assert d[m + "_test_RMSE"] < 1.15 * p, (m + " test RMSE more than 15% above the planted", d)
+assert d["BMF_F1_vs_planted"] > 0.9, ("BMF F1", d)
+assert d["SDDMM_k32_ms"] > 0 and d["SDDMM_k32_GFLOP/s"] > 0, ("SDDMM", d)
+assert d["test_ratings"] > 0.05 * d["train_ratings"], d
+' || fail "demo results: $json"
+for step in "ALS-WR" "Hogwild SGD" "SDDMM" "BMF"; do
+  grep -q "^== $step" /tmp/mfact-cli-err.$$ || fail "demo does not say it runs $step: $(cat /tmp/mfact-cli-err.$$)"
+done
+als() { "$mfact" demo --backend cpu --scale 0.1 --steps als "$@" 2>/dev/null | grep -E '^(train ratings|ALS test RMSE) '; }
+one=$(als --seed 7) || fail "demo --steps als exited $?"
+[ "$one" = "$(als --seed 7)" ] || fail "same seed, different ALS result: $one"
+[ "$one" != "$(als --seed 8)" ] || fail "another seed, the same ALS result: $one"
+out=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --steps sddmm) || fail "demo --shape exited $?"
+echo "$out" | grep -q "^users 2000$" && echo "$out" | grep -q "^items 1500$" || fail "demo --shape: $out"
+echo "$out" | grep -q "^ALS" && fail "demo --steps sddmm ran ALS: $out"
+n=$(echo "$out" | awk '/^(train|test) ratings /{s += $3} END {print s}')
+[ "$n" -ge 29000 ] && [ "$n" -le 30000 ] || fail "demo --shape 2000,1500,0.01 made $n ratings, not about 30000"
+# a matrix too large for memory says so (the generator's failure once read "no error")
+"$mfact" demo --backend cpu --shape 1000000000,1000000000,0.5 >/dev/null 2>/tmp/mfact-cli-err.$$
+[ $? -eq 1 ] || fail "huge demo --shape did not fail with 1"
+grep -q "no error" /tmp/mfact-cli-err.$$ && fail "huge demo --shape: $(cat /tmp/mfact-cli-err.$$)"
+grep -q "host memory" /tmp/mfact-cli-err.$$ || fail "huge demo --shape message: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" demo --steps als,nope 2>/dev/null; [ $? -eq 2 ] || fail "demo --steps nope is not a usage error"
+"$mfact" demo --scale 0 2>/dev/null; [ $? -eq 2 ] || fail "demo --scale 0 is not a usage error"
 
 tmp=$(mktemp --suffix=.mtx)
 trap 'rm -f "$tmp"' EXIT
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2.5\n3 2 -1\n' >"$tmp"
 out=$("$mfact" demo --backend cpu "$tmp") || fail "demo FILE exited $?"
 echo "$out" | grep -q "^nnz 2$" || fail "demo FILE nnz: $out"
+echo "$out" | grep -q "^rows 3$" && echo "$out" | grep -q "^mean value 0.75$" || fail "demo FILE report: $out"
+json=$("$mfact" demo --backend cpu "$tmp" --json) || fail "demo FILE --json exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==3 and d["cols"]==3, d' ||
+  fail "demo FILE --json is not the expected JSON: $json"
+"$mfact" demo --backend cpu "$tmp" --steps als 2>/dev/null; [ $? -eq 2 ] || fail "demo FILE --steps is not a usage error"
 
 "$mfact" demo --backend cpu /nonexistent.mtx 2>/tmp/mfact-cli-err.$$ && fail "missing file accepted"
 grep -q "cannot open" /tmp/mfact-cli-err.$$ || fail "missing file message: $(cat /tmp/mfact-cli-err.$$)"
@@ -109,5 +133,31 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["er
 "$mfact" bmf "$bin" --init nope 2>/dev/null; [ $? -eq 2 ] || fail "bmf --init nope is not a usage error"
 "$mfact" bmf 2>/dev/null; [ $? -eq 2 ] || fail "bmf without FILE"
 "$mfact" bmf --help | grep -q -- "--instances" || fail "bmf --help"
+
+# Reading flags on every subcommand: --sum-duplicates, --format; and what a newcomer trips on
+dup=$(mktemp --suffix=.txt) snap=$(mktemp --suffix=.txt)
+trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa" "$dup" "$snap"' EXIT
+{ cat "$ratings"; head -3 "$ratings"; } >"$dup"
+for cmd in als sgd; do
+  "$mfact" $cmd --backend cpu "$dup" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
+    grep -q "duplicate entry: row .* repeats line 1 " /tmp/mfact-cli-err.$$ ||
+    fail "$cmd on repeats: $(cat /tmp/mfact-cli-err.$$)"
+  "$mfact" $cmd --backend cpu "$dup" --rank 2 --sum-duplicates >/dev/null 2>&1 ||
+    fail "$cmd --sum-duplicates exited $?"
+done
+printf '3 2\n0 1\n1 2\n' >"$snap"
+"$mfact" demo --backend cpu "$snap" | grep -q "^rows 3$" || fail "demo on a SNAP count line"
+"$mfact" demo --backend cpu "$snap" --format triplets | grep -q "^rows 4$" || fail "demo --format triplets"
+"$mfact" sddmm --backend cpu "$snap" --format pairs --k 2 | grep -q "^nnz 2$" || fail "sddmm --format pairs"
+"$mfact" bmf --backend cpu "$snap" --format pairs --rank 1 | grep -q "^ones 2$" || fail "bmf --format pairs"
+"$mfact" demo "$snap" --format xml 2>/dev/null; [ $? -eq 2 ] || fail "--format xml is not a usage error"
+"$mfact" als --backend cpu "$ratings" --threads 100000 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
+  grep -q "cpu_threads = 100000 is more than" /tmp/mfact-cli-err.$$ ||
+  fail "--threads 100000: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" sgd --backend cpu "$ratings" --lambda 1000 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
+  grep -q "lambda_v 1000) = 100 >= 1" /tmp/mfact-cli-err.$$ || fail "sgd huge lambda: $(cat /tmp/mfact-cli-err.$$)"
+# Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
+"$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
+  fail "bmf wrote to stderr off a terminal: $(cat /tmp/mfact-cli-err.$$)"
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
