@@ -174,6 +174,7 @@ static int per_bit_move(const view *v, int k, int kw, int64_t i, const mf_bmf_sw
 /* Xt from X: word w of factor l's row holds bit l of lines 64w .. 64w + 63. */
 static void transpose(int64_t L, int k, int kw, const uint64_t *X, uint64_t *Xt, int threads)
 {
+    (void)threads; /* read by OpenMP alone */
     int64_t lw = (L + 63) / 64;
 #pragma omp parallel for num_threads(threads) schedule(static)
     for (int64_t w = 0; w < lw; w++)

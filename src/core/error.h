@@ -23,7 +23,7 @@ extern "C" {
 
 /* Record `status` with a formatted message on ctx (NULL: this thread's slot); returns status. */
 mf_status mf_fail(mf_ctx *ctx, mf_status status, const char *fmt, ...) MF_PRINTF(3, 4);
-mf_status mf_failv(mf_ctx *ctx, mf_status status, const char *fmt, va_list ap);
+mf_status mf_failv(mf_ctx *ctx, mf_status status, const char *fmt, va_list ap) MF_PRINTF(3, 0);
 
 /* Move the context's last message to this thread's slot: used when a context is torn down
  * during its own creation, so that mf_ctx_last_error(NULL) still explains the failure. */

@@ -10,6 +10,7 @@ void mf_random_uniform_host(float *out, int64_t n, float lo, float hi, uint64_t 
                             uint64_t stream, int threads)
 {
     int64_t blocks = (n + 3) / 4;
+    (void)threads; /* read by OpenMP alone */
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > 65536)
     for (int64_t b = 0; b < blocks; b++) {
         mf_philox_block r = mf_philox_stream_block(seed, stream, (uint64_t)b);

@@ -14,6 +14,7 @@ static inline float dot(const float *restrict a, const float *restrict b, int k)
 
 void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *c)
 {
+    (void)ctx; /* read by OpenMP alone */
     const int64_t *row_ptr = S->row_ptr;
     const int32_t *col = S->col;
     const float *val = c->pattern ? NULL : S->val;

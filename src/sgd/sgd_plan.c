@@ -104,6 +104,7 @@ static mf_status plan_ratings(mf_ctx *ctx, const mf_sparse *R, uint64_t seed, mf
     for (int64_t c = 0; c <= p->nchunks; c++)
         p->chunk_begin[c] = c < p->nchunks ? c * MF_SGD_CHUNK : R->nnz;
     const int threads = mf_ctx_threads(ctx);
+    (void)threads; /* read by OpenMP alone */
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1024)
     for (int32_t u = 0; u < R->rows; u++)
         for (int64_t q = R->row_ptr[u]; q < R->row_ptr[u + 1]; q++)

@@ -13,6 +13,7 @@
 static void spmm_rows(mf_ctx *ctx, int32_t rows, const int64_t *ptr, const int32_t *idx,
                       const float *val, const mf_spmm_call *c)
 {
+    (void)ctx; /* read by OpenMP alone */
     const int64_t n = c->n;
 #pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 32) if (rows > 256)
     for (int32_t i = 0; i < rows; i++) {
