@@ -159,5 +159,10 @@ printf '3 2\n0 1\n1 2\n' >"$snap"
 # Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
 "$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
   fail "bmf wrote to stderr off a terminal: $(cat /tmp/mfact-cli-err.$$)"
+# On a terminal (script(1) makes one) a long search shows its progress line unasked.
+if command -v script >/dev/null; then
+  script -qec "'$mfact' bmf --backend cpu '$bin' --rank 1 --time-limit 1.5 --patience 0 --max-sweeps 100000000" \
+    /dev/null </dev/null | grep -aq "sweep [0-9]*: relative error" || fail "bmf shows no progress on a terminal"
+fi
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
