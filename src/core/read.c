@@ -66,13 +66,14 @@ static mf_status grow(mf_read_job *job, int64_t n)
 {
     if (n <= job->cap - job->nnz)
         return MF_OK;
-    int64_t want = job->nnz + n, half = job->cap / 2;
-    int64_t cap = job->cap > MF_READ_MAX_ENTRIES - half ? MF_READ_MAX_ENTRIES : job->cap + half;
-    if (cap < want)
-        cap = want;
-    if (n > MF_READ_MAX_ENTRIES - job->nnz || cap > MF_READ_MAX_ENTRIES)
+    if (n > MF_READ_MAX_ENTRIES - job->nnz)
         return mf_fail(job->ctx, MF_ERR_INVALID_DATA, "%s: more than %lld entries", job->path,
                        (long long)MF_READ_MAX_ENTRIES);
+    int64_t want = job->nnz + n, cap = job->cap + job->cap / 2; /* cap <= 2^40: no overflow */
+    if (cap < want)
+        cap = want;
+    if (cap > MF_READ_MAX_ENTRIES)
+        cap = MF_READ_MAX_ENTRIES;
     int32_t *row = realloc(job->row, (size_t)cap * sizeof *row);
     if (row)
         job->row = row;
@@ -265,7 +266,6 @@ static mf_status explain_repeat(const mf_read_job *first, mf_format format, cons
     job.row = job.col = NULL;
     job.val = NULL;
     job.nnz = job.cap = 0;
-    job.rows_from_opts = job.cols_from_opts = true; /* settled by the first pass */
     job.locate = true;
     job.dup[0] = dup[0], job.dup[1] = dup[1];
     mf_ctx *ctx = job.ctx;
