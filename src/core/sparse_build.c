@@ -247,6 +247,11 @@ static int col_pos_cmp(const void *a, const void *b)
  * Short rows by insertion, long ones through a (col, position) buffer. */
 static bool sort_row(int32_t *col, float *val, int64_t len, col_pos **scratch, int64_t *cap)
 {
+    int64_t sorted = 1;
+    while (sorted < len && col[sorted - 1] <= col[sorted])
+        sorted++;
+    if (sorted >= len)
+        return true; /* most inputs: nothing to move */
     if (len <= 32) {
         for (int64_t i = 1; i < len; i++) {
             int32_t c = col[i];
