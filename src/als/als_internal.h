@@ -44,7 +44,7 @@ typedef struct mf_als_setup {
 } mf_als_setup;
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);
-/* CUDA builds: als.cu; without CUDA the stub in core/cuda_absent.c. */
+/* CUDA builds: als.cu; without CUDA the stub in als_absent.c. */
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out);
 
 /* Test hook: solve `count` dense SPD systems A_s x_s = b_s (host arrays: k x k row-major,

@@ -60,7 +60,7 @@ typedef struct mf_bmf_asso_plan {
 mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, uint64_t *A, uint64_t *B);
 
 mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
-/* CUDA builds: bmf_asso.cu; without CUDA the stub in core/cuda_absent.c. */
+/* CUDA builds: bmf_asso.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
 
 #ifdef __cplusplus

@@ -64,7 +64,7 @@ struct mf_bmf_engine {
 };
 
 mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
-/* CUDA builds: bmf.cu; without CUDA the stub in core/cuda_absent.c. */
+/* CUDA builds: bmf.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
 
 /* Test hook: with a nonzero value every later mf_bmf_run recounts each instance's error

@@ -1,5 +1,5 @@
 /* The CUDA side of the context, as plain C: what src/core calls. Implemented by the .cu files
- * of src/cuda in CUDA builds, and by src/core/cuda_absent.c (every call: MF_ERR_NO_DEVICE)
+ * of src/cuda in CUDA builds, and by src/cuda/cuda_absent.c (every call: MF_ERR_NO_DEVICE)
  * when mfact is built without CUDA, so that core code carries no #ifdefs. Every function
  * that takes a context makes the context's device current for its duration and restores
  * the caller's current device before returning. */
@@ -14,6 +14,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Builds without CUDA: MF_ERR_NO_DEVICE on ctx, "built without CUDA support"; what every
+ * stub (cuda_absent.c, <algo>_absent.c) returns. */
+mf_status mf_cuda_absent(mf_ctx *ctx);
 
 /* Usable CUDA devices (0 when none, or built without CUDA); when 0, `why` says why. */
 int mf_cuda_device_count(char *why, size_t why_len);

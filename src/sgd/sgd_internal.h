@@ -65,7 +65,7 @@ struct mf_sgd_engine {
 };
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
-/* CUDA builds: sgd.cu; without CUDA the stub in core/cuda_absent.c. */
+/* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */
 mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 
 #ifdef __cplusplus

@@ -1,0 +1,17 @@
+/* The Boolean factorization's CUDA engine and Asso start in a build without CUDA. */
+#include "bmf/bmf_asso.h"
+#include "bmf/bmf_internal.h"
+#include "cuda/cuda_backend.h"
+
+mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
+{
+    (void)out;
+    return mf_cuda_absent(s->ctx);
+}
+
+mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    (void)A;
+    (void)B;
+    return mf_cuda_absent(p->ctx);
+}

@@ -1,0 +1,92 @@
+/* The device services of cuda/cuda_backend.h in a build without CUDA: no device is ever
+ * usable, so contexts resolve to the CPU and CUDA-only requests fail clearly. Each
+ * algorithm folder stubs its own CUDA engine (<algo>_absent.c). */
+#include <stdio.h>
+
+#include "core/ctx.h"
+#include "cuda/cuda_backend.h"
+
+mf_status mf_cuda_absent(mf_ctx *ctx)
+{
+    return mf_fail(ctx, MF_ERR_NO_DEVICE, "mfact was built without CUDA support");
+}
+
+int mf_cuda_device_count(char *why, size_t why_len)
+{
+    snprintf(why, why_len, "mfact was built without CUDA support");
+    return 0;
+}
+
+mf_status mf_cuda_open(mf_ctx *ctx, int device)
+{
+    (void)device;
+    return mf_cuda_absent(ctx);
+}
+
+void mf_cuda_close(mf_ctx *ctx)
+{
+    (void)ctx;
+}
+
+mf_status mf_cuda_set_stream(mf_ctx *ctx, void *stream)
+{
+    (void)stream;
+    return mf_cuda_absent(ctx);
+}
+
+void *mf_cuda_stream(const mf_ctx *ctx)
+{
+    (void)ctx;
+    return NULL;
+}
+
+mf_status mf_cuda_device_info(mf_ctx *ctx, mf_device_info *info)
+{
+    (void)info;
+    return mf_cuda_absent(ctx);
+}
+
+mf_status mf_cuda_release_cached(mf_ctx *ctx)
+{
+    return mf_cuda_absent(ctx);
+}
+
+int mf_cuda_is_device_pointer(mf_ctx *ctx, const void *ptr)
+{
+    (void)ptr;
+    mf_cuda_absent(ctx);
+    return -1;
+}
+
+mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes)
+{
+    (void)dst;
+    (void)src;
+    (void)bytes;
+    return mf_cuda_absent(ctx);
+}
+
+mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
+                                 uint64_t seed, uint64_t stream)
+{
+    (void)out;
+    (void)n;
+    (void)lo;
+    (void)hi;
+    (void)seed;
+    (void)stream;
+    return mf_cuda_absent(ctx);
+}
+
+const char *mf_cuda_build_info(void)
+{
+    return "cuda off";
+}
+
+mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n)
+{
+    (void)out;
+    (void)value;
+    (void)n;
+    return mf_cuda_absent(ctx);
+}

@@ -1,0 +1,47 @@
+/* SDDMM's CUDA entry points in a build without CUDA (the plans, the kernels, the tuning
+ * variants): contexts are CPU contexts there, so these are reached only by mistake. */
+#include "cuda/cuda_backend.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_tuning.h"
+
+void mf_cuda_sddmm_plan_free(mf_sparse *m)
+{
+    (void)m;
+}
+
+mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    (void)S;
+    (void)call;
+    return mf_cuda_absent(ctx);
+}
+
+mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum)
+{
+    (void)x;
+    (void)n;
+    (void)sum;
+    return mf_cuda_absent(ctx);
+}
+
+mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
+                                int32_t tj, int64_t block_nnz)
+{
+    (void)S;
+    (void)call;
+    (void)v;
+    (void)tj;
+    (void)block_nnz;
+    return mf_cuda_absent(ctx);
+}
+
+int mf_sddmm_variant_count(void)
+{
+    return 0;
+}
+
+mf_sddmm_config mf_sddmm_variant_config(int i)
+{
+    (void)i;
+    return (mf_sddmm_config){0, 0, 0, 0};
+}
