@@ -23,7 +23,7 @@ int mf_parse_int64(const char *p, const char *end, int64_t *out)
     return 0;
 }
 
-static bool word_is(const char *p, const char *end, const char *word)
+bool mf_word_is(const char *p, const char *end, const char *word)
 {
     size_t n = strlen(word);
     if ((size_t)(end - p) != n)
@@ -44,11 +44,11 @@ int mf_parse_float(const char *p, const char *end, float *out)
     bool negative = false;
     if (p < end && (*p == '-' || *p == '+'))
         negative = *p++ == '-';
-    if (word_is(p, end, "inf") || word_is(p, end, "infinity")) {
+    if (mf_word_is(p, end, "inf") || mf_word_is(p, end, "infinity")) {
         *out = negative ? -INFINITY : INFINITY;
         return 0;
     }
-    if (word_is(p, end, "nan")) {
+    if (mf_word_is(p, end, "nan")) {
         *out = NAN;
         return 0;
     }

@@ -38,6 +38,9 @@ int mf_parse_int64(const char *p, const char *end, int64_t *out);
  * conversion to float. */
 int mf_parse_float(const char *p, const char *end, float *out);
 
+/* Whether the field [p, end) is `word` (lower case) in any case: "NaN", "MatrixMarket". */
+bool mf_word_is(const char *p, const char *end, const char *word);
+
 /* Split a line into up to max_fields fields (pointers to starts and ends); returns the
  * number of fields on the line, which may exceed max_fields. */
 int mf_split_fields(const char *line, const char **start, const char **end, int max_fields);

@@ -1,7 +1,5 @@
 /* MatrixMarket coordinate files: "%%MatrixMarket matrix coordinate <field> <symmetry>",
  * comment lines, a size line "rows cols entries", then one entry per line, 1-based. */
-#include <string.h>
-
 #include "core/ctx.h"
 #include "core/parse_num.h"
 #include "core/readers.h"
@@ -9,47 +7,36 @@
 
 typedef enum { MM_GENERAL, MM_SYMMETRIC, MM_SKEW } mm_symmetry;
 
-static bool token_is(const char *p, const char *end, const char *word)
-{
-    size_t n = strlen(word);
-    if ((size_t)(end - p) != n)
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if ((p[i] | 0x20) != word[i])
-            return false;
-    return true;
-}
-
 static mf_status parse_banner(mf_read_job *job, const char *line, bool *pattern, mm_symmetry *sym)
 {
     const char *s[6], *e[6];
     int n = mf_split_fields(line, s, e, 6);
-    if (n < 5 || !token_is(s[0], e[0], "%%matrixmarket"))
+    if (n < 5 || !mf_word_is(s[0], e[0], "%%matrixmarket"))
         return mf_read_bad(job, 1,
                            "expected \"%%%%MatrixMarket matrix coordinate <field> <symmetry>\"");
-    if (!token_is(s[1], e[1], "matrix"))
+    if (!mf_word_is(s[1], e[1], "matrix"))
         return mf_read_bad(job, 1, "only MatrixMarket \"matrix\" objects are read");
-    if (token_is(s[2], e[2], "array"))
+    if (mf_word_is(s[2], e[2], "array"))
         return mf_fail(job->ctx, MF_ERR_UNSUPPORTED,
                        "%s:1: dense \"array\" MatrixMarket files are not read; mfact reads "
                        "\"coordinate\" files",
                        job->path);
-    if (!token_is(s[2], e[2], "coordinate"))
+    if (!mf_word_is(s[2], e[2], "coordinate"))
         return mf_read_bad(job, 1, "format must be \"coordinate\"");
-    if (token_is(s[3], e[3], "complex"))
+    if (mf_word_is(s[3], e[3], "complex"))
         return mf_fail(job->ctx, MF_ERR_UNSUPPORTED,
                        "%s:1: complex MatrixMarket files are not read", job->path);
-    *pattern = token_is(s[3], e[3], "pattern");
-    if (!*pattern && !token_is(s[3], e[3], "real") && !token_is(s[3], e[3], "integer") &&
-        !token_is(s[3], e[3], "double"))
+    *pattern = mf_word_is(s[3], e[3], "pattern");
+    if (!*pattern && !mf_word_is(s[3], e[3], "real") && !mf_word_is(s[3], e[3], "integer") &&
+        !mf_word_is(s[3], e[3], "double"))
         return mf_read_bad(job, 1, "field must be real, integer or pattern");
-    if (token_is(s[4], e[4], "general"))
+    if (mf_word_is(s[4], e[4], "general"))
         *sym = MM_GENERAL;
-    else if (token_is(s[4], e[4], "symmetric"))
+    else if (mf_word_is(s[4], e[4], "symmetric"))
         *sym = MM_SYMMETRIC;
-    else if (token_is(s[4], e[4], "skew-symmetric"))
+    else if (mf_word_is(s[4], e[4], "skew-symmetric"))
         *sym = MM_SKEW;
-    else if (token_is(s[4], e[4], "hermitian"))
+    else if (mf_word_is(s[4], e[4], "hermitian"))
         return mf_fail(job->ctx, MF_ERR_UNSUPPORTED,
                        "%s:1: hermitian MatrixMarket files are not read", job->path);
     else
