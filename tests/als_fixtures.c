@@ -5,24 +5,6 @@
 
 #include "testutil.h"
 
-/* splitmix64: a small seeded generator for test data. */
-static uint64_t mix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-static double unit(uint64_t *s)
-{
-    return (double)(mix(s) >> 11) * 0x1.0p-53;
-}
-
-double ax_unit(uint64_t *state)
-{
-    return unit(state);
-}
-
 static int listed(const int32_t *list, int32_t v)
 {
     for (; list && *list >= 0; list++)
@@ -43,7 +25,7 @@ static int64_t pattern(int32_t users, int32_t items, double density, int floor, 
                 continue;
             int band =
                 (i - u % items + items) % items < floor || (u - i % users + users) % users < floor;
-            if (band || unit(s) < density)
+            if (band || tu_unit(s) < density)
                 row[n] = u, col[n] = i, n++;
         }
     return n;
@@ -60,9 +42,9 @@ mf_sparse *ax_planted(mf_ctx *ctx, int32_t users, int32_t items, int rank, doubl
            *V = malloc((size_t)items * rank * sizeof *V);
     ck_assert(row && col && val && U && V);
     for (int64_t p = 0; p < (int64_t)users * rank; p++)
-        U[p] = 2.0 * unit(&s) - 1.0;
+        U[p] = 2.0 * tu_unit(&s) - 1.0;
     for (int64_t p = 0; p < (int64_t)items * rank; p++)
-        V[p] = 2.0 * unit(&s) - 1.0;
+        V[p] = 2.0 * tu_unit(&s) - 1.0;
     int64_t n = pattern(users, items, density, 2 * rank, &s, NULL, NULL, row, col);
     for (int64_t p = 0; p < n; p++) {
         double d = 0.0;
@@ -87,7 +69,7 @@ mf_sparse *ax_ratings(mf_ctx *ctx, int32_t users, int32_t items, double density,
     ck_assert(row && col && val);
     int64_t n = pattern(users, items, density, 0, &s, empty_users, empty_items, row, col);
     for (int64_t p = 0; p < n; p++)
-        val[p] = (float)(1 + (int)(unit(&s) * 5.0));
+        val[p] = (float)(1 + (int)(tu_unit(&s) * 5.0));
     mf_sparse *R = NULL;
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, users, items, n, row, col, val, MF_MEMORY_HOST, 0),
                      MF_OK);
@@ -102,7 +84,7 @@ void ax_spd(int k, double shift, uint64_t seed, float *A, float *b)
     double *M = malloc((size_t)k * m * sizeof *M);
     ck_assert(M);
     for (int64_t p = 0; p < (int64_t)k * m; p++)
-        M[p] = 2.0 * unit(&s) - 1.0;
+        M[p] = 2.0 * tu_unit(&s) - 1.0;
     for (int i = 0; i < k; i++) {
         for (int j = 0; j <= i; j++) {
             double d = 0.0;
@@ -111,7 +93,7 @@ void ax_spd(int k, double shift, uint64_t seed, float *A, float *b)
             d = d / k + (i == j ? shift : 0.0);
             A[(int64_t)i * k + j] = A[(int64_t)j * k + i] = (float)d;
         }
-        b[i] = (float)(2.0 * unit(&s) - 1.0);
+        b[i] = (float)(2.0 * tu_unit(&s) - 1.0);
     }
     free(M);
 }
@@ -159,17 +141,6 @@ double ax_rel_diff(int64_t n, const float *got, const double *ref)
     return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }
 
-double ax_rel_diff_f(int64_t n, const float *got, const float *ref)
-{
-    double num = 0.0, den = 0.0;
-    for (int64_t p = 0; p < n; p++) {
-        double d = (double)got[p] - ref[p];
-        num += d * d;
-        den += (double)ref[p] * ref[p];
-    }
-    return den > 0.0 ? sqrt(num / den) : sqrt(num);
-}
-
 int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test)
 {
     const char *path = tu_data_path("ratings/ml-100k.tsv");
@@ -194,7 +165,7 @@ int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test)
     uint64_t s = 10;
     int64_t ntrain = 0, ntest = 0;
     for (int64_t p = 0; p < nnz; p++) {
-        if (unit(&s) < 0.2)
+        if (tu_unit(&s) < 0.2)
             r2[ntest] = r[p], c2[ntest] = c[p], v2[ntest] = v[p], ntest++;
         else
             r[ntrain] = r[p], c[ntrain] = c[p], v[ntrain] = v[p], ntrain++;

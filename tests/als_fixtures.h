@@ -6,9 +6,6 @@
 
 #include "mfact/mfact.h"
 
-/* A uniform double in [0, 1) from a splitmix64 state: seeded test data. */
-double ax_unit(uint64_t *state);
-
 /* users x items ratings with exact rank-`rank` structure: r = U* . V* at a seeded random
  * pattern of the given density, every user and item holding at least 2 * rank entries. */
 mf_sparse *ax_planted(mf_ctx *ctx, int32_t users, int32_t items, int rank, double density,
@@ -27,7 +24,6 @@ void ax_solve64(int k, const float *A, const float *b, double *x);
 
 /* ||got - ref|| / ||ref|| over n entries. */
 double ax_rel_diff(int64_t n, const float *got, const double *ref);
-double ax_rel_diff_f(int64_t n, const float *got, const float *ref);
 
 /* MovieLens 100K split 80/20 by a seeded coin per rating; 0 when the data set is absent. */
 int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test);

@@ -8,20 +8,6 @@
 
 #include "testutil.h"
 
-static uint64_t next(uint64_t *s)
-{
-    *s += 0x9E3779B97F4A7C15ull; /* splitmix64 */
-    uint64_t z = *s;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-    return (double)(next(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
 static mf_sparse *from_dense(mf_ctx *ctx, int32_t rows, int32_t cols, const unsigned char *d)
 {
     int64_t nnz = 0;
@@ -53,11 +39,11 @@ mf_sparse *bx_planted(mf_ctx *ctx, int32_t rows, int32_t cols, int k, double p, 
     ck_assert(a && b && d);
     for (int64_t i = 0; i < rows; i++)
         for (int l = 0; l < k; l++)
-            if (unit(&s) < p)
+            if (tu_unit(&s) < p)
                 a[i * kw + l / 64] |= 1ull << (l % 64);
     for (int64_t j = 0; j < cols; j++)
         for (int l = 0; l < k; l++)
-            if (unit(&s) < p)
+            if (tu_unit(&s) < p)
                 b[j * kw + l / 64] |= 1ull << (l % 64);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++) {
@@ -69,7 +55,7 @@ mf_sparse *bx_planted(mf_ctx *ctx, int32_t rows, int32_t cols, int k, double p, 
     if (clean)
         *clean = from_dense(ctx, rows, cols, d);
     for (int64_t t = 0; t < (int64_t)rows * cols; t++)
-        if (noise > 0 && unit(&s) < noise)
+        if (noise > 0 && tu_unit(&s) < noise)
             d[t] ^= 1;
     mf_sparse *C = from_dense(ctx, rows, cols, d);
     free(d);

@@ -5,18 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static uint64_t next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static double unit(uint64_t *s)
-{
-    return (double)(next(s) >> 11) / 9007199254740992.0;
-}
+#include "testutil.h"
 
 const char *fx_pattern_name(fx_pattern p)
 {
@@ -30,7 +19,7 @@ float *fx_floats(int64_t n, uint64_t seed)
     ck_assert_ptr_nonnull(x);
     uint64_t s = seed;
     for (int64_t i = 0; i < n; i++)
-        x[i] = (float)(2.0 * unit(&s) - 1.0);
+        x[i] = (float)(2.0 * tu_unit(&s) - 1.0);
     return x;
 }
 
@@ -56,15 +45,15 @@ mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, d
             }
     } else {
         for (int32_t i = 0; i < rows; i++) {
-            if (kind == FX_RANDOM && next(&s) % 3 == 0)
+            if (kind == FX_RANDOM && tu_splitmix64(&s) % 3 == 0)
                 continue; /* empty row */
             double row_density = density;
             if (kind == FX_POWER_LAW) /* a few long rows, many short ones */
-                row_density = fmin(1.0, density * 0.25 / pow(unit(&s) + 1e-3, 0.75));
+                row_density = fmin(1.0, density * 0.25 / pow(tu_unit(&s) + 1e-3, 0.75));
             for (int32_t j = 0; j < cols && n < cap; j++) {
                 double pj =
                     kind == FX_POWER_LAW ? row_density * 3.0 / (1.0 + 0.05 * j) : row_density;
-                if ((kind == FX_LONG_ROW && i == rows / 2) || unit(&s) < pj) {
+                if ((kind == FX_LONG_ROW && i == rows / 2) || tu_unit(&s) < pj) {
                     r[n] = i;
                     c[n] = j;
                     n++;
@@ -73,10 +62,10 @@ mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, d
         }
     }
     for (int64_t p = 0; p < n; p++)
-        v[p] = (float)(2.0 * unit(&s) - 1.0);
+        v[p] = (float)(2.0 * tu_unit(&s) - 1.0);
     /* Shuffle the COO order: the matrix must canonicalize it. */
     for (int64_t p = n - 1; p > 0; p--) {
-        int64_t q = (int64_t)(next(&s) % (uint64_t)(p + 1));
+        int64_t q = (int64_t)(tu_splitmix64(&s) % (uint64_t)(p + 1));
         int32_t tr = r[p], tc = c[p];
         float tv = v[p];
         r[p] = r[q], c[p] = c[q], v[p] = v[q];

@@ -44,21 +44,21 @@ void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_
     double *U = malloc((size_t)users * RANK * sizeof *U), *V = malloc((size_t)items * RANK * 8);
     ck_assert(row && col && val && row2 && col2 && val2 && U && V);
     for (int64_t p = 0; p < (int64_t)users * RANK; p++)
-        U[p] = 1.4 * ax_unit(&s) - 0.7;
+        U[p] = 1.4 * tu_unit(&s) - 0.7;
     for (int64_t p = 0; p < (int64_t)items * RANK; p++)
-        V[p] = 1.4 * ax_unit(&s) - 0.7;
+        V[p] = 1.4 * tu_unit(&s) - 0.7;
     int64_t a = 0, b = 0;
     for (int32_t u = 0; u < users; u++)
         for (int32_t i = 0; i < items; i++) {
-            if (ax_unit(&s) >= density && i != u % items && u != i % users)
+            if (tu_unit(&s) >= density && i != u % items && u != i % users)
                 continue;
             double d = 3.0;
             for (int t = 0; t < RANK; t++)
                 d += U[(int64_t)u * RANK + t] * V[(int64_t)i * RANK + t];
             double g =
-                sqrt(-2.0 * log(ax_unit(&s) + 1e-300)) * cos(6.283185307179586 * ax_unit(&s));
+                sqrt(-2.0 * log(tu_unit(&s) + 1e-300)) * cos(6.283185307179586 * tu_unit(&s));
             d += 0.25 * g;
-            if (ax_unit(&s) < 0.1)
+            if (tu_unit(&s) < 0.1)
                 row2[b] = u, col2[b] = i, val2[b] = (float)d, b++;
             else
                 row[a] = u, col[a] = i, val[a] = (float)d, a++;
@@ -122,14 +122,4 @@ void sx_check_movielens(mf_ctx *ctx, const char *label)
     ck_assert_msg(rep.test_rmse <= 0.93, "%s: test RMSE %.4f above 0.93", label, rep.test_rmse);
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
-}
-
-double sx_rel_diff(int64_t n, const float *a, const float *b)
-{
-    double num = 0.0, den = 0.0;
-    for (int64_t p = 0; p < n; p++) {
-        num += ((double)a[p] - b[p]) * ((double)a[p] - b[p]);
-        den += (double)b[p] * b[p];
-    }
-    return den > 0 ? sqrt(num / den) : sqrt(num);
 }

@@ -28,6 +28,5 @@ void sx_replay(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, float *U, 
 void sx_check_movielens(mf_ctx *ctx, const char *label);
 
 /* ||a - b|| / ||b|| over n floats. */
-double sx_rel_diff(int64_t n, const float *a, const float *b);
 
 #endif

@@ -72,7 +72,7 @@ static void parity(int32_t users, int32_t items, double density, int k, mf_als_i
     mf_als_report rc, rg;
     run_als(cpu, Rc, k, 0.1f, 5, init, Uc, Vc, &rc);
     run_als(gpu, Rg, k, 0.1f, 5, init, Ug, Vg, &rg);
-    double du = ax_rel_diff_f(ub, Ug, Uc), dv = ax_rel_diff_f(vb, Vg, Vc);
+    double du = tu_rel_diff(ub, Ug, Uc), dv = tu_rel_diff(vb, Vg, Vc);
     double dr = fabs(rg.train_rmse - rc.train_rmse) / rc.train_rmse;
     ck_assert_msg(du < 1e-4 && dv < 1e-4 && dr < 1e-4,
                   "%d x %d, k = %d, init %d: U differs by %g, V by %g, RMSE by %g", users, items, k,

@@ -41,7 +41,7 @@ START_TEST(one_worker_matches_cpu)
                 ck_assert_int_eq(rg.workers, 1);
                 /* fp16: one rounding apart flips a stored half by one unit (2^-11). */
                 double tol = half ? 2e-3 : 1e-5;
-                double du = sx_rel_diff(60 * ks[t], Ug, Uc), dv = sx_rel_diff(40 * ks[t], Vg, Vc);
+                double du = tu_rel_diff(60 * ks[t], Ug, Uc), dv = tu_rel_diff(40 * ks[t], Vg, Vc);
                 ck_assert_msg(du < tol && dv < tol, "k %d order %d half %d: U %g, V %g", ks[t],
                               order, half, du, dv);
                 ck_assert_msg(fabs(rg.train_rmse - rc.train_rmse) < 10 * tol * rc.train_rmse,

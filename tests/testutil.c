@@ -1,6 +1,8 @@
 #define _GNU_SOURCE /* mkstemps */
 #include "testutil.h"
 
+#include <math.h>
+
 #include "cuda/cuda_backend.h"
 
 #include <stdio.h>
@@ -115,4 +117,28 @@ mf_ctx *tu_cuda_ctx(size_t limit)
     mf_status st = mf_ctx_create(&ctx, &o);
     ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(NULL));
     return ctx;
+}
+
+uint64_t tu_splitmix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double tu_unit(uint64_t *state)
+{
+    return (double)(tu_splitmix64(state) >> 11) * 0x1.0p-53;
+}
+
+double tu_rel_diff(int64_t n, const float *got, const float *ref)
+{
+    double num = 0.0, den = 0.0;
+    for (int64_t p = 0; p < n; p++) {
+        double d = (double)got[p] - ref[p];
+        num += d * d;
+        den += (double)ref[p] * ref[p];
+    }
+    return den > 0.0 ? sqrt(num / den) : sqrt(num);
 }

@@ -5,6 +5,7 @@
 #include <check.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,13 @@ int tu_no_gpu(void);
 /* Run a suite; `fork` false keeps every test in this process (needed once CUDA is up).
  * Returns the process exit status: 0 when all passed. */
 int tu_run(Suite *suite, bool fork);
+
+/* splitmix64: a small seeded generator for test data; tu_unit is uniform in [0, 1). */
+uint64_t tu_splitmix64(uint64_t *state);
+double tu_unit(uint64_t *state);
+
+/* ||got - ref|| / ||ref|| in double (||got - ref|| when ref is zero). */
+double tu_rel_diff(int64_t n, const float *got, const float *ref);
 
 /* Assert that the message of the last failure contains `needle`. */
 #define tu_assert_error_has(ctx, needle)                                                           \
