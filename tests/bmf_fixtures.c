@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_asso.h"
+#include "bool/bmf_asso.h"
 
 #include "testutil.h"
 

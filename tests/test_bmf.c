@@ -4,9 +4,9 @@
  * Metropolis rule, cancellation, every bad argument, and the APatio quality bar. */
 #include <math.h>
 
-#include "bmf/bmf_asso.h"
-#include "bmf/bmf_internal.h"
-#include "bmf/bmf_rules.h"
+#include "bool/bmf_asso.h"
+#include "bool/bmf_internal.h"
+#include "bool/bmf_rules.h"
 #include "bmf_fixtures.h"
 #include "testutil.h"
 

@@ -17,7 +17,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
-#include "bmf/bmf_asso.h"
+#include "bool/bmf_asso.h"
 
 __device__ __forceinline__ void bmf_mma_b1(int c[4], const uint32_t a[4], const uint32_t b[2])
 {

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_internal.h"
-#include "bmf/bmf_rules.h"
+#include "bool/bmf_internal.h"
+#include "bool/bmf_rules.h"
 #include "core/clock.h"
 #include "core/ctx.h"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_internal.h"
-#include "bmf/bmf_kernels.cuh"
-#include "bmf/bmf_launch.cuh"
+#include "bool/bmf_internal.h"
+#include "bool/bmf_kernels.cuh"
+#include "bool/bmf_launch.cuh"
 #include "core/clock.h"
 #include "cuda/cuda_internal.h"
 

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_asso.h"
-#include "bmf/bmf_b1mma.cuh"
-#include "bmf/bmf_internal.h"
-#include "bmf/bmf_launch.cuh"
+#include "bool/bmf_asso.h"
+#include "bool/bmf_b1mma.cuh"
+#include "bool/bmf_internal.h"
+#include "bool/bmf_launch.cuh"
 #include "cuda/cuda_internal.h"
 
 namespace

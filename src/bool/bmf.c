@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_asso.h"
-#include "bmf/bmf_internal.h"
-#include "bmf/bmf_rules.h"
+#include "bool/bmf_asso.h"
+#include "bool/bmf_internal.h"
+#include "bool/bmf_rules.h"
 #include "core/clock.h"
 #include "core/ctx.h"
 #include "core/opts.h"

@@ -1,10 +1,10 @@
 /* MF_BMF_INIT_ASSO: the seeds both backends share, and the dispatch (see bmf_asso.h). */
-#include "bmf/bmf_asso.h"
+#include "bool/bmf_asso.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_internal.h"
+#include "bool/bmf_internal.h"
 #include "core/ctx.h"
 
 /* Keys sort ascending as (count descending, index ascending): a total order. */

@@ -9,7 +9,7 @@
 
 #include <stdint.h>
 
-#include "bmf/bmf_rules.h"
+#include "bool/bmf_rules.h"
 
 #define BMF_WARPS 4  /* warps (lines) per block */
 #define BMF_CHUNK 32 /* words of the other side's bits per mask chunk: 2048 lines */

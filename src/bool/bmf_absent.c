@@ -1,6 +1,6 @@
 /* The Boolean factorization's CUDA engine and Asso start in a build without CUDA. */
-#include "bmf/bmf_asso.h"
-#include "bmf/bmf_internal.h"
+#include "bool/bmf_asso.h"
+#include "bool/bmf_internal.h"
 #include "cuda/cuda_backend.h"
 
 mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)

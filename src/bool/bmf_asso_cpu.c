@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bmf/bmf_asso.h"
+#include "bool/bmf_asso.h"
 #include "core/ctx.h"
 
 /* Association lists: for seed c, the columns co-occurring with it often enough for the
