@@ -587,7 +587,7 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
                         NULL,
                         NULL};
     als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->cuda->stream>>>(a, A, rhs);
-    MF_CUDA_TRY(ctx, cudaGetLastError());
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "als_expand_kernel"));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
     return MF_OK;
 }

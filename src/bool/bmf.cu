@@ -59,11 +59,11 @@ mf_status transpose(cuda_engine *e, mf_bmf_side side)
     dim3 grid(blocks_for((L + 31) / 32, 8), e->I);
     bmf_transpose_kernel<<<grid, 256, 0, st>>>(X, Xt, L, e->k, e->kw, lw, L * e->kw,
                                                (int64_t)e->k * lw);
-    MF_TRY(check_launch(e->ctx, "bmf_transpose_kernel"));
+    MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "bmf_transpose_kernel"));
     /* The factor sizes the next sweep of the other side reads (bmf_single_kernel). */
     long long *count = (long long *)(side == MF_BMF_ROWS ? e->Acount.ptr : e->Bcount.ptr);
     bmf_row_count_kernel<<<(unsigned)(e->I * e->k), 256, 0, st>>>((const uint64_t *)Xt, lw, count);
-    return check_launch(e->ctx, "bmf_row_count_kernel");
+    return MF_CUDA_LAUNCHED(e->ctx, "bmf_row_count_kernel");
 }
 
 /* Add fp and fn of every instance's current factors to counts. */
@@ -73,7 +73,7 @@ mf_status count(cuda_engine *e, const uint64_t *A, const uint64_t *B)
     bmf_count_kernel<<<grid, 256, 0, e->ctx->cuda->stream>>>(
         A, B, (const uint64_t *)e->Crow.ptr, e->m, e->n, e->nw, e->kw, e->m * e->kw, e->n * e->kw,
         (unsigned long long *)e->counts.ptr);
-    return check_launch(e->ctx, "bmf_count_kernel");
+    return MF_CUDA_LAUNCHED(e->ctx, "bmf_count_kernel");
 }
 
 mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_sweep *sw)
@@ -116,7 +116,7 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
         else
             bmf_single_kernel<32><<<grid, BMF_WARPS * 32, 0, st>>>(a);
     }
-    MF_TRY(check_launch(e->ctx, "the sweep kernel"));
+    MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "the sweep kernel"));
     return transpose(e, side);
 }
 
@@ -126,7 +126,7 @@ mf_status keep_best(cuda_engine *e, int g)
     bmf_track_kernel<<<blocks_for(e->I, 128), 128, 0, st>>>(
         (const unsigned long long *)e->counts.ptr, (long long *)e->best.ptr, (int *)e->improved.ptr,
         (long long *)e->hist.ptr + (size_t)g * e->I * 2, e->I);
-    MF_TRY(check_launch(e->ctx, "bmf_track_kernel"));
+    MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "bmf_track_kernel"));
     int64_t aw = e->m * e->kw, bw = e->n * e->kw;
     unsigned per_sm = (unsigned)e->ctx->cuda->prop.multiProcessorCount * 4;
     dim3 ga(blocks_for(aw, 256) < per_sm ? blocks_for(aw, 256) : per_sm, e->I);
@@ -135,7 +135,7 @@ mf_status keep_best(cuda_engine *e, int g)
                                         (const int *)e->improved.ptr);
     bmf_keep_kernel<<<gb, 256, 0, st>>>((const uint64_t *)e->B.ptr, (uint64_t *)e->Bbest.ptr, bw,
                                         (const int *)e->improved.ptr);
-    return check_launch(e->ctx, "bmf_keep_kernel");
+    return MF_CUDA_LAUNCHED(e->ctx, "bmf_keep_kernel");
 }
 
 mf_status cuda_sweeps(mf_bmf_engine *base, int first, int count_, const mf_bmf_sweep *plan,
@@ -241,7 +241,7 @@ mf_status pack(cuda_engine *e)
     MF_TRY(mf_sparse_device_csr(e->s.C, &ptr, &col, &val));
     bmf_pack_kernel<<<blocks_for(e->m * 32, 256), 256, 0, st>>>(
         ptr, col, e->m, (uint64_t *)e->Crow.ptr, e->nw, (uint64_t *)e->Ccol.ptr, e->mw);
-    return check_launch(ctx, "bmf_pack_kernel");
+    return MF_CUDA_LAUNCHED(ctx, "bmf_pack_kernel");
 }
 
 mf_status init_factors(cuda_engine *e)
@@ -274,7 +274,7 @@ mf_status init_factors(cuda_engine *e)
         bmf_random_init_kernel<<<gb, 256, 0, st>>>((uint64_t *)e->B.ptr, e->n, e->k, e->kw,
                                                    e->n * e->kw, s->seed, BMF_PURPOSE_INIT_B,
                                                    s->init_p24);
-        MF_TRY(check_launch(ctx, "bmf_random_init_kernel"));
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "bmf_random_init_kernel"));
     } else if (s->sample_ptr) {
         int64_t f = (int64_t)e->I * e->k, total = s->sample_ptr[f];
         mf_dbuf ptr = {NULL, 0}, cols = {NULL, 0};

@@ -181,7 +181,7 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     MF_CUDA_TRY(ctx, cudaMemsetAsync(b->cols.ptr, 0, b->cols.bytes, st));
     asso_pack<<<blocks_for(m * 32, 256), 256, 0, st>>>(ptr, col, m, (uint32_t *)b->rows.ptr, rw,
                                                        (uint32_t *)b->cols.ptr, cw);
-    MF_TRY(check_launch(ctx, "asso_pack"));
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_pack"));
 
     /* Candidates: |rows(seed c) & rows(j)| for every seed c and column j, the seeds'
      * column lines against every column line, thresholded as they come out. Recomputed
@@ -213,27 +213,27 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
         co.tau = bmf_asso_tau(q);
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->S.ptr, 0, b->S.bytes, st));
         bmf_b1_kernel<BMF_B1_MEMBER><<<co_grid, BMF_B1_WARPS * 32, 0, st>>>(co);
-        MF_TRY(check_launch(ctx, "bmf_b1_kernel (candidates)"));
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "bmf_b1_kernel (candidates)"));
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->X.ptr, b->rows.ptr, b->rows.bytes,
                                          cudaMemcpyDeviceToDevice, st));
         asso_all_uncovered<<<grid, 256, 0, st>>>((uint32_t *)b->U.ptr, m, n, rw);
-        MF_TRY(check_launch(ctx, "asso_all_uncovered"));
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_all_uncovered"));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->A.ptr, 0, abytes, st));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->B.ptr, 0, bbytes, st));
         for (int l = 0; l < k; l++) {
             MF_CUDA_TRY(ctx, cudaMemsetAsync(b->gains.ptr, 0, b->gains.bytes, st));
             gain.skip = l > 0 ? choice + l - 1 : NULL; /* no factor last round: done */
             bmf_b1_kernel<BMF_B1_GAIN><<<gain_grid, BMF_B1_WARPS * 32, 0, st>>>(gain);
-            MF_TRY(check_launch(ctx, "bmf_b1_kernel (gains)"));
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "bmf_b1_kernel (gains)"));
             asso_choose<<<1, 1024, 0, st>>>((const unsigned long long *)b->gains.ptr, P, choice, l);
-            MF_TRY(check_launch(ctx, "asso_choose"));
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_choose"));
             asso_apply<<<blocks_for(m * 32, 256), 256, 0, st>>>(
                 (uint32_t *)b->X.ptr, (uint32_t *)b->U.ptr, (const uint32_t *)b->S.ptr, m, rw,
                 choice, l, (uint64_t *)b->A.ptr, kw);
-            MF_TRY(check_launch(ctx, "asso_apply"));
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_apply"));
             asso_write_b<<<blocks_for(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw,
                                                              choice, l, (uint64_t *)b->B.ptr, kw);
-            MF_TRY(check_launch(ctx, "asso_write_b"));
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_write_b"));
         }
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(A + (size_t)q * m * kw, b->A.ptr, abytes,
                                          cudaMemcpyDeviceToHost, st));

@@ -29,6 +29,16 @@ mf_status mf_cuda_fail(mf_ctx *ctx, cudaError_t err, const char *call, const cha
             return mf_cuda_fail((ctx), mf_cuda_err_, #call, __FILE__, __LINE__);                   \
     } while (0)
 
+/* After a kernel launch: the launch's own error (a bad configuration, too much shared
+ * memory, a sticky fault) as mf_cuda_fail names it, with `what` and the caller's place;
+ * the one way launches are checked. */
+#define MF_CUDA_LAUNCHED(ctx, what) mf_cuda_launched((ctx), (what), __FILE__, __LINE__)
+static inline mf_status mf_cuda_launched(mf_ctx *ctx, const char *what, const char *file, int line)
+{
+    cudaError_t err = cudaGetLastError();
+    return err == cudaSuccess ? MF_OK : mf_cuda_fail(ctx, err, what, file, line);
+}
+
 /* Makes `device` current for the guard's lifetime and restores the caller's device. */
 class mf_device_guard
 {

@@ -15,6 +15,5 @@ extern "C" mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t 
     mf_cuda *c = ctx->cuda;
     mf_device_guard guard(c->device);
     fill_kernel<<<mf_cuda_grid(c, n, 256, 16), 256, 0, c->stream>>>(out, value, n);
-    MF_CUDA_TRY(ctx, cudaGetLastError());
-    return MF_OK;
+    return MF_CUDA_LAUNCHED(ctx, "fill_kernel");
 }

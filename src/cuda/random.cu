@@ -26,7 +26,7 @@ extern "C" mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, 
     int threads = 256;
     random_uniform_kernel<<<mf_cuda_grid(c, blocks, threads, 32), threads, 0, c->stream>>>(
         out, n, lo, hi, seed, stream);
-    MF_CUDA_TRY(ctx, cudaGetLastError());
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "random_uniform_kernel"));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
     return MF_OK;
 }

@@ -302,7 +302,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
                                                         : MF_SDDMM_FULL;
         var.launch(P, mode, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
-        MF_CUDA_TRY(ctx, cudaGetLastError());
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
     return MF_OK;
 }
@@ -461,9 +461,7 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     if (st == MF_OK) {
         add_scaled<<<mf_cuda_grid(ctx->cuda, S->nnz, 256, 16), 256, 0, ctx->cuda->stream>>>(
             call->out, (const float *)t.ptr, call->beta, S->nnz);
-        cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess)
-            st = mf_cuda_fail(ctx, err, "add_scaled", __FILE__, __LINE__);
+        st = MF_CUDA_LAUNCHED(ctx, "add_scaled");
     }
     mf_dmem_free(ctx, &t); /* stream-ordered: freed after the kernels that use it */
     return st;

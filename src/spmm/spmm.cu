@@ -41,10 +41,10 @@ static mf_status offsets32(mf_ctx *ctx, mf_sparse *S, const int64_t *row_ptr, co
                              "32-bit CSR row offsets"));
         narrow_offsets<<<mf_cuda_grid(ctx->cuda, n, 256, 8), 256, 0, ctx->cuda->stream>>>(
             row_ptr, (int32_t *)S->device.row_ptr32.ptr, n);
-        cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess) {
+        mf_status st = MF_CUDA_LAUNCHED(ctx, "narrow_offsets");
+        if (st != MF_OK) {
             mf_dmem_free(ctx, &S->device.row_ptr32);
-            return mf_cuda_fail(ctx, err, "narrow_offsets", __FILE__, __LINE__);
+            return st;
         }
     }
     *out = (const int32_t *)S->device.row_ptr32.ptr;
