@@ -4,10 +4,10 @@
  * Metropolis rule, cancellation, every bad argument, and the APatio quality bar. */
 #include <math.h>
 
+#include "bmf_fixtures.h"
 #include "bool/bmf_asso.h"
 #include "bool/bmf_internal.h"
 #include "bool/bmf_rules.h"
-#include "bmf_fixtures.h"
 #include "testutil.h"
 
 static mf_bmf_opts opts(int k)

@@ -3,9 +3,9 @@
  * of the tensor-core path against the CPU's, the incremental
  * error against a full recount after every sweep, device-memory factors, the context's
  * memory limit, noise-free and noisy planted recovery, and the APatio quality bar. */
+#include "bmf_fixtures.h"
 #include "bool/bmf_asso.h"
 #include "bool/bmf_internal.h"
-#include "bmf_fixtures.h"
 #include "testutil.h"
 
 #ifdef MFACT_HAVE_CUDA
