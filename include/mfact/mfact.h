@@ -398,9 +398,7 @@ typedef enum mf_als_init {
     MF_ALS_INIT_GIVEN = 1,
     /* cuMF_als's start, the default: every entry of V uniform in [0, 0.1) from the
      * context's seed (items without ratings: a zero row). After 10 iterations it reached a
-     * lower test RMSE than MF_ALS_INIT_MEAN on every data set measured: the Netflix-shaped
-     * benchmark at k = 32..128 (0.7797 against 0.7847 at k = 100) and MovieLens 100K at
-     * k = 10 (0.918 against 0.926); see bench/README.md. */
+     * lower test RMSE than MF_ALS_INIT_MEAN on every data set measured (docs/api.md). */
     MF_ALS_INIT_UNIFORM = 2
 } mf_als_init;
 
@@ -535,9 +533,9 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * U (users x k) and V (items x k) are row-major with leading dimension k in opts->where
  * memory. A user or item without ratings keeps its starting row.
  *
- * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, 20 epochs reach a test RMSE of
- * about 0.92 on MovieLens 100K at k = 10 (80/20 split). Netflix-sized data with more
- * ratings per row takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
+ * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, 20 epochs, chosen on MovieLens-sized
+ * data (docs/api.md gives what they reach). Netflix-sized data with more ratings per row
+ * takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
  *
  * Reproducibility: with one worker a run is a pure function of the seed and the inputs
  * (on the CPU it is bit-for-bit the sequence of updates above, in float). With more than
