@@ -43,10 +43,11 @@ static mf_status check_opts(const mf_ctx_opts *o)
     MF_REQUIRE(NULL, o->device >= 0, "mf_ctx_create: device = %d is negative", o->device);
     MF_REQUIRE(NULL, o->cpu_threads >= 0, "mf_ctx_create: cpu_threads = %d is negative",
                o->cpu_threads);
-    MF_REQUIRE(NULL, o->cpu_threads <= thread_limit(),
+    int limit = thread_limit();
+    MF_REQUIRE(NULL, o->cpu_threads <= limit,
                "mf_ctx_create: cpu_threads = %d is more than %d (%d per processor of this "
                "machine)",
-               o->cpu_threads, thread_limit(), MF_THREADS_PER_PROCESSOR);
+               o->cpu_threads, limit, MF_THREADS_PER_PROCESSOR);
     MF_REQUIRE(NULL, o->log_level >= 0 && o->log_level <= MF_LOG_DEBUG,
                "mf_ctx_create: log_level = %d is not an mf_log_level value", (int)o->log_level);
     MF_REQUIRE(NULL, !o->device_alloc == !o->device_free,

@@ -276,8 +276,9 @@ static mf_status explain_repeat(const mf_read_job *first, mf_format format, cons
         return mf_fail(ctx, MF_ERR_INVALID_DATA,
                        "%s (row %lld, column %lld as the file numbers them)", first_error, r, c);
     /* Readers add entries in file order, but for a first line held back (read_triplets.c). */
-    int64_t a = job.dup_at[0] < job.dup_at[1] ? job.dup_at[0] : job.dup_at[1];
-    int64_t b = job.dup_at[0] ^ job.dup_at[1] ^ a;
+    bool in_order = job.dup_at[0] < job.dup_at[1];
+    int64_t a = in_order ? job.dup_at[0] : job.dup_at[1],
+            b = in_order ? job.dup_at[1] : job.dup_at[0];
     if (flags & MF_SPARSE_SUM_DUPLICATES)
         return mf_read_bad(&job, b,
                            "the entries for row %lld, column %lld (also at %s %lld) sum to a "
