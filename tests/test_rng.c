@@ -3,7 +3,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "core/philox.h"
+#include "cuda/philox.h"
 #include "testutil.h"
 
 START_TEST(known_answers)

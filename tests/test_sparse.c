@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "core/sparse.h"
 #include "testutil.h"
 
 static mf_ctx *ctx;
@@ -323,6 +324,44 @@ START_TEST(null_handles_are_rejected)
 }
 END_TEST
 
+/* The keyed cache: two owners' keys never meet, every entry goes back to its own free
+ * function once when the matrix goes, newest first. */
+static int freed_order[4], n_freed;
+
+static void record_free(mf_sparse *m, void *value)
+{
+    (void)m;
+    freed_order[n_freed++] = *(int *)value;
+    free(value);
+}
+
+static int *boxed(int v)
+{
+    int *p = malloc(sizeof *p);
+    ck_assert_ptr_nonnull(p);
+    *p = v;
+    return p;
+}
+
+START_TEST(cache_keeps_entries_by_owner_and_frees_them_once)
+{
+    static const char key_a = 0, key_b = 0;
+    int32_t r[1] = {0}, c[1] = {0};
+    mf_sparse *m = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, 1, 1, 1, r, c, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_ptr_null(mf_sparse_cache_get(m, &key_a));
+    ck_assert_int_eq(mf_sparse_cache_put(m, &key_a, boxed(1), record_free), MF_OK);
+    ck_assert_int_eq(mf_sparse_cache_put(m, &key_b, boxed(2), record_free), MF_OK);
+    ck_assert_int_eq(*(int *)mf_sparse_cache_get(m, &key_a), 1);
+    ck_assert_int_eq(*(int *)mf_sparse_cache_get(m, &key_b), 2);
+    n_freed = 0;
+    mf_sparse_destroy(m);
+    ck_assert_int_eq(n_freed, 2);
+    ck_assert_int_eq(freed_order[0], 2);
+    ck_assert_int_eq(freed_order[1], 1);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sparse");
@@ -338,6 +377,7 @@ int main(void)
     tcase_add_test(tc, csr_input_sorted_and_validated);
     tcase_add_test(tc, random_coo_matches_a_sorted_reference);
     tcase_add_test(tc, null_handles_are_rejected);
+    tcase_add_test(tc, cache_keeps_entries_by_owner_and_frees_them_once);
     suite_add_tcase(s, tc);
     return tu_run(s, true);
 }

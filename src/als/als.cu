@@ -10,6 +10,7 @@
 
 #include "als/als_internal.h"
 #include "als/als_kernels.cuh"
+#include "core/ctx.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
@@ -202,7 +203,8 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
                        e->tiles,
                        slots};
     const int64_t blocks = nseg < e->gram_blocks ? nseg : e->gram_blocks;
-    als_gram_kernel<<<(unsigned)blocks, gram_threads(e), gram_smem(e), e->ctx->cuda->stream>>>(g);
+    als_gram_kernel<<<(unsigned)blocks, gram_threads(e), gram_smem(e), e->ctx->link.cuda->stream>>>(
+        g);
     return cudaGetLastError();
 }
 
@@ -215,15 +217,15 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
     als_solve_args a = {
         s->ptr, (const int64_t *)s->row_seg.ptr,    r0, s0, slots, e->k, e->kp, e->tiles, e->lambda,
         X,      (unsigned long long *)e->failed.ptr};
-    return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->cuda->stream);
+    return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream);
 }
 
 mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
-    cudaStream_t stream = ctx->cuda->stream;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
     side_plan *s = &e->side[which];
     const float *F = (const float *)(which == MF_ALS_USERS ? e->V.ptr : e->U.ptr);
     float *X = (float *)(which == MF_ALS_USERS ? e->U.ptr : e->V.ptr);
@@ -308,17 +310,17 @@ mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows)
     MF_CUDA_TRY(e->ctx,
                 cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), src->ptr,
                                   (size_t)e->kp * sizeof(float), (size_t)e->k * sizeof(float),
-                                  (size_t)rows, cudaMemcpyDefault, e->ctx->cuda->stream));
+                                  (size_t)rows, cudaMemcpyDefault, e->ctx->link.cuda->stream));
     return MF_OK;
 }
 
 mf_status finish(mf_als_engine *base, float *U, float *V)
 {
     cuda_engine *e = (cuda_engine *)base;
-    mf_device_guard guard(e->ctx->cuda->device);
+    mf_device_guard guard(e->ctx->link.cuda->device);
     MF_TRY(copy_out(e, U, &e->U, e->R->rows));
     MF_TRY(copy_out(e, V, &e->V, e->R->cols));
-    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(e->ctx->cuda->stream));
+    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(e->ctx->link.cuda->stream));
     return MF_OK;
 }
 
@@ -346,7 +348,7 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
 {
     mf_ctx *ctx = e->ctx;
     mf_sparse *R = s->R;
-    cudaStream_t stream = ctx->cuda->stream;
+    cudaStream_t stream = ctx->link.cuda->stream;
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
     MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
@@ -356,7 +358,7 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     int per_sm = 0;
     MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, als_gram_kernel,
                                                                    gram_threads(e), gram_smem(e)));
-    e->gram_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount;
+    e->gram_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount;
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
@@ -391,7 +393,7 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
 {
     mf_ctx *ctx = s->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
@@ -425,7 +427,7 @@ static size_t host_offset(int i, int m)
 mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,
                                   float *x)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     const int kp = padded_order(k), tiles = tile_count(kp);
     const size_t sys = (size_t)tiles * ALS_TILE_FLOATS;
     float *packed = (float *)calloc(sys * count, sizeof(float));
@@ -462,7 +464,7 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
         st = mf_dmem_alloc(ctx, &d_x, (size_t)count * kp * sizeof(float), "test solutions");
     if (st == MF_OK)
         st = mf_dmem_alloc(ctx, &d_failed, sizeof(unsigned long long), "test flag");
-    cudaStream_t stream = ctx->cuda->stream;
+    cudaStream_t stream = ctx->link.cuda->stream;
     unsigned long long failed = ULLONG_MAX;
     if (st == MF_OK) {
         /* The offsets double as the segment index: system s is segment s. */
@@ -519,7 +521,7 @@ struct mf_als_bench {
 mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda, const float *V,
                                   int32_t count, mf_als_bench **out)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
@@ -538,7 +540,7 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
         cudaError_t err =
             launch_gram(b->e, s, (const float *)b->e->V.ptr, 0, nseg, (float *)b->slots.ptr);
         if (err == cudaSuccess)
-            err = cudaStreamSynchronize(ctx->cuda->stream);
+            err = cudaStreamSynchronize(ctx->link.cuda->stream);
         if (err != cudaSuccess)
             st = mf_cuda_fail(ctx, err, "bench Gram kernel", __FILE__, __LINE__);
     }
@@ -554,8 +556,8 @@ mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms)
 {
     cuda_engine *e = b->e;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
-    cudaStream_t stream = ctx->cuda->stream;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
     float t = 0.0f;
     MF_CUDA_TRY(ctx, cudaEventRecord(e->ev[0], stream));
     MF_CUDA_TRY(ctx, launch_solve(e, &e->side[MF_ALS_USERS], 0, b->count, 0,
@@ -573,7 +575,7 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
 {
     cuda_engine *e = b->e;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     side_plan *s = &e->side[MF_ALS_USERS];
     als_solve_args a = {s->ptr,
                         (const int64_t *)s->row_seg.ptr,
@@ -586,9 +588,9 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
                         e->lambda,
                         NULL,
                         NULL};
-    als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->cuda->stream>>>(a, A, rhs);
+    als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->link.cuda->stream>>>(a, A, rhs);
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "als_expand_kernel"));
-    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));
     return MF_OK;
 }
 

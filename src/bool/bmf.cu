@@ -11,6 +11,7 @@
 #include "bool/bmf_kernels.cuh"
 #include "bool/bmf_launch.cuh"
 #include "core/clock.h"
+#include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 
 namespace
@@ -52,7 +53,7 @@ mf_status alloc_all(cuda_engine *e)
 
 mf_status transpose(cuda_engine *e, mf_bmf_side side)
 {
-    cudaStream_t st = e->ctx->cuda->stream;
+    cudaStream_t st = e->ctx->link.cuda->stream;
     int64_t L = side == MF_BMF_ROWS ? e->m : e->n, lw = side == MF_BMF_ROWS ? e->mw : e->nw;
     const uint64_t *X = (const uint64_t *)(side == MF_BMF_ROWS ? e->A.ptr : e->B.ptr);
     uint32_t *Xt = (uint32_t *)(side == MF_BMF_ROWS ? e->At.ptr : e->Bt.ptr);
@@ -70,7 +71,7 @@ mf_status transpose(cuda_engine *e, mf_bmf_side side)
 mf_status count(cuda_engine *e, const uint64_t *A, const uint64_t *B)
 {
     dim3 grid(blocks_for(e->m, 8), e->I);
-    bmf_count_kernel<<<grid, 256, 0, e->ctx->cuda->stream>>>(
+    bmf_count_kernel<<<grid, 256, 0, e->ctx->link.cuda->stream>>>(
         A, B, (const uint64_t *)e->Crow.ptr, e->m, e->n, e->nw, e->kw, e->m * e->kw, e->n * e->kw,
         (unsigned long long *)e->counts.ptr);
     return MF_CUDA_LAUNCHED(e->ctx, "bmf_count_kernel");
@@ -98,7 +99,7 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
     a.temperature = sw->temperature;
     a.flip_p24 = e->s.flip_p24;
     dim3 grid(blocks_for(a.L, BMF_WARPS), e->I);
-    cudaStream_t st = e->ctx->cuda->stream;
+    cudaStream_t st = e->ctx->link.cuda->stream;
     if (e->s.flip == MF_BMF_FLIP_PER_BIT) {
         bmf_per_bit_kernel<<<grid, BMF_WARPS * 32, 0, st>>>(a);
     } else {
@@ -122,13 +123,13 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
 
 mf_status keep_best(cuda_engine *e, int g)
 {
-    cudaStream_t st = e->ctx->cuda->stream;
+    cudaStream_t st = e->ctx->link.cuda->stream;
     bmf_track_kernel<<<blocks_for(e->I, 128), 128, 0, st>>>(
         (const unsigned long long *)e->counts.ptr, (long long *)e->best.ptr, (int *)e->improved.ptr,
         (long long *)e->hist.ptr + (size_t)g * e->I * 2, e->I);
     MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "bmf_track_kernel"));
     int64_t aw = e->m * e->kw, bw = e->n * e->kw;
-    unsigned per_sm = (unsigned)e->ctx->cuda->prop.multiProcessorCount * 4;
+    unsigned per_sm = (unsigned)e->ctx->link.cuda->prop.multiProcessorCount * 4;
     dim3 ga(blocks_for(aw, 256) < per_sm ? blocks_for(aw, 256) : per_sm, e->I);
     dim3 gb(blocks_for(bw, 256) < per_sm ? blocks_for(bw, 256) : per_sm, e->I);
     bmf_keep_kernel<<<ga, 256, 0, st>>>((const uint64_t *)e->A.ptr, (uint64_t *)e->Abest.ptr, aw,
@@ -143,10 +144,10 @@ mf_status cuda_sweeps(mf_bmf_engine *base, int first, int count_, const mf_bmf_s
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     if (count_ > MF_BMF_GROUP_MAX)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_bmf_run: %d sweeps queued at once", count_);
-    cudaStream_t st = ctx->cuda->stream;
+    cudaStream_t st = ctx->link.cuda->stream;
     *done = 0;
     for (int g = 0; g < count_; g++) {
         MF_TRY(half_sweep(e, MF_BMF_ROWS, first + g, &plan[g]));
@@ -171,8 +172,8 @@ mf_status cuda_recount(mf_bmf_engine *base, int q, int64_t *fp, int64_t *fn)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
-    cudaStream_t st = ctx->cuda->stream;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t st = ctx->link.cuda->stream;
     /* Count every instance into a scratch pair of counters: the live ones stay. */
     mf_dbuf scratch = {NULL, 0};
     MF_TRY(mf_dmem_alloc(ctx, &scratch, (size_t)e->I * 2 * 8, "recount"));
@@ -203,9 +204,9 @@ mf_status cuda_finish(mf_bmf_engine *base, int q, uint64_t *A, uint64_t *B, mf_m
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     (void)where; /* cudaMemcpyDefault finds the side of the caller's pointers */
-    cudaStream_t st = ctx->cuda->stream;
+    cudaStream_t st = ctx->link.cuda->stream;
     size_t ab = (size_t)e->m * e->kw * 8, bb = (size_t)e->n * e->kw * 8;
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(A, (char *)e->Abest.ptr + q * ab, ab, cudaMemcpyDefault, st));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(B, (char *)e->Bbest.ptr + q * bb, bb, cudaMemcpyDefault, st));
@@ -230,7 +231,7 @@ void cuda_destroy(mf_bmf_engine *base)
 mf_status pack(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
-    cudaStream_t st = ctx->cuda->stream;
+    cudaStream_t st = ctx->link.cuda->stream;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->Crow.ptr, 0, e->Crow.bytes, st));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->Ccol.ptr, 0, e->Ccol.bytes, st));
     if (e->s.C->nnz == 0)
@@ -248,7 +249,7 @@ mf_status init_factors(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
     const mf_bmf_setup *s = &e->s;
-    cudaStream_t st = ctx->cuda->stream;
+    cudaStream_t st = ctx->link.cuda->stream;
     size_t ab = (size_t)e->m * e->kw * 8, bb = (size_t)e->n * e->kw * 8;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->A.ptr, 0, e->A.bytes, st));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->B.ptr, 0, e->B.bytes, st));
@@ -265,7 +266,7 @@ mf_status init_factors(cuda_engine *e)
                                         bb, cudaMemcpyHostToDevice, st));
         }
     } else if (s->init == MF_BMF_INIT_RANDOM) {
-        unsigned cap = (unsigned)ctx->cuda->prop.multiProcessorCount * 8;
+        unsigned cap = (unsigned)ctx->link.cuda->prop.multiProcessorCount * 8;
         dim3 ga(blocks_for(e->m * e->kw, 256) < cap ? blocks_for(e->m * e->kw, 256) : cap, e->I);
         dim3 gb(blocks_for(e->n * e->kw, 256) < cap ? blocks_for(e->n * e->kw, 256) : cap, e->I);
         bmf_random_init_kernel<<<ga, 256, 0, st>>>((uint64_t *)e->A.ptr, e->m, e->k, e->kw,
@@ -330,7 +331,7 @@ mf_status init_factors(cuda_engine *e)
 mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
 {
     mf_ctx *ctx = s->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");

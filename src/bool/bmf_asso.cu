@@ -11,6 +11,7 @@
 #include "bool/bmf_b1mma.cuh"
 #include "bool/bmf_internal.h"
 #include "bool/bmf_launch.cuh"
+#include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 
 namespace
@@ -142,7 +143,7 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
 {
     mf_ctx *ctx = p->ctx;
     mf_sparse *C = p->C;
-    cudaStream_t st = ctx->cuda->stream;
+    cudaStream_t st = ctx->link.cuda->stream;
     const int64_t m = C->rows, n = C->cols, rw = line_words(n), cw = line_words(m);
     const int P = p->P, k = p->k, kw = p->kw;
     const size_t abytes = (size_t)m * kw * 8, bbytes = (size_t)n * kw * 8;
@@ -198,7 +199,7 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     co.row_count = (const int64_t *)b->seed_count.ptr;
     const dim3 co_grid(blocks_for(P, BMF_B1_TILE), blocks_for(n, BMF_B1_TILE));
 
-    const unsigned grid = mf_cuda_grid(ctx->cuda, m * rw, 256, 8);
+    const unsigned grid = mf_cuda_grid(ctx->link.cuda, m * rw, 256, 8);
     bmf_b1_args gain = {};
     gain.A = (const uint32_t *)b->X.ptr;
     gain.U = (const uint32_t *)b->U.ptr;
@@ -248,12 +249,12 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
 
 extern "C" mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
 {
-    mf_device_guard guard(p->ctx->cuda->device);
+    mf_device_guard guard(p->ctx->link.cuda->device);
     asso_buffers b;
     memset(&b, 0, sizeof b);
     mf_status st = run(p, &b, A, B);
     if (st != MF_OK)
-        cudaStreamSynchronize(p->ctx->cuda->stream); /* nothing in flight uses b after this */
+        cudaStreamSynchronize(p->ctx->link.cuda->stream); /* nothing in flight uses b after this */
     release(p->ctx, &b);
     return st;
 }

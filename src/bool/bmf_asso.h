@@ -17,8 +17,8 @@
 #define MF_BMF_ASSO_H
 #include <stdint.h>
 
-#include "core/philox.h" /* MF_HD */
 #include "core/sparse.h"
+#include "cuda/philox.h" /* MF_HD */
 
 #ifdef __cplusplus
 extern "C" {

@@ -7,7 +7,7 @@
 #include <math.h>
 #include <stdint.h>
 
-#include "core/philox.h"
+#include "cuda/philox.h"
 
 /* The false-negative weight in fixed point: a move's change of weight * fn + fp is
  * (BMF_WSCALE * dfp + wq * dfn) / BMF_WSCALE with integer wq, so deltas are exact

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L /* sysconf without OpenMP */
 #include "core/ctx.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +13,9 @@
 
 #include "core/opts.h"
 #include "cuda/cuda_backend.h"
+
+_Static_assert(offsetof(mf_ctx, link) == 0,
+               "src/cuda finds the device link at the start of mf_ctx");
 
 void mf_ctx_opts_init(mf_ctx_opts *opts)
 {
@@ -55,6 +59,22 @@ static mf_status check_opts(const mf_ctx_opts *o)
     return MF_OK;
 }
 
+/* Open ctx->device: the memory manager allocates from the context's pool unless the caller
+ * gave hooks, on the context's stream. */
+static mf_status open_device(mf_ctx *ctx)
+{
+    mf_device_source pool = {0};
+    MF_TRY(mf_cuda_open(ctx, ctx->device, ctx->dmem.alloc ? NULL : &pool));
+    if (pool.alloc)
+        mf_dmem_set_source(&ctx->dmem, pool.alloc, pool.free, pool.user, pool.name);
+    ctx->dmem.stream = mf_cuda_stream(ctx);
+    mf_device_info info = {.struct_size = sizeof info};
+    if (ctx->log && mf_cuda_device_info(ctx, &info) == MF_OK)
+        mf_log(ctx, MF_LOG_INFO, "using CUDA device %d: %s (compute %d.%d, %d SMs)", info.device,
+               info.name, info.compute_major, info.compute_minor, info.multiprocessors);
+    return MF_OK;
+}
+
 /* Open the CUDA backend, or settle on the CPU where AUTO allows it. */
 static mf_status resolve_backend(mf_ctx *ctx, mf_backend wanted)
 {
@@ -71,7 +91,7 @@ static mf_status resolve_backend(mf_ctx *ctx, mf_backend wanted)
         st = mf_fail(ctx, MF_ERR_NO_DEVICE, "CUDA device %d requested, but only %d device%s usable",
                      ctx->device, count, count == 1 ? " is" : "s are");
     else
-        st = mf_cuda_open(ctx, ctx->device);
+        st = open_device(ctx);
     if (st == MF_OK) {
         ctx->backend = MF_BACKEND_CUDA;
         return MF_OK;
@@ -96,6 +116,7 @@ mf_status mf_ctx_create(mf_ctx **out, const mf_ctx_opts *user_opts)
     mf_ctx *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return mf_fail(NULL, MF_ERR_OUT_OF_MEMORY, "mf_ctx_create: out of host memory");
+    ctx->link.failv = mf_failv;
     strcpy(ctx->error, "no error");
     ctx->device = o.device;
     ctx->cpu_threads = o.cpu_threads;
@@ -160,7 +181,9 @@ mf_status mf_ctx_set_stream(mf_ctx *ctx, void *cuda_stream)
     if (ctx->backend != MF_BACKEND_CUDA)
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "mf_ctx_set_stream: the context uses the CPU backend");
-    return mf_cuda_set_stream(ctx, cuda_stream);
+    MF_TRY(mf_cuda_set_stream(ctx, cuda_stream));
+    ctx->dmem.stream = mf_cuda_stream(ctx); /* stream-ordered allocations follow */
+    return MF_OK;
 }
 
 void *mf_ctx_stream(const mf_ctx *ctx)

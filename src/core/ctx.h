@@ -2,17 +2,19 @@
 #ifndef MF_CORE_CTX_H
 #define MF_CORE_CTX_H
 
+#include "core/device_memory.h"
 #include "core/error.h"
-#include "cuda/device_memory.h"
+#include "cuda/device_link.h"
 #include "mfact/mfact.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-struct mf_cuda; /* src/cuda: device, stream, pool; NULL on a CPU context */
-
 struct mf_ctx {
+    /* First, so that src/cuda finds it from an mf_ctx * (cuda/device_link.h): the open
+     * device (link.cuda: device, stream, pool; NULL on a CPU context) and the error slot. */
+    mf_device_link link;
     mf_backend backend; /* resolved: CPU or CUDA */
     int device;
     int cpu_threads; /* 0 = OpenMP's default */
@@ -21,7 +23,6 @@ struct mf_ctx {
     void *log_user;
     mf_log_level log_level;
     mf_dmem dmem;
-    struct mf_cuda *cuda;
     char error[MF_ERROR_CAPACITY];
 };
 

@@ -3,8 +3,8 @@
 #include <math.h>
 
 #include "core/ctx.h"
-#include "core/philox.h"
 #include "cuda/cuda_backend.h"
+#include "cuda/philox.h"
 
 void mf_random_uniform_host(float *out, int64_t n, float lo, float hi, uint64_t seed,
                             uint64_t stream, int threads)

@@ -1,12 +1,13 @@
 /* The sparse-matrix handle: canonical CSR on the host, plus device copies made on first use
- * and freed with the matrix. */
+ * and freed with the matrix, and a keyed cache for whatever a user of the matrix derives
+ * from it once and keeps (an algorithm's plan, a library's offsets, the device transpose). */
 #ifndef MF_CORE_SPARSE_H
 #define MF_CORE_SPARSE_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cuda/device_memory.h"
+#include "core/device_memory.h"
 #include "mfact/mfact.h"
 
 #ifdef __cplusplus
@@ -21,10 +22,7 @@ struct mf_sparse {
     int32_t *col;     /* nnz, sorted within each row, no duplicates */
     float *val;       /* nnz, or NULL for a pattern */
     struct {
-        mf_dbuf row_ptr, col, val;   /* val empty for a pattern */
-        mf_dbuf ones;                /* nnz 1.0f: a pattern's values, for cuSPARSE */
-        mf_dbuf row_ptr32;           /* 32-bit row offsets, for cuSPARSE */
-        mf_dbuf t_ptr, t_idx, t_val; /* the transpose (CSC), for column-wise solvers */
+        mf_dbuf row_ptr, col, val; /* val empty for a pattern */
     } device;
     /* The transpose as CSR (S's CSC), built on the host on first use by S^T products. */
     struct {
@@ -32,7 +30,7 @@ struct mf_sparse {
         int32_t *idx; /* row of each entry, ascending within a column */
         float *val;   /* NULL for a pattern */
     } transpose;
-    struct mf_sddmm_plan *sddmm_plan; /* CUDA tiling plans (src/sddmm), freed with the matrix */
+    struct mf_sparse_cache_entry *cache; /* see mf_sparse_cache_get */
 };
 
 /* Host COO arrays as a builder hands them over: the matrix takes ownership of nothing. */
@@ -79,8 +77,25 @@ mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones);
 /* The host transpose (see struct mf_sparse), built on first use. */
 mf_status mf_sparse_host_transpose(mf_sparse *m);
 
-/* Free everything the handle holds on the device. */
+/* Free everything the handle holds on the device, and every cache entry. */
 void mf_sparse_release_device(mf_sparse *m);
+
+/* The keyed cache. A key is the address of a static object of the file that owns the entry,
+ * so keys of different owners never collide and the matrix needs to know none of them. An
+ * entry lives until the matrix is destroyed or releases its device memory; then `free_fn`
+ * gets it back (with the matrix, whose context frees device memory). */
+typedef void (*mf_sparse_cache_free_fn)(mf_sparse *m, void *value);
+
+/* The value put under `key`, or NULL. */
+void *mf_sparse_cache_get(const mf_sparse *m, const void *key);
+
+/* Keep `value` under `key`, which must not be in the cache yet. On failure (host memory)
+ * `value` has been given to free_fn already, so the caller only propagates the status. */
+mf_status mf_sparse_cache_put(mf_sparse *m, const void *key, void *value,
+                              mf_sparse_cache_free_fn free_fn);
+
+/* Give every entry back to its free function, newest first (mf_sparse_release_device). */
+void mf_sparse_cache_clear(mf_sparse *m);
 
 #ifdef __cplusplus
 }

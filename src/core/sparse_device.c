@@ -1,5 +1,7 @@
 /* Device copies of a matrix, made once through the context's memory manager and kept on
  * the handle, so repeated algorithm calls on one matrix upload nothing. */
+#include <stdlib.h>
+
 #include "core/ctx.h"
 #include "core/sparse.h"
 #include "core/staging.h"
@@ -32,64 +34,87 @@ mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int3
     return MF_OK;
 }
 
+/* Device arrays derived from the matrix and kept in its cache: the transpose, a pattern's
+ * unit values. */
+typedef struct derived {
+    mf_dbuf a, b, c;
+} derived;
+
+static void derived_free(mf_sparse *m, void *value)
+{
+    derived *d = value;
+    mf_dmem_free(m->ctx, &d->a);
+    mf_dmem_free(m->ctx, &d->b);
+    mf_dmem_free(m->ctx, &d->c);
+    free(d);
+}
+
+static const char csc_key, ones_key;
+
+/* A new entry for key, filled by fill(); kept only when fill succeeds. */
+static mf_status derive(mf_sparse *m, const char *key, mf_status (*fill)(mf_sparse *, derived *),
+                        derived **out)
+{
+    derived *d = mf_sparse_cache_get(m, key);
+    if (!d) {
+        d = calloc(1, sizeof *d);
+        if (!d)
+            return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "out of host memory for a matrix's cache");
+        mf_status st = fill(m, d);
+        if (st != MF_OK) {
+            derived_free(m, d);
+            return st;
+        }
+        MF_TRY(mf_sparse_cache_put(m, key, d, derived_free));
+    }
+    *out = d;
+    return MF_OK;
+}
+
+static mf_status fill_csc(mf_sparse *m, derived *d)
+{
+    mf_ctx *ctx = m->ctx;
+    MF_TRY(mf_sparse_host_transpose(m));
+    size_t n = (size_t)m->nnz;
+    MF_TRY(mf_upload(ctx, &d->a, m->transpose.ptr, ((size_t)m->cols + 1) * sizeof *m->transpose.ptr,
+                     "CSC column offsets"));
+    MF_TRY(mf_upload(ctx, &d->b, m->transpose.idx, n * sizeof(int32_t), "CSC row indices"));
+    if (m->transpose.val)
+        MF_TRY(mf_upload(ctx, &d->c, m->transpose.val, n * sizeof(float), "CSC values"));
+    return MF_OK;
+}
+
 mf_status mf_sparse_device_csc(mf_sparse *m, const int64_t **col_ptr, const int32_t **row,
                                const float **val)
 {
-    mf_ctx *ctx = m->ctx;
-    if (ctx->backend != MF_BACKEND_CUDA)
-        return mf_fail(ctx, MF_ERR_INTERNAL, "device CSC requested on a CPU context");
-    if (!m->device.t_ptr.ptr) {
-        MF_TRY(mf_sparse_host_transpose(m));
-        size_t n = (size_t)m->nnz;
-        mf_status st =
-            mf_upload(ctx, &m->device.t_ptr, m->transpose.ptr,
-                      ((size_t)m->cols + 1) * sizeof *m->transpose.ptr, "CSC column offsets");
-        if (st == MF_OK)
-            st = mf_upload(ctx, &m->device.t_idx, m->transpose.idx, n * sizeof(int32_t),
-                           "CSC row indices");
-        if (st == MF_OK && m->transpose.val)
-            st =
-                mf_upload(ctx, &m->device.t_val, m->transpose.val, n * sizeof(float), "CSC values");
-        if (st != MF_OK) {
-            mf_dmem_free(ctx, &m->device.t_ptr);
-            mf_dmem_free(ctx, &m->device.t_idx);
-            mf_dmem_free(ctx, &m->device.t_val);
-            return st;
-        }
-    }
-    *col_ptr = m->device.t_ptr.ptr;
-    *row = m->device.t_idx.ptr;
-    *val = m->device.t_val.ptr;
+    if (m->ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(m->ctx, MF_ERR_INTERNAL, "device CSC requested on a CPU context");
+    derived *d = NULL;
+    MF_TRY(derive(m, &csc_key, fill_csc, &d));
+    *col_ptr = d->a.ptr;
+    *row = d->b.ptr;
+    *val = d->c.ptr;
     return MF_OK;
+}
+
+static mf_status fill_ones(mf_sparse *m, derived *d)
+{
+    MF_TRY(mf_dmem_alloc(m->ctx, &d->a, (size_t)m->nnz * sizeof(float), "a pattern's unit values"));
+    return mf_cuda_fill(m->ctx, d->a.ptr, 1.0f, m->nnz);
 }
 
 mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones)
 {
-    mf_ctx *ctx = m->ctx;
-    if (!m->device.ones.ptr && m->nnz > 0) {
-        MF_TRY(mf_dmem_alloc(ctx, &m->device.ones, (size_t)m->nnz * sizeof(float),
-                             "a pattern's unit values"));
-        mf_status st = mf_cuda_fill(ctx, m->device.ones.ptr, 1.0f, m->nnz);
-        if (st != MF_OK) {
-            mf_dmem_free(ctx, &m->device.ones);
-            mf_dmem_free(ctx, &m->device.row_ptr32);
-            return st;
-        }
-    }
-    *ones = m->device.ones.ptr;
+    derived *d = NULL;
+    MF_TRY(derive(m, &ones_key, fill_ones, &d));
+    *ones = d->a.ptr;
     return MF_OK;
 }
 
 void mf_sparse_release_device(mf_sparse *m)
 {
-    mf_ctx *ctx = m->ctx;
-    mf_cuda_sddmm_plan_free(m);
-    mf_dmem_free(ctx, &m->device.ones);
-    mf_dmem_free(ctx, &m->device.row_ptr32);
-    mf_dmem_free(ctx, &m->device.row_ptr);
-    mf_dmem_free(ctx, &m->device.col);
-    mf_dmem_free(ctx, &m->device.val);
-    mf_dmem_free(ctx, &m->device.t_ptr);
-    mf_dmem_free(ctx, &m->device.t_idx);
-    mf_dmem_free(ctx, &m->device.t_val);
+    mf_sparse_cache_clear(m);
+    mf_dmem_free(m->ctx, &m->device.row_ptr);
+    mf_dmem_free(m->ctx, &m->device.col);
+    mf_dmem_free(m->ctx, &m->device.val);
 }

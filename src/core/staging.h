@@ -5,7 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "cuda/device_memory.h"
+#include "core/device_memory.h"
 
 #ifdef __cplusplus
 extern "C" {

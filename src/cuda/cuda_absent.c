@@ -3,12 +3,11 @@
  * algorithm folder stubs its own CUDA engine (<algo>_absent.c). */
 #include <stdio.h>
 
-#include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 
 mf_status mf_cuda_absent(mf_ctx *ctx)
 {
-    return mf_fail(ctx, MF_ERR_NO_DEVICE, "mfact was built without CUDA support");
+    return mf_device_fail(ctx, MF_ERR_NO_DEVICE, "mfact was built without CUDA support");
 }
 
 int mf_cuda_device_count(char *why, size_t why_len)
@@ -17,9 +16,10 @@ int mf_cuda_device_count(char *why, size_t why_len)
     return 0;
 }
 
-mf_status mf_cuda_open(mf_ctx *ctx, int device)
+mf_status mf_cuda_open(mf_ctx *ctx, int device, mf_device_source *pool)
 {
     (void)device;
+    (void)pool;
     return mf_cuda_absent(ctx);
 }
 

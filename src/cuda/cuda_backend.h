@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cuda/device_link.h"
 #include "mfact/mfact.h"
 
 #ifdef __cplusplus
@@ -22,12 +23,24 @@ mf_status mf_cuda_absent(mf_ctx *ctx);
 /* Usable CUDA devices (0 when none, or built without CUDA); when 0, `why` says why. */
 int mf_cuda_device_count(char *why, size_t why_len);
 
-/* Open `device` for ctx: properties, the context's own stream, and, unless the context has
- * allocator hooks, a stream-ordered memory pool as the source of ctx->dmem. */
-mf_status mf_cuda_open(mf_ctx *ctx, int device);
+/* Where device memory comes from, as the context's memory manager (core/device_memory.h)
+ * takes it: the functions, their user pointer, and a name for messages. */
+typedef struct mf_device_source {
+    mf_device_alloc_fn alloc;
+    mf_device_free_fn free;
+    void *user;
+    const char *name;
+} mf_device_source;
+
+/* Open `device` for ctx: properties and the context's own stream. With `pool` non-NULL
+ * (the context has no allocator hooks of the caller's) it also makes a stream-ordered
+ * memory pool and returns it there as a source; NULL makes none. */
+mf_status mf_cuda_open(mf_ctx *ctx, int device, mf_device_source *pool);
 /* Synchronize, release the pool and the stream. Safe on a context that failed to open. */
 void mf_cuda_close(mf_ctx *ctx);
 
+/* Make `stream` (NULL: the context's own) the one every later call queues on, after the
+ * old one has finished its work. */
 mf_status mf_cuda_set_stream(mf_ctx *ctx, void *stream);
 void *mf_cuda_stream(const mf_ctx *ctx);
 mf_status mf_cuda_device_info(mf_ctx *ctx, mf_device_info *info);
@@ -47,10 +60,6 @@ mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, f
 
 /* out[0..n) = value on the device. */
 mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n);
-
-/* Free the SDDMM plans cached on a matrix (src/sddmm/sddmm.cu); a no-op without any. */
-struct mf_sparse;
-void mf_cuda_sddmm_plan_free(struct mf_sparse *m);
 
 /* "CUDA 13.0 (runtime 13.0, archs 80;90a)" or "cuda off". Static storage. */
 const char *mf_cuda_build_info(void);

@@ -9,8 +9,8 @@ mf_status mf_cuda_fail(mf_ctx *ctx, cudaError_t err, const char *call, const cha
 {
     (void)cudaGetLastError();
     mf_status st = err == cudaErrorMemoryAllocation ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA;
-    return mf_fail(ctx, st, "%s failed: %s (%s) at %s:%d", call, cudaGetErrorString(err),
-                   cudaGetErrorName(err), file, line);
+    return mf_device_fail(ctx, st, "%s failed: %s (%s) at %s:%d", call, cudaGetErrorString(err),
+                          cudaGetErrorName(err), file, line);
 }
 
 extern "C" int mf_cuda_device_count(char *why, size_t why_len)
@@ -27,33 +27,29 @@ extern "C" int mf_cuda_device_count(char *why, size_t why_len)
     return n;
 }
 
-extern "C" mf_status mf_cuda_open(mf_ctx *ctx, int device)
+extern "C" mf_status mf_cuda_open(mf_ctx *ctx, int device, mf_device_source *pool)
 {
     mf_cuda *c = static_cast<mf_cuda *>(calloc(1, sizeof(mf_cuda)));
     if (!c)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ctx_create: out of host memory");
+        return mf_device_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ctx_create: out of host memory");
     c->device = device;
-    ctx->cuda = c; /* from here on mf_cuda_close cleans up whatever was made */
+    mf_device_link_of(ctx)->cuda = c; /* from here on mf_cuda_close cleans up what was made */
     mf_device_guard guard(device);
     MF_CUDA_TRY(ctx, cudaGetDeviceProperties(&c->prop, device));
     int mode = cudaComputeModeDefault;
     MF_CUDA_TRY(ctx, cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device));
     if (mode == cudaComputeModeProhibited)
-        return mf_fail(ctx, MF_ERR_NO_DEVICE, "CUDA device %d (%s) is in prohibited compute mode",
-                       device, c->prop.name);
+        return mf_device_fail(ctx, MF_ERR_NO_DEVICE,
+                              "CUDA device %d (%s) is in prohibited compute mode", device,
+                              c->prop.name);
     MF_CUDA_TRY(ctx, cudaStreamCreateWithFlags(&c->own_stream, cudaStreamNonBlocking));
     c->stream = c->own_stream;
-    ctx->dmem.stream = c->stream;
-    if (!ctx->dmem.alloc)
-        MF_TRY(mf_cuda_pool_create(ctx, c));
-    mf_log(ctx, MF_LOG_INFO, "using CUDA device %d: %s (compute %d.%d, %d SMs)", device,
-           c->prop.name, c->prop.major, c->prop.minor, c->prop.multiProcessorCount);
-    return MF_OK;
+    return pool ? mf_cuda_pool_create(ctx, c, pool) : MF_OK;
 }
 
 extern "C" void mf_cuda_close(mf_ctx *ctx)
 {
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     if (!c)
         return;
     {
@@ -67,12 +63,12 @@ extern "C" void mf_cuda_close(mf_ctx *ctx)
         (void)cudaGetLastError();
     }
     free(c);
-    ctx->cuda = NULL;
+    mf_device_link_of(ctx)->cuda = NULL;
 }
 
 extern "C" mf_status mf_cuda_set_stream(mf_ctx *ctx, void *stream)
 {
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     mf_device_guard guard(c->device);
     cudaStream_t next = stream ? static_cast<cudaStream_t>(stream) : c->own_stream;
     if (next == c->stream)
@@ -81,18 +77,18 @@ extern "C" mf_status mf_cuda_set_stream(mf_ctx *ctx, void *stream)
      * new stream may reuse that memory. */
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
     c->stream = next;
-    ctx->dmem.stream = next;
     return MF_OK;
 }
 
 extern "C" void *mf_cuda_stream(const mf_ctx *ctx)
 {
-    return ctx->cuda ? ctx->cuda->stream : NULL;
+    const mf_cuda *c = mf_cuda_of((mf_ctx *)ctx);
+    return c ? c->stream : NULL;
 }
 
 extern "C" mf_status mf_cuda_device_info(mf_ctx *ctx, mf_device_info *info)
 {
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     mf_device_guard guard(c->device);
     size_t free_bytes = 0, total_bytes = 0;
     MF_CUDA_TRY(ctx, cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -128,7 +124,7 @@ extern "C" mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_
 {
     if (bytes == 0)
         return MF_OK;
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     mf_device_guard guard(c->device);
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, c->stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));

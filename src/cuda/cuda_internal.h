@@ -1,11 +1,12 @@
-/* Shared by the .cu files of src/cuda: the per-context device state, error translation, and
- * the guard that makes the context's device current for one call. CUDA C++ only. */
+/* Shared by the .cu files of src/cuda and of the algorithms: the per-context device state,
+ * error translation, the launch check, and the guard that makes the context's device
+ * current for one call. CUDA C++ only. It reaches the context only through its
+ * mf_device_link (device_link.h), so it includes nothing of src/core. */
 #ifndef MF_CUDA_INTERNAL_H
 #define MF_CUDA_INTERNAL_H
 
 #include <cuda_runtime.h>
 
-#include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 
 struct mf_cuda {
@@ -77,8 +78,14 @@ struct mf_cusparse_api;
 mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle, const struct mf_cusparse_api **api);
 void mf_cuda_cusparse_destroy(mf_cuda *c);
 
+/* The context's device state (NULL on a CPU context). */
+static inline mf_cuda *mf_cuda_of(mf_ctx *ctx)
+{
+    return mf_device_link_of(ctx)->cuda;
+}
+
 /* The pool as a source for the memory manager (device_pool.cu). */
-mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c);
+mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c, mf_device_source *source);
 void mf_cuda_pool_destroy(mf_cuda *c);
 
 #endif

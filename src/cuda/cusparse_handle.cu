@@ -55,30 +55,34 @@ mf_status mf_cusparse_api_get(mf_ctx *ctx, const mf_cusparse_api **api)
 {
     pthread_once(&load_once, load);
     if (!loaded.spmm)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                       "cuSPARSE could not be loaded (%s): mf_spmm on the GPU needs the CUDA "
-                       "toolkit's libcusparse.so.12 on the library path; nothing else does",
-                       load_error);
+        return mf_device_fail(
+            ctx, MF_ERR_UNSUPPORTED,
+            "cuSPARSE could not be loaded (%s): mf_spmm on the GPU needs the CUDA "
+            "toolkit's libcusparse.so.12 on the library path; nothing else does",
+            load_error);
     *api = &loaded;
     return MF_OK;
 }
 
 mf_status mf_cuda_cusparse(mf_ctx *ctx, void **handle, const mf_cusparse_api **api)
 {
-    MF_TRY(mf_cusparse_api_get(ctx, api));
-    mf_cuda *c = ctx->cuda;
+    mf_status st = mf_cusparse_api_get(ctx, api);
+    if (st != MF_OK)
+        return st;
+    mf_cuda *c = mf_cuda_of(ctx);
     if (!c->cusparse) {
         cusparseHandle_t h;
         cusparseStatus_t s = (*api)->create(&h);
         if (s != CUSPARSE_STATUS_SUCCESS)
-            return mf_fail(ctx,
-                           s == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA,
-                           "cusparseCreate failed: %s", (*api)->error_string(s));
+            return mf_device_fail(
+                ctx, s == CUSPARSE_STATUS_ALLOC_FAILED ? MF_ERR_OUT_OF_MEMORY : MF_ERR_CUDA,
+                "cusparseCreate failed: %s", (*api)->error_string(s));
         c->cusparse = h;
     }
     cusparseStatus_t s = (*api)->set_stream((cusparseHandle_t)c->cusparse, c->stream);
     if (s != CUSPARSE_STATUS_SUCCESS)
-        return mf_fail(ctx, MF_ERR_CUDA, "cusparseSetStream failed: %s", (*api)->error_string(s));
+        return mf_device_fail(ctx, MF_ERR_CUDA, "cusparseSetStream failed: %s",
+                              (*api)->error_string(s));
     *handle = c->cusparse;
     return MF_OK;
 }

@@ -24,16 +24,17 @@ static void pool_free(void *user, void *ptr, size_t bytes, void *stream)
     cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));
 }
 
-mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c)
+mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c, mf_device_source *source)
 {
     int supported = 0;
     MF_CUDA_TRY(ctx,
                 cudaDeviceGetAttribute(&supported, cudaDevAttrMemoryPoolsSupported, c->device));
     if (!supported)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                       "CUDA device %d has no stream-ordered memory pools; pass device_alloc "
-                       "and device_free in mf_ctx_opts",
-                       c->device);
+        return mf_device_fail(
+            ctx, MF_ERR_UNSUPPORTED,
+            "CUDA device %d has no stream-ordered memory pools; pass device_alloc "
+            "and device_free in mf_ctx_opts",
+            c->device);
     cudaMemPoolProps props = {};
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
@@ -43,7 +44,7 @@ mf_status mf_cuda_pool_create(mf_ctx *ctx, mf_cuda *c)
      * would hand it back at every sync); mf_ctx_release_cached_memory trims on request. */
     uint64_t threshold = UINT64_MAX;
     MF_CUDA_TRY(ctx, cudaMemPoolSetAttribute(c->pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    mf_dmem_set_source(&ctx->dmem, pool_alloc, pool_free, c, "the context's CUDA memory pool");
+    *source = (mf_device_source){pool_alloc, pool_free, c, "the context's CUDA memory pool"};
     return MF_OK;
 }
 
@@ -57,7 +58,7 @@ void mf_cuda_pool_destroy(mf_cuda *c)
 
 extern "C" mf_status mf_cuda_release_cached(mf_ctx *ctx)
 {
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     if (!c->pool)
         return MF_OK; /* the caller's hooks own their caching */
     mf_device_guard guard(c->device);

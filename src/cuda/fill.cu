@@ -12,7 +12,7 @@ extern "C" mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t 
 {
     if (n <= 0)
         return MF_OK;
-    mf_cuda *c = ctx->cuda;
+    mf_cuda *c = mf_cuda_of(ctx);
     mf_device_guard guard(c->device);
     fill_kernel<<<mf_cuda_grid(c, n, 256, 16), 256, 0, c->stream>>>(out, value, n);
     return MF_CUDA_LAUNCHED(ctx, "fill_kernel");

@@ -1,5 +1,6 @@
 // Sum of squares in double for mf_rmse: per-block partial sums, added on the host in block
 // order, so the result does not depend on scheduling.
+#include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
 
@@ -31,7 +32,7 @@ __global__ void __launch_bounds__(MF_RMSE_THREADS)
 
 extern "C" mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     int64_t grid = (n + MF_RMSE_THREADS - 1) / MF_RMSE_THREADS;
     if (grid > MF_RMSE_BLOCKS)
         grid = MF_RMSE_BLOCKS;
@@ -40,14 +41,14 @@ extern "C" mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n,
     mf_dbuf partial = {0, 0};
     MF_TRY(mf_dmem_alloc(ctx, &partial, (size_t)grid * sizeof(double), "RMSE partial sums"));
     double host[MF_RMSE_BLOCKS];
-    sum_squares_kernel<<<(unsigned)grid, MF_RMSE_THREADS, 0, ctx->cuda->stream>>>(
+    sum_squares_kernel<<<(unsigned)grid, MF_RMSE_THREADS, 0, ctx->link.cuda->stream>>>(
         x, n, (double *)partial.ptr);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess)
         err = cudaMemcpyAsync(host, partial.ptr, (size_t)grid * sizeof(double),
-                              cudaMemcpyDeviceToHost, ctx->cuda->stream);
+                              cudaMemcpyDeviceToHost, ctx->link.cuda->stream);
     if (err == cudaSuccess)
-        err = cudaStreamSynchronize(ctx->cuda->stream);
+        err = cudaStreamSynchronize(ctx->link.cuda->stream);
     mf_dmem_free(ctx, &partial);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "summing squared residuals", __FILE__, __LINE__);

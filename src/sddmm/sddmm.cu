@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ctx.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
@@ -131,27 +132,29 @@ struct mf_sddmm_plan {
     int n_choices, next_choice; // a small ring: the oldest choice is replaced
 };
 
-extern "C" void mf_cuda_sddmm_plan_free(mf_sparse *m)
+// The plan lives in the matrix's cache under this key, freed with the matrix.
+static const char plan_key = 0;
+
+static void plan_free(mf_sparse *m, void *value)
 {
-    mf_sddmm_plan *plan = m->sddmm_plan;
-    if (!plan)
-        return;
+    mf_sddmm_plan *plan = (mf_sddmm_plan *)value;
     for (int i = 0; i < plan->n_layouts; i++) {
         mf_dmem_free(m->ctx, &plan->layouts[i].items);
         mf_dmem_free(m->ctx, &plan->layouts[i].blocks);
     }
     free(plan);
-    m->sddmm_plan = NULL;
 }
 
 static mf_status get_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_plan **out)
 {
-    if (!S->sddmm_plan) {
-        S->sddmm_plan = (mf_sddmm_plan *)calloc(1, sizeof(mf_sddmm_plan));
-        if (!S->sddmm_plan)
+    mf_sddmm_plan *plan = (mf_sddmm_plan *)mf_sparse_cache_get(S, &plan_key);
+    if (!plan) {
+        plan = (mf_sddmm_plan *)calloc(1, sizeof(mf_sddmm_plan));
+        if (!plan)
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+        MF_TRY(mf_sparse_cache_put(S, &plan_key, plan, plan_free));
     }
-    *out = S->sddmm_plan;
+    *out = plan;
     return MF_OK;
 }
 
@@ -261,7 +264,7 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 {
     if (!variants[v].cfg.smem)
         return MF_OK;
-    MF_CUDA_TRY(ctx, variants[v].allow_smem(ctx->cuda->prop.sharedMemPerBlockOptin));
+    MF_CUDA_TRY(ctx, variants[v].allow_smem(ctx->link.cuda->prop.sharedMemPerBlockOptin));
     return MF_OK;
 }
 
@@ -301,7 +304,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
                                                         : MF_SDDMM_FULL;
-        var.launch(P, mode, (unsigned)L->n_blocks, smem, ctx->cuda->stream);
+        var.launch(P, mode, (unsigned)L->n_blocks, smem, ctx->link.cuda->stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
     return MF_OK;
@@ -311,7 +314,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
 static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                               const mf_sddmm_dev_layout *L, float *out, float *ms)
 {
-    cudaStream_t stream = ctx->cuda->stream;
+    cudaStream_t stream = ctx->link.cuda->stream;
     cudaEvent_t e0, e1;
     MF_CUDA_TRY(ctx, cudaEventCreate(&e0));
     cudaError_t err = cudaEventCreate(&e1);
@@ -356,9 +359,9 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
     sh.nnz = S->nnz;
     sh.k = call->k;
     sh.vec = vector_ok(call);
-    sh.l2_bytes = (int64_t)ctx->cuda->prop.l2CacheSize;
-    sh.smem_bytes = (int64_t)ctx->cuda->prop.sharedMemPerBlockOptin;
-    sh.sms = ctx->cuda->prop.multiProcessorCount;
+    sh.l2_bytes = (int64_t)ctx->link.cuda->prop.l2CacheSize;
+    sh.smem_bytes = (int64_t)ctx->link.cuda->prop.sharedMemPerBlockOptin;
+    sh.sms = ctx->link.cuda->prop.multiProcessorCount;
     return sh;
 }
 
@@ -459,8 +462,8 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
     mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f);
     if (st == MF_OK) {
-        add_scaled<<<mf_cuda_grid(ctx->cuda, S->nnz, 256, 16), 256, 0, ctx->cuda->stream>>>(
-            call->out, (const float *)t.ptr, call->beta, S->nnz);
+        add_scaled<<<mf_cuda_grid(ctx->link.cuda, S->nnz, 256, 16), 256, 0,
+                     ctx->link.cuda->stream>>>(call->out, (const float *)t.ptr, call->beta, S->nnz);
         st = MF_CUDA_LAUNCHED(ctx, "add_scaled");
     }
     mf_dmem_free(ctx, &t); /* stream-ordered: freed after the kernels that use it */
@@ -471,23 +474,25 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 // host arrays synchronize when they copy the result back).
 extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     int v, li;
     MF_TRY(choose(ctx, S, call, &v, &li));
-    return run(ctx, S, call, v, &S->sddmm_plan->layouts[li]);
+    mf_sddmm_plan *plan = NULL;
+    MF_TRY(get_plan(ctx, S, &plan));
+    return run(ctx, S, call, v, &plan->layouts[li]);
 }
 
 // Test hook: run variant v with panel width tj, bypassing the tuning rules.
 extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                                            int v, int32_t tj, int64_t block_nnz)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     if (v < 0 || v >= n_variants)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no SDDMM variant %d", v);
     if (variants[v].cfg.vec && !vector_ok(call))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
-    if (variants[v].cfg.smem &&
-        mf_sddmm_smem_bytes(variants[v].cfg, tj) > (size_t)ctx->cuda->prop.sharedMemPerBlockOptin)
+    if (variants[v].cfg.smem && mf_sddmm_smem_bytes(variants[v].cfg, tj) >
+                                    (size_t)ctx->link.cuda->prop.sharedMemPerBlockOptin)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "tj = %d does not fit in shared memory", tj);
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
@@ -498,7 +503,7 @@ extern "C" mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_s
     MF_TRY(get_layout(ctx, S, tj, block_nnz,
                       mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), &li));
     MF_TRY(allow_shared_memory(ctx, v));
-    MF_TRY(run(ctx, S, call, v, &S->sddmm_plan->layouts[li]));
-    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->cuda->stream));
+    MF_TRY(run(ctx, S, call, v, &plan->layouts[li]));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));
     return MF_OK;
 }

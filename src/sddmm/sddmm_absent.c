@@ -4,11 +4,6 @@
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_tuning.h"
 
-void mf_cuda_sddmm_plan_free(mf_sparse *m)
-{
-    (void)m;
-}
-
 mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     (void)S;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_kernels.cuh"
@@ -81,8 +82,8 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
-    cudaStream_t stream = ctx->cuda->stream;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
     a.chunk_begin = (const int64_t *)e->chunk_begin.ptr;
@@ -113,8 +114,8 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
-    cudaStream_t stream = ctx->cuda->stream;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
     if (R->nnz == 0) {
         *rmse = 0.0;
         return MF_OK;
@@ -128,7 +129,7 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     a.sum = (double *)((char *)e->scratch.ptr + 8);
     MF_CUDA_TRY(ctx, cudaMemsetAsync(a.sum, 0, sizeof(double), stream));
     void *args[] = {&a};
-    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)R->rows * 32, 256, 8);
+    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)R->rows * 32, 256, 8);
     MF_CUDA_TRY(ctx, cudaLaunchKernel(rmse_kernel_for(e), dim3(grid), dim3(256), args, 0, stream));
     double sum = 0.0;
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(&sum, a.sum, sizeof sum, cudaMemcpyDeviceToHost, stream));
@@ -141,13 +142,13 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
 {
     mf_ctx *ctx = e->ctx;
-    cudaStream_t stream = ctx->cuda->stream;
+    cudaStream_t stream = ctx->link.cuda->stream;
     const size_t bytes = (size_t)rows * e->k * sizeof(float);
     if (bytes == 0)
         return MF_OK;
     mf_dbuf tmp = {NULL, 0};
     MF_TRY(mf_dmem_alloc(ctx, &tmp, bytes, "SGD factors for the caller"));
-    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)rows * e->k, 256, 8);
+    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)rows * e->k, 256, 8);
     if (e->half)
         sgd::unpack_kernel<true>
             <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
@@ -168,7 +169,7 @@ mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
 mf_status engine_finish(mf_sgd_engine *base, float *U, float *V)
 {
     cuda_engine *e = (cuda_engine *)base;
-    mf_device_guard guard(e->ctx->cuda->device);
+    mf_device_guard guard(e->ctx->link.cuda->device);
     MF_TRY(copy_out(e, &e->U, e->rows, U));
     return copy_out(e, &e->V, e->cols, V);
 }
@@ -177,7 +178,7 @@ void engine_destroy(mf_sgd_engine *base)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     mf_dmem_free(ctx, &e->chunk_begin);
     mf_dmem_free(ctx, &e->entries);
     mf_dmem_free(ctx, &e->user);
@@ -191,7 +192,7 @@ void engine_destroy(mf_sgd_engine *base)
 mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, const float *X0, const char *what)
 {
     mf_ctx *ctx = e->ctx;
-    cudaStream_t stream = ctx->cuda->stream;
+    cudaStream_t stream = ctx->link.cuda->stream;
     const size_t elem = e->half ? 2 : 4;
     MF_TRY(mf_dmem_alloc(ctx, X, (size_t)rows * e->kp * elem, what));
     if (rows == 0)
@@ -200,7 +201,7 @@ mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, const float *X0, con
     const size_t bytes = (size_t)rows * e->k * sizeof(float);
     MF_TRY(mf_dmem_alloc(ctx, &tmp, bytes, "SGD initial factors"));
     cudaError_t err = cudaMemcpyAsync(tmp.ptr, X0, bytes, cudaMemcpyHostToDevice, stream);
-    unsigned grid = mf_cuda_grid(ctx->cuda, (int64_t)rows * e->kp, 256, 8);
+    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)rows * e->kp, 256, 8);
     if (err == cudaSuccess) {
         if (e->half)
             sgd::pack_kernel<true>
@@ -223,7 +224,7 @@ mf_status upload(cuda_engine *e, mf_dbuf *dst, const void *src, size_t bytes, co
     MF_TRY(mf_dmem_alloc(e->ctx, dst, bytes, what));
     if (bytes)
         MF_CUDA_TRY(e->ctx, cudaMemcpyAsync(dst->ptr, src, bytes, cudaMemcpyHostToDevice,
-                                            e->ctx->cuda->stream));
+                                            e->ctx->link.cuda->stream));
     return MF_OK;
 }
 
@@ -242,7 +243,7 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
         st = upload(e, &e->chunk_begin, p->chunk_begin, ((size_t)p->nchunks + 1) * sizeof(int64_t),
                     "SGD chunks");
     /* The plan is the driver's to free when this returns. */
-    cudaError_t err = cudaStreamSynchronize(ctx->cuda->stream);
+    cudaError_t err = cudaStreamSynchronize(ctx->link.cuda->stream);
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD plan upload", __FILE__, __LINE__);
@@ -251,7 +252,8 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     int per_sm = 0;
     MF_CUDA_TRY(
         ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_kernel_for(e), 256, 0));
-    int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->cuda->prop.multiProcessorCount * 8;
+    int64_t most =
+        (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount * 8;
     int64_t warps = s->workers > 0 && s->workers < most ? s->workers : most;
     warps = warps < s->max_workers ? warps : s->max_workers;
     if (warps % 8 == 0)
@@ -267,7 +269,7 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
 mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
 {
     mf_ctx *ctx = s->ctx;
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/philox.h"
+#include "cuda/philox.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_rules.h"
 

@@ -1,13 +1,13 @@
 /* What the CPU and CUDA engines of SGD share, so that one worker on either visits the
  * ratings in the same order: the per-epoch chunk permutation, the learning-rate schedule,
  * and IEEE half conversions for the CPU. Compiles as C11 and as CUDA C++ (host and
- * device), like core/philox.h. */
+ * device), like cuda/philox.h. */
 #ifndef MF_SGD_RULES_H
 #define MF_SGD_RULES_H
 
 #include <stdint.h>
 
-#include "core/philox.h" /* MF_HD */
+#include "cuda/philox.h" /* MF_HD */
 
 /* Ratings per chunk: a chunk is what one worker takes at a time. Short enough that every
  * epoch mixes users and items well, long enough to amortize loading and writing back the

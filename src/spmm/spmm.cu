@@ -1,7 +1,10 @@
 // mf_spmm on the GPU: cuSPARSE's generic SpMM on the matrix's cached device CSR, with dense
 // operands described as row-major. cuSPARSE takes 32-bit row offsets here (mixing 64-bit
 // offsets with 32-bit columns is not supported by every SpMM algorithm), kept beside the
-// 64-bit ones on the handle.
+// 64-bit ones in the matrix's cache.
+#include <stdlib.h>
+
+#include "core/ctx.h"
 #include "core/sparse.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
@@ -29,31 +32,49 @@ __global__ void narrow_offsets(const int64_t *in, int32_t *out, int64_t n)
         out[i] = (int32_t)in[i];
 }
 
+// cuSPARSE takes 32-bit offsets here: a narrowed copy of the row offsets, kept in the
+// matrix's cache under this key.
+static const char offsets32_key = 0;
+
+static void offsets32_free(mf_sparse *S, void *value)
+{
+    mf_dbuf *buf = (mf_dbuf *)value;
+    mf_dmem_free(S->ctx, buf);
+    free(buf);
+}
+
 static mf_status offsets32(mf_ctx *ctx, mf_sparse *S, const int64_t *row_ptr, const int32_t **out)
 {
-    if (!S->device.row_ptr32.ptr) {
+    mf_dbuf *buf = (mf_dbuf *)mf_sparse_cache_get(S, &offsets32_key);
+    if (!buf) {
         if (S->nnz > INT32_MAX)
             return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                            "mf_spmm: %lld entries exceed cuSPARSE's 32-bit offsets here",
                            (long long)S->nnz);
+        buf = (mf_dbuf *)calloc(1, sizeof *buf);
+        if (!buf)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_spmm: out of host memory");
         int64_t n = (int64_t)S->rows + 1;
-        MF_TRY(mf_dmem_alloc(ctx, &S->device.row_ptr32, (size_t)n * sizeof(int32_t),
-                             "32-bit CSR row offsets"));
-        narrow_offsets<<<mf_cuda_grid(ctx->cuda, n, 256, 8), 256, 0, ctx->cuda->stream>>>(
-            row_ptr, (int32_t *)S->device.row_ptr32.ptr, n);
-        mf_status st = MF_CUDA_LAUNCHED(ctx, "narrow_offsets");
+        mf_status st =
+            mf_dmem_alloc(ctx, buf, (size_t)n * sizeof(int32_t), "32-bit CSR row offsets");
+        if (st == MF_OK) {
+            narrow_offsets<<<mf_cuda_grid(ctx->link.cuda, n, 256, 8), 256, 0,
+                             ctx->link.cuda->stream>>>(row_ptr, (int32_t *)buf->ptr, n);
+            st = MF_CUDA_LAUNCHED(ctx, "narrow_offsets");
+        }
         if (st != MF_OK) {
-            mf_dmem_free(ctx, &S->device.row_ptr32);
+            offsets32_free(S, buf);
             return st;
         }
+        MF_TRY(mf_sparse_cache_put(S, &offsets32_key, buf, offsets32_free));
     }
-    *out = (const int32_t *)S->device.row_ptr32.ptr;
+    *out = (const int32_t *)buf->ptr;
     return MF_OK;
 }
 
 extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call *c)
 {
-    mf_device_guard guard(ctx->cuda->device);
+    mf_device_guard guard(ctx->link.cuda->device);
     const int64_t *row_ptr;
     const int32_t *col = NULL, *ptr32 = NULL;
     const float *val;
@@ -89,7 +110,7 @@ extern "C" mf_status mf_cuda_spmm(mf_ctx *ctx, mf_sparse *S, const mf_spmm_call 
     MF_CUSPARSE_TRY(ctx, spmm, h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &c->alpha, a, x, &c->beta,
                     y, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, work.ptr);
     {
-        cudaError_t err = cudaStreamSynchronize(ctx->cuda->stream);
+        cudaError_t err = cudaStreamSynchronize(ctx->link.cuda->stream);
         if (err != cudaSuccess)
             st = mf_cuda_fail(ctx, err, "cusparseSpMM", __FILE__, __LINE__);
     }

@@ -1,4 +1,4 @@
-#include "cuda/device_memory.h"
+#include "core/device_memory.h"
 
 #include <string.h>
 

@@ -2,8 +2,8 @@
  * counter-based generator. Each output block is a pure function of (counter, key), so any
  * element of any stream can be computed on its own, by any thread, on the CPU or the GPU,
  * with the same bits. This header compiles as C11 and as CUDA C++ (host and device). */
-#ifndef MF_CORE_PHILOX_H
-#define MF_CORE_PHILOX_H
+#ifndef MF_CUDA_PHILOX_H
+#define MF_CUDA_PHILOX_H
 
 #include <stdint.h>
 

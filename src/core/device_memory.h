@@ -3,8 +3,8 @@
  * byte limit with a clear MF_ERR_OUT_OF_MEMORY, and delegates the allocation itself to a
  * source: the context's stream-ordered cudaMemPool (device_pool.cu) or the caller's hooks.
  * This file is plain C with no CUDA types, so CPU-only builds compile and test it. */
-#ifndef MF_CUDA_DEVICE_MEMORY_H
-#define MF_CUDA_DEVICE_MEMORY_H
+#ifndef MF_CORE_DEVICE_MEMORY_H
+#define MF_CORE_DEVICE_MEMORY_H
 
 #include <stddef.h>
 #include <stdint.h>
