@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "bool/bmf_asso.h"
+#include "bool/bmf_internal.h"
 
 #include "testutil.h"
 
@@ -98,8 +99,8 @@ void bx_count(const mf_sparse *C, int k, const uint64_t *A, const uint64_t *B, i
     free(col);
 }
 
-mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
-                     uint64_t **B)
+static mf_bmf_report run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                         uint64_t **B, int recount)
 {
     int32_t rows, cols;
     ck_assert_int_eq(mf_sparse_shape(C, &rows, &cols, NULL), MF_OK);
@@ -110,7 +111,7 @@ mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint
         *B = calloc((size_t)cols * kw, 8);
     ck_assert(*A && *B);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_bmf_run(ctx, C, o, *A, *B, &rep);
+    mf_status st = mf_bmf_run_checked(ctx, C, o, *A, *B, &rep, recount);
     ck_assert_msg(st == MF_OK, "mf_bmf_run: %s", mf_ctx_last_error(ctx));
     int64_t fp, fn;
     bx_count(C, o->rank, *A, *B, &fp, &fn);
@@ -118,6 +119,18 @@ mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint
                   (long long)rep.fp, (long long)rep.fn, (long long)fp, (long long)fn);
     ck_assert_int_eq(rep.error, fp + fn);
     return rep;
+}
+
+mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                     uint64_t **B)
+{
+    return run(ctx, C, o, A, B, 0);
+}
+
+mf_bmf_report bx_run_recounted(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                               uint64_t **B)
+{
+    return run(ctx, C, o, A, B, 1);
 }
 
 mf_sparse *bx_dataset(mf_ctx *ctx, const char *name)

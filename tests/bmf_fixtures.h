@@ -22,6 +22,9 @@ void bx_count(const mf_sparse *C, int k, const uint64_t *A, const uint64_t *B, i
  * allocated (caller frees) when *A is NULL. */
 mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
                      uint64_t **B);
+/* bx_run with every sweep's counts checked from scratch (mf_bmf_run_checked). */
+mf_bmf_report bx_run_recounted(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                               uint64_t **B);
 
 /* A real data set of ../shared/data/bool as a pattern; NULL when absent. */
 mf_sparse *bx_dataset(mf_ctx *ctx, const char *name);

@@ -41,10 +41,8 @@ static void check_parity(mf_ctx *cpu, mf_ctx *gpu, int32_t rows, int32_t cols, i
     o.init = init;
     o.seed = 17;
     uint64_t *A1 = NULL, *B1 = NULL, *A2 = NULL, *B2 = NULL;
-    mf_bmf_set_debug_recount(1);
-    mf_bmf_report r1 = bx_run(cpu, Cc, &o, &A1, &B1);
-    mf_bmf_report r2 = bx_run(gpu, Cg, &o, &A2, &B2);
-    mf_bmf_set_debug_recount(0);
+    mf_bmf_report r1 = bx_run_recounted(cpu, Cc, &o, &A1, &B1);
+    mf_bmf_report r2 = bx_run_recounted(gpu, Cg, &o, &A2, &B2);
     int kw = (k + 63) / 64;
     ck_assert_msg(r1.error == r2.error && r1.sweeps == r2.sweeps &&
                       r1.best_instance == r2.best_instance,

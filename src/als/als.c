@@ -9,8 +9,8 @@
 #include "als/als_internal.h"
 #include "core/clock.h"
 #include "core/ctx.h"
-#include "core/opts.h"
 #include "core/random.h"
+#include "core/run.h"
 #include "cuda/cuda_backend.h"
 
 /* The Philox stream of the initial factors: fixed, so that a seed means one start. */
@@ -29,7 +29,7 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->where = MF_MEMORY_HOST;
 }
 
-static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *o)
+static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
 {
     static const char fn[] = "mf_als_run";
     MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 256, "%s: rank = %d is outside 1..256", fn, o->rank);
@@ -41,14 +41,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *
                o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN ||
                    o->init == MF_ALS_INIT_UNIFORM,
                "%s: init = %d is not an mf_als_init value", fn, (int)o->init);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
-    if (o->test) {
-        MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
-        MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
-                   "%s: the test set is %d x %d but the ratings are %d x %d", fn, o->test->rows,
-                   o->test->cols, R->rows, R->cols);
-    }
     return MF_OK;
 }
 
@@ -95,12 +87,11 @@ static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float 
 }
 
 typedef struct run_state {
-    mf_ctx *ctx;
+    mf_run run;
     mf_als_engine *e;
     const mf_als_opts *o;
     mf_sparse *R;
     mf_als_report rep;
-    double start;
 } run_state;
 
 static mf_status measure(run_state *s, double *train, double *test)
@@ -114,7 +105,6 @@ static mf_status measure(run_state *s, double *train, double *test)
 
 static mf_status iterate(run_state *s)
 {
-    mf_ctx *ctx = s->ctx;
     const mf_als_opts *o = s->o;
     int have_rmse = 0;
     for (int it = 1; it <= o->iterations; it++) {
@@ -128,70 +118,68 @@ static mf_status iterate(run_state *s)
             continue;
         MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
         have_rmse = 1;
-        mf_progress p = {it, mf_seconds() - s->start, s->rep.train_rmse, s->rep.test_rmse};
-        if (o->progress(o->progress_user, &p) != 0) {
-            mf_fail(ctx, MF_ERR_CANCELLED,
-                    "mf_als_run: cancelled by the progress callback after iteration %d", it);
-            return MF_ERR_CANCELLED;
-        }
+        mf_progress p = {it, mf_run_seconds(&s->run), s->rep.train_rmse, s->rep.test_rmse};
+        MF_TRY(mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it));
     }
     if (!have_rmse)
         MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
     return MF_OK;
 }
 
+/* The start, the engine, the iterations, the factors handed over. */
+static mf_status run(run_state *s, float *U, float *V)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const mf_als_opts *o = s->o;
+    float *V0 = malloc((size_t)s->R->cols * o->rank * sizeof *V0);
+    if (!V0)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_als_run: out of host memory for the initial V");
+    mf_status st = o->init == MF_ALS_INIT_GIVEN
+                       ? init_given(ctx, s->R, o->rank, V, o->where, V0)
+                       : init_seeded(ctx, s->R, o->rank, o->init == MF_ALS_INIT_MEAN, V0);
+    mf_als_setup setup = {ctx, s->R, o->rank, o->lambda, o->where, V0};
+    if (st == MF_OK)
+        st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
+    free(V0);
+    if (st != MF_OK)
+        return st;
+    st = iterate(s);
+    /* A cancelled run still hands over its last completed iteration. */
+    if (st == MF_OK || st == MF_ERR_CANCELLED) {
+        mf_status fin = s->e->finish(s->e, U, V);
+        if (fin != MF_OK)
+            st = fin;
+    }
+    s->e->destroy(s->e);
+    return st;
+}
+
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
                      float *V, mf_als_report *report)
 {
-    static const char fn[] = "mf_als_run";
-    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
-    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
-    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
-    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
     mf_als_opts o;
     mf_als_opts_init(&o);
-    if (opts)
-        MF_TRY(mf_opts_load(ctx, "mf_als_opts", &o, sizeof o, opts));
-    MF_TRY(check_opts(ctx, ratings, &o));
-    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
-    size_t report_bytes = 0;
-    if (report)
-        MF_TRY(mf_opts_out_size(ctx, "mf_als_report", report, sizeof *report, &report_bytes));
-
-    run_state s = {ctx, NULL, &o, (mf_sparse *)ratings, {0}, mf_seconds()}; /* caches only */
+    run_state s = {.o = &o, .R = (mf_sparse *)ratings}; /* the matrix: caches only */
+    mf_run_args args = {.fn = "mf_als_run",
+                        .input = ratings,
+                        .input_name = "ratings",
+                        .out = {U, V},
+                        .out_name = {"U", "V"},
+                        .where = &o.where,
+                        .opts_type = "mf_als_opts",
+                        .opts = &o,
+                        .opts_size = sizeof o,
+                        .user_opts = opts,
+                        .report_type = "mf_als_report",
+                        .report = report,
+                        .report_size = sizeof *report};
+    MF_TRY(mf_run_begin(&s.run, ctx, &args));
+    MF_TRY(check_opts(ctx, &o));
+    MF_TRY(mf_run_check_test(&s.run, o.test, ratings));
     s.rep.test_rmse = NAN;
-    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
-
-    float *V0 = malloc((size_t)ratings->cols * o.rank * sizeof *V0);
-    if (!V0)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
-    mf_status st = o.init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, s.R, o.rank, V, o.where, V0)
-                       : init_seeded(ctx, s.R, o.rank, o.init == MF_ALS_INIT_MEAN, V0);
-    mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
-    if (st == MF_OK)
-        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)
-                                             : mf_als_cpu_engine(&setup, &s.e);
-    free(V0);
-    if (st == MF_OK) {
-        st = iterate(&s);
-        /* A cancelled run still hands over its last completed iteration. */
-        if (st == MF_OK || st == MF_ERR_CANCELLED) {
-            mf_status fin = s.e->finish(s.e, U, V);
-            if (fin != MF_OK)
-                st = fin;
-        }
-        s.e->destroy(s.e);
-    }
-    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
-    if (st != MF_OK && st != MF_ERR_CANCELLED)
-        return st;
-    s.rep.seconds = mf_seconds() - s.start;
-    s.rep.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
-    if (report) { /* as mf_ctx_device_info: struct_size says how much was written */
-        s.rep.struct_size = report_bytes;
-        memcpy(report, &s.rep, report_bytes);
-    }
-    return st;
+    mf_run_start(&s.run);
+    mf_status st = run(&s, U, V);
+    s.rep.seconds = mf_run_seconds(&s.run);
+    return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -11,15 +11,8 @@
 #include "bool/bmf_rules.h"
 #include "core/clock.h"
 #include "core/ctx.h"
-#include "core/opts.h"
+#include "core/run.h"
 #include "cuda/cuda_backend.h"
-
-static int debug_recount;
-
-void mf_bmf_set_debug_recount(int on)
-{
-    debug_recount = on;
-}
 
 void mf_bmf_opts_init(mf_bmf_opts *opts)
 {
@@ -200,12 +193,13 @@ static mf_status load_given(mf_ctx *ctx, const mf_sparse *C, int k, const uint64
 }
 
 typedef struct run_state {
-    mf_ctx *ctx;
+    mf_run run;
     const mf_bmf_opts *o;
     const mf_sparse *C;
     mf_bmf_engine *e;
+    int recount; /* check every sweep's counts from scratch (mf_bmf_run_checked) */
     schedule sch;
-    double start, cells;
+    double cells;
     int64_t *best; /* per instance: best fp + fn */
     int64_t best_fp, best_fn;
     int best_q, sweeps;
@@ -250,7 +244,7 @@ static mf_status check_recount(run_state *s, int sweep, const int64_t *counts)
         int64_t fp, fn;
         MF_TRY(s->e->recount(s->e, q, &fp, &fn));
         if (fp != counts[2 * q] || fn != counts[2 * q + 1])
-            return mf_fail(s->ctx, MF_ERR_INTERNAL,
+            return mf_fail(s->run.ctx, MF_ERR_INTERNAL,
                            "mf_bmf_run: after sweep %d instance %d counts fp %lld fn %lld "
                            "incrementally but %lld and %lld from scratch",
                            sweep + 1, q, (long long)counts[2 * q], (long long)counts[2 * q + 1],
@@ -264,7 +258,7 @@ static mf_status check_recount(run_state *s, int sweep, const int64_t *counts)
  * so the schedule must not depend on timing: then a seed always gives the same factors. */
 static int next_group(const run_state *s, int last_count, int left)
 {
-    if (s->o->progress || debug_recount || last_count == 0)
+    if (s->o->progress || s->recount || last_count == 0)
         return 1;
     int g = 2 * last_count < MF_BMF_GROUP_MAX ? 2 * last_count : MF_BMF_GROUP_MAX;
     return g < left ? g : left;
@@ -279,7 +273,7 @@ static mf_status search(run_state *s)
     int *floor_flags = malloc((size_t)MF_BMF_GROUP_MAX * sizeof *floor_flags);
     mf_status st = MF_OK;
     if (!hist || !plan || !floor_flags)
-        st = mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
+        st = mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
     int stale = 0, stop = 0, group = 0;
     while (st == MF_OK && !stop && s->sweeps < o->max_sweeps) {
         group = next_group(s, group, o->max_sweeps - s->sweeps);
@@ -288,12 +282,12 @@ static mf_status search(run_state *s)
             plan[g].wq = llround(w * BMF_WSCALE);
             plan[g].temperature = s->sch.t0 * pow(s->sch.tdecay, s->sweeps + g);
         }
-        double deadline = o->time_limit > 0.0 ? s->start + o->time_limit : 0.0;
+        double deadline = o->time_limit > 0.0 ? s->run.start + o->time_limit : 0.0;
         int done = 0;
         st = s->e->sweeps(s->e, s->sweeps, group, plan, deadline, hist, &done);
         if (st != MF_OK)
             break;
-        if (debug_recount)
+        if (s->recount)
             st = check_recount(s, s->sweeps, hist);
         /* Every sweep run is taken, even past a stop: the engine kept their bests. */
         for (int g = 0; g < done && st == MF_OK; g++) {
@@ -309,17 +303,15 @@ static mf_status search(run_state *s)
             if (o->progress) {
                 mf_bmf_report r;
                 fill_counts(s, &r);
-                mf_bmf_progress p = {sweep + 1,   mf_seconds() - s->start,
+                mf_bmf_progress p = {sweep + 1,   mf_run_seconds(&s->run),
                                      r.error,     r.relative_error,
                                      r.precision, r.recall,
                                      r.f1,        (double)plan[g].wq / BMF_WSCALE};
-                if (o->progress(o->progress_user, &p) != 0)
-                    st = mf_fail(s->ctx, MF_ERR_CANCELLED,
-                                 "mf_bmf_run: cancelled by the progress callback after sweep %d",
-                                 sweep + 1);
+                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "sweep",
+                                      sweep + 1);
             }
         }
-        if (o->time_limit > 0.0 && mf_seconds() - s->start >= o->time_limit)
+        if (o->time_limit > 0.0 && mf_run_seconds(&s->run) >= o->time_limit)
             stop = 1;
     }
     free(hist);
@@ -362,33 +354,31 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
     return MF_OK;
 }
 
-mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, uint64_t *A_bits,
-                     uint64_t *B_bits, mf_bmf_report *report)
+mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
+                             uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report, int recount)
 {
     static const char fn[] = "mf_bmf_run";
-    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
-    MF_REQUIRE(ctx, C, "%s: C is NULL", fn);
-    MF_REQUIRE(ctx, C->ctx == ctx, "%s: C belongs to another context", fn);
-    MF_REQUIRE(ctx, A_bits && B_bits, "%s: A_bits or B_bits is NULL", fn);
     mf_bmf_opts o;
     mf_bmf_opts_init(&o);
-    if (opts)
-        MF_TRY(mf_opts_load(ctx, "mf_bmf_opts", &o, sizeof o, opts));
+    run_state s = {.o = &o, .C = C, .recount = recount};
+    mf_run_args args = {.fn = fn,
+                        .input = C,
+                        .input_name = "C",
+                        .out = {A_bits, B_bits},
+                        .out_name = {"A_bits", "B_bits"},
+                        .where = &o.where,
+                        .opts_type = "mf_bmf_opts",
+                        .opts = &o,
+                        .opts_size = sizeof o,
+                        .user_opts = opts,
+                        .report_type = "mf_bmf_report",
+                        .report = report,
+                        .report_size = sizeof *report};
+    MF_TRY(mf_run_begin(&s.run, ctx, &args));
     MF_TRY(check_opts(ctx, &o));
-    MF_TRY(mf_check_memory(ctx, A_bits, o.where, fn, "A_bits"));
-    MF_TRY(mf_check_memory(ctx, B_bits, o.where, fn, "B_bits"));
-    size_t report_bytes = 0;
-    if (report)
-        MF_TRY(mf_opts_out_size(ctx, "mf_bmf_report", report, sizeof *report, &report_bytes));
-
-    run_state s = {0};
-    s.ctx = ctx;
-    s.o = &o;
-    s.C = C;
-    s.start = mf_seconds();
     s.cells = (double)C->rows * (double)C->cols;
     s.sch = make_schedule(&o, C);
-    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
+    mf_run_start(&s.run);
 
     mf_bmf_setup setup;
     memset(&setup, 0, sizeof setup);
@@ -405,8 +395,7 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     uint64_t *A0 = NULL, *B0 = NULL;
     mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, &setup, &samples, &A0, &B0);
     if (st == MF_OK)
-        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_bmf_engine(&setup, &s.e)
-                                             : mf_bmf_cpu_engine(&setup, &s.e);
+        st = MF_RUN_ENGINE(&s.run, mf_bmf_cpu_engine, mf_cuda_bmf_engine, &setup, &s.e);
     free(samples.ptr);
     free(samples.cols);
     free(A0);
@@ -433,19 +422,19 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     if (s.e)
         s.e->destroy(s.e);
     free(s.best);
-    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
-    if (st != MF_OK && st != MF_ERR_CANCELLED)
-        return st;
-    if (report) {
-        mf_bmf_report r;
-        memset(&r, 0, sizeof r);
+    mf_bmf_report r;
+    memset(&r, 0, sizeof r);
+    if (st == MF_OK || st == MF_ERR_CANCELLED) {
         fill_counts(&s, &r);
         r.sweeps = s.sweeps;
         r.best_instance = s.best_q;
-        r.seconds = mf_seconds() - s.start;
-        r.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
-        r.struct_size = report_bytes;
-        memcpy(report, &r, report_bytes);
+        r.seconds = mf_run_seconds(&s.run);
     }
-    return st;
+    return mf_run_finish(&s.run, st, report, &r, &r.peak_device_bytes);
+}
+
+mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, uint64_t *A_bits,
+                     uint64_t *B_bits, mf_bmf_report *report)
+{
+    return mf_bmf_run_checked(ctx, C, opts, A_bits, B_bits, report, 0);
 }

@@ -67,10 +67,12 @@ mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
 /* CUDA builds: bmf.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
 
-/* Test hook: with a nonzero value every later mf_bmf_run recounts each instance's error
- * from scratch after every sweep and fails with MF_ERR_INTERNAL when the incremental
- * count differs. Process-wide; for tests only. */
-void mf_bmf_set_debug_recount(int on);
+/* mf_bmf_run, with `recount` nonzero: after every sweep each instance's error is also
+ * counted from scratch, and a difference from the incremental count fails the run with
+ * MF_ERR_INTERNAL. For tests; the flag belongs to this one run. */
+mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
+                             uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report,
+                             int recount);
 
 /* Sweeps an engine is asked to run at once, at most (the driver's group size). */
 #define MF_BMF_GROUP_MAX 16

@@ -7,8 +7,8 @@
 
 #include "core/clock.h"
 #include "core/ctx.h"
-#include "core/opts.h"
 #include "core/random.h"
+#include "core/run.h"
 #include "cuda/cuda_backend.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_rules.h"
@@ -36,7 +36,7 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
     opts->where = MF_MEMORY_HOST;
 }
 
-static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o)
+static mf_status check_opts(mf_ctx *ctx, const mf_sgd_opts *o)
 {
     static const char fn[] = "mf_sgd_hogwild_run";
     MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 512, "%s: rank = %d is outside 1..512", fn, o->rank);
@@ -59,14 +59,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *
                "%s: init = %d is not an mf_sgd_init value", fn, (int)o->init);
     MF_REQUIRE(ctx, o->order == MF_SGD_ORDER_USER_CHUNKS || o->order == MF_SGD_ORDER_RATINGS,
                "%s: order = %d is not an mf_sgd_order value", fn, (int)o->order);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
-    if (o->test) {
-        MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
-        MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
-                   "%s: the test set is %d x %d but the ratings are %d x %d", fn, o->test->rows,
-                   o->test->cols, R->rows, R->cols);
-    }
     return MF_OK;
 }
 
@@ -107,12 +99,11 @@ static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_o
 }
 
 typedef struct run_state {
-    mf_ctx *ctx;
+    mf_run run;
     mf_sgd_engine *e;
     const mf_sgd_opts *o;
     const mf_sparse *R;
     mf_sgd_report rep;
-    double start;
 } run_state;
 
 static mf_status measure(run_state *s)
@@ -145,7 +136,7 @@ static mf_status diverged(mf_ctx *ctx, const mf_sgd_opts *o, int epoch, double l
 
 static mf_status iterate(run_state *s)
 {
-    mf_ctx *ctx = s->ctx;
+    mf_ctx *ctx = s->run.ctx;
     const mf_sgd_opts *o = s->o;
     int have_rmse = 0;
     for (int t = 0; t < o->epochs; t++) {
@@ -162,12 +153,8 @@ static mf_status iterate(run_state *s)
             continue;
         MF_TRY(measure(s));
         have_rmse = 1;
-        mf_progress p = {t + 1, mf_seconds() - s->start, s->rep.train_rmse, s->rep.test_rmse};
-        if (o->progress(o->progress_user, &p) != 0) {
-            mf_fail(ctx, MF_ERR_CANCELLED,
-                    "mf_sgd_hogwild_run: cancelled by the progress callback after epoch %d", t + 1);
-            return MF_ERR_CANCELLED;
-        }
+        mf_progress p = {t + 1, mf_run_seconds(&s->run), s->rep.train_rmse, s->rep.test_rmse};
+        MF_TRY(mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "epoch", t + 1));
     }
     if (!have_rmse)
         MF_TRY(measure(s));
@@ -181,7 +168,7 @@ static mf_status iterate(run_state *s)
 
 static mf_status run(run_state *s, float *U, float *V)
 {
-    mf_ctx *ctx = s->ctx;
+    mf_ctx *ctx = s->run.ctx;
     const mf_sgd_opts *o = s->o;
     const mf_sparse *R = s->R;
     float *U0 = malloc(((size_t)R->rows * o->rank + 1) * sizeof *U0);
@@ -205,8 +192,7 @@ static mf_status run(run_state *s, float *U, float *V)
                           o->order,  o->lambda_u, o->lambda_v, o->workers, cap > 1 ? cap : 1,
                           ctx->seed, U0,          V0};
     if (st == MF_OK)
-        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_sgd_engine(&setup, &s->e)
-                                             : mf_sgd_cpu_engine(&setup, &s->e);
+        st = MF_RUN_ENGINE(&s->run, mf_sgd_cpu_engine, mf_cuda_sgd_engine, &setup, &s->e);
     free(U0);
     free(V0);
     if (st != MF_OK) {
@@ -229,36 +215,30 @@ static mf_status run(run_state *s, float *U, float *V)
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
                              float *U, float *V, mf_sgd_report *report)
 {
-    static const char fn[] = "mf_sgd_hogwild_run";
-    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
-    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
-    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
-    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
-    if (opts)
-        MF_TRY(mf_opts_load(ctx, "mf_sgd_opts", &o, sizeof o, opts));
-    MF_TRY(check_opts(ctx, ratings, &o));
-    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
-    size_t report_bytes = 0;
-    if (report)
-        MF_TRY(mf_opts_out_size(ctx, "mf_sgd_report", report, sizeof *report, &report_bytes));
-
-    run_state s = {ctx, NULL, &o, ratings, {0}, mf_seconds()};
+    run_state s = {.o = &o, .R = ratings};
+    mf_run_args args = {.fn = "mf_sgd_hogwild_run",
+                        .input = ratings,
+                        .input_name = "ratings",
+                        .out = {U, V},
+                        .out_name = {"U", "V"},
+                        .where = &o.where,
+                        .opts_type = "mf_sgd_opts",
+                        .opts = &o,
+                        .opts_size = sizeof o,
+                        .user_opts = opts,
+                        .report_type = "mf_sgd_report",
+                        .report = report,
+                        .report_size = sizeof *report};
+    MF_TRY(mf_run_begin(&s.run, ctx, &args));
+    MF_TRY(check_opts(ctx, &o));
+    MF_TRY(mf_run_check_test(&s.run, o.test, ratings));
     s.rep.test_rmse = NAN;
-    size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
+    mf_run_start(&s.run);
     mf_status st = run(&s, U, V);
-    size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
-    if (st != MF_OK && st != MF_ERR_CANCELLED)
-        return st;
-    s.rep.seconds = mf_seconds() - s.start;
+    s.rep.seconds = mf_run_seconds(&s.run);
     s.rep.updates_per_second =
         s.rep.epoch_seconds > 0 ? (double)ratings->nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;
-    s.rep.peak_device_bytes = ctx->backend == MF_BACKEND_CUDA ? peak : 0;
-    if (report) { /* as mf_ctx_device_info: struct_size says how much was written */
-        s.rep.struct_size = report_bytes;
-        memcpy(report, &s.rep, report_bytes);
-    }
-    return st;
+    return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }
