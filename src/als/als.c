@@ -145,12 +145,8 @@ static mf_status run(run_state *s, float *U, float *V)
     if (st != MF_OK)
         return st;
     st = iterate(s);
-    /* A cancelled run still hands over its last completed iteration. */
-    if (st == MF_OK || st == MF_ERR_CANCELLED) {
-        mf_status fin = s->e->finish(s->e, U, V);
-        if (fin != MF_OK)
-            st = fin;
-    }
+    if (mf_run_has_result(st))
+        st = mf_run_then(st, s->e->finish(s->e, U, V));
     s->e->destroy(s->e);
     return st;
 }
@@ -160,24 +156,14 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
 {
     mf_als_opts o;
     mf_als_opts_init(&o);
-    run_state s = {.o = &o, .R = (mf_sparse *)ratings}; /* the matrix: caches only */
-    mf_run_args args = {.fn = "mf_als_run",
-                        .input = ratings,
-                        .input_name = "ratings",
-                        .out = {U, V},
-                        .out_name = {"U", "V"},
-                        .where = &o.where,
-                        .opts_type = "mf_als_opts",
-                        .opts = &o,
-                        .opts_size = sizeof o,
-                        .user_opts = opts,
-                        .report_type = "mf_als_report",
-                        .report = report,
-                        .report_size = sizeof *report};
-    MF_TRY(mf_run_begin(&s.run, ctx, &args));
+    run_state s = {
+        .o = &o, .R = (mf_sparse *)ratings, .rep.test_rmse = NAN}; /* the matrix: caches only */
+
+    MF_TRY(mf_run_begin(&s.run, ctx,
+                        &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V),
+                                       &o.where, MF_RUN_OPTS(mf_als_opts, &o, opts),
+                                       MF_RUN_REPORT(mf_als_report, report), &o.test}));
     MF_TRY(check_opts(ctx, &o));
-    MF_TRY(mf_run_check_test(&s.run, o.test, ratings));
-    s.rep.test_rmse = NAN;
     mf_run_start(&s.run);
     mf_status st = run(&s, U, V);
     s.rep.seconds = mf_run_seconds(&s.run);

@@ -361,20 +361,11 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     mf_bmf_opts o;
     mf_bmf_opts_init(&o);
     run_state s = {.o = &o, .C = C, .recount = recount};
-    mf_run_args args = {.fn = fn,
-                        .input = C,
-                        .input_name = "C",
-                        .out = {A_bits, B_bits},
-                        .out_name = {"A_bits", "B_bits"},
-                        .where = &o.where,
-                        .opts_type = "mf_bmf_opts",
-                        .opts = &o,
-                        .opts_size = sizeof o,
-                        .user_opts = opts,
-                        .report_type = "mf_bmf_report",
-                        .report = report,
-                        .report_size = sizeof *report};
-    MF_TRY(mf_run_begin(&s.run, ctx, &args));
+
+    MF_TRY(mf_run_begin(&s.run, ctx,
+                        &(mf_run_args){fn, MF_RUN_INPUT(C), MF_RUN_OUTPUTS(A_bits, B_bits),
+                                       &o.where, MF_RUN_OPTS(mf_bmf_opts, &o, opts),
+                                       MF_RUN_REPORT(mf_bmf_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o));
     s.cells = (double)C->rows * (double)C->cols;
     s.sch = make_schedule(&o, C);
@@ -413,18 +404,15 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
         take_counts(&s, s.e->initial);
         if (!((double)(s.best_fp + s.best_fn) / s.cells <= o.target_error))
             st = search(&s);
-        if (st == MF_OK || st == MF_ERR_CANCELLED) {
-            mf_status fin = s.e->finish(s.e, s.best_q, A_bits, B_bits, o.where);
-            if (fin != MF_OK)
-                st = fin;
-        }
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, s.e->finish(s.e, s.best_q, A_bits, B_bits, o.where));
     }
     if (s.e)
         s.e->destroy(s.e);
     free(s.best);
     mf_bmf_report r;
     memset(&r, 0, sizeof r);
-    if (st == MF_OK || st == MF_ERR_CANCELLED) {
+    if (mf_run_has_result(st)) {
         fill_counts(&s, &r);
         r.sweeps = s.sweeps;
         r.best_instance = s.best_q;

@@ -5,6 +5,18 @@
 #include "core/clock.h"
 #include "core/opts.h"
 
+static mf_status check_test(const mf_run *run, const mf_sparse *test, const mf_sparse *input)
+{
+    if (!test)
+        return MF_OK;
+    MF_REQUIRE(run->ctx, test->ctx == run->ctx, "%s: the test set belongs to another context",
+               run->fn);
+    MF_REQUIRE(run->ctx, test->rows == input->rows && test->cols == input->cols,
+               "%s: the test set is %d x %d but the %s are %d x %d", run->fn, test->rows,
+               test->cols, run->input_name, input->rows, input->cols);
+    return MF_OK;
+}
+
 mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a)
 {
     memset(run, 0, sizeof *run);
@@ -24,19 +36,7 @@ mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a)
     if (a->report)
         MF_TRY(
             mf_opts_out_size(ctx, a->report_type, a->report, a->report_size, &run->report_bytes));
-    return MF_OK;
-}
-
-mf_status mf_run_check_test(const mf_run *run, const mf_sparse *test, const mf_sparse *input)
-{
-    if (!test)
-        return MF_OK;
-    MF_REQUIRE(run->ctx, test->ctx == run->ctx, "%s: the test set belongs to another context",
-               run->fn);
-    MF_REQUIRE(run->ctx, test->rows == input->rows && test->cols == input->cols,
-               "%s: the test set is %d x %d but the %s are %d x %d", run->fn, test->rows,
-               test->cols, run->input_name, input->rows, input->cols);
-    return MF_OK;
+    return a->test ? check_test(run, *a->test, a->input) : MF_OK;
 }
 
 void mf_run_start(mf_run *run)
@@ -61,7 +61,7 @@ mf_status mf_run_cancelled(const mf_run *run, int verdict, const char *step, lon
 mf_status mf_run_finish(mf_run *run, mf_status st, void *report, void *full, size_t *peak)
 {
     size_t run_peak = mf_dmem_peak_end(&run->ctx->dmem, run->saved_peak);
-    if (st != MF_OK && st != MF_ERR_CANCELLED)
+    if (!mf_run_has_result(st))
         return st;
     *peak = run->ctx->backend == MF_BACKEND_CUDA ? run_peak : 0;
     /* Every report starts with size_t struct_size, which says how much was written. */

@@ -3,9 +3,9 @@
  *
  *     mf_run run;
  *     mf_xxx_opts o;                      defaults: mf_xxx_opts_init(&o)
- *     MF_TRY(mf_run_begin(&run, ctx, &args));   NULLs, context, outputs' memory, options
+ *     MF_TRY(mf_run_begin(&run, ctx, &args));   NULLs, context, options, outputs' memory,
+ *                                         report size, test set
  *     MF_TRY(check_opts(...));            the algorithm's own option checks
- *     MF_TRY(mf_run_check_test(&run, o.test, R));
  *     mf_run_start(&run);                 clock and peak-memory window
  *     st = MF_RUN_ENGINE(&run, mf_xxx_cpu_engine, mf_cuda_xxx_engine, &setup, &e);
  *     ... iterate, calling mf_run_cancelled() after each step's progress callback ...
@@ -44,7 +44,23 @@ typedef struct mf_run_args {
     const char *report_type; /* "mf_als_report" */
     const void *report;
     size_t report_size;
+    /* A test set, when the options can name one: read after they are loaded; NULL or
+     * pointing to NULL means none. It must belong to ctx and have the input's shape. */
+    const mf_sparse *const *test;
 } mf_run_args;
+
+/* mf_run_args in order, from names and types (the names double as the messages' words):
+ *     mf_run_begin(&run, ctx, &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings),
+ *                  MF_RUN_OUTPUTS(U, V), &o.where, MF_RUN_OPTS(mf_als_opts, &o, opts),
+ *                  MF_RUN_REPORT(mf_als_report, report), &o.test}) */
+#define MF_RUN_INPUT(matrix) (matrix), #matrix
+#define MF_RUN_OUTPUTS(a, b)                                                                       \
+    {(a), (b)},                                                                                    \
+    {                                                                                              \
+#a, #b                                                                                     \
+    }
+#define MF_RUN_OPTS(type, defaults, user) #type, (defaults), sizeof(type), (user)
+#define MF_RUN_REPORT(type, caller)       #type, (caller), sizeof(type)
 
 typedef struct mf_run {
     mf_ctx *ctx;
@@ -57,11 +73,8 @@ typedef struct mf_run {
 
 /* ctx non-NULL (else the thread's slot says so); input non-NULL and of ctx; both outputs
  * non-NULL; the options loaded; both outputs in `where` memory; the report's struct_size
- * usable. */
+ * usable; the test set's context and shape. */
 mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *args);
-
-/* A test set, when given, belongs to the run's context and has the input's shape. */
-mf_status mf_run_check_test(const mf_run *run, const mf_sparse *test, const mf_sparse *input);
 
 /* Start the clock and the peak-memory window; mf_run_finish closes them. */
 void mf_run_start(mf_run *run);
@@ -78,6 +91,20 @@ double mf_run_seconds(const mf_run *run);
 /* After a progress callback: a nonzero `verdict` cancels the run with MF_ERR_CANCELLED,
  * "<fn>: cancelled by the progress callback after <step> <n>"; else MF_OK. */
 mf_status mf_run_cancelled(const mf_run *run, int verdict, const char *step, long long n);
+
+/* Whether a run's status leaves a result to hand over: MF_OK, or MF_ERR_CANCELLED (a
+ * cancelled run hands over its last finished step). */
+static inline int mf_run_has_result(mf_status st)
+{
+    return st == MF_OK || st == MF_ERR_CANCELLED;
+}
+
+/* The status of a run after a later step (handing over the result): the later one's when
+ * it failed, else the run's. */
+static inline mf_status mf_run_then(mf_status st, mf_status later)
+{
+    return later != MF_OK ? later : st;
+}
 
 /* Close the run: the peak-memory window ends (the run's peak goes to *peak, 0 on a CPU
  * context) and, when the run produced a result (MF_OK, or MF_ERR_CANCELLED, which keeps

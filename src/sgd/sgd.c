@@ -201,12 +201,8 @@ static mf_status run(run_state *s, float *U, float *V)
     }
     s->rep.workers = s->e->workers;
     st = iterate(s);
-    /* A cancelled run still hands over its last completed epoch. */
-    if (st == MF_OK || st == MF_ERR_CANCELLED) {
-        mf_status fin = s->e->finish(s->e, U, V);
-        if (fin != MF_OK)
-            st = fin;
-    }
+    if (mf_run_has_result(st))
+        st = mf_run_then(st, s->e->finish(s->e, U, V));
     s->e->destroy(s->e);
     mf_sgd_plan_free(&plan); /* the CPU engine walks it; the CUDA one has its own copy */
     return st;
@@ -217,24 +213,14 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
 {
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
-    run_state s = {.o = &o, .R = ratings};
-    mf_run_args args = {.fn = "mf_sgd_hogwild_run",
-                        .input = ratings,
-                        .input_name = "ratings",
-                        .out = {U, V},
-                        .out_name = {"U", "V"},
-                        .where = &o.where,
-                        .opts_type = "mf_sgd_opts",
-                        .opts = &o,
-                        .opts_size = sizeof o,
-                        .user_opts = opts,
-                        .report_type = "mf_sgd_report",
-                        .report = report,
-                        .report_size = sizeof *report};
-    MF_TRY(mf_run_begin(&s.run, ctx, &args));
+    run_state s = {.o = &o, .R = ratings, .rep.test_rmse = NAN};
+
+    MF_TRY(mf_run_begin(&s.run, ctx,
+                        &(mf_run_args){"mf_sgd_hogwild_run", MF_RUN_INPUT(ratings),
+                                       MF_RUN_OUTPUTS(U, V), &o.where,
+                                       MF_RUN_OPTS(mf_sgd_opts, &o, opts),
+                                       MF_RUN_REPORT(mf_sgd_report, report), &o.test}));
     MF_TRY(check_opts(ctx, &o));
-    MF_TRY(mf_run_check_test(&s.run, o.test, ratings));
-    s.rep.test_rmse = NAN;
     mf_run_start(&s.run);
     mf_status st = run(&s, U, V);
     s.rep.seconds = mf_run_seconds(&s.run);
