@@ -286,18 +286,10 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("als");
-    TCase *tc = tu_tcase("cpu");
-    tcase_add_test(tc, hand_solved);
-    tcase_add_test(tc, ldlt_matches_float64);
-    tcase_add_test(tc, ldlt_breakdown);
-    tcase_add_test(tc, planted_recovery);
-    tcase_add_test(tc, empty_rows_get_zero);
-    tcase_add_test(tc, progress_and_cancel);
-    tcase_add_test(tc, warm_start_continues);
-    tcase_add_test(tc, breakdown_is_numeric);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, movielens_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "als"};
+    const TTest *const tests[] = {hand_solved,          ldlt_matches_float64, ldlt_breakdown,
+                                  planted_recovery,     empty_rows_get_zero,  progress_and_cancel,
+                                  warm_start_continues, breakdown_is_numeric, bad_arguments,
+                                  movielens_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -424,21 +424,18 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("bmf");
-    TCase *tc = tu_tcase("cpu");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, planted_rank3_exact);
-    tcase_add_test(tc, bookkeeping_matches_recount);
-    tcase_add_test(tc, all_zero_and_all_one);
-    tcase_add_test(tc, warm_start_and_determinism);
-    tcase_add_test(tc, metropolis_rule);
-    tcase_add_test(tc, cancellation);
-    tcase_add_test(tc, time_limit_within_a_sweep);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, apatio_quality);
-    tcase_add_test(tc, asso_matches_reference);
-    tcase_add_test(tc, asso_start_never_worse);
-    tcase_add_test(tc, apatio_asso_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "bmf", .timeout = 300};
+    const TTest *const tests[] = {planted_rank3_exact,
+                                  bookkeeping_matches_recount,
+                                  all_zero_and_all_one,
+                                  warm_start_and_determinism,
+                                  metropolis_rule,
+                                  cancellation,
+                                  time_limit_within_a_sweep,
+                                  bad_arguments,
+                                  apatio_quality,
+                                  asso_matches_reference,
+                                  asso_start_never_worse,
+                                  apatio_asso_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

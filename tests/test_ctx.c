@@ -250,19 +250,17 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("ctx");
-    TCase *tc = tu_tcase("ctx");
-    tcase_add_test(tc, defaults_and_null_options);
-    tcase_add_test(tc, cpu_backend_on_request);
-    tcase_add_test(tc, cuda_without_a_device_is_no_device);
-    tcase_add_test(tc, auto_falls_back_to_cpu_without_a_device);
-    tcase_add_test(tc, bad_options_are_rejected);
-    tcase_add_test(tc, struct_size_from_an_older_caller);
-    tcase_add_test(tc, struct_size_from_a_newer_caller);
-    tcase_add_test(tc, struct_size_garbage_is_rejected);
-    tcase_add_test(tc, output_structs_respect_struct_size);
-    tcase_add_test(tc, log_callback_receives_messages);
-    tcase_add_test(tc, errors_without_a_context_go_to_the_thread);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "ctx"};
+    const TTest *const tests[] = {defaults_and_null_options,
+                                  cpu_backend_on_request,
+                                  cuda_without_a_device_is_no_device,
+                                  auto_falls_back_to_cpu_without_a_device,
+                                  bad_options_are_rejected,
+                                  struct_size_from_an_older_caller,
+                                  struct_size_from_a_newer_caller,
+                                  struct_size_garbage_is_rejected,
+                                  output_structs_respect_struct_size,
+                                  log_callback_receives_messages,
+                                  errors_without_a_context_go_to_the_thread};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

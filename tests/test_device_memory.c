@@ -133,12 +133,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("device_memory");
-    TCase *tc = tu_tcase("accounting");
-    tcase_add_test(tc, accounting_tracks_current_and_peak);
-    tcase_add_test(tc, zero_bytes_allocates_nothing);
-    tcase_add_test(tc, limit_gives_out_of_memory_with_a_message);
-    tcase_add_test(tc, a_refusing_source_gives_out_of_memory);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "device_memory"};
+    const TTest *const tests[] = {accounting_tracks_current_and_peak, zero_bytes_allocates_nothing,
+                                  limit_gives_out_of_memory_with_a_message,
+                                  a_refusing_source_gives_out_of_memory};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -186,17 +186,9 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    Suite *s = suite_create("gpu_als");
-    TCase *tc = tu_tcase("gpu");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, ldlt_matches_float64);
-    tcase_add_test(tc, cpu_gpu_agree);
-    tcase_add_test(tc, planted_recovery);
-    tcase_add_test(tc, device_memory_batches_determinism);
-    tcase_add_test(tc, breakdown_is_numeric);
-    tcase_add_test(tc, movielens_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, false);
+    static const tu_suite suite = {.name = "gpu_als", .gpu = true, .timeout = 600};
+    const TTest *const tests[] = {ldlt_matches_float64, cpu_gpu_agree,
+                                  planted_recovery,     device_memory_batches_determinism,
+                                  breakdown_is_numeric, movielens_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

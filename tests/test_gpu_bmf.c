@@ -213,16 +213,8 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    Suite *s = suite_create("gpu_bmf");
-    TCase *tc = tu_tcase("gpu");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, cpu_gpu_same_factors);
-    tcase_add_test(tc, asso_same_cover);
-    tcase_add_test(tc, device_factors_and_limit);
-    tcase_add_test(tc, planted_recovery);
-    tcase_add_test(tc, apatio_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, false);
+    static const tu_suite suite = {.name = "gpu_bmf", .gpu = true, .timeout = 600};
+    const TTest *const tests[] = {cpu_gpu_same_factors, asso_same_cover, device_factors_and_limit,
+                                  planted_recovery, apatio_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -248,16 +248,12 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    Suite *s = suite_create("gpu_foundation");
-    TCase *tc = tu_tcase("gpu");
-    tcase_add_test(tc, context_and_device_info);
-    tcase_add_test(tc, pool_accounting_and_reuse);
-    tcase_add_test(tc, limit_is_out_of_memory_not_a_crash);
-    tcase_add_test(tc, caller_hooks_and_streams);
-    tcase_add_test(tc, sparse_from_and_to_device_memory);
-    tcase_add_test(tc, rng_matches_the_cpu_bit_for_bit);
-    suite_add_tcase(s, tc);
-    return tu_run(s, false);
+    static const tu_suite suite = {.name = "gpu_foundation", .gpu = true};
+    const TTest *const tests[] = {context_and_device_info,
+                                  pool_accounting_and_reuse,
+                                  limit_is_out_of_memory_not_a_crash,
+                                  caller_hooks_and_streams,
+                                  sparse_from_and_to_device_memory,
+                                  rng_matches_the_cpu_bit_for_bit};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -271,15 +271,8 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    Suite *s = suite_create("gpu_sddmm");
-    TCase *tc = tu_tcase("gpu");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, every_variant_matches_float64);
-    tcase_add_test(tc, host_memory_and_cpu_parity);
-    tcase_add_test(tc, auto_tune_and_plan_cache);
-    tcase_add_test(tc, spmm_and_rmse_match_cpu);
-    suite_add_tcase(s, tc);
-    return tu_run(s, false);
+    static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
+    const TTest *const tests[] = {every_variant_matches_float64, host_memory_and_cpu_parity,
+                                  auto_tune_and_plan_cache, spmm_and_rmse_match_cpu};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -195,17 +195,9 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    Suite *s = suite_create("gpu_sgd");
-    TCase *tc = tcase_create("gpu_sgd");
-    tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, one_worker_matches_cpu);
-    tcase_add_test(tc, all_workers_agree_with_cpu);
-    tcase_add_test(tc, device_factors);
-    tcase_add_test(tc, divergence_is_reported);
-    tcase_add_test(tc, large_rank_learns);
-    tcase_add_test(tc, movielens_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, false);
+    static const tu_suite suite = {.name = "gpu_sgd", .gpu = true, .timeout = 600};
+    const TTest *const tests[] = {one_worker_matches_cpu, all_workers_agree_with_cpu,
+                                  device_factors,         divergence_is_reported,
+                                  large_rank_learns,      movielens_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -257,17 +257,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("hostile_input");
-    TCase *tc = tu_tcase("hostile_input");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, header_counts_are_bounded_by_the_file);
-    tcase_add_test(tc, shapes_from_a_file_are_bounded_by_its_entries);
-    tcase_add_test(tc, a_byte_order_mark_is_skipped);
-    tcase_add_test(tc, a_directory_is_an_io_error);
-    tcase_add_test(tc, count_lines_are_recognised);
-    tcase_add_test(tc, messages_quote_a_short_printable_excerpt);
-    tcase_add_test(tc, repeats_are_named_where_the_file_gives_them);
-    tcase_add_test(tc, thread_counts_are_bounded);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "hostile_input", .setup = setup, .teardown = teardown};
+    const TTest *const tests[] = {header_counts_are_bounded_by_the_file,
+                                  shapes_from_a_file_are_bounded_by_its_entries,
+                                  a_byte_order_mark_is_skipped,
+                                  a_directory_is_an_io_error,
+                                  count_lines_are_recognised,
+                                  messages_quote_a_short_printable_excerpt,
+                                  repeats_are_named_where_the_file_gives_them,
+                                  thread_counts_are_bounded};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

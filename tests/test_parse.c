@@ -96,13 +96,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("parse");
-    TCase *tc = tu_tcase("parse");
-    tcase_add_test(tc, integers);
-    tcase_add_test(tc, decimals_round_like_strtof);
-    tcase_add_test(tc, special_and_bad_values);
-    tcase_add_test(tc, locale_does_not_change_decimals);
-    tcase_add_test(tc, splitting_fields);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "parse"};
+    const TTest *const tests[] = {integers, decimals_round_like_strtof, special_and_bad_values,
+                                  locale_does_not_change_decimals, splitting_fields};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

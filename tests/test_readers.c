@@ -347,21 +347,11 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("readers");
-    TCase *tc = tu_tcase("readers");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, mm_general_real);
-    tcase_add_test(tc, mm_symmetric_is_expanded);
-    tcase_add_test(tc, mm_malformed);
-    tcase_add_test(tc, triplets_movielens_styles);
-    tcase_add_test(tc, triplets_options);
-    tcase_add_test(tc, triplets_duplicates);
-    tcase_add_test(tc, triplets_malformed);
-    tcase_add_test(tc, long_lines_are_read);
-    tcase_add_test(tc, pairs_with_both_count_lines);
-    tcase_add_test(tc, pairs_repeats_merge);
-    tcase_add_test(tc, pairs_malformed);
-    tcase_add_test(tc, binary_triplets);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
+    const TTest *const tests[] = {
+        mm_general_real,           mm_symmetric_is_expanded, mm_malformed,
+        triplets_movielens_styles, triplets_options,         triplets_duplicates,
+        triplets_malformed,        long_lines_are_read,      pairs_with_both_count_lines,
+        pairs_repeats_merge,       pairs_malformed,          binary_triplets};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

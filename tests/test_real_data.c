@@ -113,17 +113,8 @@ END_TEST
 
 int main(void)
 {
-    if (!tu_data_path("README.md")) {
-        printf("../shared/data is absent: skipped\n");
-        return 77;
-    }
-    Suite *s = suite_create("real_data");
-    TCase *tc = tu_tcase("real_data");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, movielens_100k);
-    tcase_add_test(tc, filmtrust);
-    tcase_add_test(tc, boolean_sets);
-    tcase_add_test(tc, graphs);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {
+        .name = "real_data", .data = true, .setup = setup, .teardown = teardown};
+    const TTest *const tests[] = {movielens_100k, filmtrust, boolean_sets, graphs};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

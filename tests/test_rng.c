@@ -126,13 +126,9 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("rng");
-    TCase *tc = tu_tcase("rng");
-    tcase_add_test(tc, known_answers);
-    tcase_add_test(tc, elements_are_independent_of_n_and_threads);
-    tcase_add_test(tc, seeds_and_streams_differ);
-    tcase_add_test(tc, uniform_range_and_moments);
-    tcase_add_test(tc, bad_arguments);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "rng"};
+    const TTest *const tests[] = {known_answers, elements_are_independent_of_n_and_threads,
+                                  seeds_and_streams_differ, uniform_range_and_moments,
+                                  bad_arguments};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -278,17 +278,14 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sddmm");
-    TCase *tc = tu_tcase("cpu");
-    tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, hand_computed);
-    tcase_add_test(tc, random_against_float64);
-    tcase_add_test(tc, bad_arguments_leave_out_untouched);
-    tcase_add_test(tc, rmse_known_answer);
-    tcase_add_test(tc, spmm_both_ops);
-    tcase_add_test(tc, layout_covers_every_entry_once);
-    tcase_add_test(tc, item_length_rule);
-    tcase_add_test(tc, tuning_rules_offer_fitting_candidates);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "sddmm", .timeout = 120};
+    const TTest *const tests[] = {hand_computed,
+                                  random_against_float64,
+                                  bad_arguments_leave_out_untouched,
+                                  rmse_known_answer,
+                                  spmm_both_ops,
+                                  layout_covers_every_entry_once,
+                                  item_length_rule,
+                                  tuning_rules_offer_fitting_candidates};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -344,19 +344,16 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sgd");
-    TCase *tc = tu_tcase("sgd");
-    tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, hand_computed);
-    tcase_add_test(tc, one_worker_replays_the_plan);
-    tcase_add_test(tc, planted_recovery);
-    tcase_add_test(tc, fp16_close_to_fp32);
-    tcase_add_test(tc, divergence_is_reported);
-    tcase_add_test(tc, cancellation);
-    tcase_add_test(tc, empty_rows_keep_their_start);
-    tcase_add_test(tc, bad_arguments);
-    tcase_add_test(tc, threads_converge_like_one_worker);
-    tcase_add_test(tc, movielens_quality);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "sgd", .timeout = 300};
+    const TTest *const tests[] = {hand_computed,
+                                  one_worker_replays_the_plan,
+                                  planted_recovery,
+                                  fp16_close_to_fp32,
+                                  divergence_is_reported,
+                                  cancellation,
+                                  empty_rows_keep_their_start,
+                                  bad_arguments,
+                                  threads_converge_like_one_worker,
+                                  movielens_quality};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

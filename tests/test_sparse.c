@@ -364,20 +364,17 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("sparse");
-    TCase *tc = tu_tcase("sparse");
-    tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, coo_comes_out_in_canonical_order);
-    tcase_add_test(tc, patterns_read_as_ones);
-    tcase_add_test(tc, duplicates_rejected_by_default);
-    tcase_add_test(tc, duplicates_summed_on_request);
-    tcase_add_test(tc, summed_duplicates_must_stay_finite);
-    tcase_add_test(tc, empty_matrix_and_empty_rows);
-    tcase_add_test(tc, coo_validation_names_the_position);
-    tcase_add_test(tc, csr_input_sorted_and_validated);
-    tcase_add_test(tc, random_coo_matches_a_sorted_reference);
-    tcase_add_test(tc, null_handles_are_rejected);
-    tcase_add_test(tc, cache_keeps_entries_by_owner_and_frees_them_once);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "sparse", .setup = setup, .teardown = teardown};
+    const TTest *const tests[] = {coo_comes_out_in_canonical_order,
+                                  patterns_read_as_ones,
+                                  duplicates_rejected_by_default,
+                                  duplicates_summed_on_request,
+                                  summed_duplicates_must_stay_finite,
+                                  empty_matrix_and_empty_rows,
+                                  coo_validation_names_the_position,
+                                  csr_input_sorted_and_validated,
+                                  random_coo_matches_a_sorted_reference,
+                                  null_handles_are_rejected,
+                                  cache_keeps_entries_by_owner_and_frees_them_once};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

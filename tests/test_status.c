@@ -56,11 +56,8 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("status");
-    TCase *tc = tu_tcase("status");
-    tcase_add_test(tc, every_status_has_its_own_string);
-    tcase_add_test(tc, status_values_are_the_abi);
-    tcase_add_test(tc, version_matches_the_header);
-    suite_add_tcase(s, tc);
-    return tu_run(s, true);
+    static const tu_suite suite = {.name = "status"};
+    const TTest *const tests[] = {every_status_has_its_own_string, status_values_are_the_abi,
+                                  version_matches_the_header};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

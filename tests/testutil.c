@@ -98,6 +98,26 @@ int tu_run(Suite *suite, bool fork)
     return failed == 0 ? 0 : 1;
 }
 
+int tu_main(const tu_suite *suite, const TTest *const *tests, size_t n)
+{
+    if (suite->gpu && tu_no_gpu())
+        return 77;
+    if (suite->data && !tu_data_path("README.md")) {
+        printf("../shared/data is absent: skipped\n");
+        return 77;
+    }
+    Suite *s = suite_create(suite->name);
+    TCase *tc = tu_tcase(suite->name);
+    if (suite->timeout > 0)
+        tcase_set_timeout(tc, suite->timeout);
+    if (suite->setup || suite->teardown)
+        tcase_add_checked_fixture(tc, suite->setup, suite->teardown);
+    for (size_t i = 0; i < n; i++)
+        tcase_add_test(tc, tests[i]);
+    suite_add_tcase(s, tc);
+    return tu_run(s, !suite->gpu);
+}
+
 int tu_no_gpu(void)
 {
     char why[256];

@@ -44,6 +44,21 @@ int tu_no_gpu(void);
  * Returns the process exit status: 0 when all passed. */
 int tu_run(Suite *suite, bool fork);
 
+/* What a suite is, for tu_main: its name; whether it needs a GPU (without a usable one it
+ * is skipped, exit 77; with one its tests run without fork, which CUDA does not survive) or
+ * ../shared/data (skipped when absent); the seconds each test may take (0: 120); and a
+ * fixture run around each test (NULL: none). */
+typedef struct tu_suite {
+    const char *name;
+    bool gpu, data;
+    int timeout;
+    SFun setup, teardown;
+} tu_suite;
+
+/* A suite's whole main: skip it or build it from `tests` (START_TEST's names) and run it.
+ * Returns the process exit status. */
+int tu_main(const tu_suite *suite, const TTest *const *tests, size_t n);
+
 /* splitmix64: a small seeded generator for test data; tu_unit is uniform in [0, 1). */
 uint64_t tu_splitmix64(uint64_t *state);
 double tu_unit(uint64_t *state);
