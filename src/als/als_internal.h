@@ -47,7 +47,8 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);
 /* CUDA builds: als.cu; without CUDA the stub in als_absent.c. */
 mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out);
 
-/* Test hook: solve `count` dense SPD systems A_s x_s = b_s (host arrays: k x k row-major,
+/* Hooks (als_hooks.cu: CUDA builds, the internal archive only, never libmfact.so).
+ * Test hook: solve `count` dense SPD systems A_s x_s = b_s (host arrays: k x k row-major,
  * and k) with the batched CUDA solver of the engine; x on the host. MF_ERR_NUMERIC when
  * one broke down. */
 mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,

@@ -179,7 +179,7 @@ __device__ __forceinline__ int64_t als_first_segment(const int64_t *seg_begin, i
  * memory: cp.async brings stage c + 1 (factor rows, ratings, and stage c + 2's indices)
  * while stage c is multiplied, across segment boundaries too, so neither the gathers (from
  * DRAM for the item half) nor the start of a short user's segment stall the FMAs. */
-__global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
+static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
 {
     extern __shared__ float4 als_rows4[];
     float *rows = reinterpret_cast<float *>(als_rows4); /* [2][ALS_GRAM_ROWS][kp] */
@@ -582,29 +582,6 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
         atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)broke);
     for (int m = lane; m < a.kp; m += 32)
         x_out[m] = ok ? xs[m] : 0.0f;
-}
-
-/* Bench only: system r (rows of one segment range each) written out whole, with lambda n
- * on the diagonal, for a dense peer solver. One block per system. */
-__global__ void als_expand_kernel(als_solve_args a, float *dense, float *rhs)
-{
-    const int64_t row = a.r0 + blockIdx.x;
-    const int64_t n = a.ptr[row + 1] - a.ptr[row];
-    const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
-    const int64_t sys = (int64_t)a.tiles * ALS_TILE_FLOATS;
-    const int k = a.k;
-    for (int e = threadIdx.x; e < (k + 1) * k; e += blockDim.x) {
-        int i = e / k, m = e - i * k; /* row k is the right-hand side */
-        int hi = i > m ? i : m, lo = i > m ? m : i;
-        float v = 0.0f;
-        for (int64_t g = sb; g < se; g++)
-            v += als_get(a.slots + g * sys, hi, lo);
-        if (i == k)
-            rhs[blockIdx.x * (int64_t)k + m] = v;
-        else
-            dense[(blockIdx.x * (int64_t)k + i) * k + m] =
-                v + (i == m ? a.lambda * (float)n : 0.0f);
-    }
 }
 
 #endif

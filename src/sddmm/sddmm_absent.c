@@ -19,17 +19,6 @@ mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *su
     return mf_cuda_absent(ctx);
 }
 
-mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                                int32_t tj, int64_t block_nnz)
-{
-    (void)S;
-    (void)call;
-    (void)v;
-    (void)tj;
-    (void)block_nnz;
-    return mf_cuda_absent(ctx);
-}
-
 int mf_sddmm_variant_count(void)
 {
     return 0;

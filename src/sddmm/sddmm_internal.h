@@ -29,8 +29,9 @@ void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
 /* The CUDA backend (sddmm.cu): builds or reuses S's plan for call->k, then runs. */
 mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
-/* Test hook: run compiled variant v (sddmm_tuning.h) with panel width tj and block_nnz
- * entries per block, bypassing the tuning rules. */
+/* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
+ * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, bypassing the
+ * tuning rules; finished on return. */
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                                 int32_t tj, int64_t block_nnz);
 

@@ -1,0 +1,60 @@
+// The CUDA engine of ALS as its two translation units share it: als.cu (the engine) and
+// als_hooks.cu (test and bench hooks, built into the internal archive only, so that
+// libmfact.so carries none of them). CUDA C++, private to src/als.
+#ifndef MF_ALS_ENGINE_CUH
+#define MF_ALS_ENGINE_CUH
+
+#include <cuda_runtime.h>
+
+#include "als/als_internal.h"
+#include "als/als_kernels.cuh"
+#include "core/device_memory.h"
+
+namespace mf_als_gpu
+{
+
+struct side_plan {
+    int32_t rows;
+    const int64_t *ptr; /* device CSR/CSC offsets */
+    const int32_t *idx;
+    const float *val; /* NULL: a pattern's ones */
+    mf_dbuf seg_begin, seg_len, row_seg;
+    int64_t *host_row_seg; /* rows + 1, for batching */
+    int32_t longest;       /* most segments of one row */
+};
+
+struct cuda_engine {
+    mf_als_engine base;
+    mf_ctx *ctx;
+    mf_sparse *R;
+    int k, kp, tiles;
+    int64_t gram_blocks; /* the Gram kernel's persistent grid: as many as fit at once */
+    float lambda;
+    mf_dbuf U, V; /* rows of kp floats, zero past k */
+    side_plan side[2];
+    mf_dbuf failed;
+    cudaEvent_t ev[3];
+};
+
+/* The padded order of a rank-k system (room for the augmented row) and its tile count. */
+int padded_order(int k);
+int tile_count(int kp);
+/* The solver's shared memory for one system, its attribute, and its launch. */
+size_t solver_smem_bytes(int kp, int tiles);
+cudaError_t solver_allow_smem(int kp, size_t smem);
+cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
+                          cudaStream_t stream);
+/* Bytes of one partial system. */
+size_t system_bytes(const cuda_engine *e);
+/* The partial systems of segments [s0, s0 + nseg) into slots. */
+cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int64_t s0,
+                        int64_t nseg, float *slots);
+/* Solve rows [r0, r1), whose partial systems start at segment s0 in slots, into X. */
+cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t r1, int64_t s0,
+                         const float *slots, float *X);
+/* rows x k of a padded factor (rows of kp floats) into dst (leading dimension k). */
+mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows);
+
+} // namespace mf_als_gpu
+
+#endif

@@ -1,0 +1,18 @@
+// What the CUDA SDDMM engine (sddmm.cu) offers its test hooks (sddmm_hooks.cu, built into
+// the internal archive only). CUDA C++, private to src/sddmm.
+#ifndef MF_SDDMM_ENGINE_CUH
+#define MF_SDDMM_ENGINE_CUH
+
+#include "sddmm/sddmm_internal.h"
+
+namespace mf_sddmm_gpu
+{
+
+// Run compiled variant v (sddmm_tuning.h) on the layout of panel width tj and about
+// block_nnz entries per block, whatever the tuning rules would pick; stream-ordered.
+mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v, int32_t tj,
+                      int64_t block_nnz);
+
+} // namespace mf_sddmm_gpu
+
+#endif
