@@ -85,18 +85,21 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
     return MF_OK;
 }
 
-mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U, const float *V,
-                  mf_memory where, double *rmse)
+mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, mf_memory where, double *rmse)
 {
     static const char fn[] = "mf_rmse";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
     MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
     MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
-    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
+    MF_REQUIRE(ctx, lda >= k, "%s: lda = %lld is less than k = %d", fn, (long long)lda, k);
+    MF_REQUIRE(ctx, ldb >= k, "%s: ldb = %lld is less than k = %d", fn, (long long)ldb, k);
+    MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
+    MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
     MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
-    MF_TRY(mf_check_memory(ctx, U, where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, where, fn, "V"));
+    MF_TRY(mf_check_memory(ctx, A, where, fn, "A"));
+    MF_TRY(mf_check_memory(ctx, B, where, fn, "B"));
     /* The handle is logically const: what it caches does not change what it represents. */
-    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, U, k, V, k, where, rmse);
+    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, where, rmse);
 }
