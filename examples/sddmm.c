@@ -47,7 +47,7 @@ int main(void)
         printf("user %d item %d: rating %.1f predicted %.2f\n", rows[p], cols[p], got[p], pred[p]);
 
     double rmse = 0;
-    if ((st = mf_rmse(ctx, R, K, U, V, MF_MEMORY_HOST, &rmse)) != MF_OK)
+    if ((st = mf_rmse(ctx, R, K, U, K, V, K, MF_MEMORY_HOST, &rmse)) != MF_OK)
         return fail(ctx, st);
     printf("rmse %.4f\n", rmse);
 

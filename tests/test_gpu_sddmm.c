@@ -245,13 +245,29 @@ START_TEST(spmm_and_rmse_match_cpu)
     ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0),
                      MF_OK);
     double g = -1, gd = -1, h = -2;
-    ck_assert_int_eq(mf_rmse(ctx, S, k, U, V, MF_MEMORY_HOST, &g), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, S, k, U, k, V, k, MF_MEMORY_HOST, &g), MF_OK);
     float *dU = to_device(U, rows * k * 4), *dV = to_device(V, cols * k * 4);
-    ck_assert_int_eq(mf_rmse(ctx, S, k, dU, dV, MF_MEMORY_DEVICE, &gd), MF_OK);
-    ck_assert_int_eq(mf_rmse(cpu, Sc, k, U, V, MF_MEMORY_HOST, &h), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, S, k, dU, k, dV, k, MF_MEMORY_DEVICE, &gd), MF_OK);
+    ck_assert_int_eq(mf_rmse(cpu, Sc, k, U, k, V, k, MF_MEMORY_HOST, &h), MF_OK);
     ck_assert_double_eq_tol(g, h, 1e-5 * h);
     ck_assert_double_eq_tol(gd, h, 1e-5 * h);
     ck_assert_double_gt(h, 0.1);
+    /* the same factors in padded rows (ld = k + 5; the padding is NaN and must not be
+     * read), staged from the host and in place on the device */
+    const int64_t ld = k + 5;
+    float *Up = malloc(rows * ld * 4), *Vp = malloc(cols * ld * 4);
+    for (int64_t i = 0; i < rows * ld; i++)
+        Up[i] = i % ld < k ? U[i / ld * k + i % ld] : NAN;
+    for (int64_t i = 0; i < cols * ld; i++)
+        Vp[i] = i % ld < k ? V[i / ld * k + i % ld] : NAN;
+    float *dUp = to_device(Up, rows * ld * 4), *dVp = to_device(Vp, cols * ld * 4);
+    double gp = -1, gpd = -1;
+    ck_assert_int_eq(mf_rmse(ctx, S, k, Up, ld, Vp, ld, MF_MEMORY_HOST, &gp), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, S, k, dUp, ld, dVp, ld, MF_MEMORY_DEVICE, &gpd), MF_OK);
+    ck_assert_double_eq_tol(gp, h, 1e-5 * h);
+    ck_assert_double_eq_tol(gpd, h, 1e-5 * h);
+    CUDA_OK(cudaFree(dUp)), CUDA_OK(cudaFree(dVp));
+    free(Up), free(Vp);
 
     /* where = HOST with a device pointer is refused, out untouched */
     float keep = 3.0f, out1 = 3.0f;

@@ -120,16 +120,25 @@ START_TEST(bad_arguments_leave_out_untouched)
     ck_assert_mem_eq(out, keep, sizeof keep);
 
     double rmse = -1;
-    ck_assert_int_eq(mf_rmse(ctx, S, 0, small_a, small_b, MF_MEMORY_HOST, &rmse),
-                     MF_ERR_INVALID_ARGUMENT);
-    tu_assert_error_has(ctx, "k = 0");
-    ck_assert_int_eq(mf_rmse(ctx, S, 2, NULL, small_b, MF_MEMORY_HOST, &rmse),
-                     MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, small_b, MF_MEMORY_HOST, NULL),
-                     MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_rmse(ctx, T, 2, small_a, small_b, MF_MEMORY_HOST, &rmse),
-                     MF_ERR_INVALID_ARGUMENT);
-    ck_assert(rmse == -1);
+#define BAD_RMSE(call, needle)                                                                     \
+    do {                                                                                           \
+        ck_assert_int_eq((call), MF_ERR_INVALID_ARGUMENT);                                         \
+        tu_assert_error_has(ctx, needle);                                                          \
+        ck_assert(rmse == -1);                                                                     \
+    } while (0)
+    BAD_RMSE(mf_rmse(ctx, S, 0, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "k = 0");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 1, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = 1");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, -2, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = -2");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 1, MF_MEMORY_HOST, &rmse), "ldb = 1");
+    BAD_RMSE(mf_rmse(ctx, S, 2, NULL, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "A is NULL");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, NULL, 2, MF_MEMORY_HOST, &rmse), "B is NULL");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, NULL), "rmse is NULL");
+    BAD_RMSE(mf_rmse(ctx, NULL, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse),
+             "ratings is NULL");
+    BAD_RMSE(mf_rmse(ctx, T, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "another context");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 2, MF_MEMORY_DEVICE, &rmse), "CPU backend");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 2, (mf_memory)5, &rmse), "where = 5");
+#undef BAD_RMSE
 
     float y[6] = {1, 2, 3, 4, 5, 6};
     const float ykeep[6] = {1, 2, 3, 4, 5, 6};
@@ -163,13 +172,22 @@ START_TEST(rmse_known_answer)
     mf_sparse *S = small_s(ctx);
     /* predictions 1, 3, 6 against ratings 2, -1, 3: residuals 1, -4, -3 */
     double rmse = 0;
-    ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, small_b, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), MF_OK);
     ck_assert_double_eq_tol(rmse, sqrt(26.0 / 3.0), 1e-6);
+    /* the same factors in wider rows (padding that must not be read: NaN) */
+    const float pad_a[] = {1, 2, NAN, 3, 4, NAN, 5, 6, NAN};
+    const float pad_b[] = {1, 0, NAN, NAN, 0, 1, NAN, NAN, 1, 1};
+    rmse = 0;
+    ck_assert_int_eq(mf_rmse(ctx, S, 2, pad_a, 3, pad_b, 4, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_double_eq_tol(rmse, sqrt(26.0 / 3.0), 1e-6);
+    /* k = 1 reads only the first column of each row: predictions 1, 1, 0 */
+    ck_assert_int_eq(mf_rmse(ctx, S, 1, pad_a, 3, pad_b, 4, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_double_eq_tol(rmse, sqrt((1.0 + 4.0 + 9.0) / 3.0), 1e-6);
     /* an empty matrix has RMSE 0 */
     mf_sparse *E = NULL;
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &E, 3, 3, 0, NULL, NULL, NULL, MF_MEMORY_HOST, 0),
                      MF_OK);
-    ck_assert_int_eq(mf_rmse(ctx, E, 2, small_a, small_b, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, E, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), MF_OK);
     ck_assert(rmse == 0.0);
     float out[1] = {42};
     ck_assert_int_eq(mf_sddmm(ctx, E, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),

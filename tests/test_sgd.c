@@ -207,7 +207,7 @@ START_TEST(cancellation)
     ck_assert_double_eq(rep.train_rmse, s.last_train);
     /* The factors of the last completed epoch were handed over. */
     double rmse = 0.0;
-    ck_assert_int_eq(mf_rmse(ctx, R, 4, U, V, MF_MEMORY_HOST, &rmse), MF_OK);
+    ck_assert_int_eq(mf_rmse(ctx, R, 4, U, 4, V, 4, MF_MEMORY_HOST, &rmse), MF_OK);
     ck_assert_double_eq_tol(rmse, rep.train_rmse, 1e-5);
     free(U), free(V);
     mf_sparse_destroy(R);

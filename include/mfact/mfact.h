@@ -362,11 +362,13 @@ MF_API mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, f
                          mf_memory where);
 
 /* Root mean square error of a factorization over the stored entries of `ratings`:
- * sqrt(mean over (i, j) of (r_ij - dot(U[i, 0..k), V[j, 0..k)))^2), with U (rows x k) and
- * V (cols x k) row-major, leading dimension k, in `where` memory. Residuals come from
- * mf_sddmm; their squares are summed in double. A matrix with no entries gives 0. */
-MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U,
-                         const float *V, mf_memory where, double *rmse);
+ * sqrt(mean over (i, j) of (r_ij - dot(A[i, 0..k), B[j, 0..k)))^2), with A (rows x k) and
+ * B (cols x k) row-major with leading dimensions lda, ldb >= k, in `where` memory, as
+ * mf_sddmm takes them. Residuals come from mf_sddmm; their squares are summed in double.
+ * A matrix with no entries gives 0. Returns when *rmse holds the result. Bad arguments
+ * (k < 1, lda < k, ldb < k, NULL pointers) are MF_ERR_INVALID_ARGUMENT. */
+MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                         const float *B, int64_t ldb, mf_memory where, double *rmse);
 
 /* ------------------------------------------------------------------------------------- */
 /* Progress of iterative algorithms                                                      */

@@ -14,7 +14,7 @@
 #include "core/ctx.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
-#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm.h"
 
 /* Ratings per Gram segment: long enough to amortize writing a partial system, short
  * enough that the longest rows of power-law data spread over many blocks. */
@@ -277,8 +277,8 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
 mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
-    return mf_rmse_device(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                          (const float *)e->V.ptr, e->kp, rmse);
+    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                           (const float *)e->V.ptr, e->kp, MF_MEMORY_DEVICE, rmse);
 }
 
 mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows)

@@ -8,6 +8,7 @@
 #include "als/als_internal.h"
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "sddmm/sddmm.h"
 
 typedef struct cpu_engine {
     mf_als_engine base;
@@ -103,7 +104,8 @@ static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gr
 static mf_status cpu_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
-    return mf_rmse(e->ctx, R, e->k, e->U, e->V, MF_MEMORY_HOST, rmse);
+    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k, MF_MEMORY_HOST,
+                           rmse);
 }
 
 static mf_status cpu_finish(mf_als_engine *base, float *U, float *V)

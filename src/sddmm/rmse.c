@@ -1,6 +1,6 @@
-/* mf_rmse: residuals r - U V^T at the stored entries through SDDMM (a copy of the ratings
- * as out, alpha = -1, beta = 1, S taken as a pattern), then their squares summed in
- * double. */
+/* RMSE, the one way mfact computes it (mf_rmse, and ALS and SGD through sddmm.h):
+ * residuals r - A B^T at the stored entries through SDDMM (a copy of the ratings as out,
+ * alpha = -1, beta = 1, S taken as a pattern), then their squares summed in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +8,7 @@
 #include "core/ctx.h"
 #include "core/staging.h"
 #include "cuda/cuda_backend.h"
+#include "sddmm/sddmm.h"
 #include "sddmm/sddmm_internal.h"
 
 static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double *sum)
@@ -15,8 +16,8 @@ static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double
     size_t n = (size_t)R->nnz;
     float *resid = malloc(n * sizeof *resid);
     if (!resid)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_rmse: out of host memory for %zu residuals",
-                       n);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                       "out of host memory for the %zu residuals of an RMSE", n);
     if (R->val)
         memcpy(resid, R->val, n * sizeof *resid);
     else
@@ -45,11 +46,11 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
     mf_dbuf u = {0}, v = {0}, resid = {0};
     mf_status st = MF_OK;
     if (where == MF_MEMORY_HOST) {
-        st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->k),
-                       "RMSE factor U");
+        st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->lda),
+                       "RMSE factor A");
         if (st == MF_OK)
-            st = mf_upload(ctx, &v, call->B, mf_matrix_bytes(R->cols, call->k, call->k),
-                           "RMSE factor V");
+            st = mf_upload(ctx, &v, call->B, mf_matrix_bytes(R->cols, call->k, call->ldb),
+                           "RMSE factor B");
         call->A = u.ptr;
         call->B = v.ptr;
     }
@@ -67,38 +68,14 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
     return st;
 }
 
-mf_status mf_rmse_device(mf_ctx *ctx, mf_sparse *R, int k, const float *U, int64_t ldu,
-                         const float *V, int64_t ldv, double *rmse)
+mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, mf_memory where, double *rmse)
 {
     if (R->nnz == 0) {
         *rmse = 0.0;
         return MF_OK;
     }
-    mf_sddmm_call call = {k, U, ldu, V, ldv, -1.0f, 1.0f, NULL, 1};
-    double sum = 0.0;
-    MF_TRY(rmse_cuda(ctx, R, &call, MF_MEMORY_DEVICE, &sum));
-    *rmse = sqrt(sum / (double)R->nnz);
-    return MF_OK;
-}
-
-mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U, const float *V,
-                  mf_memory where, double *rmse)
-{
-    static const char fn[] = "mf_rmse";
-    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
-    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
-    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
-    MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
-    MF_REQUIRE(ctx, U && V, "%s: U or V is NULL", fn);
-    MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
-    MF_TRY(mf_check_memory(ctx, U, where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, where, fn, "V"));
-    mf_sparse *R = (mf_sparse *)ratings; /* caches only */
-    if (R->nnz == 0) {
-        *rmse = 0.0;
-        return MF_OK;
-    }
-    mf_sddmm_call call = {k, U, k, V, k, -1.0f, 1.0f, NULL, 1};
+    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1};
     double sum = 0.0;
     if (ctx->backend == MF_BACKEND_CUDA)
         MF_TRY(rmse_cuda(ctx, R, &call, where, &sum));
@@ -106,4 +83,23 @@ mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *U, 
         MF_TRY(rmse_cpu(ctx, R, &call, &sum));
     *rmse = sqrt(sum / (double)R->nnz);
     return MF_OK;
+}
+
+mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, mf_memory where, double *rmse)
+{
+    static const char fn[] = "mf_rmse";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
+    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
+    MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
+    MF_REQUIRE(ctx, lda >= k, "%s: lda = %lld is less than k = %d", fn, (long long)lda, k);
+    MF_REQUIRE(ctx, ldb >= k, "%s: ldb = %lld is less than k = %d", fn, (long long)ldb, k);
+    MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
+    MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
+    MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
+    MF_TRY(mf_check_memory(ctx, A, where, fn, "A"));
+    MF_TRY(mf_check_memory(ctx, B, where, fn, "B"));
+    /* The handle is logically const: what it caches does not change what it represents. */
+    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, where, rmse);
 }

@@ -38,7 +38,7 @@ static mf_status sddmm_staged(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ho
     return st;
 }
 
-static mf_status dispatch(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where)
+mf_status mf_sddmm_compute(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where)
 {
     if (S->nnz == 0)
         return MF_OK;
@@ -77,5 +77,5 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
         k, A, lda, B, ldb, alpha, beta, out, (flags & MF_SDDMM_PATTERN) || !S->val};
     /* The handle is logically const: the plan and device copies it caches do not change
      * what it represents. */
-    return dispatch(ctx, (mf_sparse *)S, &call, where);
+    return mf_sddmm_compute(ctx, (mf_sparse *)S, &call, where);
 }

@@ -7,6 +7,7 @@
 
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
+#include "sddmm/sddmm.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_kernels.cuh"
 
@@ -40,9 +41,9 @@ template <int KPL, bool HALF, bool RESIDENT> const void *epoch_fn()
 {
     return reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, RESIDENT>);
 }
-template <int KPL, bool HALF> const void *rmse_fn()
+template <int KPL> const void *rmse_fn()
 {
-    return reinterpret_cast<const void *>(&sgd::rmse_kernel<KPL, HALF>);
+    return reinterpret_cast<const void *>(&sgd::rmse_half_kernel<KPL>);
 }
 
 template <int KPL> const void *pick_epoch(bool half, bool resident)
@@ -50,10 +51,6 @@ template <int KPL> const void *pick_epoch(bool half, bool resident)
     if (half)
         return resident ? epoch_fn<KPL, true, true>() : epoch_fn<KPL, true, false>();
     return resident ? epoch_fn<KPL, false, true>() : epoch_fn<KPL, false, false>();
-}
-template <int KPL> const void *pick_rmse(bool half)
-{
-    return half ? rmse_fn<KPL, true>() : rmse_fn<KPL, false>();
 }
 
 /* The kernel for the engine's lane width, storage and order. */
@@ -67,14 +64,14 @@ const void *epoch_kernel_for(const cuda_engine *e)
     default: return pick_epoch<16>(e->half, e->resident);
     }
 }
-const void *rmse_kernel_for(const cuda_engine *e)
+const void *rmse_half_kernel_for(const cuda_engine *e)
 {
     switch (e->kpl) {
-    case 1: return pick_rmse<1>(e->half);
-    case 2: return pick_rmse<2>(e->half);
-    case 4: return pick_rmse<4>(e->half);
-    case 8: return pick_rmse<8>(e->half);
-    default: return pick_rmse<16>(e->half);
+    case 1: return rmse_fn<1>();
+    case 2: return rmse_fn<2>();
+    case 4: return rmse_fn<4>();
+    case 8: return rmse_fn<8>();
+    default: return rmse_fn<16>();
     }
 }
 
@@ -110,10 +107,17 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
     return MF_OK;
 }
 
+/* RMSE of the working factors. fp32 factors (rows of kp floats) go to mf_rmse_compute
+ * (SDDMM) in place, as every RMSE is computed. fp16 factors keep their own kernel, which
+ * widens each element as it loads it: SDDMM takes float factors, and a float copy of both
+ * would cost twice the device memory the half storage was chosen to save. */
 mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
+    if (!e->half)
+        return mf_rmse_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                               (const float *)e->V.ptr, e->kp, MF_MEMORY_DEVICE, rmse);
     mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
     if (R->nnz == 0) {
@@ -130,7 +134,8 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     MF_CUDA_TRY(ctx, cudaMemsetAsync(a.sum, 0, sizeof(double), stream));
     void *args[] = {&a};
     unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)R->rows * 32, 256, 8);
-    MF_CUDA_TRY(ctx, cudaLaunchKernel(rmse_kernel_for(e), dim3(grid), dim3(256), args, 0, stream));
+    MF_CUDA_TRY(ctx,
+                cudaLaunchKernel(rmse_half_kernel_for(e), dim3(grid), dim3(256), args, 0, stream));
     double sum = 0.0;
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(&sum, a.sum, sizeof sum, cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));

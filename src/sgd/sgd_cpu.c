@@ -5,9 +5,9 @@
  * the sequence of updates of mf_sgd_hogwild_run's documentation, in float. */
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "core/ctx.h"
+#include "sddmm/sddmm.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_rules.h"
 
@@ -19,16 +19,15 @@ typedef struct cpu_engine {
     int k, half, resident, threads;
     int32_t rows, cols;
     float lambda_u, lambda_v;
-    void *U, *V; /* uint32_t (float bits) or uint16_t (half bits), leading dimension k */
+    void *U, *V; /* float, or uint16_t (half bits); leading dimension k */
 } cpu_engine;
 
 static float load_element(const cpu_engine *e, const void *X, int64_t p)
 {
     if (e->half)
         return mf_half_to_float(__atomic_load_n((const uint16_t *)X + p, __ATOMIC_RELAXED));
-    uint32_t bits = __atomic_load_n((const uint32_t *)X + p, __ATOMIC_RELAXED);
     float f;
-    memcpy(&f, &bits, sizeof f);
+    __atomic_load((const float *)X + p, &f, __ATOMIC_RELAXED);
     return f;
 }
 
@@ -38,9 +37,7 @@ static void store_element(const cpu_engine *e, void *X, int64_t p, float f)
         __atomic_store_n((uint16_t *)X + p, mf_half_from_float(f), __ATOMIC_RELAXED);
         return;
     }
-    uint32_t bits;
-    memcpy(&bits, &f, sizeof bits);
-    __atomic_store_n((uint32_t *)X + p, bits, __ATOMIC_RELAXED);
+    __atomic_store((float *)X + p, &f, __ATOMIC_RELAXED);
 }
 
 static void load_row(const cpu_engine *e, const void *X, int64_t row, float *x)
@@ -115,9 +112,17 @@ static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
     return MF_OK;
 }
 
+/* RMSE of the current factors. fp32 factors are plain float arrays: mf_rmse_compute (SDDMM)
+ * reads them in place, as every RMSE is computed. fp16 factors keep this loop, which widens
+ * each element as it reads it: SDDMM takes float factors, and a float copy of both would
+ * cost twice the memory the half storage was chosen to save. Runs between epochs, when no
+ * worker writes. */
 static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
+    if (!e->half)
+        return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k, MF_MEMORY_HOST,
+                               rmse);
     double sum = 0.0;
 #pragma omp parallel num_threads(e->threads) reduction(+ : sum)
     {
@@ -185,7 +190,7 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->base.workers = e->threads;
     e->lambda_u = s->lambda_u;
     e->lambda_v = s->lambda_v;
-    const size_t elem = e->half ? sizeof(uint16_t) : sizeof(uint32_t);
+    const size_t elem = e->half ? sizeof(uint16_t) : sizeof(float);
     const int64_t nu = (int64_t)e->rows * e->k, nv = (int64_t)e->cols * e->k;
     e->U = malloc((size_t)(nu + 1) * elem);
     e->V = malloc((size_t)(nv + 1) * elem);

@@ -211,10 +211,11 @@ struct rmse_args {
     double *sum; /* += the squared residuals */
 };
 
-/* A warp per row of the ratings, the row's factor in registers. */
-template <int KPL, bool HALF> __global__ void __launch_bounds__(256) rmse_kernel(rmse_args a)
+/* The RMSE of fp16 working factors (fp32 ones go through SDDMM: sgd.cu's engine_rmse says
+ * why this one stays). A warp per row of the ratings, the row's factor in registers. */
+template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_args a)
 {
-    using io = row_io<KPL, HALF>;
+    using io = row_io<KPL, true>;
     using elem = typename io::elem;
     const elem *U = static_cast<const elem *>(a.U), *V = static_cast<const elem *>(a.V);
     const int lane = threadIdx.x & 31;
