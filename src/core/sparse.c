@@ -110,21 +110,6 @@ mf_status mf_sparse_from_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
     return st;
 }
 
-void mf_sparse_destroy(mf_sparse *m)
-{
-    if (!m)
-        return;
-    if (m->ctx)
-        mf_sparse_release_device(m);
-    free(m->transpose.ptr);
-    free(m->transpose.idx);
-    free(m->transpose.val);
-    free(m->row_ptr);
-    free(m->col);
-    free(m->val);
-    free(m);
-}
-
 mf_status mf_sparse_shape(const mf_sparse *m, int32_t *rows, int32_t *cols, int64_t *nnz)
 {
     MF_REQUIRE(NULL, m, "mf_sparse_shape: m is NULL");

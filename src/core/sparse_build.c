@@ -1,13 +1,29 @@
 /* COO or CSR input to canonical CSR: rows in order, columns sorted within each row,
  * duplicates summed or rejected. Two stable counting-sort passes (by column, then by row)
  * sort any input in O(nnz + rows + cols) time; input that is already in order (most files)
- * is detected and copied straight. */
+ * is detected and copied straight. A matrix is made here and freed here (mf_sparse_destroy),
+ * so that sparse.c, the public functions, only calls in. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx.h"
 #include "core/sparse.h"
+
+void mf_sparse_destroy(mf_sparse *m)
+{
+    if (!m)
+        return;
+    if (m->ctx)
+        mf_sparse_release_device(m);
+    free(m->transpose.ptr);
+    free(m->transpose.idx);
+    free(m->transpose.val);
+    free(m->row_ptr);
+    free(m->col);
+    free(m->val);
+    free(m);
+}
 
 static mf_sparse *sparse_alloc(int32_t rows, int32_t cols, int64_t nnz, bool with_values)
 {
