@@ -110,7 +110,7 @@ mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint
         *B = calloc((size_t)cols * kw, 8);
     ck_assert(*A && *B);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_bmf_run(ctx, C, o, *A, *B, &rep);
+    mf_status st = mf_bmf_run(ctx, C, o, *A, *B, MF_MEMORY_HOST, &rep);
     ck_assert_msg(st == MF_OK, "mf_bmf_run: %s", mf_ctx_last_error(ctx));
     int64_t fp, fn;
     bx_count(C, o->rank, *A, *B, &fp, &fn);

@@ -26,7 +26,6 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->lambda = 0.05f;
     opts->iterations = 10;
     opts->init = MF_ALS_INIT_UNIFORM;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *o)
@@ -41,8 +40,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_als_opts *
                o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN ||
                    o->init == MF_ALS_INIT_UNIFORM,
                "%s: init = %d is not an mf_als_init value", fn, (int)o->init);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
     if (o->test) {
         MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
         MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
@@ -141,7 +138,7 @@ static mf_status iterate(run_state *s)
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
-                     float *V, mf_als_report *report)
+                     float *V, mf_memory where, mf_als_report *report)
 {
     static const char fn[] = "mf_als_run";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
@@ -153,8 +150,8 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     if (opts)
         MF_TRY(mf_opts_load(ctx, "mf_als_opts", &o, sizeof o, opts));
     MF_TRY(check_opts(ctx, ratings, &o));
-    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
+    MF_TRY(mf_check_memory(ctx, U, where, fn, "U"));
+    MF_TRY(mf_check_memory(ctx, V, where, fn, "V"));
     size_t report_bytes = 0;
     if (report)
         MF_TRY(mf_opts_out_size(ctx, "mf_als_report", report, sizeof *report, &report_bytes));
@@ -167,9 +164,9 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial V", fn);
     mf_status st = o.init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, s.R, o.rank, V, o.where, V0)
+                       ? init_given(ctx, s.R, o.rank, V, where, V0)
                        : init_seeded(ctx, s.R, o.rank, o.init == MF_ALS_INIT_MEAN, V0);
-    mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, o.where, V0};
+    mf_als_setup setup = {ctx, s.R, o.rank, o.lambda, where, V0};
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_als_engine(&setup, &s.e)
                                              : mf_als_cpu_engine(&setup, &s.e);

@@ -33,7 +33,6 @@ void mf_bmf_opts_init(mf_bmf_opts *opts)
     opts->patience = 30;
     opts->flip = MF_BMF_FLIP_SINGLE;
     opts->init = MF_BMF_INIT_SAMPLE;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
@@ -72,8 +71,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
                o->init == MF_BMF_INIT_SAMPLE || o->init == MF_BMF_INIT_RANDOM ||
                    o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO,
                "%s: init = %d is not an mf_bmf_init value", fn, (int)o->init);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
     return MF_OK;
 }
 
@@ -330,8 +327,9 @@ static mf_status search(run_state *s)
 
 /* Host inputs of the engine's initialization; freed by the caller. */
 static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o,
-                              const uint64_t *A, const uint64_t *B, mf_bmf_setup *setup,
-                              sample_lists *samples, uint64_t **A0, uint64_t **B0)
+                              const uint64_t *A, const uint64_t *B, mf_memory where,
+                              mf_bmf_setup *setup, sample_lists *samples, uint64_t **A0,
+                              uint64_t **B0)
 {
     int k = o->rank, kw = mf_bmf_words(k);
     if (o->init == MF_BMF_INIT_SAMPLE && C->nnz > 0) {
@@ -354,7 +352,7 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         if (asso)
             MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
         else
-            MF_TRY(load_given(ctx, C, k, A, B, o->where, *A0, *B0));
+            MF_TRY(load_given(ctx, C, k, A, B, where, *A0, *B0));
         setup->A0 = *A0;
         setup->B0 = *B0;
         setup->given_per_instance = asso;
@@ -363,7 +361,7 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
 }
 
 mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, uint64_t *A_bits,
-                     uint64_t *B_bits, mf_bmf_report *report)
+                     uint64_t *B_bits, mf_memory where, mf_bmf_report *report)
 {
     static const char fn[] = "mf_bmf_run";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
@@ -375,8 +373,8 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     if (opts)
         MF_TRY(mf_opts_load(ctx, "mf_bmf_opts", &o, sizeof o, opts));
     MF_TRY(check_opts(ctx, &o));
-    MF_TRY(mf_check_memory(ctx, A_bits, o.where, fn, "A_bits"));
-    MF_TRY(mf_check_memory(ctx, B_bits, o.where, fn, "B_bits"));
+    MF_TRY(mf_check_memory(ctx, A_bits, where, fn, "A_bits"));
+    MF_TRY(mf_check_memory(ctx, B_bits, where, fn, "B_bits"));
     size_t report_bytes = 0;
     if (report)
         MF_TRY(mf_opts_out_size(ctx, "mf_bmf_report", report, sizeof *report, &report_bytes));
@@ -403,7 +401,7 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
     setup.flip_p24 = bmf_prob24(p);
     sample_lists samples = {NULL, NULL};
     uint64_t *A0 = NULL, *B0 = NULL;
-    mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, &setup, &samples, &A0, &B0);
+    mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, where, &setup, &samples, &A0, &B0);
     if (st == MF_OK)
         st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_bmf_engine(&setup, &s.e)
                                              : mf_bmf_cpu_engine(&setup, &s.e);
@@ -425,7 +423,7 @@ mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, u
         if (!((double)(s.best_fp + s.best_fn) / s.cells <= o.target_error))
             st = search(&s);
         if (st == MF_OK || st == MF_ERR_CANCELLED) {
-            mf_status fin = s.e->finish(s.e, s.best_q, A_bits, B_bits, o.where);
+            mf_status fin = s.e->finish(s.e, s.best_q, A_bits, B_bits, where);
             if (fin != MF_OK)
                 st = fin;
         }

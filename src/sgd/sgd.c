@@ -33,7 +33,6 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
     opts->storage = MF_SGD_STORAGE_FP32;
     opts->init = MF_SGD_INIT_RANDOM;
     opts->order = MF_SGD_ORDER_USER_CHUNKS;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o)
@@ -59,8 +58,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *
                "%s: init = %d is not an mf_sgd_init value", fn, (int)o->init);
     MF_REQUIRE(ctx, o->order == MF_SGD_ORDER_USER_CHUNKS || o->order == MF_SGD_ORDER_RATINGS,
                "%s: order = %d is not an mf_sgd_order value", fn, (int)o->order);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
     if (o->test) {
         MF_REQUIRE(ctx, o->test->ctx == ctx, "%s: the test set belongs to another context", fn);
         MF_REQUIRE(ctx, o->test->rows == R->rows && o->test->cols == R->cols,
@@ -91,12 +88,13 @@ static mf_status load_given(mf_ctx *ctx, const float *X, int64_t rows, int k, mf
 }
 
 static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o,
-                                 const float *U, const float *V, float *U0, float *V0)
+                                 const float *U, const float *V, mf_memory where, float *U0,
+                                 float *V0)
 {
     const int k = o->rank;
     if (o->init == MF_SGD_INIT_GIVEN) {
-        MF_TRY(load_given(ctx, U, R->rows, k, o->where, U0, "U"));
-        return load_given(ctx, V, R->cols, k, o->where, V0, "V");
+        MF_TRY(load_given(ctx, U, R->rows, k, where, U0, "U"));
+        return load_given(ctx, V, R->cols, k, where, V0, "V");
     }
     const float hi = 1.0f / sqrtf((float)k);
     mf_random_uniform_host(U0, (int64_t)R->rows * k, 0.0f, hi, ctx->seed, SGD_U_STREAM,
@@ -179,7 +177,7 @@ static mf_status iterate(run_state *s)
     return MF_OK;
 }
 
-static mf_status run(run_state *s, float *U, float *V)
+static mf_status run(run_state *s, float *U, float *V, mf_memory where)
 {
     mf_ctx *ctx = s->ctx;
     const mf_sgd_opts *o = s->o;
@@ -192,7 +190,7 @@ static mf_status run(run_state *s, float *U, float *V)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "mf_sgd_hogwild_run: out of host memory for the initial factors");
     if (st == MF_OK)
-        st = initial_factors(ctx, R, o, U, V, U0, V0);
+        st = initial_factors(ctx, R, o, U, V, where, U0, V0);
     if (st == MF_OK)
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
     /* Hogwild's updates read rows that other workers are about to overwrite. With as many
@@ -227,7 +225,7 @@ static mf_status run(run_state *s, float *U, float *V)
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
-                             float *U, float *V, mf_sgd_report *report)
+                             float *U, float *V, mf_memory where, mf_sgd_report *report)
 {
     static const char fn[] = "mf_sgd_hogwild_run";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
@@ -239,8 +237,8 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     if (opts)
         MF_TRY(mf_opts_load(ctx, "mf_sgd_opts", &o, sizeof o, opts));
     MF_TRY(check_opts(ctx, ratings, &o));
-    MF_TRY(mf_check_memory(ctx, U, o.where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, V, o.where, fn, "V"));
+    MF_TRY(mf_check_memory(ctx, U, where, fn, "U"));
+    MF_TRY(mf_check_memory(ctx, V, where, fn, "V"));
     size_t report_bytes = 0;
     if (report)
         MF_TRY(mf_opts_out_size(ctx, "mf_sgd_report", report, sizeof *report, &report_bytes));
@@ -248,7 +246,7 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     run_state s = {ctx, NULL, &o, ratings, {0}, mf_seconds()};
     s.rep.test_rmse = NAN;
     size_t saved_peak = mf_dmem_peak_begin(&ctx->dmem);
-    mf_status st = run(&s, U, V);
+    mf_status st = run(&s, U, V, where);
     size_t peak = mf_dmem_peak_end(&ctx->dmem, saved_peak);
     if (st != MF_OK && st != MF_ERR_CANCELLED)
         return st;
