@@ -226,7 +226,7 @@ int main(int argc, char **argv)
             o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test, o.init = init;
             mf_als_report rep;
             rep.struct_size = sizeof rep;
-            MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), &rep));
+            MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
             // Under --limit-gb the comparison (which builds every system at once) is skipped.
             solve_row s = {NAN, NAN, NAN, 0};
             if (limit_gb <= 0.0)

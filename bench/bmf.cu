@@ -142,7 +142,7 @@ static mf_bmf_report run(mf_ctx *ctx, mf_sparse *C, int k, int instances, int ma
     mf_bmf_report r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
-    MF_CHECK(ctx, mf_bmf_run(ctx, C, &o, A.data(), B.data(), &r));
+    MF_CHECK(ctx, mf_bmf_run(ctx, C, &o, A.data(), B.data(), MF_MEMORY_HOST, &r));
     return r;
 }
 

@@ -86,7 +86,7 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     o.test = test;
     mf_sgd_report rep;
     rep.struct_size = sizeof rep;
-    MF_CHECK(ctx, mf_sgd_hogwild_run(ctx, train, &o, U.data(), V.data(), &rep));
+    MF_CHECK(ctx, mf_sgd_hogwild_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
     // Traffic of one update: rows are padded to a multiple of 32 elements.
     const int kp = (k + 31) / 32 * 32;
     const double row = (double)kp * (fp16 ? 2 : 4);

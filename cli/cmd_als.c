@@ -129,7 +129,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.test = test;
     o.progress = on_iteration;
     mf_als_report rep = {.struct_size = sizeof rep};
-    if (mf_als_run(ctx, train, &o, U, V, &rep) != MF_OK) {
+    if (mf_als_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("als", "%s", mf_ctx_last_error(ctx));
         goto done;
     }

@@ -228,7 +228,7 @@ static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
                     a->instances, a->rank);
     }
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_bmf_run(ctx, C, &o, A, B, &rep);
+    mf_status st = mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep);
     cli_progress_end(&watch.line);
     if (st != MF_OK) {
         cli_error("bmf", "%s", mf_ctx_last_error(ctx));

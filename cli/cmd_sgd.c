@@ -138,7 +138,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.test = test;
     o.progress = on_epoch;
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    if (mf_sgd_hogwild_run(ctx, train, &o, U, V, &rep) != MF_OK) {
+    if (mf_sgd_hogwild_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("sgd", "%s", mf_ctx_last_error(ctx));
         goto done;
     }

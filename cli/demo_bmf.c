@@ -117,7 +117,7 @@ int demo_bmf(mf_ctx *ctx, uint64_t seed, double scale, cli_out *out)
              "ones",
              o.rank, o.instances, o.patience, (long long)ones);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    if (mf_bmf_run(ctx, C, &o, A, B, &rep) != MF_OK) {
+    if (mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("demo", "BMF: %s", mf_ctx_last_error(ctx));
         goto done;
     }

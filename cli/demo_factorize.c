@@ -64,7 +64,7 @@ int demo_als(mf_ctx *ctx, const demo_ratings *r, cli_out *out)
     float *U = NULL, *V = NULL;
     mf_als_report rep = {.struct_size = sizeof rep};
     int rc = factors(r, o.rank, &U, &V);
-    if (rc == 0 && mf_als_run(ctx, r->train, &o, U, V, &rep) != MF_OK) {
+    if (rc == 0 && mf_als_run(ctx, r->train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("demo", "ALS: %s", mf_ctx_last_error(ctx));
         rc = -1;
     }
@@ -100,7 +100,7 @@ int demo_sgd(mf_ctx *ctx, const demo_ratings *r, cli_out *out)
     float *U = NULL, *V = NULL;
     mf_sgd_report rep = {.struct_size = sizeof rep};
     int rc = factors(r, o.rank, &U, &V);
-    if (rc == 0 && mf_sgd_hogwild_run(ctx, r->train, &o, U, V, &rep) != MF_OK) {
+    if (rc == 0 && mf_sgd_hogwild_run(ctx, r->train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("demo", "SGD: %s", mf_ctx_last_error(ctx));
         rc = -1;
     }

@@ -45,7 +45,7 @@ int main(void)
     opts.progress = show;
     float U[5 * 2], V[4 * 2]; /* row-major: U[u * rank + t] */
     mf_als_report report = {.struct_size = sizeof report};
-    if (mf_als_run(ctx, train, &opts, U, V, &report) != MF_OK) {
+    if (mf_als_run(ctx, train, &opts, U, V, MF_MEMORY_HOST, &report) != MF_OK) {
         fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
         return 1;
     }

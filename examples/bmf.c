@@ -35,7 +35,7 @@ int main(void)
      * l / 64. Rank 2 fits one word per line. */
     uint64_t A[6], B[6];
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    if (mf_bmf_run(ctx, C, &o, A, B, &rep) != MF_OK) {
+    if (mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep) != MF_OK) {
         fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
         return 1;
     }

@@ -48,7 +48,7 @@ int main(void)
     /* 18 ratings make one chunk per user: one worker, so the run is reproducible. */
     float U[5 * 2], V[4 * 2]; /* row-major: U[u * rank + t] */
     mf_sgd_report report = {.struct_size = sizeof report};
-    if (mf_sgd_hogwild_run(ctx, train, &opts, U, V, &report) != MF_OK) {
+    if (mf_sgd_hogwild_run(ctx, train, &opts, U, V, MF_MEMORY_HOST, &report) != MF_OK) {
         fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
         return 1;
     }

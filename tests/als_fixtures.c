@@ -191,7 +191,7 @@ void ax_check_breakdown(mf_ctx *ctx)
     float U[9], V[9];
     for (int p = 0; p < 9; p++)
         U[p] = V[p] = 42.0f;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_NUMERIC);
     tu_assert_error_has(ctx, "user 1");
     for (int p = 0; p < 9; p++)
         ck_assert(U[p] == 42.0f && V[p] == 42.0f);
@@ -216,7 +216,7 @@ void ax_check_movielens(mf_ctx *ctx, const char *label)
         mf_als_opts_init(&o);
         o.rank = 10, o.lambda = 0.1f, o.iterations = 10, o.test = test, o.init = inits[s];
         mf_als_report rep = {.struct_size = sizeof rep};
-        ck_assert_int_eq(mf_als_run(ctx, train, &o, U, V, &rep), MF_OK);
+        ck_assert_int_eq(mf_als_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
         printf("movielens_quality (%s, init %d): train RMSE %.4f, test RMSE %.4f\n", label,
                (int)inits[s], rep.train_rmse, rep.test_rmse);
         ck_assert_msg(rep.test_rmse <= 0.93, "init %d: test RMSE %.4f above 0.93", (int)inits[s],

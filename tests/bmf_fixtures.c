@@ -111,7 +111,7 @@ static mf_bmf_report run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, 
         *B = calloc((size_t)cols * kw, 8);
     ck_assert(*A && *B);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_bmf_run_checked(ctx, C, o, *A, *B, &rep, recount);
+    mf_status st = mf_bmf_run_checked(ctx, C, o, *A, *B, MF_MEMORY_HOST, &rep, recount);
     ck_assert_msg(st == MF_OK, "mf_bmf_run: %s", mf_ctx_last_error(ctx));
     int64_t fp, fn;
     bx_count(C, o->rank, *A, *B, &fp, &fn);

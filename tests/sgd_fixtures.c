@@ -18,7 +18,7 @@ void sx_run(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, mf_status exp
     float *v = malloc(((size_t)items * o->rank + 1) * sizeof *v);
     ck_assert(u && v);
     rep->struct_size = sizeof *rep;
-    mf_status st = mf_sgd_hogwild_run(ctx, R, o, u, v, rep);
+    mf_status st = mf_sgd_hogwild_run(ctx, R, o, u, v, MF_MEMORY_HOST, rep);
     ck_assert_msg(st == expect, "status %d, expected %d: %s", (int)st, (int)expect,
                   mf_ctx_last_error(ctx));
     if (U)

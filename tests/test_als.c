@@ -28,7 +28,7 @@ START_TEST(hand_solved)
     o.rank = 1, o.lambda = 0.5f, o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
     float U[3] = {NAN, NAN, NAN}, V[3] = {1, 2, 1};
     mf_als_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
     ck_assert_float_eq_tol(U[0], 4.0f / 3, 1e-6f);
     ck_assert_float_eq_tol(U[1], 16.0f / 9, 1e-6f);
     ck_assert_float_eq_tol(U[2], 4.0f / 3, 1e-6f);
@@ -89,7 +89,7 @@ START_TEST(planted_recovery)
         mf_als_opts_init(&o);
         o.rank = 8, o.lambda = 1e-5f, o.iterations = 20, o.init = inits[s];
         mf_als_report rep = {.struct_size = sizeof rep};
-        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &rep), MF_OK);
+        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
         ck_assert_msg(rep.train_rmse < 1e-3, "init %d: train RMSE %g", (int)inits[s],
                       rep.train_rmse);
         ck_assert_int_eq(rep.iterations, 20);
@@ -109,7 +109,7 @@ START_TEST(empty_rows_get_zero)
     mf_als_opts_init(&o);
     o.rank = 5, o.iterations = 3;
     float U[40 * 5], V[30 * 5];
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
     for (int p = 0; p < 40 * 5; p++)
         ck_assert(isfinite(U[p]));
     for (int p = 0; p < 30 * 5; p++)
@@ -154,13 +154,13 @@ START_TEST(progress_and_cancel)
     float U1[50 * 4], V1[40 * 4], U2[50 * 4], V2[40 * 4];
     /* Two iterations run to the end ... */
     o.iterations = 2;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U1, V1, NULL), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
     /* ... equal six iterations cancelled after the second. */
     o.iterations = 6;
     seen s = {0, 2, 0.0};
     o.progress = on_progress, o.progress_user = &s;
     mf_als_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, &rep), MF_ERR_CANCELLED);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);
     tu_assert_error_has(ctx, "after iteration 2");
     ck_assert_int_eq(s.calls, 2);
     ck_assert_int_eq(rep.iterations, 2);
@@ -182,11 +182,11 @@ START_TEST(warm_start_continues)
     mf_als_opts_init(&o);
     o.rank = 6, o.iterations = 3;
     float U3[60 * 6], V3[45 * 6], U[60 * 6], V[45 * 6];
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U3, V3, NULL), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U3, V3, MF_MEMORY_HOST, NULL), MF_OK);
     o.iterations = 2;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
     o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_OK);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
     ck_assert_mem_eq(U, U3, sizeof U);
     ck_assert_mem_eq(V, V3, sizeof V);
     mf_sparse_destroy(R);
@@ -215,10 +215,13 @@ START_TEST(bad_arguments)
     mf_als_opts o;
     struct {
         const char *field, *needle;
-    } cases[] = {{"rank0", "rank = 0"},        {"rank257", "rank = 257"},
-                 {"lambda", "lambda = -1"},    {"lambdanan", "lambda = nan"},
-                 {"iterations", "iterations"}, {"init", "init = 7"},
-                 {"where", "where = 5"},       {"test", "the test set is 10 x 9"},
+    } cases[] = {{"rank0", "rank = 0"},
+                 {"rank257", "rank = 257"},
+                 {"lambda", "lambda = -1"},
+                 {"lambdanan", "lambda = nan"},
+                 {"iterations", "iterations"},
+                 {"init", "init = 7"},
+                 {"test", "the test set is 10 x 9"},
                  {"size", "struct_size"}};
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mf_als_opts_init(&o);
@@ -236,26 +239,32 @@ START_TEST(bad_arguments)
             o.iterations = 0;
         else if (!strcmp(f, "init"))
             o.init = (mf_als_init)7;
-        else if (!strcmp(f, "where"))
-            o.where = (mf_memory)5;
         else if (!strcmp(f, "test"))
             o.test = T;
         else
             o.struct_size = 3;
-        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL),
+                         MF_ERR_INVALID_ARGUMENT);
         tu_assert_error_has(ctx, cases[t].needle);
     }
     mf_als_opts_init(&o);
     o.rank = 4;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, NULL, V, NULL), MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_als_run(ctx, NULL, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_als_run(NULL, R, &o, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, NULL, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(ctx, NULL, &o, U, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(NULL, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_ARGUMENT);
+    /* where is a parameter: not an mf_memory value; device memory on a CPU context */
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, (mf_memory)5, NULL), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "where = 5");
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_DEVICE, NULL), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "CPU backend");
     mf_als_report bad = {.struct_size = 1};
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, &bad), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &bad), MF_ERR_INVALID_ARGUMENT);
     /* A non-finite warm start is bad data, named by position. */
     o.init = MF_ALS_INIT_GIVEN;
     V[2 * 4 + 1] = INFINITY;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, NULL), MF_ERR_INVALID_DATA);
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_DATA);
     tu_assert_error_has(ctx, "V[2][1]");
     V[2 * 4 + 1] = 7.0f;
     for (int p = 0; p < 40; p++)

@@ -203,7 +203,7 @@ START_TEST(cancellation)
     o.progress_user = &calls;
     uint64_t *A = calloc(50, 8), *B = calloc(60, 8);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, &rep), MF_ERR_CANCELLED);
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);
     tu_assert_error_has(ctx, "after sweep 3");
     ck_assert_int_eq(calls, 3);
     ck_assert_int_eq(rep.sweeps, 3);
@@ -217,11 +217,11 @@ START_TEST(cancellation)
 END_TEST
 
 static void expect_bad(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t *A,
-                       uint64_t *B, mf_status want, const char *needle)
+                       uint64_t *B, mf_memory where, mf_status want, const char *needle)
 {
     uint64_t a0 = A ? A[0] : 0, b0 = B ? B[0] : 0;
     mf_bmf_report rep = {.struct_size = sizeof rep, .error = -7};
-    ck_assert_int_eq(mf_bmf_run(ctx, C, o, A, B, &rep), want);
+    ck_assert_int_eq(mf_bmf_run(ctx, C, o, A, B, where, &rep), want);
     tu_assert_error_has(ctx, needle);
     ck_assert_int_eq(rep.error, -7);
     if (A)
@@ -272,10 +272,10 @@ START_TEST(bad_arguments)
     for (int i = 0; i < 12 * 16; i++)
         B[i] = 0xaaaa;
     mf_bmf_opts o = opts(2);
-    ck_assert_int_eq(mf_bmf_run(NULL, C, &o, A, B, NULL), MF_ERR_INVALID_ARGUMENT);
-    expect_bad(ctx, NULL, &o, A, B, MF_ERR_INVALID_ARGUMENT, "C is NULL");
-    expect_bad(ctx, C, &o, NULL, B, MF_ERR_INVALID_ARGUMENT, "A_bits is NULL");
-    expect_bad(ctx, C, &o, A, NULL, MF_ERR_INVALID_ARGUMENT, "B_bits is NULL");
+    ck_assert_int_eq(mf_bmf_run(NULL, C, &o, A, B, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_ARGUMENT);
+    expect_bad(ctx, NULL, &o, A, B, MF_MEMORY_HOST, MF_ERR_INVALID_ARGUMENT, "C is NULL");
+    expect_bad(ctx, C, &o, NULL, B, MF_MEMORY_HOST, MF_ERR_INVALID_ARGUMENT, "A_bits is NULL");
+    expect_bad(ctx, C, &o, A, NULL, MF_MEMORY_HOST, MF_ERR_INVALID_ARGUMENT, "B_bits is NULL");
     const struct {
         int field;
         double value;
@@ -286,7 +286,7 @@ START_TEST(bad_arguments)
         {4, -0.5, "target_error"},   {5, -1, "time_limit"},     {6, -2, "weight ="},
         {7, 1.5, "weight_decay"},    {8, -1, "weight_floor"},   {9, 7, "flip = 7"},
         {10, 2, "flip_probability"}, {11, -1, "temperature ="}, {12, 2, "temperature_decay"},
-        {13, 9, "init = 9"},         {14, 5, "where = 5"},
+        {13, 9, "init = 9"},
     };
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mf_bmf_opts b = opts(2);
@@ -305,29 +305,28 @@ START_TEST(bad_arguments)
         case 10: b.flip_probability = (float)v; break;
         case 11: b.temperature = (float)v; break;
         case 12: b.temperature_decay = (float)v; break;
-        case 13: b.init = (mf_bmf_init)v; break;
-        default: b.where = (mf_memory)v; break;
+        default: b.init = (mf_bmf_init)v; break;
         }
-        expect_bad(ctx, C, &b, A, B, MF_ERR_INVALID_ARGUMENT, cases[t].needle);
+        expect_bad(ctx, C, &b, A, B, MF_MEMORY_HOST, MF_ERR_INVALID_ARGUMENT, cases[t].needle);
     }
-    /* Device memory on a CPU context. */
+    /* where: not an mf_memory value; device memory on a CPU context. */
     mf_bmf_opts d = opts(2);
-    d.where = MF_MEMORY_DEVICE;
-    expect_bad(ctx, C, &d, A, B, MF_ERR_INVALID_ARGUMENT, "A_bits");
+    expect_bad(ctx, C, &d, A, B, (mf_memory)5, MF_ERR_INVALID_ARGUMENT, "where = 5");
+    expect_bad(ctx, C, &d, A, B, MF_MEMORY_DEVICE, MF_ERR_INVALID_ARGUMENT, "A_bits");
     /* Given factors with a bit past the rank. */
     mf_bmf_opts g = opts(2);
     g.init = MF_BMF_INIT_GIVEN;
     memset(A, 0, sizeof A), memset(B, 0, sizeof B);
     B[7] = 4;
-    expect_bad(ctx, C, &g, A, B, MF_ERR_INVALID_DATA, "column 7");
+    expect_bad(ctx, C, &g, A, B, MF_MEMORY_HOST, MF_ERR_INVALID_DATA, "column 7");
     /* An unset struct_size. */
     mf_bmf_opts z;
     memset(&z, 0, sizeof z);
-    expect_bad(ctx, C, &z, A, B, MF_ERR_INVALID_ARGUMENT, "struct_size");
+    expect_bad(ctx, C, &z, A, B, MF_MEMORY_HOST, MF_ERR_INVALID_ARGUMENT, "struct_size");
     /* A report whose struct_size is unset is refused too. */
     mf_bmf_report rep;
     memset(&rep, 0, sizeof rep);
-    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, &rep), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep), MF_ERR_INVALID_ARGUMENT);
     mf_sparse_destroy(C);
     mf_ctx_destroy(ctx);
 }

@@ -129,10 +129,10 @@ START_TEST(device_factors_and_limit)
     ck_assert_int_eq(cudaMemcpy(dA, At, 300 * kw * 8, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(dB, Bt, 200 * kw * 8, cudaMemcpyHostToDevice), cudaSuccess);
     mf_bmf_opts o = opts(70);
-    o.where = MF_MEMORY_DEVICE;
     o.init = MF_BMF_INIT_GIVEN;
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    ck_assert_msg(mf_bmf_run(gpu, C, &o, dA, dB, &rep) == MF_OK, "%s", mf_ctx_last_error(gpu));
+    ck_assert_msg(mf_bmf_run(gpu, C, &o, dA, dB, MF_MEMORY_DEVICE, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(gpu));
     ck_assert_int_eq(rep.error, 0);
     ck_assert(rep.peak_device_bytes > 0);
     uint64_t *A = malloc(300 * kw * 8), *B = malloc(200 * kw * 8);
@@ -142,7 +142,8 @@ START_TEST(device_factors_and_limit)
     /* From the default start into device memory: the report matches a recount. */
     o.init = MF_BMF_INIT_SAMPLE;
     o.max_sweeps = 20;
-    ck_assert_msg(mf_bmf_run(gpu, C, &o, dA, dB, &rep) == MF_OK, "%s", mf_ctx_last_error(gpu));
+    ck_assert_msg(mf_bmf_run(gpu, C, &o, dA, dB, MF_MEMORY_DEVICE, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(gpu));
     ck_assert_int_eq(cudaMemcpy(A, dA, 300 * kw * 8, cudaMemcpyDeviceToHost), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(B, dB, 200 * kw * 8, cudaMemcpyDeviceToHost), cudaSuccess);
     int64_t fp, fn;
@@ -158,7 +159,7 @@ START_TEST(device_factors_and_limit)
     uint64_t *a = calloc(3000, 8), *b = calloc(2000, 8);
     a[0] = 3;
     o = opts(4);
-    ck_assert_int_eq(mf_bmf_run(small, Big, &o, a, b, &rep), MF_ERR_OUT_OF_MEMORY);
+    ck_assert_int_eq(mf_bmf_run(small, Big, &o, a, b, MF_MEMORY_HOST, &rep), MF_ERR_OUT_OF_MEMORY);
     tu_assert_error_has(small, "C in bits");
     ck_assert(a[0] == 3 && b[0] == 0);
     free(a), free(b);

@@ -117,15 +117,15 @@ START_TEST(device_factors)
     ck_assert_int_eq(cudaMemcpy(Ud, Uh, sizeof Uh, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Vd, Vh, sizeof Vh, cudaMemcpyHostToDevice), cudaSuccess);
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, &rep), MF_OK);
-    o.where = MF_MEMORY_DEVICE;
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Ud, Vd, &rep), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, MF_MEMORY_HOST, &rep), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Ud, Vd, MF_MEMORY_DEVICE, &rep), MF_OK);
     ck_assert_int_eq(cudaMemcpy(Ud_back, Ud, sizeof Uh, cudaMemcpyDeviceToHost), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Vd_back, Vd, sizeof Vh, cudaMemcpyDeviceToHost), cudaSuccess);
     ck_assert(memcmp(Ud_back, Uh, sizeof Uh) == 0 && memcmp(Vd_back, Vh, sizeof Vh) == 0);
     ck_assert(rep.peak_device_bytes > 0);
     /* Host factors on a device-memory request are refused. */
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, MF_MEMORY_DEVICE, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
     cudaFree(Ud), cudaFree(Vd);
     mf_sparse_destroy(R), mf_sparse_destroy(T);
     mf_ctx_destroy(ctx);
@@ -148,7 +148,8 @@ START_TEST(divergence_is_reported)
             U[p] = -7.0f;
         for (int p = 0; p < 100 * 32; p++)
             V[p] = -9.0f;
-        ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+        ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL),
+                         MF_ERR_NUMERIC);
         tu_assert_error_has(ctx, "smaller learning_rate");
         for (int p = 0; p < 200 * 32; p++)
             ck_assert(U[p] == -7.0f);

@@ -36,7 +36,7 @@ START_TEST(hand_computed)
     o.epochs = 2, o.workers = 1, o.init = MF_SGD_INIT_GIVEN;
     float U[4] = {1, 0.5f, 0.5f, 1}, V[4] = {0.5f, 1, 1, 0.5f};
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, &rep), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
     const float a = 0.9912109375f, b = 0.72265625f;
     ck_assert(U[0] == a && U[1] == b && U[2] == b && U[3] == a);
     ck_assert(V[0] == b && V[1] == a && V[2] == a && V[3] == b);
@@ -48,7 +48,7 @@ START_TEST(hand_computed)
     /* The first epoch alone, at the constant rate. */
     float U1[4] = {1, 0.5f, 0.5f, 1}, V1[4] = {0.5f, 1, 1, 0.5f};
     o.epochs = 1, o.schedule = MF_SGD_SCHEDULE_CONSTANT;
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U1, V1, &rep), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U1, V1, MF_MEMORY_HOST, &rep), MF_OK);
     ck_assert(U1[0] == 1 && U1[1] == 0.6875f && V1[0] == 0.6875f && V1[1] == 1);
     mf_sparse_destroy(R);
     mf_ctx_destroy(ctx);
@@ -149,7 +149,8 @@ START_TEST(divergence_is_reported)
         for (int p = 0; p < 80 * 32; p++)
             V[p] = -9.0f;
         mf_sgd_report rep = {.struct_size = sizeof rep, .epochs = -5};
-        ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, &rep), MF_ERR_NUMERIC);
+        ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep),
+                         MF_ERR_NUMERIC);
         tu_assert_error_has(ctx, "diverged");
         tu_assert_error_has(ctx, "smaller learning_rate");
         for (int p = 0; p < 100 * 32; p++)
@@ -164,7 +165,7 @@ START_TEST(divergence_is_reported)
     o.lambda_u = o.lambda_v = 1000.0f;
     o.schedule = MF_SGD_SCHEDULE_CONSTANT;
     float *U = malloc(100 * 32 * sizeof *U), *V = malloc(80 * 32 * sizeof *V);
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, NULL), MF_ERR_NUMERIC);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_NUMERIC);
     tu_assert_error_has(ctx, "lambda_u 1000, lambda_v 1000) = 100 >= 1");
     free(U);
     free(V);
@@ -231,7 +232,7 @@ START_TEST(empty_rows_keep_their_start)
     for (int p = 0; p < 30 * 3; p++)
         V[p] = 0.5f;
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, &rep), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
     for (int t = 0; t < 3; t++) {
         ck_assert(U[3 * 3 + t] == 0.25f && U[17 * 3 + t] == 0.25f && V[t] == 0.5f);
         ck_assert(U[4 * 3 + t] != 0.25f);
@@ -281,21 +282,33 @@ START_TEST(bad_arguments)
     CASE(test, other, "test set is 2 x 3");
 #undef CASE
     for (int i = 0; i < n; i++) {
-        mf_status st = mf_sgd_hogwild_run(ctx, R, &cases[i].o, U, V, NULL);
+        mf_status st = mf_sgd_hogwild_run(ctx, R, &cases[i].o, U, V, MF_MEMORY_HOST, NULL);
         ck_assert_msg(st == MF_ERR_INVALID_ARGUMENT, "%s: status %d", cases[i].what, (int)st);
         tu_assert_error_has(ctx, cases[i].needle);
     }
-    ck_assert_int_eq(mf_sgd_hogwild_run(NULL, R, &good, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, NULL, &good, U, V, NULL), MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, NULL, V, NULL), MF_ERR_INVALID_ARGUMENT);
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, U, NULL, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sgd_hogwild_run(NULL, R, &good, U, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, NULL, &good, U, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, NULL, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, U, NULL, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    /* where is a parameter: not an mf_memory value; device memory on a CPU context */
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, U, V, (mf_memory)5, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "where = 5");
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &good, U, V, MF_MEMORY_DEVICE, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "CPU backend");
     for (int p = 0; p < 2 * 600; p++)
         ck_assert(U[p] == 3.0f && V[p] == 3.0f);
     /* A given start with a NaN is bad data, named by its position. */
     mf_sgd_opts o = good;
     o.rank = 2, o.init = MF_SGD_INIT_GIVEN;
     V[3] = NAN;
-    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, NULL), MF_ERR_INVALID_DATA);
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_DATA);
     tu_assert_error_has(ctx, "V[1][1]");
     for (int p = 0; p < 2 * 600; p++)
         ck_assert(U[p] == 3.0f && (p == 3 || V[p] == 3.0f));

@@ -93,8 +93,10 @@ typedef enum mf_backend {
     MF_BACKEND_CUDA = 2
 } mf_backend;
 
-/* Where a caller's array lives. Device arrays are used in place, never copied to the host
- * unless the operation says so. */
+/* Where a caller's arrays live. Every function that takes arrays takes this as a
+ * parameter (never as an option field), after the arrays it describes; MF_MEMORY_DEVICE
+ * needs a CUDA context. Device arrays are used in place, never copied to the host unless
+ * the operation says so. */
 typedef enum mf_memory { MF_MEMORY_HOST = 0, MF_MEMORY_DEVICE = 1 } mf_memory;
 
 typedef enum mf_log_level {
@@ -410,7 +412,6 @@ typedef struct mf_als_opts {
     float lambda;            /* >= 0; each row's penalty is lambda * (its count); 0.05      */
     int iterations;          /* >= 1 full sweeps (users, then items); default 10            */
     mf_als_init init;        /* default MF_ALS_INIT_UNIFORM                                 */
-    mf_memory where;         /* where U and V live; default MF_MEMORY_HOST                  */
     const mf_sparse *test;   /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress; /* optional; also turns on the per-iteration train RMSE        */
     void *progress_user;     /* passed to progress                                          */
@@ -437,7 +438,7 @@ MF_API void mf_als_opts_init(mf_als_opts *opts);
  *         + lambda (sum_u n_u |U_u|^2 + sum_i n_i |V_i|^2)
  * by exact alternating solves (V_O^T V_O + lambda n_u I) U_u = V_O^T r_u for every user,
  * then the same for every item. `ratings` is users x items (a pattern's ratings are 1);
- * U is users x k and V items x k, row-major with leading dimension k, in opts->where
+ * U is users x k and V items x k, row-major with leading dimension k, in `where`
  * memory. On success both hold the result. A user or item without ratings gets a zero
  * row. Each system is solved by an LDL^T factorization without pivoting; a pivot that is
  * not positive (lambda = 0 with fewer ratings than k, or overflow) stops the run with
@@ -449,7 +450,7 @@ MF_API void mf_als_opts_init(mf_als_opts *opts);
  * run leaves them as they were; a cancelled one leaves the last completed iteration.
  * `report` may be NULL. On a CUDA context the call returns when U and V hold the result. */
 MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts,
-                            float *U, float *V, mf_als_report *report);
+                            float *U, float *V, mf_memory where, mf_als_report *report);
 
 /* ------------------------------------------------------------------------------------- */
 /* Lock-free (Hogwild) SGD                                                               */
@@ -502,7 +503,6 @@ typedef struct mf_sgd_opts {
     mf_sgd_order order;       /* default MF_SGD_ORDER_USER_CHUNKS                            */
     int workers;              /* concurrent updates (CPU threads, GPU warps); 0 = all, and    */
                               /* never more than one per 32 chunks (see below)                */
-    mf_memory where;          /* where U and V live; default MF_MEMORY_HOST                  */
     const mf_sparse *test;    /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress;  /* optional; also turns on the per-epoch RMSEs                 */
     void *progress_user;      /* passed to progress                                          */
@@ -532,7 +532,7 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * overwrite each other's rows without locks, as Hogwild does. So that an epoch never runs
  * as a single wave of stale updates, there is at most one worker per 32 chunks (64
  * ratings each): small data sets run with fewer workers than asked (report->workers).
- * U (users x k) and V (items x k) are row-major with leading dimension k in opts->where
+ * U (users x k) and V (items x k) are row-major with leading dimension k in `where`
  * memory. A user or item without ratings keeps its starting row.
  *
  * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, 20 epochs, chosen on MovieLens-sized
@@ -553,7 +553,7 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * and a cancelled one leaves the last completed epoch. `report` may be NULL. On a CUDA
  * context the call returns when U and V hold the result. */
 MF_API mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
-                                    float *U, float *V, mf_sgd_report *report);
+                                    float *U, float *V, mf_memory where, mf_sgd_report *report);
 
 /* ------------------------------------------------------------------------------------- */
 /* Boolean matrix factorization                                                          */
@@ -640,7 +640,6 @@ typedef struct mf_bmf_opts {
      * only moves that lower the error are taken. */
     float temperature, temperature_decay; /* decay default 0.95                          */
     mf_bmf_init init;                     /* default MF_BMF_INIT_SAMPLE                          */
-    mf_memory where;                      /* where A_bits and B_bits live; default host          */
     mf_bmf_progress_fn progress;          /* optional, called after every sweep                  */
     void *progress_user;
 } mf_bmf_opts;
@@ -679,14 +678,15 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
  * 2.5e11 entries (500,000 x 500,000); a request beyond the context's limit is
  * MF_ERR_OUT_OF_MEMORY.
  *
- * A_bits and B_bits are (rows + cols) * ((k + 63) / 64) words in opts->where memory (see
+ * A_bits and B_bits are (rows + cols) * ((k + 63) / 64) words in `where` memory (see
  * the bit order above): read with MF_BMF_INIT_GIVEN, written with the result.
  * Errors (buffers untouched): NULL arguments, rank outside 1..1024, an option out of
  * range: MF_ERR_INVALID_ARGUMENT; given factors with bits set past k: MF_ERR_INVALID_DATA.
  * (A matrix with no rows or columns cannot be built; an all-zero C is valid and gives
  * error 0.) `report` may be NULL. */
 MF_API mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
-                            uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report);
+                            uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
+                            mf_bmf_report *report);
 
 #ifdef __cplusplus
 }

@@ -26,7 +26,6 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->lambda = 0.05f;
     opts->iterations = 10;
     opts->init = MF_ALS_INIT_UNIFORM;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
@@ -127,7 +126,7 @@ static mf_status iterate(run_state *s)
 }
 
 /* The start, the engine, the iterations, the factors handed over. */
-static mf_status run(run_state *s, float *U, float *V)
+static mf_status run(run_state *s, float *U, float *V, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_als_opts *o = s->o;
@@ -136,9 +135,9 @@ static mf_status run(run_state *s, float *U, float *V)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_als_run: out of host memory for the initial V");
     mf_status st = o->init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, s->R, o->rank, V, o->where, V0)
+                       ? init_given(ctx, s->R, o->rank, V, where, V0)
                        : init_seeded(ctx, s->R, o->rank, o->init == MF_ALS_INIT_MEAN, V0);
-    mf_als_setup setup = {ctx, s->R, o->rank, o->lambda, o->where, V0};
+    mf_als_setup setup = {ctx, s->R, o->rank, o->lambda, where, V0};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);
@@ -152,7 +151,7 @@ static mf_status run(run_state *s, float *U, float *V)
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
-                     float *V, mf_als_report *report)
+                     float *V, mf_memory where, mf_als_report *report)
 {
     mf_als_opts o;
     mf_als_opts_init(&o);
@@ -161,11 +160,11 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
 
     MF_TRY(mf_run_begin(&s.run, ctx,
                         &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V),
-                                       &o.where, MF_RUN_OPTS(mf_als_opts, &o, opts),
+                                       where, MF_RUN_OPTS(mf_als_opts, &o, opts),
                                        MF_RUN_REPORT(mf_als_report, report), &o.test}));
     MF_TRY(check_opts(ctx, &o));
     mf_run_start(&s.run);
-    mf_status st = run(&s, U, V);
+    mf_status st = run(&s, U, V, where);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -26,7 +26,6 @@ void mf_bmf_opts_init(mf_bmf_opts *opts)
     opts->patience = 30;
     opts->flip = MF_BMF_FLIP_SINGLE;
     opts->init = MF_BMF_INIT_SAMPLE;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
@@ -65,8 +64,6 @@ static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
                o->init == MF_BMF_INIT_SAMPLE || o->init == MF_BMF_INIT_RANDOM ||
                    o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO,
                "%s: init = %d is not an mf_bmf_init value", fn, (int)o->init);
-    MF_REQUIRE(ctx, o->where == MF_MEMORY_HOST || o->where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)o->where);
     return MF_OK;
 }
 
@@ -322,8 +319,9 @@ static mf_status search(run_state *s)
 
 /* Host inputs of the engine's initialization; freed by the caller. */
 static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o,
-                              const uint64_t *A, const uint64_t *B, mf_bmf_setup *setup,
-                              sample_lists *samples, uint64_t **A0, uint64_t **B0)
+                              const uint64_t *A, const uint64_t *B, mf_memory where,
+                              mf_bmf_setup *setup, sample_lists *samples, uint64_t **A0,
+                              uint64_t **B0)
 {
     int k = o->rank, kw = mf_bmf_words(k);
     if (o->init == MF_BMF_INIT_SAMPLE && C->nnz > 0) {
@@ -346,7 +344,7 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         if (asso)
             MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
         else
-            MF_TRY(load_given(ctx, C, k, A, B, o->where, *A0, *B0));
+            MF_TRY(load_given(ctx, C, k, A, B, where, *A0, *B0));
         setup->A0 = *A0;
         setup->B0 = *B0;
         setup->given_per_instance = asso;
@@ -355,7 +353,8 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
 }
 
 mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
-                             uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report, int recount)
+                             uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
+                             mf_bmf_report *report, int recount)
 {
     static const char fn[] = "mf_bmf_run";
     mf_bmf_opts o;
@@ -363,8 +362,8 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     run_state s = {.o = &o, .C = C, .recount = recount};
 
     MF_TRY(mf_run_begin(&s.run, ctx,
-                        &(mf_run_args){fn, MF_RUN_INPUT(C), MF_RUN_OUTPUTS(A_bits, B_bits),
-                                       &o.where, MF_RUN_OPTS(mf_bmf_opts, &o, opts),
+                        &(mf_run_args){fn, MF_RUN_INPUT(C), MF_RUN_OUTPUTS(A_bits, B_bits), where,
+                                       MF_RUN_OPTS(mf_bmf_opts, &o, opts),
                                        MF_RUN_REPORT(mf_bmf_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o));
     s.cells = (double)C->rows * (double)C->cols;
@@ -384,7 +383,7 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     setup.flip_p24 = bmf_prob24(p);
     sample_lists samples = {NULL, NULL};
     uint64_t *A0 = NULL, *B0 = NULL;
-    mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, &setup, &samples, &A0, &B0);
+    mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, where, &setup, &samples, &A0, &B0);
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s.run, mf_bmf_cpu_engine, mf_cuda_bmf_engine, &setup, &s.e);
     free(samples.ptr);
@@ -405,7 +404,7 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
         if (!((double)(s.best_fp + s.best_fn) / s.cells <= o.target_error))
             st = search(&s);
         if (mf_run_has_result(st))
-            st = mf_run_then(st, s.e->finish(s.e, s.best_q, A_bits, B_bits, o.where));
+            st = mf_run_then(st, s.e->finish(s.e, s.best_q, A_bits, B_bits, where));
     }
     if (s.e)
         s.e->destroy(s.e);
@@ -422,7 +421,7 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
 }
 
 mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, uint64_t *A_bits,
-                     uint64_t *B_bits, mf_bmf_report *report)
+                     uint64_t *B_bits, mf_memory where, mf_bmf_report *report)
 {
-    return mf_bmf_run_checked(ctx, C, opts, A_bits, B_bits, report, 0);
+    return mf_bmf_run_checked(ctx, C, opts, A_bits, B_bits, where, report, 0);
 }

@@ -71,8 +71,8 @@ mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
  * counted from scratch, and a difference from the incremental count fails the run with
  * MF_ERR_INTERNAL. For tests; the flag belongs to this one run. */
 mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
-                             uint64_t *A_bits, uint64_t *B_bits, mf_bmf_report *report,
-                             int recount);
+                             uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
+                             mf_bmf_report *report, int recount);
 
 /* Sweeps an engine is asked to run at once, at most (the driver's group size). */
 #define MF_BMF_GROUP_MAX 16

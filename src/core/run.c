@@ -32,7 +32,7 @@ mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a)
     if (a->user_opts)
         MF_TRY(mf_opts_load(ctx, a->opts_type, a->opts, a->opts_size, a->user_opts));
     for (int i = 0; i < 2; i++)
-        MF_TRY(mf_check_memory(ctx, a->out[i], *a->where, a->fn, a->out_name[i]));
+        MF_TRY(mf_check_memory(ctx, a->out[i], a->where, a->fn, a->out_name[i]));
     if (a->report)
         MF_TRY(
             mf_opts_out_size(ctx, a->report_type, a->report, a->report_size, &run->report_bytes));

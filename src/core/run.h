@@ -29,11 +29,10 @@ typedef struct mf_run_args {
     const char *fn; /* the public function, for messages: "mf_als_run" */
     const mf_sparse *input;
     const char *input_name; /* "ratings" */
-    /* The output arrays (both required) and where they live; `where` is read after the
-     * options are loaded, so it may point into them. */
+    /* The output arrays (both required) and where they live. */
     const void *out[2];
     const char *out_name[2];
-    const mf_memory *where;
+    mf_memory where;
     /* Options: `opts` holds the defaults, opts_size bytes; the caller's (NULL: defaults)
      * are loaded over them by struct_size. */
     const char *opts_type; /* "mf_als_opts" */
@@ -51,7 +50,7 @@ typedef struct mf_run_args {
 
 /* mf_run_args in order, from names and types (the names double as the messages' words):
  *     mf_run_begin(&run, ctx, &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings),
- *                  MF_RUN_OUTPUTS(U, V), &o.where, MF_RUN_OPTS(mf_als_opts, &o, opts),
+ *                  MF_RUN_OUTPUTS(U, V), where, MF_RUN_OPTS(mf_als_opts, &o, opts),
  *                  MF_RUN_REPORT(mf_als_report, report), &o.test}) */
 #define MF_RUN_INPUT(matrix) (matrix), #matrix
 #define MF_RUN_OUTPUTS(a, b)                                                                       \

@@ -33,7 +33,6 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
     opts->storage = MF_SGD_STORAGE_FP32;
     opts->init = MF_SGD_INIT_RANDOM;
     opts->order = MF_SGD_ORDER_USER_CHUNKS;
-    opts->where = MF_MEMORY_HOST;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sgd_opts *o)
@@ -83,12 +82,13 @@ static mf_status load_given(mf_ctx *ctx, const float *X, int64_t rows, int k, mf
 }
 
 static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o,
-                                 const float *U, const float *V, float *U0, float *V0)
+                                 const float *U, const float *V, mf_memory where, float *U0,
+                                 float *V0)
 {
     const int k = o->rank;
     if (o->init == MF_SGD_INIT_GIVEN) {
-        MF_TRY(load_given(ctx, U, R->rows, k, o->where, U0, "U"));
-        return load_given(ctx, V, R->cols, k, o->where, V0, "V");
+        MF_TRY(load_given(ctx, U, R->rows, k, where, U0, "U"));
+        return load_given(ctx, V, R->cols, k, where, V0, "V");
     }
     const float hi = 1.0f / sqrtf((float)k);
     mf_random_uniform_host(U0, (int64_t)R->rows * k, 0.0f, hi, ctx->seed, SGD_U_STREAM,
@@ -166,7 +166,7 @@ static mf_status iterate(run_state *s)
     return MF_OK;
 }
 
-static mf_status run(run_state *s, float *U, float *V)
+static mf_status run(run_state *s, float *U, float *V, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_sgd_opts *o = s->o;
@@ -179,7 +179,7 @@ static mf_status run(run_state *s, float *U, float *V)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "mf_sgd_hogwild_run: out of host memory for the initial factors");
     if (st == MF_OK)
-        st = initial_factors(ctx, R, o, U, V, U0, V0);
+        st = initial_factors(ctx, R, o, U, V, where, U0, V0);
     if (st == MF_OK)
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
     /* Hogwild's updates read rows that other workers are about to overwrite. With as many
@@ -209,20 +209,20 @@ static mf_status run(run_state *s, float *U, float *V)
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
-                             float *U, float *V, mf_sgd_report *report)
+                             float *U, float *V, mf_memory where, mf_sgd_report *report)
 {
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
     run_state s = {.o = &o, .R = ratings, .rep.test_rmse = NAN};
 
-    MF_TRY(mf_run_begin(&s.run, ctx,
-                        &(mf_run_args){"mf_sgd_hogwild_run", MF_RUN_INPUT(ratings),
-                                       MF_RUN_OUTPUTS(U, V), &o.where,
-                                       MF_RUN_OPTS(mf_sgd_opts, &o, opts),
-                                       MF_RUN_REPORT(mf_sgd_report, report), &o.test}));
+    MF_TRY(
+        mf_run_begin(&s.run, ctx,
+                     &(mf_run_args){"mf_sgd_hogwild_run", MF_RUN_INPUT(ratings),
+                                    MF_RUN_OUTPUTS(U, V), where, MF_RUN_OPTS(mf_sgd_opts, &o, opts),
+                                    MF_RUN_REPORT(mf_sgd_report, report), &o.test}));
     MF_TRY(check_opts(ctx, &o));
     mf_run_start(&s.run);
-    mf_status st = run(&s, U, V);
+    mf_status st = run(&s, U, V, where);
     s.rep.seconds = mf_run_seconds(&s.run);
     s.rep.updates_per_second =
         s.rep.epoch_seconds > 0 ? (double)ratings->nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;
