@@ -163,7 +163,7 @@ static mf_sparse *load(mf_ctx *ctx, const char *dir, const char *name)
     fclose(f);
     mf_read_opts ro;
     mf_read_opts_init(&ro);
-    ro.pattern = 1;
+    ro.flags |= MF_SPARSE_PATTERN;
     mf_sparse *C = NULL;
     MF_CHECK(ctx, mf_sparse_read(ctx, &C, path, &ro));
     return C;

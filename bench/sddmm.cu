@@ -114,7 +114,7 @@ static csr from_file(mf_ctx *ctx, const char *path)
 {
     mf_read_opts o;
     mf_read_opts_init(&o);
-    o.pattern = 1;
+    o.flags |= MF_SPARSE_PATTERN;
     o.flags = MF_SPARSE_SUM_DUPLICATES;
     const char *dot = strrchr(path, '.');
     if (dot && !strcmp(dot, ".txt")) // SNAP edge lists with a "nodes edges" first line

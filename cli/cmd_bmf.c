@@ -213,7 +213,7 @@ static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
     mf_bmf_opts o;
     mf_bmf_opts_init(&o);
     o.rank = (int)a->rank, o.instances = (int)a->instances, o.max_sweeps = (int)a->max_sweeps;
-    o.patience = (int)a->patience, o.time_limit = a->time_limit, o.seed = a->common.seed;
+    o.patience = (int)a->patience, o.time_limit = a->time_limit;
     o.weight = (float)a->weight, o.weight_decay = (float)a->weight_decay,
     o.temperature = (float)a->temperature, o.init = a->init;
     bmf_watch watch = {.a = a};
@@ -276,7 +276,7 @@ int cmd_bmf(int argc, char **argv)
         return CLI_FAILED;
     mf_read_opts ro;
     cli_read_opts(&a.common, true, &ro); /* a repeated 1 is the same 1 */
-    ro.pattern = 1;
+    ro.flags |= MF_SPARSE_PATTERN;
     mf_sparse *C = NULL;
     int rc = CLI_FAILED;
     if (mf_sparse_read(ctx, &C, a.file, &ro) != MF_OK)

@@ -111,7 +111,7 @@ int demo_bmf(mf_ctx *ctx, uint64_t seed, double scale, cli_out *out)
     /* From the Asso start 4 instances (4 association thresholds) and a patience of 10
      * sweeps find the planted factors as 16 and 30 do (the defaults), in a third of the
      * time on the CPU. */
-    o.rank = RANK, o.seed = seed, o.init = MF_BMF_INIT_ASSO;
+    o.rank = RANK, o.init = MF_BMF_INIT_ASSO; /* the context carries the seed */
     o.instances = 4, o.patience = 10;
     demo_say("BMF (mf_bmf_run): rank %d, Asso start, %d instances, patience %d sweeps, on %lld "
              "ones",

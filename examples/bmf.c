@@ -10,8 +10,11 @@
 
 int main(void)
 {
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.seed = 1; /* every random choice of every algorithm draws from the context's seed */
     mf_ctx *ctx = NULL;
-    if (mf_ctx_create(&ctx, NULL) != MF_OK) { /* CUDA when a GPU is usable, else CPU */
+    if (mf_ctx_create(&ctx, &co) != MF_OK) { /* CUDA when a GPU is usable, else CPU */
         fprintf(stderr, "%s\n", mf_ctx_last_error(NULL));
         return 1;
     }
@@ -30,7 +33,6 @@ int main(void)
     mf_bmf_opts o;
     mf_bmf_opts_init(&o); /* always: it sets struct_size and the defaults */
     o.rank = 2;
-    o.seed = 1;
     /* A row of A (a column of B) is (rank + 63) / 64 words; factor l is bit l % 64 of word
      * l / 64. Rank 2 fits one word per line. */
     uint64_t A[6], B[6];

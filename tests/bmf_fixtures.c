@@ -142,7 +142,7 @@ mf_sparse *bx_dataset(mf_ctx *ctx, const char *name)
         return NULL;
     mf_read_opts ro;
     mf_read_opts_init(&ro);
-    ro.pattern = 1;
+    ro.flags |= MF_SPARSE_PATTERN;
     mf_sparse *C = NULL;
     ck_assert_msg(mf_sparse_read(ctx, &C, path, &ro) == MF_OK, "%s", mf_ctx_last_error(ctx));
     return C;

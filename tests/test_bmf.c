@@ -20,11 +20,10 @@ static mf_bmf_opts opts(int k)
 
 START_TEST(planted_rank3_exact)
 {
-    mf_ctx *ctx = tu_cpu_ctx();
+    mf_ctx *ctx = tu_cpu_ctx_seeded(1);
     uint64_t *At = NULL, *Bt = NULL;
     mf_sparse *C = bx_planted(ctx, 60, 40, 3, 0.3, 0.0, 7, &At, &Bt, NULL);
     mf_bmf_opts o = opts(3);
-    o.seed = 1;
     uint64_t *A = NULL, *B = NULL;
     mf_bmf_report rep = bx_run(ctx, C, &o, &A, &B);
     ck_assert_msg(rep.error == 0, "error %lld after %d sweeps", (long long)rep.error, rep.sweeps);
@@ -50,7 +49,6 @@ static void check_bookkeeping(mf_ctx *ctx, int32_t rows, int32_t cols, int k, mf
     o.flip = flip;
     o.temperature = temperature;
     o.init = init;
-    o.seed = 5;
     uint64_t *A = NULL, *B = NULL;
     bx_run_recounted(ctx, C, &o, &A, &B);
     int kw = (k + 63) / 64;

@@ -39,7 +39,6 @@ static void check_parity(mf_ctx *cpu, mf_ctx *gpu, int32_t rows, int32_t cols, i
     o.flip = flip;
     o.temperature = temperature;
     o.init = init;
-    o.seed = 17;
     uint64_t *A1 = NULL, *B1 = NULL, *A2 = NULL, *B2 = NULL;
     mf_bmf_report r1 = bx_run_recounted(cpu, Cc, &o, &A1, &B1);
     mf_bmf_report r2 = bx_run_recounted(gpu, Cg, &o, &A2, &B2);

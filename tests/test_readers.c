@@ -186,7 +186,7 @@ START_TEST(triplets_options)
     read_fails(p, &o, MF_ERR_INVALID_DATA, at(p, 2));
     tu_assert_error_has(ctx, "column index 3 is outside the 2 columns given");
     mf_read_opts_init(&o);
-    o.pattern = 1;
+    o.flags |= MF_SPARSE_PATTERN;
     m = read_ok(p, &o);
     ck_assert_int_eq(mf_sparse_has_values(m), 0);
     mf_sparse_destroy(m);

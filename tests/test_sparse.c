@@ -76,6 +76,26 @@ START_TEST(patterns_read_as_ones)
     expect_coo(m, 2, er, ec, ev);
     mf_sparse_destroy(m);
     ck_assert_int_eq(mf_sparse_has_values(NULL), -1);
+    /* MF_SPARSE_PATTERN: valued input, no values kept, none read (a NaN is no error); a
+     * repeat is an error unless MF_SPARSE_SUM_DUPLICATES merges it; CSR as COO. */
+    const int32_t rr[] = {1, 0, 1}, rc[] = {0, 1, 0};
+    const float rv[] = {NAN, 2, 3};
+    ck_assert_int_eq(
+        mf_sparse_from_coo(ctx, &m, 2, 2, 3, rr, rc, rv, MF_MEMORY_HOST, MF_SPARSE_PATTERN),
+        MF_ERR_INVALID_DATA); /* a repeat without MF_SPARSE_SUM_DUPLICATES */
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, 2, 2, 3, rr, rc, rv, MF_MEMORY_HOST,
+                                        MF_SPARSE_PATTERN | MF_SPARSE_SUM_DUPLICATES),
+                     MF_OK);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    expect_coo(m, 2, er, ec, ev);
+    mf_sparse_destroy(m);
+    const int64_t ptr[] = {0, 1, 2};
+    ck_assert_int_eq(
+        mf_sparse_from_csr(ctx, &m, 2, 2, 2, ptr, ec, rv, MF_MEMORY_HOST, MF_SPARSE_PATTERN),
+        MF_OK);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    expect_coo(m, 2, er, ec, ev);
+    mf_sparse_destroy(m);
 }
 END_TEST
 

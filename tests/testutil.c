@@ -15,9 +15,15 @@ static int nfiles;
 
 mf_ctx *tu_cpu_ctx(void)
 {
+    return tu_cpu_ctx_seeded(0);
+}
+
+mf_ctx *tu_cpu_ctx_seeded(uint64_t seed)
+{
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CPU;
+    o.seed = seed;
     mf_ctx *ctx = NULL;
     ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
     return ctx;

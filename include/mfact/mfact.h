@@ -23,6 +23,11 @@
  * Everything in this header outside the section marked EXPERIMENTAL is stable: within one
  * major version (the SONAME, `libmfact.so.<major>`) no function is removed or changes its
  * signature, no enum value is renumbered, and option structs only grow at the end.
+ * EXPERIMENTAL are the knobs whose shape may still change (the EXPERIMENTAL section at the
+ * end of this header, and the option fields below an "EXPERIMENTAL" line, which come last
+ * in their struct): they may change or go in a minor release. A program that leaves them at
+ * their defaults is not affected; one built with a field a later version dropped gets
+ * MF_ERR_UNSUPPORTED when it sets that field, never a different meaning.
  */
 #ifndef MFACT_H
 #define MFACT_H
@@ -213,15 +218,24 @@ MF_API mf_status mf_ctx_release_cached_memory(mf_ctx *ctx);
  * row sorted ascending and no duplicates. That row-major, column-sorted order is the
  * "canonical order": per-nonzero results of every algorithm come in it. A matrix may cache
  * device copies and plans; it belongs to the context that made it and must be destroyed
- * before that context. Values are optional: a matrix without values is a pattern whose
- * stored entries are all 1. */
+ * before that context.
+ *
+ * Patterns, one rule for every function: values are optional, and a matrix without values
+ * is a pattern. Wherever a function reads a matrix's values, a pattern's stored entries
+ * read as 1. A pattern is made by passing no values (val NULL), or from valued input with
+ * MF_SPARSE_PATTERN (building or reading). Two functions look at positions alone: mf_bmf_run
+ * always factors the pattern of C, and mf_sddmm does on request (MF_SDDMM_PATTERN), so that
+ * products at the positions of a rated matrix need no second copy of it. */
 typedef struct mf_sparse mf_sparse;
 
 typedef enum mf_sparse_flags {
     MF_SPARSE_DEFAULT = 0,
     /* Duplicate (row, col) entries are summed (patterns: merged). Without this flag a
      * duplicate is MF_ERR_INVALID_DATA naming its coordinates. */
-    MF_SPARSE_SUM_DUPLICATES = 1
+    MF_SPARSE_SUM_DUPLICATES = 1,
+    /* Keep no values: the matrix is a pattern of the given positions (values given are
+     * not read; a repeated position is an error unless MF_SPARSE_SUM_DUPLICATES merges it). */
+    MF_SPARSE_PATTERN = 2
 } mf_sparse_flags;
 
 /* Build from coordinate arrays of length nnz (0-based). `val` NULL makes a pattern.
@@ -288,8 +302,8 @@ typedef struct mf_read_opts {
     /* Shape: 0 means the file's header, else one more than the largest index. A value
      * given here must cover every index in the file. */
     int32_t rows, cols;
-    unsigned flags; /* mf_sparse_flags; default MF_SPARSE_DEFAULT                      */
-    int pattern;    /* nonzero: ignore values and make a pattern                       */
+    unsigned flags; /* mf_sparse_flags (MF_SPARSE_PATTERN: ignore the file's values);   */
+                    /* default MF_SPARSE_DEFAULT                                        */
 } mf_read_opts;
 
 MF_API void mf_read_opts_init(mf_read_opts *opts);
@@ -318,7 +332,7 @@ MF_API mf_status mf_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo,
 
 typedef enum mf_sddmm_flags {
     MF_SDDMM_DEFAULT = 0,
-    /* Ignore the values of S: every stored entry counts as 1 (a pattern always does). */
+    /* S's positions alone: every stored entry counts as 1, as a pattern's always do. */
     MF_SDDMM_PATTERN = 1
 } mf_sddmm_flags;
 
@@ -478,18 +492,6 @@ typedef enum mf_sgd_init {
     MF_SGD_INIT_GIVEN = 1
 } mf_sgd_init;
 
-typedef enum mf_sgd_order {
-    /* Each user's ratings are shuffled once per run and cut into chunks of at most 64;
-     * every epoch visits the chunks in a new random order, and a worker keeps the user's
-     * factor row in registers (float) through its chunk and stores it once at the end.
-     * The item factors are read and written at every update. */
-    MF_SGD_ORDER_USER_CHUNKS = 0,
-    /* cuMF_SGD's order: the ratings shuffled once per run, cut into chunks of 64
-     * consecutive ones, visited in a new random order every epoch; both factor rows are
-     * read and written at every update. */
-    MF_SGD_ORDER_RATINGS = 1
-} mf_sgd_order;
-
 typedef struct mf_sgd_opts {
     size_t struct_size;       /* sizeof(mf_sgd_opts), set by mf_sgd_opts_init               */
     int rank;                 /* k, 1..512; default 32                                       */
@@ -500,12 +502,13 @@ typedef struct mf_sgd_opts {
     int epochs;               /* >= 0 passes over the ratings; default 20                    */
     mf_sgd_storage storage;   /* default MF_SGD_STORAGE_FP32                                 */
     mf_sgd_init init;         /* default MF_SGD_INIT_RANDOM                                  */
-    mf_sgd_order order;       /* default MF_SGD_ORDER_USER_CHUNKS                            */
     int workers;              /* concurrent updates (CPU threads, GPU warps); 0 = all, and    */
                               /* never more than one per 32 chunks (see below)                */
     const mf_sparse *test;    /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress;  /* optional; also turns on the per-epoch RMSEs                 */
     void *progress_user;      /* passed to progress                                          */
+    /* EXPERIMENTAL (the section at the end of this header): */
+    int order; /* an mf_sgd_order; default MF_SGD_ORDER_USER_CHUNKS                       */
 } mf_sgd_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -528,7 +531,7 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * from the old values:
  *     e = r - U_u . V_i;  U_u += lr (e V_i - lambda_u U_u);  V_i += lr (e U_u - lambda_v V_i)
  * Every epoch visits each stored rating of `ratings` (users x items; a pattern's ratings
- * are 1) once, in the order opts->order describes; `workers` updates run at once and
+ * are 1) once, in the order opts->order (EXPERIMENTAL) describes; `workers` updates run at once and
  * overwrite each other's rows without locks, as Hogwild does. So that an epoch never runs
  * as a single wave of stale updates, there is at most one worker per 32 chunks (64
  * ratings each): small data sets run with fewer workers than asked (report->workers).
@@ -587,16 +590,6 @@ typedef enum mf_bmf_init {
     MF_BMF_INIT_ASSO = 3
 } mf_bmf_init;
 
-typedef enum mf_bmf_flip {
-    /* Each line (row of A, column of B) evaluates the exact change of the weighted error
-     * for flipping each of its k bits and flips the best one when it lowers the error
-     * (ties go to a random bit). */
-    MF_BMF_FLIP_SINGLE = 0,
-    /* Each bit of a line flips with probability flip_probability; the flips of a line are
-     * one move, accepted when its exact change lowers the error. */
-    MF_BMF_FLIP_PER_BIT = 1
-} mf_bmf_flip;
-
 /* What a Boolean factorization reports after each sweep, about the best instance so far.
  * Valid only during the callback. */
 typedef struct mf_bmf_progress {
@@ -615,7 +608,6 @@ typedef int (*mf_bmf_progress_fn)(void *user, const mf_bmf_progress *progress);
 typedef struct mf_bmf_opts {
     size_t struct_size; /* sizeof(mf_bmf_opts), set by mf_bmf_opts_init                  */
     int rank;           /* k, 1..1024; default 20                                          */
-    uint64_t seed;      /* of every random choice; default 0                               */
     int instances;      /* independent searches run together, best kept; 1..1024; 16       */
     int max_sweeps;     /* >= 1; default 1000                                              */
     /* Stop after this many sweeps without a better error, counted once the weight has
@@ -633,15 +625,16 @@ typedef struct mf_bmf_opts {
      * rows * cols >= 2^32 and density below 0.1 %: max(3, min(1000 * density, 10))).
      * The weight is used in steps of 1/256. */
     float weight, weight_decay, weight_floor;
-    mf_bmf_flip flip;       /* default MF_BMF_FLIP_SINGLE                                     */
-    float flip_probability; /* MF_BMF_FLIP_PER_BIT: in (0, 1]; 0 means 1 / k                 */
+    mf_bmf_init init;            /* default MF_BMF_INIT_SAMPLE                              */
+    mf_bmf_progress_fn progress; /* optional, called after every sweep                      */
+    void *progress_user;
+    /* EXPERIMENTAL (the section at the end of this header): the moves of the search. */
+    int flip;               /* an mf_bmf_flip; default MF_BMF_FLIP_SINGLE                   */
+    float flip_probability; /* MF_BMF_FLIP_PER_BIT: in (0, 1]; 0 means 1 / k               */
     /* Metropolis acceptance: a move that raises the weighted error by d is taken with
      * probability exp(-d / T), T = temperature * temperature_decay^s. 0 = off (default):
      * only moves that lower the error are taken. */
     float temperature, temperature_decay; /* decay default 0.95                          */
-    mf_bmf_init init;                     /* default MF_BMF_INIT_SAMPLE                          */
-    mf_bmf_progress_fn progress;          /* optional, called after every sweep                  */
-    void *progress_user;
 } mf_bmf_opts;
 
 /* The best factorization of a run: counts against C, filled on success and on
@@ -668,10 +661,11 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
  * alternates a sweep over the rows of A with one over the columns of B: within a sweep
  * every line moves at once, since it is independent of the others given the other factor,
  * and each move's change of the weighted error is exact, so the error is kept
- * incrementally. `instances` searches from different seeds run together; the factors
- * returned are the best any instance found at the end of a sweep. Runs are deterministic:
- * the same seed and options give the same factors on the CPU and on the GPU, for any
- * thread count (a time_limit aside: it stops at whichever sweep the clock reaches).
+ * incrementally. `instances` searches run together, each with its own random choices
+ * drawn from the context's seed (mf_ctx_opts.seed); the factors returned are the best any
+ * instance found at the end of a sweep. Runs are deterministic: the same seed and options
+ * give the same factors on the CPU and on the GPU, for any thread count (a time_limit aside: it
+ * stops at whichever sweep the clock reaches).
  *
  * C is held in bits twice (by rows and by columns): rows * cols / 4 bytes, plus
  * (rows + cols) * k / 2 bytes per instance. On an 80 GB device that fits C up to about
@@ -687,6 +681,38 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
 MF_API mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
                             uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
                             mf_bmf_report *report);
+
+/* ===================================================================================== */
+/* EXPERIMENTAL                                                                          */
+/* ===================================================================================== */
+/* Knobs whose shape may still change in a minor release (see "Stability" at the top): the
+ * values of the option fields below an EXPERIMENTAL line. They are plain ints in their
+ * structs, so that the stable part of a struct names no experimental type. */
+
+/* mf_sgd_opts.order: the order in which an epoch visits the ratings. */
+typedef enum mf_sgd_order {
+    /* Each user's ratings are shuffled once per run and cut into chunks of at most 64;
+     * every epoch visits the chunks in a new random order, and a worker keeps the user's
+     * factor row in registers (float) through its chunk and stores it once at the end.
+     * The item factors are read and written at every update. */
+    MF_SGD_ORDER_USER_CHUNKS = 0,
+    /* cuMF_SGD's order: the ratings shuffled once per run, cut into chunks of 64
+     * consecutive ones, visited in a new random order every epoch; both factor rows are
+     * read and written at every update. */
+    MF_SGD_ORDER_RATINGS = 1
+} mf_sgd_order;
+
+/* mf_bmf_opts.flip: how a line of a Boolean factor moves in a sweep (with
+ * flip_probability, and the temperature schedule in mf_bmf_opts). */
+typedef enum mf_bmf_flip {
+    /* Each line (row of A, column of B) evaluates the exact change of the weighted error
+     * for flipping each of its k bits and flips the best one when it lowers the error
+     * (ties go to a random bit). */
+    MF_BMF_FLIP_SINGLE = 0,
+    /* Each bit of a line flips with probability flip_probability; the flips of a line are
+     * one move, accepted when its exact change lowers the error. */
+    MF_BMF_FLIP_PER_BIT = 1
+} mf_bmf_flip;
 
 #ifdef __cplusplus
 }

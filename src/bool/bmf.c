@@ -325,7 +325,7 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
 {
     int k = o->rank, kw = mf_bmf_words(k);
     if (o->init == MF_BMF_INIT_SAMPLE && C->nnz > 0) {
-        MF_TRY(draw_samples(ctx, (mf_sparse *)C, o->seed, o->instances, k, samples));
+        MF_TRY(draw_samples(ctx, (mf_sparse *)C, ctx->seed, o->instances, k, samples));
         setup->sample_ptr = samples->ptr;
         setup->sample_cols = samples->cols;
     }
@@ -376,7 +376,7 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     setup.C = (mf_sparse *)C;
     setup.k = o.rank;
     setup.instances = o.instances;
-    setup.seed = o.seed;
+    setup.seed = ctx->seed;
     setup.flip = o.flip;
     setup.init = o.init;
     double p = o.flip_probability > 0.0f ? o.flip_probability : 1.0 / o.rank;

@@ -174,8 +174,8 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
                "%s: index_base = %d; expected 0, 1 or -1", fn, o.index_base);
     MF_REQUIRE(ctx, o.rows >= 0 && o.cols >= 0, "%s: rows = %d, cols = %d: negative shape", fn,
                o.rows, o.cols);
-    MF_REQUIRE(ctx, (o.flags & ~(unsigned)MF_SPARSE_SUM_DUPLICATES) == 0, "%s: unknown flags 0x%x",
-               fn, o.flags);
+    MF_REQUIRE(ctx, (o.flags & ~(unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN)) == 0,
+               "%s: unknown flags 0x%x", fn, o.flags);
 
     mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(path) : o.format;
     mf_read_job job;
@@ -189,7 +189,7 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     job.cols = o.cols;
     job.rows_from_opts = o.rows > 0;
     job.cols_from_opts = o.cols > 0;
-    job.pattern = o.pattern || format == MF_FORMAT_PAIRS;
+    job.pattern = (o.flags & MF_SPARSE_PATTERN) || format == MF_FORMAT_PAIRS;
     job.count_line = o.format == MF_FORMAT_AUTO && format == MF_FORMAT_TRIPLETS;
     job.max_row = job.max_col = -1;
     job.min_index = INT64_MAX;

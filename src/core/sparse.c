@@ -7,7 +7,7 @@
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 
-#define MF_SPARSE_KNOWN_FLAGS ((unsigned)MF_SPARSE_SUM_DUPLICATES)
+#define MF_SPARSE_KNOWN_FLAGS ((unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN))
 
 static mf_status check_common(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols, int64_t nnz,
                               unsigned flags, const char *fn)
@@ -50,6 +50,8 @@ mf_status mf_sparse_from_coo(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
     static const char fn[] = "mf_sparse_from_coo";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_TRY(check_common(ctx, out, rows, cols, nnz, flags, fn));
+    if (flags & MF_SPARSE_PATTERN)
+        val = NULL; /* a pattern: the values are not read */
     if (nnz > 0) {
         MF_REQUIRE(ctx, row && col, "%s: row or col is NULL", fn);
         MF_TRY(mf_check_memory(ctx, row, where, fn, "row"));
@@ -84,6 +86,8 @@ mf_status mf_sparse_from_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
     static const char fn[] = "mf_sparse_from_csr";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_TRY(check_common(ctx, out, rows, cols, nnz, flags, fn));
+    if (flags & MF_SPARSE_PATTERN)
+        val = NULL; /* a pattern: the values are not read */
     MF_REQUIRE(ctx, row_ptr, "%s: row_ptr is NULL", fn);
     MF_REQUIRE(ctx, nnz == 0 || col, "%s: col is NULL", fn);
     MF_TRY(mf_check_memory(ctx, row_ptr, where, fn, "row_ptr"));

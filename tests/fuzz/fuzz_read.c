@@ -7,7 +7,7 @@
  * defaults), picks mf_read_opts:
  *   bits 0-1  index_base: -1, 0, 1, -1
  *   bit 2     flags = MF_SPARSE_SUM_DUPLICATES
- *   bit 3     pattern = 1
+ *   bit 3     flags |= MF_SPARSE_PATTERN
  *   bit 4     rows given, bit 5 cols given, each 1, 3, 16 or 1000 by bits 6-7
  *   bits 6-7  fuzz_read_auto only: the file name ends .txt, .mtx, .in or .bin
  * The file is a memfd, read through /proc/self/fd/N (fuzz_read_auto: through a symlink
@@ -108,11 +108,10 @@ static void print_escaped(const char *s)
 static void print_case(void)
 {
     fprintf(stderr,
-            "  format %d, index_base %d, flags %u, pattern %d, rows %d, cols %d, %zu bytes "
+            "  format %d, index_base %d, flags %u, rows %d, cols %d, %zu bytes "
             "read as %s\n  status %d (%s)",
-            (int)cur.opts.format, cur.opts.index_base, cur.opts.flags, cur.opts.pattern,
-            cur.opts.rows, cur.opts.cols, cur.size, cur.path, (int)cur.status,
-            mf_status_string(cur.status));
+            (int)cur.opts.format, cur.opts.index_base, cur.opts.flags, cur.opts.rows, cur.opts.cols,
+            cur.size, cur.path, (int)cur.status, mf_status_string(cur.status));
     if (cur.status != MF_OK) {
         fputs(", message \"", stderr);
         print_escaped(mf_ctx_last_error(ctx));
@@ -279,7 +278,7 @@ static csr take_checked(mf_sparse *m)
     c.has_values = mf_sparse_has_values(m);
     if (c.has_values != 0 && c.has_values != 1)
         finding("mf_sparse_has_values = %d", c.has_values);
-    if (c.has_values && (cur.opts.pattern || cur.kind == MF_FORMAT_PAIRS))
+    if (c.has_values && ((cur.opts.flags & MF_SPARSE_PATTERN) || cur.kind == MF_FORMAT_PAIRS))
         finding("values stored for a pattern");
     c.row_ptr = checked_calloc((size_t)c.rows + 1, sizeof *c.row_ptr);
     c.col = checked_calloc((size_t)c.nnz, sizeof *c.col);
@@ -338,7 +337,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cur.opts.format = FUZZ_FORMAT;
     cur.opts.index_base = (int)(opt & 3) == 3 ? -1 : (int)(opt & 3) - 1;
     cur.opts.flags = opt & 4 ? MF_SPARSE_SUM_DUPLICATES : 0;
-    cur.opts.pattern = (opt & 8) != 0;
+    cur.opts.flags |= opt & 8 ? MF_SPARSE_PATTERN : 0;
     cur.opts.rows = opt & 16 ? given_extents[opt >> 6] : 0;
     cur.opts.cols = opt & 32 ? given_extents[opt >> 6] : 0;
     cur.size = size;
