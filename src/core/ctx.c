@@ -69,7 +69,7 @@ static mf_status open_device(mf_ctx *ctx)
         mf_dmem_set_source(&ctx->dmem, pool.alloc, pool.free, pool.user, pool.name);
     ctx->dmem.stream = mf_cuda_stream(ctx);
     mf_device_info info = {.struct_size = sizeof info};
-    if (ctx->log && mf_cuda_device_info(ctx, &info) == MF_OK)
+    if (ctx->log && ctx->log_level >= MF_LOG_INFO && mf_cuda_device_info(ctx, &info) == MF_OK)
         mf_log(ctx, MF_LOG_INFO, "using CUDA device %d: %s (compute %d.%d, %d SMs)", info.device,
                info.name, info.compute_major, info.compute_minor, info.multiprocessors);
     return MF_OK;
