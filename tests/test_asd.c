@@ -116,18 +116,21 @@ START_TEST(planted_recovery)
     mf_ctx *ctx = tu_cpu_ctx();
     planted p = make_planted(ctx, 2000, 1500, 5, 0.10, NULL, 11);
     float *X = malloc((size_t)p.m * 5 * sizeof *X), *Y = malloc((size_t)p.n * 5 * sizeof *Y);
-    for (int variant = 0; variant < 2; variant++) {
+    for (int run = 0; run < 4; run++) {
+        int variant = run & 1;
         mf_asd_opts o;
         mf_asd_opts_init(&o);
         o.rank = 5;
         o.variant = (mf_asd_variant)variant;
+        o.init = run < 2 ? MF_ASD_INIT_RANDOM : MF_ASD_INIT_SPECTRAL;
         o.tolerance = 1e-6;
         o.max_iterations = 3000;
         mf_asd_report rep = run_ok(ctx, p.M, &o, X, Y);
         double err = full_error(&p, X, Y, 5);
-        printf("planted 2000 x 1500 r 5, %s: %d iterations, residual %.2e, error %.2e, %.2f s\n",
-               variant ? "scaled" : "plain", rep.iterations, rep.relative_residual, err,
-               rep.seconds);
+        printf("planted 2000 x 1500 r 5, %s, %s start: %d iterations, residual %.2e, error %.2e, "
+               "%.2f s\n",
+               variant ? "scaled" : "plain", run < 2 ? "random" : "spectral", rep.iterations,
+               rep.relative_residual, err, rep.seconds);
         ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
         ck_assert_msg(err < 1e-4, "variant %d: error %g", variant, err);
     }

@@ -699,7 +699,10 @@ typedef enum mf_asd_init {
      * |P(X Y^T)| = |P(M)| over the observed entries. */
     MF_ASD_INIT_RANDOM = 0,
     /* X and Y as the caller passes them. */
-    MF_ASD_INIT_GIVEN = 1
+    MF_ASD_INIT_GIVEN = 1,
+    /* The top-r singular subspace of the zero-filled P(M) / p (p the observed fraction),
+     * from 4 rounds of subspace iteration. */
+    MF_ASD_INIT_SPECTRAL = 2
 } mf_asd_init;
 
 /* Why a completion run stopped. */

@@ -49,7 +49,9 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *
                o->max_iterations);
     MF_REQUIRE(ctx, o->time_limit >= 0.0 && isfinite(o->time_limit),
                "%s: time_limit = %g must be finite and >= 0", fn, o->time_limit);
-    MF_REQUIRE(ctx, o->init == MF_ASD_INIT_RANDOM || o->init == MF_ASD_INIT_GIVEN,
+    MF_REQUIRE(ctx,
+               o->init == MF_ASD_INIT_RANDOM || o->init == MF_ASD_INIT_GIVEN ||
+                   o->init == MF_ASD_INIT_SPECTRAL,
                "%s: init = %d is not an mf_asd_init value", fn, (int)o->init);
     if (M->nnz == 0)
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: the matrix has no observed entries", fn);
@@ -191,7 +193,9 @@ static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
         st = load_given(ctx, X, (int64_t)M->rows * r, where, X0, "X");
         if (st == MF_OK)
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
-    } else if (st == MF_OK)
+    } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
+        st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
+    else if (st == MF_OK)
         random_start(ctx, M, r, norm2, X0, Y0);
     mf_asd_setup setup = {ctx, s->M, r, o->variant == MF_ASD_SCALED, X0, Y0};
     if (st == MF_OK)

@@ -36,6 +36,11 @@ typedef struct mf_asd_setup {
     const float *X0, *Y0;
 } mf_asd_setup;
 
+/* The spectral start (asd_start.c): `rounds` of subspace iteration on P(M) / p, into host
+ * X0 (rows x r) and Y0 (cols x r). */
+mf_status mf_asd_spectral_start(mf_ctx *ctx, const mf_sparse *M, int r, int rounds, float *X0,
+                                float *Y0);
+
 mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out);
 /* CUDA builds: asd.cu; until then, and without CUDA, asd_absent.c. */
 mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **out);
