@@ -7,13 +7,8 @@
 
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
-#include "core/random.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
-
-/* The Philox streams of the random start: fixed, so that a seed means one start. */
-#define ASD_X_STREAM 0x41534458u
-#define ASD_Y_STREAM 0x41534459u
 
 void mf_asd_opts_init(mf_asd_opts *opts)
 {
@@ -75,38 +70,15 @@ static mf_status load_given(mf_ctx *ctx, const float *F, int64_t n, mf_memory wh
 }
 
 /* |P(M)|^2 in double. */
-static double observed_norm2(const mf_sparse *M)
+static double observed_norm2(const mf_sparse *M, int threads)
 {
     if (!M->val)
         return (double)M->nnz;
     double s = 0.0;
+#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : s)
     for (int64_t p = 0; p < M->nnz; p++)
         s += (double)M->val[p] * M->val[p];
     return s;
-}
-
-/* The random start, scaled so that |P(X Y^T)| = |P(M)|: X and Y each by the square root
- * of the ratio, which the engine's first residual would otherwise have to undo. */
-static void random_start(mf_ctx *ctx, const mf_sparse *M, int r, double norm2, float *X0, float *Y0)
-{
-    const int threads = mf_ctx_threads(ctx);
-    mf_random_uniform_host(X0, (int64_t)M->rows * r, -1.0f, 1.0f, ctx->seed, ASD_X_STREAM, threads);
-    mf_random_uniform_host(Y0, (int64_t)M->cols * r, -1.0f, 1.0f, ctx->seed, ASD_Y_STREAM, threads);
-    double p2 = 0.0;
-    for (int32_t i = 0; i < M->rows; i++)
-        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++) {
-            double d = 0.0;
-            for (int t = 0; t < r; t++)
-                d += (double)X0[(int64_t)i * r + t] * Y0[(int64_t)M->col[p] * r + t];
-            p2 += d * d;
-        }
-    if (!(p2 > 0.0))
-        return;
-    float s = (float)sqrt(sqrt(norm2 / p2));
-    for (int64_t p = 0; p < (int64_t)M->rows * r; p++)
-        X0[p] *= s;
-    for (int64_t p = 0; p < (int64_t)M->cols * r; p++)
-        Y0[p] *= s;
 }
 
 typedef struct run_state {
@@ -181,12 +153,15 @@ static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
     const mf_asd_opts *o = s->o;
     const mf_sparse *M = s->M;
     const int r = o->rank;
-    float *X0 = malloc(((size_t)M->rows * r + 1) * sizeof *X0);
-    float *Y0 = malloc(((size_t)M->cols * r + 1) * sizeof *Y0);
+    /* The random start is the engine's own (drawn where the factors live); the others are
+     * made on the host. */
+    const int host_start = o->init != MF_ASD_INIT_RANDOM;
+    float *X0 = host_start ? malloc(((size_t)M->rows * r + 1) * sizeof *X0) : NULL;
+    float *Y0 = host_start ? malloc(((size_t)M->cols * r + 1) * sizeof *Y0) : NULL;
     mf_status st = MF_OK;
-    if (!X0 || !Y0)
+    if (host_start && (!X0 || !Y0))
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory for the start");
-    const double norm2 = observed_norm2(M);
+    const double norm2 = observed_norm2(M, mf_ctx_threads(ctx));
     if (st == MF_OK && !(norm2 > 0.0))
         st = mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
     if (st == MF_OK && o->init == MF_ASD_INIT_GIVEN) {
@@ -195,9 +170,7 @@ static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
     } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
         st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
-    else if (st == MF_OK)
-        random_start(ctx, M, r, norm2, X0, Y0);
-    mf_asd_setup setup = {ctx, s->M, r, o->variant == MF_ASD_SCALED, X0, Y0};
+    mf_asd_setup setup = {ctx, s->M, r, o->variant == MF_ASD_SCALED, X0, Y0, norm2};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
     free(X0);

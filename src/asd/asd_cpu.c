@@ -10,6 +10,7 @@
 
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
+#include "core/random.h"
 #include "sddmm/sddmm.h"
 
 typedef struct cpu_engine {
@@ -185,6 +186,30 @@ static int half_step(cpu_engine *e, int side)
     return fell_back;
 }
 
+/* The random start (asd_internal.h), scaled by the square root of |P(M)| / |P(X Y^T)| on
+ * each factor, which the first steps would otherwise have to undo. */
+static void random_start(cpu_engine *e, double norm2)
+{
+    const int64_t nx = (int64_t)e->m * e->r, ny = (int64_t)e->n * e->r;
+    mf_random_uniform_host(e->X, nx, -1.0f, 1.0f, e->ctx->seed, MF_ASD_X_STREAM, e->threads);
+    mf_random_uniform_host(e->Y, ny, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM, e->threads);
+    double p2 = 0.0;
+    const int r = e->r;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : p2)
+    for (int32_t i = 0; i < e->m; i++)
+        for (int64_t p = e->M->row_ptr[i]; p < e->M->row_ptr[i + 1]; p++) {
+            double d = dot(e->X + (int64_t)i * r, e->Y + (int64_t)e->M->col[p] * r, r);
+            p2 += d * d;
+        }
+    if (!(p2 > 0.0))
+        return;
+    const float s = (float)sqrt(sqrt(norm2 / p2));
+    for (int64_t p = 0; p < nx; p++)
+        e->X[p] *= s;
+    for (int64_t p = 0; p < ny; p++)
+        e->Y[p] *= s;
+}
+
 static mf_status cpu_iterate(mf_asd_engine *base, double *res2, int *singular)
 {
     cpu_engine *e = (cpu_engine *)base;
@@ -268,8 +293,11 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
         for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++)
             e->t_pos[next[M->col[p]]++] = p;
     free(next);
-    memcpy(e->X, s->X0, (size_t)e->m * e->r * sizeof *e->X);
-    memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
+    if (s->X0) {
+        memcpy(e->X, s->X0, (size_t)e->m * e->r * sizeof *e->X);
+        memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
+    } else
+        random_start(e, s->norm2);
     e->base.res2 = residual(e);
     *out = &e->base;
     return MF_OK;

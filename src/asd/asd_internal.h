@@ -26,14 +26,22 @@ struct mf_asd_engine {
     double res2; /* |R|^2 of the starting factors */
 };
 
+/* The Philox streams of the random start: fixed, so that a seed means one start, the same
+ * on either engine (the device generator is the host one's twin). */
+#define MF_ASD_X_STREAM 0x41534458u
+#define MF_ASD_Y_STREAM 0x41534459u
+
 /* What the engines start from: the checked options and the starting factors (host,
- * leading dimension r), which the engine copies. */
+ * leading dimension r), which the engine copies; X0 = Y0 = NULL asks the engine for the
+ * random start, uniform in [-1, 1] from the two streams above and scaled by one factor so
+ * that |P(X Y^T)|^2 = norm2. */
 typedef struct mf_asd_setup {
     mf_ctx *ctx;
     mf_sparse *M; /* rows x cols, the observed entries; caches may be added */
     int r;
     int scaled;
     const float *X0, *Y0;
+    double norm2; /* |P(M)|^2 */
 } mf_asd_setup;
 
 /* The spectral start (asd_start.c): `rounds` of subspace iteration on P(M) / p, into host
@@ -42,7 +50,7 @@ mf_status mf_asd_spectral_start(mf_ctx *ctx, const mf_sparse *M, int r, int roun
                                 float *Y0);
 
 mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out);
-/* CUDA builds: asd.cu; until then, and without CUDA, asd_absent.c. */
+/* asd.cu; without CUDA, asd_absent.c. */
 mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **out);
 
 #ifdef __cplusplus
