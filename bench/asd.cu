@@ -18,7 +18,8 @@
 // included; the peer: its iterations only), relative error against the planted matrix on
 // 10^6 random entries, peak device memory, and mfact's ms per iteration over the
 // compulsory-traffic floor: one pass over Ω's indices and values per half step, the
-// offsets, each factor read and written once per half step, at the measured copy bandwidth.
+// offsets once, both factors read and the stepped one written once per half step, at the
+// measured copy bandwidth.
 #include <cusparse.h>
 #include <math.h>
 #include <omp.h>
@@ -403,8 +404,8 @@ static void run_case(problem &p, const options &opt, double bandwidth)
     const int r = p.r;
     std::vector<float> X((size_t)p.m * r), Y((size_t)p.n * r);
     // Compulsory traffic of one iteration (see the top).
-    const double floor_bytes = 2.0 * (8.0 * nnz + 8.0 * (p.m + 1) + 8.0 * (p.n + 1)) / 2 +
-                               2.0 * 2.0 * 4.0 * r * ((double)p.m + p.n);
+    const double floor_bytes = 2.0 * 8.0 * nnz + 8.0 * ((double)p.m + p.n + 2) +
+                               2.0 * 4.0 * r * ((double)p.m + p.n) + 4.0 * r * ((double)p.m + p.n);
     const double floor_ms = floor_bytes / bandwidth * 1e3;
 
     double peer_ms = NAN, peer_s = NAN, peer_res = NAN, peer_err = NAN;
@@ -481,7 +482,7 @@ static void run_case(problem &p, const options &opt, double bandwidth)
                p.name.c_str(), (long long)nnz, variant ? "scaled" : "plain", ms, peer_ms,
                peer_ms / ms, ms / floor_ms, conv, mf_s, peer_conv, peer_s,
                peer_its >= 0 ? (std::to_string(peer_s / mf_s).substr(0, 5) + "x").c_str() : "-",
-               err, peer_err, rep.peak_device_bytes / 1073741824.0, floor_ms * 1e3 / 1e3);
+               err, peer_err, rep.peak_device_bytes / 1073741824.0, floor_ms);
         fflush(stdout);
     }
     mf_ctx_destroy(ctx);
