@@ -324,6 +324,8 @@ START_TEST(device_transpose_matches_host)
         int32_t *row = malloc(nnz * 4 + 4);
         float *val = malloc(nnz * 4 + 4);
 #ifdef MFACT_HAVE_CUDA
+        /* The transpose is stream-ordered on the context's stream. */
+        ck_assert_int_eq(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(gpu)), cudaSuccess);
         ck_assert_int_eq(cudaMemcpy(ptr, dptr, ((size_t)p.n + 1) * 8, cudaMemcpyDeviceToHost),
                          cudaSuccess);
         ck_assert_int_eq(cudaMemcpy(row, drow, nnz * 4, cudaMemcpyDeviceToHost), cudaSuccess);

@@ -218,7 +218,9 @@ __global__ void cholesky_inverse_kernel(const double *A, int r, double *L, doubl
     for (int64_t p = tid; p < (int64_t)r * r; p += nt)
         L[p] = A[p];
     __syncthreads();
-    for (int j = 0; j < r && !bad; j++) {
+    /* `bad` is written by thread 0 only before the barrier that precedes every read of it,
+     * so every thread leaves the loop at the same j. (A bad scale fails the first pivot.) */
+    for (int j = 0; j < r; j++) {
         if (tid == 0) {
             double d = L[(int64_t)j * r + j];
             for (int t = 0; t < j; t++)
