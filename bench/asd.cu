@@ -7,7 +7,8 @@
 // then the direction's), the step length on the device.
 //
 // Data: the write-up's random test: planted factors A (M x R, columns scaled geometrically
-// from 1 to 1/COND with a condition number) and B (N x R), standard normal; each row
+// from 1 to 1/COND with a condition number) and B (N x R), standard normal (--uniform:
+// uniform in [-1, 1), the case name then ends in " U"); each row
 // observes a binomially distributed number of distinct uniform columns (DENSITY on
 // average); values A_i . B_j.
 //
@@ -52,6 +53,7 @@ struct problem {
     int32_t m, n;
     int r;
     double density, cond;
+    bool uniform; // factors uniform in [-1, 1) rather than standard normal
     std::vector<float> A, B;
     std::vector<int64_t> ptr;
     std::vector<int32_t> col;
@@ -76,11 +78,13 @@ static void generate(problem &p, uint64_t seed)
     for (int64_t i = 0; i < (int64_t)p.m * r; i++) {
         const int t = (int)(i % r);
         const double s = p.cond > 1.0 && r > 1 ? pow(p.cond, -(double)t / (r - 1)) : 1.0;
-        p.A[i] = (float)(s * normal(mix(seed) ^ (uint64_t)i));
+        const uint64_t key = mix(seed) ^ (uint64_t)i;
+        p.A[i] = (float)(s * (p.uniform ? 2.0 * unit(key) - 1.0 : normal(key)));
     }
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < (int64_t)p.n * r; i++)
-        p.B[i] = (float)normal(mix(seed + 1) ^ (uint64_t)i);
+        p.B[i] = (float)(p.uniform ? 2.0 * unit(mix(seed + 1) ^ (uint64_t)i) - 1.0
+                                   : normal(mix(seed + 1) ^ (uint64_t)i));
     // Row lengths: binomial(N, DENSITY) by its normal approximation (Poisson below a mean of
     // 30), then distinct uniform columns.
     const double mu = p.n * p.density;
@@ -380,7 +384,7 @@ static double per_iteration_ms(const std::vector<double> &at)
 
 struct options {
     double tol = 1e-5;
-    int timed = 20, runs = 3, peer_cap = 400;
+    int timed = 20, runs = 3, peer_cap = 400, stagnation = 15, max_its = 5000;
     double limit_gb = 16.0;
     bool peer = true;
 };
@@ -457,7 +461,8 @@ static void run_case(problem &p, const options &opt, double bandwidth)
         o.rank = r;
         o.variant = (mf_asd_variant)variant;
         o.tolerance = opt.tol;
-        o.max_iterations = 5000;
+        o.stagnation_window = opt.stagnation;
+        o.max_iterations = opt.max_its;
         std::vector<double> secs;
         for (int run = 0; run < opt.runs; run++) {
             MF_CHECK(ctx, mf_sparse_from_csr(ctx, &M, p.m, p.n, nnz, p.ptr.data(), p.col.data(),
@@ -470,7 +475,8 @@ static void run_case(problem &p, const options &opt, double bandwidth)
         const double err = planted_error(p, X.data(), Y.data(), false);
         static const char *why[] = {"tolerance", "stagnation", "max iterations", "time", "cancel"};
         char conv[64];
-        snprintf(conv, sizeof conv, "%d (%s)", rep.iterations, why[rep.stopped]);
+        snprintf(conv, sizeof conv, "%d (%s, %.1e)", rep.iterations, why[rep.stopped],
+                 rep.relative_residual);
         char peer_conv[64];
         if (peer_its >= 0)
             snprintf(peer_conv, sizeof peer_conv, "%d", peer_its);
@@ -502,12 +508,14 @@ static bool parse_case(const char *s, problem &p)
         return false;
     p.m = (int32_t)v[0], p.n = (int32_t)v[1], p.r = (int)v[2], p.density = v[3], p.cond = v[4];
     p.name = s;
+    p.uniform = false;
     return true;
 }
 
 int main(int argc, char **argv)
 {
     options opt;
+    bool uniform = false;
     std::vector<problem> cases;
     for (int i = 1; i < argc; i++) {
         std::string a = argv[i];
@@ -528,12 +536,19 @@ int main(int argc, char **argv)
             opt.peer_cap = atoi(argv[++i]);
         else if (a == "--memory-limit-gb" && i + 1 < argc)
             opt.limit_gb = atof(argv[++i]);
+        else if (a == "--stagnation" && i + 1 < argc)
+            opt.stagnation = atoi(argv[++i]);
+        else if (a == "--max-iterations" && i + 1 < argc)
+            opt.max_its = atoi(argv[++i]);
+        else if (a == "--uniform")
+            uniform = true;
         else if (a == "--no-peer")
             opt.peer = false;
         else {
             fprintf(stderr,
                     "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
-                    "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--no-peer]\n");
+                    "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
+                    "[--max-iterations N] [--uniform] [--no-peer]\n");
             return 2;
         }
     }
@@ -544,6 +559,11 @@ int main(int argc, char **argv)
             parse_case(s, p);
             cases.push_back(p);
         }
+    for (problem &p : cases) {
+        p.uniform = uniform;
+        if (uniform)
+            p.name += " U";
+    }
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     const double bw = bench_copy_bandwidth(0);
