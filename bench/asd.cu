@@ -248,14 +248,13 @@ static void peer_spmm(peer &P, bool transpose, const float *F, float *out)
     cusparseDnMatDescr_t Fd, Od;
     SP_CHECK(cusparseCreateDnMat(&Fd, in_lines, P.r, in_lines, (void *)F, CUDA_R_32F,
                                  CUSPARSE_ORDER_COL));
-    SP_CHECK(cusparseCreateDnMat(&Od, out_lines, P.r, out_lines, out, CUDA_R_32F,
-                                 CUSPARSE_ORDER_COL));
+    SP_CHECK(
+        cusparseCreateDnMat(&Od, out_lines, P.r, out_lines, out, CUDA_R_32F, CUSPARSE_ORDER_COL));
     const float one = 1.0f, zero = 0.0f;
-    SP_CHECK(cusparseSpMM(P.sp,
-                          transpose ? CUSPARSE_OPERATION_TRANSPOSE
-                                    : CUSPARSE_OPERATION_NON_TRANSPOSE,
-                          CUSPARSE_OPERATION_NON_TRANSPOSE, &one, P.Rd, Fd, &zero, Od, CUDA_R_32F,
-                          CUSPARSE_SPMM_ALG_DEFAULT, P.buf));
+    SP_CHECK(cusparseSpMM(
+        P.sp, transpose ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE,
+        CUSPARSE_OPERATION_NON_TRANSPOSE, &one, P.Rd, Fd, &zero, Od, CUDA_R_32F,
+        CUSPARSE_SPMM_ALG_DEFAULT, P.buf));
     SP_CHECK(cusparseDestroyDnMat(Fd));
     SP_CHECK(cusparseDestroyDnMat(Od));
 }
@@ -288,8 +287,8 @@ static void peer_setup(peer &P, const problem &p, uint64_t seed)
     for (int t = 0; t < 2; t++) {
         cusparseDnMatDescr_t Fd, Od;
         const int in_lines = t ? P.m : P.n, out_lines = t ? P.n : P.m;
-        SP_CHECK(cusparseCreateDnMat(&Fd, in_lines, P.r, in_lines, P.G, CUDA_R_32F,
-                                     CUSPARSE_ORDER_COL));
+        SP_CHECK(
+            cusparseCreateDnMat(&Fd, in_lines, P.r, in_lines, P.G, CUDA_R_32F, CUSPARSE_ORDER_COL));
         SP_CHECK(cusparseCreateDnMat(&Od, out_lines, P.r, out_lines, P.G, CUDA_R_32F,
                                      CUSPARSE_ORDER_COL));
         const float one = 1.0f, zero = 0.0f;
@@ -337,9 +336,8 @@ static void peer_half(peer &P, bool y_side)
     else
         peer_sddmm<<<g, 256>>>(P.nnz, P.ptr, P.m, P.col, P.G, P.m, P.Yt, P.n, P.r, nullptr, P.q,
                                P.sums + 2);
-    peer_step<<<grid_for((int64_t)lines * P.r), 256>>>(y_side ? P.Yt : P.Xt, P.G,
-                                                       (int64_t)lines * P.r, P.sums + 1,
-                                                       P.sums + 2);
+    peer_step<<<grid_for((int64_t)lines * P.r), 256>>>(
+        y_side ? P.Yt : P.Xt, P.G, (int64_t)lines * P.r, P.sums + 1, P.sums + 2);
     CUDA_CHECK(cudaGetLastError());
 }
 
@@ -567,11 +565,13 @@ int main(int argc, char **argv)
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     const double bw = bench_copy_bandwidth(0);
-    printf("device: %s, copy bandwidth %.0f GB/s, %s; tolerance %g, device memory limit %.0f GB\n\n",
-           prop.name, bw / 1e9, mf_version_string(), opt.tol, opt.limit_gb);
-    printf("| case M,N,R,density[,cond] | nnz | variant | mfact ms/it | peer ms/it | per-it ratio | "
-           "x floor | mfact its to tol | mfact s (whole call) | peer its to tol | peer s | "
-           "to-tol ratio | mfact rel err | peer rel err | peak GB | floor ms |\n");
+    printf(
+        "device: %s, copy bandwidth %.0f GB/s, %s; tolerance %g, device memory limit %.0f GB\n\n",
+        prop.name, bw / 1e9, mf_version_string(), opt.tol, opt.limit_gb);
+    printf(
+        "| case M,N,R,density[,cond] | nnz | variant | mfact ms/it | peer ms/it | per-it ratio | "
+        "x floor | mfact its to tol | mfact s (whole call) | peer its to tol | peer s | "
+        "to-tol ratio | mfact rel err | peer rel err | peak GB | floor ms |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (problem &p : cases)
         run_case(p, opt, bw);

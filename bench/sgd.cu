@@ -34,7 +34,6 @@
 #include "mfact/mfact.h"
 #include "synthetic_ratings.h"
 
-
 struct result {
     double epoch_s, ups, test_rmse, bytes;
     int workers;

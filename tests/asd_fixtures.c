@@ -5,8 +5,8 @@
 #include "asd_fixtures.h"
 #include "testutil.h"
 
-planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction,
-                            const double *scale, uint64_t seed)
+planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction, const double *scale,
+                     uint64_t seed)
 {
     planted p = {
         m,   n, r, malloc((size_t)m * r * sizeof(float)), malloc((size_t)n * r * sizeof(float)),
@@ -56,4 +56,3 @@ double full_error(const planted *p, const float *X, const float *Y, int r)
         }
     return sqrt(num / den);
 }
-

@@ -17,8 +17,8 @@ typedef struct planted {
     mf_sparse *M;
 } planted;
 
-planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction,
-                     const double *scale, uint64_t seed);
+planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction, const double *scale,
+                     uint64_t seed);
 void free_planted(planted *p);
 
 /* |X Y^T - A B^T|_F / |A B^T|_F over every entry, in double (X rows x r, Y cols x r). */

@@ -66,8 +66,11 @@ START_TEST(iterates_match_cpu)
         int32_t m, n;
         int r;
         double fraction;
-    } cases[] = {{2000, 1500, 5, 0.10}, {300, 250, 1, 0.3}, {400, 300, 20, 0.3},
-                 {500, 400, 37, 0.4},   {600, 500, 150, 0.6}};
+    } cases[] = {{2000, 1500, 5, 0.10},
+                 {300, 250, 1, 0.3},
+                 {400, 300, 20, 0.3},
+                 {500, 400, 37, 0.4},
+                 {600, 500, 150, 0.6}};
     const size_t ncases = quick() ? 2 : sizeof cases / sizeof *cases;
     for (size_t c = 0; c < ncases; c++) {
         const int r = cases[c].r;
@@ -93,10 +96,9 @@ START_TEST(iterates_match_cpu)
                    r, variant ? "scaled" : "plain", dx, dy, rg.relative_residual,
                    rc.relative_residual);
             ck_assert_int_eq(rg.iterations, 20);
-            ck_assert_msg(dx < 1e-4 && dy < 1e-4, "r %d variant %d: X %g Y %g", r, variant, dx,
-                          dy);
-            ck_assert_msg(dres < 1e-3 * rc.relative_residual + 1e-8, "residuals %g vs %g", rg.relative_residual,
-                          rc.relative_residual);
+            ck_assert_msg(dx < 1e-4 && dy < 1e-4, "r %d variant %d: X %g Y %g", r, variant, dx, dy);
+            ck_assert_msg(dres < 1e-3 * rc.relative_residual + 1e-8, "residuals %g vs %g",
+                          rg.relative_residual, rc.relative_residual);
         }
         free(Xc), free(Yc), free(Xg), free(Yg);
         free_pair(&q);

@@ -38,8 +38,8 @@ struct cuda_engine {
     mf_ctx *ctx;
     int r, ld, scaled;
     int32_t m, n;
-    int L, C;          /* the pass kernels' lanes per entry and float4s per lane */
-    side by[2];        /* by rows (CSR), by columns (CSC) */
+    int L, C;   /* the pass kernels' lanes per entry and float4s per lane */
+    side by[2]; /* by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
     double *host;      /* pinned: the scalars read back per iteration */
     int singular_seen; /* the device count already reported */
@@ -150,8 +150,8 @@ mf_status half_step(cuda_engine *e, int s)
 /* G = R Y with |R|^2 and |G|^2 into side X's slots (cleared first). */
 mf_status x_gradient(cuda_engine *e)
 {
-    MF_CUDA_TRY(e->ctx, cudaMemsetAsync(sums(e, S_RES), 0, 2 * sizeof(double),
-                                        mf_cuda_of(e->ctx)->stream));
+    MF_CUDA_TRY(e->ctx,
+                cudaMemsetAsync(sums(e, S_RES), 0, 2 * sizeof(double), mf_cuda_of(e->ctx)->stream));
     return pass(e, 0, fp(e->X), fp(e->Y), true, S_RES);
 }
 
@@ -181,7 +181,8 @@ mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
     /* Clear everything but side X's gradient sums, which the last pass left. */
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_NUM), 0, (S_FLAGS - S_NUM) * sizeof(double), stream));
+    MF_CUDA_TRY(ctx,
+                cudaMemsetAsync(sums(e, S_NUM), 0, (S_FLAGS - S_NUM) * sizeof(double), stream));
     MF_TRY(half_step(e, 0));
     MF_TRY(pass(e, 1, fp(e->Y), fp(e->X), true, S_SIDE + S_RES));
     MF_TRY(half_step(e, 1));
@@ -245,10 +246,10 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t lines, const float *X
         return MF_OK;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(F->ptr, 0, F->bytes, stream));
     if (X0) {
-        MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(F->ptr, (size_t)e->ld * sizeof(float), X0,
-                                           (size_t)e->r * sizeof(float),
-                                           (size_t)e->r * sizeof(float), (size_t)lines,
-                                           cudaMemcpyHostToDevice, stream));
+        MF_CUDA_TRY(ctx,
+                    cudaMemcpy2DAsync(F->ptr, (size_t)e->ld * sizeof(float), X0,
+                                      (size_t)e->r * sizeof(float), (size_t)e->r * sizeof(float),
+                                      (size_t)lines, cudaMemcpyHostToDevice, stream));
         MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* X0 is the driver's to free */
     }
     return MF_OK;
@@ -262,8 +263,8 @@ mf_status random_start(cuda_engine *e, const mf_asd_setup *s)
     mf_cuda *c = mf_cuda_of(ctx);
     const int64_t nx = (int64_t)e->m * e->r, ny = (int64_t)e->n * e->r;
     mf_dbuf tmp = {NULL, 0};
-    MF_TRY(mf_dmem_alloc(ctx, &tmp, (size_t)(nx > ny ? nx : ny) * sizeof(float),
-                         "ASD random start"));
+    MF_TRY(
+        mf_dmem_alloc(ctx, &tmp, (size_t)(nx > ny ? nx : ny) * sizeof(float), "ASD random start"));
     mf_status st = MF_OK;
     const mf_dbuf *F[2] = {&e->X, &e->Y};
     const int64_t cnt[2] = {nx, ny};
@@ -284,8 +285,8 @@ mf_status random_start(cuda_engine *e, const mf_asd_setup *s)
     MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_DEN), 0, sizeof(double), c->stream));
     MF_TRY(pass(e, 0, fp(e->X), fp(e->Y), false, S_DEN));
     double p2 = 0.0;
-    MF_CUDA_TRY(ctx, cudaMemcpyAsync(&p2, sums(e, S_DEN), sizeof p2, cudaMemcpyDeviceToHost,
-                                     c->stream));
+    MF_CUDA_TRY(ctx,
+                cudaMemcpyAsync(&p2, sums(e, S_DEN), sizeof p2, cudaMemcpyDeviceToHost, c->stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
     if (!(p2 > 0.0))
         return MF_OK;

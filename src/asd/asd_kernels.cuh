@@ -35,8 +35,8 @@ struct pass_args {
     const float *own;   /* lines x ld: the line's row (a factor or a direction) */
     const float *other; /* the other factor           */
     int ld;
-    float *G;      /* gradient pass: lines x ld out */
-    double *sums;  /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
+    float *G;     /* gradient pass: lines x ld out */
+    double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
 };
 
 __device__ inline float dot4(float4 a, float4 b)
@@ -84,7 +84,8 @@ __device__ inline void block_add2(double a, double b, double *out)
 /* Entries a group takes per step of its loop: two, for loads in flight. */
 constexpr int unroll = 2;
 
-template <int L, int C, bool GRAD> __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
+template <int L, int C, bool GRAD>
+__global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
     constexpr int E = 32 / L; /* entries per warp at a time */
     const int lane = threadIdx.x % 32, g = lane / L, k = lane % L;
@@ -170,8 +171,8 @@ template <int L, int C, bool GRAD> __global__ void __launch_bounds__(pass_thread
 
 /* gram += F^T F (r x r, double) for F lines x ld: 32 x 32 tiles of the product (grid.x),
  * each over a slice of the lines (grid.y), staged 32 rows at a time. */
-__global__ void __launch_bounds__(1024) gram_kernel(const float *F, int64_t lines, int ld, int r,
-                                                    int64_t rows_per_slice, double *gram)
+__global__ void __launch_bounds__(1024)
+    gram_kernel(const float *F, int64_t lines, int ld, int r, int64_t rows_per_slice, double *gram)
 {
     __shared__ float sa[32][33], sb[32][33];
     const int tiles = (r + 31) / 32;

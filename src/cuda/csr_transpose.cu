@@ -93,8 +93,8 @@ extern "C" mf_status mf_cuda_csr_transpose(mf_ctx *ctx, const mf_cuda_csr *a, vo
     mf_device_guard guard(c->device);
     const int64_t n = a->nnz;
     if (n == 0) {
-        MF_CUDA_TRY(ctx, cudaMemsetAsync(col_ptr, 0, ((size_t)a->cols + 1) * sizeof *col_ptr,
-                                         c->stream));
+        MF_CUDA_TRY(
+            ctx, cudaMemsetAsync(col_ptr, 0, ((size_t)a->cols + 1) * sizeof *col_ptr, c->stream));
         return MF_OK;
     }
     if (n > INT32_MAX)
@@ -111,9 +111,9 @@ extern "C" mf_status mf_cuda_csr_transpose(mf_ctx *ctx, const mf_cuda_csr *a, vo
     mf_status st = MF_CUDA_LAUNCHED(ctx, "iota_kernel");
     if (st != MF_OK)
         return st;
-    MF_CUDA_TRY(ctx, cub::DeviceRadixSort::SortPairs(temp, temp_bytes, a->col, sorted_col, pos_in,
-                                                     pos_out, (int)n, 0, key_bits(a->cols),
-                                                     c->stream));
+    MF_CUDA_TRY(ctx,
+                cub::DeviceRadixSort::SortPairs(temp, temp_bytes, a->col, sorted_col, pos_in,
+                                                pos_out, (int)n, 0, key_bits(a->cols), c->stream));
     gather_kernel<<<grid, 256, 0, c->stream>>>(pos_out, a->row_ptr, a->rows, a->val, n, row, val);
     st = MF_CUDA_LAUNCHED(ctx, "gather_kernel");
     if (st != MF_OK)
