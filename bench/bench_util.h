@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "mfact/mfact.h"
@@ -51,6 +52,42 @@ static inline std::vector<int> parse_ints(const char *s)
         p++;
     }
     return v;
+}
+
+// The median of v (the upper one for an even count).
+template <typename T> static inline T bench_median(std::vector<T> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+// Device copy bandwidth (bytes read + written per second): the median of 7 device-to-device
+// copies of 1 GiB on stream st, timed with events.
+static inline double bench_copy_bandwidth(cudaStream_t st)
+{
+    const size_t bytes = (size_t)1 << 30;
+    void *a, *b;
+    CUDA_CHECK(cudaMalloc(&a, bytes));
+    CUDA_CHECK(cudaMalloc(&b, bytes));
+    CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, st));
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < 7; r++) {
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st));
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        float ms;
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        t.push_back(ms);
+    }
+    CUDA_CHECK(cudaEventDestroy(e0));
+    CUDA_CHECK(cudaEventDestroy(e1));
+    CUDA_CHECK(cudaFree(a));
+    CUDA_CHECK(cudaFree(b));
+    return 2.0 * bytes / (bench_median(t) * 1e-3);
 }
 
 #endif

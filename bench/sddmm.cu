@@ -145,34 +145,7 @@ static void capture_log(void *, mf_log_level, const char *msg)
 
 static float median(std::vector<float> v)
 {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-}
-
-// Device copy bandwidth (bytes read + written per second), from a 1 GiB device-to-device copy.
-static double copy_bandwidth(cudaStream_t st)
-{
-    size_t bytes = (size_t)1 << 30;
-    void *a, *b;
-    CUDA_CHECK(cudaMalloc(&a, bytes));
-    CUDA_CHECK(cudaMalloc(&b, bytes));
-    CUDA_CHECK(cudaMemsetAsync(a, 1, bytes, st));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<float> t;
-    for (int r = 0; r < 7; r++) {
-        CUDA_CHECK(cudaEventRecord(e0, st));
-        CUDA_CHECK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice, st));
-        CUDA_CHECK(cudaEventRecord(e1, st));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        t.push_back(ms);
-    }
-    CUDA_CHECK(cudaFree(a));
-    CUDA_CHECK(cudaFree(b));
-    return 2.0 * bytes / (median(t) * 1e-3);
+    return bench_median(v);
 }
 
 struct row {
@@ -369,7 +342,7 @@ int main(int argc, char **argv)
     mf_ctx_device_info(ctx, &info);
     cusparseHandle_t sp;
     SP_CHECK(cusparseCreate(&sp));
-    double bw = copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
+    double bw = bench_copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
     printf("device: %s, copy bandwidth %.0f GB/s, %s\n", info.name, bw / 1e9, mf_version_string());
     printf("times: median of %d interleaved runs; preparation (cuSPARSE preprocess, mfact plan) "
            "excluded from both\n\n",

@@ -34,34 +34,6 @@
 #include "mfact/mfact.h"
 #include "synthetic_ratings.h"
 
-// Device-to-device copy bandwidth (bytes read + written per second), median of 5.
-static double copy_bandwidth()
-{
-    const size_t bytes = (size_t)1 << 30;
-    void *a, *b;
-    CUDA_CHECK(cudaMalloc(&a, bytes));
-    CUDA_CHECK(cudaMalloc(&b, bytes));
-    CUDA_CHECK(cudaMemset(a, 1, bytes));
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<double> t;
-    for (int r = 0; r < 6; r++) {
-        CUDA_CHECK(cudaEventRecord(e0));
-        CUDA_CHECK(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice));
-        CUDA_CHECK(cudaEventRecord(e1));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        float ms;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        if (r > 0)
-            t.push_back(ms);
-    }
-    std::sort(t.begin(), t.end());
-    cudaFree(a), cudaFree(b);
-    cudaEventDestroy(e0), cudaEventDestroy(e1);
-    return 2.0 * bytes / (1e-3 * t[t.size() / 2]);
-}
-
 struct result {
     double epoch_s, ups, test_rmse, bytes;
     int workers;
@@ -163,7 +135,7 @@ int main(int argc, char **argv)
     mf_device_info info;
     info.struct_size = sizeof info;
     MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
-    const double bw = copy_bandwidth();
+    const double bw = bench_copy_bandwidth(0);
     printf("bench_sgd on %s: %d users x %d items, %lld training and %lld test ratings "
            "(prepared in %.1f s); lr %g, decay %g, lambda %g, %d epochs; copy bandwidth "
            "%.0f GB/s; %.1f ratings per user chunk\n",

@@ -27,6 +27,18 @@ void cli_common_init(cli_common *c);
 /* Consume argv[*i] (and its value) when it is a common flag: 1 consumed, 0 not a common
  * flag, -1 bad value (message printed). */
 int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c);
+/* A subcommand's own options for cli_parse_args: given an option and the argument after it
+ * (NULL when it is the last), say CLI_TOOK_FLAG (the option alone), CLI_TOOK_VALUE (it and
+ * `val`), CLI_NOT_MINE (unknown, or lacking its value) or -1 (a bad value, printed). */
+enum { CLI_TOOK_FLAG = 0, CLI_TOOK_VALUE = 1, CLI_NOT_MINE = 2 };
+typedef int (*cli_option_fn)(void *args, const char *opt, const char *val);
+/* The argument loop of a subcommand: the common flags, then `option`'s, and at most one
+ * FILE (*file, left as it is when none). Prints the problem and returns -1 on a usage error. */
+int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_option_fn option,
+                   void *args, const char **file);
+/* How far a run with an iteration cap and an optional time limit (0: none) has come, in
+ * [0, 1]: for a progress line. */
+double cli_run_fraction(int done, long long most, double seconds, double time_limit);
 /* The help text of the common flags. */
 const char *cli_common_help(void);
 /* mf_read_opts from the common flags: --format, and --sum-duplicates (or `sum` set, for
@@ -99,5 +111,6 @@ int cmd_sddmm(int argc, char **argv);
 int cmd_als(int argc, char **argv);
 int cmd_bmf(int argc, char **argv);
 int cmd_sgd(int argc, char **argv);
+int cmd_complete(int argc, char **argv);
 
 #endif

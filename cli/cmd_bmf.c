@@ -99,46 +99,26 @@ static int parse_option(bmf_args *a, const char *opt, const char *val)
     return 1;
 }
 
+/* cli_parse_args's view of the options above and the two flags. */
+static int bmf_option(void *args, const char *opt, const char *val)
+{
+    bmf_args *a = args;
+    if (!strcmp(opt, "--packed") || !strcmp(opt, "--verbose")) {
+        *(opt[2] == 'p' ? &a->packed : &a->verbose) = true;
+        return CLI_TOOK_FLAG;
+    }
+    int r = val ? parse_option(a, opt, val) : 1;
+    return r < 0 ? -1 : r == 0 ? CLI_TOOK_VALUE : CLI_NOT_MINE;
+}
+
 static int parse(int argc, char **argv, bmf_args *a)
 {
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
     a->rank = 20, a->instances = 16, a->max_sweeps = 1000, a->patience = 30;
     a->init = MF_BMF_INIT_SAMPLE;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse("bmf", argc, argv, &i, &a->common);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        const char *opt = argv[i];
-        if (!strcmp(opt, "--packed")) {
-            a->packed = true;
-            continue;
-        }
-        if (!strcmp(opt, "--verbose")) {
-            a->verbose = true;
-            continue;
-        }
-        if (opt[0] == '-' && i + 1 < argc) {
-            r = parse_option(a, opt, argv[i + 1]);
-            if (r < 0)
-                return -1;
-            if (r == 0) {
-                i++;
-                continue;
-            }
-        }
-        if (opt[0] == '-') {
-            cli_error("bmf", "unknown option '%s' (or it lacks its value)", opt);
-            return -1;
-        }
-        if (a->file) {
-            cli_error("bmf", "one FILE at most");
-            return -1;
-        }
-        a->file = opt;
-    }
+    if (cli_parse_args("bmf", argc, argv, &a->common, bmf_option, a, &a->file) < 0)
+        return -1;
     if (!a->common.help && !a->file) {
         cli_error("bmf", "a matrix FILE is required");
         return -1;
@@ -167,10 +147,8 @@ static int on_sweep_line(void *user, const mf_bmf_progress *p)
     char what[96];
     snprintf(what, sizeof what, "sweep %d: relative error %.4e, F1 %.4f", p->sweep,
              p->relative_error, p->f1);
-    double done = (double)p->sweep / (double)w->a->max_sweeps;
-    if (w->a->time_limit > 0 && p->seconds / w->a->time_limit > done)
-        done = p->seconds / w->a->time_limit;
-    cli_progress_update(&w->line, what, done < 1 ? done : 1);
+    cli_progress_update(&w->line, what,
+                        cli_run_fraction(p->sweep, w->a->max_sweeps, p->seconds, w->a->time_limit));
     return 0;
 }
 

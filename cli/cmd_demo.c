@@ -1,7 +1,8 @@
 /* mfact demo: the README's main job. Without FILE it runs the library's real work on
  * generated data sized to the backend: ALS and SGD on a planted, Netflix-shaped ratings
  * matrix (test RMSE next to the planted model's own), BMF on a planted Boolean matrix (F1
- * against the planted factors) and the speed of SDDMM. With FILE it loads the matrix and
+ * against the planted factors), the speed of SDDMM and matrix completion (ASD) of a planted
+ * low-rank matrix (relative error against it). With FILE it loads the matrix and
  * reports on it (demo_file.c). */
 #include <math.h>
 #include <stdio.h>
@@ -36,12 +37,17 @@ static void demo_help(void)
            "         rank-12 Boolean matrix with 0.1%% of its entries flipped: F1 of the\n"
            "         result against the noiseless planted matrix;\n"
            "  sddmm  the sampled dense-dense product (mf_sddmm) on the ratings' pattern: median\n"
-           "         time and GFLOP/s (2 k nnz / t).\n"
+           "         time and GFLOP/s (2 k nnz / t);\n"
+           "  complete  matrix completion (mf_asd_run, Scaled ASD) of a planted rank-5\n"
+           "         5000 x 4000 matrix (rank 10, 30000 x 25000 on a GPU) with N(0, 1)\n"
+           "         factors, 5%% (1%%) of its entries observed: relative error of the\n"
+           "         completion against the planted matrix (on a million random entries).\n"
            "Sizes follow the backend: %d x %d with %.0f ratings per user on average on a GPU\n"
            "(a fifth of Netflix), %d x %d with %.0f on the CPU. --scale F multiplies the users\n"
-           "and the items (F times the ratings, while a user's stay below the items) and the\n"
-           "Boolean matrix's entries; --shape sets the ratings matrix instead (DENSITY: the\n"
-           "share of rated entries). The same --seed gives the same data.\n\n"
+           "and the items (F times the ratings, while a user's stay below the items), the\n"
+           "Boolean matrix's entries and the completed matrix's; --shape sets the ratings\n"
+           "matrix instead (DENSITY: the share of rated entries). The same --seed gives the\n"
+           "same data.\n\n"
            "With FILE (MatrixMarket, triplets, .in pairs, .bin binary triplets): loads it and\n"
            "reports its shape and statistics. Repeated entries in FILE are an error unless\n"
            "--sum-duplicates is given.\n\n%s",
@@ -54,11 +60,8 @@ static int parse_steps(const char *list, unsigned *steps)
     static const struct {
         const char *name;
         unsigned bit;
-    } names[] = {{"als", DEMO_ALS},
-                 {"sgd", DEMO_SGD},
-                 {"bmf", DEMO_BMF},
-                 {"sddmm", DEMO_SDDMM},
-                 {"all", DEMO_ALL}};
+    } names[] = {{"als", DEMO_ALS},     {"sgd", DEMO_SGD},           {"bmf", DEMO_BMF},
+                 {"sddmm", DEMO_SDDMM}, {"complete", DEMO_COMPLETE}, {"all", DEMO_ALL}};
     char buf[256];
     snprintf(buf, sizeof buf, "%s", list);
     *steps = 0;
@@ -71,7 +74,7 @@ static int parse_steps(const char *list, unsigned *steps)
             i++;
         if (i == sizeof names / sizeof *names) {
             cli_error("demo",
-                      "--steps takes als, sgd, bmf, sddmm or all (comma-separated), "
+                      "--steps takes als, sgd, bmf, sddmm, complete or all (comma-separated), "
                       "not '%s'",
                       tok);
             return -1;
@@ -190,6 +193,8 @@ static int run_generated(mf_ctx *ctx, const demo_args *a)
         rc = run_ratings(ctx, a, &out);
     if (rc == 0 && (a->steps & DEMO_BMF))
         rc = demo_bmf(ctx, a->common.seed, a->scale, &out);
+    if (rc == 0 && (a->steps & DEMO_COMPLETE))
+        rc = demo_complete(ctx, a->common.seed, a->scale, &out);
     if (rc == 0)
         cli_out_num(&out, "total seconds", cli_seconds() - t0);
     cli_out_end(&out);

@@ -175,3 +175,43 @@ bool cli_parse_shape(const char *cmd, const char *spec, long long *rows, long lo
     }
     return true;
 }
+
+int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_option_fn option,
+                   void *args, const char **file)
+{
+    for (int i = 1; i < argc; i++) {
+        int r = cli_common_parse(cmd, argc, argv, &i, c);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        const char *opt = argv[i];
+        r = opt[0] == '-' ? option(args, opt, i + 1 < argc ? argv[i + 1] : NULL) : CLI_NOT_MINE;
+        if (r < 0)
+            return -1;
+        if (r == CLI_TOOK_FLAG)
+            continue;
+        if (r == CLI_TOOK_VALUE) {
+            i++;
+            continue;
+        }
+        if (opt[0] == '-') {
+            cli_error(cmd, "unknown option '%s' (or it lacks its value)", opt);
+            return -1;
+        }
+        if (*file) {
+            cli_error(cmd, "one FILE at most");
+            return -1;
+        }
+        *file = opt;
+    }
+    return 0;
+}
+
+double cli_run_fraction(int done, long long most, double seconds, double time_limit)
+{
+    double f = (double)done / (double)most;
+    if (time_limit > 0 && seconds / time_limit > f)
+        f = seconds / time_limit;
+    return f < 1 ? f : 1;
+}

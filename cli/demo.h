@@ -11,7 +11,14 @@
 #include "cli.h"
 
 /* The steps of a run on generated data, in the order they run. */
-enum { DEMO_ALS = 1, DEMO_SGD = 2, DEMO_BMF = 4, DEMO_SDDMM = 8, DEMO_ALL = 15 };
+enum {
+    DEMO_ALS = 1,
+    DEMO_SGD = 2,
+    DEMO_BMF = 4,
+    DEMO_SDDMM = 8,
+    DEMO_COMPLETE = 16,
+    DEMO_ALL = 31
+};
 
 typedef struct demo_args {
     cli_common common;
@@ -25,6 +32,10 @@ typedef struct demo_args {
 
 /* `mfact demo FILE`: load it and report its shape and statistics. */
 int demo_file(mf_ctx *ctx, const demo_args *a);
+
+/* The subcommand named by the helpers' failure messages ("demo" unless set). */
+void demo_set_command(const char *cmd);
+const char *demo_command(void);
 
 /* "== what" on stderr: what the demo does next. */
 void demo_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -81,5 +92,35 @@ int demo_als(mf_ctx *ctx, const demo_ratings *r, cli_out *out);
 int demo_sgd(mf_ctx *ctx, const demo_ratings *r, cli_out *out);
 int demo_bmf(mf_ctx *ctx, uint64_t seed, double scale, cli_out *out);
 int demo_sddmm(mf_ctx *ctx, const demo_ratings *r, cli_out *out);
+/* Matrix completion (mf_asd_run, Scaled ASD) of a planted low-rank matrix, `scale` times the
+ * default entries: the relative error against the planted matrix. */
+int demo_complete(mf_ctx *ctx, uint64_t seed, double scale, cli_out *out);
+
+/* A planted low-rank matrix observed on a random sample of its entries (planted.c): A (rows x
+ * rank) and B (cols x rank) with N(0, 1) entries, column t of A scaled by
+ * condition^(-t / (rank - 1)) when condition > 1, each entry of A B^T observed with
+ * probability `density` (its value A_i . B_j). */
+typedef struct demo_planted {
+    int32_t rows, cols;
+    int rank;
+    double density, condition;
+    uint64_t seed;
+    float *A, *B;   /* row-major, leading dimension rank */
+    mf_sparse *M;   /* the observed entries             */
+    double seconds; /* to generate and build M           */
+} demo_planted;
+
+/* Generate (saying so with "== ..."); on failure the message is printed and -1 returned.
+ * Release with demo_planted_free either way. */
+int demo_planted_make(mf_ctx *ctx, uint64_t seed, int32_t rows, int32_t cols, int rank,
+                      double density, double condition, demo_planted *p);
+void demo_planted_free(demo_planted *p);
+/* |X Y^T - A B^T|_F / |A B^T|_F in double, X (rows x k) and Y (cols x k) row-major: over
+ * every entry when there are at most `samples`, else over `samples` uniformly random
+ * entries; *used says how many. NaN on failure (printed). */
+double demo_planted_error(mf_ctx *ctx, const demo_planted *p, const float *X, const float *Y, int k,
+                          int64_t samples, int64_t *used);
+/* "tolerance", "stagnation", "max iterations", "time limit", "cancelled". */
+const char *demo_asd_stop_name(mf_asd_stop stop);
 
 #endif

@@ -9,6 +9,19 @@
 
 #include "demo.h"
 
+/* The subcommand that failures name: demo's helpers also serve `mfact complete`. */
+static const char *command = "demo";
+
+void demo_set_command(const char *cmd)
+{
+    command = cmd;
+}
+
+const char *demo_command(void)
+{
+    return command;
+}
+
 void demo_say(const char *fmt, ...)
 {
     va_list ap;
@@ -43,7 +56,7 @@ void *demo_alloc(const char *what, int64_t count, size_t size)
     if (!p) {
         char b[32];
         human_bytes(b, sizeof b, bytes);
-        cli_error("demo", "out of host memory: %s for %s (%lld x %zu bytes)", b, what,
+        cli_error(command, "out of host memory: %s for %s (%lld x %zu bytes)", b, what,
                   (long long)count, size);
     }
     return p;
@@ -58,7 +71,7 @@ bool demo_fits(const char *what, double bytes)
     char need[32], has[32];
     human_bytes(need, sizeof need, bytes);
     human_bytes(has, sizeof has, have);
-    cli_error("demo", "%s needs about %s of host memory; this machine has %s", what, need, has);
+    cli_error(command, "%s needs about %s of host memory; this machine has %s", what, need, has);
     return false;
 }
 

@@ -12,9 +12,11 @@ typedef struct command {
 
 static const command commands[] = {
     {"info", cmd_info, "version, build options, backend, device and memory"},
-    {"demo", cmd_demo, "run ALS, SGD, BMF and SDDMM on generated data, or report on FILE"},
+    {"demo", cmd_demo,
+     "run ALS, SGD, BMF, SDDMM and completion on generated data, or report on FILE"},
     {"als", cmd_als, "factorize explicit ratings by ALS-WR (mf_als_run)"},
     {"bmf", cmd_bmf, "Boolean matrix factorization of a 0/1 matrix (mf_bmf_run)"},
+    {"complete", cmd_complete, "complete a low-rank matrix from some of its entries (mf_asd_run)"},
     {"sgd", cmd_sgd, "factorize explicit ratings by lock-free SGD (mf_sgd_hogwild_run)"},
     {"sddmm", cmd_sddmm, "time the sampled dense-dense product (mf_sddmm) on a matrix"},
 };

@@ -682,6 +682,84 @@ MF_API mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *
                             uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
                             mf_bmf_report *report);
 
+/* ------------------------------------------------------------------------------------- */
+/* Matrix completion: alternating steepest descent                                       */
+/* ------------------------------------------------------------------------------------- */
+
+typedef enum mf_asd_variant {
+    /* Steepest descent on X, then on Y, each with its exact line search (Tanner & Wei). */
+    MF_ASD_PLAIN = 0,
+    /* Scaled ASD: the directions preconditioned by the r x r Gram inverses, G_X (Y^T Y)^-1
+     * and G_Y (X^T X)^-1; far fewer iterations on ill-conditioned matrices. */
+    MF_ASD_SCALED = 1
+} mf_asd_variant;
+
+typedef enum mf_asd_init {
+    /* X and Y uniform in [-1, 1) from the context's seed, scaled together so that
+     * |P(X Y^T)| = |P(M)| over the observed entries. */
+    MF_ASD_INIT_RANDOM = 0,
+    /* X and Y as the caller passes them. */
+    MF_ASD_INIT_GIVEN = 1,
+    /* The top-r singular subspace of the zero-filled P(M) / p (p the observed fraction),
+     * from 4 rounds of subspace iteration. */
+    MF_ASD_INIT_SPECTRAL = 2
+} mf_asd_init;
+
+/* Why a completion run stopped. */
+typedef enum mf_asd_stop {
+    MF_ASD_STOP_TOLERANCE = 0,      /* relative residual <= tolerance                      */
+    MF_ASD_STOP_STAGNATION = 1,     /* (res_k / res_{k-w})^(1/w) > 1 - stagnation_rate     */
+    MF_ASD_STOP_MAX_ITERATIONS = 2, /* max_iterations done                                 */
+    MF_ASD_STOP_TIME_LIMIT = 3,     /* time_limit reached                                  */
+    MF_ASD_STOP_CANCELLED = 4       /* the progress callback asked                         */
+} mf_asd_stop;
+
+typedef struct mf_asd_opts {
+    size_t struct_size;      /* sizeof(mf_asd_opts), set by mf_asd_opts_init               */
+    int rank;                /* r, 1..512 and at most min(rows, cols); default 10           */
+    mf_asd_variant variant;  /* default MF_ASD_SCALED                                       */
+    double tolerance;        /* > 0: stop at |R| / |P(M)| <= this; default 1e-5              */
+    int stagnation_window;   /* w, default 15; 0: no stagnation test                        */
+    double stagnation_rate;  /* in (0, 1); default 1e-4                                     */
+    int max_iterations;      /* >= 1; default 1000                                          */
+    double time_limit;       /* seconds, 0 = none; checked after each iteration             */
+    mf_asd_init init;        /* default MF_ASD_INIT_RANDOM                                  */
+    const mf_sparse *test;   /* optional held-out entries of the same shape, or NULL        */
+    mf_progress_fn progress; /* optional; train_rmse carries the relative residual          */
+    void *progress_user;     /* passed to progress                                          */
+} mf_asd_opts;
+
+/* A completion run's totals, filled on success and on cancellation. */
+typedef struct mf_asd_report {
+    size_t struct_size;       /* set by the caller: sizeof(mf_asd_report)                */
+    int iterations;           /* completed (an iteration updates X, then Y)              */
+    mf_asd_stop stopped;      /* why the run ended                                       */
+    double relative_residual; /* |P(X Y^T - M)| / |P(M)| at the end                      */
+    double test_rmse;         /* over opts.test; NaN without one                         */
+    int singular_steps;       /* Scaled ASD steps whose Gram matrix was singular (those  */
+                              /* took the plain steepest-descent direction)              */
+    double seconds;           /* the whole call                                          */
+    size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU        */
+} mf_asd_report;
+
+MF_API void mf_asd_opts_init(mf_asd_opts *opts);
+
+/* Low-rank matrix completion (Tanner & Wei, "Low rank matrix completion by alternating
+ * steepest descent methods", 2016): find X (rows x r) and Y (cols x r) minimizing
+ *     f(X, Y) = 1/2 |P(M) - P(X Y^T)|^2
+ * over the observed entries of `observed` (M's values on the set it stores; a pattern's
+ * are 1). X Y^T is never formed: the residual lives on the observed entries, the
+ * gradients are sparse-dense products, and each step's length is the exact minimizer
+ * along its direction (f is quadratic in each factor). X and Y are row-major with leading
+ * dimension r in `where` memory; read with MF_ASD_INIT_GIVEN, written with the result.
+ * Errors (X and Y untouched): NULL arguments, rank outside 1..min(512, rows, cols), a
+ * tolerance <= 0, a stagnation rate outside (0, 1), max_iterations < 1, a negative time
+ * limit, a test set of another shape: MF_ERR_INVALID_ARGUMENT; no observed entries, or a
+ * given factor with a non-finite element: MF_ERR_INVALID_DATA. A cancelled run hands over
+ * its last completed iteration. */
+MF_API mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *opts,
+                            float *X, float *Y, mf_memory where, mf_asd_report *report);
+
 /* ===================================================================================== */
 /* EXPERIMENTAL                                                                          */
 /* ===================================================================================== */

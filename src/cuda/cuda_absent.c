@@ -90,3 +90,21 @@ mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n)
     (void)n;
     return mf_cuda_absent(ctx);
 }
+
+size_t mf_cuda_csr_transpose_scratch(int64_t nnz, int32_t cols)
+{
+    (void)nnz;
+    (void)cols;
+    return 0;
+}
+
+mf_status mf_cuda_csr_transpose(mf_ctx *ctx, const mf_cuda_csr *a, void *scratch, int64_t *col_ptr,
+                                int32_t *row, float *val)
+{
+    (void)a;
+    (void)scratch;
+    (void)col_ptr;
+    (void)row;
+    (void)val;
+    return mf_cuda_absent(ctx);
+}

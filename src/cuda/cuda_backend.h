@@ -58,6 +58,25 @@ mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes);
 mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
                                  uint64_t seed, uint64_t stream);
 
+/* A CSR matrix in device memory, for mf_cuda_csr_transpose. val NULL: a pattern. */
+typedef struct mf_cuda_csr {
+    int32_t rows, cols;
+    int64_t nnz;
+    const int64_t *row_ptr;
+    const int32_t *col;
+    const float *val;
+} mf_cuda_csr;
+
+/* Device scratch bytes mf_cuda_csr_transpose needs; 0 when the matrix is out of its reach
+ * (no entries, or more than 2^31 - 1: then the caller transposes on the host). */
+size_t mf_cuda_csr_transpose_scratch(int64_t nnz, int32_t cols);
+
+/* The CSC of `a` on the device, stream-ordered: col_ptr (cols + 1), row (nnz) and, unless
+ * `a` is a pattern, val (nnz), with each column's rows ascending: the same arrays as the
+ * host transpose. scratch holds mf_cuda_csr_transpose_scratch() bytes. */
+mf_status mf_cuda_csr_transpose(mf_ctx *ctx, const mf_cuda_csr *a, void *scratch, int64_t *col_ptr,
+                                int32_t *row, float *val);
+
 /* out[0..n) = value on the device. */
 mf_status mf_cuda_fill(mf_ctx *ctx, float *out, float value, int64_t n);
 

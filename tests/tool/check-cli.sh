@@ -21,9 +21,10 @@ for m in ("ALS", "SGD"):
     assert d[m + "_test_RMSE"] < 1.15 * p, (m + " test RMSE more than 15% above the planted", d)
 assert d["BMF_F1_vs_planted"] > 0.9, ("BMF F1", d)
 assert d["SDDMM_k32_ms"] > 0 and d["SDDMM_k32_GFLOP/s"] > 0, ("SDDMM", d)
+assert d["ASD_relative_error_vs_planted"] < 1e-3, ("completion", d)
 assert d["test_ratings"] > 0.05 * d["train_ratings"], d
 ' || fail "demo results: $json"
-for step in "ALS-WR" "Hogwild SGD" "SDDMM" "BMF"; do
+for step in "ALS-WR" "Hogwild SGD" "SDDMM" "BMF" "matrix completion"; do
   grep -q "^== $step" /tmp/mfact-cli-err.$$ || fail "demo does not say it runs $step: $(cat /tmp/mfact-cli-err.$$)"
 done
 als() { "$mfact" demo --backend cpu --scale 0.1 --steps als "$@" 2>/dev/null | grep -E '^(train ratings|ALS test RMSE) '; }
@@ -59,6 +60,7 @@ grep -q "cannot open" /tmp/mfact-cli-err.$$ || fail "missing file message: $(cat
 "$mfact" demo --bogus 2>/dev/null && fail "unknown flag accepted"
 "$mfact" demo --backend quantum 2>/dev/null && fail "bad backend accepted"
 "$mfact" frobnicate 2>/dev/null && fail "unknown subcommand accepted"
+"$mfact" --help | grep -q "^  complete " || fail "mfact --help does not list complete"
 "$mfact" demo --help | grep -q -- "--backend" || fail "demo --help lacks the common flags"
 
 # sddmm: a timed run on a generated pattern and on the file, JSON, and bad values
@@ -109,6 +111,51 @@ grep -q "^epoch 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "sgd progress: $(ca
 "$mfact" sgd --backend cpu "$ratings" --lr 1000 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "smaller learning_rate" /tmp/mfact-cli-err.$$ || fail "sgd divergence: $(cat /tmp/mfact-cli-err.$$)"
 "$mfact" sgd --help | grep -q -- "--fp16" || fail "sgd --help"
+# complete: a planted random matrix (--synthetic) recovered, a file with a held-out part and
+# factors written, JSON, and bad values
+json=$("$mfact" complete --backend cpu --synthetic 300,200,3,0.3 --seed 5 --json 2>/tmp/mfact-cli-err.$$) ||
+  fail "complete --synthetic exited $?: $(cat /tmp/mfact-cli-err.$$)"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["rows"] == 300 and d["cols"] == 200 and d["rank"] == 3 and d["variant"] == "scaled", d
+assert 0.25 < d["density"] < 0.35 and d["stopped"] == "tolerance", d
+assert d["relative_error_vs_planted"] < 1e-3 and d["error_entries"] == 60000, d
+' || fail "complete --synthetic: $json"
+grep -q "^== planting a 300 x 200 matrix of rank 3" /tmp/mfact-cli-err.$$ ||
+  fail "complete --synthetic does not say what it plants: $(cat /tmp/mfact-cli-err.$$)"
+out=$("$mfact" complete --backend cpu --synthetic 200,150,4,0.4 --condition 100 --plain \
+      --max-iterations 3 2>/dev/null) || fail "complete --plain --condition exited $?"
+echo "$out" | grep -q "^variant plain$" && echo "$out" | grep -q "^iterations 3$" &&
+  echo "$out" | grep -q "^stopped max iterations$" || fail "complete --plain: $out"
+lowrank=$(mktemp --suffix=.txt) fx=$(mktemp) fy=$(mktemp)
+for i in $(seq 0 29); do for j in $(seq 0 19); do
+  [ $(( (i * 7 + j * 3) % 3 )) -ne 0 ] && echo "$i $j $(( (i % 4 + 1) * (j % 3 + 1) ))"
+done; done >"$lowrank"
+out=$("$mfact" complete --backend cpu "$lowrank" --rank 2 --test-fraction 0.1 --tol 1e-4 --verbose \
+      --output-x "$fx" --output-y "$fy" 2>/tmp/mfact-cli-err.$$) || fail "complete FILE exited $?"
+echo "$out" | grep -q "^rows 30$" && echo "$out" | grep -q "^rank 2$" || fail "complete FILE: $out"
+echo "$out" | grep -Eq "^test RMSE [0-9.e-]+$" || fail "complete test RMSE: $out"
+grep -q "^iteration 1: relative residual" /tmp/mfact-cli-err.$$ ||
+  fail "complete --verbose: $(cat /tmp/mfact-cli-err.$$)"
+[ "$(wc -l <"$fx")" -eq 30 ] && [ "$(wc -l <"$fy")" -eq 20 ] && [ "$(head -1 "$fx" | wc -w)" -eq 2 ] ||
+  fail "complete factor files"
+json=$("$mfact" complete --backend cpu "$lowrank" --rank 1 --init spectral --json 2>/dev/null) ||
+  fail "complete --json exited $?"
+echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["init"]=="spectral" and d["observed"]>0, d' ||
+  fail "complete --json: $json"
+rm -f "$lowrank" "$fx" "$fy"
+"$mfact" complete --synthetic 300,200,3 2>/dev/null; [ $? -eq 2 ] || fail "complete --synthetic M,N,R is not a usage error"
+"$mfact" complete --synthetic 300,200,3,1.5 2>/dev/null; [ $? -eq 2 ] || fail "complete density 1.5 is not a usage error"
+"$mfact" complete --synthetic 30,20,3,0.5 --rank 0 2>/dev/null; [ $? -eq 2 ] || fail "complete --rank 0 is not a usage error"
+"$mfact" complete --synthetic 30,20,3,0.5 --tol 0 2>/dev/null; [ $? -eq 2 ] || fail "complete --tol 0 is not a usage error"
+"$mfact" complete --synthetic 30,20,3,0.5 --init svd 2>/dev/null; [ $? -eq 2 ] || fail "complete --init svd is not a usage error"
+"$mfact" complete "$tmp" --synthetic 30,20,3,0.5 2>/dev/null; [ $? -eq 2 ] || fail "complete FILE with --synthetic"
+"$mfact" complete "$tmp" --condition 10 2>/dev/null; [ $? -eq 2 ] || fail "complete FILE with --condition"
+"$mfact" complete 2>/dev/null; [ $? -eq 2 ] || fail "complete without FILE"
+"$mfact" complete --backend cpu --synthetic 30,20,3,0.5 --rank 25 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
+  grep -q "rank = 25 is outside 1..20" /tmp/mfact-cli-err.$$ || fail "complete rank above min(rows, cols): $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" complete --help | grep -q -- "--synthetic" || fail "complete --help"
 # bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
 bin=$(mktemp --suffix=.in)
 fa=$(mktemp) fb=$(mktemp) pa=$(mktemp)

@@ -1,0 +1,361 @@
+/* The CUDA engine of ASD and Scaled ASD. Ω goes to the device once, as the matrix's cached
+ * CSR and CSC (the CSC sorted on the device); every iteration is a fixed sequence of
+ * stream-ordered launches (asd_kernels.cuh) whose step lengths are computed on the device
+ * from device sums, and the host reads back two scalars per iteration: |R|^2 for the
+ * stopping rules and the count of singular Gram matrices.
+ *
+ * One iteration (the engine holds G = the X gradient of the current factors, and its sums):
+ *   X step: [scaled: Gram(Y), Cholesky and inverse, D = G (Y^T Y)^-1]; den = |P(D Y^T)|^2;
+ *           X -= (num / den) D;
+ *   Y step: G = R^T X with R recomputed from the new X; the same with the roles swapped;
+ *   then G = R Y for the next iteration, whose |R|^2 is this iteration's residual. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "asd/asd_internal.h"
+#include "asd/asd_kernels.cuh"
+#include "core/ctx.h"
+#include "cuda/cuda_internal.h"
+#include "sddmm/sddmm.h"
+
+namespace
+{
+
+/* Device sums, doubles: per side (X at 0, Y at 4) |R|^2, |G|^2, <D, G>, |P(D F^T)|^2; then
+ * two ints: the last Gram's singular flag and the count of singular Grams. */
+enum { S_RES = 0, S_GG = 1, S_NUM = 2, S_DEN = 3, S_SIDE = 4, S_FLAGS = 8, S_COUNT = 10 };
+
+struct side {
+    int32_t lines;
+    const int64_t *ptr;
+    const int32_t *idx;
+    const float *val;
+};
+
+struct cuda_engine {
+    mf_asd_engine base;
+    mf_ctx *ctx;
+    int r, ld, scaled;
+    int32_t m, n;
+    int L, C;   /* the pass kernels' lanes per entry and float4s per lane */
+    side by[2]; /* by rows (CSR), by columns (CSC) */
+    mf_dbuf X, Y, G, D, sums, gram, chol, inv;
+    double *host;      /* pinned: the scalars read back per iteration */
+    int singular_seen; /* the device count already reported */
+};
+
+template <bool GRAD> const void *pass_fn(int L, int C)
+{
+    switch (L) {
+    case 1: return (const void *)&asd::pass_kernel<1, 1, GRAD>;
+    case 2: return (const void *)&asd::pass_kernel<2, 1, GRAD>;
+    case 4: return (const void *)&asd::pass_kernel<4, 1, GRAD>;
+    case 8: return (const void *)&asd::pass_kernel<8, 1, GRAD>;
+    case 16: return (const void *)&asd::pass_kernel<16, 1, GRAD>;
+    default: break;
+    }
+    switch (C) {
+    case 1: return (const void *)&asd::pass_kernel<32, 1, GRAD>;
+    case 2: return (const void *)&asd::pass_kernel<32, 2, GRAD>;
+    case 3: return (const void *)&asd::pass_kernel<32, 3, GRAD>;
+    default: return (const void *)&asd::pass_kernel<32, 4, GRAD>;
+    }
+}
+
+float *fp(const mf_dbuf &b)
+{
+    return (float *)b.ptr;
+}
+double *sums(cuda_engine *e, int slot)
+{
+    return (double *)e->sums.ptr + slot;
+}
+
+/* A pass over side s's lines: own rows against the other factor. grad: G out, |R|^2 and
+ * |G|^2 into slots 0, 1 of the side; else |P(own other^T)|^2 into `slot`. */
+mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool grad, int slot)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    asd::pass_args a;
+    a.lines = e->by[s].lines;
+    a.ptr = e->by[s].ptr;
+    a.idx = e->by[s].idx;
+    a.val = e->by[s].val;
+    a.own = own;
+    a.other = other;
+    a.ld = e->ld;
+    a.G = fp(e->G);
+    a.sums = sums(e, slot);
+    if (a.lines == 0)
+        return MF_OK;
+    void *args[] = {&a};
+    const unsigned grid = mf_cuda_grid(c, (int64_t)a.lines * 32, asd::pass_threads, 8);
+    MF_CUDA_TRY(ctx, cudaLaunchKernel(grad ? pass_fn<true>(e->L, e->C) : pass_fn<false>(e->L, e->C),
+                                      dim3(grid), dim3(asd::pass_threads), args, 0, c->stream));
+    return MF_OK;
+}
+
+/* D = G (F^T F)^-1 for the side whose other factor is F (other_lines x ld), <D, G> into
+ * the side's num; a singular Gram gives the plain direction. */
+mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_lines)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    const int r = e->r, tiles = (r + 31) / 32;
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->gram.ptr, 0, (size_t)r * r * sizeof(double), c->stream));
+    if (other_lines > 0) {
+        int64_t slices = (int64_t)c->prop.multiProcessorCount * 2 / (tiles * tiles) + 1;
+        int64_t per = ((other_lines + slices - 1) / slices + 31) / 32 * 32;
+        slices = (other_lines + per - 1) / per;
+        asd::gram_kernel<<<dim3(tiles * tiles, (unsigned)slices), dim3(32, 32), 0, c->stream>>>(
+            F, other_lines, e->ld, r, per, (double *)e->gram.ptr);
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_kernel"));
+    }
+    int *flags = (int *)sums(e, S_FLAGS);
+    double *L = (double *)e->chol.ptr;
+    asd::cholesky_inverse_kernel<<<1, 256, 0, c->stream>>>((const double *)e->gram.ptr, r, L,
+                                                           L + (size_t)r * r, fp(e->inv), flags,
+                                                           (int *)sums(e, S_COUNT));
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd cholesky_inverse_kernel"));
+    const int64_t lines = e->by[s].lines;
+    const unsigned gx = mf_cuda_grid(c, lines, 8, 16);
+    asd::direction_kernel<<<dim3(gx, (unsigned)((e->ld + 31) / 32)), dim3(32, 8), 0, c->stream>>>(
+        fp(e->G), fp(e->inv), flags, lines, e->ld, r, fp(e->D), sums(e, s * S_SIDE + S_NUM));
+    return MF_CUDA_LAUNCHED(ctx, "asd direction_kernel");
+}
+
+/* One half step on side s (0: X by rows, 1: Y by columns), G holding its gradient. */
+mf_status half_step(cuda_engine *e, int s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    float *F = fp(s == 0 ? e->X : e->Y);
+    const float *other = fp(s == 0 ? e->Y : e->X);
+    const float *dir = fp(e->G);
+    int num = s * S_SIDE + S_GG;
+    if (e->scaled) {
+        MF_TRY(precondition(e, s, other, s == 0 ? e->n : e->m));
+        dir = fp(e->D);
+        num = s * S_SIDE + S_NUM;
+    }
+    MF_TRY(pass(e, s, dir, other, false, s * S_SIDE + S_DEN));
+    const int64_t n = (int64_t)e->by[s].lines * e->ld;
+    asd::step_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, c->stream>>>(
+        F, dir, n, sums(e, num), sums(e, s * S_SIDE + S_DEN));
+    return MF_CUDA_LAUNCHED(ctx, "asd step_kernel");
+}
+
+/* G = R Y with |R|^2 and |G|^2 into side X's slots (cleared first). */
+mf_status x_gradient(cuda_engine *e)
+{
+    MF_CUDA_TRY(e->ctx,
+                cudaMemsetAsync(sums(e, S_RES), 0, 2 * sizeof(double), mf_cuda_of(e->ctx)->stream));
+    return pass(e, 0, fp(e->X), fp(e->Y), true, S_RES);
+}
+
+/* |R|^2 and the singular count to the host. */
+mf_status read_back(cuda_engine *e, double *res2, int *new_singular)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host, sums(e, S_RES), sizeof(double),
+                                     cudaMemcpyDeviceToHost, stream));
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host + 1, sums(e, S_COUNT), sizeof(int),
+                                     cudaMemcpyDeviceToHost, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    *res2 = e->host[0];
+    int count;
+    memcpy(&count, e->host + 1, sizeof count);
+    if (new_singular)
+        *new_singular = count - e->singular_seen;
+    e->singular_seen = count;
+    return MF_OK;
+}
+
+mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(mf_cuda_of(ctx)->device);
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    /* Clear everything but side X's gradient sums, which the last pass left. */
+    MF_CUDA_TRY(ctx,
+                cudaMemsetAsync(sums(e, S_NUM), 0, (S_FLAGS - S_NUM) * sizeof(double), stream));
+    MF_TRY(half_step(e, 0));
+    MF_TRY(pass(e, 1, fp(e->Y), fp(e->X), true, S_SIDE + S_RES));
+    MF_TRY(half_step(e, 1));
+    MF_TRY(x_gradient(e));
+    int fresh = 0;
+    MF_TRY(read_back(e, res2, &fresh));
+    *singular += fresh;
+    return MF_OK;
+}
+
+mf_status engine_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, fp(e->X), e->ld, fp(e->Y), e->ld,
+                           MF_MEMORY_DEVICE, rmse);
+}
+
+/* Working factor (lines x ld) to the caller's lines x r, host or device. */
+mf_status copy_out(cuda_engine *e, const mf_dbuf &F, int32_t lines, float *dst)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    if (lines == 0)
+        return MF_OK;
+    MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(dst, (size_t)e->r * sizeof(float), F.ptr,
+                                       (size_t)e->ld * sizeof(float), (size_t)e->r * sizeof(float),
+                                       (size_t)lines, cudaMemcpyDefault, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+mf_status engine_finish(mf_asd_engine *base, float *X, float *Y, mf_memory where)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    (void)where; /* cudaMemcpyDefault tells host from device */
+    mf_device_guard guard(mf_cuda_of(e->ctx)->device);
+    MF_TRY(copy_out(e, e->X, e->m, X));
+    return copy_out(e, e->Y, e->n, Y);
+}
+
+void engine_destroy(mf_asd_engine *base)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(mf_cuda_of(ctx)->device);
+    mf_dbuf *bufs[] = {&e->X, &e->Y, &e->G, &e->D, &e->sums, &e->gram, &e->chol, &e->inv};
+    for (mf_dbuf *b : bufs)
+        mf_dmem_free(ctx, b);
+    if (e->host)
+        cudaFreeHost(e->host);
+    free(e);
+}
+
+/* A working factor from host X0 (lines x r), or zeros to be filled. */
+mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t lines, const float *X0, const char *what)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    MF_TRY(mf_dmem_alloc(ctx, F, (size_t)lines * e->ld * sizeof(float), what));
+    if (lines == 0)
+        return MF_OK;
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(F->ptr, 0, F->bytes, stream));
+    if (X0) {
+        MF_CUDA_TRY(ctx,
+                    cudaMemcpy2DAsync(F->ptr, (size_t)e->ld * sizeof(float), X0,
+                                      (size_t)e->r * sizeof(float), (size_t)e->r * sizeof(float),
+                                      (size_t)lines, cudaMemcpyHostToDevice, stream));
+        MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* X0 is the driver's to free */
+    }
+    return MF_OK;
+}
+
+/* The random start, drawn by the device twin of the CPU engine's generator (the same
+ * numbers for a seed) and scaled so that |P(X Y^T)| = |P(M)|. */
+mf_status random_start(cuda_engine *e, const mf_asd_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    const int64_t nx = (int64_t)e->m * e->r, ny = (int64_t)e->n * e->r;
+    mf_dbuf tmp = {NULL, 0};
+    MF_TRY(
+        mf_dmem_alloc(ctx, &tmp, (size_t)(nx > ny ? nx : ny) * sizeof(float), "ASD random start"));
+    mf_status st = MF_OK;
+    const mf_dbuf *F[2] = {&e->X, &e->Y};
+    const int64_t cnt[2] = {nx, ny};
+    const int32_t lines[2] = {e->m, e->n};
+    const uint64_t streams[2] = {MF_ASD_X_STREAM, MF_ASD_Y_STREAM};
+    for (int k = 0; k < 2 && st == MF_OK; k++) {
+        st = mf_cuda_random_uniform(ctx, fp(tmp), cnt[k], -1.0f, 1.0f, ctx->seed, streams[k]);
+        cudaError_t err = cudaSuccess;
+        if (st == MF_OK && lines[k] > 0)
+            err = cudaMemcpy2DAsync(F[k]->ptr, (size_t)e->ld * sizeof(float), tmp.ptr,
+                                    (size_t)e->r * sizeof(float), (size_t)e->r * sizeof(float),
+                                    (size_t)lines[k], cudaMemcpyDeviceToDevice, c->stream);
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "ASD random start copy", __FILE__, __LINE__);
+    }
+    mf_dmem_free(ctx, &tmp);
+    MF_TRY(st);
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_DEN), 0, sizeof(double), c->stream));
+    MF_TRY(pass(e, 0, fp(e->X), fp(e->Y), false, S_DEN));
+    double p2 = 0.0;
+    MF_CUDA_TRY(ctx,
+                cudaMemcpyAsync(&p2, sums(e, S_DEN), sizeof p2, cudaMemcpyDeviceToHost, c->stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
+    if (!(p2 > 0.0))
+        return MF_OK;
+    const float scale = (float)sqrt(sqrt(s->norm2 / p2));
+    asd::scale_kernel<<<mf_cuda_grid(c, (int64_t)e->m * e->ld, 256, 8), 256, 0, c->stream>>>(
+        fp(e->X), (int64_t)e->m * e->ld, scale);
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd scale_kernel"));
+    asd::scale_kernel<<<mf_cuda_grid(c, (int64_t)e->n * e->ld, 256, 8), 256, 0, c->stream>>>(
+        fp(e->Y), (int64_t)e->n * e->ld, scale);
+    return MF_CUDA_LAUNCHED(ctx, "asd scale_kernel");
+}
+
+mf_status setup(cuda_engine *e, const mf_asd_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_sparse *M = s->M;
+    MF_TRY(mf_sparse_device_csr(M, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
+    MF_TRY(mf_sparse_device_csc(M, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
+    e->by[0].lines = e->m;
+    e->by[1].lines = e->n;
+    const size_t lines = (size_t)(e->m > e->n ? e->m : e->n);
+    MF_TRY(alloc_factor(e, &e->X, e->m, s->X0, "ASD factor X"));
+    MF_TRY(alloc_factor(e, &e->Y, e->n, s->Y0, "ASD factor Y"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->G, lines * e->ld * sizeof(float), "ASD gradient"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->sums, (S_COUNT + 1) * sizeof(double), "ASD sums"));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->sums.ptr, 0, e->sums.bytes, mf_cuda_of(ctx)->stream));
+    if (e->scaled) {
+        const size_t rr = (size_t)e->r * e->r;
+        MF_TRY(mf_dmem_alloc(ctx, &e->D, lines * e->ld * sizeof(float), "ASD direction"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->gram, rr * sizeof(double), "ASD Gram matrix"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->chol, 2 * rr * sizeof(double), "ASD Cholesky scratch"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->inv, rr * sizeof(float), "ASD Gram inverse"));
+    }
+    MF_CUDA_TRY(ctx, cudaMallocHost((void **)&e->host, 2 * sizeof(double)));
+    if (!s->X0)
+        MF_TRY(random_start(e, s));
+    MF_TRY(x_gradient(e));
+    return read_back(e, &e->base.res2, NULL);
+}
+
+} // namespace
+
+extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **out)
+{
+    mf_ctx *ctx = s->ctx;
+    mf_device_guard guard(mf_cuda_of(ctx)->device);
+    cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
+    if (!e)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    e->base.iterate = engine_iterate;
+    e->base.rmse = engine_rmse;
+    e->base.finish = engine_finish;
+    e->base.destroy = engine_destroy;
+    e->ctx = ctx;
+    e->r = s->r;
+    e->ld = (s->r + 3) / 4 * 4;
+    e->scaled = s->scaled;
+    e->m = s->M->rows;
+    e->n = s->M->cols;
+    const int q4 = e->ld / 4;
+    e->L = 1;
+    while (e->L < q4 && e->L < 32)
+        e->L *= 2;
+    e->C = (q4 + e->L - 1) / e->L;
+    mf_status st = setup(e, s);
+    if (st != MF_OK) {
+        engine_destroy(&e->base);
+        return st;
+    }
+    *out = &e->base;
+    return MF_OK;
+}

@@ -1,0 +1,59 @@
+/* Matrix completion inside the library: the driver (asd.c) runs iterations against an
+ * engine, the CPU one (asd_cpu.c) or the CUDA one, which owns the working factors and the
+ * residual on the observed entries. */
+#ifndef MF_ASD_INTERNAL_H
+#define MF_ASD_INTERNAL_H
+
+#include <stdint.h>
+
+#include "core/sparse.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mf_asd_engine mf_asd_engine;
+struct mf_asd_engine {
+    /* One iteration: a step on X, then one on Y. *res2 gets |R|^2 after it; *singular
+     * counts the scaled steps that fell back to the plain direction. */
+    mf_status (*iterate)(mf_asd_engine *e, double *res2, int *singular);
+    /* RMSE of X Y^T over the stored entries of T (rows x cols). */
+    mf_status (*rmse)(mf_asd_engine *e, const mf_sparse *T, double *rmse);
+    /* Copy the working factors into the caller's X and Y (`where` memory). */
+    mf_status (*finish)(mf_asd_engine *e, float *X, float *Y, mf_memory where);
+    void (*destroy)(mf_asd_engine *e);
+    double res2; /* |R|^2 of the starting factors */
+};
+
+/* The Philox streams of the random start: fixed, so that a seed means one start, the same
+ * on either engine (the device generator is the host one's twin). */
+#define MF_ASD_X_STREAM 0x41534458u
+#define MF_ASD_Y_STREAM 0x41534459u
+
+/* What the engines start from: the checked options and the starting factors (host,
+ * leading dimension r), which the engine copies; X0 = Y0 = NULL asks the engine for the
+ * random start, uniform in [-1, 1] from the two streams above and scaled by one factor so
+ * that |P(X Y^T)|^2 = norm2. */
+typedef struct mf_asd_setup {
+    mf_ctx *ctx;
+    mf_sparse *M; /* rows x cols, the observed entries; caches may be added */
+    int r;
+    int scaled;
+    const float *X0, *Y0;
+    double norm2; /* |P(M)|^2 */
+} mf_asd_setup;
+
+/* The spectral start (asd_start.c): `rounds` of subspace iteration on P(M) / p, into host
+ * X0 (rows x r) and Y0 (cols x r). */
+mf_status mf_asd_spectral_start(mf_ctx *ctx, const mf_sparse *M, int r, int rounds, float *X0,
+                                float *Y0);
+
+mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out);
+/* asd.cu; without CUDA, asd_absent.c. */
+mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

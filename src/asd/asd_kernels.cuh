@@ -1,0 +1,340 @@
+/* Kernels of ASD's CUDA engine (asd.cu). CUDA C++ only.
+ *
+ * Layout: factors are row-major with a leading dimension ld = r rounded up to 4 and zeros
+ * past r, so that a row is whole float4s. Ω is read twice per half step, by lines (rows in
+ * CSR order for X's step, columns in CSC order for Y's), one warp per line:
+ *
+ * - the gradient pass recomputes each residual R_ij = X_i . Y_j - M_ij from the factors it
+ *   loads anyway and accumulates G = R F (its own line's gradient row) with |R|^2 and
+ *   |G|^2: the SDDMM and the SpMM of a half step fused, and no residual vector stored, so
+ *   rounding never accumulates in one;
+ * - the norm pass computes |P(D F^T)|^2 for a direction D: the sampled product squared and
+ *   summed as it is made, never stored.
+ *
+ * A warp splits into groups of L lanes; a group takes one entry at a time, each lane C
+ * float4s of the row (L the power of two that holds ld/4 float4s, C > 1 only past r = 128).
+ * The line's own row stays in the group's registers; the other factor's row is gathered
+ * per entry (the factors of a large case live in L2). Sums go to double, one atomic per
+ * block. */
+#ifndef MF_ASD_KERNELS_CUH
+#define MF_ASD_KERNELS_CUH
+
+#include <stdint.h>
+
+namespace asd
+{
+
+constexpr unsigned full_mask = 0xffffffffu;
+constexpr int pass_threads = 256;
+
+struct pass_args {
+    int32_t lines;
+    const int64_t *ptr; /* lines + 1 offsets          */
+    const int32_t *idx; /* the other side's index     */
+    const float *val;   /* observed values; NULL: 1   */
+    const float *own;   /* lines x ld: the line's row (a factor or a direction) */
+    const float *other; /* the other factor           */
+    int ld;
+    float *G;     /* gradient pass: lines x ld out */
+    double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
+};
+
+__device__ inline float dot4(float4 a, float4 b)
+{
+    return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w;
+}
+
+__device__ inline void axpy4(float4 &acc, float s, float4 b)
+{
+    acc.x += s * b.x;
+    acc.y += s * b.y;
+    acc.z += s * b.z;
+    acc.w += s * b.w;
+}
+
+/* Block sum of two doubles, then one atomic each into out[0], out[1]. */
+__device__ inline void block_add2(double a, double b, double *out)
+{
+    __shared__ double sa[32], sb[32];
+    for (int off = 16; off > 0; off >>= 1) {
+        a += __shfl_xor_sync(full_mask, a, off);
+        b += __shfl_xor_sync(full_mask, b, off);
+    }
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0)
+        sa[warp] = a, sb[warp] = b;
+    __syncthreads();
+    if (warp == 0) {
+        const int warps = blockDim.x / 32;
+        a = lane < warps ? sa[lane] : 0.0;
+        b = lane < warps ? sb[lane] : 0.0;
+        for (int off = 16; off > 0; off >>= 1) {
+            a += __shfl_xor_sync(full_mask, a, off);
+            b += __shfl_xor_sync(full_mask, b, off);
+        }
+        if (lane == 0) {
+            if (a != 0.0)
+                atomicAdd(out, a);
+            if (b != 0.0)
+                atomicAdd(out + 1, b);
+        }
+    }
+}
+
+/* Entries a group takes per step of its loop: two, for loads in flight. */
+constexpr int unroll = 2;
+
+template <int L, int C, bool GRAD>
+__global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
+{
+    constexpr int E = 32 / L; /* entries per warp at a time */
+    const int lane = threadIdx.x % 32, g = lane / L, k = lane % L;
+    const int q4 = a.ld / 4;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    double s0 = 0.0, s1 = 0.0;
+    for (int64_t line = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; line < a.lines;
+         line += warps) {
+        float4 own[C], acc[C];
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            const int q = k + c * L;
+            own[c] = q < q4 ? __ldg((const float4 *)(a.own + line * a.ld) + q)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+            acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+        const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
+        float line_sum = 0.0f;
+        for (int64_t base = begin; base < end; base += unroll * E) {
+            int32_t j[unroll];
+            float v[unroll];
+            bool ok[unroll];
+#pragma unroll
+            for (int u = 0; u < unroll; u++) {
+                const int64_t t = base + u * E + g;
+                ok[u] = t < end;
+                j[u] = ok[u] ? __ldg(a.idx + t) : 0;
+                v[u] = GRAD && ok[u] ? (a.val ? __ldg(a.val + t) : 1.0f) : 0.0f;
+            }
+            float4 f[unroll][C];
+            float d[unroll];
+#pragma unroll
+            for (int u = 0; u < unroll; u++) {
+                d[u] = 0.0f;
+#pragma unroll
+                for (int c = 0; c < C; c++) {
+                    const int q = k + c * L;
+                    f[u][c] = ok[u] && q < q4
+                                  ? __ldg((const float4 *)(a.other + (int64_t)j[u] * a.ld) + q)
+                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+                    d[u] += dot4(own[c], f[u][c]);
+                }
+            }
+#pragma unroll
+            for (int off = L / 2; off > 0; off >>= 1)
+#pragma unroll
+                for (int u = 0; u < unroll; u++)
+                    d[u] += __shfl_xor_sync(full_mask, d[u], off);
+#pragma unroll
+            for (int u = 0; u < unroll; u++) {
+                const float x = ok[u] ? d[u] - v[u] : 0.0f; /* R_ij, or the sampled product */
+                line_sum += x * x;
+                if (GRAD)
+#pragma unroll
+                    for (int c = 0; c < C; c++)
+                        axpy4(acc[c], x, f[u][c]);
+            }
+        }
+        if (k == 0)
+            s0 += line_sum;
+        if (GRAD) {
+#pragma unroll
+            for (int c = 0; c < C; c++)
+                for (int off = L; off < 32; off <<= 1) {
+                    acc[c].x += __shfl_xor_sync(full_mask, acc[c].x, off);
+                    acc[c].y += __shfl_xor_sync(full_mask, acc[c].y, off);
+                    acc[c].z += __shfl_xor_sync(full_mask, acc[c].z, off);
+                    acc[c].w += __shfl_xor_sync(full_mask, acc[c].w, off);
+                }
+            if (g == 0)
+#pragma unroll
+                for (int c = 0; c < C; c++) {
+                    const int q = k + c * L;
+                    if (q < q4) {
+                        ((float4 *)(a.G + line * a.ld))[q] = acc[c];
+                        s1 += dot4(acc[c], acc[c]);
+                    }
+                }
+        }
+    }
+    block_add2(s0, s1, a.sums);
+}
+
+/* gram += F^T F (r x r, double) for F lines x ld: 32 x 32 tiles of the product (grid.x),
+ * each over a slice of the lines (grid.y), staged 32 rows at a time. */
+__global__ void __launch_bounds__(1024)
+    gram_kernel(const float *F, int64_t lines, int ld, int r, int64_t rows_per_slice, double *gram)
+{
+    __shared__ float sa[32][33], sb[32][33];
+    const int tiles = (r + 31) / 32;
+    const int ta = blockIdx.x / tiles, tb = blockIdx.x % tiles;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t first = blockIdx.y * rows_per_slice;
+    const int64_t last = first + rows_per_slice < lines ? first + rows_per_slice : lines;
+    const int ca = ta * 32 + tx, cb = tb * 32 + tx;
+    float acc = 0.0f;
+    for (int64_t row0 = first; row0 < last; row0 += 32) {
+        const int64_t row = row0 + ty;
+        const bool in = row < last;
+        sa[ty][tx] = in && ca < r ? F[row * ld + ca] : 0.0f;
+        sb[ty][tx] = in && cb < r ? F[row * ld + cb] : 0.0f;
+        __syncthreads();
+#pragma unroll 8
+        for (int t = 0; t < 32; t++)
+            acc += sa[t][ty] * sb[t][tx];
+        __syncthreads();
+    }
+    const int a = ta * 32 + ty, b = tb * 32 + tx;
+    if (a < r && b < r && acc != 0.0f)
+        atomicAdd(gram + (int64_t)a * r + b, (double)acc);
+}
+
+/* One block: the Cholesky factor of the Gram matrix A (double, r x r) and from it the
+ * inverse, into inv (float, r x r). A matrix that is not numerically positive definite
+ * (pivot below 1e-12 of the largest diagonal: a rank-deficient factor) sets *singular = 1
+ * and adds one to *count; the direction kernel then takes the plain gradient. L and W are
+ * r x r double scratch. */
+__global__ void cholesky_inverse_kernel(const double *A, int r, double *L, double *W, float *inv,
+                                        int *singular, int *count)
+{
+    __shared__ double scale;
+    __shared__ int bad;
+    const int tid = threadIdx.x, nt = blockDim.x;
+    if (tid == 0) {
+        double s = 0.0;
+        for (int i = 0; i < r; i++)
+            s = fmax(s, A[(int64_t)i * r + i]);
+        scale = s;
+        bad = !(s > 0.0) || !isfinite(s);
+    }
+    for (int64_t p = tid; p < (int64_t)r * r; p += nt)
+        L[p] = A[p];
+    __syncthreads();
+    /* `bad` is written by thread 0 only before the barrier that precedes every read of it,
+     * so every thread leaves the loop at the same j. (A bad scale fails the first pivot.) */
+    for (int j = 0; j < r; j++) {
+        if (tid == 0) {
+            double d = L[(int64_t)j * r + j];
+            for (int t = 0; t < j; t++)
+                d -= L[(int64_t)j * r + t] * L[(int64_t)j * r + t];
+            if (!(d > 1e-12 * scale) || !isfinite(d))
+                bad = 1;
+            else
+                L[(int64_t)j * r + j] = sqrt(d);
+        }
+        __syncthreads();
+        if (bad)
+            break;
+        const double djj = L[(int64_t)j * r + j];
+        for (int i = j + 1 + tid; i < r; i += nt) {
+            double s = L[(int64_t)i * r + j];
+            for (int t = 0; t < j; t++)
+                s -= L[(int64_t)i * r + t] * L[(int64_t)j * r + t];
+            L[(int64_t)i * r + j] = s / djj;
+        }
+        __syncthreads();
+    }
+    if (bad) {
+        if (tid == 0) {
+            *singular = 1;
+            atomicAdd(count, 1);
+        }
+        return;
+    }
+    if (tid == 0)
+        *singular = 0;
+    /* W = L^-1 (lower), a column per thread by forward substitution. */
+    for (int c = tid; c < r; c += nt)
+        for (int k = c; k < r; k++) {
+            double x = k == c ? 1.0 : 0.0;
+            for (int t = c; t < k; t++)
+                x -= L[(int64_t)k * r + t] * W[(int64_t)t * r + c];
+            W[(int64_t)k * r + c] = x / L[(int64_t)k * r + k];
+        }
+    __syncthreads();
+    /* A^-1 = W^T W. */
+    for (int64_t p = tid; p < (int64_t)r * r; p += nt) {
+        const int a = (int)(p / r), b = (int)(p % r);
+        double s = 0.0;
+        for (int k = a > b ? a : b; k < r; k++)
+            s += W[(int64_t)k * r + a] * W[(int64_t)k * r + b];
+        inv[p] = (float)s;
+    }
+}
+
+/* D = G A^-1 (lines x ld, zeros past r) and *num += <D, G>; when the Gram matrix was
+ * singular, D = G and *num += |G|^2 (the plain step). Threads: x over D's columns in
+ * tiles of 32 (grid.y), y over lines. */
+__global__ void direction_kernel(const float *G, const float *inv, const int *singular,
+                                 int64_t lines, int ld, int r, float *D, double *num)
+{
+    const int b = blockIdx.y * 32 + threadIdx.x;
+    const bool plain = *singular != 0;
+    double s = 0.0;
+    if (b < ld)
+        for (int64_t i = blockIdx.x * (int64_t)blockDim.y + threadIdx.y; i < lines;
+             i += (int64_t)gridDim.x * blockDim.y) {
+            const float *g = G + i * ld;
+            float d = 0.0f;
+            if (b < r) {
+                if (plain)
+                    d = g[b];
+                else
+                    for (int a = 0; a < r; a++)
+                        d += g[a] * __ldg(inv + (int64_t)a * r + b);
+            }
+            D[i * ld + b] = d;
+            s += (double)d * g[b];
+        }
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+    __shared__ double part[256];
+    part[t] = s;
+    __syncthreads();
+    for (int half = blockDim.x * blockDim.y / 2; half > 0; half /= 2) {
+        if (t < half)
+            part[t] += part[t + half];
+        __syncthreads();
+    }
+    if (t == 0 && part[0] != 0.0)
+        atomicAdd(num, part[0]);
+}
+
+/* The exact line search's length num / den, or 0 when there is nothing to move along. */
+__device__ inline float step_length(const double *num, const double *den)
+{
+    const double t = *num / *den;
+    return *num > 0.0 && *den > 0.0 && isfinite(t) ? (float)t : 0.0f;
+}
+
+/* F -= t D over n floats, t = num / den. */
+__global__ void step_kernel(float *F, const float *D, int64_t n, const double *num,
+                            const double *den)
+{
+    const float t = step_length(num, den);
+    if (t == 0.0f)
+        return;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        F[i] -= t * D[i];
+}
+
+/* F *= s over n floats. */
+__global__ void scale_kernel(float *F, int64_t n, float s)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        F[i] *= s;
+}
+
+} // namespace asd
+
+#endif
