@@ -415,6 +415,7 @@ static double library_sddmm_ms(mf_ctx *ctx, mf_sparse *M, const problem &p)
 struct options {
     double tol = 1e-5;
     int timed = 20, runs = 3, peer_cap = 400, stagnation = 15, max_its = 5000;
+    uint64_t seed = 0; // the mfact context's seed: its random start
     double limit_gb = 16.0;
     bool peer = true;
 };
@@ -430,6 +431,7 @@ static void run_case(problem &p, const options &opt, double bandwidth)
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
     co.device_memory_limit = (size_t)(opt.limit_gb * (1 << 30));
+    co.seed = opt.seed;
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &co) != MF_OK) {
         fprintf(stderr, "mf_ctx_create: %s\n", mf_ctx_last_error(NULL));
@@ -575,6 +577,8 @@ int main(int argc, char **argv)
             opt.stagnation = atoi(argv[++i]);
         else if (a == "--max-iterations" && i + 1 < argc)
             opt.max_its = atoi(argv[++i]);
+        else if (a == "--seed" && i + 1 < argc)
+            opt.seed = strtoull(argv[++i], nullptr, 10);
         else if (a == "--uniform")
             uniform = true;
         else if (a == "--no-peer")
@@ -583,7 +587,7 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
                     "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
-                    "[--max-iterations N] [--uniform] [--no-peer]\n");
+                    "[--max-iterations N] [--seed S] [--uniform] [--no-peer]\n");
             return 2;
         }
     }
