@@ -727,6 +727,11 @@ typedef struct mf_asd_opts {
     const mf_sparse *test;   /* optional held-out entries of the same shape, or NULL        */
     mf_progress_fn progress; /* optional; train_rmse carries the relative residual          */
     void *progress_user;     /* passed to progress                                          */
+    /* Rank continuation, default 0 (off): fit rank 1, then add one column at a time (started
+     * small and random) up to `rank`, each intermediate rank run until it stagnates. Costs
+     * more iterations on well-conditioned matrices; recovers ill-conditioned ones where a
+     * random start stalls. Iterations, the time limit and progress count over all ranks. */
+    int rank_continuation;
 } mf_asd_opts;
 
 /* A completion run's totals, filled on success and on cancellation. */

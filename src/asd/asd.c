@@ -7,6 +7,7 @@
 
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
+#include "core/random.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
@@ -89,10 +90,17 @@ typedef struct run_state {
     mf_asd_report rep;
 } run_state;
 
-static mf_status iterate(run_state *s, double norm)
+/* The stopping rules of one call of iterate(): the caller's, or an intermediate rank's. */
+typedef struct rules {
+    double tolerance, rate;
+    int window;
+} rules;
+
+/* Iterations on s->e until a rule stops them; the count continues s->rep.iterations. */
+static mf_status iterate(run_state *s, double norm, const rules *ru)
 {
     const mf_asd_opts *o = s->o;
-    const int w = o->stagnation_window;
+    const int w = ru->window;
     double *hist = w > 0 ? malloc(((size_t)w + 1) * sizeof *hist) : NULL;
     if (w > 0 && !hist)
         return mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
@@ -102,9 +110,10 @@ static mf_status iterate(run_state *s, double norm)
     mf_status st = MF_OK;
     if (w > 0)
         hist[0] = res;
-    if (res <= o->tolerance)
+    if (res <= ru->tolerance)
         s->rep.stopped = MF_ASD_STOP_TOLERANCE;
-    for (int it = 1; st == MF_OK && res > o->tolerance && it <= o->max_iterations; it++) {
+    const int first = s->rep.iterations + 1;
+    for (int it = first; st == MF_OK && res > ru->tolerance && it <= o->max_iterations; it++) {
         double res2;
         st = s->e->iterate(s->e, &res2, &s->rep.singular_steps);
         if (st != MF_OK)
@@ -124,16 +133,16 @@ static mf_status iterate(run_state *s, double norm)
             if (st != MF_OK)
                 break;
         }
-        if (res <= o->tolerance) {
+        if (res <= ru->tolerance) {
             s->rep.stopped = MF_ASD_STOP_TOLERANCE;
             break;
         }
         /* Stagnation (Tanner & Wei): the mean rate of decrease over the last w iterations,
          * (res_k / res_{k-w})^(1/w), has come within stagnation_rate of 1. */
         if (w > 0) {
-            hist[it % (w + 1)] = res;
-            if (it >= w &&
-                pow(res / hist[(it - w) % (w + 1)], 1.0 / w) > 1.0 - o->stagnation_rate) {
+            const int k = it - first + 1; /* iterations of this call */
+            hist[k % (w + 1)] = res;
+            if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate) {
                 s->rep.stopped = MF_ASD_STOP_STAGNATION;
                 break;
             }
@@ -147,12 +156,119 @@ static mf_status iterate(run_state *s, double norm)
     return st;
 }
 
+/* One engine at rank k from host starts X0, Y0 (lines x k; NULL: the random start). */
+static mf_status open_engine(run_state *s, int k, const float *X0, const float *Y0, double norm2)
+{
+    mf_asd_setup setup = {s->run.ctx, s->M, k, s->o->variant == MF_ASD_SCALED, X0, Y0, norm2};
+    return MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
+}
+
+/* The end of a run: the test RMSE, then the factors to the caller; the engine is freed. */
+static mf_status close_engine(run_state *s, mf_status st, float *X, float *Y, mf_memory where)
+{
+    if (mf_run_has_result(st) && s->o->test)
+        st = mf_run_then(st, s->e->rmse(s->e, s->o->test, &s->rep.test_rmse));
+    if (mf_run_has_result(st) && X)
+        st = mf_run_then(st, s->e->finish(s->e, X, Y, where));
+    s->e->destroy(s->e);
+    s->e = NULL;
+    return st;
+}
+
+/* Host factors of rank k (F, lines x k) into rank k + 1 (out, room for lines x (k + 2)):
+ * the old columns, then a new one uniform in [-d, d), d a thousandth of the old entries'
+ * RMS, so that it starts small. */
+static void add_column(mf_ctx *ctx, const float *F, int64_t lines, int k, float *out,
+                       uint64_t stream)
+{
+    double ms = 0.0;
+    for (int64_t p = 0; p < lines * k; p++)
+        ms += (double)F[p] * F[p];
+    const float d = (float)(1e-3 * sqrt(ms / (double)(lines * k > 0 ? lines * k : 1)));
+    /* The draw goes past the rows of rank k + 1 (out holds lines x (k + 2)). */
+    float *draw = out + lines * (k + 1);
+    mf_random_uniform_host(draw, lines, -d, d, ctx->seed, stream, mf_ctx_threads(ctx));
+    for (int64_t i = 0; i < lines; i++) {
+        memcpy(out + i * (k + 1), F + i * k, (size_t)k * sizeof *out);
+        out[i * (k + 1) + k] = draw[i];
+    }
+}
+
+/* Rank continuation: ranks 1 .. r-1 until they stagnate (or meet the tolerance), each
+ * started from the last; then rank r under the caller's rules. */
+static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory where, double norm2)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const mf_asd_opts *o = s->o;
+    const int64_t m = s->M->rows, n = s->M->cols;
+    const int r = o->rank;
+    /* Room for rank k + 1 plus the new column's draw, at every k. */
+    float *A = malloc(((size_t)m * (r + 1) + 1) * sizeof *A);
+    float *B = malloc(((size_t)n * (r + 1) + 1) * sizeof *B);
+    float *Ak = malloc(((size_t)m * r + 1) * sizeof *Ak);
+    float *Bk = malloc(((size_t)n * r + 1) * sizeof *Bk);
+    mf_status st = MF_OK;
+    if (!A || !B || !Ak || !Bk)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory for the ranks");
+    const rules inner = {o->tolerance, o->stagnation_rate,
+                         o->stagnation_window > 0 ? o->stagnation_window : 15};
+    const rules outer = {o->tolerance, o->stagnation_rate, o->stagnation_window};
+    for (int k = 1; st == MF_OK && k <= r; k++) {
+        if (k > 1) {
+            add_column(ctx, Ak, m, k - 1, A, MF_ASD_X_STREAM + 2u * (uint64_t)k);
+            add_column(ctx, Bk, n, k - 1, B, MF_ASD_Y_STREAM + 2u * (uint64_t)k);
+        }
+        st = open_engine(s, k, k > 1 ? A : NULL, k > 1 ? B : NULL, norm2);
+        if (st != MF_OK)
+            break;
+        st = iterate(s, sqrt(norm2), k < r ? &inner : &outer);
+        const int ended = st != MF_OK || s->rep.stopped == MF_ASD_STOP_TIME_LIMIT ||
+                          s->rep.stopped == MF_ASD_STOP_MAX_ITERATIONS;
+        if (k == r)
+            return free(A), free(B), free(Ak), free(Bk), close_engine(s, st, X, Y, where);
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, s->e->finish(s->e, Ak, Bk, MF_MEMORY_HOST));
+        if (ended) { /* the result so far, zero columns past k */
+            if (mf_run_has_result(st) && o->test)
+                st = mf_run_then(st, s->e->rmse(s->e, o->test, &s->rep.test_rmse));
+            s->e->destroy(s->e);
+            s->e = NULL;
+            if (mf_run_has_result(st)) {
+                memset(A, 0, (size_t)m * r * sizeof *A);
+                memset(B, 0, (size_t)n * r * sizeof *B);
+                for (int64_t i = 0; i < m; i++)
+                    memcpy(A + i * r, Ak + i * k, (size_t)k * sizeof *A);
+                for (int64_t j = 0; j < n; j++)
+                    memcpy(B + j * r, Bk + j * k, (size_t)k * sizeof *B);
+                mf_status cs = where == MF_MEMORY_DEVICE
+                                   ? mf_cuda_copy(ctx, X, A, (size_t)m * r * sizeof *A)
+                                   : (memcpy(X, A, (size_t)m * r * sizeof *A), MF_OK);
+                if (cs == MF_OK)
+                    cs = where == MF_MEMORY_DEVICE
+                             ? mf_cuda_copy(ctx, Y, B, (size_t)n * r * sizeof *B)
+                             : (memcpy(Y, B, (size_t)n * r * sizeof *B), MF_OK);
+                st = mf_run_then(st, cs);
+            }
+            break;
+        }
+        s->e->destroy(s->e);
+        s->e = NULL;
+    }
+    free(A), free(B), free(Ak), free(Bk);
+    return st;
+}
+
 static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_asd_opts *o = s->o;
     const mf_sparse *M = s->M;
     const int r = o->rank;
+    const double norm2 = observed_norm2(M, mf_ctx_threads(ctx));
+    if (!(norm2 > 0.0))
+        return mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
+    if (o->rank_continuation)
+        return run_continuation(s, X, Y, where, norm2);
     /* The random start is the engine's own (drawn where the factors live); the others are
      * made on the host. */
     const int host_start = o->init != MF_ASD_INIT_RANDOM;
@@ -161,29 +277,20 @@ static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
     mf_status st = MF_OK;
     if (host_start && (!X0 || !Y0))
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory for the start");
-    const double norm2 = observed_norm2(M, mf_ctx_threads(ctx));
-    if (st == MF_OK && !(norm2 > 0.0))
-        st = mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
     if (st == MF_OK && o->init == MF_ASD_INIT_GIVEN) {
         st = load_given(ctx, X, (int64_t)M->rows * r, where, X0, "X");
         if (st == MF_OK)
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
     } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
         st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
-    mf_asd_setup setup = {ctx, s->M, r, o->variant == MF_ASD_SCALED, X0, Y0, norm2};
     if (st == MF_OK)
-        st = MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
+        st = open_engine(s, r, X0, Y0, norm2);
     free(X0);
     free(Y0);
     if (st != MF_OK)
         return st;
-    st = iterate(s, sqrt(norm2));
-    if (mf_run_has_result(st) && o->test)
-        st = mf_run_then(st, s->e->rmse(s->e, o->test, &s->rep.test_rmse));
-    if (mf_run_has_result(st))
-        st = mf_run_then(st, s->e->finish(s->e, X, Y, where));
-    s->e->destroy(s->e);
-    return st;
+    const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window};
+    return close_engine(s, iterate(s, sqrt(norm2), &ru), X, Y, where);
 }
 
 mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *opts, float *X,
