@@ -8,15 +8,30 @@
 planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction, const double *scale,
                      uint64_t seed)
 {
+    return make_planted_dist(ctx, m, n, r, fraction, scale, seed, 0);
+}
+
+/* A standard normal draw (Box-Muller) from the fixture's generator. */
+static double draw(uint64_t *st, int normal)
+{
+    if (!normal)
+        return 2 * tu_unit(st) - 1;
+    double a = tu_unit(st), b = tu_unit(st);
+    return sqrt(-2.0 * log(a > 0 ? a : 1e-300)) * cos(6.283185307179586 * b);
+}
+
+planted make_planted_dist(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction,
+                          const double *scale, uint64_t seed, int normal)
+{
     planted p = {
         m,   n, r, malloc((size_t)m * r * sizeof(float)), malloc((size_t)n * r * sizeof(float)),
         NULL};
     ck_assert(p.A && p.B);
     uint64_t st = seed;
     for (int64_t i = 0; i < (int64_t)m * r; i++)
-        p.A[i] = (float)((2 * tu_unit(&st) - 1) * (scale ? scale[i % r] : 1.0));
+        p.A[i] = (float)(draw(&st, normal) * (scale ? scale[i % r] : 1.0));
     for (int64_t i = 0; i < (int64_t)n * r; i++)
-        p.B[i] = (float)(2 * tu_unit(&st) - 1);
+        p.B[i] = (float)draw(&st, normal);
     int64_t cap = (int64_t)((double)m * n * fraction * 1.2) + 64, nnz = 0;
     int32_t *row = malloc((size_t)cap * sizeof *row), *col = malloc((size_t)cap * sizeof *col);
     float *val = malloc((size_t)cap * sizeof *val);

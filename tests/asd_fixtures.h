@@ -19,6 +19,9 @@ typedef struct planted {
 
 planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction, const double *scale,
                      uint64_t seed);
+/* The same with standard normal factors when `normal` is nonzero. */
+planted make_planted_dist(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction,
+                          const double *scale, uint64_t seed, int normal);
 void free_planted(planted *p);
 
 /* |X Y^T - A B^T|_F / |A B^T|_F over every entry, in double (X rows x r, Y cols x r). */
