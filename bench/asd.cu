@@ -416,6 +416,7 @@ struct options {
     double tol = 1e-5;
     int timed = 20, runs = 3, peer_cap = 400, stagnation = 15, max_its = 5000;
     uint64_t seed = 0; // the mfact context's seed: its random start
+    bool continuation = false;
     double limit_gb = 16.0;
     bool peer = true;
 };
@@ -500,6 +501,7 @@ static void run_case(problem &p, const options &opt, double bandwidth)
         o.tolerance = opt.tol;
         o.stagnation_window = opt.stagnation;
         o.max_iterations = opt.max_its;
+        o.rank_continuation = opt.continuation;
         std::vector<double> secs;
         for (int run = 0; run < opt.runs; run++) {
             MF_CHECK(ctx, mf_sparse_from_csr(ctx, &M, p.m, p.n, nnz, p.ptr.data(), p.col.data(),
@@ -579,15 +581,18 @@ int main(int argc, char **argv)
             opt.max_its = atoi(argv[++i]);
         else if (a == "--seed" && i + 1 < argc)
             opt.seed = strtoull(argv[++i], nullptr, 10);
+        else if (a == "--rank-continuation")
+            opt.continuation = true;
         else if (a == "--uniform")
             uniform = true;
         else if (a == "--no-peer")
             opt.peer = false;
         else {
-            fprintf(stderr,
-                    "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
-                    "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
-                    "[--max-iterations N] [--seed S] [--uniform] [--no-peer]\n");
+            fprintf(
+                stderr,
+                "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
+                "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
+                "[--max-iterations N] [--seed S] [--rank-continuation] [--uniform] [--no-peer]\n");
             return 2;
         }
     }
@@ -602,6 +607,8 @@ int main(int argc, char **argv)
         p.uniform = uniform;
         if (uniform)
             p.name += " U";
+        if (opt.continuation)
+            p.name += " RC";
     }
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));

@@ -201,6 +201,44 @@ START_TEST(device_factors_and_test_rmse)
 }
 END_TEST
 
+START_TEST(rank_continuation_on_the_gpu)
+{
+    /* The ill-conditioned N(0, 1) case grown one rank at a time on the GPU; then a time
+     * limit met at rank 1 with device factors: rank-5 factors, zero past column 1. */
+    const double scale[5] = {1, 0.316, 0.1, 0.0316, 0.01};
+    mf_ctx *gpu = tu_cuda_ctx(0);
+    planted p = make_planted_dist(gpu, 800, 600, 5, 0.2, scale, 40, 1);
+    const size_t nx = (size_t)p.m * 5, ny = (size_t)p.n * 5;
+    float *X = malloc(nx * 4), *Y = malloc(ny * 4);
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 5;
+    o.rank_continuation = 1;
+    o.max_iterations = 2000;
+    mf_asd_report rep = run_where(gpu, p.M, &o, X, Y, MF_MEMORY_HOST);
+    double err = full_error(&p, X, Y, 5);
+    printf("GPU continuation: %d iterations, error %.2e\n", rep.iterations, err);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
+    ck_assert_msg(err < 1e-4, "error %g", err);
+#ifdef MFACT_HAVE_CUDA
+    float *Xd = NULL, *Yd = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&Xd, nx * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&Yd, ny * 4), cudaSuccess);
+    o.time_limit = 1e-9;
+    rep = run_where(gpu, p.M, &o, Xd, Yd, MF_MEMORY_DEVICE);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TIME_LIMIT);
+    ck_assert_int_eq(cudaMemcpy(X, Xd, nx * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (size_t i = 0; i < nx; i++)
+        ck_assert(isfinite(X[i]) && (i % 5 == 0 || X[i] == 0.0f));
+    cudaFree(Xd);
+    cudaFree(Yd);
+#endif
+    free(X), free(Y);
+    free_planted(&p);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
 static int stop_at_3(void *user, const mf_progress *p)
 {
     int *calls = user;
@@ -357,6 +395,7 @@ int main(void)
                                   device_factors_and_test_rmse,
                                   cancel_time_limit_rank_deficient,
                                   bad_input_leaves_device_factors,
-                                  device_transpose_matches_host};
+                                  device_transpose_matches_host,
+                                  rank_continuation_on_the_gpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -128,6 +128,14 @@ out=$("$mfact" complete --backend cpu --synthetic 200,150,4,0.4 --condition 100 
       --max-iterations 3 2>/dev/null) || fail "complete --plain --condition exited $?"
 echo "$out" | grep -q "^variant plain$" && echo "$out" | grep -q "^iterations 3$" &&
   echo "$out" | grep -q "^stopped max iterations$" || fail "complete --plain: $out"
+json=$("$mfact" complete --backend cpu --synthetic 400,300,4,0.3 --condition 100 \
+       --rank-continuation --json 2>/dev/null) || fail "complete --rank-continuation exited $?"
+echo "$json" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["rank_continuation"] == "yes" and d["stopped"] == "tolerance", d
+assert d["relative_error_vs_planted"] < 1e-3, d
+' || fail "complete --rank-continuation: $json"
 lowrank=$(mktemp --suffix=.txt) fx=$(mktemp) fy=$(mktemp)
 for i in $(seq 0 29); do for j in $(seq 0 19); do
   [ $(( (i * 7 + j * 3) % 3 )) -ne 0 ] && echo "$i $j $(( (i % 4 + 1) * (j % 3 + 1) ))"
