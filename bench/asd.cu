@@ -29,17 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_cusparse.h"
 #include "bench_util.h"
-
-#define SP_CHECK(call)                                                                             \
-    do {                                                                                           \
-        cusparseStatus_t s_ = (call);                                                              \
-        if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                          \
-                    cusparseGetErrorString(s_));                                                   \
-            exit(1);                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static double now()
 {

@@ -71,3 +71,11 @@ double full_error(const planted *p, const float *X, const float *Y, int r)
         }
     return sqrt(num / den);
 }
+
+int asd_stop_at_3(void *user, const mf_progress *p)
+{
+    int *calls = user;
+    ++*calls;
+    ck_assert(isfinite(p->train_rmse) && p->seconds >= 0);
+    return p->iteration == 3;
+}

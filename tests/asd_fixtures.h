@@ -27,4 +27,8 @@ void free_planted(planted *p);
 /* |X Y^T - A B^T|_F / |A B^T|_F over every entry, in double (X rows x r, Y cols x r). */
 double full_error(const planted *p, const float *X, const float *Y, int r);
 
+/* A progress callback counting its calls in *(int *)user, checking what it is given, and
+ * cancelling after the third iteration. */
+int asd_stop_at_3(void *user, const mf_progress *p);
+
 #endif

@@ -148,14 +148,6 @@ START_TEST(rank_continuation_recovers_ill_conditioned)
 }
 END_TEST
 
-static int stop_at_3(void *user, const mf_progress *p)
-{
-    int *calls = user;
-    ++*calls;
-    ck_assert(isfinite(p->train_rmse) && p->seconds >= 0);
-    return p->iteration == 3;
-}
-
 START_TEST(cancel_and_time_limit)
 {
     mf_ctx *ctx = tu_cpu_ctx();
@@ -166,7 +158,7 @@ START_TEST(cancel_and_time_limit)
     o.rank = 4;
     o.tolerance = 1e-12;
     int calls = 0;
-    o.progress = stop_at_3;
+    o.progress = asd_stop_at_3;
     o.progress_user = &calls;
     mf_asd_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_asd_run(ctx, p.M, &o, X, Y, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);

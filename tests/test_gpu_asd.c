@@ -239,14 +239,6 @@ START_TEST(rank_continuation_on_the_gpu)
 }
 END_TEST
 
-static int stop_at_3(void *user, const mf_progress *p)
-{
-    int *calls = user;
-    ++*calls;
-    ck_assert(isfinite(p->train_rmse) && p->seconds >= 0);
-    return p->iteration == 3;
-}
-
 START_TEST(cancel_time_limit_rank_deficient)
 {
     pair q = make_pair(300, 200, 3, 0.4, NULL, 5);
@@ -256,7 +248,7 @@ START_TEST(cancel_time_limit_rank_deficient)
     o.rank = 3;
     o.tolerance = 1e-12;
     int calls = 0;
-    o.progress = stop_at_3;
+    o.progress = asd_stop_at_3;
     o.progress_user = &calls;
     mf_asd_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_asd_run(q.gpu, q.Mg, &o, X, Y, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);

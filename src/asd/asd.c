@@ -194,6 +194,21 @@ static void add_column(mf_ctx *ctx, const float *F, int64_t lines, int k, float 
     }
 }
 
+/* Rank-k factors F (lines x k) to the caller's dst (lines x r, `where` memory) with zeros
+ * past column k, through the host scratch `pad` (lines x r). */
+static mf_status hand_over(mf_ctx *ctx, const float *F, int64_t lines, int k, int r, float *pad,
+                           float *dst, mf_memory where)
+{
+    const size_t bytes = (size_t)lines * r * sizeof *pad;
+    memset(pad, 0, bytes);
+    for (int64_t i = 0; i < lines; i++)
+        memcpy(pad + i * r, F + i * k, (size_t)k * sizeof *pad);
+    if (where == MF_MEMORY_DEVICE)
+        return mf_cuda_copy(ctx, dst, pad, bytes);
+    memcpy(dst, pad, bytes);
+    return MF_OK;
+}
+
 /* Rank continuation: ranks 1 .. r-1 until they stagnate (or meet the tolerance), each
  * started from the last; then rank r under the caller's rules. */
 static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory where, double norm2)
@@ -224,35 +239,24 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
         st = iterate(s, sqrt(norm2), k < r ? &inner : &outer);
         const int ended = st != MF_OK || s->rep.stopped == MF_ASD_STOP_TIME_LIMIT ||
                           s->rep.stopped == MF_ASD_STOP_MAX_ITERATIONS;
-        if (k == r)
-            return free(A), free(B), free(Ak), free(Bk), close_engine(s, st, X, Y, where);
-        if (mf_run_has_result(st))
-            st = mf_run_then(st, s->e->finish(s->e, Ak, Bk, MF_MEMORY_HOST));
-        if (ended) { /* the result so far, zero columns past k */
-            if (mf_run_has_result(st) && o->test)
-                st = mf_run_then(st, s->e->rmse(s->e, o->test, &s->rep.test_rmse));
-            s->e->destroy(s->e);
-            s->e = NULL;
-            if (mf_run_has_result(st)) {
-                memset(A, 0, (size_t)m * r * sizeof *A);
-                memset(B, 0, (size_t)n * r * sizeof *B);
-                for (int64_t i = 0; i < m; i++)
-                    memcpy(A + i * r, Ak + i * k, (size_t)k * sizeof *A);
-                for (int64_t j = 0; j < n; j++)
-                    memcpy(B + j * r, Bk + j * k, (size_t)k * sizeof *B);
-                mf_status cs = where == MF_MEMORY_DEVICE
-                                   ? mf_cuda_copy(ctx, X, A, (size_t)m * r * sizeof *A)
-                                   : (memcpy(X, A, (size_t)m * r * sizeof *A), MF_OK);
-                if (cs == MF_OK)
-                    cs = where == MF_MEMORY_DEVICE
-                             ? mf_cuda_copy(ctx, Y, B, (size_t)n * r * sizeof *B)
-                             : (memcpy(Y, B, (size_t)n * r * sizeof *B), MF_OK);
-                st = mf_run_then(st, cs);
-            }
+        if (k == r) {
+            st = close_engine(s, st, X, Y, where);
             break;
         }
-        s->e->destroy(s->e);
-        s->e = NULL;
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, s->e->finish(s->e, Ak, Bk, MF_MEMORY_HOST));
+        if (!ended) {
+            s->e->destroy(s->e);
+            s->e = NULL;
+            continue;
+        }
+        /* The result so far: the test RMSE at rank k, and rank-r factors, zero past k. */
+        st = close_engine(s, st, NULL, NULL, where);
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, hand_over(ctx, Ak, m, k, r, A, X, where));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, hand_over(ctx, Bk, n, k, r, B, Y, where));
+        break;
     }
     free(A), free(B), free(Ak), free(Bk);
     return st;
