@@ -44,12 +44,25 @@ int main(void)
     opts.test = test;
     opts.progress = show;
     float U[5 * 2], V[4 * 2]; /* row-major: U[u * rank + t] */
+    float user_bias[5], item_bias[4];
+    mf_biases biases = {0.0f, user_bias, item_bias}; /* the run fills in the mean */
+    opts.bias_out = &biases;
     mf_als_report report = {.struct_size = sizeof report};
     if (mf_als_run(ctx, train, &opts, U, V, MF_MEMORY_HOST, &report) != MF_OK) {
         fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
         return 1;
     }
-    float predicted = U[4 * 2] * V[3 * 2] + U[4 * 2 + 1] * V[3 * 2 + 1];
+    /* The model: mean + user bias + item bias + U_u . V_i. */
+    mf_model model;
+    mf_model_init(&model);
+    model.users = 5, model.items = 4, model.k = 2;
+    model.U = U, model.ldu = 2, model.V = V, model.ldv = 2;
+    model.mean = biases.mean, model.user_bias = user_bias, model.item_bias = item_bias;
+    float predicted = 0.0f;
+    if (mf_predict_pairs(ctx, &model, 1, held_user, held_item, &predicted) != MF_OK) {
+        fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
+        return 1;
+    }
     printf("user 4, item 3: predicted %.1f (held out: 5)\n", predicted);
     printf("%d iterations in %.3f s\n", report.iterations, report.seconds);
     mf_sparse_destroy(train);

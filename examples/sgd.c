@@ -43,16 +43,30 @@ int main(void)
     opts.schedule = MF_SGD_SCHEDULE_CONSTANT;
     opts.lambda_u = opts.lambda_v = 0.02f;
     opts.epochs = 500;
+    opts.biases = 0; /* 18 ratings: the plain model (its mean and biases come back as 0) */
     opts.test = test;
     opts.progress = show;
     /* 18 ratings make one chunk per user: one worker, so the run is reproducible. */
     float U[5 * 2], V[4 * 2]; /* row-major: U[u * rank + t] */
+    float user_bias[5], item_bias[4];
+    mf_biases biases = {0.0f, user_bias, item_bias}; /* the run fills in the mean */
+    opts.bias_out = &biases;
     mf_sgd_report report = {.struct_size = sizeof report};
     if (mf_sgd_hogwild_run(ctx, train, &opts, U, V, MF_MEMORY_HOST, &report) != MF_OK) {
         fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
         return 1;
     }
-    float predicted = U[4 * 2] * V[3 * 2] + U[4 * 2 + 1] * V[3 * 2 + 1];
+    /* The model: mean + user bias + item bias + U_u . V_i. */
+    mf_model model;
+    mf_model_init(&model);
+    model.users = 5, model.items = 4, model.k = 2;
+    model.U = U, model.ldu = 2, model.V = V, model.ldv = 2;
+    model.mean = biases.mean, model.user_bias = user_bias, model.item_bias = item_bias;
+    float predicted = 0.0f;
+    if (mf_predict_pairs(ctx, &model, 1, held_user, held_item, &predicted) != MF_OK) {
+        fprintf(stderr, "%s\n", mf_ctx_last_error(ctx));
+        return 1;
+    }
     printf("user 4, item 3: predicted %.1f (held out: 5)\n", predicted);
     printf("%d epochs, %d worker(s), in %.3f s\n", report.epochs, report.workers, report.seconds);
     mf_sparse_destroy(train);

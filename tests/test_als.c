@@ -26,6 +26,7 @@ START_TEST(hand_solved)
     mf_als_opts o;
     mf_als_opts_init(&o);
     o.rank = 1, o.lambda = 0.5f, o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
+    o.biases = 0; /* the plain model's solves, by hand */
     float U[3] = {NAN, NAN, NAN}, V[3] = {1, 2, 1};
     mf_als_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
@@ -88,6 +89,7 @@ START_TEST(planted_recovery)
         mf_als_opts o;
         mf_als_opts_init(&o);
         o.rank = 8, o.lambda = 1e-5f, o.iterations = 20, o.init = inits[s];
+        o.biases = 0; /* the planted model has none (test_model.c plants biases too) */
         mf_als_report rep = {.struct_size = sizeof rep};
         ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
         ck_assert_msg(rep.train_rmse < 1e-3, "init %d: train RMSE %g", (int)inits[s],
@@ -175,12 +177,13 @@ END_TEST
 
 START_TEST(warm_start_continues)
 {
-    /* Three iterations equal two, then one more warm-started from the V they reached. */
+    /* Three iterations equal two, then one more warm-started from the V they reached (the
+     * plain model: a warm start passes V alone, so a biased one restarts its biases). */
     mf_ctx *ctx = tu_cpu_ctx();
     mf_sparse *R = ax_ratings(ctx, 60, 45, 0.2, 8, NULL, NULL);
     mf_als_opts o;
     mf_als_opts_init(&o);
-    o.rank = 6, o.iterations = 3;
+    o.rank = 6, o.iterations = 3, o.biases = 0;
     float U3[60 * 6], V3[45 * 6], U[60 * 6], V[45 * 6];
     ck_assert_int_eq(mf_als_run(ctx, R, &o, U3, V3, MF_MEMORY_HOST, NULL), MF_OK);
     o.iterations = 2;

@@ -34,6 +34,7 @@ START_TEST(hand_computed)
     mf_sgd_opts_init(&o);
     o.rank = 2, o.learning_rate = 0.25f, o.decay = 1.0f, o.lambda_u = o.lambda_v = 0.5f;
     o.epochs = 2, o.workers = 1, o.init = MF_SGD_INIT_GIVEN;
+    o.biases = 0; /* the plain updates, by hand */
     float U[4] = {1, 0.5f, 0.5f, 1}, V[4] = {0.5f, 1, 1, 0.5f};
     mf_sgd_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
@@ -67,6 +68,7 @@ START_TEST(one_worker_replays_the_plan)
         mf_sgd_opts_init(&o);
         o.rank = 5, o.epochs = 3, o.workers = 1, o.order = (mf_sgd_order)order;
         o.learning_rate = 0.02f;
+        o.biases = 0; /* sx_replay replays the plain updates */
         float *U = NULL, *V = NULL;
         mf_sgd_report rep;
         sx_run(ctx, R, &o, MF_OK, &rep, &U, &V);
@@ -199,6 +201,9 @@ START_TEST(cancellation)
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
     o.rank = 4, o.test = test, o.progress = on_epoch, o.progress_user = &s;
+    float bu[100], bi[80];
+    mf_biases out = {NAN, bu, bi};
+    o.bias_out = &out;
     float *U = NULL, *V = NULL;
     mf_sgd_report rep;
     sx_run(ctx, R, &o, MF_ERR_CANCELLED, &rep, &U, &V);
@@ -206,9 +211,13 @@ START_TEST(cancellation)
     ck_assert_int_eq(s.calls, 2);
     ck_assert_int_eq(rep.epochs, 2);
     ck_assert_double_eq(rep.train_rmse, s.last_train);
-    /* The factors of the last completed epoch were handed over. */
+    /* The model of the last completed epoch (factors and biases) was handed over. */
     double rmse = 0.0;
-    ck_assert_int_eq(mf_rmse(ctx, R, 4, U, 4, V, 4, MF_MEMORY_HOST, &rmse), MF_OK);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = 100, m.items = 80, m.k = 4, m.U = U, m.ldu = 4, m.V = V, m.ldv = 4;
+    m.mean = out.mean, m.user_bias = bu, m.item_bias = bi;
+    ck_assert_int_eq(mf_model_rmse(ctx, &m, R, &rmse), MF_OK);
     ck_assert_double_eq_tol(rmse, rep.train_rmse, 1e-5);
     free(U), free(V);
     mf_sparse_destroy(R);

@@ -24,10 +24,11 @@
  * major version (the SONAME, `libmfact.so.<major>`) no function is removed or changes its
  * signature, no enum value is renumbered, and option structs only grow at the end.
  * EXPERIMENTAL are the knobs whose shape may still change (the EXPERIMENTAL section at the
- * end of this header, and the option fields below an "EXPERIMENTAL" line, which come last
- * in their struct): they may change or go in a minor release. A program that leaves them at
- * their defaults is not affected; one built with a field a later version dropped gets
- * MF_ERR_UNSUPPORTED when it sets that field, never a different meaning.
+ * end of this header, and the option fields from an "EXPERIMENTAL" line to the end of their
+ * struct or to a "Stable again" line): they may change or go in a minor release. A program
+ * that leaves them at their defaults is not affected; one built with a field a later version
+ * dropped gets MF_ERR_UNSUPPORTED when it sets that field, never a different meaning (a
+ * dropped field keeps its slot, so the fields after it do not move).
  */
 #ifndef MFACT_H
 #define MFACT_H
@@ -44,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------- */
 
 #define MF_VERSION_MAJOR 0
-#define MF_VERSION_MINOR 1
+#define MF_VERSION_MINOR 2
 #define MF_VERSION_PATCH 0
 /* One number that orders versions: 10000 * major + 100 * minor + patch. */
 #define MF_VERSION_NUMBER (MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH)
@@ -387,6 +388,64 @@ MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const flo
                          const float *B, int64_t ldb, mf_memory where, double *rmse);
 
 /* ------------------------------------------------------------------------------------- */
+/* Explicit-ratings models: biases and predictions                                       */
+/* ------------------------------------------------------------------------------------- */
+
+/* Where a run hands over the bias terms it fitted (mf_als_opts.bias_out,
+ * mf_sgd_opts.bias_out). The run writes `mean` and, where the arrays are not NULL, the
+ * per-user and per-item biases (users and items floats in the run's `where` memory), on
+ * success and on cancellation, like the factors; a failed run writes nothing. */
+typedef struct mf_biases {
+    float mean;  /* mu: the mean of the training ratings                                   */
+    float *user; /* b_u, users entries, or NULL                                            */
+    float *item; /* b_i, items entries, or NULL                                            */
+} mf_biases;
+
+/* A trained explicit-ratings model, as mf_als_run and mf_sgd_hogwild_run produce it:
+ *     r_ui ~ mean + user_bias[u] + item_bias[i] + dot(U[u, 0..k), V[i, 0..k))
+ * Every array lives in `where` memory; a NULL bias array counts as zeros (a model without
+ * biases: mean 0 and both NULL). The model only points at the caller's arrays. */
+typedef struct mf_model {
+    size_t struct_size;     /* sizeof(mf_model), set by mf_model_init                    */
+    int32_t users, items;   /* rows of U and V; >= 1                                      */
+    int k;                  /* >= 1                                                      */
+    const float *U;         /* users x k, leading dimension ldu >= k                      */
+    int64_t ldu;            /*                                                            */
+    const float *V;         /* items x k, leading dimension ldv >= k                      */
+    int64_t ldv;            /*                                                            */
+    float mean;             /* mu; must be finite                                         */
+    const float *user_bias; /* users entries, or NULL                                     */
+    const float *item_bias; /* items entries, or NULL                                     */
+    mf_memory where;        /* where U, V, the biases and the predictions live            */
+} mf_model;
+
+/* Zeroes the model and sets struct_size and where (MF_MEMORY_HOST). */
+MF_API void mf_model_init(mf_model *model);
+
+/* Predictions at every stored entry of `at` (its values are not read), in canonical order,
+ * into out (nnz floats in model->where memory). `at` may be larger than the model: a user
+ * (row) >= model->users or an item (column) >= model->items is one the model has not seen,
+ * and its terms count as zero, so such a prediction is mean + the known bias (mean alone
+ * when both are unseen); never NaN for finite inputs. Factors and dot products as
+ * mf_sddmm computes them. Bad arguments (a NULL pointer, k < 1, ld < k, users or items < 1,
+ * a non-finite mean, arrays in the wrong memory) are MF_ERR_INVALID_ARGUMENT and leave out
+ * untouched. Returns when out holds the result. */
+MF_API mf_status mf_predict(mf_ctx *ctx, const mf_model *model, const mf_sparse *at, float *out);
+
+/* Predictions for n (user, item) pairs: out[p] for (user[p], item[p]). user, item and out
+ * live in model->where memory. A user >= model->users or an item >= model->items is unseen
+ * and predicted as in mf_predict; a negative index is MF_ERR_INVALID_DATA naming the pair,
+ * and leaves out untouched. n = 0 does nothing. Returns when out holds the result. */
+MF_API mf_status mf_predict_pairs(mf_ctx *ctx, const mf_model *model, int64_t n,
+                                  const int32_t *user, const int32_t *item, float *out);
+
+/* RMSE of the model's predictions (as mf_predict) over the stored entries of `ratings` (a
+ * pattern's count as 1): the squared residuals summed in double. A matrix with no entries
+ * gives 0. Arguments as mf_predict. */
+MF_API mf_status mf_model_rmse(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
+                               double *rmse);
+
+/* ------------------------------------------------------------------------------------- */
 /* Progress of iterative algorithms                                                      */
 /* ------------------------------------------------------------------------------------- */
 
@@ -407,6 +466,15 @@ typedef int (*mf_progress_fn)(void *user, const mf_progress *progress);
 /* ------------------------------------------------------------------------------------- */
 /* ALS-WR: alternating least squares with weighted-lambda regularization                 */
 /* ------------------------------------------------------------------------------------- */
+
+/* What mf_als_opts.tune and mf_sgd_opts.tune search (flags; 0: nothing, the default). The
+ * run holds out a validation part of the training ratings (a seeded 10 %, chosen by a hash
+ * of each rating's position), fits every candidate on the rest, keeps the candidate with
+ * the lowest validation RMSE, and then fits it on all the training ratings. The report
+ * says what was chosen. Candidates: lambda at 1/4, 1/2, 1, 2 and 4 times the option's
+ * value; with MF_TUNE_RANK also the ranks 1/4 and 1/2 of opts.rank (at least 1), the
+ * chosen rank's factors written in the first columns of U and V and the rest zero. */
+typedef enum mf_tune { MF_TUNE_NONE = 0, MF_TUNE_LAMBDA = 1, MF_TUNE_RANK = 2 } mf_tune;
 
 typedef enum mf_als_init {
     /* Zhou et al.: V's first column is the item's mean rating, the other columns uniform
@@ -429,6 +497,11 @@ typedef struct mf_als_opts {
     const mf_sparse *test;   /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress; /* optional; also turns on the per-iteration train RMSE        */
     void *progress_user;     /* passed to progress                                          */
+    /* Since 0.2. */
+    int biases;          /* 1 (default): fit mean + user and item biases; 0: U V^T alone */
+    float lambda_bias;   /* >= 0: the biases' lambda, times the count like lambda; 0.5   */
+    mf_biases *bias_out; /* optional: receives the mean and the biases (mf_biases)       */
+    unsigned tune;       /* mf_tune flags; default 0                                     */
 } mf_als_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -442,6 +515,10 @@ typedef struct mf_als_report {
     double train_rmse;        /* after the last completed iteration                         */
     double test_rmse;         /* NaN without a test set                                     */
     size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU           */
+    /* Since 0.2: what the run fitted (with opts.tune, what it chose). */
+    float lambda;           /* the lambda of the final fit                                */
+    int rank;               /* the rank of the final fit                                  */
+    double validation_rmse; /* with opts.tune: the chosen candidate's; else NaN           */
 } mf_als_report;
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);
@@ -509,6 +586,11 @@ typedef struct mf_sgd_opts {
     void *progress_user;      /* passed to progress                                          */
     /* EXPERIMENTAL (the section at the end of this header): */
     int order; /* an mf_sgd_order; default MF_SGD_ORDER_USER_CHUNKS                       */
+    /* Stable again, since 0.2. */
+    int biases;          /* 1 (default): fit mean + user and item biases; 0: U V^T alone  */
+    float lambda_bias;   /* >= 0: the biases' lambda (per update, like lambda_u)          */
+    mf_biases *bias_out; /* optional: receives the mean and the biases (mf_biases)        */
+    unsigned tune;       /* mf_tune flags; default 0                                      */
 } mf_sgd_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -522,6 +604,10 @@ typedef struct mf_sgd_report {
     double train_rmse;         /* after the last completed epoch                            */
     double test_rmse;          /* NaN without a test set                                    */
     size_t peak_device_bytes;  /* the context's peak during the call; 0 on the CPU          */
+    /* Since 0.2: what the run fitted (with opts.tune, what it chose). */
+    float lambda;           /* lambda_u of the final fit (lambda_v scaled alike)            */
+    int rank;               /* the rank of the final fit                                    */
+    double validation_rmse; /* with opts.tune: the chosen candidate's; else NaN             */
 } mf_sgd_report;
 
 MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);

@@ -11,6 +11,8 @@
 #include "core/ctx.h"
 #include "core/random.h"
 #include "core/run.h"
+#include "core/staging.h"
+#include "core/tune.h"
 #include "cuda/cuda_backend.h"
 
 /* The Philox stream of the initial factors: fixed, so that a seed means one start. */
@@ -26,6 +28,9 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->lambda = 0.05f;
     opts->iterations = 10;
     opts->init = MF_ALS_INIT_UNIFORM;
+    opts->biases = 1;
+    opts->lambda_bias = 0.5f;
+    opts->tune = MF_TUNE_NONE;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
@@ -40,6 +45,12 @@ static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
                o->init == MF_ALS_INIT_MEAN || o->init == MF_ALS_INIT_GIVEN ||
                    o->init == MF_ALS_INIT_UNIFORM,
                "%s: init = %d is not an mf_als_init value", fn, (int)o->init);
+    MF_REQUIRE(ctx, o->biases == 0 || o->biases == 1, "%s: biases = %d must be 0 or 1", fn,
+               o->biases);
+    MF_REQUIRE(ctx, o->lambda_bias >= 0.0f && isfinite(o->lambda_bias),
+               "%s: lambda_bias = %g must be finite and >= 0", fn, (double)o->lambda_bias);
+    MF_REQUIRE(ctx, (o->tune & ~(unsigned)(MF_TUNE_LAMBDA | MF_TUNE_RANK)) == 0,
+               "%s: tune = 0x%x holds unknown mf_tune flags", fn, o->tune);
     return MF_OK;
 }
 
@@ -69,14 +80,23 @@ static mf_status init_seeded(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float 
 
 /* The caller's V as the start: copied to the host (from the device if need be) and
  * checked, since a NaN would spread through every system. */
-static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V, mf_memory where,
-                            float *V0)
+static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, int64_t ld, const float *V,
+                            mf_memory where, float *V0)
 {
-    size_t bytes = (size_t)R->cols * k * sizeof *V0;
-    if (where == MF_MEMORY_DEVICE)
-        MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
-    else
-        memcpy(V0, V, bytes);
+    if (ld == k) {
+        size_t bytes = (size_t)R->cols * k * sizeof *V0;
+        if (where == MF_MEMORY_DEVICE)
+            MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
+        else
+            memcpy(V0, V, bytes);
+    }
+    for (int32_t i = 0; ld != k && i < R->cols; i++) { /* a tuned rank: the first k of a row */
+        size_t bytes = (size_t)k * sizeof *V0;
+        if (where == MF_MEMORY_DEVICE)
+            MF_TRY(mf_cuda_copy(ctx, V0 + (int64_t)i * k, V + i * ld, bytes));
+        else
+            memcpy(V0 + (int64_t)i * k, V + i * ld, bytes);
+    }
     for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
         if (!isfinite(V0[p]))
             return mf_fail(ctx, MF_ERR_INVALID_DATA,
@@ -84,6 +104,15 @@ static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float 
                            (long long)(p / k), (long long)(p % k), (double)V0[p]);
     return MF_OK;
 }
+
+/* One fit: ratings R at rank k and lambda, measured on `test` (NULL: none). */
+typedef struct fit_spec {
+    mf_sparse *R;
+    const mf_sparse *test;
+    int k;
+    float lambda;
+    int final; /* the fit the caller gets: progress calls, the report's timings */
+} fit_spec;
 
 typedef struct run_state {
     mf_run run;
@@ -93,60 +122,127 @@ typedef struct run_state {
     mf_als_report rep;
 } run_state;
 
-static mf_status measure(run_state *s, double *train, double *test)
+static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
-    MF_TRY(s->e->rmse(s->e, s->R, train));
+    MF_TRY(s->e->rmse(s->e, f->R, train));
     *test = NAN;
-    if (s->o->test)
-        MF_TRY(s->e->rmse(s->e, s->o->test, test));
+    if (f->test)
+        MF_TRY(s->e->rmse(s->e, f->test, test));
     return MF_OK;
 }
 
-static mf_status iterate(run_state *s)
+static mf_status iterate(run_state *s, const fit_spec *f)
 {
     const mf_als_opts *o = s->o;
-    int have_rmse = 0;
-    for (int it = 1; it <= o->iterations; it++) {
+    double gram = 0.0, solve = 0.0, iter = 0.0, train = NAN, test = NAN;
+    int have_rmse = 0, done = 0;
+    mf_status st = MF_OK;
+    for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         double t0 = mf_seconds();
-        MF_TRY(s->e->half_step(s->e, MF_ALS_USERS, &s->rep.gram_seconds, &s->rep.solve_seconds));
-        MF_TRY(s->e->half_step(s->e, MF_ALS_ITEMS, &s->rep.gram_seconds, &s->rep.solve_seconds));
-        s->rep.iteration_seconds += mf_seconds() - t0;
-        s->rep.iterations = it;
+        st = s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve);
+        if (st == MF_OK)
+            st = s->e->half_step(s->e, MF_ALS_ITEMS, &gram, &solve);
+        if (st != MF_OK)
+            break;
+        iter += mf_seconds() - t0;
+        done = it;
         have_rmse = 0;
-        if (!o->progress)
+        if (!o->progress || !f->final)
             continue;
-        MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
+        st = measure(s, f, &train, &test);
+        if (st != MF_OK)
+            break;
         have_rmse = 1;
-        mf_progress p = {it, mf_run_seconds(&s->run), s->rep.train_rmse, s->rep.test_rmse};
-        MF_TRY(mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it));
+        mf_progress p = {it, mf_run_seconds(&s->run), train, test};
+        st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
     }
-    if (!have_rmse)
-        MF_TRY(measure(s, &s->rep.train_rmse, &s->rep.test_rmse));
-    return MF_OK;
+    if (st == MF_OK && !have_rmse)
+        st = measure(s, f, &train, &test);
+    if (f->final) {
+        s->rep.iterations = done;
+        s->rep.gram_seconds = gram;
+        s->rep.solve_seconds = solve;
+        s->rep.iteration_seconds = iter;
+        s->rep.train_rmse = train;
+        s->rep.test_rmse = test;
+    } else {
+        s->rep.test_rmse = test; /* the candidate's validation RMSE */
+    }
+    return st;
 }
 
-/* The start, the engine, the iterations, the factors handed over. */
-static mf_status run(run_state *s, float *U, float *V, mf_memory where)
+/* The start, the engine, the iterations; the final fit hands its factors over. */
+static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_als_opts *o = s->o;
-    float *V0 = malloc((size_t)s->R->cols * o->rank * sizeof *V0);
+    float *V0 = malloc((size_t)f->R->cols * f->k * sizeof *V0 + 1);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_als_run: out of host memory for the initial V");
     mf_status st = o->init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, s->R, o->rank, V, where, V0)
-                       : init_seeded(ctx, s->R, o->rank, o->init == MF_ALS_INIT_MEAN, V0);
-    mf_als_setup setup = {ctx, s->R, o->rank, o->lambda, where, V0};
+                       ? init_given(ctx, f->R, f->k, o->rank, V, where, V0)
+                       : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
+    mf_als_setup setup = {ctx,       f->R,           f->k,
+                          f->lambda, where,          V0,
+                          o->biases, o->lambda_bias, (float)mf_sparse_mean(f->R)};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);
     if (st != MF_OK)
         return st;
-    st = iterate(s);
-    if (mf_run_has_result(st))
-        st = mf_run_then(st, s->e->finish(s->e, U, V));
+    st = iterate(s, f);
+    if (f->final && mf_run_has_result(st) && f->k < o->rank) { /* a tuned rank: zero the rest */
+        st = mf_run_then(st, mf_fill_output(ctx, U, (int64_t)f->R->rows * o->rank, 0.0f, where));
+        st = mf_run_then(st, mf_fill_output(ctx, V, (int64_t)f->R->cols * o->rank, 0.0f, where));
+    }
+    if (f->final && mf_run_has_result(st)) {
+        mf_biases *out = o->bias_out;
+        st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out && o->biases ? out->user : NULL,
+                                          out && o->biases ? out->item : NULL));
+        if (out && mf_run_has_result(st)) {
+            out->mean = o->biases ? setup.mean : 0.0f;
+            if (!o->biases) { /* the plain model: its biases are zero */
+                st = mf_run_then(st, mf_fill_output(ctx, out->user, f->R->rows, 0.0f, where));
+                st = mf_run_then(st, mf_fill_output(ctx, out->item, f->R->cols, 0.0f, where));
+            }
+        }
+    }
     s->e->destroy(s->e);
+    s->e = NULL;
+    return st;
+}
+
+/* opts.tune: fit the candidates on a seeded 90 % of the ratings, measure each on the other
+ * 10 %, keep the best (lambda, rank) in *best. */
+static mf_status tune(run_state *s, fit_spec *best, float *U, float *V, mf_memory where)
+{
+    const mf_als_opts *o = s->o;
+    mf_tune_grid g;
+    mf_tune_grid_make(o->tune, o->rank, o->lambda, &g);
+    mf_sparse *fit_part = NULL, *valid = NULL;
+    MF_TRY(mf_sparse_split(s->run.ctx, s->R, MF_TUNE_FRACTION,
+                           s->run.ctx->seed ^ MF_TUNE_SPLIT_SEED, "mf_als_run", &fit_part, &valid));
+    mf_status st = MF_OK;
+    for (int r = 0; r < g.nranks && st == MF_OK; r++) {
+        for (int c = 0; c < MF_TUNE_SCALES && st == MF_OK; c++) {
+            fit_spec f = {fit_part, valid, g.ranks[r], g.lambdas[c], 0};
+            st = fit(s, &f, U, V, where);
+            if (st == MF_OK)
+                mf_tune_grid_offer(&g, f.k, f.lambda, s->rep.test_rmse);
+            else if (st == MF_ERR_NUMERIC) /* a lambda too small to solve: not a candidate */
+                st = MF_OK;
+        }
+    }
+    mf_sparse_destroy(fit_part);
+    mf_sparse_destroy(valid);
+    if (st == MF_OK && !isfinite(g.best_rmse))
+        st = mf_fail(s->run.ctx, MF_ERR_NUMERIC,
+                     "mf_als_run: every tuning candidate broke down (lambda %g too small)",
+                     (double)o->lambda);
+    best->k = g.best_rank;
+    best->lambda = g.best_lambda;
+    s->rep.validation_rmse = g.best_rmse;
     return st;
 }
 
@@ -155,8 +251,10 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
 {
     mf_als_opts o;
     mf_als_opts_init(&o);
-    run_state s = {
-        .o = &o, .R = (mf_sparse *)ratings, .rep.test_rmse = NAN}; /* the matrix: caches only */
+    run_state s = {.o = &o,
+                   .R = (mf_sparse *)ratings, /* the matrix: caches only */
+                   .rep.test_rmse = NAN,
+                   .rep.validation_rmse = NAN};
 
     MF_TRY(mf_run_begin(&s.run, ctx,
                         &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V),
@@ -164,7 +262,12 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
                                        MF_RUN_REPORT(mf_als_report, report), &o.test}));
     MF_TRY(check_opts(ctx, &o));
     mf_run_start(&s.run);
-    mf_status st = run(&s, U, V, where);
+    fit_spec f = {s.R, o.test, o.rank, o.lambda, 1};
+    mf_status st = o.tune ? tune(&s, &f, U, V, where) : MF_OK;
+    s.rep.lambda = f.lambda;
+    s.rep.rank = f.k;
+    if (st == MF_OK)
+        st = fit(&s, &f, U, V, where);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -169,17 +169,20 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
 {
     if (nseg == 0)
         return cudaSuccess;
-    als_gram_args g = {(const int64_t *)s->seg_begin.ptr,
-                       (const int32_t *)s->seg_len.ptr,
-                       s0,
-                       nseg,
-                       s->idx,
-                       s->val,
-                       F,
-                       e->k,
-                       e->kp,
-                       e->tiles,
-                       slots};
+    als_gram_args g = {
+        (const int64_t *)s->seg_begin.ptr,
+        (const int32_t *)s->seg_len.ptr,
+        s0,
+        nseg,
+        s->idx,
+        s->val,
+        F,
+        e->ks,
+        e->kp,
+        e->tiles,
+        slots,
+        e->biases ? (const float *)(s == &e->side[MF_ALS_USERS] ? e->bi.ptr : e->bu.ptr) : NULL,
+        e->mean};
     const int64_t blocks = nseg < e->gram_blocks ? nseg : e->gram_blocks;
     als_gram_kernel<<<(unsigned)blocks, gram_threads(e), gram_smem(e), e->ctx->link.cuda->stream>>>(
         g);
@@ -192,9 +195,22 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
 {
     if (r1 == r0)
         return cudaSuccess;
-    als_solve_args a = {
-        s->ptr, (const int64_t *)s->row_seg.ptr,    r0, s0, slots, e->k, e->kp, e->tiles, e->lambda,
-        X,      (unsigned long long *)e->failed.ptr};
+    float *bias_out =
+        e->biases ? (float *)(s == &e->side[MF_ALS_USERS] ? e->bu.ptr : e->bi.ptr) : NULL;
+    als_solve_args a = {s->ptr,
+                        (const int64_t *)s->row_seg.ptr,
+                        r0,
+                        s0,
+                        slots,
+                        e->ks,
+                        e->kp,
+                        e->tiles,
+                        e->lambda,
+                        X,
+                        (unsigned long long *)e->failed.ptr,
+                        e->biases ? e->k : -1,
+                        e->lambda_bias,
+                        bias_out};
     return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream);
 }
 
@@ -277,28 +293,40 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
 mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                           (const float *)e->V.ptr, e->kp, MF_MEMORY_DEVICE, rmse);
+    mf_bias_terms b = {e->mean, (const float *)e->bu.ptr, (const float *)e->bi.ptr};
+    return mf_rmse_biased_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                                  (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL,
+                                  MF_MEMORY_DEVICE, rmse);
 }
 
-mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows)
+/* rows x k of a padded factor into dst with leading dimension ld (>= k): the padding (and
+ * the bias feature 1 at column k) is not copied, columns past k of dst are left as they
+ * are (als.c zeroes them first when a tuned rank is below the caller's). */
+mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows, int64_t ld)
 {
     if (rows == 0)
         return MF_OK;
-    MF_CUDA_TRY(e->ctx,
-                cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), src->ptr,
-                                  (size_t)e->kp * sizeof(float), (size_t)e->k * sizeof(float),
-                                  (size_t)rows, cudaMemcpyDefault, e->ctx->link.cuda->stream));
+    cudaStream_t stream = e->ctx->link.cuda->stream;
+    const size_t row_bytes = (size_t)e->k * sizeof(float), pitch = (size_t)ld * sizeof(float);
+    MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(dst, pitch, src->ptr, (size_t)e->kp * sizeof(float),
+                                          row_bytes, (size_t)rows, cudaMemcpyDefault, stream));
     return MF_OK;
 }
 
-mf_status finish(mf_als_engine *base, float *U, float *V)
+mf_status finish(mf_als_engine *base, float *U, float *V, int64_t ld, float *bu, float *bi)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_device_guard guard(e->ctx->link.cuda->device);
-    MF_TRY(copy_out(e, U, &e->U, e->R->rows));
-    MF_TRY(copy_out(e, V, &e->V, e->R->cols));
-    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(e->ctx->link.cuda->stream));
+    cudaStream_t stream = e->ctx->link.cuda->stream;
+    MF_TRY(copy_out(e, U, &e->U, e->R->rows, ld));
+    MF_TRY(copy_out(e, V, &e->V, e->R->cols, ld));
+    if (bu && e->biases && e->R->rows > 0)
+        MF_CUDA_TRY(e->ctx, cudaMemcpyAsync(bu, e->bu.ptr, (size_t)e->R->rows * sizeof(float),
+                                            cudaMemcpyDefault, stream));
+    if (bi && e->biases && e->R->cols > 0)
+        MF_CUDA_TRY(e->ctx, cudaMemcpyAsync(bi, e->bi.ptr, (size_t)e->R->cols * sizeof(float),
+                                            cudaMemcpyDefault, stream));
+    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(stream));
     return MF_OK;
 }
 
@@ -315,6 +343,8 @@ void destroy(mf_als_engine *base)
     }
     mf_dmem_free(ctx, &e->U);
     mf_dmem_free(ctx, &e->V);
+    mf_dmem_free(ctx, &e->bu);
+    mf_dmem_free(ctx, &e->bi);
     mf_dmem_free(ctx, &e->failed);
     for (int i = 0; i < 3; i++)
         if (e->ev[i])
@@ -356,13 +386,27 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     MF_TRY(mf_dmem_alloc(ctx, &e->V, vb, "ALS item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->failed, sizeof(unsigned long long), "ALS breakdown flag"));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->U.ptr, 0, ub, stream));
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->V.ptr, 0, vb, stream));
-    if (R->cols > 0)
-        MF_CUDA_TRY(ctx,
-                    cudaMemcpy2DAsync(e->V.ptr, (size_t)e->kp * sizeof(float), s->V0,
-                                      (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
-                                      (size_t)R->cols, cudaMemcpyHostToDevice, stream));
-    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* V0 is the caller's to free */
+    if (e->biases) {
+        MF_TRY(mf_dmem_alloc(ctx, &e->bu, (size_t)R->rows * sizeof(float) + 4, "ALS user biases"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->bi, (size_t)R->cols * sizeof(float) + 4, "ALS item biases"));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bu.ptr, 0, e->bu.bytes, stream));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bi.ptr, 0, e->bi.bytes, stream));
+    }
+    /* V padded on the host (zeros past k; the bias feature 1 at column k), then one copy. */
+    float *V0 = (float *)calloc((size_t)R->cols * e->kp + 1, sizeof(float));
+    if (!V0)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for V");
+    for (int64_t i = 0; i < R->cols; i++) {
+        memcpy(V0 + i * e->kp, s->V0 + i * e->k, (size_t)e->k * sizeof(float));
+        if (e->biases)
+            V0[i * e->kp + e->k] = 1.0f;
+    }
+    cudaError_t err = cudaMemcpyAsync(e->V.ptr, V0, vb, cudaMemcpyHostToDevice, stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream); /* V0 is freed next */
+    free(V0);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "uploading the initial V", __FILE__, __LINE__);
     return MF_OK;
 }
 
@@ -384,9 +428,13 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     e->ctx = ctx;
     e->R = s->R;
     e->k = s->k;
-    e->kp = padded_order(s->k);
+    e->biases = s->biases;
+    e->ks = s->k + (s->biases ? 1 : 0);
+    e->kp = padded_order(e->ks);
     e->tiles = tile_count(e->kp);
     e->lambda = s->lambda;
+    e->lambda_bias = s->lambda_bias;
+    e->mean = s->biases ? s->mean : 0.0f;
     mf_status st = setup(e, s);
     if (st != MF_OK) {
         destroy(&e->base);

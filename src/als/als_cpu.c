@@ -15,21 +15,26 @@ typedef struct cpu_engine {
     mf_ctx *ctx;
     mf_sparse *R;
     int k;
-    float lambda;
-    float *U, *V; /* working copies, leading dimension k */
+    float lambda, lambda_bias, mean;
+    int biases;
+    float *U, *V;   /* working copies, leading dimension k */
+    float *bu, *bi; /* biases (biased model only) */
 } cpu_engine;
 
-/* Solve the rows of one side: X[r] from F, the other side, through CSR (ptr, idx, val). */
+/* Solve the rows of one side: X[r] from F, the other side, through CSR (ptr, idx, val).
+ * Biased: the system has order k + 1, the extra feature 1 and the targets r - mean -
+ * Fb[idx]; its last unknown is the row's bias, Xb[r]. */
 static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, const int32_t *idx,
-                            const float *val, const float *F, float *X, const char *side)
+                            const float *val, const float *F, const float *Fb, float *X, float *Xb,
+                            const char *side)
 {
-    const int k = e->k;
+    const int k = e->k, n_sys = e->biases ? k + 1 : k;
     int failed_row = -1, failed_pivot = -1;
     int out_of_memory = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(e->ctx))
     {
-        float *G = malloc((size_t)k * k * sizeof *G);
-        float *b = malloc((size_t)k * sizeof *b);
+        float *G = malloc((size_t)n_sys * n_sys * sizeof *G);
+        float *b = malloc((size_t)n_sys * sizeof *b);
         if (!G || !b) {
 #pragma omp atomic write
             out_of_memory = 1;
@@ -40,23 +45,38 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
             int64_t n = ptr[r + 1] - ptr[r];
             if (n == 0 || !G || !b) {
                 memset(x, 0, (size_t)k * sizeof *x);
+                if (Xb)
+                    Xb[r] = 0.0f;
                 continue;
             }
-            memset(G, 0, (size_t)k * k * sizeof *G);
-            memset(b, 0, (size_t)k * sizeof *b);
+            memset(G, 0, (size_t)n_sys * n_sys * sizeof *G);
+            memset(b, 0, (size_t)n_sys * sizeof *b);
             for (int64_t p = ptr[r]; p < ptr[r + 1]; p++) {
                 const float *f = F + (int64_t)idx[p] * k;
                 float v = val ? val[p] : 1.0f;
+                if (Xb)
+                    v -= e->mean + Fb[idx[p]];
                 for (int a = 0; a < k; a++) {
-                    float *g = G + (int64_t)a * k;
+                    float *g = G + (int64_t)a * n_sys;
                     for (int c = 0; c <= a; c++)
                         g[c] += f[a] * f[c];
                     b[a] += v * f[a];
                 }
+                if (Xb) { /* the bias row: feature 1 */
+                    float *g = G + (int64_t)k * n_sys;
+                    for (int c = 0; c < k; c++)
+                        g[c] += f[c];
+                    g[k] += 1.0f;
+                    b[k] += v;
+                }
             }
             for (int a = 0; a < k; a++)
-                G[(int64_t)a * k + a] += e->lambda * (float)n;
-            int pivot = mf_ldlt_solve(k, G, k, b);
+                G[(int64_t)a * n_sys + a] += e->lambda * (float)n;
+            if (Xb)
+                G[(int64_t)k * n_sys + k] += e->lambda_bias * (float)n;
+            int pivot = mf_ldlt_solve(n_sys, G, n_sys, b);
+            if (Xb)
+                Xb[r] = pivot >= 0 ? 0.0f : b[k];
             if (pivot >= 0) {
                 memset(x, 0, (size_t)k * sizeof *x);
 #pragma omp critical(mf_als_failed)
@@ -88,13 +108,14 @@ static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gr
 {
     cpu_engine *e = (cpu_engine *)base;
     mf_sparse *R = e->R;
+    float *bu = e->biases ? e->bu : NULL, *bi = e->biases ? e->bi : NULL; /* NULL: no bias */
     double t0 = mf_seconds();
     mf_status st;
     if (side == MF_ALS_USERS)
-        st = solve_rows(e, R->rows, R->row_ptr, R->col, R->val, e->V, e->U, "user");
+        st = solve_rows(e, R->rows, R->row_ptr, R->col, R->val, e->V, e->bi, e->U, bu, "user");
     else
         st = solve_rows(e, R->cols, R->transpose.ptr, R->transpose.idx, R->transpose.val, e->U,
-                        e->V, "item");
+                        e->bu, e->V, bi, "item");
     /* Building and solving are interleaved per row here: all of it counts as solving. */
     (void)gram;
     *solve += mf_seconds() - t0;
@@ -104,15 +125,30 @@ static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gr
 static mf_status cpu_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k, MF_MEMORY_HOST,
-                           rmse);
+    mf_bias_terms b = {e->mean, e->bu, e->bi};
+    return mf_rmse_biased_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
+                                  e->biases ? &b : NULL, MF_MEMORY_HOST, rmse);
 }
 
-static mf_status cpu_finish(mf_als_engine *base, float *U, float *V)
+/* rows x k (leading dimension k) into dst with leading dimension ld, zero past k. */
+static void copy_rows(float *dst, int64_t ld, const float *src, int32_t rows, int k)
+{
+    for (int32_t r = 0; r < rows; r++) {
+        memcpy(dst + r * ld, src + (int64_t)r * k, (size_t)k * sizeof *dst);
+        memset(dst + r * ld + k, 0, (size_t)(ld - k) * sizeof *dst);
+    }
+}
+
+static mf_status cpu_finish(mf_als_engine *base, float *U, float *V, int64_t ld, float *bu,
+                            float *bi)
 {
     cpu_engine *e = (cpu_engine *)base;
-    memcpy(U, e->U, (size_t)e->R->rows * e->k * sizeof *U);
-    memcpy(V, e->V, (size_t)e->R->cols * e->k * sizeof *V);
+    copy_rows(U, ld, e->U, e->R->rows, e->k);
+    copy_rows(V, ld, e->V, e->R->cols, e->k);
+    if (bu && e->biases)
+        memcpy(bu, e->bu, (size_t)e->R->rows * sizeof *bu);
+    if (bi && e->biases)
+        memcpy(bi, e->bi, (size_t)e->R->cols * sizeof *bi);
     return MF_OK;
 }
 
@@ -121,6 +157,8 @@ static void cpu_destroy(mf_als_engine *base)
     cpu_engine *e = (cpu_engine *)base;
     free(e->U);
     free(e->V);
+    free(e->bu);
+    free(e->bi);
     free(e);
 }
 
@@ -131,8 +169,11 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
     if (e) {
         e->U = malloc((size_t)s->R->rows * s->k * sizeof *e->U);
         e->V = malloc((size_t)s->R->cols * s->k * sizeof *e->V);
+        /* zeros: a row without ratings keeps bias 0 */
+        e->bu = calloc((size_t)s->R->rows + 1, sizeof *e->bu);
+        e->bi = calloc((size_t)s->R->cols + 1, sizeof *e->bi);
     }
-    if (!e || !e->U || !e->V) {
+    if (!e || !e->U || !e->V || !e->bu || !e->bi) {
         if (e)
             cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,
@@ -145,6 +186,9 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
     e->R = s->R;
     e->k = s->k;
     e->lambda = s->lambda;
+    e->biases = s->biases;
+    e->lambda_bias = s->lambda_bias;
+    e->mean = s->biases ? s->mean : 0.0f;
     memcpy(e->V, s->V0, (size_t)s->R->cols * s->k * sizeof *e->V);
     memset(e->U, 0, (size_t)s->R->rows * s->k * sizeof *e->U);
     *out = &e->base;

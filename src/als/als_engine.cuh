@@ -28,9 +28,13 @@ struct cuda_engine {
     mf_ctx *ctx;
     mf_sparse *R;
     int k, kp, tiles;
+    int ks;              /* the systems' order: k, or k + 1 with biases */
     int64_t gram_blocks; /* the Gram kernel's persistent grid: as many as fit at once */
     float lambda;
-    mf_dbuf U, V; /* rows of kp floats, zero past k */
+    int biases;
+    float lambda_bias, mean;
+    mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
+    mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */
     side_plan side[2];
     mf_dbuf failed;
     cudaEvent_t ev[3];
@@ -53,7 +57,7 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
 cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t r1, int64_t s0,
                          const float *slots, float *X);
 /* rows x k of a padded factor (rows of kp floats) into dst (leading dimension k). */
-mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows);
+mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows, int64_t ld);
 
 } // namespace mf_als_gpu
 

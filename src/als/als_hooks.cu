@@ -97,7 +97,10 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                             tiles,
                             0.0f,
                             (float *)d_x.ptr,
-                            (unsigned long long *)d_failed.ptr};
+                            (unsigned long long *)d_failed.ptr,
+                            -1,
+                            0.0f,
+                            NULL};
         size_t smem = solver_smem_bytes(kp, tiles);
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
         if (err == cudaSuccess)
@@ -141,7 +144,7 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
                                   int32_t count, mf_als_bench **out)
 {
     mf_device_guard guard(ctx->link.cuda->device);
-    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V};
+    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);
@@ -185,7 +188,7 @@ mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms)
     MF_CUDA_TRY(ctx, cudaEventSynchronize(e->ev[1]));
     MF_CUDA_TRY(ctx, cudaEventElapsedTime(&t, e->ev[0], e->ev[1]));
     *ms = t;
-    MF_TRY(copy_out(e, x, &e->U, b->count));
+    MF_TRY(copy_out(e, x, &e->U, b->count, e->k));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
     return MF_OK;
 }
@@ -201,11 +204,14 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
                         0,
                         0,
                         (const float *)b->slots.ptr,
-                        e->k,
+                        e->ks,
                         e->kp,
                         e->tiles,
                         e->lambda,
                         NULL,
+                        NULL,
+                        -1,
+                        0.0f,
                         NULL};
     als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->link.cuda->stream>>>(a, A, rhs);
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "als_expand_kernel"));

@@ -27,8 +27,10 @@ struct mf_als_engine {
     mf_status (*half_step)(mf_als_engine *e, mf_als_side side, double *gram, double *solve);
     /* RMSE of the current factors over the stored entries of R (users x items). */
     mf_status (*rmse)(mf_als_engine *e, const mf_sparse *R, double *rmse);
-    /* Copy the working factors into the caller's U and V. */
-    mf_status (*finish)(mf_als_engine *e, float *U, float *V);
+    /* Copy the working factors into the caller's U and V (leading dimension ld >= k, the
+     * columns past k zero) and, where not NULL, the biases into bu and bi (host or device
+     * memory as the setup's `where`). */
+    mf_status (*finish)(mf_als_engine *e, float *U, float *V, int64_t ld, float *bu, float *bi);
     void (*destroy)(mf_als_engine *e);
 };
 
@@ -41,6 +43,13 @@ typedef struct mf_als_setup {
     float lambda;
     mf_memory where;
     const float *V0;
+    /* Biased model: r_ui ~ mean + bu_u + bi_i + U_u . V_i. A half-step solves each row's
+     * factors and its bias together, as a system of order k + 1 whose extra feature is 1
+     * and whose targets are r - mean - (the other side's bias); the bias's penalty is
+     * lambda_bias times the row's count. Biases start at zero. */
+    int biases;
+    float lambda_bias;
+    float mean;
 } mf_als_setup;
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);

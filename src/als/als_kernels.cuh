@@ -127,6 +127,10 @@ struct als_gram_args {
     const float *F;     /* the other side's factors, rows of kp floats, zero past k */
     int k, kp, tiles;
     float *slots; /* one system per segment of the batch */
+    /* A biased model: the ratings enter as r - mean - bias[idx] (the other side's bias),
+     * and F's column k - 1 holds the bias feature 1. NULL: no biases. */
+    const float *bias;
+    float mean;
 };
 
 /* A stage of the Gram kernel: up to ALS_GRAM_ROWS ratings [pos, pos + n) of segment seg,
@@ -242,8 +246,12 @@ static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(a
         __pipeline_wait_prior(0);
         __syncthreads();
         /* The augmented column k holds the rating (the factor rows are zero there). */
-        for (int r = threadIdx.x; r < cur.n; r += blockDim.x)
-            rows[b * stage_floats + r * a.kp + a.k] = a.val ? stage_val[b][r] : 1.0f;
+        for (int r = threadIdx.x; r < cur.n; r += blockDim.x) {
+            float v = a.val ? stage_val[b][r] : 1.0f;
+            if (a.bias) /* stage_idx[b] is rewritten only after the barrier below */
+                v -= a.mean + a.bias[stage_idx[b][r]];
+            rows[b * stage_floats + r * a.kp + a.k] = v;
+        }
         __syncthreads();
         const bool more = nxt.seg < seg_b;
         const als_stage after = more ? als_next_stage(a, nxt, seg_b) : nxt;
@@ -284,7 +292,25 @@ struct als_solve_args {
     float lambda;
     float *X;                   /* solved factors, rows of kp floats */
     unsigned long long *failed; /* min over breakdowns of (row << 32 | pivot) */
+    /* A biased model: unknown bias_col (= k - 1) is the row's bias, penalized by
+     * lambda_bias n; it goes to bias_out[row], and X keeps the feature 1 in its place.
+     * bias_col < 0: no biases. */
+    int bias_col;
+    float lambda_bias;
+    float *bias_out;
 };
+
+/* Element m of a solved row (x, or 0 when the row broke down or has no ratings): the bias
+ * column is handed to bias_out and replaced by the feature 1. */
+__device__ __forceinline__ void als_store_solution(const als_solve_args &a, int64_t row,
+                                                   float *x_out, int m, float x)
+{
+    if (m == a.bias_col) {
+        a.bias_out[row] = x;
+        x = 1.0f;
+    }
+    x_out[m] = x;
+}
 
 /* Diagonal rows i = first, first + step, ... of a summed system: lambda n added on the k
  * pivots, identity on the padding past the augmented row k; dorig keeps the result for the
@@ -295,7 +321,7 @@ __device__ __forceinline__ void als_regularize(float *A, float *dorig, const als
     for (int i = first; i < a.kp; i += step) {
         float *d = als_at(A, i, i);
         if (i < a.k)
-            *d += a.lambda * (float)n;
+            *d += (i == a.bias_col ? a.lambda_bias : a.lambda) * (float)n;
         else if (i > a.k)
             *d = 1.0f; /* padding: identity rows */
         dorig[i] = *d;
@@ -323,7 +349,7 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     float *x_out = a.X + row * a.kp;
     if (n == 0) {
         for (int m = threadIdx.x; m < a.kp; m += blockDim.x)
-            x_out[m] = 0.0f;
+            als_store_solution(a, row, x_out, m, 0.0f);
         return;
     }
     const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
@@ -410,7 +436,7 @@ __global__ void __launch_bounds__(MAX_THREADS, MIN_BLOCKS) als_solve_kernel(als_
     }
     const bool ok = broke == 0;
     for (int m = lane; m < a.kp; m += 32)
-        x_out[m] = ok ? z[m] : 0.0f;
+        als_store_solution(a, row, x_out, m, ok ? z[m] : 0.0f);
 }
 
 /* The same factorization with one warp per row, for kp <= 32 * RPL (each lane holds up to
@@ -433,7 +459,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
     float *x_out = a.X + row * a.kp;
     if (n == 0) {
         for (int m = lane; m < a.kp; m += 32)
-            x_out[m] = 0.0f;
+            als_store_solution(a, row, x_out, m, 0.0f);
         return;
     }
     const int64_t sb = a.row_seg[row] - a.s0, se = a.row_seg[row + 1] - a.s0;
@@ -581,7 +607,7 @@ template <int RPL> __global__ void __launch_bounds__(32) als_solve_warp_kernel(a
     if (!ok && lane == 0)
         atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)broke);
     for (int m = lane; m < a.kp; m += 32)
-        x_out[m] = ok ? xs[m] : 0.0f;
+        als_store_solution(a, row, x_out, m, ok ? xs[m] : 0.0f);
 }
 
 #endif

@@ -62,6 +62,17 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
                               const int64_t *row_ptr, const int32_t *col, const float *val,
                               unsigned flags, const char *fn);
 
+/* The seeded hash of an entry's coordinates that splits a matrix (sparse_split.c), and
+ * whether it falls in the held-out fraction: (hash >> 11) * 2^-53 < fraction. */
+uint64_t mf_split_hash(int32_t row, int32_t col, uint64_t seed);
+int mf_split_held_out(int32_t row, int32_t col, uint64_t seed, double fraction);
+/* R's entries in two matrices of R's shape: *held those mf_split_held_out picks, *kept the
+ * rest. On failure neither is made. */
+mf_status mf_sparse_split(mf_ctx *ctx, const mf_sparse *R, double fraction, uint64_t seed,
+                          const char *fn, mf_sparse **kept, mf_sparse **held);
+/* The mean of the stored values (a pattern's are 1; 0 without entries), summed in double. */
+double mf_sparse_mean(const mf_sparse *R);
+
 /* The matrix's CSR in device memory, uploaded through the memory manager on first use.
  * val is NULL for a pattern. CUDA contexts only. */
 mf_status mf_sparse_device_csr(mf_sparse *m, const int64_t **row_ptr, const int32_t **col,

@@ -20,6 +20,10 @@ mf_status mf_upload(mf_ctx *ctx, mf_dbuf *buf, const void *src, size_t bytes, co
 mf_status mf_stage_output(mf_ctx *ctx, mf_dbuf *buf, const void *src, size_t bytes, int read_old,
                           const char *what);
 
+/* n floats of `where` memory set to value (on the device: queued on the context's stream
+ * and waited for). NULL or n == 0 does nothing. */
+mf_status mf_fill_output(mf_ctx *ctx, float *out, int64_t n, float value, mf_memory where);
+
 /* Bytes spanned by a row-major rows x k matrix with leading dimension ld: the last row
  * needs only k entries, so callers may pass exactly-sized arrays. */
 static inline size_t mf_matrix_bytes(int64_t rows, int64_t k, int64_t ld)

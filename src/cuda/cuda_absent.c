@@ -66,6 +66,11 @@ mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes)
     return mf_cuda_absent(ctx);
 }
 
+mf_status mf_cuda_sync(mf_ctx *ctx)
+{
+    return mf_cuda_absent(ctx);
+}
+
 mf_status mf_cuda_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float hi,
                                  uint64_t seed, uint64_t stream)
 {

@@ -52,6 +52,8 @@ int mf_cuda_is_device_pointer(mf_ctx *ctx, const void *ptr);
 
 /* Copy bytes between any two of host and device memory, finished on return. */
 mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_t bytes);
+/* Wait for the work queued on the context's stream. */
+mf_status mf_cuda_sync(mf_ctx *ctx);
 
 /* out[i] = lo + (hi - lo) * u(seed, stream, i) on the device: the kernel twin of
  * mf_random_uniform_host (core/random.h), bit-identical to it. */

@@ -131,6 +131,14 @@ extern "C" mf_status mf_cuda_copy(mf_ctx *ctx, void *dst, const void *src, size_
     return MF_OK;
 }
 
+extern "C" mf_status mf_cuda_sync(mf_ctx *ctx)
+{
+    mf_cuda *c = mf_cuda_of(ctx);
+    mf_device_guard guard(c->device);
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
+    return MF_OK;
+}
+
 #define MF_STR2(x) #x
 #define MF_STR(x)  MF_STR2(x)
 

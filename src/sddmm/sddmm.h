@@ -41,6 +41,20 @@ mf_status mf_sddmm_compute(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
                           const float *B, int64_t ldb, mf_memory where, double *rmse);
 
+/* The bias terms of an explicit-ratings model: an entry (i, j) adds mean + user[i] + item[j],
+ * an absent array counting as zeros. The arrays live where the factors do. */
+typedef struct mf_bias_terms {
+    float mean;
+    const float *user; /* R's rows entries, or NULL */
+    const float *item; /* R's cols entries, or NULL */
+} mf_bias_terms;
+
+/* As mf_rmse_compute, with the residuals r_ij - (mean + user[i] + item[j] + dot): the RMSE
+ * of a biased model. bias NULL is mf_rmse_compute. */
+mf_status mf_rmse_biased_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
+                                 const float *B, int64_t ldb, const mf_bias_terms *bias,
+                                 mf_memory where, double *rmse);
+
 #ifdef __cplusplus
 }
 #endif

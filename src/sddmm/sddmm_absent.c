@@ -19,6 +19,19 @@ mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *su
     return mf_cuda_absent(ctx);
 }
 
+mf_status mf_cuda_bias_offsets(mf_ctx *ctx, mf_sparse *S, const mf_bias_terms *bias, float sign,
+                               int accumulate, float *out)
+{
+    (void)S, (void)bias, (void)sign, (void)accumulate, (void)out;
+    return mf_cuda_absent(ctx);
+}
+
+mf_status mf_cuda_predict_pairs(mf_ctx *ctx, const mf_pairs_call *call)
+{
+    (void)call;
+    return mf_cuda_absent(ctx);
+}
+
 int mf_sddmm_variant_count(void)
 {
     return 0;

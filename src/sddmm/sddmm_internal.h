@@ -23,6 +23,28 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                                 int32_t tj, int64_t block_nnz);
 
+/* Device arrays (predict.cu): out[p] = (accumulate ? out[p] : 0) + sign * (mean + user[i] +
+ * item[j]) at every stored entry p = (i, j) of S. */
+mf_status mf_cuda_bias_offsets(mf_ctx *ctx, mf_sparse *S, const mf_bias_terms *bias, float sign,
+                               int accumulate, float *out);
+
+/* Predictions for (user[p], item[p]), p < n, every array on the device: a user >= users or
+ * an item >= items contributes no terms. A negative index stops the call before anything
+ * is written: MF_ERR_INVALID_DATA naming the first such pair. */
+typedef struct mf_pairs_call {
+    int64_t n;
+    const int32_t *user, *item;
+    int32_t users, items;
+    int k;
+    const float *A; /* users x k, lda */
+    int64_t lda;
+    const float *B; /* items x k, ldb */
+    int64_t ldb;
+    mf_bias_terms bias;
+    float *out;
+} mf_pairs_call;
+mf_status mf_cuda_predict_pairs(mf_ctx *ctx, const mf_pairs_call *call);
+
 /* sum of out[0..n)^2 in double, on the device (rmse). */
 mf_status mf_cuda_sum_squares(mf_ctx *ctx, const float *x, int64_t n, double *sum);
 

@@ -26,6 +26,9 @@ struct cuda_engine {
     unsigned blocks, threads; /* of the epoch launch */
     mf_dbuf chunk_begin, entries, user, U, V, scratch;
     /* scratch: the chunk counter, then the squared-error sum (double) */
+    int biases;
+    float lambda_bias, mean;
+    mf_dbuf bu, bi; /* biased model only */
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -96,6 +99,9 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
     a.lambda_u = e->lambda_u;
     a.lambda_v = e->lambda_v;
     a.kp = e->kp;
+    a.bu = e->biases ? (float *)e->bu.ptr : NULL;
+    a.bi = e->biases ? (float *)e->bi.ptr : NULL;
+    a.lambda_bias = e->lambda_bias;
     if (e->nchunks > 0) {
         void *args[] = {&a};
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
@@ -115,9 +121,13 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
+    const float *bu = e->biases ? (const float *)e->bu.ptr : NULL;
+    const float *bi = e->biases ? (const float *)e->bi.ptr : NULL;
+    mf_bias_terms terms = {e->mean, bu, bi};
     if (!e->half)
-        return mf_rmse_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                               (const float *)e->V.ptr, e->kp, MF_MEMORY_DEVICE, rmse);
+        return mf_rmse_biased_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                                      (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
+                                      MF_MEMORY_DEVICE, rmse);
     mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
     if (R->nnz == 0) {
@@ -131,6 +141,9 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     a.rows = R->rows;
     a.kp = e->kp;
     a.sum = (double *)((char *)e->scratch.ptr + 8);
+    a.mean = e->mean;
+    a.bu = bu;
+    a.bi = bi;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(a.sum, 0, sizeof(double), stream));
     void *args[] = {&a};
     unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)R->rows * 32, 256, 8);
@@ -143,8 +156,9 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     return MF_OK;
 }
 
-/* The working factor X (rows x kp storage) as floats (rows x k) at dst, host or device. */
-mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
+/* The working factor X (rows x kp storage) as floats (rows x k) at dst (leading dimension
+ * ld), host or device. */
+mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst, int64_t ld)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
@@ -162,7 +176,9 @@ mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
             <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
     cudaError_t err = cudaGetLastError();
     if (err == cudaSuccess)
-        err = cudaMemcpyAsync(dst, tmp.ptr, bytes, cudaMemcpyDefault, stream);
+        err = cudaMemcpy2DAsync(dst, (size_t)ld * sizeof(float), tmp.ptr,
+                                (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
+                                (size_t)rows, cudaMemcpyDefault, stream);
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(stream);
     mf_dmem_free(ctx, &tmp);
@@ -171,12 +187,17 @@ mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst)
     return MF_OK;
 }
 
-mf_status engine_finish(mf_sgd_engine *base, float *U, float *V)
+mf_status engine_finish(mf_sgd_engine *base, float *U, float *V, int64_t ld, float *bu, float *bi)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_device_guard guard(e->ctx->link.cuda->device);
-    MF_TRY(copy_out(e, &e->U, e->rows, U));
-    return copy_out(e, &e->V, e->cols, V);
+    MF_TRY(copy_out(e, &e->U, e->rows, U, ld));
+    MF_TRY(copy_out(e, &e->V, e->cols, V, ld));
+    if (bu && e->biases)
+        MF_TRY(mf_cuda_copy(e->ctx, bu, e->bu.ptr, (size_t)e->rows * sizeof(float)));
+    if (bi && e->biases)
+        MF_TRY(mf_cuda_copy(e->ctx, bi, e->bi.ptr, (size_t)e->cols * sizeof(float)));
+    return MF_OK;
 }
 
 void engine_destroy(mf_sgd_engine *base)
@@ -190,6 +211,8 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->U);
     mf_dmem_free(ctx, &e->V);
     mf_dmem_free(ctx, &e->scratch);
+    mf_dmem_free(ctx, &e->bu);
+    mf_dmem_free(ctx, &e->bi);
     free(e);
 }
 
@@ -240,6 +263,14 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     MF_TRY(copy_in(e, &e->U, e->rows, s->U0, "SGD user factors"));
     MF_TRY(copy_in(e, &e->V, e->cols, s->V0, "SGD item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
+    if (e->biases) { /* zero to start */
+        MF_TRY(
+            mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * sizeof(float), "SGD user biases"));
+        MF_TRY(
+            mf_dmem_alloc(ctx, &e->bi, ((size_t)e->cols + 1) * sizeof(float), "SGD item biases"));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bu.ptr, 0, e->bu.bytes, ctx->link.cuda->stream));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bi.ptr, 0, e->bi.bytes, ctx->link.cuda->stream));
+    }
     mf_status st =
         upload(e, &e->entries, p->entry, (size_t)p->nnz * sizeof *p->entry, "SGD ratings");
     if (st == MF_OK)
@@ -294,6 +325,9 @@ mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->lambda_v = s->lambda_v;
     e->seed = s->seed;
     e->nchunks = s->plan->nchunks;
+    e->biases = s->biases;
+    e->lambda_bias = s->lambda_bias;
+    e->mean = s->biases ? s->mean : 0.0f;
     mf_status st = setup(e, s);
     if (st != MF_OK) {
         engine_destroy(&e->base);

@@ -20,7 +20,22 @@ typedef struct cpu_engine {
     int32_t rows, cols;
     float lambda_u, lambda_v;
     void *U, *V; /* float, or uint16_t (half bits); leading dimension k */
+    int biases;
+    float lambda_bias, mean;
+    float *bu, *bi; /* biases (biased model only) */
 } cpu_engine;
+
+static float load_bias(const float *b, int64_t i)
+{
+    float f;
+    __atomic_load(b + i, &f, __ATOMIC_RELAXED);
+    return f;
+}
+
+static void store_bias(float *b, int64_t i, float f)
+{
+    __atomic_store(b + i, &f, __ATOMIC_RELAXED);
+}
 
 static float load_element(const cpu_engine *e, const void *X, int64_t p)
 {
@@ -60,10 +75,18 @@ static float dot(int k, const float *u, const float *v)
     return sum;
 }
 
-/* One update of u and v (both from the old values); returns the error before it. */
-static float update(int k, float *u, float *v, float r, float lr, float lu, float lv)
+/* One update of u and v (both from the old values) and, with biases (bu non-NULL), of *bu
+ * and *bi; returns the error before it. */
+static float update(int k, float *u, float *v, float r, float lr, float lu, float lv, float *bu,
+                    float *bi, float lb)
 {
     float err = r - dot(k, u, v);
+    if (bu) {
+        err -= *bu + *bi;
+        const float b_u = *bu, b_i = *bi;
+        *bu = b_u + lr * (err - lb * b_u);
+        *bi = b_i + lr * (err - lb * b_i);
+    }
     for (int t = 0; t < k; t++) {
         float ut = u[t], vt = v[t];
         u[t] = ut + lr * (err * vt - lu * ut);
@@ -78,20 +101,40 @@ static double run_chunk(cpu_engine *e, int64_t c, float lr, float *u, float *v)
     const mf_sgd_plan *p = e->plan;
     const int64_t b = p->chunk_begin[c], end = p->chunk_begin[c + 1];
     double sq = 0.0;
-    if (e->resident)
+    float bu = 0.0f, bi = 0.0f;
+    float *pbu = e->biases ? &bu : NULL, *pbi = e->biases ? &bi : NULL;
+    if (e->resident) {
         load_row(e, e->U, p->user[b], u);
+        if (e->biases && end > b)
+            bu = load_bias(e->bu, p->user[b]);
+    }
     for (int64_t q = b; q < end; q++) {
-        if (!e->resident)
-            load_row(e, e->U, p->user[q], u);
-        load_row(e, e->V, p->entry[q].item, v);
-        float err = update(e->k, u, v, p->entry[q].rating, lr, e->lambda_u, e->lambda_v);
-        store_row(e, e->V, p->entry[q].item, v);
-        if (!e->resident)
-            store_row(e, e->U, p->user[q], u);
+        const int32_t user = p->user[q], item = p->entry[q].item;
+        if (!e->resident) {
+            load_row(e, e->U, user, u);
+            if (e->biases)
+                bu = load_bias(e->bu, user);
+        }
+        load_row(e, e->V, item, v);
+        if (e->biases)
+            bi = load_bias(e->bi, item);
+        float err = update(e->k, u, v, p->entry[q].rating, lr, e->lambda_u, e->lambda_v, pbu, pbi,
+                           e->lambda_bias);
+        store_row(e, e->V, item, v);
+        if (e->biases)
+            store_bias(e->bi, item, bi);
+        if (!e->resident) {
+            store_row(e, e->U, user, u);
+            if (e->biases)
+                store_bias(e->bu, user, bu);
+        }
         sq += (double)err * err;
     }
-    if (e->resident && end > b)
+    if (e->resident && end > b) {
         store_row(e, e->U, p->user[b], u);
+        if (e->biases)
+            store_bias(e->bu, p->user[b], bu);
+    }
     return sq;
 }
 
@@ -120,9 +163,10 @@ static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
 static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
+    mf_bias_terms terms = {e->mean, e->bu, e->bi};
     if (!e->half)
-        return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k, MF_MEMORY_HOST,
-                               rmse);
+        return mf_rmse_biased_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
+                                      e->biases ? &terms : NULL, MF_MEMORY_HOST, rmse);
     double sum = 0.0;
 #pragma omp parallel num_threads(e->threads) reduction(+ : sum)
     {
@@ -132,9 +176,13 @@ static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
             if (R->row_ptr[r] == R->row_ptr[r + 1])
                 continue;
             load_row(e, e->U, r, u);
+            const float base_r = e->biases ? e->mean + e->bu[r] : 0.0f;
             for (int64_t q = R->row_ptr[r]; q < R->row_ptr[r + 1]; q++) {
                 load_row(e, e->V, R->col[q], v);
-                double d = (double)(R->val ? R->val[q] : 1.0f) - dot(e->k, u, v);
+                float pred = dot(e->k, u, v);
+                if (e->biases)
+                    pred += base_r + e->bi[R->col[q]];
+                double d = (double)(R->val ? R->val[q] : 1.0f) - pred;
                 sum += d * d;
             }
         }
@@ -143,13 +191,18 @@ static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     return MF_OK;
 }
 
-static mf_status cpu_finish(mf_sgd_engine *base, float *U, float *V)
+static mf_status cpu_finish(mf_sgd_engine *base, float *U, float *V, int64_t ld, float *bu,
+                            float *bi)
 {
     cpu_engine *e = (cpu_engine *)base;
     for (int64_t p = 0; p < (int64_t)e->rows * e->k; p++)
-        U[p] = load_element(e, e->U, p);
+        U[p / e->k * ld + p % e->k] = load_element(e, e->U, p);
     for (int64_t p = 0; p < (int64_t)e->cols * e->k; p++)
-        V[p] = load_element(e, e->V, p);
+        V[p / e->k * ld + p % e->k] = load_element(e, e->V, p);
+    for (int32_t i = 0; bu && e->biases && i < e->rows; i++)
+        bu[i] = e->bu[i];
+    for (int32_t i = 0; bi && e->biases && i < e->cols; i++)
+        bi[i] = e->bi[i];
     return MF_OK;
 }
 
@@ -158,6 +211,8 @@ static void cpu_destroy(mf_sgd_engine *base)
     cpu_engine *e = (cpu_engine *)base;
     free(e->U);
     free(e->V);
+    free(e->bu);
+    free(e->bi);
     free(e);
 }
 
@@ -194,7 +249,12 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     const int64_t nu = (int64_t)e->rows * e->k, nv = (int64_t)e->cols * e->k;
     e->U = malloc((size_t)(nu + 1) * elem);
     e->V = malloc((size_t)(nv + 1) * elem);
-    if (!e->U || !e->V) {
+    e->biases = s->biases;
+    e->lambda_bias = s->lambda_bias;
+    e->mean = s->biases ? s->mean : 0.0f;
+    e->bu = calloc((size_t)e->rows + 1, sizeof *e->bu);
+    e->bi = calloc((size_t)e->cols + 1, sizeof *e->bi);
+    if (!e->U || !e->V || !e->bu || !e->bi) {
         cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_sgd_hogwild_run: out of host memory for the working factors");

@@ -48,6 +48,13 @@ typedef struct mf_sgd_setup {
     int64_t max_workers; /* at most this many, whatever the request (>= 1) */
     uint64_t seed;
     const float *U0, *V0;
+    /* Biased model (Koren): the plan's ratings hold r - mean, and each update is
+     *     e = (r - mean) - bu_u - bi_i - U_u . V_i;
+     *     bu_u += lr (e - lambda_bias bu_u);  bi_i += lr (e - lambda_bias bi_i);
+     * then the factors' update with the same e. Biases are float whatever the storage,
+     * start at zero, and race like the factors. */
+    int biases;
+    float lambda_bias, mean;
 } mf_sgd_setup;
 
 typedef struct mf_sgd_engine mf_sgd_engine;
@@ -58,8 +65,9 @@ struct mf_sgd_engine {
     mf_status (*epoch)(mf_sgd_engine *e, int t, float lr, double *sq_err);
     /* RMSE of the current factors over the stored entries of R (users x items). */
     mf_status (*rmse)(mf_sgd_engine *e, const mf_sparse *R, double *rmse);
-    /* Copy the working factors into the caller's U and V (float, leading dimension k). */
-    mf_status (*finish)(mf_sgd_engine *e, float *U, float *V);
+    /* Copy the working factors into the caller's U and V (float, leading dimension ld >= k,
+     * columns past k left as they are) and, where not NULL, the biases into bu and bi. */
+    mf_status (*finish)(mf_sgd_engine *e, float *U, float *V, int64_t ld, float *bu, float *bi);
     void (*destroy)(mf_sgd_engine *e);
     int workers; /* concurrent updates, as run */
 };

@@ -114,7 +114,17 @@ struct epoch_args {
     mf_sgd_perm perm;
     float lr, lambda_u, lambda_v;
     int kp;
+    /* Biased model (sgd_internal.h): float biases, NULL without. The plan's ratings hold
+     * r - mean. */
+    float *bu, *bi;
+    float lambda_bias;
 };
+
+/* A bias through L2 (other multiprocessors update it), as the factor rows are. */
+__device__ __forceinline__ float load_bias(const float *b, int64_t i)
+{
+    return __ldcg(b + i);
+}
 
 /* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
  * counter (so long chunks never leave a multiprocessor idle) and visiting chunk
@@ -157,9 +167,17 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
         }
         float u[KPL], v[KPL], v_next[KPL];
         int32_t user = RESIDENT ? a.user[b] : 0;
-        if (RESIDENT)
+        const bool biased = a.bu != nullptr; /* uniform: one branch for the whole warp */
+        float bu = 0.0f, bi = 0.0f, bi_next = 0.0f;
+        if (RESIDENT) {
             io::load(U + (int64_t)user * a.kp, lane, u);
-        io::load(V + (int64_t)__shfl_sync(0xffffffffu, e0.item, 0) * a.kp, lane, v);
+            if (biased)
+                bu = load_bias(a.bu, user);
+        }
+        const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
+        io::load(V + (int64_t)first * a.kp, lane, v);
+        if (biased)
+            bi = load_bias(a.bi, first);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
@@ -169,15 +187,29 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
             if (q + 1 < n) {
                 next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, (q + 1) & 31);
                 io::load(V + (int64_t)next * a.kp, lane, v_next);
+                if (biased)
+                    bi_next = load_bias(a.bi, next);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
                 io::load(U + (int64_t)user * a.kp, lane, u);
+                if (biased)
+                    bu = load_bias(a.bu, user);
             }
             float part = 0.0f;
             for (int j = 0; j < KPL; j++)
                 part = fmaf(u[j], v[j], part);
-            const float err = r - warp_sum(part);
+            float err = r - warp_sum(part);
+            if (biased) {
+                err -= bu + bi;
+                bu += a.lr * (err - a.lambda_bias * bu);
+                bi += a.lr * (err - a.lambda_bias * bi);
+                if (lane == 0) {
+                    __stcg(a.bi + cur, bi);
+                    if (!RESIDENT)
+                        __stcg(a.bu + user, bu);
+                }
+            }
             for (int j = 0; j < KPL; j++) {
                 const float uj = u[j], vj = v[j];
                 u[j] = uj + a.lr * (err * vj - a.lambda_u * uj);
@@ -188,13 +220,18 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 io::store(U + (int64_t)user * a.kp, lane, u);
             chunk_sq = fmaf(err, err, chunk_sq);
             /* Shuffled ratings can visit one item twice in a row: then the prefetched row
-             * is older than the one just stored. */
-            if (next != cur)
+             * (and bias) is older than the one just stored. */
+            if (next != cur) {
                 for (int j = 0; j < KPL; j++)
                     v[j] = v_next[j];
+                bi = bi_next;
+            }
         }
-        if (RESIDENT)
+        if (RESIDENT) {
             io::store(U + (int64_t)user * a.kp, lane, u);
+            if (biased && lane == 0)
+                __stcg(a.bu + user, bu);
+        }
         sq += chunk_sq;
     }
     if (lane == 0 && sq != 0.0)
@@ -209,6 +246,8 @@ struct rmse_args {
     int32_t rows;
     int kp;
     double *sum; /* += the squared residuals */
+    float mean;
+    const float *bu, *bi; /* NULL: no biases */
 };
 
 /* The RMSE of fp16 working factors (fp32 ones go through SDDMM: sgd.cu's engine_rmse says
@@ -228,12 +267,16 @@ template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_
             continue;
         float u[KPL], v[KPL];
         io::load(U + r * a.kp, lane, u);
+        const float base = a.bu ? a.mean + a.bu[r] : 0.0f;
         for (int64_t p = b; p < e; p++) {
             io::load(V + (int64_t)a.col[p] * a.kp, lane, v);
             float part = 0.0f;
             for (int j = 0; j < KPL; j++)
                 part = fmaf(u[j], v[j], part);
-            const double d = (double)(a.val ? a.val[p] : 1.0f) - (double)warp_sum(part);
+            float pred = warp_sum(part);
+            if (a.bu)
+                pred += base + a.bi[a.col[p]];
+            const double d = (double)(a.val ? a.val[p] : 1.0f) - (double)pred;
             sum += d * d;
         }
     }
