@@ -102,6 +102,24 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
  * (NULL: skip); prints the failure and returns -1. */
 int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,
                       const float *V, const mf_sparse *train, long long k);
+/* The model flags als and sgd share: --no-biases, --lambda-bias L, --auto (tune lambda on a
+ * validation split) and --auto-rank (lambda and rank). */
+typedef struct cli_model_args {
+    int biases;         /* 1 unless --no-biases */
+    double lambda_bias; /* < 0: the library's default */
+    unsigned tune;      /* mf_tune flags */
+} cli_model_args;
+void cli_model_init(cli_model_args *m);
+/* argv[*i] if it is a model flag (*i moves past its value): 1; not one: 0; bad value: -1
+ * (printed). */
+int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_args *m);
+/* The help lines of those flags. */
+const char *cli_model_help(void);
+/* What the run fitted: biases on or off, the mean, lambda and rank, and with tuning the
+ * validation RMSE. */
+void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, double lambda,
+                   int rank, double validation_rmse);
+
 /* "epoch 3: train RMSE 0.8123, test RMSE 0.9012 (0.41 s)" on stderr. */
 void cli_print_progress(const char *unit, const mf_progress *p);
 

@@ -14,20 +14,26 @@ typedef struct als_args {
     long long rank, iterations;
     double lambda, test_fraction;
     mf_als_init init;
+    cli_model_args model;
 } als_args;
 
 static void als_help(void)
 {
+    mf_als_opts d;
+    mf_als_opts_init(&d);
     printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
+           "                [--no-biases] [--lambda-bias L] [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
-           "10), weighted regularization L (default 0.05), N sweeps (default 10). The test RMSE\n"
-           "is measured on --test FILE, or on a random fraction F of FILE's ratings held out\n"
-           "with --seed. Prints the train and test RMSE after every iteration; --output-u and\n"
-           "--output-v write the factors as text, one row per line. --init picks the start:\n"
-           "uniform (default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first\n"
-           "column the item's mean rating, the rest uniform in [-0.1, 0.1)).\n\n%s",
+           "%d), weighted regularization L (default %g; the biases' %g), N sweeps (default %d).\n"
+           "The test RMSE is measured on --test FILE, or on a fraction F of FILE's ratings held\n"
+           "out by a hash of their position and --seed. Repeated ratings keep the last one.\n"
+           "Prints the train and test RMSE after every iteration; --output-u and --output-v\n"
+           "write the factors as text, one row per line. --init picks the start: uniform\n"
+           "(default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first column the\n"
+           "item's mean rating, the rest uniform in [-0.1, 0.1)).\n%s%s",
+           d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, cli_model_help(),
            cli_common_help());
 }
 
@@ -35,10 +41,15 @@ static int parse(int argc, char **argv, als_args *a)
 {
     cli_common_init(&a->common);
     a->file = a->test_file = a->out_u = a->out_v = NULL;
-    a->rank = 10, a->iterations = 10, a->lambda = 0.05, a->test_fraction = 0.0;
-    a->init = MF_ALS_INIT_UNIFORM;
+    mf_als_opts d;
+    mf_als_opts_init(&d);
+    a->rank = d.rank, a->iterations = d.iterations, a->lambda = d.lambda, a->test_fraction = 0.0;
+    a->init = d.init;
+    cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
+        if (r == 0)
+            r = cli_model_parse("als", argc, argv, &i, &a->model);
         if (r < 0)
             return -1;
         if (r > 0)
@@ -128,6 +139,12 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.init = a->init;
     o.test = test;
     o.progress = on_iteration;
+    o.biases = a->model.biases;
+    if (a->model.lambda_bias >= 0)
+        o.lambda_bias = (float)a->model.lambda_bias;
+    o.tune = a->model.tune;
+    mf_biases bias = {0.0f, NULL, NULL};
+    o.bias_out = &bias;
     mf_als_report rep = {.struct_size = sizeof rep};
     if (mf_als_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("als", "%s", mf_ctx_last_error(ctx));
@@ -138,6 +155,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     cli_out out;
     cli_out_begin(&out, a->common.json);
     cli_out_ratings(&out, ctx, train, test, a->rank);
+    cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
     cli_out_int(&out, "iterations", rep.iterations);
     cli_out_num(&out, "train RMSE", rep.train_rmse);
     if (test)

@@ -14,6 +14,7 @@ typedef struct sgd_args {
     long long rank, epochs, workers;
     double lr, decay, lambda, test_fraction;
     bool fp16, constant, by_ratings;
+    cli_model_args model;
 } sgd_args;
 
 static void sgd_help(void)
@@ -22,19 +23,22 @@ static void sgd_help(void)
     mf_sgd_opts_init(&d);
     printf("usage: mfact sgd FILE [--rank K] [--lr R] [--decay B] [--constant-rate]\n"
            "                [--lambda L] [--epochs N] [--fp16] [--workers W] [--order-ratings]\n"
+           "                [--no-biases] [--lambda-bias L] [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by lock-free (Hogwild) SGD: rank K\n"
            "(1..512, default %d), learning rate R (default %g) decayed as R / (1 + B t^1.5) in\n"
            "epoch t (B default %g; --constant-rate keeps R), regularization L on both sides\n"
-           "(default %g), N epochs (default %d). --fp16 stores the factors in half precision;\n"
+           "(default %g; the biases' %g), N epochs (default %d). --fp16 stores the factors in\n"
+           "half precision;\n"
            "--workers caps the concurrent updates (threads or GPU warps; 1 is reproducible);\n"
            "--order-ratings visits single ratings in cuMF_SGD's order instead of user chunks.\n"
-           "The test RMSE is measured on --test FILE, or on a random fraction F of FILE's\n"
-           "ratings held out with --seed. Prints the train and test RMSE after every epoch;\n"
-           "--output-u and --output-v write the factors as text, one row per line.\n\n%s",
-           d.rank, (double)d.learning_rate, (double)d.decay, (double)d.lambda_u, d.epochs,
-           cli_common_help());
+           "The test RMSE is measured on --test FILE, or on a fraction F of FILE's ratings held\n"
+           "out by a hash of their position and --seed. Repeated ratings keep the last one.\n"
+           "Prints the train and test RMSE after every epoch; --output-u and --output-v write\n"
+           "the factors as text, one row per line.\n%s%s",
+           d.rank, (double)d.learning_rate, (double)d.decay, (double)d.lambda_u,
+           (double)d.lambda_bias, d.epochs, cli_model_help(), cli_common_help());
 }
 
 static int bad(const char *what)
@@ -51,8 +55,11 @@ static int parse(int argc, char **argv, sgd_args *a)
     cli_common_init(&a->common);
     a->rank = d.rank, a->epochs = d.epochs, a->lr = d.learning_rate, a->decay = d.decay;
     a->lambda = d.lambda_u;
+    cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("sgd", argc, argv, &i, &a->common);
+        if (r == 0)
+            r = cli_model_parse("sgd", argc, argv, &i, &a->model);
         if (r < 0)
             return -1;
         if (r > 0)
@@ -137,6 +144,12 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.order = a->by_ratings ? MF_SGD_ORDER_RATINGS : MF_SGD_ORDER_USER_CHUNKS;
     o.test = test;
     o.progress = on_epoch;
+    o.biases = a->model.biases;
+    if (a->model.lambda_bias >= 0)
+        o.lambda_bias = (float)a->model.lambda_bias;
+    o.tune = a->model.tune;
+    mf_biases bias = {0.0f, NULL, NULL};
+    o.bias_out = &bias;
     mf_sgd_report rep = {.struct_size = sizeof rep};
     if (mf_sgd_hogwild_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
         cli_error("sgd", "%s", mf_ctx_last_error(ctx));
@@ -149,6 +162,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     cli_out_ratings(&out, ctx, train, test, a->rank);
     cli_out_str(&out, "storage", a->fp16 ? "fp16" : "fp32");
     cli_out_int(&out, "workers", rep.workers);
+    cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
     cli_out_int(&out, "epochs", rep.epochs);
     cli_out_num(&out, "train RMSE", rep.train_rmse);
     if (test)

@@ -3,10 +3,26 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
 
-/* Hold out a seeded random fraction of R: *train and *test share R's shape. */
+/* Whether rating (row, col) is held out: a seeded hash of its coordinates, so that the split
+ * does not depend on the order of the file's lines. The library's tuning split
+ * (src/core/sparse_split.c) and bench/quality.py use the same rule: splitmix64's finalizer
+ * of ((row << 32) | col) ^ (seed * golden ratio), its top 53 bits as a uniform below
+ * `fraction`. */
+static int held_out(int32_t row, int32_t col, uint64_t seed, double fraction)
+{
+    uint64_t z = (((uint64_t)(uint32_t)row << 32) | (uint32_t)col) ^ (seed * 0x9E3779B97F4A7C15ull);
+    z += 0x9E3779B97F4A7C15ull;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (double)(z >> 11) * 0x1.0p-53 < fraction;
+}
+
+/* Hold out a seeded fraction of R: *train and *test share R's shape. */
 static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed, mf_sparse **train,
                        mf_sparse **test)
 {
@@ -16,16 +32,13 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
     size_t n = (size_t)(nnz ? nnz : 1);
     int32_t *r = malloc(n * sizeof *r), *c = malloc(n * sizeof *c);
     int32_t *r2 = malloc(n * sizeof *r2), *c2 = malloc(n * sizeof *c2);
-    float *v = malloc(n * sizeof *v), *v2 = malloc(n * sizeof *v2),
-          *coin = malloc(n * sizeof *coin);
-    mf_status st = r && c && r2 && c2 && v && v2 && coin ? MF_OK : MF_ERR_OUT_OF_MEMORY;
+    float *v = malloc(n * sizeof *v), *v2 = malloc(n * sizeof *v2);
+    mf_status st = r && c && r2 && c2 && v && v2 ? MF_OK : MF_ERR_OUT_OF_MEMORY;
     if (st == MF_OK)
         st = mf_sparse_get_coo(R, r, c, v, MF_MEMORY_HOST);
-    if (st == MF_OK)
-        st = mf_random_uniform(ctx, coin, nnz, 0.0f, 1.0f, seed, 0x73706c6974ull, MF_MEMORY_HOST);
     int64_t a = 0, b = 0;
     for (int64_t p = 0; st == MF_OK && p < nnz; p++) {
-        if (coin[p] < fraction)
+        if (held_out(r[p], c[p], seed, fraction))
             r2[b] = r[p], c2[b] = c[p], v2[b] = v[p], b++;
         else
             r[a] = r[p], c[a] = c[p], v[a] = v[p], a++;
@@ -34,7 +47,7 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
         st = mf_sparse_from_coo(ctx, train, rows, cols, a, r, c, v, MF_MEMORY_HOST, 0);
     if (st == MF_OK)
         st = mf_sparse_from_coo(ctx, test, rows, cols, b, r2, c2, v2, MF_MEMORY_HOST, 0);
-    free(r), free(c), free(r2), free(c2), free(v), free(v2), free(coin);
+    free(r), free(c), free(r2), free(c2), free(v), free(v2);
     return st;
 }
 
@@ -46,6 +59,8 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     *train = *test = NULL;
     mf_read_opts ro;
     cli_read_opts(common, false, &ro);
+    if (!common->sum_duplicates) /* a rating entered again replaces the earlier one */
+        ro.flags |= MF_SPARSE_KEEP_LAST;
     mf_status st = mf_sparse_read(ctx, &all, file, &ro);
     if (st != MF_OK)
         return st;
@@ -59,6 +74,60 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
         return MF_OK;
     mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
     return mf_sparse_read(ctx, test, test_file, &ro);
+}
+
+void cli_model_init(cli_model_args *m)
+{
+    m->biases = 1;
+    m->lambda_bias = -1.0;
+    m->tune = MF_TUNE_NONE;
+}
+
+int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_args *m)
+{
+    const char *opt = argv[*i];
+    if (!strcmp(opt, "--no-biases")) {
+        m->biases = 0;
+        return 1;
+    }
+    if (!strcmp(opt, "--auto")) {
+        m->tune |= MF_TUNE_LAMBDA;
+        return 1;
+    }
+    if (!strcmp(opt, "--auto-rank")) {
+        m->tune |= MF_TUNE_LAMBDA | MF_TUNE_RANK;
+        return 1;
+    }
+    if (!strcmp(opt, "--lambda-bias") && *i + 1 < argc) {
+        if (!cli_parse_double(argv[++*i], &m->lambda_bias) || !(m->lambda_bias >= 0) ||
+            !isfinite(m->lambda_bias)) {
+            cli_error(cmd, "--lambda-bias takes a finite number >= 0");
+            return -1;
+        }
+        return 1;
+    }
+    return 0;
+}
+
+const char *cli_model_help(void)
+{
+    return "The model is mean + user bias + item bias + U_u . V_i: --no-biases fits U V^T alone,\n"
+           "--lambda-bias L sets the biases' regularization. --auto holds out 10% of FILE's\n"
+           "training ratings, fits lambda x 1/4, 1/2, 1, 2, 4 on the rest, keeps the best and\n"
+           "refits on all of them (--auto-rank also tries rank/2 and rank/4); the output says\n"
+           "what it chose.\n\n";
+}
+
+void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, double lambda,
+                   int rank, double validation_rmse)
+{
+    cli_out_str(out, "biases", m->biases ? "on" : "off");
+    if (m->biases)
+        cli_out_num(out, "mean", b->mean);
+    cli_out_num(out, "lambda", lambda);
+    cli_out_int(out, "fitted rank", rank);
+    if (m->tune)
+        cli_out_num(out, "validation RMSE", validation_rmse);
 }
 
 /* rows x k floats as text, one row per line. */

@@ -236,7 +236,11 @@ typedef enum mf_sparse_flags {
     MF_SPARSE_SUM_DUPLICATES = 1,
     /* Keep no values: the matrix is a pattern of the given positions (values given are
      * not read; a repeated position is an error unless MF_SPARSE_SUM_DUPLICATES merges it). */
-    MF_SPARSE_PATTERN = 2
+    MF_SPARSE_PATTERN = 2,
+    /* Duplicate (row, col) entries keep the value given last (in the order of the input
+     * arrays, or of the file's lines): a rating entered again replaces the earlier one.
+     * Not together with MF_SPARSE_SUM_DUPLICATES. Since 0.2. */
+    MF_SPARSE_KEEP_LAST = 4
 } mf_sparse_flags;
 
 /* Build from coordinate arrays of length nnz (0-based). `val` NULL makes a pattern.

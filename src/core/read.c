@@ -174,8 +174,12 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
                "%s: index_base = %d; expected 0, 1 or -1", fn, o.index_base);
     MF_REQUIRE(ctx, o.rows >= 0 && o.cols >= 0, "%s: rows = %d, cols = %d: negative shape", fn,
                o.rows, o.cols);
-    MF_REQUIRE(ctx, (o.flags & ~(unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN)) == 0,
+    MF_REQUIRE(ctx,
+               (o.flags & ~(unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN |
+                                      MF_SPARSE_KEEP_LAST)) == 0,
                "%s: unknown flags 0x%x", fn, o.flags);
+    MF_REQUIRE(ctx, !(o.flags & MF_SPARSE_SUM_DUPLICATES) || !(o.flags & MF_SPARSE_KEEP_LAST),
+               "%s: MF_SPARSE_SUM_DUPLICATES and MF_SPARSE_KEEP_LAST exclude each other", fn);
 
     mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(path) : o.format;
     mf_read_job job;

@@ -7,7 +7,8 @@
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 
-#define MF_SPARSE_KNOWN_FLAGS ((unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN))
+#define MF_SPARSE_KNOWN_FLAGS                                                                      \
+    ((unsigned)(MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN | MF_SPARSE_KEEP_LAST))
 
 static mf_status check_common(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t cols, int64_t nnz,
                               unsigned flags, const char *fn)
@@ -17,6 +18,8 @@ static mf_status check_common(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
     MF_REQUIRE(ctx, nnz >= 0, "%s: nnz = %lld is negative", fn, (long long)nnz);
     MF_REQUIRE(ctx, (flags & ~MF_SPARSE_KNOWN_FLAGS) == 0, "%s: unknown flags 0x%x", fn,
                flags & ~MF_SPARSE_KNOWN_FLAGS);
+    MF_REQUIRE(ctx, !(flags & MF_SPARSE_SUM_DUPLICATES) || !(flags & MF_SPARSE_KEEP_LAST),
+               "%s: MF_SPARSE_SUM_DUPLICATES and MF_SPARSE_KEEP_LAST exclude each other", fn);
     return MF_OK;
 }
 

@@ -195,6 +195,11 @@ static mf_status merge_duplicates(mf_ctx *ctx, mf_sparse *m, unsigned flags, con
             if (i > begin && m->col[i] == m->col[w - 1]) {
                 if (dup)
                     dup[0] = r, dup[1] = m->col[i];
+                if (flags & MF_SPARSE_KEEP_LAST) { /* the sorts are stable: i came later */
+                    if (m->val)
+                        m->val[w - 1] = m->val[i];
+                    continue;
+                }
                 if (!(flags & MF_SPARSE_SUM_DUPLICATES))
                     return mf_fail(ctx, MF_ERR_INVALID_DATA,
                                    "%s: duplicate entry at row %d, column %d (0-based; pass "
