@@ -20,7 +20,9 @@
 // usage: bench_als [--k 32,64,100,128] [--init mean,uniform] [--iterations N] [--lambda L]
 // [--repeat R]
 //                  [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]
+//                  [--write-cumf DIR]
 // --limit-gb caps the context's device memory and skips the solver comparison.
+// --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <math.h>
@@ -36,6 +38,7 @@
 
 #include "als/als_internal.h"
 #include "bench_util.h"
+#include "cumf_files.h"
 #include "mfact/mfact.h"
 #include "synthetic_ratings.h"
 
@@ -153,7 +156,7 @@ int main(int argc, char **argv)
     float lambda = 0.048f;
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
-    const char *train_file = NULL, *test_file = NULL;
+    const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
@@ -181,11 +184,14 @@ int main(int argc, char **argv)
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
+        else if (!strcmp(a, "--write-cumf"))
+            cumf_dir = v, i++;
         else {
             fprintf(
                 stderr,
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
-                "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]\n");
+                "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE] "
+                "[--write-cumf DIR]\n");
             return 2;
         }
     }
@@ -201,6 +207,8 @@ int main(int argc, char **argv)
     mf_sparse *train = NULL, *test = NULL;
     double t0 = omp_get_wtime();
     double oracle = load_ratings(ctx, train_file, test_file, scale, seed, &train, &test);
+    if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_ALS) != 0)
+        return 1;
     int32_t users, items;
     int64_t ntrain, ntest;
     MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, &ntrain));

@@ -19,7 +19,8 @@
 //
 // usage: bench_sgd [--k 32,64,128,256] [--epochs N] [--lr R] [--decay B] [--lambda L]
 //                  [--scale F] [--seed S] [--train FILE --test FILE] [--workers W]
-//                  [--fp32-only]
+//                  [--fp32-only] [--write-cumf DIR]
+// --write-cumf DIR also writes the ratings as cuMF_SGD's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "cumf_files.h"
 #include "mfact/mfact.h"
 #include "synthetic_ratings.h"
 
@@ -78,7 +80,7 @@ int main(int argc, char **argv)
     double scale = 1.0;
     uint64_t seed = 1;
     bool fp32_only = false;
-    const char *train_file = NULL, *test_file = NULL;
+    const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
@@ -99,6 +101,8 @@ int main(int argc, char **argv)
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
+        else if (!strcmp(a, "--write-cumf"))
+            cumf_dir = v, i++;
         else if (!strcmp(a, "--workers"))
             g_workers = atoi(v), i++;
         else if (!strcmp(a, "--fp32-only"))
@@ -106,7 +110,7 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr, "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
                             "[--lambda L] [--scale F] [--seed S] [--train FILE --test FILE] "
-                            "[--workers W] [--fp32-only]\n");
+                            "[--workers W] [--fp32-only] [--write-cumf DIR]\n");
             return 2;
         }
     }
@@ -121,6 +125,8 @@ int main(int argc, char **argv)
     mf_sparse *train = NULL, *test = NULL;
     double t0 = omp_get_wtime();
     double oracle = load_ratings(ctx, train_file, test_file, scale, seed, &train, &test);
+    if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_SGD) != 0)
+        return 1;
     int32_t users, items;
     int64_t ntrain, ntest;
     MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, &ntrain));
