@@ -154,6 +154,7 @@ int main(int argc, char **argv)
     std::vector<mf_als_init> inits = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
     int iterations = 10, repeat = 5;
     float lambda = 0.048f;
+    int biases = 1; // --no-biases: the plain model (the cost of the bias terms)
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
@@ -172,6 +173,8 @@ int main(int argc, char **argv)
             iterations = atoi(v), i++;
         else if (!strcmp(a, "--lambda"))
             lambda = (float)atof(v), i++;
+        else if (!strcmp(a, "--no-biases"))
+            biases = 0;
         else if (!strcmp(a, "--repeat"))
             repeat = atoi(v), i++;
         else if (!strcmp(a, "--scale"))
@@ -191,7 +194,7 @@ int main(int argc, char **argv)
                 stderr,
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
                 "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE] "
-                "[--write-cumf DIR]\n");
+                "[--no-biases] [--write-cumf DIR]\n");
             return 2;
         }
     }
@@ -232,6 +235,7 @@ int main(int argc, char **argv)
             mf_als_opts o;
             mf_als_opts_init(&o);
             o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test, o.init = init;
+            o.biases = biases;
             mf_als_report rep;
             rep.struct_size = sizeof rep;
             MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));

@@ -42,6 +42,7 @@ struct result {
 };
 
 static int g_workers = 0; // --workers: 0 = all the device holds at once
+static int g_biases = 1;  // --no-biases: the plain model (the cost of the bias terms)
 
 static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp16,
                   mf_sgd_order order, int epochs, float lr, float decay, float lambda)
@@ -57,6 +58,7 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     o.storage = fp16 ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
     o.order = order;
     o.workers = g_workers;
+    o.biases = g_biases;
     o.test = test;
     mf_sgd_report rep;
     rep.struct_size = sizeof rep;
@@ -107,10 +109,12 @@ int main(int argc, char **argv)
             g_workers = atoi(v), i++;
         else if (!strcmp(a, "--fp32-only"))
             fp32_only = true;
+        else if (!strcmp(a, "--no-biases"))
+            g_biases = 0;
         else {
             fprintf(stderr, "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
                             "[--lambda L] [--scale F] [--seed S] [--train FILE --test FILE] "
-                            "[--workers W] [--fp32-only] [--write-cumf DIR]\n");
+                            "[--workers W] [--fp32-only] [--no-biases] [--write-cumf DIR]\n");
             return 2;
         }
     }

@@ -494,8 +494,8 @@ typedef enum mf_als_init {
 
 typedef struct mf_als_opts {
     size_t struct_size;      /* sizeof(mf_als_opts), set by mf_als_opts_init               */
-    int rank;                /* k, 1..256; default 10                                       */
-    float lambda;            /* >= 0; each row's penalty is lambda * (its count); 0.05      */
+    int rank;                /* k, 1..256; default 64                                       */
+    float lambda;            /* >= 0; each row's penalty is lambda * (its count); 0.1       */
     int iterations;          /* >= 1 full sweeps (users, then items); default 10            */
     mf_als_init init;        /* default MF_ALS_INIT_UNIFORM                                 */
     const mf_sparse *test;   /* optional held-out ratings of the same shape, or NULL        */
@@ -592,7 +592,7 @@ typedef struct mf_sgd_opts {
     int order; /* an mf_sgd_order; default MF_SGD_ORDER_USER_CHUNKS                       */
     /* Stable again, since 0.2. */
     int biases;          /* 1 (default): fit mean + user and item biases; 0: U V^T alone  */
-    float lambda_bias;   /* >= 0: the biases' lambda (per update, like lambda_u)          */
+    float lambda_bias;   /* >= 0: the biases' lambda (per update, like lambda_u); 0.05    */
     mf_biases *bias_out; /* optional: receives the mean and the biases (mf_biases)        */
     unsigned tune;       /* mf_tune flags; default 0                                      */
 } mf_sgd_opts;
@@ -617,9 +617,13 @@ typedef struct mf_sgd_report {
 MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
 
 /* Stochastic gradient descent without locks (Hogwild!, Recht et al.; the GPU design of
- * cuMF_SGD, Xie et al.). For each visited rating (u, i, r), with both updates computed
- * from the old values:
- *     e = r - U_u . V_i;  U_u += lr (e V_i - lambda_u U_u);  V_i += lr (e U_u - lambda_v V_i)
+ * cuMF_SGD, Xie et al.), with Koren's biases by default. For each visited rating (u, i, r),
+ * with every update computed from the old values:
+ *     e = r - mean - bu_u - bi_i - U_u . V_i;
+ *     bu_u += lr (e - lambda_bias bu_u);  bi_i += lr (e - lambda_bias bi_i);
+ *     U_u += lr (e V_i - lambda_u U_u);  V_i += lr (e U_u - lambda_v V_i)
+ * (mean: the mean training rating; opts.biases = 0 drops mean and biases). With biases, a
+ * user or item without ratings starts (and stays) at a zero row and bias.
  * Every epoch visits each stored rating of `ratings` (users x items; a pattern's ratings
  * are 1) once, in the order opts->order (EXPERIMENTAL) describes; `workers` updates run at once and
  * overwrite each other's rows without locks, as Hogwild does. So that an epoch never runs
@@ -628,9 +632,9 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * U (users x k) and V (items x k) are row-major with leading dimension k in `where`
  * memory. A user or item without ratings keeps its starting row.
  *
- * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, 20 epochs, chosen on MovieLens-sized
- * data (docs/api.md gives what they reach). Netflix-sized data with more ratings per row
- * takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
+ * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, lambda_bias 0.05, rank 32, 20 epochs,
+ * chosen on MovieLens 100K and FilmTrust (docs/api.md gives what they reach). Netflix-sized data
+ * with more ratings per row takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
  *
  * Reproducibility: with one worker a run is a pure function of the seed and the inputs
  * (on the CPU it is bit-for-bit the sequence of updates above, in float). With more than

@@ -24,12 +24,12 @@ void mf_als_opts_init(mf_als_opts *opts)
         return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
-    opts->rank = 10;
-    opts->lambda = 0.05f;
+    opts->rank = 64;
+    opts->lambda = 0.1f;
     opts->iterations = 10;
     opts->init = MF_ALS_INIT_UNIFORM;
     opts->biases = 1;
-    opts->lambda_bias = 0.5f;
+    opts->lambda_bias = 0.1f;
     opts->tune = MF_TUNE_NONE;
 }
 

@@ -6,6 +6,7 @@
 #include "core/parse_num.h"
 #include "core/readers.h"
 #include "core/text_reader.h"
+#include <string.h>
 
 /* The first numeric line while it may still be a count line "n nnz" / "rows cols nnz". */
 typedef struct candidate {
@@ -60,7 +61,22 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
     if (c->short_at > 0)
         return mf_read_bad(job, c->short_at, "expected 3 fields (as on the first entry), found 2");
     job->pattern = job->pattern || c->n == 2;
-    return mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f);
+    int64_t before = job->nnz;
+    MF_TRY(mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f));
+    if (job->nnz == before + 1 && before > 0) {
+        /* Back to the front, where the file has it: repeats keep the file's order
+         * (MF_SPARSE_KEEP_LAST keeps the later line). */
+        int32_t r = job->row[before], col = job->col[before];
+        memmove(job->row + 1, job->row, (size_t)before * sizeof *job->row);
+        memmove(job->col + 1, job->col, (size_t)before * sizeof *job->col);
+        job->row[0] = r, job->col[0] = col;
+        if (!job->pattern) {
+            float v = job->val[before];
+            memmove(job->val + 1, job->val, (size_t)before * sizeof *job->val);
+            job->val[0] = v;
+        }
+    }
+    return MF_OK;
 }
 
 mf_status mf_read_triplets(mf_read_job *job)

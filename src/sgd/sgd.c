@@ -36,7 +36,7 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
     opts->init = MF_SGD_INIT_RANDOM;
     opts->order = MF_SGD_ORDER_USER_CHUNKS;
     opts->biases = 1;
-    opts->lambda_bias = 0.01f;
+    opts->lambda_bias = 0.05f;
     opts->tune = MF_TUNE_NONE;
 }
 

@@ -193,13 +193,22 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["er
 dup=$(mktemp --suffix=.txt) snap=$(mktemp --suffix=.txt)
 trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa" "$dup" "$snap"' EXIT
 { cat "$ratings"; head -3 "$ratings"; } >"$dup"
+# Ratings given again replace the earlier ones (as FilmTrust ships with 3 such lines): the
+# repeated lines add no ratings; --sum-duplicates still sums; other commands still refuse.
+unique=$("$mfact" demo --backend cpu "$ratings" | sed -n 's/^nnz //p')
 for cmd in als sgd; do
-  "$mfact" $cmd --backend cpu "$dup" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
-    grep -q "duplicate entry: row .* repeats line 1 " /tmp/mfact-cli-err.$$ ||
-    fail "$cmd on repeats: $(cat /tmp/mfact-cli-err.$$)"
+  n=$("$mfact" $cmd --backend cpu "$dup" --rank 2 2>/dev/null | sed -n 's/^train ratings //p')
+  [ -n "$unique" ] && [ "$n" = "$unique" ] || fail "$cmd on repeats: $n ratings, not $unique"
   "$mfact" $cmd --backend cpu "$dup" --rank 2 --sum-duplicates >/dev/null 2>&1 ||
     fail "$cmd --sum-duplicates exited $?"
+  "$mfact" $cmd --backend cpu "$dup" --rank 2 --auto --no-biases --lambda-bias 0.2 >/dev/null 2>&1 ||
+    fail "$cmd --auto --no-biases --lambda-bias exited $?"
+  "$mfact" $cmd --backend cpu "$dup" --lambda-bias -1 2>/dev/null; [ $? -eq 2 ] ||
+    fail "$cmd --lambda-bias -1 is not a usage error"
 done
+"$mfact" demo --backend cpu "$dup" 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
+  grep -q "duplicate entry: row .* repeats line 1 " /tmp/mfact-cli-err.$$ ||
+  fail "demo on repeats: $(cat /tmp/mfact-cli-err.$$)"
 printf '3 2\n0 1\n1 2\n' >"$snap"
 "$mfact" demo --backend cpu "$snap" | grep -q "^rows 3$" || fail "demo on a SNAP count line"
 "$mfact" demo --backend cpu "$snap" --format triplets | grep -q "^rows 4$" || fail "demo --format triplets"

@@ -1,0 +1,236 @@
+/* Biased models on the CUDA backend: ALS's and SGD's biases against the CPU engine's (one
+ * SGD worker on each side), with biases on and off; the prediction calls on device and host
+ * arrays against the CPU's, their bad input on the device; tuning and unseen users. */
+#include <math.h>
+#include <string.h>
+
+#include "als_fixtures.h"
+#include "sgd_fixtures.h"
+#include "testutil.h"
+
+#ifdef MFACT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+typedef struct fitted {
+    float *U, *V, *bu, *bi;
+    mf_biases b;
+    double train, test;
+} fitted;
+
+static void fit_als(mf_ctx *ctx, mf_sparse *R, mf_sparse *T, int k, int biases, fitted *f)
+{
+    int32_t users, items;
+    mf_sparse_shape(R, &users, &items, NULL);
+    f->U = malloc((size_t)users * k * sizeof *f->U), f->V = malloc((size_t)items * k * 4);
+    f->bu = malloc((size_t)users * 4), f->bi = malloc((size_t)items * 4);
+    f->b = (mf_biases){NAN, f->bu, f->bi};
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = k, o.lambda = 0.1f, o.iterations = 5, o.test = T, o.biases = biases;
+    o.bias_out = &f->b;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_msg(mf_als_run(ctx, R, &o, f->U, f->V, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(ctx));
+    f->train = rep.train_rmse, f->test = rep.test_rmse;
+}
+
+static void fit_sgd(mf_ctx *ctx, mf_sparse *R, mf_sparse *T, int k, int half, fitted *f)
+{
+    int32_t users, items;
+    mf_sparse_shape(R, &users, &items, NULL);
+    f->U = malloc((size_t)users * k * sizeof *f->U), f->V = malloc((size_t)items * k * 4);
+    f->bu = malloc((size_t)users * 4), f->bi = malloc((size_t)items * 4);
+    f->b = (mf_biases){NAN, f->bu, f->bi};
+    mf_sgd_opts o;
+    mf_sgd_opts_init(&o);
+    o.rank = k, o.epochs = 3, o.workers = 1, o.learning_rate = 0.02f, o.test = T;
+    o.storage = half ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
+    o.bias_out = &f->b;
+    mf_sgd_report rep = {.struct_size = sizeof rep};
+    ck_assert_msg(mf_sgd_hogwild_run(ctx, R, &o, f->U, f->V, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(ctx));
+    f->train = rep.train_rmse, f->test = rep.test_rmse;
+}
+
+static void release(fitted *f)
+{
+    free(f->U), free(f->V), free(f->bu), free(f->bi);
+}
+
+START_TEST(biases_match_cpu)
+{
+    mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    const int32_t empty[] = {7, -1};
+    mf_sparse *Rg = ax_ratings(gpu, 300, 200, 0.1, 17, empty, empty);
+    mf_sparse *Rc = ax_ratings(cpu, 300, 200, 0.1, 17, empty, empty);
+    mf_sparse *Tg = ax_ratings(gpu, 300, 200, 0.02, 18, NULL, NULL);
+    mf_sparse *Tc = ax_ratings(cpu, 300, 200, 0.02, 18, NULL, NULL);
+    static const int ks[] = {1, 7, 8, 31, 100};
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++)
+        for (int biases = 0; biases < 2; biases++) {
+            const int k = ks[t];
+            fitted g, c;
+            fit_als(gpu, Rg, Tg, k, biases, &g);
+            fit_als(cpu, Rc, Tc, k, biases, &c);
+            double du = tu_rel_diff(300 * k, g.U, c.U), dv = tu_rel_diff(200 * k, g.V, c.V);
+            double dbu = tu_rel_diff(300, g.bu, c.bu), dbi = tu_rel_diff(200, g.bi, c.bi);
+            ck_assert_msg(du < 1e-3 && dv < 1e-3, "ALS k %d biases %d: U %g V %g", k, biases, du,
+                          dv);
+            if (biases) {
+                ck_assert_msg(dbu < 1e-3 && dbi < 1e-3, "ALS k %d: bu %g bi %g", k, dbu, dbi);
+                ck_assert_float_eq(g.b.mean, c.b.mean);
+                ck_assert_float_eq(g.bu[7], 0.0f);
+            } else {
+                ck_assert(g.b.mean == 0.0f && g.bu[0] == 0.0f && g.bi[0] == 0.0f);
+            }
+            ck_assert_double_eq_tol(g.test, c.test, 1e-4 * c.test);
+            release(&g), release(&c);
+        }
+    for (int half = 0; half < 2; half++) {
+        fitted g, c;
+        fit_sgd(gpu, Rg, Tg, 32, half, &g);
+        fit_sgd(cpu, Rc, Tc, 32, half, &c);
+        double tol = half ? 3e-3 : 1e-4;
+        double dbu = tu_rel_diff(300, g.bu, c.bu), dbi = tu_rel_diff(200, g.bi, c.bi);
+        ck_assert_msg(dbu < tol && dbi < tol, "SGD half %d: bu %g bi %g", half, dbu, dbi);
+        ck_assert_double_eq_tol(g.test, c.test, 10 * tol * c.test);
+        release(&g), release(&c);
+    }
+    mf_sparse_destroy(Rg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tg), mf_sparse_destroy(Tc);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+#ifdef MFACT_HAVE_CUDA
+static void *to_device(const void *src, size_t bytes)
+{
+    void *d = NULL;
+    ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 4), cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+#endif
+
+/* Predictions on device and host arrays equal the CPU's; a negative index on the device is
+ * named and out keeps its contents; the model RMSE agrees; a matrix beyond the model. */
+START_TEST(predictions_match_cpu)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    mf_sparse *Rg = ax_ratings(gpu, 120, 80, 0.2, 3, NULL, NULL);
+    mf_sparse *Rc = ax_ratings(cpu, 120, 80, 0.2, 3, NULL, NULL);
+    int64_t nnz;
+    mf_sparse_shape(Rc, NULL, NULL, &nnz);
+    fitted f;
+    fit_als(cpu, Rc, NULL, 6, 1, &f);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = 120, m.items = 80, m.k = 6, m.U = f.U, m.ldu = 6, m.V = f.V, m.ldv = 6;
+    m.mean = f.b.mean, m.user_bias = f.bu, m.item_bias = f.bi;
+    float *pc = malloc((size_t)nnz * 4), *ph = malloc((size_t)nnz * 4),
+          *pd = malloc((size_t)nnz * 4);
+    ck_assert_int_eq(mf_predict(cpu, &m, Rc, pc), MF_OK);
+    ck_assert_int_eq(mf_predict(gpu, &m, Rg, ph), MF_OK); /* host arrays, staged */
+    ck_assert(tu_rel_diff(nnz, ph, pc) < 1e-6);
+    double rc = 0, rg = 0;
+    ck_assert_int_eq(mf_model_rmse(cpu, &m, Rc, &rc), MF_OK);
+    ck_assert_int_eq(mf_model_rmse(gpu, &m, Rg, &rg), MF_OK);
+    ck_assert_double_eq_tol(rg, rc, 1e-6 * rc);
+
+    mf_model d = m; /* the same model in device memory */
+    d.where = MF_MEMORY_DEVICE;
+    d.U = to_device(f.U, 120 * 6 * 4), d.V = to_device(f.V, 80 * 6 * 4);
+    d.user_bias = to_device(f.bu, 120 * 4), d.item_bias = to_device(f.bi, 80 * 4);
+    float *dout = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&dout, (size_t)nnz * 4), cudaSuccess);
+    ck_assert_int_eq(mf_predict(gpu, &d, Rg, dout), MF_OK);
+    ck_assert_int_eq(cudaMemcpy(pd, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert(tu_rel_diff(nnz, pd, pc) < 1e-6);
+    ck_assert_int_eq(mf_model_rmse(gpu, &d, Rg, &rg), MF_OK);
+    ck_assert_double_eq_tol(rg, rc, 1e-6 * rc);
+
+    int32_t *r = malloc((size_t)nnz * 4), *c = malloc((size_t)nnz * 4);
+    ck_assert_int_eq(mf_sparse_get_coo(Rc, r, c, NULL, MF_MEMORY_HOST), MF_OK);
+    int32_t *dr = to_device(r, (size_t)nnz * 4), *dc = to_device(c, (size_t)nnz * 4);
+    ck_assert_int_eq(mf_predict_pairs(gpu, &d, nnz, dr, dc, dout), MF_OK);
+    ck_assert_int_eq(cudaMemcpy(pd, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert(tu_rel_diff(nnz, pd, pc) < 1e-6);
+    /* a negative item on the device: named, nothing written */
+    r[3] = 1, c[3] = -4;
+    ck_assert_int_eq(cudaMemcpy(dc, c, (size_t)nnz * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaMemset(dout, 0, (size_t)nnz * 4), cudaSuccess);
+    ck_assert_int_eq(mf_predict_pairs(gpu, &d, nnz, dr, dc, dout), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(gpu, "pair 3");
+    ck_assert_int_eq(cudaMemcpy(pd, dout, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    ck_assert_float_eq(pd[0], 0.0f);
+    /* beyond the model: unseen rows and columns */
+    int32_t br[] = {0, 130}, bc[] = {90, 5};
+    mf_sparse *Sg = NULL, *Sc = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(gpu, &Sg, 140, 100, 2, br, bc, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, 140, 100, 2, br, bc, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    float two_g[2], two_c[2];
+    ck_assert_int_eq(mf_predict(gpu, &m, Sg, two_g), MF_OK);
+    ck_assert_int_eq(mf_predict(cpu, &m, Sc, two_c), MF_OK);
+    ck_assert_float_eq_tol(two_g[0], f.b.mean + f.bu[0], 1e-6f);
+    ck_assert_float_eq_tol(two_g[1], f.b.mean + f.bi[5], 1e-6f);
+    ck_assert_float_eq_tol(two_c[0], two_g[0], 1e-6f);
+    cudaFree((void *)d.U), cudaFree((void *)d.V), cudaFree((void *)d.user_bias);
+    cudaFree((void *)d.item_bias), cudaFree(dout), cudaFree(dr), cudaFree(dc);
+    free(pc), free(ph), free(pd), free(r), free(c);
+    release(&f);
+    mf_sparse_destroy(Rg), mf_sparse_destroy(Rc), mf_sparse_destroy(Sg), mf_sparse_destroy(Sc);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+#endif
+}
+END_TEST
+
+/* Tuning on the GPU, factors in device memory: a candidate is chosen and reported. */
+START_TEST(tuning_on_device)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    mf_sparse *R = ax_ratings(ctx, 200, 150, 0.2, 23, NULL, NULL);
+    float *dU = NULL, *dV = NULL, *dbu = NULL, *dbi = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&dU, 200 * 16 * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&dV, 150 * 16 * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&dbu, 200 * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc((void **)&dbi, 150 * 4), cudaSuccess);
+    mf_biases b = {NAN, dbu, dbi};
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 16, o.tune = MF_TUNE_LAMBDA | MF_TUNE_RANK, o.bias_out = &b;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, dU, dV, MF_MEMORY_DEVICE, &rep), MF_OK);
+    ck_assert(rep.rank == 16 || rep.rank == 8 || rep.rank == 4);
+    ck_assert(isfinite(rep.validation_rmse) && isfinite(b.mean));
+    float U[200 * 16];
+    ck_assert_int_eq(cudaMemcpy(U, dU, sizeof U, cudaMemcpyDeviceToHost), cudaSuccess);
+    for (int u = 0; u < 200; u++)
+        for (int t = rep.rank; t < 16; t++)
+            ck_assert_float_eq(U[u * 16 + t], 0.0f);
+    mf_sgd_opts s;
+    mf_sgd_opts_init(&s);
+    s.rank = 16, s.tune = MF_TUNE_LAMBDA, s.bias_out = &b;
+    mf_sgd_report srep = {.struct_size = sizeof srep};
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &s, dU, dV, MF_MEMORY_DEVICE, &srep), MF_OK);
+    ck_assert(isfinite(srep.validation_rmse));
+    cudaFree(dU), cudaFree(dV), cudaFree(dbu), cudaFree(dbi);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+#endif
+}
+END_TEST
+
+int main(void)
+{
+    if (tu_no_gpu())
+        return 77;
+    static const tu_suite suite = {.name = "gpu_model"};
+    const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
+}
