@@ -228,9 +228,7 @@ END_TEST
 
 int main(void)
 {
-    if (tu_no_gpu())
-        return 77;
-    static const tu_suite suite = {.name = "gpu_model"};
+    static const tu_suite suite = {.name = "gpu_model", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -49,7 +49,7 @@ trap 'rm -f "$tmp"' EXIT
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2.5\n3 2 -1\n' >"$tmp"
 out=$("$mfact" demo --backend cpu "$tmp") || fail "demo FILE exited $?"
 echo "$out" | grep -q "^nnz 2$" || fail "demo FILE nnz: $out"
-echo "$out" | grep -q "^rows 3$" && echo "$out" | grep -q "^mean value 0.75$" || fail "demo FILE report: $out"
+grep -q "^rows 3$" <<<"$out" && grep -q "^mean value 0.75$" <<<"$out" || fail "demo FILE report: $out"
 json=$("$mfact" demo --backend cpu "$tmp" --json) || fail "demo FILE --json exited $?"
 echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==3 and d["cols"]==3, d' ||
   fail "demo FILE --json is not the expected JSON: $json"
