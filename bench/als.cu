@@ -10,17 +10,19 @@
 // cuSOLVER gets freshly written dense systems before every run, untimed), and their
 // solutions are compared.
 //
-// The data: users x items with log-normal user activity (sigma 1) and item popularity
-// (sigma 1.5), every user and item rated at least once, ratings round(3.6 + b_u + b_i +
-// planted rank-10 dot + N(0, 0.74^2)) clipped to 1..5, seeded; 1% of the ratings held out.
+// The data (synthetic_ratings.h): one table per case, each --case NAME[,key=value,...]
+// (a preset with changes), by default every preset (netflix, lognormal-cap45, zipf,
+// dense-users); --scale and --seed apply to the cases that do not set their own. Each
+// case's table is headed by its shape in the --case syntax and what the generator made,
+// and every row names its case.
 //
 // Each k runs from both seeded starts (--init narrows them): Zhou's (mean: V's first column
 // the item's mean rating) and cuMF_als's (uniform: V in [0, 0.1)), the peer's own start.
 //
 // usage: bench_als [--k 32,64,100,128] [--init mean,uniform] [--iterations N] [--lambda L]
-// [--repeat R]
-//                  [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE]
-//                  [--write-cumf DIR]
+//                  [--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S]
+//                  [--limit-gb G] [--train FILE --test FILE]
+//                  [--no-biases] [--write-cumf DIR]
 // --limit-gb caps the context's device memory and skips the solver comparison.
 // --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
@@ -158,6 +160,7 @@ int main(int argc, char **argv)
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
+    std::vector<std::string> specs; // --case
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
@@ -179,6 +182,8 @@ int main(int argc, char **argv)
             repeat = atoi(v), i++;
         else if (!strcmp(a, "--scale"))
             scale = atof(v), i++;
+        else if (!strcmp(a, "--case"))
+            specs.push_back(v), i++;
         else if (!strcmp(a, "--limit-gb"))
             limit_gb = atof(v), i++;
         else if (!strcmp(a, "--seed"))
@@ -193,11 +198,13 @@ int main(int argc, char **argv)
             fprintf(
                 stderr,
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
-                "[--repeat R] [--scale F] [--seed S] [--limit-gb G] [--train FILE --test FILE] "
-                "[--no-biases] [--write-cumf DIR]\n");
+                "[--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S] "
+                "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--write-cumf DIR]\n");
             return 2;
         }
     }
+    const std::vector<ratings_shape> cases =
+        ratings_cases("bench_als", specs, scale, seed, train_file, test_file);
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
@@ -207,53 +214,53 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_als: %s\n", mf_ctx_last_error(NULL));
         return 1;
     }
-    mf_sparse *train = NULL, *test = NULL;
-    double t0 = omp_get_wtime();
-    double oracle = load_ratings(ctx, train_file, test_file, scale, seed, &train, &test);
-    if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_ALS) != 0)
-        return 1;
-    int32_t users, items;
-    int64_t ntrain, ntest;
-    MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, &ntrain));
-    MF_CHECK(ctx, mf_sparse_shape(test, NULL, NULL, &ntest));
     mf_device_info info;
     info.struct_size = sizeof info;
     MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
-    printf("bench_als on %s: %d users x %d items, %lld training and %lld test ratings "
-           "(prepared in %.1f s); lambda %g, %d iterations\n",
-           info.name, users, items, (long long)ntrain, (long long)ntest, omp_get_wtime() - t0,
-           lambda, iterations);
-    if (!isnan(oracle))
-        printf("best possible test RMSE (the planted model itself): %.4f\n", oracle);
-    printf(
-        "\n| k | start | s / iteration | Gram ms / it | solve ms / it | test RMSE | peak device GB "
-        "| systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | solution diff |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int k : ks)
-        for (mf_als_init init : inits) {
-            std::vector<float> U((size_t)users * k), V((size_t)items * k);
-            mf_als_opts o;
-            mf_als_opts_init(&o);
-            o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test, o.init = init;
-            o.biases = biases;
-            mf_als_report rep;
-            rep.struct_size = sizeof rep;
-            MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
-            // Under --limit-gb the comparison (which builds every system at once) is skipped.
-            solve_row s = {NAN, NAN, NAN, 0};
-            if (limit_gb <= 0.0)
-                s = compare_solvers(ctx, train, k, lambda, V, repeat);
-            printf("| %d | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | %.2fx | %.1e "
-                   "|\n",
-                   k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
-                   rep.iteration_seconds / rep.iterations, 1e3 * rep.gram_seconds / rep.iterations,
-                   1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
-                   rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
-                   s.peer_ms / s.ours_ms, s.rel_diff);
-            fflush(stdout);
-        }
-    mf_sparse_destroy(train);
-    mf_sparse_destroy(test);
+    printf("bench_als on %s: lambda %g, %d iterations, %zu case(s)\n", info.name, lambda,
+           iterations, cases.size());
+    for (const ratings_shape &c : cases) {
+        mf_sparse *train = NULL, *test = NULL;
+        ratings_stats made = {};
+        double t0 = omp_get_wtime();
+        double oracle = load_ratings(ctx, train_file, test_file, c, &train, &test, &made);
+        if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_ALS) != 0)
+            return 1;
+        int32_t users, items;
+        MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, NULL));
+        print_ratings_case(ctx, c, made, oracle, train, test, omp_get_wtime() - t0);
+        printf("\n| case | k | start | s / iteration | Gram ms / it | solve ms / it | test RMSE | "
+               "peak device GB | systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | "
+               "solution diff |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int k : ks)
+            for (mf_als_init init : inits) {
+                std::vector<float> U((size_t)users * k), V((size_t)items * k);
+                mf_als_opts o;
+                mf_als_opts_init(&o);
+                o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test;
+                o.init = init, o.biases = biases;
+                mf_als_report rep;
+                rep.struct_size = sizeof rep;
+                MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
+                // Under --limit-gb the comparison (which builds every system at once) is
+                // skipped.
+                solve_row s = {NAN, NAN, NAN, 0};
+                if (limit_gb <= 0.0)
+                    s = compare_solvers(ctx, train, k, lambda, V, repeat);
+                printf("| %s | %d | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | "
+                       "%.2fx | %.1e |\n",
+                       c.label.c_str(), k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
+                       rep.iteration_seconds / rep.iterations,
+                       1e3 * rep.gram_seconds / rep.iterations,
+                       1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
+                       rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
+                       s.peer_ms / s.ours_ms, s.rel_diff);
+                fflush(stdout);
+            }
+        mf_sparse_destroy(train);
+        mf_sparse_destroy(test);
+    }
     mf_ctx_destroy(ctx);
     return 0;
 }

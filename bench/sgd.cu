@@ -1,6 +1,7 @@
-// bench_sgd: mf_sgd_hogwild_run on Netflix-shaped synthetic ratings (synthetic_ratings.h;
-// or --train/--test files in the packed binary triplet format), k = 32, 64, 128, 256 with
-// fp32 and fp16 factors.
+// bench_sgd: mf_sgd_hogwild_run on synthetic ratings (synthetic_ratings.h: one table per
+// --case NAME[,key=value,...], by default every preset: netflix, lognormal-cap45, zipf,
+// dense-users; or --train/--test files in the packed binary triplet format), k = 32, 64,
+// 128, 256 with fp32 and fp16 factors. Every row names its case.
 //
 // Each configuration runs twice in the same process on the same data: mfact's default
 // order (MF_SGD_ORDER_USER_CHUNKS: a warp keeps the user's row in registers through a
@@ -18,9 +19,11 @@
 // write): above 1 means the factor rows are served from L2, not from DRAM.
 //
 // usage: bench_sgd [--k 32,64,128,256] [--epochs N] [--lr R] [--decay B] [--lambda L]
-//                  [--scale F] [--seed S] [--train FILE --test FILE] [--workers W]
-//                  [--fp32-only] [--write-cumf DIR]
-// --write-cumf DIR also writes the ratings as cuMF_SGD's input files into DIR (cumf_files.h).
+//                  [--case NAME[,key=value,...]]... [--scale F] [--seed S]
+//                  [--train FILE --test FILE] [--workers W] [--fp32-only]
+// --scale and --seed apply to the cases that do not set their own.
+// --write-cumf DIR also writes the ratings as cuMF_SGD's input files into DIR (cumf_files.h;
+// with one --case: every case writes to DIR).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -83,6 +86,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     bool fp32_only = false;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
+    std::vector<std::string> specs; // --case
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
@@ -97,6 +101,8 @@ int main(int argc, char **argv)
             lambda = (float)atof(v), i++;
         else if (!strcmp(a, "--scale"))
             scale = atof(v), i++;
+        else if (!strcmp(a, "--case"))
+            specs.push_back(v), i++;
         else if (!strcmp(a, "--seed"))
             seed = strtoull(v, NULL, 10), i++;
         else if (!strcmp(a, "--train"))
@@ -113,11 +119,14 @@ int main(int argc, char **argv)
             g_biases = 0;
         else {
             fprintf(stderr, "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
-                            "[--lambda L] [--scale F] [--seed S] [--train FILE --test FILE] "
-                            "[--workers W] [--fp32-only] [--no-biases] [--write-cumf DIR]\n");
+                            "[--lambda L] [--case NAME[,key=value,...]]... [--scale F] "
+                            "[--seed S] [--train FILE --test FILE] [--workers W] "
+                            "[--fp32-only] [--no-biases] [--write-cumf DIR]\n");
             return 2;
         }
     }
+    const std::vector<ratings_shape> cases =
+        ratings_cases("bench_sgd", specs, scale, seed, train_file, test_file);
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
@@ -126,57 +135,60 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_sgd: %s\n", mf_ctx_last_error(NULL));
         return 1;
     }
-    mf_sparse *train = NULL, *test = NULL;
-    double t0 = omp_get_wtime();
-    double oracle = load_ratings(ctx, train_file, test_file, scale, seed, &train, &test);
-    if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_SGD) != 0)
-        return 1;
-    int32_t users, items;
-    int64_t ntrain, ntest;
-    MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, &ntrain));
-    MF_CHECK(ctx, mf_sparse_shape(test, NULL, NULL, &ntest));
-    // The user chunks of MF_SGD_ORDER_USER_CHUNKS: at most 64 ratings of one user each.
-    std::vector<int64_t> ptr(users + 1);
-    MF_CHECK(ctx, mf_sparse_get_csr(train, ptr.data(), NULL, NULL, MF_MEMORY_HOST));
-    int64_t chunks = 0;
-    for (int32_t u = 0; u < users; u++)
-        chunks += (ptr[u + 1] - ptr[u] + 63) / 64;
-    const double per_chunk = (double)chunks / (double)ntrain;
     mf_device_info info;
     info.struct_size = sizeof info;
     MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
     const double bw = bench_copy_bandwidth(0);
-    printf("bench_sgd on %s: %d users x %d items, %lld training and %lld test ratings "
-           "(prepared in %.1f s); lr %g, decay %g, lambda %g, %d epochs; copy bandwidth "
-           "%.0f GB/s; %.1f ratings per user chunk\n",
-           info.name, users, items, (long long)ntrain, (long long)ntest, omp_get_wtime() - t0,
-           (double)lr, (double)decay, (double)lambda, epochs, bw / 1e9, 1.0 / per_chunk);
-    if (!isnan(oracle))
-        printf("best possible test RMSE (the planted model itself): %.4f\n", oracle);
-    printf("cuMF_SGD on an H100 (published in the issue, k = 128, fp16): 3.35 G updates/s, "
-           "0.0296 s per epoch, test RMSE 0.7864 after 20 epochs\n");
-    printf("\n| k | factors | order | workers | s / epoch | G updates/s | vs cuMF order | vs "
-           "cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy bandwidth |\n"
-           "|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int k : ks)
-        for (int h = 0; h < (fp32_only ? 1 : 2); h++) {
-            result peer =
-                run(ctx, train, test, k, h, MF_SGD_ORDER_RATINGS, epochs, lr, decay, lambda);
-            result ours =
-                run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS, epochs, lr, decay, lambda);
-            const double row = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
-            ours.bytes += per_chunk * (2 * row + 8);
-            for (int w = 0; w < 2; w++) {
-                const result &x = w ? ours : peer;
-                printf("| %d | %s | %s | %d | %.4f | %.2f | %.2fx | %.2fx | %.4f | %.0f | %.2f |\n",
-                       k, h ? "fp16" : "fp32", w ? "user chunks" : "ratings (cuMF)", x.workers,
-                       x.epoch_s, x.ups / 1e9, x.ups / peer.ups, x.ups / 3.35e9, x.test_rmse,
-                       x.bytes, x.bytes * x.ups / bw);
+    printf("bench_sgd on %s: lr %g, decay %g, lambda %g, %d epochs; copy bandwidth %.0f GB/s; "
+           "%zu case(s)\n",
+           info.name, (double)lr, (double)decay, (double)lambda, epochs, bw / 1e9, cases.size());
+    printf("cuMF_SGD on an H100 (published in the issue, k = 128, fp16, on Netflix): 3.35 G "
+           "updates/s, 0.0296 s per epoch, test RMSE 0.7864 after 20 epochs\n");
+    for (const ratings_shape &c : cases) {
+        mf_sparse *train = NULL, *test = NULL;
+        ratings_stats made = {};
+        double t0 = omp_get_wtime();
+        double oracle = load_ratings(ctx, train_file, test_file, c, &train, &test, &made);
+        if (cumf_dir && cumf_write_split(ctx, train, test, cumf_dir, CUMF_SGD) != 0)
+            return 1;
+        double seconds = omp_get_wtime() - t0;
+        int32_t users;
+        int64_t ntrain;
+        MF_CHECK(ctx, mf_sparse_shape(train, &users, NULL, &ntrain));
+        // The user chunks of MF_SGD_ORDER_USER_CHUNKS: at most 64 ratings of one user each.
+        std::vector<int64_t> ptr(users + 1);
+        MF_CHECK(ctx, mf_sparse_get_csr(train, ptr.data(), NULL, NULL, MF_MEMORY_HOST));
+        int64_t chunks = 0;
+        for (int32_t u = 0; u < users; u++)
+            chunks += (ptr[u + 1] - ptr[u] + 63) / 64;
+        const double per_chunk = (double)chunks / (double)ntrain;
+        print_ratings_case(ctx, c, made, oracle, train, test, seconds);
+        printf("%.1f ratings per user chunk\n", 1.0 / per_chunk);
+        printf("\n| case | k | factors | order | workers | s / epoch | G updates/s | vs cuMF order "
+               "| vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy bandwidth |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (int k : ks)
+            for (int h = 0; h < (fp32_only ? 1 : 2); h++) {
+                result peer =
+                    run(ctx, train, test, k, h, MF_SGD_ORDER_RATINGS, epochs, lr, decay, lambda);
+                result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS, epochs, lr,
+                                  decay, lambda);
+                const double row = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
+                ours.bytes += per_chunk * (2 * row + 8);
+                for (int w = 0; w < 2; w++) {
+                    const result &x = w ? ours : peer;
+                    printf("| %s | %d | %s | %s | %d | %.4f | %.2f | %.2fx | %.2fx | %.4f | %.0f | "
+                           "%.2f |\n",
+                           c.label.c_str(), k, h ? "fp16" : "fp32",
+                           w ? "user chunks" : "ratings (cuMF)", x.workers, x.epoch_s, x.ups / 1e9,
+                           x.ups / peer.ups, x.ups / 3.35e9, x.test_rmse, x.bytes,
+                           x.bytes * x.ups / bw);
+                }
+                fflush(stdout);
             }
-            fflush(stdout);
-        }
-    mf_sparse_destroy(train);
-    mf_sparse_destroy(test);
+        mf_sparse_destroy(train);
+        mf_sparse_destroy(test);
+    }
     mf_ctx_destroy(ctx);
     return 0;
 }
