@@ -113,6 +113,22 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
     return MF_OK;
 }
 
+/* The strided biases (MF_SGD_BIAS_STRIDE) into packed arrays bu and bi (host or device;
+ * either may be NULL); waits for the copies. */
+mf_status unstride_biases(cuda_engine *e, float *bu, float *bi)
+{
+    cudaStream_t stream = e->ctx->link.cuda->stream;
+    const size_t pitch = MF_SGD_BIAS_STRIDE * sizeof(float);
+    if (bu && e->rows > 0)
+        MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(bu, sizeof(float), e->bu.ptr, pitch, sizeof(float),
+                                              (size_t)e->rows, cudaMemcpyDefault, stream));
+    if (bi && e->cols > 0)
+        MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(bi, sizeof(float), e->bi.ptr, pitch, sizeof(float),
+                                              (size_t)e->cols, cudaMemcpyDefault, stream));
+    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
 /* RMSE of the working factors. fp32 factors (rows of kp floats) go to mf_rmse_compute
  * (SDDMM) in place, as every RMSE is computed. fp16 factors keep their own kernel, which
  * widens each element as it loads it: SDDMM takes float factors, and a float copy of both
@@ -124,10 +140,24 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     const float *bu = e->biases ? (const float *)e->bu.ptr : NULL;
     const float *bi = e->biases ? (const float *)e->bi.ptr : NULL;
     mf_bias_terms terms = {e->mean, bu, bi};
-    if (!e->half)
-        return mf_rmse_biased_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                                      (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
-                                      MF_MEMORY_DEVICE, rmse);
+    if (!e->half) {
+        mf_dbuf packed = {NULL, 0}; /* the strided biases, packed for the shared RMSE */
+        mf_status st = MF_OK;
+        if (e->biases) {
+            st = mf_dmem_alloc(ctx, &packed, ((size_t)e->rows + e->cols + 2) * sizeof(float),
+                               "SGD biases for the RMSE");
+            if (st == MF_OK)
+                st = unstride_biases(e, (float *)packed.ptr, (float *)packed.ptr + e->rows + 1);
+            terms.user = (const float *)packed.ptr;
+            terms.item = (const float *)packed.ptr + e->rows + 1;
+        }
+        if (st == MF_OK)
+            st = mf_rmse_biased_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                                        (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
+                                        MF_MEMORY_DEVICE, rmse);
+        mf_dmem_free(ctx, &packed);
+        return st;
+    }
     mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
     if (R->nnz == 0) {
@@ -193,10 +223,8 @@ mf_status engine_finish(mf_sgd_engine *base, float *U, float *V, int64_t ld, flo
     mf_device_guard guard(e->ctx->link.cuda->device);
     MF_TRY(copy_out(e, &e->U, e->rows, U, ld));
     MF_TRY(copy_out(e, &e->V, e->cols, V, ld));
-    if (bu && e->biases)
-        MF_TRY(mf_cuda_copy(e->ctx, bu, e->bu.ptr, (size_t)e->rows * sizeof(float)));
-    if (bi && e->biases)
-        MF_TRY(mf_cuda_copy(e->ctx, bi, e->bi.ptr, (size_t)e->cols * sizeof(float)));
+    if (e->biases)
+        MF_TRY(unstride_biases(e, bu, bi));
     return MF_OK;
 }
 
@@ -263,11 +291,10 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     MF_TRY(copy_in(e, &e->U, e->rows, s->U0, "SGD user factors"));
     MF_TRY(copy_in(e, &e->V, e->cols, s->V0, "SGD item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
-    if (e->biases) { /* zero to start */
-        MF_TRY(
-            mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * sizeof(float), "SGD user biases"));
-        MF_TRY(
-            mf_dmem_alloc(ctx, &e->bi, ((size_t)e->cols + 1) * sizeof(float), "SGD item biases"));
+    if (e->biases) {                                           /* zero to start */
+        const size_t per = MF_SGD_BIAS_STRIDE * sizeof(float); /* one sector each */
+        MF_TRY(mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * per, "SGD user biases"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->bi, ((size_t)e->cols + 1) * per, "SGD item biases"));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bu.ptr, 0, e->bu.bytes, ctx->link.cuda->stream));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bi.ptr, 0, e->bi.bytes, ctx->link.cuda->stream));
     }

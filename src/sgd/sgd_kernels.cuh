@@ -120,10 +120,21 @@ struct epoch_args {
     float lambda_bias;
 };
 
+/* Biases sit one per 32-byte sector (MF_SGD_BIAS_STRIDE floats apart): packed, the 32 items
+ * of a 128-byte line shared it, and the writes of every warp to the popular items' biases
+ * queued on a few L2 lines (measured: k = 128 fp16, 4.48 G updates/s without biases, 2.59
+ * with packed ones). */
+#define MF_SGD_BIAS_STRIDE 8
+
 /* A bias through L2 (other multiprocessors update it), as the factor rows are. */
 __device__ __forceinline__ float load_bias(const float *b, int64_t i)
 {
-    return __ldcg(b + i);
+    return __ldcg(b + i * MF_SGD_BIAS_STRIDE);
+}
+
+__device__ __forceinline__ void store_bias(float *b, int64_t i, float x)
+{
+    __stcg(b + i * MF_SGD_BIAS_STRIDE, x);
 }
 
 /* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
@@ -205,9 +216,9 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
                 if (lane == 0) {
-                    __stcg(a.bi + cur, bi);
+                    store_bias(a.bi, cur, bi);
                     if (!RESIDENT)
-                        __stcg(a.bu + user, bu);
+                        store_bias(a.bu, user, bu);
                 }
             }
             for (int j = 0; j < KPL; j++) {
@@ -230,7 +241,7 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
         if (RESIDENT) {
             io::store(U + (int64_t)user * a.kp, lane, u);
             if (biased && lane == 0)
-                __stcg(a.bu + user, bu);
+                store_bias(a.bu, user, bu);
         }
         sq += chunk_sq;
     }
@@ -267,7 +278,7 @@ template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_
             continue;
         float u[KPL], v[KPL];
         io::load(U + r * a.kp, lane, u);
-        const float base = a.bu ? a.mean + a.bu[r] : 0.0f;
+        const float base = a.bu ? a.mean + a.bu[r * MF_SGD_BIAS_STRIDE] : 0.0f;
         for (int64_t p = b; p < e; p++) {
             io::load(V + (int64_t)a.col[p] * a.kp, lane, v);
             float part = 0.0f;
@@ -275,7 +286,7 @@ template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_
                 part = fmaf(u[j], v[j], part);
             float pred = warp_sum(part);
             if (a.bu)
-                pred += base + a.bi[a.col[p]];
+                pred += base + a.bi[(int64_t)a.col[p] * MF_SGD_BIAS_STRIDE];
             const double d = (double)(a.val ? a.val[p] : 1.0f) - (double)pred;
             sum += d * d;
         }
