@@ -6,9 +6,10 @@ and cmfrec").
 Model: pred(u, i) = mu + b_u + b_i + U_u . V_i, mu the training mean.
 
 ALS: the user half-step solves [U_u; b_u] jointly, features [V_i; 1] against targets
-r - mu - b_i, penalty lambda * w_u on the k factor entries and lambda_b * w_u on the bias,
-where w_u = n_u (weighted, ALS-WR), 1 (unweighted) or sqrt(n_u) (mixed); the item half-step
-is symmetric. V starts uniform in [0, 0.1), biases at 0; users first.
+r - mu - b_i, penalty lambda * w_u on the k factor entries and lambda_b * w_b on the bias,
+where w_u = w_b = n_u (weighted, ALS-WR), 1 (unweighted) or sqrt(n_u) (sqrt), or w_u = n_u
+and w_b = 1 (weighted-bconst); the item half-step is symmetric. V starts uniform in
+[0, 0.1), biases at 0; users first.
 
 SGD (Koren): for each rating, e = r - pred, then from the old values
 b_u += lr (e - reg_b b_u); b_i += lr (e - reg_b b_i); U_u += lr (e V_i - reg U_u);
