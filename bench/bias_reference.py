@@ -32,22 +32,26 @@ import time
 
 import numpy as np
 
+sys.dont_write_bytecode = True  # no __pycache__ in bench/
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import quality  # noqa: E402  (the split and the reader)
 
 try:
     from numba import njit
-except ImportError:  # plain Python: correct, slower
 
-    def njit(*a, **k):
-        return (lambda f: f) if not (len(a) == 1 and callable(a[0])) else a[0]
+    HAVE_NUMBA = True
+except ImportError:  # plain Python: correct, slower
+    HAVE_NUMBA = False
+
+    def njit(f):
+        return f
 
 
 # ---------------------------------------------------------------------------------------
 # ALS
 
 
-@njit(cache=True)
+@njit
 def als_half_step(indptr, idx, t, F, lam, lam_b, power, bias_power, W, b):
     """For every row u of a CSR (indptr, idx) with targets t: solve
     ([F_i 1]^T [F_i 1] + diag(lam w, ..., lam w, lam_b w_b)) [W_u; b_u] = [F_i 1]^T t_u,
@@ -119,7 +123,7 @@ WEIGHTINGS = {  # name: (power of n_u on the factors, on the bias, lambdas, lamb
 # SGD
 
 
-@njit(cache=True)
+@njit
 def sgd_epochs(r, c, v, order_kind, mu, bu, bi, U, V, lr0, decay, reg, reg_b, epochs, seed,
                te_r, te_c, te_v, out):
     np.random.seed(seed)
@@ -220,6 +224,15 @@ def main():
     args = ap.parse_args()
     files = args.files or quality.DEFAULT_DATA
     tsv = open(args.tsv, "a") if args.tsv else None
+    if not HAVE_NUMBA:
+        print("# without numba (pip install numba) the loops run in plain Python: ALS takes "
+              "seconds per setting, SGD minutes", file=sys.stderr)
+    if args.what in ("als", "both"):
+        print("# data\tals\tform\tk\tlambda\tlambda_b\tRMSE after 10\tRMSE after last"
+              "\tbest RMSE\tat iteration\tseconds")
+    if args.what in ("sgd", "both"):
+        print("# data\tsgd\tstart\tk\tlr\tlambda\treg_b\tdecay\torder\tRMSE after last"
+              "\tbest RMSE\tat epoch\tseconds")
 
     def emit(*fields):
         line = "\t".join(str(f) for f in fields)
