@@ -477,7 +477,8 @@ typedef int (*mf_progress_fn)(void *user, const mf_progress *progress);
  * the lowest validation RMSE, and then fits it on all the training ratings. The report
  * says what was chosen. Candidates: lambda at 1/4, 1/2, 1, 2 and 4 times the option's
  * value; with MF_TUNE_RANK also the ranks 1/4 and 1/2 of opts.rank (at least 1), the
- * chosen rank's factors written in the first columns of U and V and the rest zero. */
+ * chosen rank's factors written in the first columns of U and V and the rest zero (a warm
+ * start, whose given factors have opts.rank columns, keeps its rank). */
 typedef enum mf_tune { MF_TUNE_NONE = 0, MF_TUNE_LAMBDA = 1, MF_TUNE_RANK = 2 } mf_tune;
 
 typedef enum mf_als_init {

@@ -9,10 +9,9 @@
 #include "als/als_internal.h"
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "core/fit.h"
 #include "core/random.h"
 #include "core/run.h"
-#include "core/staging.h"
-#include "core/tune.h"
 #include "cuda/cuda_backend.h"
 
 /* The Philox stream of the initial factors: fixed, so that a seed means one start. */
@@ -80,23 +79,14 @@ static mf_status init_seeded(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float 
 
 /* The caller's V as the start: copied to the host (from the device if need be) and
  * checked, since a NaN would spread through every system. */
-static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, int64_t ld, const float *V,
-                            mf_memory where, float *V0)
+static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V, mf_memory where,
+                            float *V0)
 {
-    if (ld == k) {
-        size_t bytes = (size_t)R->cols * k * sizeof *V0;
-        if (where == MF_MEMORY_DEVICE)
-            MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
-        else
-            memcpy(V0, V, bytes);
-    }
-    for (int32_t i = 0; ld != k && i < R->cols; i++) { /* a tuned rank: the first k of a row */
-        size_t bytes = (size_t)k * sizeof *V0;
-        if (where == MF_MEMORY_DEVICE)
-            MF_TRY(mf_cuda_copy(ctx, V0 + (int64_t)i * k, V + i * ld, bytes));
-        else
-            memcpy(V0 + (int64_t)i * k, V + i * ld, bytes);
-    }
+    size_t bytes = (size_t)R->cols * k * sizeof *V0;
+    if (where == MF_MEMORY_DEVICE)
+        MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
+    else
+        memcpy(V0, V, bytes);
     for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
         if (!isfinite(V0[p]))
             return mf_fail(ctx, MF_ERR_INVALID_DATA,
@@ -120,6 +110,8 @@ typedef struct run_state {
     const mf_als_opts *o;
     mf_sparse *R;
     mf_als_report rep;
+    float *U, *V; /* the caller's: a warm start's V (candidates read it too) */
+    mf_memory where;
 } run_state;
 
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
@@ -181,7 +173,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_als_run: out of host memory for the initial V");
     mf_status st = o->init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, f->R, f->k, o->rank, V, where, V0)
+                       ? init_given(ctx, f->R, f->k, V, where, V0)
                        : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
     mf_als_setup setup = {ctx,       f->R,           f->k,
                           f->lambda, where,          V0,
@@ -192,58 +184,31 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     if (st != MF_OK)
         return st;
     st = iterate(s, f);
-    if (f->final && mf_run_has_result(st) && f->k < o->rank) { /* a tuned rank: zero the rest */
-        st = mf_run_then(st, mf_fill_output(ctx, U, (int64_t)f->R->rows * o->rank, 0.0f, where));
-        st = mf_run_then(st, mf_fill_output(ctx, V, (int64_t)f->R->cols * o->rank, 0.0f, where));
-    }
     if (f->final && mf_run_has_result(st)) {
         mf_biases *out = o->bias_out;
-        st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out && o->biases ? out->user : NULL,
-                                          out && o->biases ? out->item : NULL));
-        if (out && mf_run_has_result(st)) {
-            out->mean = o->biases ? setup.mean : 0.0f;
-            if (!o->biases) { /* the plain model: its biases are zero */
-                st = mf_run_then(st, mf_fill_output(ctx, out->user, f->R->rows, 0.0f, where));
-                st = mf_run_then(st, mf_fill_output(ctx, out->item, f->R->cols, 0.0f, where));
-            }
-        }
+        const int32_t rows = f->R->rows, cols = f->R->cols;
+        st = mf_run_then(st, mf_fit_zero_tail(ctx, U, V, rows, cols, f->k, o->rank, where));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out ? out->user : NULL,
+                                              out ? out->item : NULL));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st,
+                             mf_fit_bias_out(ctx, out, o->biases, setup.mean, rows, cols, where));
     }
     s->e->destroy(s->e);
     s->e = NULL;
     return st;
 }
 
-/* opts.tune: fit the candidates on a seeded 90 % of the ratings, measure each on the other
- * 10 %, keep the best (lambda, rank) in *best. */
-static mf_status tune(run_state *s, fit_spec *best, float *U, float *V, mf_memory where)
+/* A tuning candidate (mf_tune_fit_fn): fit_part at (rank, lambda), its validation RMSE. */
+static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse *valid, int rank,
+                               float lambda, double *rmse)
 {
-    const mf_als_opts *o = s->o;
-    mf_tune_grid g;
-    mf_tune_grid_make(o->tune, o->rank, o->lambda, &g);
-    mf_sparse *fit_part = NULL, *valid = NULL;
-    MF_TRY(mf_sparse_split(s->run.ctx, s->R, MF_TUNE_FRACTION,
-                           s->run.ctx->seed ^ MF_TUNE_SPLIT_SEED, "mf_als_run", &fit_part, &valid));
-    mf_status st = MF_OK;
-    for (int r = 0; r < g.nranks && st == MF_OK; r++) {
-        for (int c = 0; c < MF_TUNE_SCALES && st == MF_OK; c++) {
-            fit_spec f = {fit_part, valid, g.ranks[r], g.lambdas[c], 0};
-            st = fit(s, &f, U, V, where);
-            if (st == MF_OK)
-                mf_tune_grid_offer(&g, f.k, f.lambda, s->rep.test_rmse);
-            else if (st == MF_ERR_NUMERIC) /* a lambda too small to solve: not a candidate */
-                st = MF_OK;
-        }
-    }
-    mf_sparse_destroy(fit_part);
-    mf_sparse_destroy(valid);
-    if (st == MF_OK && !isfinite(g.best_rmse))
-        st = mf_fail(s->run.ctx, MF_ERR_NUMERIC,
-                     "mf_als_run: every tuning candidate broke down (lambda %g too small)",
-                     (double)o->lambda);
-    best->k = g.best_rank;
-    best->lambda = g.best_lambda;
-    s->rep.validation_rmse = g.best_rmse;
-    return st;
+    run_state *s = user;
+    fit_spec f = {fit_part, valid, rank, lambda, 0};
+    MF_TRY(fit(s, &f, s->U, s->V, s->where));
+    *rmse = s->rep.test_rmse;
+    return MF_OK;
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
@@ -254,7 +219,10 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     run_state s = {.o = &o,
                    .R = (mf_sparse *)ratings, /* the matrix: caches only */
                    .rep.test_rmse = NAN,
-                   .rep.validation_rmse = NAN};
+                   .rep.validation_rmse = NAN,
+                   .U = U,
+                   .V = V,
+                   .where = where};
 
     MF_TRY(mf_run_begin(&s.run, ctx,
                         &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V),
@@ -263,7 +231,14 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     MF_TRY(check_opts(ctx, &o));
     mf_run_start(&s.run);
     fit_spec f = {s.R, o.test, o.rank, o.lambda, 1};
-    mf_status st = o.tune ? tune(&s, &f, U, V, where) : MF_OK;
+    mf_status st = MF_OK;
+    if (o.tune) {
+        mf_tune_result best;
+        st = mf_tune_search(ctx, "mf_als_run", s.R, o.tune, o.rank, o.lambda,
+                            o.init == MF_ALS_INIT_GIVEN, fit_candidate, &s, &best);
+        f.k = best.rank, f.lambda = best.lambda;
+        s.rep.validation_rmse = best.rmse;
+    }
     s.rep.lambda = f.lambda;
     s.rep.rank = f.k;
     if (st == MF_OK)

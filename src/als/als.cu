@@ -294,9 +294,9 @@ mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_bias_terms b = {e->mean, (const float *)e->bu.ptr, (const float *)e->bi.ptr};
-    return mf_rmse_biased_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                                  (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL,
-                                  MF_MEMORY_DEVICE, rmse);
+    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                           (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL, MF_MEMORY_DEVICE,
+                           rmse);
 }
 
 /* rows x k of a padded factor into dst with leading dimension ld (>= k): the padding (and

@@ -196,7 +196,7 @@ mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
 mf_status engine_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, fp(e->X), e->ld, fp(e->Y), e->ld,
+    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, fp(e->X), e->ld, fp(e->Y), e->ld, NULL,
                            MF_MEMORY_DEVICE, rmse);
 }
 

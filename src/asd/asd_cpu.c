@@ -223,8 +223,8 @@ static mf_status cpu_iterate(mf_asd_engine *base, double *res2, int *singular)
 static mf_status cpu_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, e->X, e->r, e->Y, e->r, MF_MEMORY_HOST,
-                           rmse);
+    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, e->X, e->r, e->Y, e->r, NULL,
+                           MF_MEMORY_HOST, rmse);
 }
 
 static mf_status cpu_finish(mf_asd_engine *base, float *X, float *Y, mf_memory where)

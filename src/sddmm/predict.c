@@ -1,5 +1,6 @@
-/* Predictions of explicit-ratings models (mf_predict, mf_predict_pairs, mf_model_rmse) and
- * the biased RMSE the ALS and SGD engines report: mean + user bias + item bias + U_u . V_i.
+/* Predictions of explicit-ratings models (mf_predict, mf_predict_pairs, mf_model_rmse):
+ * mean + user bias + item bias + U_u . V_i (the RMSE of a model of the data's shape is
+ * rmse.c's, which takes the bias terms).
  * At the entries of a matrix of the model's shape the dot products come from SDDMM (its
  * tuned plan) and the bias terms are one pass over the entries; a matrix with users or
  * items the model has not seen, and arbitrary pairs, go through the pairs path, where an
@@ -20,55 +21,6 @@ void mf_model_init(mf_model *model)
     memset(model, 0, sizeof *model);
     model->struct_size = sizeof *model;
     model->where = MF_MEMORY_HOST;
-}
-
-/* ---- the biased RMSE ---------------------------------------------------------------- */
-
-static mf_status biased_rmse_cpu(mf_sparse *R, int k, const float *A, int64_t lda, const float *B,
-                                 int64_t ldb, const mf_bias_terms *b, int threads, double *sum)
-{
-    double s = 0.0;
-#pragma omp parallel for num_threads(threads) reduction(+ : s) schedule(dynamic, 64)
-    for (int32_t i = 0; i < R->rows; i++) {
-        const float *a = A + (int64_t)i * lda;
-        const float base = b->mean + (b->user ? b->user[i] : 0.0f);
-        for (int64_t p = R->row_ptr[i]; p < R->row_ptr[i + 1]; p++) {
-            const int32_t j = R->col[p];
-            const float *f = B + (int64_t)j * ldb;
-            float dot = 0.0f;
-            for (int t = 0; t < k; t++)
-                dot += a[t] * f[t];
-            const float pred = base + (b->item ? b->item[j] : 0.0f) + dot;
-            const double d = (double)(R->val ? R->val[p] : 1.0f) - (double)pred;
-            s += d * d;
-        }
-    }
-    *sum = s;
-    return MF_OK;
-}
-
-/* Device arrays: residuals r - biases, then - A B^T by SDDMM, then their squares. */
-static mf_status biased_rmse_device(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                                    const float *B, int64_t ldb, const mf_bias_terms *b,
-                                    double *sum)
-{
-    const int64_t *row_ptr;
-    const int32_t *col;
-    const float *val;
-    MF_TRY(mf_sparse_device_csr(R, &row_ptr, &col, &val));
-    if (!val)
-        MF_TRY(mf_sparse_device_ones(R, &val));
-    mf_dbuf resid = {0};
-    mf_status st = mf_upload(ctx, &resid, val, (size_t)R->nnz * sizeof(float), "RMSE residuals");
-    if (st == MF_OK)
-        st = mf_cuda_bias_offsets(ctx, R, b, -1.0f, 1, resid.ptr);
-    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, resid.ptr, 1};
-    if (st == MF_OK)
-        st = mf_cuda_sddmm(ctx, R, &call);
-    if (st == MF_OK)
-        st = mf_cuda_sum_squares(ctx, resid.ptr, R->nnz, sum);
-    mf_dmem_free(ctx, &resid);
-    return st;
 }
 
 /* Host arrays on a CUDA context go up once; `bufs` owns the copies (4 of them). */
@@ -95,34 +47,6 @@ static void free_bufs(mf_ctx *ctx, mf_dbuf *bufs, int n)
 {
     for (int i = 0; i < n; i++)
         mf_dmem_free(ctx, &bufs[i]);
-}
-
-mf_status mf_rmse_biased_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                                 const float *B, int64_t ldb, const mf_bias_terms *bias,
-                                 mf_memory where, double *rmse)
-{
-    if (!bias)
-        return mf_rmse_compute(ctx, R, k, A, lda, B, ldb, where, rmse);
-    if (R->nnz == 0) {
-        *rmse = 0.0;
-        return MF_OK;
-    }
-    double sum = 0.0;
-    if (ctx->backend != MF_BACKEND_CUDA) {
-        MF_TRY(biased_rmse_cpu(R, k, A, lda, B, ldb, bias, mf_ctx_threads(ctx), &sum));
-    } else {
-        mf_bias_terms b = *bias;
-        mf_dbuf bufs[4] = {{0}};
-        mf_status st = MF_OK;
-        if (where == MF_MEMORY_HOST)
-            st = stage_model(ctx, R->rows, R->cols, k, &A, lda, &B, ldb, &b, bufs);
-        if (st == MF_OK)
-            st = biased_rmse_device(ctx, R, k, A, lda, B, ldb, &b, &sum);
-        free_bufs(ctx, bufs, 4);
-        MF_TRY(st);
-    }
-    *rmse = sqrt(sum / (double)R->nnz);
-    return MF_OK;
 }
 
 /* ---- the public functions ------------------------------------------------------------- */
@@ -367,7 +291,7 @@ mf_status mf_model_rmse(mf_ctx *ctx, const mf_model *model, const mf_sparse *rat
     }
     mf_bias_terms b = {m.mean, m.user_bias, m.item_bias};
     if (fits(&m, R))
-        return mf_rmse_biased_compute(ctx, R, m.k, m.U, m.ldu, m.V, m.ldv, &b, m.where, rmse);
+        return mf_rmse_compute(ctx, R, m.k, m.U, m.ldu, m.V, m.ldv, &b, m.where, rmse);
     /* Unseen users or items: the predictions on the host, then the residuals. */
     size_t n = (size_t)R->nnz;
     float *pred = malloc(n * sizeof *pred);

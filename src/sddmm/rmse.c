@@ -1,6 +1,7 @@
-/* RMSE, the one way mfact computes it (mf_rmse, and ALS and SGD through sddmm.h):
- * residuals r - A B^T at the stored entries through SDDMM (a copy of the ratings as out,
- * alpha = -1, beta = 1, S taken as a pattern), then their squares summed in double. */
+/* RMSE, the one way mfact computes it (mf_rmse, mf_model_rmse, and ALS, SGD and ASD through
+ * sddmm.h): residuals r - biases - A B^T at the stored entries through SDDMM (a copy of the
+ * ratings less the bias terms as out, alpha = -1, beta = 1, S taken as a pattern), then their
+ * squares summed in double. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +12,8 @@
 #include "sddmm/sddmm.h"
 #include "sddmm/sddmm_internal.h"
 
-static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double *sum)
+static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, const mf_bias_terms *bias,
+                          double *sum)
 {
     size_t n = (size_t)R->nnz;
     float *resid = malloc(n * sizeof *resid);
@@ -23,6 +25,12 @@ static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double
     else
         for (size_t p = 0; p < n; p++)
             resid[p] = 1.0f;
+    if (bias)
+        for (int32_t i = 0; i < R->rows; i++) {
+            const float base = bias->mean + (bias->user ? bias->user[i] : 0.0f);
+            for (int64_t p = R->row_ptr[i]; p < R->row_ptr[i + 1]; p++)
+                resid[p] -= base + (bias->item ? bias->item[R->col[p]] : 0.0f);
+        }
     call->out = resid;
     mf_sddmm_cpu(ctx, R, call);
     double s = 0.0;
@@ -34,8 +42,8 @@ static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, double
     return MF_OK;
 }
 
-static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_memory where,
-                           double *sum)
+static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call,
+                           const mf_bias_terms *bias, mf_memory where, double *sum)
 {
     const int64_t *row_ptr;
     const int32_t *col;
@@ -43,7 +51,8 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
     MF_TRY(mf_sparse_device_csr(R, &row_ptr, &col, &val));
     if (!val)
         MF_TRY(mf_sparse_device_ones(R, &val));
-    mf_dbuf u = {0}, v = {0}, resid = {0};
+    mf_dbuf u = {0}, v = {0}, bu = {0}, bi = {0}, resid = {0};
+    mf_bias_terms b = bias ? *bias : (mf_bias_terms){0.0f, NULL, NULL};
     mf_status st = MF_OK;
     if (where == MF_MEMORY_HOST) {
         st = mf_upload(ctx, &u, call->A, mf_matrix_bytes(R->rows, call->k, call->lda),
@@ -51,11 +60,19 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
         if (st == MF_OK)
             st = mf_upload(ctx, &v, call->B, mf_matrix_bytes(R->cols, call->k, call->ldb),
                            "RMSE factor B");
+        if (st == MF_OK && b.user)
+            st = mf_upload(ctx, &bu, b.user, (size_t)R->rows * sizeof(float), "RMSE user biases");
+        if (st == MF_OK && b.item)
+            st = mf_upload(ctx, &bi, b.item, (size_t)R->cols * sizeof(float), "RMSE item biases");
         call->A = u.ptr;
         call->B = v.ptr;
+        b.user = b.user ? bu.ptr : NULL;
+        b.item = b.item ? bi.ptr : NULL;
     }
     if (st == MF_OK)
         st = mf_upload(ctx, &resid, val, (size_t)R->nnz * sizeof(float), "RMSE residuals");
+    if (st == MF_OK && bias)
+        st = mf_cuda_bias_offsets(ctx, R, &b, -1.0f, 1, resid.ptr);
     if (st == MF_OK) {
         call->out = resid.ptr;
         st = mf_cuda_sddmm(ctx, R, call);
@@ -64,12 +81,15 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, mf_me
         st = mf_cuda_sum_squares(ctx, resid.ptr, R->nnz, sum);
     mf_dmem_free(ctx, &u);
     mf_dmem_free(ctx, &v);
+    mf_dmem_free(ctx, &bu);
+    mf_dmem_free(ctx, &bi);
     mf_dmem_free(ctx, &resid);
     return st;
 }
 
 mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                          const float *B, int64_t ldb, mf_memory where, double *rmse)
+                          const float *B, int64_t ldb, const mf_bias_terms *bias, mf_memory where,
+                          double *rmse)
 {
     if (R->nnz == 0) {
         *rmse = 0.0;
@@ -78,9 +98,9 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
     mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1};
     double sum = 0.0;
     if (ctx->backend == MF_BACKEND_CUDA)
-        MF_TRY(rmse_cuda(ctx, R, &call, where, &sum));
+        MF_TRY(rmse_cuda(ctx, R, &call, bias, where, &sum));
     else
-        MF_TRY(rmse_cpu(ctx, R, &call, &sum));
+        MF_TRY(rmse_cpu(ctx, R, &call, bias, &sum));
     *rmse = sqrt(sum / (double)R->nnz);
     return MF_OK;
 }
@@ -101,5 +121,5 @@ mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, 
     MF_TRY(mf_check_memory(ctx, A, where, fn, "A"));
     MF_TRY(mf_check_memory(ctx, B, where, fn, "B"));
     /* The handle is logically const: what it caches does not change what it represents. */
-    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, where, rmse);
+    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, NULL, where, rmse);
 }

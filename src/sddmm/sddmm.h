@@ -34,13 +34,6 @@ typedef struct mf_sddmm_call {
  * holds the result. */
 mf_status mf_sddmm_compute(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, mf_memory where);
 
-/* sqrt(mean over R's stored entries of (r_ij - dot(A[i, 0..k), B[j, 0..k)))^2), a
- * pattern's entries counting as 1, with A (rows x k, lda) and B (cols x k, ldb) in `where`
- * memory: residuals from one SDDMM (alpha = -1, beta = 1 on a copy of the values), their
- * squares summed in double. No entries gives 0. Returns when *rmse holds the result. */
-mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                          const float *B, int64_t ldb, mf_memory where, double *rmse);
-
 /* The bias terms of an explicit-ratings model: an entry (i, j) adds mean + user[i] + item[j],
  * an absent array counting as zeros. The arrays live where the factors do. */
 typedef struct mf_bias_terms {
@@ -49,11 +42,14 @@ typedef struct mf_bias_terms {
     const float *item; /* R's cols entries, or NULL */
 } mf_bias_terms;
 
-/* As mf_rmse_compute, with the residuals r_ij - (mean + user[i] + item[j] + dot): the RMSE
- * of a biased model. bias NULL is mf_rmse_compute. */
-mf_status mf_rmse_biased_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                                 const float *B, int64_t ldb, const mf_bias_terms *bias,
-                                 mf_memory where, double *rmse);
+/* sqrt(mean over R's stored entries of (r_ij - b_ij - dot(A[i, 0..k), B[j, 0..k)))^2), a
+ * pattern's entries counting as 1, with A (rows x k, lda), B (cols x k, ldb) and the bias
+ * terms b (NULL: none) in `where` memory: residuals from one SDDMM (alpha = -1, beta = 1 on
+ * a copy of the values less the biases), their squares summed in double. No entries gives
+ * 0. Returns when *rmse holds the result. */
+mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, const mf_bias_terms *bias, mf_memory where,
+                          double *rmse);
 
 #ifdef __cplusplus
 }

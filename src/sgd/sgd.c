@@ -7,10 +7,9 @@
 
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "core/fit.h"
 #include "core/random.h"
 #include "core/run.h"
-#include "core/staging.h"
-#include "core/tune.h"
 #include "cuda/cuda_backend.h"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_rules.h"
@@ -108,7 +107,7 @@ static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_o
                                  const float *U, const float *V, mf_memory where, float *U0,
                                  float *V0)
 {
-    if (o->init == MF_SGD_INIT_GIVEN) { /* (tuning never shrinks a given start's rank) */
+    if (o->init == MF_SGD_INIT_GIVEN) { /* k is the caller's: tuning keeps a warm start's rank */
         MF_TRY(load_given(ctx, U, R->rows, k, where, U0, "U"));
         return load_given(ctx, V, R->cols, k, where, V0, "V");
     }
@@ -139,6 +138,8 @@ typedef struct run_state {
     const mf_sgd_opts *o;
     const mf_sparse *R;
     mf_sgd_report rep;
+    float *U, *V; /* the caller's: a warm start's factors (candidates read them too) */
+    mf_memory where;
 } run_state;
 
 static mf_status measure(run_state *s, const fit_spec *f)
@@ -245,21 +246,15 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     }
     s->rep.workers = s->e->workers;
     st = iterate(s, f);
-    if (f->final && mf_run_has_result(st) && f->k < o->rank) { /* a tuned rank: zero the rest */
-        st = mf_run_then(st, mf_fill_output(ctx, U, (int64_t)R->rows * o->rank, 0.0f, where));
-        st = mf_run_then(st, mf_fill_output(ctx, V, (int64_t)R->cols * o->rank, 0.0f, where));
-    }
     if (f->final && mf_run_has_result(st)) {
         mf_biases *out = o->bias_out;
-        st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out && o->biases ? out->user : NULL,
-                                          out && o->biases ? out->item : NULL));
-        if (out && mf_run_has_result(st)) {
-            out->mean = mean;
-            if (!o->biases) { /* the plain model: its biases are zero */
-                st = mf_run_then(st, mf_fill_output(ctx, out->user, R->rows, 0.0f, where));
-                st = mf_run_then(st, mf_fill_output(ctx, out->item, R->cols, 0.0f, where));
-            }
-        }
+        st = mf_run_then(st, mf_fit_zero_tail(ctx, U, V, R->rows, R->cols, f->k, o->rank, where));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out ? out->user : NULL,
+                                              out ? out->item : NULL));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st,
+                             mf_fit_bias_out(ctx, out, o->biases, mean, R->rows, R->cols, where));
     }
     s->e->destroy(s->e);
     s->e = NULL;
@@ -267,42 +262,21 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     return st;
 }
 
-/* opts.tune: fit the candidates on a seeded 90 % of the ratings, measure each on the other
- * 10 %, keep the best (lambda scale, rank) in *best. A candidate that diverges is not one. */
-static mf_status tune(run_state *s, fit_spec *best, float *U, float *V, mf_memory where)
+/* lambda_v at a tuned lambda_u: the caller's ratio kept (lambda_u = 0: lambda_v as given). */
+static float lambda_v_for(const mf_sgd_opts *o, float lambda_u)
 {
-    const mf_sgd_opts *o = s->o;
-    mf_tune_grid g;
-    mf_tune_grid_make(o->tune, o->rank, o->lambda_u, &g);
-    mf_sparse *fit_part = NULL, *valid = NULL;
-    MF_TRY(mf_sparse_split(s->run.ctx, s->R, MF_TUNE_FRACTION,
-                           s->run.ctx->seed ^ MF_TUNE_SPLIT_SEED, "mf_sgd_hogwild_run", &fit_part,
-                           &valid));
-    const float ratio = o->lambda_u > 0.0f ? o->lambda_v / o->lambda_u : 1.0f;
-    mf_status st = MF_OK;
-    for (int r = 0; r < g.nranks && st == MF_OK; r++) {
-        for (int c = 0; c < MF_TUNE_SCALES && st == MF_OK; c++) {
-            const float lu = o->lambda_u > 0.0f ? g.lambdas[c] : 0.0f;
-            fit_spec f = {
-                fit_part, valid, g.ranks[r], lu, o->lambda_u > 0.0f ? lu * ratio : o->lambda_v, 0};
-            st = fit(s, &f, U, V, where);
-            if (st == MF_OK)
-                mf_tune_grid_offer(&g, f.k, f.lambda_u, s->rep.test_rmse);
-            else if (st == MF_ERR_NUMERIC)
-                st = MF_OK;
-        }
-    }
-    mf_sparse_destroy(fit_part);
-    mf_sparse_destroy(valid);
-    if (st == MF_OK && !isfinite(g.best_rmse))
-        st = mf_fail(s->run.ctx, MF_ERR_NUMERIC,
-                     "mf_sgd_hogwild_run: every tuning candidate diverged (try a smaller "
-                     "learning_rate)");
-    best->k = g.best_rank;
-    best->lambda_u = g.best_lambda;
-    best->lambda_v = o->lambda_u > 0.0f ? g.best_lambda * ratio : o->lambda_v;
-    s->rep.validation_rmse = g.best_rmse;
-    return st;
+    return o->lambda_u > 0.0f ? lambda_u * (o->lambda_v / o->lambda_u) : o->lambda_v;
+}
+
+/* A tuning candidate (mf_tune_fit_fn): fit_part at (rank, lambda_u), its validation RMSE. */
+static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse *valid, int rank,
+                               float lambda, double *rmse)
+{
+    run_state *s = user;
+    fit_spec f = {fit_part, valid, rank, lambda, lambda_v_for(s->o, lambda), 0};
+    MF_TRY(fit(s, &f, s->U, s->V, s->where));
+    *rmse = s->rep.test_rmse;
+    return MF_OK;
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
@@ -310,7 +284,13 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
 {
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
-    run_state s = {.o = &o, .R = ratings, .rep.test_rmse = NAN, .rep.validation_rmse = NAN};
+    run_state s = {.o = &o,
+                   .R = ratings,
+                   .rep.test_rmse = NAN,
+                   .rep.validation_rmse = NAN,
+                   .U = U,
+                   .V = V,
+                   .where = where};
 
     MF_TRY(
         mf_run_begin(&s.run, ctx,
@@ -321,8 +301,13 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     mf_run_start(&s.run);
     fit_spec f = {ratings, o.test, o.rank, o.lambda_u, o.lambda_v, 1};
     mf_status st = MF_OK;
-    if (o.tune && o.epochs > 0)
-        st = tune(&s, &f, U, V, where);
+    if (o.tune && o.epochs > 0) {
+        mf_tune_result best;
+        st = mf_tune_search(ctx, "mf_sgd_hogwild_run", ratings, o.tune, o.rank, o.lambda_u,
+                            o.init == MF_SGD_INIT_GIVEN, fit_candidate, &s, &best);
+        f.k = best.rank, f.lambda_u = best.lambda, f.lambda_v = lambda_v_for(&o, best.lambda);
+        s.rep.validation_rmse = best.rmse;
+    }
     s.rep.lambda = f.lambda_u;
     s.rep.rank = f.k;
     if (st == MF_OK)

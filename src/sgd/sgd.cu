@@ -152,9 +152,9 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
             terms.item = (const float *)packed.ptr + e->rows + 1;
         }
         if (st == MF_OK)
-            st = mf_rmse_biased_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                                        (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
-                                        MF_MEMORY_DEVICE, rmse);
+            st = mf_rmse_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                                 (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
+                                 MF_MEMORY_DEVICE, rmse);
         mf_dmem_free(ctx, &packed);
         return st;
     }

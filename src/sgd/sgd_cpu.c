@@ -165,8 +165,8 @@ static mf_status cpu_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     cpu_engine *e = (cpu_engine *)base;
     mf_bias_terms terms = {e->mean, e->bu, e->bi};
     if (!e->half)
-        return mf_rmse_biased_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
-                                      e->biases ? &terms : NULL, MF_MEMORY_HOST, rmse);
+        return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
+                               e->biases ? &terms : NULL, MF_MEMORY_HOST, rmse);
     double sum = 0.0;
 #pragma omp parallel num_threads(e->threads) reduction(+ : sum)
     {
