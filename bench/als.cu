@@ -239,6 +239,7 @@ int main(int argc, char **argv)
                 mf_als_opts o;
                 mf_als_opts_init(&o);
                 o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test;
+                o.weighting = MF_ALS_WEIGHT_COUNT; /* cuMF_als's weighted lambda */
                 o.init = init, o.biases = biases;
                 mf_als_report rep;
                 rep.struct_size = sizeof rep;

@@ -14,6 +14,7 @@ typedef struct als_args {
     long long rank, iterations;
     double lambda, test_fraction;
     mf_als_init init;
+    mf_als_weighting weighting;
     cli_model_args model;
 } als_args;
 
@@ -22,7 +23,8 @@ static void als_help(void)
     mf_als_opts d;
     mf_als_opts_init(&d);
     printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
-           "                [--no-biases] [--lambda-bias L] [--auto | --auto-rank]\n"
+           "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
+           "                [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
@@ -32,7 +34,8 @@ static void als_help(void)
            "Prints the train and test RMSE after every iteration; --output-u and --output-v\n"
            "write the factors as text, one row per line. --init picks the start: uniform\n"
            "(default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first column the\n"
-           "item's mean rating, the rest uniform in [-0.1, 0.1)).\n%s%s",
+           "item's mean rating, the rest uniform in [-0.1, 0.1)). --weighting: the penalties\n"
+           "times each row's count of ratings (count, ALS-WR) or as they are (none).\n%s%s",
            d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, cli_model_help(),
            cli_common_help());
 }
@@ -45,6 +48,7 @@ static int parse(int argc, char **argv, als_args *a)
     mf_als_opts_init(&d);
     a->rank = d.rank, a->iterations = d.iterations, a->lambda = d.lambda, a->test_fraction = 0.0;
     a->init = d.init;
+    a->weighting = d.weighting;
     cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
@@ -86,6 +90,16 @@ static int parse(int argc, char **argv, als_args *a)
                 a->init = MF_ALS_INIT_UNIFORM;
             else {
                 cli_error("als", "--init takes mean or uniform, not '%s'", how);
+                return -1;
+            }
+        } else if (!strcmp(opt, "--weighting") && val) {
+            const char *how = argv[++i];
+            if (!strcmp(how, "count"))
+                a->weighting = MF_ALS_WEIGHT_COUNT;
+            else if (!strcmp(how, "none"))
+                a->weighting = MF_ALS_WEIGHT_NONE;
+            else {
+                cli_error("als", "--weighting takes count or none, not '%s'", how);
                 return -1;
             }
         } else if (!strcmp(opt, "--test") && val) {
@@ -137,6 +151,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_als_opts_init(&o);
     o.rank = (int)a->rank, o.lambda = (float)a->lambda, o.iterations = (int)a->iterations;
     o.init = a->init;
+    o.weighting = a->weighting;
     o.test = test;
     o.progress = on_iteration;
     o.biases = a->model.biases;

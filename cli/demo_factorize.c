@@ -52,6 +52,7 @@ int demo_als(mf_ctx *ctx, const demo_ratings *r, cli_out *out)
     mf_als_opts_init(&o);
     o.rank = fit_rank(ctx);
     o.lambda = ALS_LAMBDA;
+    o.weighting = MF_ALS_WEIGHT_COUNT; /* ALS-WR, as the line below says */
     o.test = r->test;
     int64_t nnz;
     mf_sparse_shape(r->train, NULL, NULL, &nnz);

@@ -215,6 +215,7 @@ void ax_check_movielens(mf_ctx *ctx, const char *label)
         mf_als_opts o;
         mf_als_opts_init(&o);
         o.rank = 10, o.lambda = 0.1f, o.iterations = 10, o.test = test, o.init = inits[s];
+        o.weighting = MF_ALS_WEIGHT_COUNT, o.lambda_bias = 0.1f; /* ALS-WR's weighted lambda */
         mf_als_report rep = {.struct_size = sizeof rep};
         ck_assert_int_eq(mf_als_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
         printf("movielens_quality (%s, init %d): train RMSE %.4f, test RMSE %.4f\n", label,

@@ -27,6 +27,7 @@ START_TEST(hand_solved)
     mf_als_opts_init(&o);
     o.rank = 1, o.lambda = 0.5f, o.iterations = 1, o.init = MF_ALS_INIT_GIVEN;
     o.biases = 0; /* the plain model's solves, by hand */
+    o.weighting = MF_ALS_WEIGHT_COUNT;
     float U[3] = {NAN, NAN, NAN}, V[3] = {1, 2, 1};
     mf_als_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);

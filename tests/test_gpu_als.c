@@ -55,6 +55,7 @@ static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iteratio
     mf_als_opts o;
     mf_als_opts_init(&o);
     o.rank = k, o.lambda = lambda, o.iterations = iterations, o.init = init;
+    o.weighting = MF_ALS_WEIGHT_COUNT; /* the lambdas below are ALS-WR's */
     rep->struct_size = sizeof *rep;
     ck_assert_msg(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, rep) == MF_OK, "%s",
                   mf_ctx_last_error(ctx));
@@ -144,7 +145,7 @@ START_TEST(device_memory_batches_determinism)
     ck_assert_int_eq(cudaMalloc(&dV, vb), cudaSuccess);
     mf_als_opts o;
     mf_als_opts_init(&o);
-    o.rank = k, o.lambda = 0.05f, o.iterations = 3;
+    o.rank = k, o.lambda = 0.05f, o.iterations = 3, o.weighting = MF_ALS_WEIGHT_COUNT;
     ck_assert_int_eq(mf_als_run(ctx, R, &o, dU, dV, MF_MEMORY_DEVICE, NULL), MF_OK);
     memset(U2, 0, ub), memset(V2, 0, vb);
     ck_assert_int_eq(cudaMemcpy(U2, dU, ub, cudaMemcpyDeviceToHost), cudaSuccess);

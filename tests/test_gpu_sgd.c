@@ -142,6 +142,7 @@ START_TEST(divergence_is_reported)
         mf_sgd_opts o;
         mf_sgd_opts_init(&o);
         o.learning_rate = 50.0f, o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+        o.rank = 32; /* the arrays below */
         o.storage = h ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
         float *U = malloc(200 * 32 * sizeof *U), *V = malloc(100 * 32 * sizeof *V);
         for (int p = 0; p < 200 * 32; p++)

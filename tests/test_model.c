@@ -48,8 +48,8 @@ static mf_sparse *planted_biased(mf_ctx *ctx, int32_t users, int32_t items, int 
 
 /* One biased ALS half-step in float64: rows of X (and xb) from F (and fb). */
 static void ref_half(int32_t rows, const int64_t *ptr, const int32_t *idx, const float *val, int k,
-                     double lambda, double lambda_b, double mean, const double *F, const double *fb,
-                     double *X, double *xb)
+                     double lambda, double lambda_b, int weighted, double mean, const double *F,
+                     const double *fb, double *X, double *xb)
 {
     const int n = k + 1;
     double *A = malloc((size_t)n * n * sizeof *A), *b = malloc((size_t)n * sizeof *b);
@@ -69,9 +69,10 @@ static void ref_half(int32_t rows, const int64_t *ptr, const int32_t *idx, const
                 b[a] += y * f[a];
             }
         }
+        const double w = weighted ? (double)cnt : 1.0;
         for (int a = 0; a < k; a++)
-            A[a * n + a] += lambda * (double)cnt;
-        A[k * n + k] += lambda_b * (double)cnt;
+            A[a * n + a] += lambda * w;
+        A[k * n + k] += lambda_b * w;
         /* Gaussian elimination (SPD: no pivoting needed) */
         for (int a = 0; a < n; a++)
             for (int c = a + 1; c < n; c++) {
@@ -127,33 +128,40 @@ START_TEST(als_biases_match_float64)
     uint64_t st = 3;
     for (int p = 0; p < items * k; p++)
         V0[p] = (float)tu_unit(&st);
-    double U[40 * 4], V[30 * 4], bu[40] = {0}, bi[30] = {0};
-    for (int p = 0; p < items * k; p++)
-        V[p] = V0[p];
-    for (int it = 0; it < iterations; it++) {
-        ref_half(users, rp, ci, val, k, 0.1, 0.3, mean, V, bi, U, bu);
-        ref_half(items, cp, cr, cv, k, 0.1, 0.3, mean, U, bu, V, bi);
+    /* Both weightings: lambda times each row's count (ALS-WR), and lambda alone (with
+     * penalties that matter at this size). */
+    for (int weighted = 0; weighted < 2; weighted++) {
+        const double lambda = weighted ? 0.1 : 1.5, lambda_b = weighted ? 0.3 : 2.0;
+        double U[40 * 4], V[30 * 4], bu[40] = {0}, bi[30] = {0};
+        for (int p = 0; p < items * k; p++)
+            V[p] = V0[p];
+        for (int it = 0; it < iterations; it++) {
+            ref_half(users, rp, ci, val, k, lambda, lambda_b, weighted, mean, V, bi, U, bu);
+            ref_half(items, cp, cr, cv, k, lambda, lambda_b, weighted, mean, U, bu, V, bi);
+        }
+        mf_als_opts o;
+        mf_als_opts_init(&o);
+        o.rank = k, o.lambda = (float)lambda, o.lambda_bias = (float)lambda_b;
+        o.iterations = iterations, o.init = MF_ALS_INIT_GIVEN;
+        o.weighting = weighted ? MF_ALS_WEIGHT_COUNT : MF_ALS_WEIGHT_NONE;
+        float Uf[40 * 4], Vf[30 * 4], buf[40], bif[30];
+        memcpy(Vf, V0, sizeof Vf);
+        mf_biases out = {NAN, buf, bif};
+        o.bias_out = &out;
+        ck_assert_int_eq(mf_als_run(ctx, R, &o, Uf, Vf, MF_MEMORY_HOST, NULL), MF_OK);
+        ck_assert_double_eq_tol(out.mean, mean, 1e-6);
+        double worst = 0.0;
+        for (int p = 0; p < users * k; p++)
+            worst = fmax(worst, fabs(Uf[p] - U[p]));
+        for (int p = 0; p < items * k; p++)
+            worst = fmax(worst, fabs(Vf[p] - V[p]));
+        for (int p = 0; p < users; p++)
+            worst = fmax(worst, fabs(buf[p] - bu[p]));
+        for (int p = 0; p < items; p++)
+            worst = fmax(worst, fabs(bif[p] - bi[p]));
+        ck_assert_msg(worst < 2e-4, "weighted %d: largest difference from float64: %g", weighted,
+                      worst);
     }
-    mf_als_opts o;
-    mf_als_opts_init(&o);
-    o.rank = k, o.lambda = 0.1f, o.lambda_bias = 0.3f, o.iterations = iterations;
-    o.init = MF_ALS_INIT_GIVEN;
-    float Uf[40 * 4], Vf[30 * 4], buf[40], bif[30];
-    memcpy(Vf, V0, sizeof Vf);
-    mf_biases out = {NAN, buf, bif};
-    o.bias_out = &out;
-    ck_assert_int_eq(mf_als_run(ctx, R, &o, Uf, Vf, MF_MEMORY_HOST, NULL), MF_OK);
-    ck_assert_double_eq_tol(out.mean, mean, 1e-6);
-    double worst = 0.0;
-    for (int p = 0; p < users * k; p++)
-        worst = fmax(worst, fabs(Uf[p] - U[p]));
-    for (int p = 0; p < items * k; p++)
-        worst = fmax(worst, fabs(Vf[p] - V[p]));
-    for (int p = 0; p < users; p++)
-        worst = fmax(worst, fabs(buf[p] - bu[p]));
-    for (int p = 0; p < items; p++)
-        worst = fmax(worst, fabs(bif[p] - bi[p]));
-    ck_assert_msg(worst < 2e-4, "largest difference from float64: %g", worst);
     free(rp), free(ci), free(ri), free(val), free(cp), free(cr), free(cv), free(next);
     mf_sparse_destroy(R);
     mf_ctx_destroy(ctx);

@@ -144,6 +144,7 @@ START_TEST(divergence_is_reported)
         mf_sgd_opts o;
         mf_sgd_opts_init(&o);
         o.learning_rate = 50.0f, o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+        o.rank = 32; /* the arrays below */
         o.storage = h ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
         float U[100 * 32], V[80 * 32];
         for (int p = 0; p < 100 * 32; p++)
@@ -166,6 +167,7 @@ START_TEST(divergence_is_reported)
     mf_sgd_opts_init(&o);
     o.lambda_u = o.lambda_v = 1000.0f;
     o.schedule = MF_SGD_SCHEDULE_CONSTANT;
+    o.rank = 32, o.learning_rate = 0.1f; /* the arrays below; the message's numbers */
     float *U = malloc(100 * 32 * sizeof *U), *V = malloc(80 * 32 * sizeof *V);
     ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_NUMERIC);
     tu_assert_error_has(ctx, "lambda_u 1000, lambda_v 1000) = 100 >= 1");

@@ -493,20 +493,29 @@ typedef enum mf_als_init {
     MF_ALS_INIT_UNIFORM = 2
 } mf_als_init;
 
+/* How mf_als_opts.lambda (and lambda_bias) scale with a row's number of ratings n. */
+typedef enum mf_als_weighting {
+    /* lambda * n: ALS-WR's weighted-lambda regularization (Zhou et al.; cuMF_als's). */
+    MF_ALS_WEIGHT_COUNT = 0,
+    /* lambda alone, whatever n (the usual ridge penalty; cmfrec's default). */
+    MF_ALS_WEIGHT_NONE = 1
+} mf_als_weighting;
+
 typedef struct mf_als_opts {
     size_t struct_size;      /* sizeof(mf_als_opts), set by mf_als_opts_init               */
-    int rank;                /* k, 1..256; default 64                                       */
-    float lambda;            /* >= 0; each row's penalty is lambda * (its count); 0.1       */
+    int rank;                /* k, 1..256; default 32                                       */
+    float lambda;            /* >= 0; default 15 (see weighting)                            */
     int iterations;          /* >= 1 full sweeps (users, then items); default 10            */
     mf_als_init init;        /* default MF_ALS_INIT_UNIFORM                                 */
     const mf_sparse *test;   /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress; /* optional; also turns on the per-iteration train RMSE        */
     void *progress_user;     /* passed to progress                                          */
     /* Since 0.2. */
-    int biases;          /* 1 (default): fit mean + user and item biases; 0: U V^T alone */
-    float lambda_bias;   /* >= 0: the biases' lambda, times the count like lambda; 0.5   */
-    mf_biases *bias_out; /* optional: receives the mean and the biases (mf_biases)       */
-    unsigned tune;       /* mf_tune flags; default 0                                     */
+    int biases;                 /* 1 (default): fit mean + user and item biases; 0: U V^T alone */
+    float lambda_bias;          /* >= 0: the biases' lambda, weighted like lambda; default 5    */
+    mf_biases *bias_out;        /* optional: receives the mean and the biases (mf_biases)       */
+    unsigned tune;              /* mf_tune flags; default 0                                     */
+    mf_als_weighting weighting; /* of lambda and lambda_bias by a row's count (see above) */
 } mf_als_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -528,23 +537,37 @@ typedef struct mf_als_report {
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);
 
-/* ALS-WR (Zhou et al., "Large-scale Parallel Collaborative Filtering for the Netflix
- * Prize"): minimize
- *     sum over stored (u, i) of (r_ui - U_u . V_i)^2
- *         + lambda (sum_u n_u |U_u|^2 + sum_i n_i |V_i|^2)
- * by exact alternating solves (V_O^T V_O + lambda n_u I) U_u = V_O^T r_u for every user,
- * then the same for every item. `ratings` is users x items (a pattern's ratings are 1);
- * U is users x k and V items x k, row-major with leading dimension k, in `where`
- * memory. On success both hold the result. A user or item without ratings gets a zero
- * row. Each system is solved by an LDL^T factorization without pivoting; a pivot that is
- * not positive (lambda = 0 with fewer ratings than k, or overflow) stops the run with
- * MF_ERR_NUMERIC naming the row.
+/* Alternating least squares (ALS-WR: Zhou et al., "Large-scale Parallel Collaborative
+ * Filtering for the Netflix Prize"), with biases by default: minimize
+ *     sum over stored (u, i) of (r_ui - mean - bu_u - bi_i - U_u . V_i)^2
+ *         + lambda (sum_u w_u |U_u|^2 + sum_i w_i |V_i|^2)
+ *         + lambda_bias (sum_u w_u bu_u^2 + sum_i w_i bi_i^2)
+ * where mean is the mean training rating and w is 1 (MF_ALS_WEIGHT_NONE, the default) or the
+ * row's count of ratings n (MF_ALS_WEIGHT_COUNT, ALS-WR's and cuMF_als's weighted lambda).
+ * opts.biases = 0 drops mean and biases: the model is U_u . V_i. Each half-step solves every
+ * user's factors and bias together by exact least squares (V_O^T V_O + lambda w_u I on the
+ * factors, one more unknown whose feature is 1 for the bias), then the same for every item.
+ * `ratings` is users x items (a pattern's ratings are 1); U is users x k and V items x k,
+ * row-major with leading dimension k, in `where` memory. On success both hold the result
+ * and opts.bias_out (when given) the mean and the biases. A user or item without ratings
+ * gets a zero row and bias, so that it is predicted from what is known (mf_predict). A
+ * warm start (MF_ALS_INIT_GIVEN) passes V alone: the biases start at zero. Each system is
+ * solved by an LDL^T factorization without pivoting; a pivot that is not positive (lambda
+ * = 0 with fewer ratings than k, or overflow) stops the run with MF_ERR_NUMERIC naming the
+ * row.
  *
- * Errors (U and V untouched): NULL arguments, rank outside 1..256, lambda < 0 or not
- * finite, iterations < 1, a test set of another shape: MF_ERR_INVALID_ARGUMENT. The run
- * works on its own copies of the factors and writes U and V once at the end, so a failed
- * run leaves them as they were; a cancelled one leaves the last completed iteration.
- * `report` may be NULL. On a CUDA context the call returns when U and V hold the result. */
+ * Defaults (rank 32, lambda 15, lambda_bias 5, unweighted, 10 iterations) were chosen on
+ * MovieLens 100K and FilmTrust against Surprise and cmfrec (bench/quality.py; docs/api.md);
+ * data with many more ratings per row may want MF_ALS_WEIGHT_COUNT with a lambda near 0.05
+ * (the benches' and cuMF_als's). opts.tune searches lambda (and the rank) on a validation
+ * split.
+ *
+ * Errors (U and V untouched): NULL arguments, rank outside 1..256, lambda or lambda_bias < 0
+ * or not finite, iterations < 1, an unknown enum value or tune flag, biases not 0 or 1, a
+ * test set of another shape: MF_ERR_INVALID_ARGUMENT. The run works on its own copies of the
+ * factors and writes U and V once at the end, so a failed run leaves them as they were; a
+ * cancelled one leaves the last completed iteration. `report` may be NULL. On a CUDA
+ * context the call returns when U and V hold the result. */
 MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts,
                             float *U, float *V, mf_memory where, mf_als_report *report);
 
@@ -576,11 +599,11 @@ typedef enum mf_sgd_init {
 
 typedef struct mf_sgd_opts {
     size_t struct_size;       /* sizeof(mf_sgd_opts), set by mf_sgd_opts_init               */
-    int rank;                 /* k, 1..512; default 32                                       */
-    float learning_rate;      /* > 0; default 0.1                                            */
+    int rank;                 /* k, 1..512; default 100                                      */
+    float learning_rate;      /* > 0; default 0.05                                           */
     mf_sgd_schedule schedule; /* default MF_SGD_SCHEDULE_INVERSE_TIME                        */
     float decay;              /* >= 0, the schedule's beta; default 0.3                      */
-    float lambda_u, lambda_v; /* >= 0; default 0.1 each                                      */
+    float lambda_u, lambda_v; /* >= 0; default 0.03 each                                     */
     int epochs;               /* >= 0 passes over the ratings; default 20                    */
     mf_sgd_storage storage;   /* default MF_SGD_STORAGE_FP32                                 */
     mf_sgd_init init;         /* default MF_SGD_INIT_RANDOM                                  */
@@ -633,7 +656,7 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * U (users x k) and V (items x k) are row-major with leading dimension k in `where`
  * memory. A user or item without ratings keeps its starting row.
  *
- * Defaults: learning_rate 0.1, decay 0.3, lambdas 0.1, lambda_bias 0.05, rank 32, 20 epochs,
+ * Defaults: learning_rate 0.05, decay 0.3, lambdas 0.03, lambda_bias 0.03, rank 100, 20 epochs,
  * chosen on MovieLens 100K and FilmTrust (docs/api.md gives what they reach). Netflix-sized data
  * with more ratings per row takes smaller lambdas (cuMF_SGD's 0.08, 0.3 and 0.05, as bench_sgd).
  *

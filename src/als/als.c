@@ -23,13 +23,14 @@ void mf_als_opts_init(mf_als_opts *opts)
         return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
-    opts->rank = 64;
-    opts->lambda = 0.1f;
+    opts->rank = 32;
+    opts->lambda = 15.0f;
     opts->iterations = 10;
     opts->init = MF_ALS_INIT_UNIFORM;
     opts->biases = 1;
-    opts->lambda_bias = 0.1f;
+    opts->lambda_bias = 5.0f;
     opts->tune = MF_TUNE_NONE;
+    opts->weighting = MF_ALS_WEIGHT_NONE;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
@@ -50,6 +51,8 @@ static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
                "%s: lambda_bias = %g must be finite and >= 0", fn, (double)o->lambda_bias);
     MF_REQUIRE(ctx, (o->tune & ~(unsigned)(MF_TUNE_LAMBDA | MF_TUNE_RANK)) == 0,
                "%s: tune = 0x%x holds unknown mf_tune flags", fn, o->tune);
+    MF_REQUIRE(ctx, o->weighting == MF_ALS_WEIGHT_COUNT || o->weighting == MF_ALS_WEIGHT_NONE,
+               "%s: weighting = %d is not an mf_als_weighting value", fn, (int)o->weighting);
     return MF_OK;
 }
 
@@ -175,9 +178,16 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     mf_status st = o->init == MF_ALS_INIT_GIVEN
                        ? init_given(ctx, f->R, f->k, V, where, V0)
                        : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
-    mf_als_setup setup = {ctx,       f->R,           f->k,
-                          f->lambda, where,          V0,
-                          o->biases, o->lambda_bias, (float)mf_sparse_mean(f->R)};
+    mf_als_setup setup = {ctx,
+                          f->R,
+                          f->k,
+                          f->lambda,
+                          where,
+                          V0,
+                          o->biases,
+                          o->lambda_bias,
+                          (float)mf_sparse_mean(f->R),
+                          o->weighting == MF_ALS_WEIGHT_COUNT};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);

@@ -210,7 +210,8 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
                         (unsigned long long *)e->failed.ptr,
                         e->biases ? e->k : -1,
                         e->lambda_bias,
-                        bias_out};
+                        bias_out,
+                        e->weighted};
     return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream);
 }
 
@@ -434,6 +435,7 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     e->tiles = tile_count(e->kp);
     e->lambda = s->lambda;
     e->lambda_bias = s->lambda_bias;
+    e->weighted = s->weighted;
     e->mean = s->biases ? s->mean : 0.0f;
     mf_status st = setup(e, s);
     if (st != MF_OK) {

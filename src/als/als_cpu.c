@@ -16,7 +16,7 @@ typedef struct cpu_engine {
     mf_sparse *R;
     int k;
     float lambda, lambda_bias, mean;
-    int biases;
+    int biases, weighted;
     float *U, *V;   /* working copies, leading dimension k */
     float *bu, *bi; /* biases (biased model only) */
 } cpu_engine;
@@ -70,10 +70,11 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
                     b[k] += v;
                 }
             }
+            const float w = e->weighted ? (float)n : 1.0f;
             for (int a = 0; a < k; a++)
-                G[(int64_t)a * n_sys + a] += e->lambda * (float)n;
+                G[(int64_t)a * n_sys + a] += e->lambda * w;
             if (Xb)
-                G[(int64_t)k * n_sys + k] += e->lambda_bias * (float)n;
+                G[(int64_t)k * n_sys + k] += e->lambda_bias * w;
             int pivot = mf_ldlt_solve(n_sys, G, n_sys, b);
             if (Xb)
                 Xb[r] = pivot >= 0 ? 0.0f : b[k];
@@ -187,6 +188,7 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
     e->k = s->k;
     e->lambda = s->lambda;
     e->biases = s->biases;
+    e->weighted = s->weighted;
     e->lambda_bias = s->lambda_bias;
     e->mean = s->biases ? s->mean : 0.0f;
     memcpy(e->V, s->V0, (size_t)s->R->cols * s->k * sizeof *e->V);

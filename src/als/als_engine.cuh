@@ -31,7 +31,7 @@ struct cuda_engine {
     int ks;              /* the systems' order: k, or k + 1 with biases */
     int64_t gram_blocks; /* the Gram kernel's persistent grid: as many as fit at once */
     float lambda;
-    int biases;
+    int biases, weighted;
     float lambda_bias, mean;
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */

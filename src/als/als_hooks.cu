@@ -100,7 +100,8 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                             (unsigned long long *)d_failed.ptr,
                             -1,
                             0.0f,
-                            NULL};
+                            NULL,
+                            1};
         size_t smem = solver_smem_bytes(kp, tiles);
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
         if (err == cudaSuccess)
@@ -144,7 +145,7 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
                                   int32_t count, mf_als_bench **out)
 {
     mf_device_guard guard(ctx->link.cuda->device);
-    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f};
+    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f, 1};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);
@@ -212,7 +213,8 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
                         NULL,
                         -1,
                         0.0f,
-                        NULL};
+                        NULL,
+                        1};
     als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->link.cuda->stream>>>(a, A, rhs);
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "als_expand_kernel"));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));

@@ -50,6 +50,8 @@ typedef struct mf_als_setup {
     int biases;
     float lambda_bias;
     float mean;
+    /* lambda and lambda_bias times the row's count (ALS-WR), or as they are */
+    int weighted;
 } mf_als_setup;
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);

@@ -298,6 +298,7 @@ struct als_solve_args {
     int bias_col;
     float lambda_bias;
     float *bias_out;
+    int weighted; /* the penalties times the row's count n (ALS-WR), else as they are */
 };
 
 /* Element m of a solved row (x, or 0 when the row broke down or has no ratings): the bias
@@ -312,7 +313,7 @@ __device__ __forceinline__ void als_store_solution(const als_solve_args &a, int6
     x_out[m] = x;
 }
 
-/* Diagonal rows i = first, first + step, ... of a summed system: lambda n added on the k
+/* Diagonal rows i = first, first + step, ... of a summed system: lambda n (or lambda) on the k
  * pivots, identity on the padding past the augmented row k; dorig keeps the result for the
  * breakdown test. */
 __device__ __forceinline__ void als_regularize(float *A, float *dorig, const als_solve_args &a,
@@ -321,7 +322,7 @@ __device__ __forceinline__ void als_regularize(float *A, float *dorig, const als
     for (int i = first; i < a.kp; i += step) {
         float *d = als_at(A, i, i);
         if (i < a.k)
-            *d += (i == a.bias_col ? a.lambda_bias : a.lambda) * (float)n;
+            *d += (i == a.bias_col ? a.lambda_bias : a.lambda) * (a.weighted ? (float)n : 1.0f);
         else if (i > a.k)
             *d = 1.0f; /* padding: identity rows */
         dorig[i] = *d;

@@ -24,18 +24,18 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
         return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
-    opts->rank = 32;
-    opts->learning_rate = 0.1f;
+    opts->rank = 100;
+    opts->learning_rate = 0.05f;
     opts->schedule = MF_SGD_SCHEDULE_INVERSE_TIME;
     opts->decay = 0.3f;
-    opts->lambda_u = 0.1f;
-    opts->lambda_v = 0.1f;
+    opts->lambda_u = 0.03f;
+    opts->lambda_v = 0.03f;
     opts->epochs = 20;
     opts->storage = MF_SGD_STORAGE_FP32;
     opts->init = MF_SGD_INIT_RANDOM;
     opts->order = MF_SGD_ORDER_USER_CHUNKS;
     opts->biases = 1;
-    opts->lambda_bias = 0.05f;
+    opts->lambda_bias = 0.03f;
     opts->tune = MF_TUNE_NONE;
 }
 

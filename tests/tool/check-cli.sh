@@ -218,7 +218,7 @@ printf '3 2\n0 1\n1 2\n' >"$snap"
 "$mfact" als --backend cpu "$ratings" --threads 100000 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "cpu_threads = 100000 is more than" /tmp/mfact-cli-err.$$ ||
   fail "--threads 100000: $(cat /tmp/mfact-cli-err.$$)"
-"$mfact" sgd --backend cpu "$ratings" --lambda 1000 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
+"$mfact" sgd --backend cpu "$ratings" --lambda 1000 --lr 0.1 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "lambda_v 1000) = 100 >= 1" /tmp/mfact-cli-err.$$ || fail "sgd huge lambda: $(cat /tmp/mfact-cli-err.$$)"
 # Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
 "$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
