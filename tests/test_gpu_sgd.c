@@ -58,7 +58,8 @@ END_TEST
 START_TEST(all_workers_agree_with_cpu)
 {
     mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
-    const int32_t users = quick() ? 300 : 3000, items = quick() ? 200 : 1500;
+    /* Users enough for many workers at one per 128 chunks (a chunk: one user's ratings). */
+    const int32_t users = quick() ? 1200 : 12000, items = quick() ? 200 : 1500;
     mf_sparse *Rg = NULL, *Tg = NULL, *Rc = NULL, *Tc = NULL;
     /* Under a sanitizer: fewer rows, denser, so that they still learn past the bar. */
     const double density = quick() ? 0.3 : 0.1;
@@ -77,7 +78,7 @@ START_TEST(all_workers_agree_with_cpu)
             mf_sgd_report rep;
             sx_run(run == 0 ? cpu : gpu, run == 0 ? Rc : Rg, &o, MF_OK, &rep, NULL, NULL);
             rmse[run] = rep.test_rmse;
-            if (run > 0) /* one worker per 32 chunks, at most */
+            if (run > 0) /* one worker per 128 chunks, at most */
                 ck_assert_int_gt(rep.workers, quick() ? 4 : 100);
         }
         printf("all_workers_agree_with_cpu (order %d): test RMSE cpu %.4f, gpu %.4f, gpu fp16 "

@@ -338,7 +338,7 @@ START_TEST(threads_converge_like_one_worker)
     mf_ctx *ctx = NULL;
     ck_assert_int_eq(mf_ctx_create(&ctx, &co), MF_OK);
     mf_sparse *R = NULL, *test = NULL;
-    sx_noisy(ctx, 400, 300, 0.1, 13, &R, &test);
+    sx_noisy(ctx, 800, 300, 0.1, 13, &R, &test); /* chunks for 4 workers at 128 each */
     double rmse[2];
     for (int w = 0; w < 2; w++) {
         mf_sgd_opts o;

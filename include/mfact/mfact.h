@@ -608,7 +608,7 @@ typedef struct mf_sgd_opts {
     mf_sgd_storage storage;   /* default MF_SGD_STORAGE_FP32                                 */
     mf_sgd_init init;         /* default MF_SGD_INIT_RANDOM                                  */
     int workers;              /* concurrent updates (CPU threads, GPU warps); 0 = all, and    */
-                              /* never more than one per 32 chunks (see below)                */
+                              /* never more than one per 128 chunks (see below)               */
     const mf_sparse *test;    /* optional held-out ratings of the same shape, or NULL        */
     mf_progress_fn progress;  /* optional; also turns on the per-epoch RMSEs                 */
     void *progress_user;      /* passed to progress                                          */
@@ -651,7 +651,7 @@ MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
  * Every epoch visits each stored rating of `ratings` (users x items; a pattern's ratings
  * are 1) once, in the order opts->order (EXPERIMENTAL) describes; `workers` updates run at once and
  * overwrite each other's rows without locks, as Hogwild does. So that an epoch never runs
- * as a single wave of stale updates, there is at most one worker per 32 chunks (64
+ * as a single wave of stale updates, there is at most one worker per 128 chunks (64
  * ratings each): small data sets run with fewer workers than asked (report->workers).
  * U (users x k) and V (items x k) are row-major with leading dimension k in `where`
  * memory. A user or item without ratings keeps its starting row.

@@ -15,7 +15,7 @@
 #define MF_SGD_CHUNK 64
 
 /* An epoch's chunks per concurrent worker, at least (see sgd.c). */
-#define MF_SGD_MIN_WAVES 32
+#define MF_SGD_MIN_WAVES 128
 
 /* A 32-bit mixing function (the finalizer of MurmurHash3): the Feistel round function. */
 MF_HD uint32_t mf_sgd_mix32(uint32_t x)
