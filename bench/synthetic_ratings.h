@@ -825,6 +825,23 @@ static void generate(ratings *r, const ratings_shape &s)
 static void split(mf_ctx *ctx, ratings &r, mf_sparse **train, mf_sparse **test)
 {
     const int32_t users = r.users;
+    // A held-out rating of a user or item with no training rating stays in training: every
+    // library scores the same test set then (cuMF_als's factors of an unrated row are NaN,
+    // and so was its test RMSE on lognormal-cap45).
+    std::vector<int64_t> item_train(r.items, 0);
+    for (int32_t u = 0; u < users; u++)
+        for (int64_t p = r.ptr[u]; p < r.ptr[u + 1]; p++)
+            item_train[r.col[p]] += !r.test[p];
+    for (int32_t u = 0; u < users; u++) {
+        int64_t kept = 0;
+        for (int64_t p = r.ptr[u]; p < r.ptr[u + 1]; p++)
+            kept += !r.test[p];
+        for (int64_t p = r.ptr[u]; p < r.ptr[u + 1]; p++)
+            if (r.test[p] && (kept == 0 || item_train[r.col[p]] == 0)) {
+                r.test[p] = 0;
+                kept++, item_train[r.col[p]]++;
+            }
+    }
     std::vector<int64_t> tptr(users + 1, 0);
 #pragma omp parallel for schedule(static)
     for (int32_t u = 0; u < users; u++)
