@@ -22,7 +22,7 @@
 // usage: bench_als [--k 32,64,100,128] [--init mean,uniform] [--iterations N] [--lambda L]
 //                  [--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S]
 //                  [--limit-gb G] [--train FILE --test FILE]
-//                  [--no-biases] [--write-cumf DIR]
+//                  [--no-biases] [--lambda-bias L] [--write-cumf DIR]
 // --limit-gb caps the context's device memory and skips the solver comparison.
 // --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
@@ -156,7 +156,8 @@ int main(int argc, char **argv)
     std::vector<mf_als_init> inits = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
     int iterations = 10, repeat = 5;
     float lambda = 0.048f;
-    int biases = 1; // --no-biases: the plain model (the cost of the bias terms)
+    int biases = 1;            // --no-biases: the plain model (the cost of the bias terms)
+    float lambda_bias = -1.0f; // --lambda-bias; default: lambda (weighted alike)
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
@@ -178,6 +179,8 @@ int main(int argc, char **argv)
             lambda = (float)atof(v), i++;
         else if (!strcmp(a, "--no-biases"))
             biases = 0;
+        else if (!strcmp(a, "--lambda-bias"))
+            lambda_bias = (float)atof(v), i++;
         else if (!strcmp(a, "--repeat"))
             repeat = atoi(v), i++;
         else if (!strcmp(a, "--scale"))
@@ -199,7 +202,8 @@ int main(int argc, char **argv)
                 stderr,
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
                 "[--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S] "
-                "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--write-cumf DIR]\n");
+                "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--lambda-bias L] "
+                "[--write-cumf DIR]\n");
             return 2;
         }
     }
@@ -240,6 +244,7 @@ int main(int argc, char **argv)
                 mf_als_opts_init(&o);
                 o.rank = k, o.lambda = lambda, o.iterations = iterations, o.test = test;
                 o.weighting = MF_ALS_WEIGHT_COUNT; /* cuMF_als's weighted lambda */
+                o.lambda_bias = lambda_bias >= 0.0f ? lambda_bias : lambda;
                 o.init = init, o.biases = biases;
                 mf_als_report rep;
                 rep.struct_size = sizeof rep;
