@@ -46,6 +46,17 @@ mf_status mf_tune_search(mf_ctx *ctx, const char *fn, const mf_sparse *R, unsign
     return st;
 }
 
+mf_status mf_fit_check_model(mf_ctx *ctx, const char *fn, int biases, float lambda_bias,
+                             unsigned tune)
+{
+    MF_REQUIRE(ctx, biases == 0 || biases == 1, "%s: biases = %d must be 0 or 1", fn, biases);
+    MF_REQUIRE(ctx, lambda_bias >= 0.0f && isfinite(lambda_bias),
+               "%s: lambda_bias = %g must be finite and >= 0", fn, (double)lambda_bias);
+    MF_REQUIRE(ctx, (tune & ~(unsigned)(MF_TUNE_LAMBDA | MF_TUNE_RANK)) == 0,
+               "%s: tune = 0x%x holds unknown mf_tune flags", fn, tune);
+    return MF_OK;
+}
+
 mf_status mf_fit_zero_tail(mf_ctx *ctx, float *U, float *V, int32_t rows, int32_t cols, int k,
                            int rank, mf_memory where)
 {

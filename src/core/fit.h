@@ -32,6 +32,11 @@ mf_status mf_tune_search(mf_ctx *ctx, const char *fn, const mf_sparse *R, unsign
                          float lambda, int fixed_rank, mf_tune_fit_fn fit, void *user,
                          mf_tune_result *best);
 
+/* The model options ALS and SGD share: biases 0 or 1, lambda_bias finite and >= 0, tune
+ * only mf_tune flags; else MF_ERR_INVALID_ARGUMENT naming the field after fn. */
+mf_status mf_fit_check_model(mf_ctx *ctx, const char *fn, int biases, float lambda_bias,
+                             unsigned tune);
+
 /* Before handing over factors of rank k into arrays of leading dimension rank > k (a tuned
  * rank): U (rows) and V (cols) zeroed, so that the columns past k read 0. */
 mf_status mf_fit_zero_tail(mf_ctx *ctx, float *U, float *V, int32_t rows, int32_t cols, int k,

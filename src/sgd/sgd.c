@@ -62,12 +62,7 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sgd_opts *o)
                "%s: init = %d is not an mf_sgd_init value", fn, (int)o->init);
     MF_REQUIRE(ctx, o->order == MF_SGD_ORDER_USER_CHUNKS || o->order == MF_SGD_ORDER_RATINGS,
                "%s: order = %d is not an mf_sgd_order value", fn, (int)o->order);
-    MF_REQUIRE(ctx, o->biases == 0 || o->biases == 1, "%s: biases = %d must be 0 or 1", fn,
-               o->biases);
-    MF_REQUIRE(ctx, o->lambda_bias >= 0.0f && isfinite(o->lambda_bias),
-               "%s: lambda_bias = %g must be finite and >= 0", fn, (double)o->lambda_bias);
-    MF_REQUIRE(ctx, (o->tune & ~(unsigned)(MF_TUNE_LAMBDA | MF_TUNE_RANK)) == 0,
-               "%s: tune = 0x%x holds unknown mf_tune flags", fn, o->tune);
+    MF_TRY(mf_fit_check_model(ctx, fn, o->biases, o->lambda_bias, o->tune));
     return MF_OK;
 }
 
