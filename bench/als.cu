@@ -58,6 +58,8 @@
 struct solve_row {
     double ours_ms, peer_ms, rel_diff;
     int32_t systems;
+    double gram_tc_ms, gram_fp32_ms; /* the user systems by each Gram kernel */
+    int tensor_cores;                /* the tensor-core kernel ran (not its FP32 fallback) */
 };
 
 static double median(std::vector<double> v)
@@ -80,7 +82,8 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
         (size_t)k * k * 4 + (size_t)(kp / 8) * (kp / 8 + 1) / 2 * 256 + 3 * (size_t)k * 4 + 8;
     int32_t count = (int32_t)std::min<size_t>(users, free_b / 2 / per);
     mf_als_bench *b = NULL;
-    MF_CHECK(ctx, mf_cuda_als_bench_begin(ctx, train, k, lambda, V.data(), count, &b));
+    MF_CHECK(ctx,
+             mf_cuda_als_bench_begin(ctx, train, k, lambda, V.data(), count, MF_ALS_GRAM_AUTO, &b));
     float *A, *rhs, *x_ours, **Aptr, **Bptr;
     int *info;
     CUDA_CHECK(cudaMalloc(&A, (size_t)count * k * k * 4));
@@ -97,7 +100,15 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
         hp[s] = rhs + (size_t)s * k;
     CUDA_CHECK(cudaMemcpy(Bptr, hp.data(), count * sizeof(float *), cudaMemcpyHostToDevice));
 
-    std::vector<double> ours, peer;
+    std::vector<double> ours, peer, gram, gram_fp32;
+    int tensor_cores = 0, unused = 0;
+    for (int rep = 0; rep <= repeat; rep++) { // the first run of each is a warm-up
+        double ms = 0.0, ms32 = 0.0;
+        MF_CHECK(ctx, mf_cuda_als_bench_gram(b, MF_ALS_GRAM_TC, &ms, &tensor_cores));
+        MF_CHECK(ctx, mf_cuda_als_bench_gram(b, MF_ALS_GRAM_FP32, &ms32, &unused));
+        if (rep > 0)
+            gram.push_back(ms), gram_fp32.push_back(ms32);
+    }
     for (int rep = 0; rep <= repeat; rep++) { // the first run of each is a warm-up
         double ms = 0.0;
         MF_CHECK(ctx, mf_cuda_als_bench_solve(b, x_ours, &ms));
@@ -145,7 +156,8 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
     cudaEventDestroy(e0), cudaEventDestroy(e1);
     cudaFree(A), cudaFree(rhs), cudaFree(x_ours), cudaFree(Aptr), cudaFree(Bptr), cudaFree(info);
     mf_cuda_als_bench_end(b);
-    return {median(ours), median(peer), den > 0 ? sqrt(num / den) : 0.0, count};
+    return {median(ours),      median(peer), den > 0 ? sqrt(num / den) : 0.0, count, median(gram),
+            median(gram_fp32), tensor_cores};
 }
 
 // ---- main ----------------------------------------------------------------------------------
@@ -235,8 +247,8 @@ int main(int argc, char **argv)
         print_ratings_case(ctx, c, made, oracle, train, test, omp_get_wtime() - t0);
         printf("\n| case | k | start | s / iteration | Gram ms / it | solve ms / it | test RMSE | "
                "peak device GB | systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | "
-               "solution diff |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "solution diff | user Gram ms: tensor cores | FP32 |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int k : ks)
             for (mf_als_init init : inits) {
                 std::vector<float> U((size_t)users * k), V((size_t)items * k);
@@ -251,17 +263,18 @@ int main(int argc, char **argv)
                 MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
                 // Under --limit-gb the comparison (which builds every system at once) is
                 // skipped.
-                solve_row s = {NAN, NAN, NAN, 0};
+                solve_row s = {NAN, NAN, NAN, 0, NAN, NAN, 0};
                 if (limit_gb <= 0.0)
                     s = compare_solvers(ctx, train, k, lambda, V, repeat);
                 printf("| %s | %d | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | "
-                       "%.2fx | %.1e |\n",
+                       "%.2fx | %.1e | %.1f%s | %.1f |\n",
                        c.label.c_str(), k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
                        rep.iteration_seconds / rep.iterations,
                        1e3 * rep.gram_seconds / rep.iterations,
                        1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
                        rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
-                       s.peer_ms / s.ours_ms, s.rel_diff);
+                       s.peer_ms / s.ours_ms, s.rel_diff, s.gram_tc_ms,
+                       s.tensor_cores ? "" : " (FP32 fallback)", s.gram_fp32_ms);
                 fflush(stdout);
             }
         mf_sparse_destroy(train);

@@ -49,6 +49,90 @@ START_TEST(ldlt_matches_float64)
 }
 END_TEST
 
+/* The user systems of R for factors V, as bench_dense writes them (k x k with lambda n on
+ * the diagonal, then the right-hand side), against float64: worst |error| / max |entry| of
+ * a system. */
+static double gram_error(mf_ctx *ctx, mf_sparse *R, int k, int kernel)
+{
+    const float lambda = 0.5f;
+    int32_t users, items;
+    int64_t nnz;
+    ck_assert_int_eq(mf_sparse_shape(R, &users, &items, &nnz), MF_OK);
+    int64_t *ptr = malloc(((size_t)users + 1) * sizeof *ptr);
+    int32_t *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val), *V = malloc((size_t)items * k * 4);
+    float *A = malloc((size_t)users * k * k * 4), *b = malloc((size_t)users * k * 4);
+    double *G = malloc((size_t)(k + 1) * k * sizeof *G);
+    ck_assert(ptr && col && val && V && A && b && G);
+    ck_assert_int_eq(mf_sparse_get_csr(R, ptr, col, val, MF_MEMORY_HOST), MF_OK);
+    uint64_t x = 0x9e3779b97f4a7c15ull + (uint64_t)k;
+    for (int64_t i = 0; i < (int64_t)items * k; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        V[i] = (float)((double)(x >> 11) / 4503599627370496.0 - 1.0); /* [-1, 1) */
+    }
+    mf_als_bench *bench = NULL;
+    ck_assert_msg(mf_cuda_als_bench_begin(ctx, R, k, lambda, V, users, kernel, &bench) == MF_OK,
+                  "%s", mf_ctx_last_error(ctx));
+    void *dA = NULL, *db = NULL;
+    ck_assert_int_eq(cudaMalloc(&dA, (size_t)users * k * k * 4), cudaSuccess);
+    ck_assert_int_eq(cudaMalloc(&db, (size_t)users * k * 4), cudaSuccess);
+    ck_assert_int_eq(mf_cuda_als_bench_dense(bench, dA, db), MF_OK);
+    ck_assert_int_eq(cudaMemcpy(A, dA, (size_t)users * k * k * 4, cudaMemcpyDeviceToHost),
+                     cudaSuccess);
+    ck_assert_int_eq(cudaMemcpy(b, db, (size_t)users * k * 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    double worst = 0.0;
+    for (int32_t u = 0; u < users; u++) {
+        memset(G, 0, (size_t)(k + 1) * k * sizeof *G); /* row k: the right-hand side */
+        for (int64_t p = ptr[u]; p < ptr[u + 1]; p++) {
+            const float *f = V + (size_t)col[p] * k;
+            for (int i = 0; i < k; i++) {
+                for (int m = 0; m < k; m++)
+                    G[i * k + m] += (double)f[i] * f[m];
+                G[k * k + i] += (double)val[p] * f[i];
+            }
+        }
+        for (int i = 0; i < k; i++)
+            G[i * k + i] += (double)lambda * (double)(ptr[u + 1] - ptr[u]);
+        double big = 0.0, err = 0.0;
+        for (int e = 0; e < (k + 1) * k; e++) {
+            const double got = e < k * k ? A[(size_t)u * k * k + e] : b[(size_t)u * k + e - k * k];
+            big = fmax(big, fabs(G[e]));
+            err = fmax(err, fabs(got - G[e]));
+        }
+        worst = fmax(worst, big > 0.0 ? err / big : err);
+    }
+    cudaFree(dA), cudaFree(db);
+    mf_cuda_als_bench_end(bench);
+    free(ptr), free(col), free(val), free(V), free(A), free(b), free(G);
+    return worst;
+}
+
+/* Both Gram kernels (tensor cores in 3xTF32 up to k = 127 where the GPU has them, and FP32)
+ * form the systems to float accuracy: ranks on both sides of the tensor-core limit and of
+ * the odd column block, rows shorter than a stage of 8-rating steps, rows over many stages,
+ * and rows spanning two Gram segments. */
+START_TEST(gram_matches_float64)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    mf_sparse *shapes[] = {ax_ratings(ctx, 120, 90, 0.13, 5, NULL, NULL),
+                           ax_ratings(ctx, 12, 2600, 0.9, 6, NULL, NULL)};
+    const int ks[] = {1, 7, 16, 33, 100, 127, 150};
+    for (size_t r = 0; r < 2; r++)
+        for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
+            if (quick() && (ks[t] > 33 || r > 0))
+                continue;
+            for (int fp32 = 0; fp32 < 2; fp32++) {
+                double e = gram_error(ctx, shapes[r], ks[t], fp32);
+                ck_assert_msg(e < 1e-5, "shape %zu, k = %d, %s kernel: error %g of the largest", r,
+                              ks[t], fp32 ? "FP32" : "picked", e);
+            }
+        }
+    mf_sparse_destroy(shapes[0]);
+    mf_sparse_destroy(shapes[1]);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iterations,
                     mf_als_init init, float *U, float *V, mf_als_report *rep)
 {
@@ -103,6 +187,32 @@ START_TEST(cpu_gpu_agree)
     /* Every item rated by ~2250 users: the item systems span two Gram segments. */
     if (!quick())
         parity(3000, 60, 0.75, 16, MF_ALS_INIT_MEAN, NULL);
+}
+END_TEST
+
+/* A given start on matrices no run has touched (nothing derived from them cached yet, the
+ * transpose included): the GPU runs, and agrees with the CPU. */
+START_TEST(given_start_on_fresh_matrix)
+{
+    enum { users = 90, items = 70, k = 12 };
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    mf_sparse *Rc = ax_ratings(cpu, users, items, 0.2, 21, NULL, NULL);
+    mf_sparse *Rg = ax_ratings(gpu, users, items, 0.2, 21, NULL, NULL);
+    static float Vc[items * k], Vg[items * k], Uc[users * k], Ug[users * k];
+    for (int i = 0; i < items * k; i++)
+        Vc[i] = Vg[i] = (float)((i * 37) % 101) / 1010.0f;
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = k, o.lambda = 0.1f, o.iterations = 2, o.init = MF_ALS_INIT_GIVEN;
+    ck_assert_int_eq(mf_als_run(cpu, Rc, &o, Uc, Vc, MF_MEMORY_HOST, NULL), MF_OK);
+    ck_assert_msg(mf_als_run(gpu, Rg, &o, Ug, Vg, MF_MEMORY_HOST, NULL) == MF_OK, "%s",
+                  mf_ctx_last_error(gpu));
+    double du = tu_rel_diff(users * k, Ug, Uc), dv = tu_rel_diff(items * k, Vg, Vc);
+    ck_assert_msg(du < 1e-4 && dv < 1e-4, "U differs by %g, V by %g", du, dv);
+    mf_sparse_destroy(Rc);
+    mf_sparse_destroy(Rg);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(gpu);
 }
 END_TEST
 
@@ -193,7 +303,8 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_als", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {ldlt_matches_float64, cpu_gpu_agree,
+    const TTest *const tests[] = {ldlt_matches_float64, gram_matches_float64,
+                                  cpu_gpu_agree,        given_start_on_fresh_matrix,
                                   planted_recovery,     device_memory_batches_determinism,
                                   breakdown_is_numeric, movielens_quality};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

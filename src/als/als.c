@@ -182,7 +182,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           o->biases,
                           o->lambda_bias,
                           (float)mf_sparse_mean(f->R),
-                          o->weighting == MF_ALS_WEIGHT_COUNT};
+                          o->weighting == MF_ALS_WEIGHT_COUNT,
+                          0};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "als/als_engine.cuh"
+#include "als/als_gram_tc.cuh"
 #include "als/als_internal.h"
 #include "als/als_kernels.cuh"
 #include "core/ctx.h"
@@ -45,6 +46,7 @@ size_t solver_smem_bytes(int kp, int tiles)
  * fits in registers, else a block per row (128 threads up to ALS_SOLVE_SMALL, else one per
  * padded row). */
 typedef void (*solve_kernel)(als_solve_args);
+typedef void (*gram_kernel)(als_gram_args);
 solve_kernel warp_solver(int kp)
 {
     switch ((kp + 31) / 32) {
@@ -132,16 +134,65 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
     return st;
 }
 
-/* The Gram kernel's threads: one per lower tile, in whole warps. */
-int gram_threads(const cuda_engine *e)
+/* The tensor-core Gram kernel for kp when this device and this build run it, else NULL
+ * (the FP32 kernel runs). Its architecture is checked on the kernel itself: a build for
+ * an older GPU, JIT-compiled on a newer one, has an empty body there. */
+gram_kernel tc_gram(mf_ctx *ctx, int kp)
 {
-    return (e->tiles + 31) / 32 * 32;
+    if (ctx->link.cuda->prop.major < 8 || kp / 8 > 2 * ALS_TC_MAX_MB)
+        return NULL;
+    static const gram_kernel by_t8[] = {
+        als_gram_tc_kernel<1>,  als_gram_tc_kernel<2>,  als_gram_tc_kernel<3>,
+        als_gram_tc_kernel<4>,  als_gram_tc_kernel<5>,  als_gram_tc_kernel<6>,
+        als_gram_tc_kernel<7>,  als_gram_tc_kernel<8>,  als_gram_tc_kernel<9>,
+        als_gram_tc_kernel<10>, als_gram_tc_kernel<11>, als_gram_tc_kernel<12>,
+        als_gram_tc_kernel<13>, als_gram_tc_kernel<14>, als_gram_tc_kernel<15>,
+        als_gram_tc_kernel<16>};
+    const gram_kernel f = by_t8[kp / 8 - 1];
+    cudaFuncAttributes attr;
+    if (cudaFuncGetAttributes(&attr, f) != cudaSuccess) {
+        (void)cudaGetLastError(); /* not sticky: leave no error for the next check */
+        return NULL;
+    }
+    return attr.ptxVersion >= 80 && attr.binaryVersion >= 80 ? f : NULL;
 }
 
-/* The Gram kernel's two stages of staged rows. */
-size_t gram_smem(const cuda_engine *e)
+/* Ratings per Gram segment from which AUTO takes the tensor-core kernel. Measured on an
+ * H100 at k = 100 (Netflix-shaped, bench_als): item systems (segments of ~1,500 ratings)
+ * 41 ms FP32 against 34 ms on tensor cores; user systems (~200) 37 ms against 42: each of
+ * the tensor-core kernel's stages and segments costs more fixed work, which short rows do
+ * not amortize. */
+#define ALS_TC_MIN_SEGMENT 512
+
+/* The Gram kernel of side s: tensor cores (3xTF32) or FP32 with one thread per lower tile,
+ * in whole warps; two or more stages of staged rows in shared memory either way. */
+mf_status pick_gram(cuda_engine *e, side_plan *s, int mode)
 {
-    return (size_t)2 * ALS_GRAM_ROWS * e->kp * sizeof(float);
+    mf_ctx *ctx = e->ctx;
+    const int64_t segs = s->host_row_seg[s->rows];
+    const bool want_tc = mode == MF_ALS_GRAM_TC || (mode == MF_ALS_GRAM_AUTO && segs > 0 &&
+                                                    e->R->nnz / segs >= ALS_TC_MIN_SEGMENT);
+    gram_kernel tc = want_tc ? tc_gram(ctx, e->kp) : NULL;
+    gram_launch *g = &s->gram;
+    g->tc = tc != NULL;
+    if (tc) {
+        g->kernel = tc;
+        g->threads = 32 * als_tc_warps(als_tc_row_blocks(e->kp));
+        /* heads and tails of DEPTH + 1 stages */
+        g->smem =
+            (size_t)2 * (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * als_tc_stride(e->kp) * sizeof(float);
+    } else {
+        g->kernel = als_gram_kernel;
+        g->threads = (e->tiles + 31) / 32 * 32;
+        g->smem = (size_t)2 * ALS_GRAM_ROWS * e->kp * sizeof(float);
+    }
+    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(g->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)g->smem));
+    int per_sm = 0;
+    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, g->kernel, g->threads,
+                                                                   g->smem));
+    g->blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount;
+    return MF_OK;
 }
 
 /* Rows per batch: as many as keep their partial systems within the budget. */
@@ -183,9 +234,9 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
         slots,
         e->biases ? (const float *)(s == &e->side[MF_ALS_USERS] ? e->bi.ptr : e->bu.ptr) : NULL,
         e->mean};
-    const int64_t blocks = nseg < e->gram_blocks ? nseg : e->gram_blocks;
-    als_gram_kernel<<<(unsigned)blocks, gram_threads(e), gram_smem(e), e->ctx->link.cuda->stream>>>(
-        g);
+    const gram_launch &k = s->gram;
+    const int64_t blocks = nseg < k.blocks ? nseg : k.blocks;
+    k.kernel<<<(unsigned)blocks, k.threads, k.smem, e->ctx->link.cuda->stream>>>(g);
     return cudaGetLastError();
 }
 
@@ -361,13 +412,6 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
     MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
-    MF_CUDA_TRY(ctx,
-                cudaFuncSetAttribute(als_gram_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     (int)gram_smem(e)));
-    int per_sm = 0;
-    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, als_gram_kernel,
-                                                                   gram_threads(e), gram_smem(e)));
-    e->gram_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount;
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
@@ -378,8 +422,11 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     MF_TRY(mf_sparse_device_csc(R, &ptr, &idx, &val));
     e->side[MF_ALS_ITEMS].ptr = ptr, e->side[MF_ALS_ITEMS].idx = idx;
     e->side[MF_ALS_ITEMS].val = val;
+    MF_TRY(mf_sparse_host_transpose(R)); /* the item side's plan (built on first use) */
     MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, R->row_ptr));
     MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, R->transpose.ptr));
+    for (int w = 0; w < 2; w++)
+        MF_TRY(pick_gram(e, &e->side[w], s->gram_kernel));
 
     size_t ub = (size_t)R->rows * e->kp * sizeof(float),
            vb = (size_t)R->cols * e->kp * sizeof(float);

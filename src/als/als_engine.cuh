@@ -13,6 +13,15 @@
 namespace mf_als_gpu
 {
 
+/* A Gram kernel and how it is launched. */
+struct gram_launch {
+    void (*kernel)(als_gram_args);
+    int tc; /* the tensor-core kernel */
+    int threads;
+    size_t smem;
+    int64_t blocks; /* a persistent grid: as many as fit at once */
+};
+
 struct side_plan {
     int32_t rows;
     const int64_t *ptr; /* device CSR/CSC offsets */
@@ -21,6 +30,7 @@ struct side_plan {
     mf_dbuf seg_begin, seg_len, row_seg;
     int64_t *host_row_seg; /* rows + 1, for batching */
     int32_t longest;       /* most segments of one row */
+    gram_launch gram;      /* the Gram kernel of this side's systems */
 };
 
 struct cuda_engine {
@@ -28,8 +38,7 @@ struct cuda_engine {
     mf_ctx *ctx;
     mf_sparse *R;
     int k, kp, tiles;
-    int ks;              /* the systems' order: k, or k + 1 with biases */
-    int64_t gram_blocks; /* the Gram kernel's persistent grid: as many as fit at once */
+    int ks; /* the systems' order: k, or k + 1 with biases */
     float lambda;
     int biases, weighted;
     float lambda_bias, mean;
@@ -48,6 +57,9 @@ size_t solver_smem_bytes(int kp, int tiles);
 cudaError_t solver_allow_smem(int kp, size_t smem);
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
                           cudaStream_t stream);
+/* The Gram kernel of side s: mode MF_ALS_GRAM_AUTO (als_internal.h) picks by the side's
+ * segment lengths, the others force one (tensor cores only where they run). */
+mf_status pick_gram(cuda_engine *e, side_plan *s, int mode);
 /* Bytes of one partial system. */
 size_t system_bytes(const cuda_engine *e);
 /* The partial systems of segments [s0, s0 + nseg) into slots. */

@@ -142,10 +142,10 @@ struct mf_als_bench {
 };
 
 mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda, const float *V,
-                                  int32_t count, mf_als_bench **out)
+                                  int32_t count, int gram_kernel, mf_als_bench **out)
 {
     mf_device_guard guard(ctx->link.cuda->device);
-    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f, 1};
+    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f, 1, gram_kernel};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);
@@ -191,6 +191,34 @@ mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms)
     *ms = t;
     MF_TRY(copy_out(e, x, &e->U, b->count, e->k));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+mf_status mf_cuda_als_bench_gram(mf_als_bench *b, int gram_kernel, double *ms, int *tensor_cores)
+{
+    cuda_engine *e = b->e;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
+    side_plan *s = &e->side[MF_ALS_USERS];
+    const gram_launch was = s->gram;
+    MF_TRY(pick_gram(e, s, gram_kernel));
+    *tensor_cores = s->gram.tc;
+    float t = 0.0f;
+    cudaError_t err = cudaEventRecord(e->ev[0], stream);
+    if (err == cudaSuccess)
+        err = launch_gram(e, s, (const float *)e->V.ptr, 0, s->host_row_seg[b->count],
+                          (float *)b->slots.ptr);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(e->ev[1], stream);
+    if (err == cudaSuccess)
+        err = cudaEventSynchronize(e->ev[1]);
+    if (err == cudaSuccess)
+        err = cudaEventElapsedTime(&t, e->ev[0], e->ev[1]);
+    s->gram = was;
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "bench Gram kernel", __FILE__, __LINE__);
+    *ms = t;
     return MF_OK;
 }
 

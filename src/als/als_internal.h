@@ -52,7 +52,14 @@ typedef struct mf_als_setup {
     float mean;
     /* lambda and lambda_bias times the row's count (ALS-WR), or as they are */
     int weighted;
+    /* CUDA: which Gram kernel builds the systems (tests and benches compare them; AUTO
+     * everywhere else). */
+    int gram_kernel;
 } mf_als_setup;
+
+/* mf_als_setup.gram_kernel: AUTO takes the tensor cores (3xTF32) for a side whose Gram
+ * segments are long, FP32 otherwise; TC falls back to FP32 where tensor cores cannot run. */
+enum { MF_ALS_GRAM_AUTO = 0, MF_ALS_GRAM_FP32 = 1, MF_ALS_GRAM_TC = 2 };
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);
 /* CUDA builds: als.cu; without CUDA the stub in als_absent.c. */
@@ -67,14 +74,18 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
 
 /* Bench hooks (bench/als.cu puts the batched solver next to cuSOLVER on the same
  * systems): the user systems of R for item factors V (host, items x k) and lambda, for
- * users [0, count), built once on the device (all partial systems at once: they must fit).
+ * users [0, count), built once on the device (all partial systems at once: they must fit)
+ * by the Gram kernel gram_kernel names (MF_ALS_GRAM_*).
  * solve: one run of the batched solver, timed with events; x (device, count x k).
  * dense: the same systems written out whole for a peer, A (device, count x k x k, both
  * triangles, lambda n on the diagonal) and b (device, count x k). */
 typedef struct mf_als_bench mf_als_bench;
 mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda, const float *V,
-                                  int32_t count, mf_als_bench **out);
+                                  int32_t count, int gram_kernel, mf_als_bench **out);
 mf_status mf_cuda_als_bench_solve(mf_als_bench *b, float *x, double *ms);
+/* gram: the same systems built again, timed with events (ms), by the kernel `gram_kernel`
+ * names (*tensor_cores: whether that was the tensor-core one). */
+mf_status mf_cuda_als_bench_gram(mf_als_bench *b, int gram_kernel, double *ms, int *tensor_cores);
 mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs);
 void mf_cuda_als_bench_end(mf_als_bench *b);
 

@@ -142,11 +142,12 @@ struct als_stage {
 
 /* The stage after c within segments [c.seg, last): same segment while it has ratings left,
  * else the next segment's first (seg == last: none). Every thread computes the same. */
+template <int ROWS>
 __device__ __forceinline__ als_stage als_next_stage(const als_gram_args &a, als_stage c,
                                                     int64_t last)
 {
-    if (c.pos + ALS_GRAM_ROWS < c.end) {
-        c.pos += ALS_GRAM_ROWS;
+    if (c.pos + ROWS < c.end) {
+        c.pos += ROWS;
     } else {
         c.seg++;
         if (c.seg >= last)
@@ -154,7 +155,7 @@ __device__ __forceinline__ als_stage als_next_stage(const als_gram_args &a, als_
         c.pos = a.seg_begin[c.seg];
         c.end = c.pos + a.seg_len[c.seg];
     }
-    c.n = (int)min((int64_t)ALS_GRAM_ROWS, c.end - c.pos);
+    c.n = (int)min((int64_t)ROWS, c.end - c.pos);
     return c;
 }
 
@@ -176,22 +177,40 @@ __device__ __forceinline__ int64_t als_first_segment(const int64_t *seg_begin, i
  * registers (at 113), which keeps six blocks per SM at k = 100. */
 #define ALS_GRAM_MAX_THREADS 576
 
-/* A persistent grid, one thread per lower tile: block b takes the segments that start in
- * its equal share of the batch's ratings and runs their stages of ALS_GRAM_ROWS rows as one
- * stream. Each thread accumulates its 8 x 8 tile of the augmented Gram matrix in registers
- * and writes it out at the end of each segment. Stages are double-buffered in shared
- * memory: cp.async brings stage c + 1 (factor rows, ratings, and stage c + 2's indices)
- * while stage c is multiplied, across segment boundaries too, so neither the gathers (from
- * DRAM for the item half) nor the start of a short user's segment stall the FMAs. */
-static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
+/* The stage after c, or c itself once past the last segment. */
+template <int ROWS>
+__device__ __forceinline__ als_stage als_advance(const als_gram_args &a, als_stage c, int64_t last)
 {
+    return c.seg < last ? als_next_stage<ROWS>(a, c, last) : c;
+}
+
+/* The stream of a Gram block, shared by the FP32 kernel (below) and the tensor-core one
+ * (als_gram_tc.cuh): block b takes the segments that start in its equal share of the
+ * batch's ratings and runs their stages of ALS_GRAM_ROWS rows as one stream, across segment
+ * boundaries too. For each stage, every thread calls prepare(buffer, stage, n, rating) once
+ * the stage is in (n rows ld floats apart, in buffer `buffer` of DEPTH + 1; rating(r) is
+ * row r's rating, which belongs in the augmented column k), then, after a barrier,
+ * multiply(stage, n), and flush(out) after the last stage of each segment, with out that
+ * segment's partial system.
+ *
+ * Loads run DEPTH stages ahead, by cp.async, so that neither the gathers (from DRAM for the
+ * item half) nor the start of a short user's segment stall the arithmetic: while stage c is
+ * multiplied, the rows, ratings and other-side biases of stages c + 1 .. c + DEPTH are in
+ * flight, and so are the indices of the DEPTH stages after those (the group that brings
+ * stage s's rows also brings stage s + DEPTH's indices, which the rows of s + DEPTH need). */
+template <int ROWS, int DEPTH, int KP, class Prepare, class Multiply, class Flush>
+__device__ __forceinline__ void als_gram_stream(const als_gram_args &a, int ld, Prepare prepare,
+                                                Multiply multiply, Flush flush)
+{
+    constexpr int NB = DEPTH + 1;     /* row buffers: stages c .. c + DEPTH */
+    constexpr int NI = 2 * DEPTH + 2; /* index slots: stages c .. c + 2 DEPTH, and one spare */
     extern __shared__ float4 als_rows4[];
-    float *rows = reinterpret_cast<float *>(als_rows4); /* [2][ALS_GRAM_ROWS][kp] */
-    __shared__ int32_t stage_idx[2][ALS_GRAM_ROWS];
-    __shared__ float stage_val[2][ALS_GRAM_ROWS];
-    const int q4 = a.kp / 4;
-    const int stage_floats = ALS_GRAM_ROWS * a.kp;
-    const int tile = threadIdx.x;
+    float *rows = reinterpret_cast<float *>(als_rows4); /* [NB][ROWS][ld] */
+    __shared__ int32_t stage_idx[NI][ROWS];
+    __shared__ float stage_val[NB][ROWS];
+    __shared__ float stage_bias[NB][ROWS];
+    const int q4 = KP ? KP / 4 : a.kp / 4, l4 = ld / 4; /* KP: kp at compile time, or 0 */
+    const int stage_floats = ROWS * ld;
 
     const int64_t s_end = a.s0 + a.nseg;
     const int64_t first = a.seg_begin[a.s0];
@@ -203,6 +222,85 @@ static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(a
     if (seg_a >= seg_b)
         return;
 
+    /* Stage st (number s) of rows, ratings and biases, and stage it's indices (number s +
+     * DEPTH), as one cp.async group; stages past the last segment bring nothing. */
+    auto issue = [&](const als_stage &st, int s, const als_stage &it) {
+        const int b = s % NB;
+        if (st.seg < seg_b) {
+            const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
+            const int32_t *idx = stage_idx[s % NI];
+            for (int e = threadIdx.x; e < st.n * q4; e += blockDim.x) {
+                const int r = e / q4, q = e - r * q4;
+                __pipeline_memcpy_async(&als_rows4[b * (stage_floats / 4) + r * l4 + q],
+                                        &F4[(int64_t)idx[r] * q4 + q], sizeof(float4));
+            }
+            for (int r = threadIdx.x; r < st.n; r += blockDim.x) {
+                if (a.val)
+                    __pipeline_memcpy_async(&stage_val[b][r], &a.val[st.pos + r], sizeof(float));
+                if (a.bias)
+                    __pipeline_memcpy_async(&stage_bias[b][r], &a.bias[idx[r]], sizeof(float));
+            }
+        }
+        if (it.seg < seg_b)
+            for (int r = threadIdx.x; r < it.n; r += blockDim.x)
+                __pipeline_memcpy_async(&stage_idx[(s + DEPTH) % NI][r], &a.idx[it.pos + r],
+                                        sizeof(int32_t));
+        __pipeline_commit();
+    };
+
+    /* Three cursors: the stage multiplied (c), the one whose rows are issued (c + DEPTH) and
+     * the one whose indices are (c + 2 DEPTH). */
+    als_stage cur;
+    cur.seg = seg_a;
+    cur.pos = a.seg_begin[seg_a];
+    cur.end = cur.pos + a.seg_len[seg_a];
+    cur.n = (int)min((int64_t)ROWS, cur.end - cur.pos);
+    als_stage rc = cur, ic = cur;
+    for (int s = 0; s < DEPTH; s++) { /* the first DEPTH stages' indices, directly */
+        if (ic.seg < seg_b)
+            for (int r = threadIdx.x; r < ic.n; r += blockDim.x)
+                stage_idx[s % NI][r] = a.idx[ic.pos + r];
+        ic = als_advance<ROWS>(a, ic, seg_b);
+    }
+    __syncthreads();
+    for (int s = 0; s < DEPTH; s++) {
+        issue(rc, s, ic);
+        rc = als_advance<ROWS>(a, rc, seg_b);
+        ic = als_advance<ROWS>(a, ic, seg_b);
+    }
+    for (int c = 0; cur.seg < seg_b; c++) {
+        __pipeline_wait_prior(DEPTH - 1); /* stage c's group is in */
+        __syncthreads();
+        const int b = c % NB;
+        float *st = rows + b * stage_floats;
+        /* The rating of row r < n: the augmented column k (the factor rows are zero there). */
+        auto rating = [&](int r) {
+            float v = a.val ? stage_val[b][r] : 1.0f;
+            if (a.bias)
+                v -= a.mean + stage_bias[b][r];
+            return v;
+        };
+        prepare(b, st, cur.n, rating);
+        __syncthreads();
+        /* Into the buffers of stage c - 1, which every thread has finished with. */
+        issue(rc, c + DEPTH, ic);
+        rc = als_advance<ROWS>(a, rc, seg_b);
+        ic = als_advance<ROWS>(a, ic, seg_b);
+        multiply(static_cast<const float *>(st), cur.n);
+        if (cur.pos + ROWS >= cur.end) /* the segment's last stage */
+            flush(a.slots + (cur.seg - a.s0) * a.tiles * ALS_TILE_FLOATS);
+        cur = als_advance<ROWS>(a, cur, seg_b);
+    }
+    __pipeline_wait_prior(0); /* groups past the end are empty; none is left behind */
+}
+
+/* The FP32 Gram kernel: a persistent grid, one thread per lower tile, each accumulating its
+ * 8 x 8 tile of the augmented Gram matrix in registers and writing it out at the end of each
+ * segment. Rows are kp floats apart in shared memory. (Where the tensor cores take TF32,
+ * als_gram_tc.cuh's kernel runs instead: als.cu picks.) */
+static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(als_gram_args a)
+{
+    const int tile = threadIdx.x;
     int I = 0, M = 0;
     if (tile < a.tiles)
         als_tile_coords(tile, &I, &M);
@@ -212,75 +310,33 @@ static __global__ void __launch_bounds__(ALS_GRAM_MAX_THREADS) als_gram_kernel(a
 #pragma unroll
         for (int c = 0; c < 8; c++)
             acc[r][c] = 0.0f;
-
-    /* Stage st's rows and ratings into buffer b, and stage nx's indices into b ^ 1, as one
-     * cp.async group. */
-    auto issue = [&](const als_stage &st, const als_stage &nx, int b) {
-        const float4 *F4 = reinterpret_cast<const float4 *>(a.F);
-        for (int e = threadIdx.x; e < st.n * q4; e += blockDim.x) {
-            const int r = e / q4, q = e - r * q4;
-            __pipeline_memcpy_async(&als_rows4[b * (stage_floats / 4) + e],
-                                    &F4[(int64_t)stage_idx[b][r] * q4 + q], sizeof(float4));
-        }
-        const int nn = nx.seg < seg_b ? nx.n : 0;
-        for (int r = threadIdx.x; r < ALS_GRAM_ROWS; r += blockDim.x) {
-            if (a.val && r < st.n)
-                __pipeline_memcpy_async(&stage_val[b][r], &a.val[st.pos + r], sizeof(float));
-            if (r < nn)
-                __pipeline_memcpy_async(&stage_idx[b ^ 1][r], &a.idx[nx.pos + r], sizeof(int32_t));
-        }
-        __pipeline_commit();
+    const int kp = a.kp;
+    auto prepare = [&](int, float *st, int n, auto rating) {
+        for (int r = threadIdx.x; r < n; r += blockDim.x)
+            st[r * kp + a.k] = rating(r);
     };
-
-    als_stage cur;
-    cur.seg = seg_a;
-    cur.pos = a.seg_begin[seg_a];
-    cur.end = cur.pos + a.seg_len[seg_a];
-    cur.n = (int)min((int64_t)ALS_GRAM_ROWS, cur.end - cur.pos);
-    als_stage nxt = als_next_stage(a, cur, seg_b);
-    for (int r = threadIdx.x; r < cur.n; r += blockDim.x)
-        stage_idx[0][r] = a.idx[cur.pos + r];
-    __syncthreads();
-    issue(cur, nxt, 0);
-    for (int b = 0;; b ^= 1) {
-        __pipeline_wait_prior(0);
-        __syncthreads();
-        /* The augmented column k holds the rating (the factor rows are zero there). */
-        for (int r = threadIdx.x; r < cur.n; r += blockDim.x) {
-            float v = a.val ? stage_val[b][r] : 1.0f;
-            if (a.bias) /* stage_idx[b] is rewritten only after the barrier below */
-                v -= a.mean + a.bias[stage_idx[b][r]];
-            rows[b * stage_floats + r * a.kp + a.k] = v;
+    auto multiply = [&](const float *st, int n) {
+        if (tile >= a.tiles)
+            return;
+        for (int r = 0; r < n; r++) {
+            float x[8], y[8];
+            als_load8(st + r * kp + 8 * I, x);
+            als_load8(st + r * kp + 8 * M, y);
+            als_outer(acc, x, y);
         }
-        __syncthreads();
-        const bool more = nxt.seg < seg_b;
-        const als_stage after = more ? als_next_stage(a, nxt, seg_b) : nxt;
-        if (more)
-            issue(nxt, after, b ^ 1);
-        if (tile < a.tiles) {
-            const float *st = rows + b * stage_floats;
-            for (int r = 0; r < cur.n; r++) {
-                float x[8], y[8];
-                als_load8(st + r * a.kp + 8 * I, x);
-                als_load8(st + r * a.kp + 8 * M, y);
-                als_outer(acc, x, y);
-            }
-            if (cur.pos + ALS_GRAM_ROWS >= cur.end) { /* the segment's last stage */
-                float *out = a.slots + (cur.seg - a.s0) * a.tiles * ALS_TILE_FLOATS;
+    };
+    auto flush = [&](float *out) {
+        if (tile >= a.tiles)
+            return;
 #pragma unroll
-                for (int r = 0; r < 8; r++) {
-                    als_row_store(out, tile, r, acc[r]);
+        for (int r = 0; r < 8; r++) {
+            als_row_store(out, tile, r, acc[r]);
 #pragma unroll
-                    for (int c = 0; c < 8; c++)
-                        acc[r][c] = 0.0f;
-                }
-            }
+            for (int c = 0; c < 8; c++)
+                acc[r][c] = 0.0f;
         }
-        if (!more)
-            break;
-        cur = nxt;
-        nxt = after;
-    }
+    };
+    als_gram_stream<ALS_GRAM_ROWS, 1, 0>(a, kp, prepare, multiply, flush);
 }
 
 struct als_solve_args {
