@@ -81,6 +81,67 @@ START_TEST(bookkeeping_matches_recount)
 }
 END_TEST
 
+/* A 20News-like matrix: most rows and columns hold no one. Three planted blocks in the
+ * corner and scattered single ones elsewhere. */
+static mf_sparse *mostly_empty(mf_ctx *ctx, int32_t rows, int32_t cols)
+{
+    unsigned char *d = calloc((size_t)rows * cols, 1);
+    ck_assert(d);
+    for (int f = 0; f < 3; f++)
+        for (int32_t i = 0; i < 60; i++)
+            for (int32_t j = 0; j < 90; j++)
+                if ((i * 7 + f) % 3 == 0 && (j * 5 + f) % 4 == 0)
+                    d[(int64_t)i * cols + j] = 1;
+    uint64_t x = 12345;
+    for (int t = 0; t < 60; t++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        d[(int64_t)(x >> 33) % ((int64_t)rows * cols)] = 1;
+    }
+    int64_t nnz = 0;
+    for (int64_t p = 0; p < (int64_t)rows * cols; p++)
+        nnz += d[p];
+    int32_t *r = malloc((size_t)nnz * 4), *c = malloc((size_t)nnz * 4);
+    ck_assert(r && c);
+    nnz = 0;
+    for (int64_t p = 0; p < (int64_t)rows * cols; p++)
+        if (d[p])
+            r[nnz] = (int32_t)(p / cols), c[nnz++] = (int32_t)(p % cols);
+    mf_sparse *m = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, rows, cols, nnz, r, c, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    free(d), free(r), free(c);
+    return m;
+}
+
+/* Lines without ones or factors are skipped, and the others count from their ones and their
+ * factor set's cached counts: every sweep is still recounted from scratch, and the result
+ * counted densely (bx_run_recounted), with and without Metropolis moves, across word
+ * boundaries of the rank. */
+START_TEST(mostly_empty_lines_bookkeeping)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *C = mostly_empty(ctx, 500, 2000);
+    const int ks[] = {3, 20, 70};
+    const mf_bmf_init inits[] = {MF_BMF_INIT_ASSO, MF_BMF_INIT_SAMPLE, MF_BMF_INIT_RANDOM};
+    for (size_t t = 0; t < sizeof ks / sizeof *ks; t++)
+        for (size_t u = 0; u < sizeof inits / sizeof *inits; u++) {
+            mf_bmf_opts o = opts(ks[t]);
+            o.instances = 2;
+            o.max_sweeps = 6;
+            o.init = inits[u];
+            o.temperature = u == 2 ? 0.5f : 0.0f;
+            uint64_t *A = NULL, *B = NULL;
+            mf_bmf_report rep = bx_run_recounted(ctx, C, &o, &A, &B);
+            if (inits[u] == MF_BMF_INIT_ASSO) /* the blocks are found */
+                ck_assert_msg(rep.fn < 200, "k = %d: %lld false negatives", ks[t],
+                              (long long)rep.fn);
+            free(A), free(B);
+        }
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 static mf_sparse *constant(mf_ctx *ctx, int32_t rows, int32_t cols, int one)
 {
     int64_t nnz = one ? (int64_t)rows * cols : 0;
@@ -422,17 +483,11 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "bmf", .timeout = 300};
-    const TTest *const tests[] = {planted_rank3_exact,
-                                  bookkeeping_matches_recount,
-                                  all_zero_and_all_one,
-                                  warm_start_and_determinism,
-                                  metropolis_rule,
-                                  cancellation,
-                                  time_limit_within_a_sweep,
-                                  bad_arguments,
-                                  apatio_quality,
-                                  asso_matches_reference,
-                                  asso_start_never_worse,
-                                  apatio_asso_quality};
+    const TTest *const tests[] = {
+        planted_rank3_exact,  bookkeeping_matches_recount, mostly_empty_lines_bookkeeping,
+        all_zero_and_all_one, warm_start_and_determinism,  metropolis_rule,
+        cancellation,         time_limit_within_a_sweep,   bad_arguments,
+        apatio_quality,       asso_matches_reference,      asso_start_never_worse,
+        apatio_asso_quality};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

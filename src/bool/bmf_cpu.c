@@ -1,11 +1,15 @@
-/* The CPU engine of Boolean factorization: C in bits by rows and by columns, and per
- * instance the factors by lines and transposed. A half-sweep runs OpenMP over the lines of
- * the side it updates; each line builds, over the other side's lines, the masks of the
- * entries a flip would change, and counts them against each factor with 64-bit popcount.
- * It is the reference the CUDA engine is tested against, so it favours plain loops. */
+/* The CPU engine of Boolean factorization: C in bits by rows and by columns, its ones by
+ * rows and by columns, and per instance the factors by lines and transposed. A half-sweep
+ * runs OpenMP over the lines of the side it updates. A single-bit move counts, for every
+ * factor, the cells a flip would change from the line's ones plus what the line's factor
+ * set covers on the other side (bmf_fset.h, cached per factor set), so sparse matrices cost
+ * what their ones cost; a per-bit move builds the masks of the changed cells densely and
+ * counts them with 64-bit popcount. The counts are exact integers, the same as the CUDA
+ * engine's dense ones, which this engine is the reference for. */
 #include <stdlib.h>
 #include <string.h>
 
+#include "bool/bmf_fset.h"
 #include "bool/bmf_internal.h"
 #include "bool/bmf_rules.h"
 #include "core/clock.h"
@@ -24,26 +28,32 @@ typedef struct cpu_engine {
     mf_bmf_setup s;
     int32_t m, n;
     int k, kw;
-    int64_t mw, nw;        /* words of a column of C (m bits) and of a row (n bits) */
-    uint64_t *Crow, *Ccol; /* m x nw, n x mw */
+    int64_t mw, nw;             /* words of a column of C (m bits) and of a row (n bits) */
+    uint64_t *Crow, *Ccol;      /* m x nw, n x mw */
+    const int64_t *rptr, *cptr; /* the ones by rows (C's CSR) and by columns (its CSC) */
+    const int32_t *ridx, *cidx;
+    int64_t nnz;
     instance *inst;
     int64_t initial[];
 } cpu_engine;
 
-/* One half-sweep's view: lines X being updated against the other side, read transposed. */
+/* One half-sweep's view: lines X being updated against the other side Y (also read
+ * transposed), and the lines' ones. */
 typedef struct view {
     int64_t L, nw; /* lines, and words of a line of C (the other side's bits) */
     uint64_t *X, *Xt;
-    const uint64_t *Yt, *Cl;
+    const uint64_t *Y, *Yt, *Cl;
+    const int64_t *optr; /* line i's ones: oidx[optr[i] .. optr[i + 1]) */
+    const int32_t *oidx;
 } view;
 
 static view make_view(const cpu_engine *e, instance *in, mf_bmf_side side)
 {
     view v;
     if (side == MF_BMF_ROWS)
-        v = (view){e->m, e->nw, in->A, in->At, in->Bt, e->Crow};
+        v = (view){e->m, e->nw, in->A, in->At, in->B, in->Bt, e->Crow, e->rptr, e->ridx};
     else
-        v = (view){e->n, e->mw, in->B, in->Bt, in->At, e->Ccol};
+        v = (view){e->n, e->mw, in->B, in->Bt, in->A, in->At, e->Ccol, e->cptr, e->cidx};
     return v;
 }
 
@@ -70,29 +80,48 @@ static void cover_word(const uint64_t *x, int kw, const uint64_t *Yt, int64_t nw
     *twos = t2;
 }
 
-/* The four masks of a line over the other side (see bmf_delta): entries covered by no
- * factor (zeros m0p, ones m0n) and by exactly one (ones m1p, zeros m1n). */
-static void line_masks(const view *v, int kw, int64_t i, uint64_t *m0p, uint64_t *m0n,
-                       uint64_t *m1p, uint64_t *m1n)
+/* Factor l's counts for a single-bit move of line i (see bmf_delta): with the bit clear,
+ * a = the zeros of the line in Y_l that nothing covers and b = its ones that nothing covers;
+ * with the bit set, a = its ones that only l covers and b = its zeros that only l covers.
+ * From the factor set's counts (bmf_fset.h) and the line's ones: o0[l] counts the line's
+ * uncovered ones in Y_l, o1[l] its ones that l alone covers. */
+static void move_counts(const view *v, int k, int kw, int64_t i, bmf_fset_cache *cache, int64_t *a,
+                        int64_t *b, int64_t *o0, int64_t *o1)
 {
-    const uint64_t *x = v->X + i * kw, *c = v->Cl + i * v->nw;
-    for (int64_t w = 0; w < v->nw; w++) {
-        uint64_t ones, twos;
-        cover_word(x, kw, v->Yt, v->nw, w, &ones, &twos);
-        uint64_t once = ones & ~twos;
-        m0p[w] = ~ones & ~c[w];
-        m0n[w] = ~ones & c[w];
-        m1p[w] = once & c[w];
-        m1n[w] = once & ~c[w];
+    const uint64_t *x = v->X + i * kw;
+    int64_t cover;
+    const int64_t *vals = bmf_fset_counts(cache, x, v->Yt, &cover);
+    memset(o0, 0, (size_t)k * sizeof *o0);
+    memset(o1, 0, (size_t)k * sizeof *o1);
+    for (int64_t p = v->optr[i]; p < v->optr[i + 1]; p++) {
+        const uint64_t *y = v->Y + (int64_t)v->oidx[p] * kw;
+        int c = 0;
+        for (int t = 0; t < kw && c < 2; t++)
+            c += popc(x[t] & y[t]);
+        if (c >= 2)
+            continue; /* covered twice: no single flip changes it */
+        for (int t = 0; t < kw; t++)
+            for (uint64_t bits = c ? x[t] & y[t] : y[t]; bits; bits &= bits - 1) {
+                int l = t * 64 + __builtin_ctzll(bits);
+                (c ? o1 : o0)[l]++;
+            }
+    }
+    for (int l = 0; l < k; l++) {
+        if (x[l / 64] >> (l % 64) & 1)
+            a[l] = o1[l], b[l] = vals[l] - o1[l];
+        else
+            a[l] = vals[l] - o0[l], b[l] = o0[l];
     }
 }
 
-/* The single-bit move of line i: returns the bit to flip or -1, and its count changes. */
+/* The single-bit move of line i: returns the bit to flip or -1, and its count changes.
+ * scratch: 4k counts. */
 static int single_move(const view *v, int k, int kw, int64_t i, const mf_bmf_sweep *sw,
-                       mf_philox_block r, uint64_t *masks, int64_t *dfp, int64_t *dfn)
+                       mf_philox_block r, bmf_fset_cache *cache, int64_t *scratch, int64_t *dfp,
+                       int64_t *dfn)
 {
-    uint64_t *m0p = masks, *m0n = masks + v->nw, *m1p = masks + 2 * v->nw, *m1n = masks + 3 * v->nw;
-    line_masks(v, kw, i, m0p, m0n, m1p, m1n);
+    int64_t *ca = scratch, *cb = scratch + k;
+    move_counts(v, k, kw, i, cache, ca, cb, scratch + 2 * k, scratch + 3 * k);
     const uint64_t *x = v->X + i * kw;
     int start = bmf_rank_start(r, k), best = -1, best_rot = 0;
     int64_t best_d = 0, best_a = 0, best_b = 0;
@@ -100,13 +129,7 @@ static int single_move(const view *v, int k, int kw, int64_t i, const mf_bmf_swe
     int64_t metro_d = 0, metro_a = 0, metro_b = 0;
     for (int l = 0; l < k; l++) {
         int bit = (int)(x[l / 64] >> (l % 64) & 1);
-        const uint64_t *yt = v->Yt + (int64_t)l * v->nw;
-        const uint64_t *ma = bit ? m1p : m0p, *mb = bit ? m1n : m0n;
-        int64_t a = 0, b = 0;
-        for (int64_t w = 0; w < v->nw; w++) {
-            a += popc(yt[w] & ma[w]);
-            b += popc(yt[w] & mb[w]);
-        }
+        const int64_t a = ca[l], b = cb[l];
         int64_t d = bmf_delta(bit, a, b, sw->wq);
         int rot = (l - start + k) % k;
         if (best < 0 || bmf_better(d, rot, best_d, best_rot)) {
@@ -171,6 +194,14 @@ static int per_bit_move(const view *v, int k, int kw, int64_t i, const mf_bmf_sw
     return 1;
 }
 
+static bool any_bit(const uint64_t *x, int kw)
+{
+    for (int t = 0; t < kw; t++)
+        if (x[t])
+            return true;
+    return false;
+}
+
 /* Xt from X: word w of factor l's row holds bit l of lines 64w .. 64w + 63. */
 static void transpose(int64_t L, int k, int kw, const uint64_t *X, uint64_t *Xt, int threads)
 {
@@ -193,12 +224,17 @@ static mf_status half_sweep(cpu_engine *e, int q, mf_bmf_side side, int sweep,
     view v = make_view(e, in, side);
     int k = e->k, kw = e->kw, threads = mf_ctx_threads(e->ctx);
     uint32_t purpose = bmf_purpose_sweep(sweep, side);
+    /* Without Metropolis moves only a flip that lowers the error is taken (bmf_accept). */
+    const bool quiet = !(sw->temperature > 0.0);
     int64_t fp = 0, fn = 0;
     int oom = 0;
 #pragma omp parallel num_threads(threads) reduction(+ : fp, fn)
     {
-        uint64_t *buf = malloc((size_t)(4 * v.nw + kw) * sizeof *buf);
-        if (!buf) {
+        uint64_t *buf = malloc((size_t)(4 * k + kw) * sizeof *buf);
+        bmf_fset_cache *cache = bmf_fset_cache_new(k, kw, v.nw);
+        if (!buf || !cache) {
+            free(buf);
+            buf = NULL;
 #pragma omp atomic write
             oom = 1;
         }
@@ -206,15 +242,18 @@ static mf_status half_sweep(cpu_engine *e, int q, mf_bmf_side side, int sweep,
         for (int64_t i = 0; i < v.L; i++) {
             if (!buf)
                 continue;
-            mf_philox_block r = bmf_draw(e->s.seed, q, purpose, i, 0);
             int64_t dfp = 0, dfn = 0;
             uint64_t *x = v.X + i * kw;
+            if (e->s.flip == MF_BMF_FLIP_SINGLE && quiet && v.optr[i] == v.optr[i + 1] &&
+                !any_bit(x, kw))
+                continue; /* no ones, no factors: every flip only adds false positives */
+            mf_philox_block r = bmf_draw(e->s.seed, q, purpose, i, 0);
             if (e->s.flip == MF_BMF_FLIP_SINGLE) {
-                int l = single_move(&v, k, kw, i, sw, r, buf, &dfp, &dfn);
+                int l = single_move(&v, k, kw, i, sw, r, cache, (int64_t *)buf, &dfp, &dfn);
                 if (l >= 0)
                     x[l / 64] ^= (uint64_t)1 << (l % 64);
             } else {
-                uint64_t *next = buf + 4 * v.nw;
+                uint64_t *next = buf + 4 * k;
                 if (per_bit_move(&v, k, kw, i, sw, e, q, purpose, r, next, &dfp, &dfn))
                     memcpy(x, next, (size_t)kw * sizeof *x);
             }
@@ -222,10 +261,11 @@ static mf_status half_sweep(cpu_engine *e, int q, mf_bmf_side side, int sweep,
             fn += dfn;
         }
         free(buf);
+        bmf_fset_cache_free(cache);
     }
     if (oom)
         return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY,
-                       "mf_bmf_run: out of host memory for a line's masks");
+                       "mf_bmf_run: out of host memory for a half-sweep's counts");
     in->fp += fp;
     in->fn += fn;
     transpose(v.L, k, kw, v.X, v.Xt, threads);
@@ -281,27 +321,49 @@ static int share(const uint64_t *a, const uint64_t *b, int kw)
     return 0;
 }
 
-static void count_errors(const cpu_engine *e, const uint64_t *A, const uint64_t *B, int64_t *fp,
-                         int64_t *fn)
+/* fp and fn of an instance's current factors: fn from C's ones (those no shared factor
+ * covers), fp as the cells each row's factor set covers (bmf_fset.h) less the covered
+ * ones. Bt must be B's transpose. */
+static mf_status count_errors(const cpu_engine *e, const instance *in, int64_t *fp, int64_t *fn)
 {
-    int64_t p = 0, n = 0;
-#pragma omp parallel for num_threads(mf_ctx_threads(e->ctx)) reduction(+ : p, n)
-    for (int32_t i = 0; i < e->m; i++)
-        for (int32_t j = 0; j < e->n; j++) {
-            int covered = share(A + (int64_t)i * e->kw, B + (int64_t)j * e->kw, e->kw);
-            int one = (int)(e->Crow[(int64_t)i * e->nw + j / 64] >> (j % 64) & 1);
-            p += covered && !one;
-            n += one && !covered;
+    int64_t n = 0, covered = 0;
+    int oom = 0;
+#pragma omp parallel num_threads(mf_ctx_threads(e->ctx)) reduction(+ : n, covered)
+    {
+        bmf_fset_cache *cache = bmf_fset_cache_new(e->k, e->kw, e->nw);
+        if (!cache) {
+#pragma omp atomic write
+            oom = 1;
         }
-    *fp = p;
+#pragma omp for schedule(dynamic, 256)
+        for (int32_t i = 0; i < e->m; i++) {
+            if (!cache)
+                continue;
+            const uint64_t *a = in->A + (int64_t)i * e->kw;
+            for (int64_t p = e->rptr[i]; p < e->rptr[i + 1]; p++)
+                n += !share(a, in->B + (int64_t)e->ridx[p] * e->kw, e->kw);
+            int any = 0;
+            for (int t = 0; t < e->kw; t++)
+                any |= a[t] != 0;
+            if (any) {
+                int64_t cover;
+                (void)bmf_fset_counts(cache, a, in->Bt, &cover);
+                covered += cover;
+            }
+        }
+        bmf_fset_cache_free(cache);
+    }
+    if (oom)
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for counts");
     *fn = n;
+    *fp = covered - (e->nnz - n);
+    return MF_OK;
 }
 
 static mf_status cpu_recount(mf_bmf_engine *base, int q, int64_t *fp, int64_t *fn)
 {
     cpu_engine *e = (cpu_engine *)base;
-    count_errors(e, e->inst[q].A, e->inst[q].B, fp, fn);
-    return MF_OK;
+    return count_errors(e, &e->inst[q], fp, fn);
 }
 
 static mf_status cpu_finish(mf_bmf_engine *base, int q, uint64_t *A, uint64_t *B, mf_memory where)
@@ -335,7 +397,7 @@ static void cpu_destroy(mf_bmf_engine *base)
 }
 
 /* One instance's starting factors (see mf_bmf_init). */
-static void init_instance(cpu_engine *e, int q, instance *in)
+static mf_status init_instance(cpu_engine *e, int q, instance *in)
 {
     const mf_bmf_setup *s = &e->s;
     int k = e->k, kw = e->kw;
@@ -365,16 +427,17 @@ static void init_instance(cpu_engine *e, int q, instance *in)
     int threads = mf_ctx_threads(e->ctx);
     transpose(e->m, k, kw, in->A, in->At, threads);
     transpose(e->n, k, kw, in->B, in->Bt, threads);
-    count_errors(e, in->A, in->B, &in->fp, &in->fn);
+    MF_TRY(count_errors(e, in, &in->fp, &in->fn));
     in->best = in->fp + in->fn;
     memcpy(in->Abest, in->A, abytes);
     memcpy(in->Bbest, in->B, bbytes);
+    return MF_OK;
 }
 
 mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
 {
     mf_ctx *ctx = s->ctx;
-    const mf_sparse *C = s->C;
+    mf_sparse *C = s->C;
     cpu_engine *e = calloc(1, sizeof *e + (size_t)s->instances * 2 * sizeof(int64_t));
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
@@ -415,8 +478,20 @@ mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
             e->Crow[(int64_t)i * e->nw + j / 64] |= (uint64_t)1 << (j % 64);
             e->Ccol[(int64_t)j * e->mw + i / 64] |= (uint64_t)1 << (i % 64);
         }
+    mf_status st = mf_sparse_host_transpose(C); /* the ones by columns */
+    if (st != MF_OK) {
+        cpu_destroy(&e->base);
+        return st;
+    }
+    e->rptr = C->row_ptr, e->ridx = C->col;
+    e->cptr = C->transpose.ptr, e->cidx = C->transpose.idx;
+    e->nnz = C->nnz;
     for (int q = 0; q < s->instances; q++) {
-        init_instance(e, q, &e->inst[q]);
+        st = init_instance(e, q, &e->inst[q]);
+        if (st != MF_OK) {
+            cpu_destroy(&e->base);
+            return st;
+        }
         e->initial[2 * q] = e->inst[q].fp;
         e->initial[2 * q + 1] = e->inst[q].fn;
     }
