@@ -115,7 +115,9 @@ typedef struct greedy {
     int64_t *cptr;         /* candidates: P + 1 */
     int32_t *ccol;         /* columns of each, ascending */
     int64_t *iptr;         /* inverted: cols + 1 */
-    int32_t *icand;        /* candidates holding each column, ascending */
+    int32_t *icand;        /* candidates holding each column, smallest first */
+    int64_t *isize;        /* the size of each of those candidates */
+    uint64_t *by_size;     /* P: (size << 32 | candidate), sorted: smallest first */
     const uint64_t *A, *B; /* the instance's factors so far: rows x kw, cols x kw words */
     int32_t *covn;         /* covered cells per row */
     int64_t *gain;         /* P */
@@ -146,16 +148,23 @@ static int64_t covered_in(const greedy *g, int32_t i, int c)
     return in;
 }
 
-/* Add sign * max(0, g_ic) for every candidate c to the gains. */
+/* Add sign * max(0, g_ic) for every candidate c to the gains. With u uncovered ones in row
+ * i, g_ic <= 2 u - |c| + covn[i], so candidates of size 2 u + covn[i] or more cannot gain:
+ * the inverted lists run smallest first and stop there. (The largest candidates hold the
+ * most popular columns, and skipping them is most of the work on basket-like data.) */
 static void row_eval(greedy *g, int32_t i, int sign)
 {
     const mf_sparse *C = g->p->C;
+    int64_t u = 0;
+    for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++)
+        u += !covered(g, i, C->col[q]);
+    const int64_t bound = 2 * u + g->covn[i];
     int nt = 0;
     for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++) {
         int32_t j = C->col[q];
         if (covered(g, i, j))
             continue;
-        for (int64_t t = g->iptr[j]; t < g->iptr[j + 1]; t++)
+        for (int64_t t = g->iptr[j]; t < g->iptr[j + 1] && g->isize[t] < bound; t++)
             if (g->x1[g->icand[t]]++ == 0)
                 g->touched[nt++] = g->icand[t];
     }
@@ -170,6 +179,12 @@ static void row_eval(greedy *g, int32_t i, int sign)
         if (gic > 0)
             g->gain[c] += sign * gic;
     }
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return (a > b) - (a < b);
 }
 
 static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_t *B)
@@ -187,15 +202,24 @@ static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_
                 g->ccol[used++] = as->col[t];
         g->cptr[c + 1] = used;
     }
-    /* inverted index, candidates ascending within a column */
+    /* inverted index, candidates smallest first within a column (ties: lower index) */
+    for (int c = 0; c < P; c++)
+        g->by_size[c] = (uint64_t)(g->cptr[c + 1] - g->cptr[c]) << 32 | (uint32_t)c;
+    qsort(g->by_size, (size_t)P, sizeof *g->by_size, cmp_u64);
     memset(g->iptr, 0, ((size_t)C->cols + 1) * sizeof *g->iptr);
     for (int64_t t = 0; t < used; t++)
         g->iptr[g->ccol[t] + 1]++;
     for (int32_t j = 0; j < C->cols; j++)
         g->iptr[j + 1] += g->iptr[j];
-    for (int c = 0; c < P; c++)
-        for (int64_t t = g->cptr[c]; t < g->cptr[c + 1]; t++)
-            g->icand[g->iptr[g->ccol[t]]++] = c;
+    for (int s = 0; s < P; s++) {
+        const int c = (int)(g->by_size[s] & 0xffffffffu);
+        const int64_t size = g->cptr[c + 1] - g->cptr[c];
+        for (int64_t t = g->cptr[c]; t < g->cptr[c + 1]; t++) {
+            const int64_t at = g->iptr[g->ccol[t]]++;
+            g->icand[at] = c;
+            g->isize[at] = size;
+        }
+    }
     for (int32_t j = C->cols; j > 0; j--)
         g->iptr[j] = g->iptr[j - 1];
     g->iptr[0] = 0;
@@ -251,6 +275,8 @@ static void greedy_free(greedy *g)
     free(g->ccol);
     free(g->iptr);
     free(g->icand);
+    free(g->isize);
+    free(g->by_size);
     free(g->covn);
     free(g->gain);
     free(g->x1);
@@ -278,14 +304,16 @@ mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
         g.ccol = malloc((size_t)(total ? total : 1) * sizeof *g.ccol);
         g.iptr = malloc(((size_t)C->cols + 1) * sizeof *g.iptr);
         g.icand = malloc((size_t)(total ? total : 1) * sizeof *g.icand);
+        g.isize = malloc((size_t)(total ? total : 1) * sizeof *g.isize);
+        g.by_size = malloc((size_t)p->P * sizeof *g.by_size);
         g.covn = malloc((size_t)C->rows * sizeof *g.covn);
         g.gain = malloc((size_t)p->P * sizeof *g.gain);
         g.x1 = calloc((size_t)p->P, sizeof *g.x1);
         g.touched = malloc((size_t)p->P * sizeof *g.touched);
         g.stamp = malloc((size_t)C->rows * sizeof *g.stamp);
         g.chosen_mark = calloc((size_t)C->cols, 1);
-        int ok = g.cptr && g.ccol && g.iptr && g.icand && g.covn && g.gain && g.x1 && g.touched &&
-                 g.stamp && g.chosen_mark;
+        int ok = g.cptr && g.ccol && g.iptr && g.icand && g.isize && g.by_size && g.covn &&
+                 g.gain && g.x1 && g.touched && g.stamp && g.chosen_mark;
         if (!ok) {
 #pragma omp atomic write
             failed = 1;
