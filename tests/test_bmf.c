@@ -422,7 +422,7 @@ START_TEST(asso_matches_reference)
             uint64_t *A = malloc(inst * ab * 8), *B = malloc(inst * bb * 8);
             uint64_t *Ar = malloc(ab * 8), *Br = malloc(bb * 8);
             ck_assert(A && B && Ar && Br);
-            ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, A, B), MF_OK);
+            ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, A, B), MF_OK);
             for (int q = 0; q < inst; q++) {
                 bx_asso_reference(C, k, q, Ar, Br);
                 ck_assert_msg(
@@ -447,7 +447,7 @@ START_TEST(asso_start_never_worse)
         mf_sparse *C = bx_planted(ctx, m, n, k, 0.15, noisy ? 0.05 : 0.0, 9, NULL, NULL, NULL);
         uint64_t *A0 = malloc((size_t)inst * m * 8), *B0 = malloc((size_t)inst * n * 8);
         ck_assert(A0 && B0);
-        ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, A0, B0), MF_OK);
+        ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, A0, B0), MF_OK);
         int64_t cover = INT64_MAX;
         for (int q = 0; q < inst; q++) {
             int64_t fp, fn;

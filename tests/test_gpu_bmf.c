@@ -77,7 +77,8 @@ START_TEST(cpu_gpu_same_factors)
 }
 END_TEST
 
-/* The tensor-core Asso (b1 MMA products) picks the same cover as the CPU's sparse one:
+/* The tensor-core Asso (b1 MMA products, forced) picks the same cover as the CPU's sparse
+ * one, and so does the automatic choice on the CUDA context:
  * shapes spanning several 64 x 64 tiles, columns not a multiple of 256, fewer rows than a
  * fragment, many seeds. */
 START_TEST(asso_same_cover)
@@ -101,10 +102,16 @@ START_TEST(asso_same_cover)
         size_t ab = (size_t)inst * cases[c].m * kw * 8, bb = (size_t)inst * cases[c].n * kw * 8;
         uint64_t *A1 = malloc(ab), *B1 = malloc(bb), *A2 = malloc(ab), *B2 = malloc(bb);
         ck_assert(A1 && B1 && A2 && B2);
-        ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, A1, B1), MF_OK);
-        ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, A2, B2) == MF_OK, "%s", mf_ctx_last_error(gpu));
+        ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, A1, B1), MF_OK);
+        ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_DEVICE, A2, B2) == MF_OK, "%s",
+                      mf_ctx_last_error(gpu));
         ck_assert_msg(memcmp(A1, A2, ab) == 0, "case %zu: A differs", c);
         ck_assert_msg(memcmp(B1, B2, bb) == 0, "case %zu: B differs", c);
+        /* AUTO on the CUDA context (the CPU's sparse cover where it is cheaper): the same. */
+        memset(A2, 0xff, ab), memset(B2, 0xff, bb);
+        ck_assert_int_eq(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_AUTO, A2, B2), MF_OK);
+        ck_assert_msg(memcmp(A1, A2, ab) == 0 && memcmp(B1, B2, bb) == 0, "case %zu: AUTO differs",
+                      c);
         free(A1), free(B1), free(A2), free(B2);
         mf_sparse_destroy(Cc);
         mf_sparse_destroy(Cg);

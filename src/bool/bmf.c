@@ -342,7 +342,7 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         if (!*A0 || !*B0)
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
         if (asso)
-            MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, *A0, *B0));
+            MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, MF_BMF_ASSO_AUTO, *A0, *B0));
         else
             MF_TRY(load_given(ctx, C, k, A, B, where, *A0, *B0));
         setup->A0 = *A0;

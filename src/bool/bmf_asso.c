@@ -14,7 +14,49 @@ static int by_key(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, uint64_t *A, uint64_t *B)
+/* Seconds per unit of the CPU cover's work estimate (mf_bmf_asso_cpu_lists), per instance
+ * and thread, and of the lists' own (the squares of the rows' ones); and the dense
+ * tensor-core cover's rate in bit-operations per second (instances x k rounds of rows x
+ * columns x seeds). Measured with 16 instances: the CPU figure on the H100 host's 16
+ * threads (basket-like 88K x 16K: 30 s for 4.4e9; check-in-like 30K x 41K: 60 s for 6.8e9;
+ * the 2-core build machine does 1.7 ns a unit per thread), the device one from the same
+ * matrices on the H100 (28 and 45 s). The sparse cover wins on the Amazon sets and 20News
+ * by 10-40x and loses on those two by about a fifth. */
+#define ASSO_CPU_SECONDS_PER_WORK      8e-9
+#define ASSO_CPU_SECONDS_PER_LIST_WORK 2e-9
+#define ASSO_DEVICE_BIT_OPS_PER_SECOND 2.8e14
+
+static double device_seconds(const mf_bmf_asso_plan *p)
+{
+    const mf_sparse *C = p->C;
+    return (double)p->instances * p->k * (double)C->rows * (double)C->cols * (double)p->P /
+           ASSO_DEVICE_BIT_OPS_PER_SECOND;
+}
+
+/* On a CUDA context: the cover from the CPU's sparse backend when it is estimated faster
+ * than the dense one on the tensor cores (sparse matrices: ATools about 40x), else from the
+ * tensor cores. The lists are built only when their own cost is below the device's. */
+static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    const double device = device_seconds(p);
+    if (mf_bmf_asso_cpu_lists_cost(p) * ASSO_CPU_SECONDS_PER_LIST_WORK < device) {
+        mf_bmf_asso_lists *l = NULL;
+        double work = 0.0;
+        MF_TRY(mf_bmf_asso_cpu_lists(p, &l, &work));
+        const int threads = mf_ctx_threads(p->ctx);
+        const double rounds = (double)((p->instances + threads - 1) / threads);
+        if (work * rounds * ASSO_CPU_SECONDS_PER_WORK < device) {
+            mf_status st = mf_bmf_asso_cpu_cover(p, l, A, B);
+            mf_bmf_asso_lists_free(l);
+            return st;
+        }
+        mf_bmf_asso_lists_free(l);
+    }
+    return mf_cuda_bmf_asso(p, A, B);
+}
+
+mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
+                      uint64_t *A, uint64_t *B)
 {
     MF_TRY(mf_sparse_host_transpose(C));
     mf_bmf_asso_plan p;
@@ -50,9 +92,14 @@ mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, uint64_t 
     memset(A, 0, abytes);
     memset(B, 0, bbytes);
     mf_status st = MF_OK;
-    if (p.P > 0)
-        st = ctx->backend == MF_BACKEND_CUDA ? mf_cuda_bmf_asso(&p, A, B)
-                                             : mf_bmf_asso_cpu(&p, A, B);
+    if (p.P > 0) {
+        if (ctx->backend != MF_BACKEND_CUDA || where == MF_BMF_ASSO_CPU)
+            st = mf_bmf_asso_cpu(&p, A, B);
+        else if (where == MF_BMF_ASSO_DEVICE)
+            st = mf_cuda_bmf_asso(&p, A, B);
+        else
+            st = cover_auto(&p, A, B);
+    }
     free(p.col_count);
     free(order);
     return st;

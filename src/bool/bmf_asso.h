@@ -55,11 +55,26 @@ typedef struct mf_bmf_asso_plan {
     int64_t *col_count; /* ones per column, n */
 } mf_bmf_asso_plan;
 
+/* Where the cover is computed: AUTO takes, on a CUDA context, whichever of the CPU's sparse
+ * backend and the tensor cores' dense one is estimated faster (the same cover either way);
+ * a CPU context always computes on the CPU. */
+typedef enum { MF_BMF_ASSO_AUTO, MF_BMF_ASSO_CPU, MF_BMF_ASSO_DEVICE } mf_bmf_asso_where;
+
 /* Fill A (instances x rows x kw words) and B (instances x cols x kw words) on the host,
  * instance q's factors at offset q * rows * kw and q * cols * kw. */
-mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, uint64_t *A, uint64_t *B);
+mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
+                      uint64_t *A, uint64_t *B);
 
+/* The CPU backend, whole, or in two steps: the association lists (shared by the instances)
+ * with the estimated work of a cover from them, then the covers. lists_cost estimates the
+ * lists' own work (the squares of the rows' ones) before building them. */
 mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
+typedef struct mf_bmf_asso_lists mf_bmf_asso_lists;
+double mf_bmf_asso_cpu_lists_cost(const mf_bmf_asso_plan *p);
+mf_status mf_bmf_asso_cpu_lists(const mf_bmf_asso_plan *p, mf_bmf_asso_lists **out, double *work);
+mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *lists, uint64_t *A,
+                                uint64_t *B);
+void mf_bmf_asso_lists_free(mf_bmf_asso_lists *l);
 /* CUDA builds: bmf_asso.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
 

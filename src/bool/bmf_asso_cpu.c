@@ -285,13 +285,67 @@ static void greedy_free(greedy *g)
     free(g->chosen_mark);
 }
 
-mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+struct mf_bmf_asso_lists {
+    assoc as;
+};
+
+void mf_bmf_asso_lists_free(mf_bmf_asso_lists *l)
+{
+    if (!l)
+        return;
+    free(l->as.ptr);
+    free(l->as.col);
+    free(l->as.co);
+    free(l);
+}
+
+double mf_bmf_asso_cpu_lists_cost(const mf_bmf_asso_plan *p)
 {
     const mf_sparse *C = p->C;
-    assoc as = {NULL, NULL, NULL};
-    mf_status st = build_assoc(p, &as);
-    if (st != MF_OK)
+    double cost = 0.0;
+    for (int32_t i = 0; i < C->rows; i++) {
+        const double n = (double)(C->row_ptr[i + 1] - C->row_ptr[i]);
+        cost += n * n;
+    }
+    return cost;
+}
+
+mf_status mf_bmf_asso_cpu_lists(const mf_bmf_asso_plan *p, mf_bmf_asso_lists **out, double *work)
+{
+    mf_bmf_asso_lists *l = calloc(1, sizeof *l);
+    if (!l)
+        return mf_fail(p->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
+    mf_status st = build_assoc(p, &l->as);
+    if (st != MF_OK) {
+        free(l);
         return st;
+    }
+    /* A row's gains visit, for each of its ones, the candidates holding that column: a
+     * column's ones times its candidates, summed (at the lowest tau, a bound for every
+     * instance). */
+    double w = 0.0;
+    for (int64_t t = 0; t < l->as.ptr[p->P]; t++)
+        w += (double)p->col_count[l->as.col[t]];
+    *work = w;
+    *out = l;
+    return MF_OK;
+}
+
+mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    mf_bmf_asso_lists *l = NULL;
+    double work = 0.0;
+    MF_TRY(mf_bmf_asso_cpu_lists(p, &l, &work));
+    mf_status st = mf_bmf_asso_cpu_cover(p, l, A, B);
+    mf_bmf_asso_lists_free(l);
+    return st;
+}
+
+mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *lists, uint64_t *A,
+                                uint64_t *B)
+{
+    const mf_sparse *C = p->C;
+    const assoc as = lists->as;
     const int64_t total = as.ptr[p->P];
     int failed = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(p->ctx))
@@ -325,9 +379,6 @@ mf_status mf_bmf_asso_cpu(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
                              B + (int64_t)q * C->cols * p->kw);
         greedy_free(&g);
     }
-    free(as.ptr);
-    free(as.col);
-    free(as.co);
     if (failed)
         return mf_fail(p->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
     return MF_OK;
