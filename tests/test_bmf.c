@@ -142,6 +142,46 @@ START_TEST(mostly_empty_lines_bookkeeping)
 }
 END_TEST
 
+/* The default start (MF_BMF_INIT_AUTO) is Asso's cover where that is cheap: the same run as
+ * an explicit Asso start on a sparse planted matrix; and the estimate that decides rules it
+ * out on a dense matrix (half ones, 3000 x 3000), where the cover's work grows with the
+ * square of each row's ones. */
+START_TEST(default_start_is_asso_where_cheap)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_bmf_opts o = opts(12);
+    ck_assert_int_eq(o.init, MF_BMF_INIT_AUTO);
+    mf_sparse *C = bx_planted(ctx, 300, 400, 6, 0.1, 0.01, 9, NULL, NULL, NULL);
+    double seconds = -1.0;
+    ck_assert_int_eq(mf_bmf_asso_estimate(ctx, C, 12, 16, &seconds), MF_OK);
+    ck_assert_msg(seconds >= 0.0 && seconds < 0.5, "estimate %g s", seconds);
+    o.instances = 4, o.max_sweeps = 5;
+    uint64_t *A1 = NULL, *B1 = NULL, *A2 = NULL, *B2 = NULL;
+    mf_bmf_report r1 = bx_run(ctx, C, &o, &A1, &B1);
+    o.init = MF_BMF_INIT_ASSO;
+    mf_bmf_report r2 = bx_run(ctx, C, &o, &A2, &B2);
+    ck_assert_int_eq(r1.error, r2.error);
+    ck_assert_mem_eq(A1, A2, (size_t)300 * 8);
+    ck_assert_mem_eq(B1, B2, (size_t)400 * 8);
+    free(A1), free(B1), free(A2), free(B2);
+    mf_sparse_destroy(C);
+
+    enum { n = 3000 };
+    int64_t nnz = (int64_t)n * n / 2;
+    int32_t *r = malloc((size_t)nnz * 4), *c = malloc((size_t)nnz * 4);
+    ck_assert(r && c);
+    for (int64_t p = 0; p < nnz; p++)
+        r[p] = (int32_t)(p / (n / 2)), c[p] = (int32_t)(2 * (p % (n / 2)) + (p / (n / 2)) % 2);
+    mf_sparse *D = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &D, n, n, nnz, r, c, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    free(r), free(c);
+    ck_assert_int_eq(mf_bmf_asso_estimate(ctx, D, 20, 16, &seconds), MF_OK);
+    ck_assert_msg(seconds > 2.0, "dense estimate %g s", seconds);
+    mf_sparse_destroy(D);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 static mf_sparse *constant(mf_ctx *ctx, int32_t rows, int32_t cols, int one)
 {
     int64_t nnz = one ? (int64_t)rows * cols : 0;
@@ -484,10 +524,10 @@ int main(void)
 {
     static const tu_suite suite = {.name = "bmf", .timeout = 300};
     const TTest *const tests[] = {
-        planted_rank3_exact,  bookkeeping_matches_recount, mostly_empty_lines_bookkeeping,
-        all_zero_and_all_one, warm_start_and_determinism,  metropolis_rule,
-        cancellation,         time_limit_within_a_sweep,   bad_arguments,
-        apatio_quality,       asso_matches_reference,      asso_start_never_worse,
-        apatio_asso_quality};
+        planted_rank3_exact,  bookkeeping_matches_recount,      mostly_empty_lines_bookkeeping,
+        all_zero_and_all_one, warm_start_and_determinism,       metropolis_rule,
+        cancellation,         time_limit_within_a_sweep,        bad_arguments,
+        apatio_quality,       asso_matches_reference,           asso_start_never_worse,
+        apatio_asso_quality,  default_start_is_asso_where_cheap};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

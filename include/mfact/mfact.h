@@ -703,9 +703,15 @@ typedef enum mf_bmf_init {
      * where it does. The search then only improves on it: unless the caller sets a
      * weight, the false-negative weight is 1 from the first sweep, so the result is never
      * worse than Asso's cover at the best tau. Costs instances * k rounds, each
-     * rows * cols * 512 bit operations on the GPU (tensor-core b1 MMA on sm_80 and later);
-     * the CPU walks only the rows a candidate touches. */
-    MF_BMF_INIT_ASSO = 3
+     * rows * cols * seeds bit operations on the GPU (tensor-core b1 MMA on sm_80 and later);
+     * the CPU walks only the rows a candidate touches, and a CUDA context takes the CPU's
+     * cover where that is estimated faster (the same cover). */
+    MF_BMF_INIT_ASSO = 3,
+    /* The default: MF_BMF_INIT_ASSO when its cover is estimated to take at most about 2
+     * seconds here (sparse matrices such as the Amazon sets and 20News), else
+     * MF_BMF_INIT_SAMPLE. The estimate follows the cover's work: on the CPU each column's
+     * ones times the candidates holding it, on the GPU rows x cols x seeds per round. */
+    MF_BMF_INIT_AUTO = 4
 } mf_bmf_init;
 
 /* What a Boolean factorization reports after each sweep, about the best instance so far.
@@ -743,7 +749,7 @@ typedef struct mf_bmf_opts {
      * rows * cols >= 2^32 and density below 0.1 %: max(3, min(1000 * density, 10))).
      * The weight is used in steps of 1/256. */
     float weight, weight_decay, weight_floor;
-    mf_bmf_init init;            /* default MF_BMF_INIT_SAMPLE                              */
+    mf_bmf_init init;            /* default MF_BMF_INIT_AUTO                                */
     mf_bmf_progress_fn progress; /* optional, called after every sweep                      */
     void *progress_user;
     /* EXPERIMENTAL (the section at the end of this header): the moves of the search. */

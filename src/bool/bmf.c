@@ -25,7 +25,7 @@ void mf_bmf_opts_init(mf_bmf_opts *opts)
     opts->max_sweeps = 1000;
     opts->patience = 30;
     opts->flip = MF_BMF_FLIP_SINGLE;
-    opts->init = MF_BMF_INIT_SAMPLE;
+    opts->init = MF_BMF_INIT_AUTO;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
@@ -62,10 +62,16 @@ static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
                (double)o->temperature_decay);
     MF_REQUIRE(ctx,
                o->init == MF_BMF_INIT_SAMPLE || o->init == MF_BMF_INIT_RANDOM ||
-                   o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO,
+                   o->init == MF_BMF_INIT_GIVEN || o->init == MF_BMF_INIT_ASSO ||
+                   o->init == MF_BMF_INIT_AUTO,
                "%s: init = %d is not an mf_bmf_init value", fn, (int)o->init);
     return MF_OK;
 }
+
+/* MF_BMF_INIT_AUTO takes Asso's cover when it is estimated to take at most this long: Asso
+ * starts beat the sample start on every set measured (bench/README.md), and this keeps the
+ * start within the issue's budget for a run on a million ones. */
+#define BMF_AUTO_ASSO_SECONDS 2.0
 
 /* The weight schedule: the caller's values, or cuTeBool's defaults. */
 typedef struct schedule {
@@ -366,6 +372,11 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
                                        MF_RUN_OPTS(mf_bmf_opts, &o, opts),
                                        MF_RUN_REPORT(mf_bmf_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o));
+    if (o.init == MF_BMF_INIT_AUTO) {
+        double seconds = 0.0;
+        MF_TRY(mf_bmf_asso_estimate(ctx, (mf_sparse *)C, o.rank, o.instances, &seconds));
+        o.init = seconds <= BMF_AUTO_ASSO_SECONDS ? MF_BMF_INIT_ASSO : MF_BMF_INIT_SAMPLE;
+    }
     s.cells = (double)C->rows * (double)C->cols;
     s.sch = make_schedule(&o, C);
     mf_run_start(&s.run);

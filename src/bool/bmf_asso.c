@@ -1,6 +1,7 @@
 /* MF_BMF_INIT_ASSO: the seeds both backends share, and the dispatch (see bmf_asso.h). */
 #include "bool/bmf_asso.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,8 @@ static int by_key(const void *x, const void *y)
 #define ASSO_CPU_SECONDS_PER_WORK      8e-9
 #define ASSO_CPU_SECONDS_PER_LIST_WORK 2e-9
 #define ASSO_DEVICE_BIT_OPS_PER_SECOND 2.8e14
+/* The estimate builds the CPU's lists only below this many seconds of their own work. */
+#define ASSO_ESTIMATE_LIMIT 1.0
 
 static double device_seconds(const mf_bmf_asso_plan *p)
 {
@@ -55,42 +58,77 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
     return mf_cuda_bmf_asso(p, A, B);
 }
 
-mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
-                      uint64_t *A, uint64_t *B)
+static void plan_free(mf_bmf_asso_plan *p)
+{
+    free(p->col_count);
+    free(p->seeds);
+}
+
+/* The seeds and column counts both backends and the estimate start from. */
+static mf_status plan_make(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_plan *p)
 {
     MF_TRY(mf_sparse_host_transpose(C));
-    mf_bmf_asso_plan p;
-    memset(&p, 0, sizeof p);
-    p.ctx = ctx;
-    p.C = C;
-    p.k = k;
-    p.kw = mf_bmf_words(k);
-    p.instances = instances;
-    p.col_count = malloc((size_t)C->cols * sizeof *p.col_count);
+    memset(p, 0, sizeof *p);
+    p->ctx = ctx;
+    p->C = C;
+    p->k = k;
+    p->kw = mf_bmf_words(k);
+    p->instances = instances;
+    p->col_count = malloc((size_t)C->cols * sizeof *p->col_count);
     int32_t *order = malloc((size_t)C->cols * sizeof *order);
     uint64_t *keys = malloc((size_t)C->cols * sizeof *keys);
-    if (!p.col_count || !order || !keys) {
-        free(p.col_count);
+    if (!p->col_count || !order || !keys) {
+        free(p->col_count);
         free(order);
         free(keys);
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
     }
     int32_t nonzero = 0;
     for (int32_t j = 0; j < C->cols; j++) {
-        p.col_count[j] = C->transpose.ptr[j + 1] - C->transpose.ptr[j];
-        nonzero += p.col_count[j] > 0;
-        keys[j] = ((uint64_t)(INT32_MAX - p.col_count[j]) << 32) | (uint32_t)j;
+        p->col_count[j] = C->transpose.ptr[j + 1] - C->transpose.ptr[j];
+        nonzero += p->col_count[j] > 0;
+        keys[j] = ((uint64_t)(INT32_MAX - p->col_count[j]) << 32) | (uint32_t)j;
     }
     qsort(keys, (size_t)C->cols, sizeof *keys, by_key);
     for (int32_t j = 0; j < C->cols; j++)
         order[j] = (int32_t)(keys[j] & 0xffffffffu);
     free(keys);
-    p.P = nonzero < BMF_ASSO_CANDIDATES ? nonzero : BMF_ASSO_CANDIDATES;
-    p.seeds = order;
-    size_t abytes = (size_t)instances * C->rows * p.kw * 8;
-    size_t bbytes = (size_t)instances * C->cols * p.kw * 8;
-    memset(A, 0, abytes);
-    memset(B, 0, bbytes);
+    p->P = nonzero < BMF_ASSO_CANDIDATES ? nonzero : BMF_ASSO_CANDIDATES;
+    p->seeds = order;
+    return MF_OK;
+}
+
+mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, double *seconds)
+{
+    mf_bmf_asso_plan p;
+    MF_TRY(plan_make(ctx, C, k, instances, &p));
+    double best = ctx->backend == MF_BACKEND_CUDA ? device_seconds(&p) : INFINITY;
+    const double lists = mf_bmf_asso_cpu_lists_cost(&p) * ASSO_CPU_SECONDS_PER_LIST_WORK;
+    mf_status st = MF_OK;
+    if (p.P == 0) {
+        best = 0.0;
+    } else if (lists < best && lists < ASSO_ESTIMATE_LIMIT) {
+        mf_bmf_asso_lists *l = NULL;
+        double work = 0.0;
+        st = mf_bmf_asso_cpu_lists(&p, &l, &work);
+        mf_bmf_asso_lists_free(l);
+        const int threads = mf_ctx_threads(ctx);
+        const double rounds = (double)((instances + threads - 1) / threads);
+        const double cpu = lists + work * rounds * ASSO_CPU_SECONDS_PER_WORK;
+        best = cpu < best ? cpu : best;
+    }
+    plan_free(&p);
+    *seconds = best;
+    return st;
+}
+
+mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
+                      uint64_t *A, uint64_t *B)
+{
+    mf_bmf_asso_plan p;
+    MF_TRY(plan_make(ctx, C, k, instances, &p));
+    memset(A, 0, (size_t)instances * C->rows * p.kw * 8);
+    memset(B, 0, (size_t)instances * C->cols * p.kw * 8);
     mf_status st = MF_OK;
     if (p.P > 0) {
         if (ctx->backend != MF_BACKEND_CUDA || where == MF_BMF_ASSO_CPU)
@@ -100,7 +138,6 @@ mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_as
         else
             st = cover_auto(&p, A, B);
     }
-    free(p.col_count);
-    free(order);
+    plan_free(&p);
     return st;
 }

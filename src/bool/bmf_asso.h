@@ -65,6 +65,10 @@ typedef enum { MF_BMF_ASSO_AUTO, MF_BMF_ASSO_CPU, MF_BMF_ASSO_DEVICE } mf_bmf_as
 mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
                       uint64_t *A, uint64_t *B);
 
+/* Estimated seconds of mf_bmf_asso's AUTO cover here (builds and drops the CPU's lists when
+ * they are cheap enough to tell): what MF_BMF_INIT_AUTO decides by. */
+mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, double *seconds);
+
 /* The CPU backend, whole, or in two steps: the association lists (shared by the instances)
  * with the estimated work of a cover from them, then the covers. lists_cost estimates the
  * lists' own work (the squares of the rows' ones) before building them. */

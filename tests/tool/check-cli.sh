@@ -170,13 +170,18 @@ fa=$(mktemp) fb=$(mktemp) pa=$(mktemp)
 trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa"' EXIT
 { echo "6 6 18"; for i in 0 1 2; do for j in 0 1 2; do echo "$i $j"; done; done
   for i in 3 4 5; do for j in 3 4 5; do echo "$i $j"; done; done; } >"$bin"
-out=$("$mfact" bmf --backend cpu "$bin" --rank 2 --output-a "$fa" --output-b "$fb" --verbose \
-      2>/tmp/mfact-cli-err.$$) || fail "bmf exited $?"
+# (the sampled start, so that there are sweeps to show: the default Asso start fits
+# these blocks exactly before the first sweep)
+out=$("$mfact" bmf --backend cpu "$bin" --rank 2 --init sample --output-a "$fa" --output-b "$fb" \
+      --verbose 2>/tmp/mfact-cli-err.$$) || fail "bmf exited $?"
 echo "$out" | grep -q "^error 0$" || fail "bmf error: $out"
 echo "$out" | grep -q "^F1 1$" || fail "bmf F1: $out"
 grep -q "^sweep 1: error" /tmp/mfact-cli-err.$$ || fail "bmf progress: $(cat /tmp/mfact-cli-err.$$)"
 [ "$(wc -l <"$fa")" -eq 6 ] && [ "$(head -1 "$fa")" != "" ] && [ "$(head -c 2 "$fb")" != "" ] ||
   fail "bmf factor files"
+out=$("$mfact" bmf --backend cpu "$bin" --rank 2) || fail "bmf (default start) exited $?"
+echo "$out" | grep -q "^error 0$" || fail "bmf default start error: $out"
+echo "$out" | grep -q "^sweeps 0$" || fail "bmf default start is not Asso's exact cover: $out"
 [ "$(head -1 "$fa" | tr -d '\n' | wc -c)" -eq 2 ] || fail "bmf text factor width"
 "$mfact" bmf --backend cpu "$bin" --rank 70 --output-a "$pa" --packed >/dev/null || fail "bmf --packed"
 [ "$(stat -c %s "$pa")" -eq $((6 * 2 * 8)) ] || fail "bmf packed size $(stat -c %s "$pa")"
