@@ -38,7 +38,8 @@ static double device_seconds(const mf_bmf_asso_plan *p)
 
 /* On a CUDA context: the cover from the CPU's sparse backend when it is estimated faster
  * than the dense one on the tensor cores (sparse matrices: ATools about 40x), else from the
- * tensor cores. The lists are built only when their own cost is below the device's. */
+ * tensor cores, unless their buffers would pass the context's device-memory limit. The
+ * lists are built only when their own cost is below the device's. */
 static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
 {
     const double device = device_seconds(p);
@@ -55,7 +56,15 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
         }
         mf_bmf_asso_lists_free(l);
     }
-    return mf_cuda_bmf_asso(p, A, B);
+    mf_status st = mf_cuda_bmf_asso(p, A, B);
+    if (st == MF_ERR_OUT_OF_MEMORY) {
+        /* The dense cover does not fit the context's device-memory limit; the sparse one
+         * needs none. */
+        memset(A, 0, (size_t)p->instances * p->C->rows * p->kw * 8);
+        memset(B, 0, (size_t)p->instances * p->C->cols * p->kw * 8);
+        st = mf_bmf_asso_cpu(p, A, B);
+    }
+    return st;
 }
 
 static void plan_free(mf_bmf_asso_plan *p)
