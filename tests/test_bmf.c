@@ -3,6 +3,7 @@
  * all-zero and all-one matrices, warm starts, determinism over thread counts, the
  * Metropolis rule, cancellation, every bad argument, and the APatio quality bar. */
 #include <math.h>
+#include <sys/resource.h>
 
 #include "bmf_fixtures.h"
 #include "bool/bmf_asso.h"
@@ -178,6 +179,54 @@ START_TEST(default_start_is_asso_where_cheap)
     ck_assert_int_eq(mf_bmf_asso_estimate(ctx, D, 20, 16, &seconds), MF_OK);
     ck_assert_msg(seconds > 2.0, "dense estimate %g s", seconds);
     mf_sparse_destroy(D);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+#if defined(__SANITIZE_ADDRESS__)
+#define BX_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define BX_ASAN 1
+#endif
+#endif
+
+/* 200,000 x 100,000 with 3 planted blocks and ~20,000 ones: C in bits would take 5 GB, but
+ * with single-bit moves the engine keeps only the ones and the factors, so the run fits an
+ * address-space limit of 3 GB (not under AddressSanitizer, which reserves far more) and
+ * finds the blocks. */
+START_TEST(memory_follows_the_ones)
+{
+#ifndef BX_ASAN
+    struct rlimit lim = {(rlim_t)3 << 30, (rlim_t)3 << 30};
+    ck_assert_int_eq(setrlimit(RLIMIT_AS, &lim), 0); /* this test's own process */
+#endif
+    enum { rows = 200000, cols = 100000 };
+    int64_t cap = 40000, nnz = 0;
+    int32_t *r = malloc((size_t)cap * 4), *c = malloc((size_t)cap * 4);
+    ck_assert(r && c);
+    for (int f = 0; f < 3; f++) /* block f: rows 1000f .. +80, columns 5000f .. +60 */
+        for (int32_t i = 0; i < 80; i++)
+            for (int32_t j = 0; j < 60; j++)
+                if ((i + j + f) % 3 != 0 || j < 40)
+                    r[nnz] = 1000 * f + i * 37 % 80, c[nnz++] = 5000 * f + j;
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *C = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &C, rows, cols, nnz, r, c, NULL, MF_MEMORY_HOST,
+                                        MF_SPARSE_SUM_DUPLICATES),
+                     MF_OK);
+    free(r), free(c);
+    mf_bmf_opts o = opts(5);
+    o.instances = 2, o.max_sweeps = 10;
+    uint64_t *A = calloc(rows, 8), *B = calloc(cols, 8);
+    ck_assert(A && B);
+    mf_bmf_report rep = {.struct_size = sizeof rep};
+    ck_assert_msg(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(ctx));
+    ck_assert_msg(rep.recall > 0.9 && rep.precision > 0.8, "precision %g recall %g", rep.precision,
+                  rep.recall);
+    free(A), free(B);
+    mf_sparse_destroy(C);
     mf_ctx_destroy(ctx);
 }
 END_TEST
@@ -523,11 +572,20 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "bmf", .timeout = 300};
-    const TTest *const tests[] = {
-        planted_rank3_exact,  bookkeeping_matches_recount,      mostly_empty_lines_bookkeeping,
-        all_zero_and_all_one, warm_start_and_determinism,       metropolis_rule,
-        cancellation,         time_limit_within_a_sweep,        bad_arguments,
-        apatio_quality,       asso_matches_reference,           asso_start_never_worse,
-        apatio_asso_quality,  default_start_is_asso_where_cheap};
+    const TTest *const tests[] = {planted_rank3_exact,
+                                  bookkeeping_matches_recount,
+                                  mostly_empty_lines_bookkeeping,
+                                  all_zero_and_all_one,
+                                  warm_start_and_determinism,
+                                  metropolis_rule,
+                                  cancellation,
+                                  time_limit_within_a_sweep,
+                                  bad_arguments,
+                                  apatio_quality,
+                                  asso_matches_reference,
+                                  asso_start_never_worse,
+                                  apatio_asso_quality,
+                                  default_start_is_asso_where_cheap,
+                                  memory_follows_the_ones};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

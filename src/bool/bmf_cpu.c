@@ -29,7 +29,7 @@ typedef struct cpu_engine {
     int32_t m, n;
     int k, kw;
     int64_t mw, nw;             /* words of a column of C (m bits) and of a row (n bits) */
-    uint64_t *Crow, *Ccol;      /* m x nw, n x mw */
+    uint64_t *Crow, *Ccol;      /* m x nw, n x mw: per-bit moves only (else NULL) */
     const int64_t *rptr, *cptr; /* the ones by rows (C's CSR) and by columns (its CSC) */
     const int32_t *ridx, *cidx;
     int64_t nnz;
@@ -451,10 +451,15 @@ mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
     e->kw = mf_bmf_words(s->k);
     e->mw = (C->rows + 63) / 64;
     e->nw = (C->cols + 63) / 64;
-    e->Crow = calloc((size_t)e->m * e->nw, 8);
-    e->Ccol = calloc((size_t)e->n * e->mw, 8);
+    /* C in bits only for per-bit moves, which build their masks densely: single-bit moves
+     * and the counts read the ones, so memory follows the ones and the factors. */
+    const bool bits = s->flip == MF_BMF_FLIP_PER_BIT;
+    if (bits) {
+        e->Crow = calloc((size_t)e->m * e->nw, 8);
+        e->Ccol = calloc((size_t)e->n * e->mw, 8);
+    }
     e->inst = calloc((size_t)s->instances, sizeof *e->inst);
-    int ok = e->Crow && e->Ccol && e->inst;
+    int ok = (!bits || (e->Crow && e->Ccol)) && e->inst;
     for (int q = 0; ok && q < s->instances; q++) {
         instance *in = &e->inst[q];
         in->A = malloc((size_t)e->m * e->kw * 8);
@@ -468,11 +473,11 @@ mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
     if (!ok) {
         cpu_destroy(&e->base);
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                       "mf_bmf_run: out of host memory for a %d x %d Boolean matrix in bits "
+                       "mf_bmf_run: out of host memory for a %d x %d Boolean matrix "
                        "and %d instances of rank %d",
                        (int)C->rows, (int)C->cols, s->instances, s->k);
     }
-    for (int32_t i = 0; i < e->m; i++)
+    for (int32_t i = 0; bits && i < e->m; i++)
         for (int64_t p = C->row_ptr[i]; p < C->row_ptr[i + 1]; p++) {
             int32_t j = C->col[p];
             e->Crow[(int64_t)i * e->nw + j / 64] |= (uint64_t)1 << (j % 64);
