@@ -8,12 +8,18 @@
 //      flipped: F1 against the clean matrix.
 //   4. Scale 500,000 x 200,000 with 30M ones at k = 128: seconds per sweep, peak device
 //      memory, and bit-operations per second against the b1 MMA and popc peaks.
+//   5. --case NAME[,key=value...]: generated sparse matrices of given shape (basket-like,
+//      check-in-like and Amazon-like presets at about 1M ones): the default start, the
+//      sampled and the Asso start at k = 20 and 128, next to the Asso peer (k = 20).
 // Usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] [--skip-scale]
+//                  [--skip-sets] [--case NAME[,rows=R,cols=C,ones=N,row-sigma=S,zipf=A,
+//                   bundles=B,bundle-size=S,bundle-p=P,seed=S]]...
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "bench_util.h"
@@ -306,6 +312,159 @@ static void planted_cases(mf_ctx *ctx, int instances)
     }
 }
 
+// A sparse matrix shaped like retail baskets, check-ins or reviews: row sizes log-normal
+// (row-sigma) scaled to about `ones` in all, columns drawn with Zipf popularity (exponent
+// zipf, over a fixed random permutation of the columns), and, so that there is Boolean
+// structure to find, `bundles` planted column sets of `bundle-size` columns of which each
+// row takes one with probability bundle-p.
+struct sparse_shape {
+    std::string name;
+    int32_t rows = 88162, cols = 16470;
+    int64_t ones = 908576;
+    double row_sigma = 0.8, zipf = 1.0;
+    int bundles = 400, bundle_size = 6;
+    double bundle_p = 0.3;
+    uint64_t seed = 1;
+};
+
+static bool parse_shape(const char *spec, sparse_shape *s)
+{
+    std::string all(spec);
+    size_t comma = all.find(',');
+    s->name = all.substr(0, comma);
+    if (s->name == "basket") {
+    } else if (s->name == "checkin") {
+        s->rows = 29858, s->cols = 40981, s->ones = 1027370, s->row_sigma = 1.0, s->zipf = 0.8;
+        s->bundles = 300, s->bundle_size = 4, s->bundle_p = 0.2;
+    } else if (s->name == "amazon") {
+        s->rows = 130000, s->cols = 80000, s->ones = 1000000, s->row_sigma = 0.7, s->zipf = 0.6;
+        s->bundles = 2000, s->bundle_size = 5, s->bundle_p = 0.5;
+    } else {
+        fprintf(stderr, "bench_bmf: unknown case %s (basket, checkin, amazon)\n", s->name.c_str());
+        return false;
+    }
+    while (comma != std::string::npos) {
+        size_t next = all.find(',', comma + 1);
+        std::string kv = all.substr(comma + 1, next - comma - 1);
+        size_t eq = kv.find('=');
+        if (eq == std::string::npos)
+            return false;
+        std::string k = kv.substr(0, eq);
+        double v = atof(kv.c_str() + eq + 1);
+        if (k == "rows")
+            s->rows = (int32_t)v;
+        else if (k == "cols")
+            s->cols = (int32_t)v;
+        else if (k == "ones")
+            s->ones = (int64_t)v;
+        else if (k == "row-sigma")
+            s->row_sigma = v;
+        else if (k == "zipf")
+            s->zipf = v;
+        else if (k == "bundles")
+            s->bundles = (int)v;
+        else if (k == "bundle-size")
+            s->bundle_size = (int)v;
+        else if (k == "bundle-p")
+            s->bundle_p = v;
+        else if (k == "seed")
+            s->seed = (uint64_t)v;
+        else {
+            fprintf(stderr, "bench_bmf: unknown key %s\n", k.c_str());
+            return false;
+        }
+        comma = next;
+    }
+    return s->rows > 0 && s->cols > 0 && s->ones > 0 && s->bundle_size > 0;
+}
+
+static mf_sparse *generate(mf_ctx *ctx, const sparse_shape &s)
+{
+    uint64_t h = s.seed * 0x9e3779b97f4a7c15ull;
+    auto u01 = [&]() { return (double)(mix(h++) >> 11) * 0x1.0p-53; };
+    // Zipf over a permutation: the cumulative weights, drawn by binary search.
+    std::vector<double> cdf(s.cols);
+    double acc = 0.0;
+    for (int32_t j = 0; j < s.cols; j++)
+        cdf[j] = acc += 1.0 / pow((double)(j + 1), s.zipf);
+    std::vector<int32_t> perm(s.cols);
+    for (int32_t j = 0; j < s.cols; j++)
+        perm[j] = j;
+    for (int32_t j = s.cols - 1; j > 0; j--)
+        std::swap(perm[j], perm[(int32_t)(u01() * (j + 1))]);
+    auto draw = [&]() {
+        double x = u01() * acc;
+        return perm[std::lower_bound(cdf.begin(), cdf.end(), x) - cdf.begin()];
+    };
+    std::vector<std::vector<int32_t>> bundle(s.bundles);
+    for (auto &b : bundle)
+        for (int t = 0; t < s.bundle_size; t++)
+            b.push_back(draw());
+    // Row sizes: log-normal, scaled to the ones wanted (the bundles' share included).
+    std::vector<double> size(s.rows);
+    double total = 0.0;
+    for (auto &z : size) {
+        double g = sqrt(-2.0 * log(1.0 - u01())) * cos(6.283185307179586 * u01());
+        total += z = exp(s.row_sigma * g);
+    }
+    const double own = (double)s.ones - s.bundle_p * s.rows * s.bundle_size;
+    std::vector<int32_t> r, c, row;
+    for (int32_t i = 0; i < s.rows; i++) {
+        row.clear();
+        int64_t n = (int64_t)llround(size[i] / total * (own > 0 ? own : 0));
+        n = std::min<int64_t>(std::max<int64_t>(n, 1), s.cols / 4);
+        for (int64_t t = 0; t < n; t++)
+            row.push_back(draw());
+        if (s.bundles > 0 && u01() < s.bundle_p) {
+            const auto &b = bundle[(size_t)(u01() * s.bundles) % s.bundles];
+            row.insert(row.end(), b.begin(), b.end());
+        }
+        std::sort(row.begin(), row.end());
+        row.erase(std::unique(row.begin(), row.end()), row.end());
+        for (int32_t j : row)
+            r.push_back(i), c.push_back(j);
+    }
+    mf_sparse *C = NULL;
+    MF_CHECK(ctx, mf_sparse_from_coo(ctx, &C, s.rows, s.cols, (int64_t)r.size(), r.data(), c.data(),
+                                     NULL, MF_MEMORY_HOST, 0));
+    return C;
+}
+
+// The default start (MF_BMF_INIT_AUTO), the sampled start and the Asso start at k = 20 and
+// 128, and the Asso peer at k = 20 (tau 0.5, 512 candidates; skipped past 4e9 cells).
+static void sparse_cases(mf_ctx *ctx, const std::vector<sparse_shape> &cases, int instances)
+{
+    if (cases.empty())
+        return;
+    printf("\n## generated sparse matrices, %d instances (Asso peer: tau 0.5, 512 most popular "
+           "columns, CPU, %d threads)\n\n| case | rows | cols | ones | k | default: rel. error "
+           "| s | sample start | s | Asso start | s | Asso here | s |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+           instances, omp_get_max_threads());
+    for (const sparse_shape &s : cases) {
+        mf_sparse *C = generate(ctx, s);
+        int64_t ones;
+        MF_CHECK(ctx, mf_sparse_shape(C, NULL, NULL, &ones));
+        const double cells = (double)s.rows * s.cols;
+        for (int k : {20, 128}) {
+            mf_bmf_report d = run(ctx, C, k, instances, 0, MF_BMF_INIT_AUTO);
+            mf_bmf_report sm = run(ctx, C, k, instances, 0, MF_BMF_INIT_SAMPLE);
+            mf_bmf_report as = run(ctx, C, k, instances, 0, MF_BMF_INIT_ASSO);
+            double ps = NAN, pe = NAN;
+            if (k == 20 && cells <= 4e9) {
+                bits b = to_bits(C);
+                pe = (double)asso(b, k, 0.5, 512, &ps) / cells;
+            }
+            printf("| %s | %d | %d | %lld | %d | %.3e | %.2f | %.3e | %.2f | %.3e | %.2f | %.3e | "
+                   "%.1f |\n",
+                   s.name.c_str(), s.rows, s.cols, (long long)ones, k, d.relative_error, d.seconds,
+                   sm.relative_error, sm.seconds, as.relative_error, as.seconds, pe, ps);
+            fflush(stdout);
+        }
+        mf_sparse_destroy(C);
+    }
+}
+
 static void scale_case(mf_ctx *ctx)
 {
     const int32_t m = 500000, n = 200000;
@@ -340,7 +499,8 @@ int main(int argc, char **argv)
 {
     const char *dir = "../shared/data/bool";
     int instances = 16;
-    bool skip_planted = false, skip_scale = false;
+    bool skip_planted = false, skip_scale = false, skip_sets = false;
+    std::vector<sparse_shape> cases;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
@@ -350,9 +510,16 @@ int main(int argc, char **argv)
             skip_planted = true;
         else if (!strcmp(argv[i], "--skip-scale"))
             skip_scale = true;
-        else {
+        else if (!strcmp(argv[i], "--skip-sets"))
+            skip_sets = true;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+            sparse_shape sh;
+            if (!parse_shape(argv[++i], &sh))
+                return 2;
+            cases.push_back(sh);
+        } else {
             fprintf(stderr, "usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] "
-                            "[--skip-scale]\n");
+                            "[--skip-scale] [--skip-sets] [--case NAME[,key=value...]]...\n");
             return 2;
         }
     }
@@ -368,7 +535,9 @@ int main(int argc, char **argv)
     info.struct_size = sizeof info;
     mf_ctx_device_info(ctx, &info);
     printf("# bench_bmf on %s (mfact %s)\n", info.name, mf_version_string());
-    datasets(ctx, dir, instances);
+    if (!skip_sets)
+        datasets(ctx, dir, instances);
+    sparse_cases(ctx, cases, instances);
     if (!skip_planted)
         planted_cases(ctx, 4);
     if (!skip_scale)
