@@ -121,10 +121,10 @@ START_TEST(gram_matches_float64)
         for (size_t t = 0; t < sizeof ks / sizeof *ks; t++) {
             if (quick() && (ks[t] > 33 || r > 0))
                 continue;
-            for (int fp32 = 0; fp32 < 2; fp32++) {
-                double e = gram_error(ctx, shapes[r], ks[t], fp32);
+            for (int kernel = MF_ALS_GRAM_FP32; kernel <= MF_ALS_GRAM_TC; kernel++) {
+                double e = gram_error(ctx, shapes[r], ks[t], kernel);
                 ck_assert_msg(e < 1e-5, "shape %zu, k = %d, %s kernel: error %g of the largest", r,
-                              ks[t], fp32 ? "FP32" : "picked", e);
+                              ks[t], kernel == MF_ALS_GRAM_TC ? "tensor-core" : "FP32", e);
             }
         }
     mf_sparse_destroy(shapes[0]);

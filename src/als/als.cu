@@ -173,14 +173,22 @@ mf_status pick_gram(cuda_engine *e, side_plan *s, int mode)
     const bool want_tc = mode == MF_ALS_GRAM_TC || (mode == MF_ALS_GRAM_AUTO && segs > 0 &&
                                                     e->R->nnz / segs >= ALS_TC_MIN_SEGMENT);
     gram_kernel tc = want_tc ? tc_gram(ctx, e->kp) : NULL;
+    /* heads and tails of DEPTH + 1 stages: up to 141 KB at kp = 128, past what sm_86 and
+     * sm_89 allow a block (99 KB); there the FP32 kernel runs. */
+    const size_t tc_smem =
+        (size_t)2 * (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * als_tc_stride(e->kp) * sizeof(float);
+    cudaFuncAttributes attr;
+    if (tc && (cudaFuncGetAttributes(&attr, tc) != cudaSuccess ||
+               tc_smem + attr.sharedSizeBytes > ctx->link.cuda->prop.sharedMemPerBlockOptin)) {
+        (void)cudaGetLastError();
+        tc = NULL;
+    }
     gram_launch *g = &s->gram;
     g->tc = tc != NULL;
     if (tc) {
         g->kernel = tc;
         g->threads = 32 * als_tc_warps(als_tc_row_blocks(e->kp));
-        /* heads and tails of DEPTH + 1 stages */
-        g->smem =
-            (size_t)2 * (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * als_tc_stride(e->kp) * sizeof(float);
+        g->smem = tc_smem;
     } else {
         g->kernel = als_gram_kernel;
         g->threads = (e->tiles + 31) / 32 * 32;

@@ -373,8 +373,11 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
                                        MF_RUN_REPORT(mf_bmf_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o));
     if (o.init == MF_BMF_INIT_AUTO) {
-        double seconds = 0.0;
-        MF_TRY(mf_bmf_asso_estimate(ctx, (mf_sparse *)C, o.rank, o.instances, &seconds));
+        /* An estimate that cannot be made (no host memory for its lists) means the sampled
+         * start, not a failed run. */
+        double seconds = INFINITY;
+        if (mf_bmf_asso_estimate(ctx, (mf_sparse *)C, o.rank, o.instances, &seconds) != MF_OK)
+            seconds = INFINITY;
         o.init = seconds <= BMF_AUTO_ASSO_SECONDS ? MF_BMF_INIT_ASSO : MF_BMF_INIT_SAMPLE;
     }
     s.cells = (double)C->rows * (double)C->cols;

@@ -231,8 +231,9 @@ static mf_status half_sweep(cpu_engine *e, int q, mf_bmf_side side, int sweep,
 #pragma omp parallel num_threads(threads) reduction(+ : fp, fn)
     {
         uint64_t *buf = malloc((size_t)(4 * k + kw) * sizeof *buf);
-        bmf_fset_cache *cache = bmf_fset_cache_new(k, kw, v.nw);
-        if (!buf || !cache) {
+        bmf_fset_cache *cache =
+            e->s.flip == MF_BMF_FLIP_SINGLE ? bmf_fset_cache_new(k, kw, v.nw) : NULL;
+        if (!buf || (e->s.flip == MF_BMF_FLIP_SINGLE && !cache)) {
             free(buf);
             buf = NULL;
 #pragma omp atomic write

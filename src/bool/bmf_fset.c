@@ -45,11 +45,6 @@ void bmf_fset_cache_free(bmf_fset_cache *c)
     free(c);
 }
 
-void bmf_fset_cache_reset(bmf_fset_cache *c)
-{
-    c->gen++;
-}
-
 static uint64_t hash(const uint64_t *x, int kw)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;

@@ -15,11 +15,9 @@
 typedef struct bmf_fset_cache bmf_fset_cache;
 
 /* A cache for rank k (kw words a factor set) over an other side of nw words a factor; NULL
- * when out of memory. */
+ * when out of memory. Its entries hold for one other side (Yt): a new cache per half-sweep. */
 bmf_fset_cache *bmf_fset_cache_new(int k, int kw, int64_t nw);
 void bmf_fset_cache_free(bmf_fset_cache *c);
-/* Forget every entry: the other side (Yt) changed. */
-void bmf_fset_cache_reset(bmf_fset_cache *c);
 
 /* For factor set x (kw words) against Yt (k rows of nw words: factor l's other-side
  * cells, zero past the end): vals[l] is, for l not in x, the cells of Y_l that no factor
