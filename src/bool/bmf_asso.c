@@ -15,19 +15,30 @@ static int by_key(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
-/* Seconds per unit of the CPU cover's work estimate (mf_bmf_asso_cpu_lists), per instance
- * and thread, and of the lists' own (the squares of the rows' ones); and the dense
- * tensor-core cover's rate in bit-operations per second (instances x k rounds of rows x
- * columns x seeds). Measured with 16 instances: the CPU figure on the H100 host's 16
- * threads (basket-like 88K x 16K: 30 s for 4.4e9; check-in-like 30K x 41K: 60 s for 6.8e9;
- * the 2-core build machine does 1.7 ns a unit per thread), the device one from the same
- * matrices on the H100 (28 and 45 s). The sparse cover wins on the Amazon sets and 20News
- * by 10-40x and loses on those two by about a fifth. */
-#define ASSO_CPU_SECONDS_PER_WORK      8e-9
+/* Seconds per unit of the CPU cover's work estimate (mf_bmf_asso_cpu_lists) for one instance
+ * on one thread (1.7 ns on the 2-core build machine), and how many instances at most run
+ * that fast side by side: the covers are bound by memory, and on the H100 host's 16 threads
+ * 16 instances took as long as about 4 would at that rate (basket-like 88K x 16K: 30 s for
+ * 4.4e9 units; check-in-like 30K x 41K: 60 s for 6.8e9). Then the lists' own work (the
+ * squares of the rows' ones), and the dense tensor-core cover's rate in bit-operations per
+ * second (instances x k rounds of rows x columns x seeds), measured on the H100 on the same
+ * two matrices (28 and 45 s). The sparse cover wins on the Amazon sets and 20News by 10-40x
+ * and loses on those two by about a fifth. */
+#define ASSO_CPU_SECONDS_PER_WORK      1.7e-9
+#define ASSO_CPU_PARALLEL              4
 #define ASSO_CPU_SECONDS_PER_LIST_WORK 2e-9
 #define ASSO_DEVICE_BIT_OPS_PER_SECOND 2.8e14
 /* The estimate builds the CPU's lists only below this many seconds of their own work. */
 #define ASSO_ESTIMATE_LIMIT 1.0
+
+/* The CPU covers of `instances` instances with `work` units each (see above). */
+static double cpu_seconds(mf_ctx *ctx, int instances, double work)
+{
+    int side_by_side = mf_ctx_threads(ctx);
+    side_by_side = side_by_side < instances ? side_by_side : instances;
+    side_by_side = side_by_side < ASSO_CPU_PARALLEL ? side_by_side : ASSO_CPU_PARALLEL;
+    return work * instances * ASSO_CPU_SECONDS_PER_WORK / (side_by_side > 0 ? side_by_side : 1);
+}
 
 static double device_seconds(const mf_bmf_asso_plan *p)
 {
@@ -47,9 +58,7 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
         mf_bmf_asso_lists *l = NULL;
         double work = 0.0;
         MF_TRY(mf_bmf_asso_cpu_lists(p, &l, &work));
-        const int threads = mf_ctx_threads(p->ctx);
-        const double rounds = (double)((p->instances + threads - 1) / threads);
-        if (work * rounds * ASSO_CPU_SECONDS_PER_WORK < device) {
+        if (cpu_seconds(p->ctx, p->instances, work) < device) {
             mf_status st = mf_bmf_asso_cpu_cover(p, l, A, B);
             mf_bmf_asso_lists_free(l);
             return st;
@@ -121,9 +130,7 @@ mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, 
         double work = 0.0;
         st = mf_bmf_asso_cpu_lists(&p, &l, &work);
         mf_bmf_asso_lists_free(l);
-        const int threads = mf_ctx_threads(ctx);
-        const double rounds = (double)((instances + threads - 1) / threads);
-        const double cpu = lists + work * rounds * ASSO_CPU_SECONDS_PER_WORK;
+        const double cpu = lists + cpu_seconds(ctx, instances, work);
         best = cpu < best ? cpu : best;
     }
     plan_free(&p);
