@@ -47,24 +47,42 @@ static double device_seconds(const mf_bmf_asso_plan *p)
            ASSO_DEVICE_BIT_OPS_PER_SECOND;
 }
 
+/* What the choice between the backends rests on: the device cover's seconds (INFINITY on a
+ * CPU context), and, when the CPU's lists cost less than that and than `limit` to build,
+ * those lists with the seconds of building them and of the covers from them. */
+typedef struct asso_choice {
+    double device, lists_seconds, cover_seconds;
+    mf_bmf_asso_lists *lists; /* NULL: not built (both seconds INFINITY) */
+} asso_choice;
+
+static mf_status choose(mf_bmf_asso_plan *p, double limit, asso_choice *c)
+{
+    c->device = p->ctx->backend == MF_BACKEND_CUDA ? device_seconds(p) : INFINITY;
+    c->lists_seconds = c->cover_seconds = INFINITY;
+    c->lists = NULL;
+    const double lists = mf_bmf_asso_cpu_lists_cost(p) * ASSO_CPU_SECONDS_PER_LIST_WORK;
+    if (lists < c->device && lists < limit) {
+        double work = 0.0;
+        MF_TRY(mf_bmf_asso_cpu_lists(p, &c->lists, &work));
+        c->lists_seconds = lists;
+        c->cover_seconds = cpu_seconds(p->ctx, p->instances, work);
+    }
+    return MF_OK;
+}
+
 /* On a CUDA context: the cover from the CPU's sparse backend when it is estimated faster
  * than the dense one on the tensor cores (sparse matrices: ATools about 40x), else from the
- * tensor cores, unless their buffers would pass the context's device-memory limit. The
- * lists are built only when their own cost is below the device's. */
+ * tensor cores, unless their buffers would pass the context's device-memory limit. */
 static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
 {
-    const double device = device_seconds(p);
-    if (mf_bmf_asso_cpu_lists_cost(p) * ASSO_CPU_SECONDS_PER_LIST_WORK < device) {
-        mf_bmf_asso_lists *l = NULL;
-        double work = 0.0;
-        MF_TRY(mf_bmf_asso_cpu_lists(p, &l, &work));
-        if (cpu_seconds(p->ctx, p->instances, work) < device) {
-            mf_status st = mf_bmf_asso_cpu_cover(p, l, A, B);
-            mf_bmf_asso_lists_free(l);
-            return st;
-        }
-        mf_bmf_asso_lists_free(l);
+    asso_choice c;
+    MF_TRY(choose(p, INFINITY, &c));
+    if (c.lists && c.cover_seconds < c.device) {
+        mf_status st = mf_bmf_asso_cpu_cover(p, c.lists, A, B);
+        mf_bmf_asso_lists_free(c.lists);
+        return st;
     }
+    mf_bmf_asso_lists_free(c.lists);
     mf_status st = mf_cuda_bmf_asso(p, A, B);
     if (st == MF_ERR_OUT_OF_MEMORY) {
         /* The dense cover does not fit the context's device-memory limit; the sparse one
@@ -120,21 +138,12 @@ mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, 
 {
     mf_bmf_asso_plan p;
     MF_TRY(plan_make(ctx, C, k, instances, &p));
-    double best = ctx->backend == MF_BACKEND_CUDA ? device_seconds(&p) : INFINITY;
-    const double lists = mf_bmf_asso_cpu_lists_cost(&p) * ASSO_CPU_SECONDS_PER_LIST_WORK;
-    mf_status st = MF_OK;
-    if (p.P == 0) {
-        best = 0.0;
-    } else if (lists < best && lists < ASSO_ESTIMATE_LIMIT) {
-        mf_bmf_asso_lists *l = NULL;
-        double work = 0.0;
-        st = mf_bmf_asso_cpu_lists(&p, &l, &work);
-        mf_bmf_asso_lists_free(l);
-        const double cpu = lists + cpu_seconds(ctx, instances, work);
-        best = cpu < best ? cpu : best;
-    }
+    asso_choice c = {INFINITY, INFINITY, INFINITY, NULL};
+    mf_status st = p.P == 0 ? MF_OK : choose(&p, ASSO_ESTIMATE_LIMIT, &c);
+    mf_bmf_asso_lists_free(c.lists);
     plan_free(&p);
-    *seconds = best;
+    const double cpu = c.lists_seconds + c.cover_seconds;
+    *seconds = p.P == 0 ? 0.0 : cpu < c.device ? cpu : c.device;
     return st;
 }
 

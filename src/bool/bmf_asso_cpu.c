@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "bool/bmf_asso.h"
+#include "bool/bmf_rules.h"
 #include "core/ctx.h"
 
 /* Association lists: for seed c, the columns co-occurring with it often enough for the
@@ -123,6 +124,7 @@ typedef struct greedy {
     int64_t *gain;         /* P */
     int32_t *x1;           /* P, zero between uses */
     int32_t *touched;
+    int32_t *fresh;       /* the longest row's length: a row's uncovered ones */
     int32_t *stamp;       /* rows */
     uint8_t *chosen_mark; /* cols: columns of the chosen candidate */
     int kw;
@@ -130,11 +132,7 @@ typedef struct greedy {
 
 static int covered(const greedy *g, int32_t i, int32_t j)
 {
-    const uint64_t *a = g->A + (int64_t)i * g->kw, *b = g->B + (int64_t)j * g->kw;
-    for (int w = 0; w < g->kw; w++)
-        if (a[w] & b[w])
-            return 1;
-    return 0;
+    return bmf_share(g->A + (int64_t)i * g->kw, g->B + (int64_t)j * g->kw, g->kw);
 }
 
 /* How many of candidate c's columns row i already has covered. */
@@ -155,15 +153,14 @@ static int64_t covered_in(const greedy *g, int32_t i, int c)
 static void row_eval(greedy *g, int32_t i, int sign)
 {
     const mf_sparse *C = g->p->C;
-    int64_t u = 0;
+    int64_t u = 0; /* the row's uncovered ones, into g->fresh */
     for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++)
-        u += !covered(g, i, C->col[q]);
+        if (!covered(g, i, C->col[q]))
+            g->fresh[u++] = C->col[q];
     const int64_t bound = 2 * u + g->covn[i];
     int nt = 0;
-    for (int64_t q = C->row_ptr[i]; q < C->row_ptr[i + 1]; q++) {
-        int32_t j = C->col[q];
-        if (covered(g, i, j))
-            continue;
+    for (int64_t f = 0; f < u; f++) {
+        const int32_t j = g->fresh[f];
         for (int64_t t = g->iptr[j]; t < g->iptr[j + 1] && g->isize[t] < bound; t++)
             if (g->x1[g->icand[t]]++ == 0)
                 g->touched[nt++] = g->icand[t];
@@ -281,6 +278,7 @@ static void greedy_free(greedy *g)
     free(g->gain);
     free(g->x1);
     free(g->touched);
+    free(g->fresh);
     free(g->stamp);
     free(g->chosen_mark);
 }
@@ -346,6 +344,10 @@ mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *li
 {
     const mf_sparse *C = p->C;
     const assoc as = lists->as;
+    int64_t longest = 0;
+    for (int32_t i = 0; i < C->rows; i++)
+        if (C->row_ptr[i + 1] - C->row_ptr[i] > longest)
+            longest = C->row_ptr[i + 1] - C->row_ptr[i];
     const int64_t total = as.ptr[p->P];
     int failed = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(p->ctx))
@@ -364,10 +366,11 @@ mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *li
         g.gain = malloc((size_t)p->P * sizeof *g.gain);
         g.x1 = calloc((size_t)p->P, sizeof *g.x1);
         g.touched = malloc((size_t)p->P * sizeof *g.touched);
+        g.fresh = malloc((size_t)(longest ? longest : 1) * sizeof *g.fresh);
         g.stamp = malloc((size_t)C->rows * sizeof *g.stamp);
         g.chosen_mark = calloc((size_t)C->cols, 1);
         int ok = g.cptr && g.ccol && g.iptr && g.icand && g.isize && g.by_size && g.covn &&
-                 g.gain && g.x1 && g.touched && g.stamp && g.chosen_mark;
+                 g.gain && g.x1 && g.touched && g.fresh && g.stamp && g.chosen_mark;
         if (!ok) {
 #pragma omp atomic write
             failed = 1;

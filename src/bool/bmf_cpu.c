@@ -313,15 +313,6 @@ static mf_status cpu_sweeps(mf_bmf_engine *base, int first, int count, const mf_
     return MF_OK;
 }
 
-/* Whether lines a and b share a factor. */
-static int share(const uint64_t *a, const uint64_t *b, int kw)
-{
-    for (int t = 0; t < kw; t++)
-        if (a[t] & b[t])
-            return 1;
-    return 0;
-}
-
 /* fp and fn of an instance's current factors: fn from C's ones (those no shared factor
  * covers), fp as the cells each row's factor set covers (bmf_fset.h) less the covered
  * ones. Bt must be B's transpose. */
@@ -342,7 +333,7 @@ static mf_status count_errors(const cpu_engine *e, const instance *in, int64_t *
                 continue;
             const uint64_t *a = in->A + (int64_t)i * e->kw;
             for (int64_t p = e->rptr[i]; p < e->rptr[i + 1]; p++)
-                n += !share(a, in->B + (int64_t)e->ridx[p] * e->kw, e->kw);
+                n += !bmf_share(a, in->B + (int64_t)e->ridx[p] * e->kw, e->kw);
             int any = 0;
             for (int t = 0; t < e->kw; t++)
                 any |= a[t] != 0;

@@ -83,6 +83,16 @@ MF_HD int bmf_better(int64_t d1, int rot1, int64_t d2, int rot2)
     return d1 < d2 || (d1 == d2 && rot1 < rot2);
 }
 
+/* Whether two factor lines (kw words each: a row of A, a column of B) share a factor, i.e.
+ * whether they cover their cell. */
+MF_HD int bmf_share(const uint64_t *a, const uint64_t *b, int kw)
+{
+    for (int t = 0; t < kw; t++)
+        if (a[t] & b[t])
+            return 1;
+    return 0;
+}
+
 /* Whether a move of weighted delta d (fixed point) is taken: always when it lowers the
  * error; when it does not, with probability exp(-d / T) when T > 0 (Metropolis), drawn
  * from the line's word `u`. */
