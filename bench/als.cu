@@ -23,6 +23,7 @@
 //                  [--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S]
 //                  [--limit-gb G] [--train FILE --test FILE]
 //                  [--no-biases] [--lambda-bias L] [--write-cumf DIR]
+//                  [--solver auto|exact|cg] [--cg-steps N]
 // --limit-gb caps the context's device memory and skips the solver comparison.
 // --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
@@ -168,8 +169,10 @@ int main(int argc, char **argv)
     std::vector<mf_als_init> inits = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
     int iterations = 10, repeat = 5;
     float lambda = 0.048f;
-    int biases = 1;            // --no-biases: the plain model (the cost of the bias terms)
-    float lambda_bias = -1.0f; // --lambda-bias; default: lambda (weighted alike)
+    int biases = 1; // --no-biases: the plain model (the cost of the bias terms)
+    mf_als_solver solver = MF_ALS_SOLVER_AUTO; // --solver
+    int cg_steps = 6;                          // --cg-steps
+    float lambda_bias = -1.0f;                 // --lambda-bias; default: lambda (weighted alike)
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
@@ -189,6 +192,13 @@ int main(int argc, char **argv)
             iterations = atoi(v), i++;
         else if (!strcmp(a, "--lambda"))
             lambda = (float)atof(v), i++;
+        else if (!strcmp(a, "--solver")) {
+            solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
+                     : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
+                                         : MF_ALS_SOLVER_AUTO;
+            i++;
+        } else if (!strcmp(a, "--cg-steps"))
+            cg_steps = atoi(argv[++i]);
         else if (!strcmp(a, "--no-biases"))
             biases = 0;
         else if (!strcmp(a, "--lambda-bias"))
@@ -215,7 +225,7 @@ int main(int argc, char **argv)
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
                 "[--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S] "
                 "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--lambda-bias L] "
-                "[--write-cumf DIR]\n");
+                "[--write-cumf DIR] [--solver auto|exact|cg] [--cg-steps N]\n");
             return 2;
         }
     }
@@ -245,10 +255,11 @@ int main(int argc, char **argv)
         int32_t users, items;
         MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, NULL));
         print_ratings_case(ctx, c, made, oracle, train, test, omp_get_wtime() - t0);
-        printf("\n| case | k | start | s / iteration | Gram ms / it | solve ms / it | test RMSE | "
+        printf("\n| case | k | start | solver | s / iteration | Gram ms / it | solve ms / it | "
+               "test RMSE | "
                "peak device GB | systems | mfact LDL^T ms | cuSOLVER potrf+potrs ms | speed-up | "
                "solution diff | user Gram ms: tensor cores | FP32 |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int k : ks)
             for (mf_als_init init : inits) {
                 std::vector<float> U((size_t)users * k), V((size_t)items * k);
@@ -258,6 +269,7 @@ int main(int argc, char **argv)
                 o.weighting = MF_ALS_WEIGHT_COUNT; /* cuMF_als's weighted lambda */
                 o.lambda_bias = lambda_bias >= 0.0f ? lambda_bias : lambda;
                 o.init = init, o.biases = biases;
+                o.solver = solver, o.cg_steps = cg_steps;
                 mf_als_report rep;
                 rep.struct_size = sizeof rep;
                 MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
@@ -266,15 +278,16 @@ int main(int argc, char **argv)
                 solve_row s = {NAN, NAN, NAN, 0, NAN, NAN, 0};
                 if (limit_gb <= 0.0)
                     s = compare_solvers(ctx, train, k, lambda, V, repeat);
-                printf("| %s | %d | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | "
-                       "%.2fx | %.1e | %.1f%s | %.1f |\n",
-                       c.label.c_str(), k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
-                       rep.iteration_seconds / rep.iterations,
-                       1e3 * rep.gram_seconds / rep.iterations,
-                       1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
-                       rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
-                       s.peer_ms / s.ours_ms, s.rel_diff, s.gram_tc_ms,
-                       s.tensor_cores ? "" : " (FP32 fallback)", s.gram_fp32_ms);
+                printf(
+                    "| %s | %d | %s | %s | %.4f | %.1f | %.1f | %.4f | %.2f | %d | %.2f | %.2f | "
+                    "%.2fx | %.1e | %.1f%s | %.1f |\n",
+                    c.label.c_str(), k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
+                    rep.solver == MF_ALS_SOLVER_CG ? "CG" : "LDL^T",
+                    rep.iteration_seconds / rep.iterations, 1e3 * rep.gram_seconds / rep.iterations,
+                    1e3 * rep.solve_seconds / rep.iterations, rep.test_rmse,
+                    rep.peak_device_bytes / 1e9, s.systems, s.ours_ms, s.peer_ms,
+                    s.peer_ms / s.ours_ms, s.rel_diff, s.gram_tc_ms,
+                    s.tensor_cores ? "" : " (FP32 fallback)", s.gram_fp32_ms);
                 fflush(stdout);
             }
         mf_sparse_destroy(train);

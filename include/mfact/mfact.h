@@ -501,6 +501,21 @@ typedef enum mf_als_weighting {
     MF_ALS_WEIGHT_NONE = 1
 } mf_als_weighting;
 
+/* How an ALS half-step solves each row's regularized least-squares system. */
+typedef enum mf_als_solver {
+    /* CG for rank 64 and above (while rank + biases <= 127), EXACT below: at k = 100 the
+     * exact solves took a fifth of each iteration on an H100, CG steps a twentieth, at the
+     * same test RMSE (docs/api.md has the measurements). */
+    MF_ALS_SOLVER_AUTO = 0,
+    /* LDL^T of the k x k (k + 1 with biases) system: the exact least-squares row. */
+    MF_ALS_SOLVER_EXACT = 1,
+    /* cg_steps conjugate-gradient steps started from the row's factors (and bias) of the
+     * previous iteration, as cuMF_als solves: k^2 work a step instead of k^3 / 6, and ALS
+     * does not need the exact minimizer of a subproblem it revisits next iteration. Needs
+     * rank + biases <= 127. */
+    MF_ALS_SOLVER_CG = 2
+} mf_als_solver;
+
 typedef struct mf_als_opts {
     size_t struct_size;      /* sizeof(mf_als_opts), set by mf_als_opts_init               */
     int rank;                /* k, 1..256; default 32                                       */
@@ -516,6 +531,8 @@ typedef struct mf_als_opts {
     mf_biases *bias_out;        /* optional: receives the mean and the biases (mf_biases)       */
     unsigned tune;              /* mf_tune flags; default 0                                     */
     mf_als_weighting weighting; /* of lambda and lambda_bias by a row's count (see above) */
+    mf_als_solver solver;       /* default MF_ALS_SOLVER_AUTO                                */
+    int cg_steps;               /* CG steps per row and half-step, 1..64; default 6          */
 } mf_als_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -525,7 +542,7 @@ typedef struct mf_als_report {
     double seconds;           /* the whole call: setup, iterations, final RMSEs             */
     double iteration_seconds; /* the iterations alone (per-iteration RMSEs excluded)        */
     double gram_seconds;      /* of which building the Gram matrices and right-hand sides   */
-    double solve_seconds;     /* of which the batched LDL^T solves                          */
+    double solve_seconds;     /* of which the batched solves                                */
     double train_rmse;        /* after the last completed iteration                         */
     double test_rmse;         /* NaN without a test set                                     */
     size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU           */
@@ -533,6 +550,7 @@ typedef struct mf_als_report {
     float lambda;           /* the lambda of the final fit                                */
     int rank;               /* the rank of the final fit                                  */
     double validation_rmse; /* with opts.tune: the chosen candidate's; else NaN           */
+    mf_als_solver solver;   /* the final fit's: EXACT or CG (AUTO resolved)               */
 } mf_als_report;
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);

@@ -31,6 +31,8 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->lambda_bias = 5.0f;
     opts->tune = MF_TUNE_NONE;
     opts->weighting = MF_ALS_WEIGHT_NONE;
+    opts->solver = MF_ALS_SOLVER_AUTO;
+    opts->cg_steps = 6;
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
@@ -48,7 +50,32 @@ static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
     MF_TRY(mf_fit_check_model(ctx, fn, o->biases, o->lambda_bias, o->tune));
     MF_REQUIRE(ctx, o->weighting == MF_ALS_WEIGHT_COUNT || o->weighting == MF_ALS_WEIGHT_NONE,
                "%s: weighting = %d is not an mf_als_weighting value", fn, (int)o->weighting);
+    MF_REQUIRE(ctx,
+               o->solver == MF_ALS_SOLVER_AUTO || o->solver == MF_ALS_SOLVER_EXACT ||
+                   o->solver == MF_ALS_SOLVER_CG,
+               "%s: solver = %d is not an mf_als_solver value", fn, (int)o->solver);
+    MF_REQUIRE(ctx, o->cg_steps >= 1 && o->cg_steps <= 64, "%s: cg_steps = %d is outside 1..64", fn,
+               o->cg_steps);
+    MF_REQUIRE(
+        ctx, o->solver != MF_ALS_SOLVER_CG || o->rank + (o->biases ? 1 : 0) <= MF_ALS_CG_MAX_ORDER,
+        "%s: MF_ALS_SOLVER_CG takes rank + biases <= %d (rank = %d, biases = %d)", fn,
+        MF_ALS_CG_MAX_ORDER, o->rank, o->biases);
     return MF_OK;
+}
+
+/* Rank from which AUTO takes CG: where the exact solve's k^3 starts to show in an
+ * iteration (measured on an H100, docs/api.md). */
+#define ALS_CG_FROM_RANK 64
+
+/* CG steps for a fit at rank k: 0 (the exact solver) or opts.cg_steps. */
+static int cg_steps_for(const mf_als_opts *o, int k)
+{
+    const int order = k + (o->biases ? 1 : 0);
+    if (o->solver == MF_ALS_SOLVER_EXACT || order > MF_ALS_CG_MAX_ORDER)
+        return 0;
+    if (o->solver == MF_ALS_SOLVER_AUTO && k < ALS_CG_FROM_RANK)
+        return 0;
+    return o->cg_steps;
 }
 
 /* The seeded starts: V uniform in [0, 0.1) (cuMF_als's); for Zhou's, uniform in
@@ -183,7 +210,10 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           o->lambda_bias,
                           (float)mf_sparse_mean(f->R),
                           o->weighting == MF_ALS_WEIGHT_COUNT,
-                          0};
+                          0,
+                          cg_steps_for(o, f->k)};
+    if (f->final)
+        s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "als/als_cg.cuh"
 #include "als/als_engine.cuh"
 #include "als/als_gram_tc.cuh"
 #include "als/als_internal.h"
@@ -69,9 +70,41 @@ cudaError_t solver_allow_smem(int kp, size_t smem)
                : cudaFuncSetAttribute(als_solve_kernel<288, 1>, attr, (int)smem);
 }
 
+/* The CG solver for kp (<= ALS_CG_MAX_KP: als.c asks for it only there). */
+solve_kernel cg_solver(int kp)
+{
+    static const solve_kernel by_t8[] = {
+        als_cg_kernel<1>,  als_cg_kernel<2>,  als_cg_kernel<3>,  als_cg_kernel<4>,
+        als_cg_kernel<5>,  als_cg_kernel<6>,  als_cg_kernel<7>,  als_cg_kernel<8>,
+        als_cg_kernel<9>,  als_cg_kernel<10>, als_cg_kernel<11>, als_cg_kernel<12>,
+        als_cg_kernel<13>, als_cg_kernel<14>, als_cg_kernel<15>, als_cg_kernel<16>};
+    return kp >= 8 && kp <= ALS_CG_MAX_KP ? by_t8[kp / 8 - 1] : NULL;
+}
+
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
                           cudaStream_t stream)
 {
+    if (a.cg_steps > 0) {
+        /* A persistent grid, as many blocks as fit at once (als_cg.cuh says why). */
+        solve_kernel f = cg_solver(a.kp);
+        if (!f)
+            return cudaErrorInvalidValue; /* als.c keeps CG to kp <= ALS_CG_MAX_KP */
+        const int threads = als_cg_threads(a.kp);
+        const size_t bytes = (size_t)a.tiles * ALS_TILE_FLOATS * sizeof(float);
+        int per_sm = 0, sms = 0, device = 0;
+        cudaError_t err = cudaGetDevice(&device);
+        if (err == cudaSuccess)
+            err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+        if (err == cudaSuccess)
+            err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, bytes);
+        if (err != cudaSuccess)
+            return err;
+        const int64_t cap = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+        als_solve_args b = a;
+        b.systems = systems;
+        f<<<(unsigned)(systems < cap ? systems : cap), threads, bytes, stream>>>(b);
+        return cudaGetLastError();
+    }
     if (solve_kernel f = warp_solver(a.kp))
         f<<<systems, 32, smem, stream>>>(a);
     else if (a.kp <= ALS_SOLVE_SMALL)
@@ -270,7 +303,9 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
                         e->biases ? e->k : -1,
                         e->lambda_bias,
                         bias_out,
-                        e->weighted};
+                        e->weighted,
+                        e->cg_steps,
+                        0};
     return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream);
 }
 
@@ -343,10 +378,10 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
     if (failed != ULLONG_MAX)
         return mf_fail(ctx, MF_ERR_NUMERIC,
-                       "mf_als_run: the system of %s %llu broke down at pivot %llu (lambda * "
+                       "mf_als_run: the system of %s %llu broke down at %s %llu (lambda * "
                        "count too small for rank %d: not positive definite in float)",
                        which == MF_ALS_USERS ? "user" : "item", failed >> 32,
-                       failed & 0xffffffffull, e->k);
+                       e->cg_steps > 0 ? "CG step" : "pivot", failed & 0xffffffffull, e->k);
     return MF_OK;
 }
 
@@ -491,6 +526,7 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     e->lambda = s->lambda;
     e->lambda_bias = s->lambda_bias;
     e->weighted = s->weighted;
+    e->cg_steps = s->cg_steps;
     e->mean = s->biases ? s->mean : 0.0f;
     mf_status st = setup(e, s);
     if (st != MF_OK) {

@@ -17,6 +17,7 @@ typedef struct cpu_engine {
     int k;
     float lambda, lambda_bias, mean;
     int biases, weighted;
+    int cg_steps;   /* 0: LDL^T; else mf_cg_solve from the current row */
     float *U, *V;   /* working copies, leading dimension k */
     float *bu, *bi; /* biases (biased model only) */
 } cpu_engine;
@@ -35,7 +36,10 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
     {
         float *G = malloc((size_t)n_sys * n_sys * sizeof *G);
         float *b = malloc((size_t)n_sys * sizeof *b);
-        if (!G || !b) {
+        /* CG: the start (the row's current factors and bias) and the solver's vectors. */
+        float *x0 = malloc((size_t)n_sys * sizeof *x0);
+        double *work = malloc((size_t)4 * n_sys * sizeof *work);
+        if (!G || !b || !x0 || !work) {
 #pragma omp atomic write
             out_of_memory = 1;
         }
@@ -43,7 +47,7 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
         for (int32_t r = 0; r < rows; r++) {
             float *x = X + (int64_t)r * k;
             int64_t n = ptr[r + 1] - ptr[r];
-            if (n == 0 || !G || !b) {
+            if (n == 0 || !G || !b || !x0 || !work) {
                 memset(x, 0, (size_t)k * sizeof *x);
                 if (Xb)
                     Xb[r] = 0.0f;
@@ -75,7 +79,16 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
                 G[(int64_t)a * n_sys + a] += e->lambda * w;
             if (Xb)
                 G[(int64_t)k * n_sys + k] += e->lambda_bias * w;
-            int pivot = mf_ldlt_solve(n_sys, G, n_sys, b);
+            int pivot;
+            if (e->cg_steps > 0) {
+                memcpy(x0, x, (size_t)k * sizeof *x0);
+                if (Xb)
+                    x0[k] = Xb[r];
+                pivot = mf_cg_solve(n_sys, G, n_sys, b, x0, e->cg_steps, work);
+                memcpy(b, x0, (size_t)n_sys * sizeof *b);
+            } else {
+                pivot = mf_ldlt_solve(n_sys, G, n_sys, b);
+            }
             if (Xb)
                 Xb[r] = pivot >= 0 ? 0.0f : b[k];
             if (pivot >= 0) {
@@ -91,6 +104,8 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
         }
         free(G);
         free(b);
+        free(x0);
+        free(work);
     }
     if (out_of_memory)
         return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY,
@@ -99,9 +114,9 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
                        k, k);
     if (failed_row >= 0)
         return mf_fail(e->ctx, MF_ERR_NUMERIC,
-                       "mf_als_run: the system of %s %d broke down at pivot %d (lambda * count "
+                       "mf_als_run: the system of %s %d broke down at %s %d (lambda * count "
                        "too small for rank %d: not positive definite in float)",
-                       side, failed_row, failed_pivot, k);
+                       side, failed_row, e->cg_steps > 0 ? "CG step" : "pivot", failed_pivot, k);
     return MF_OK;
 }
 
@@ -189,6 +204,7 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
     e->lambda = s->lambda;
     e->biases = s->biases;
     e->weighted = s->weighted;
+    e->cg_steps = s->cg_steps;
     e->lambda_bias = s->lambda_bias;
     e->mean = s->biases ? s->mean : 0.0f;
     memcpy(e->V, s->V0, (size_t)s->R->cols * s->k * sizeof *e->V);

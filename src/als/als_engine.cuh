@@ -41,6 +41,7 @@ struct cuda_engine {
     int ks; /* the systems' order: k, or k + 1 with biases */
     float lambda;
     int biases, weighted;
+    int cg_steps; /* 0: the exact solver; else als_cg.cuh's, this many steps */
     float lambda_bias, mean;
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */

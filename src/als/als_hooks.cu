@@ -44,7 +44,7 @@ static size_t host_offset(int i, int m)
 }
 
 mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,
-                                  float *x)
+                                  int cg_steps, float *x)
 {
     mf_device_guard guard(ctx->link.cuda->device);
     const int kp = padded_order(k), tiles = tile_count(kp);
@@ -70,7 +70,9 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                     v = b[(size_t)s * k + i];
                 P[host_offset(i, m)] = v;
             }
-        ptr[s] = s; /* one rating each: lambda n = 0 below */
+        ptr[s] = s;                  /* one rating each: lambda n = 0 below */
+        for (int m = 0; m < kp; m++) /* CG's start */
+            xp[(size_t)s * kp + m] = m < k ? x[(size_t)s * k + m] : 0.0f;
     }
     if (ptr)
         ptr[count] = count;
@@ -80,7 +82,7 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
     if (st == MF_OK)
         st = mf_upload(ctx, &d_ptr, ptr, ((size_t)count + 1) * sizeof(int64_t), "test offsets");
     if (st == MF_OK)
-        st = mf_dmem_alloc(ctx, &d_x, (size_t)count * kp * sizeof(float), "test solutions");
+        st = mf_upload(ctx, &d_x, xp, (size_t)count * kp * sizeof(float), "test solutions");
     if (st == MF_OK)
         st = mf_dmem_alloc(ctx, &d_failed, sizeof(unsigned long long), "test flag");
     cudaStream_t stream = ctx->link.cuda->stream;
@@ -101,7 +103,9 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
                             -1,
                             0.0f,
                             NULL,
-                            1};
+                            1,
+                            cg_steps,
+                            0};
         size_t smem = solver_smem_bytes(kp, tiles);
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
         if (err == cudaSuccess)
@@ -117,11 +121,11 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
         if (err == cudaSuccess)
             err = cudaStreamSynchronize(stream);
         if (err != cudaSuccess)
-            st = mf_cuda_fail(ctx, err, "the batched LDL^T solver", __FILE__, __LINE__);
+            st = mf_cuda_fail(ctx, err, "the batched solver", __FILE__, __LINE__);
     }
     if (st == MF_OK && failed != ULLONG_MAX)
-        st = mf_fail(ctx, MF_ERR_NUMERIC, "system %llu broke down at pivot %llu", failed >> 32,
-                     failed & 0xffffffffull);
+        st = mf_fail(ctx, MF_ERR_NUMERIC, "system %llu broke down at %s %llu", failed >> 32,
+                     cg_steps > 0 ? "CG step" : "pivot", failed & 0xffffffffull);
     if (st == MF_OK)
         for (int s = 0; s < count; s++)
             memcpy(x + (size_t)s * k, xp + (size_t)s * kp, (size_t)k * sizeof(float));
@@ -145,7 +149,7 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
                                   int32_t count, int gram_kernel, mf_als_bench **out)
 {
     mf_device_guard guard(ctx->link.cuda->device);
-    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f, 1, gram_kernel};
+    mf_als_setup setup = {ctx, R, k, lambda, MF_MEMORY_HOST, V, 0, 0.0f, 0.0f, 1, gram_kernel, 0};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);
@@ -242,7 +246,9 @@ mf_status mf_cuda_als_bench_dense(mf_als_bench *b, float *A, float *rhs)
                         -1,
                         0.0f,
                         NULL,
-                        1};
+                        1,
+                        0,
+                        0};
     als_expand_kernel<<<(unsigned)b->count, 256, 0, ctx->link.cuda->stream>>>(a, A, rhs);
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "als_expand_kernel"));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));

@@ -55,7 +55,19 @@ typedef struct mf_als_setup {
     /* CUDA: which Gram kernel builds the systems (tests and benches compare them; AUTO
      * everywhere else). */
     int gram_kernel;
+    /* 0: each row's system solved exactly (LDL^T); n > 0: n conjugate-gradient steps from
+     * the row's current factors and bias (the previous iteration's; zeros at first). CG
+     * takes systems of order k + biases <= MF_ALS_CG_MAX_ORDER. */
+    int cg_steps;
 } mf_als_setup;
+
+#define MF_ALS_CG_MAX_ORDER 127
+
+/* n CG steps on the k x k SPD system A x = b (row-major, leading dimension lda, only the
+ * lower triangle read), x the start on entry and the result on return; work holds 4 k
+ * doubles. Returns -1, or the step at which p^T A p was not positive (A not positive
+ * definite), leaving x unspecified. Stops early once the residual is at rounding level. */
+int mf_cg_solve(int k, const float *A, int64_t lda, const float *b, float *x, int n, double *work);
 
 /* mf_als_setup.gram_kernel: AUTO takes the tensor cores (3xTF32) for a side whose Gram
  * segments are long, FP32 otherwise; TC falls back to FP32 where tensor cores cannot run. */
@@ -67,10 +79,10 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out);
 
 /* Hooks (als_hooks.cu: CUDA builds, the internal archive only, never libmfact.so).
  * Test hook: solve `count` dense SPD systems A_s x_s = b_s (host arrays: k x k row-major,
- * and k) with the batched CUDA solver of the engine; x on the host. MF_ERR_NUMERIC when
- * one broke down. */
+ * and k) with the batched CUDA solver of the engine (cg_steps > 0: the CG one, x on entry its
+ * start); x on the host. MF_ERR_NUMERIC when one broke down. */
 mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A, const float *b,
-                                  float *x);
+                                  int cg_steps, float *x);
 
 /* Bench hooks (bench/als.cu puts the batched solver next to cuSOLVER on the same
  * systems): the user systems of R for item factors V (host, items x k) and lambda, for

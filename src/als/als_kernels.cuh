@@ -354,7 +354,9 @@ struct als_solve_args {
     int bias_col;
     float lambda_bias;
     float *bias_out;
-    int weighted; /* the penalties times the row's count n (ALS-WR), else as they are */
+    int weighted;    /* the penalties times the row's count n (ALS-WR), else as they are */
+    int cg_steps;    /* als_cg.cuh's solver: its steps from the row's current factors */
+    int64_t systems; /* rows in the launch: r0 .. r0 + systems (solver_launch sets it) */
 };
 
 /* Element m of a solved row (x, or 0 when the row broke down or has no ratings): the bias
