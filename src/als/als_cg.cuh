@@ -26,21 +26,29 @@ __host__ __device__ constexpr int als_cg_threads(int kp)
     return (kp + 31) / 32 * 32;
 }
 
-/* Sum of v over the block, the same value in every thread; red[] one slot per warp, not
- * reused by the next call (the caller alternates two). */
-template <int NW> __device__ __forceinline__ float als_cg_block_sum(float v, float *red)
+/* The sums of v[0..V) over the block, the same in every thread, into v; red[] holds V slots
+ * per warp and must not be the previous call's (the caller alternates two). */
+template <int NW, int V>
+__device__ __forceinline__ void als_cg_block_sums(float (&v)[V], float *red)
 {
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
-    if ((threadIdx.x & 31) == 0)
-        red[threadIdx.x >> 5] = v;
-    __syncthreads();
-    float s = 0.0f;
+    for (int j = 0; j < V; j++)
 #pragma unroll
-    for (int w = 0; w < NW; w++)
-        s += red[w];
-    return s;
+        for (int o = 16; o > 0; o >>= 1)
+            v[j] += __shfl_xor_sync(0xffffffffu, v[j], o);
+    if ((threadIdx.x & 31) == 0)
+#pragma unroll
+        for (int j = 0; j < V; j++)
+            red[j * NW + (threadIdx.x >> 5)] = v[j];
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < V; j++) {
+        float s = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NW; w++)
+            s += red[j * NW + w];
+        v[j] = s;
+    }
 }
 
 /* (G p)_i for this thread's row g of G and p broadcast from shared memory: four chains. */
@@ -68,7 +76,7 @@ __global__ void __launch_bounds__(als_cg_threads(8 * T8), 384 / als_cg_threads(8
     extern __shared__ float4 als_sys4[];
     float *A = reinterpret_cast<float *>(als_sys4);
     __shared__ __align__(16) float pv[KP]; /* the vector G multiplies */
-    __shared__ float red[2][NW];
+    __shared__ float red[2][3 * NW];
     const int i = threadIdx.x, ks = a.k; /* ks unknowns; row ks of the system is b */
     const int sys = a.tiles * ALS_TILE_FLOATS;
 
@@ -164,29 +172,47 @@ __global__ void __launch_bounds__(als_cg_threads(8 * T8), 384 / als_cg_threads(8
         __syncthreads(); /* the system is in registers: the buffer takes the next row's */
         fetch(row + gridDim.x);
 
-        float r = mine ? b - als_cg_row_dot<KP>(g, pv) : 0.0f, p = r;
-        int c = 0; /* reductions so far: red[c & 1] is the next one's */
-        float rr = als_cg_block_sum<NW>(r * r, red[c++ & 1]);
-        const float bb = als_cg_block_sum<NW>(b * b, red[c++ & 1]);
+        /* Chronopoulos and Gear's CG: the same iterates as the textbook's, but both dot
+         * products of a step in one block reduction (r.r and r.Ar, with Ap carried by a
+         * recurrence), which halves the barriers; it costs one product more, at the start. */
+        float r = mine ? b - als_cg_row_dot<KP>(g, pv) : 0.0f;
+        __syncthreads(); /* every thread is done with x in pv */
+        if (i < KP)
+            pv[i] = r;
+        __syncthreads();
+        float w = mine ? als_cg_row_dot<KP>(g, pv) : 0.0f; /* A r */
+        float v3[3] = {r * r, w * r, b * b};
+        als_cg_block_sums<NW, 3>(v3, red[0]);
+        float gamma = v3[0];
         /* Converged to float accuracy: further steps only add rounding. */
-        const float tol = 1e-12f * bb;
-        int broke = -1; /* the step at which p^T G p was not positive */
-        for (int step = 0; step < a.cg_steps && rr > tol; step++) {
-            if (i < KP)
-                pv[i] = p;
+        const float tol = 1e-12f * v3[2];
+        int broke = -1;                             /* the step at which p^T G p was not positive */
+        float alpha = gamma / v3[1], p = r, sp = w; /* sp = A p */
+        if (gamma > tol && (!(v3[1] > 0.0f) || !isfinite(v3[1])))
+            broke = 0;
+        for (int step = 0; broke < 0 && step < a.cg_steps && gamma > tol; step++) {
+            x = fmaf(alpha, p, x);
+            if (step + 1 == a.cg_steps)
+                break;
+            r = fmaf(-alpha, sp, r);
+            if (i < KP) /* every thread read pv before the last reduction's barrier */
+                pv[i] = r;
             __syncthreads();
-            const float q = mine ? als_cg_row_dot<KP>(g, pv) : 0.0f;
-            const float pq = als_cg_block_sum<NW>(p * q, red[c++ & 1]);
+            w = mine ? als_cg_row_dot<KP>(g, pv) : 0.0f;
+            float v2[2] = {r * r, w * r};
+            als_cg_block_sums<NW, 2>(v2, red[(step + 1) & 1]);
+            const float beta = v2[0] / gamma;
+            const float pq = v2[1] - beta * v2[0] / alpha; /* p' A p' of the next direction */
+            if (!(v2[0] > tol))
+                break;                           /* converged */
             if (!(pq > 0.0f) || !isfinite(pq)) { /* the same in every thread */
-                broke = step;
+                broke = step + 1;
                 break;
             }
-            const float alpha = rr / pq;
-            x = fmaf(alpha, p, x);
-            r = fmaf(-alpha, q, r);
-            const float rr_next = als_cg_block_sum<NW>(r * r, red[c++ & 1]);
-            p = fmaf(rr_next / rr, p, r);
-            rr = rr_next;
+            alpha = v2[0] / pq;
+            p = fmaf(beta, p, r);
+            sp = fmaf(beta, sp, w);
+            gamma = v2[0];
         }
         if (broke >= 0 && i == 0)
             atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)broke);
