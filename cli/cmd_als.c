@@ -15,6 +15,8 @@ typedef struct als_args {
     double lambda, test_fraction;
     mf_als_init init;
     mf_als_weighting weighting;
+    mf_als_solver solver;
+    long long cg_steps;
     cli_model_args model;
 } als_args;
 
@@ -24,7 +26,7 @@ static void als_help(void)
     mf_als_opts_init(&d);
     printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
            "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
-           "                [--auto | --auto-rank]\n"
+           "                [--solver auto|exact|cg] [--cg-steps S] [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
@@ -35,9 +37,12 @@ static void als_help(void)
            "write the factors as text, one row per line. --init picks the start: uniform\n"
            "(default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first column the\n"
            "item's mean rating, the rest uniform in [-0.1, 0.1)). --weighting: the penalties\n"
-           "times each row's count of ratings (count, ALS-WR) or as they are (none).\n%s%s",
-           d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, cli_model_help(),
-           cli_common_help());
+           "times each row's count of ratings (count, ALS-WR) or as they are (none).\n"
+           "--solver: each row's system solved exactly (LDL^T) or by S conjugate-gradient\n"
+           "steps from the previous iteration's row (cg; S default %d); auto (default) takes\n"
+           "cg from rank 64.\n%s%s",
+           d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, d.cg_steps,
+           cli_model_help(), cli_common_help());
 }
 
 static int parse(int argc, char **argv, als_args *a)
@@ -49,6 +54,7 @@ static int parse(int argc, char **argv, als_args *a)
     a->rank = d.rank, a->iterations = d.iterations, a->lambda = d.lambda, a->test_fraction = 0.0;
     a->init = d.init;
     a->weighting = d.weighting;
+    a->solver = d.solver, a->cg_steps = d.cg_steps;
     cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
@@ -102,6 +108,23 @@ static int parse(int argc, char **argv, als_args *a)
                 cli_error("als", "--weighting takes count or none, not '%s'", how);
                 return -1;
             }
+        } else if (!strcmp(opt, "--solver") && val) {
+            const char *how = argv[++i];
+            if (!strcmp(how, "auto"))
+                a->solver = MF_ALS_SOLVER_AUTO;
+            else if (!strcmp(how, "exact"))
+                a->solver = MF_ALS_SOLVER_EXACT;
+            else if (!strcmp(how, "cg"))
+                a->solver = MF_ALS_SOLVER_CG;
+            else {
+                cli_error("als", "--solver takes auto, exact or cg, not '%s'", how);
+                return -1;
+            }
+        } else if (!strcmp(opt, "--cg-steps") && val) {
+            if (!cli_parse_ll(argv[++i], &a->cg_steps) || a->cg_steps < 1 || a->cg_steps > 64) {
+                cli_error("als", "--cg-steps takes an integer from 1 to 64");
+                return -1;
+            }
         } else if (!strcmp(opt, "--test") && val) {
             a->test_file = argv[++i];
         } else if (!strcmp(opt, "--output-u") && val) {
@@ -152,6 +175,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.rank = (int)a->rank, o.lambda = (float)a->lambda, o.iterations = (int)a->iterations;
     o.init = a->init;
     o.weighting = a->weighting;
+    o.solver = a->solver, o.cg_steps = (int)a->cg_steps;
     o.test = test;
     o.progress = on_iteration;
     o.biases = a->model.biases;
@@ -172,6 +196,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     cli_out_ratings(&out, ctx, train, test, a->rank);
     cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
     cli_out_int(&out, "iterations", rep.iterations);
+    cli_out_str(&out, "solver", rep.solver == MF_ALS_SOLVER_CG ? "cg" : "exact");
     cli_out_num(&out, "train RMSE", rep.train_rmse);
     if (test)
         cli_out_num(&out, "test RMSE", rep.test_rmse);

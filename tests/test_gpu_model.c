@@ -29,6 +29,9 @@ static void fit_als(mf_ctx *ctx, mf_sparse *R, mf_sparse *T, int k, int biases, 
     mf_als_opts_init(&o);
     o.rank = k, o.lambda = 0.1f, o.iterations = 5, o.test = T, o.biases = biases;
     o.weighting = MF_ALS_WEIGHT_COUNT; /* systems well posed at k = 100 with ~20 ratings a row */
+    /* Factor-level parity needs the exact solver (AUTO takes CG at k = 100, whose CPU and GPU
+     * factors agree only in their predictions: test_gpu_als's cg_agree). */
+    o.solver = MF_ALS_SOLVER_EXACT;
     o.bias_out = &f->b;
     mf_als_report rep = {.struct_size = sizeof rep};
     ck_assert_msg(mf_als_run(ctx, R, &o, f->U, f->V, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
