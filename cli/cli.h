@@ -55,6 +55,9 @@ bool cli_parse_shape(const char *cmd, const char *spec, long long *rows, long lo
 /* Parse a whole decimal of type long long / double, or fail. */
 bool cli_parse_ll(const char *s, long long *out);
 bool cli_parse_double(const char *s, double *out);
+/* The index of s in names[0..n), or -1: for options whose words are an enum's values in
+ * order. */
+int cli_choice(const char *s, const char *const *names, int n);
 
 /* Results as labelled lines ("test RMSE 0.9247") or, with --json, one JSON object whose
  * keys are the labels with '_' for spaces. */

@@ -99,27 +99,23 @@ static int parse(int argc, char **argv, als_args *a)
                 return -1;
             }
         } else if (!strcmp(opt, "--weighting") && val) {
-            const char *how = argv[++i];
-            if (!strcmp(how, "count"))
-                a->weighting = MF_ALS_WEIGHT_COUNT;
-            else if (!strcmp(how, "none"))
-                a->weighting = MF_ALS_WEIGHT_NONE;
-            else {
-                cli_error("als", "--weighting takes count or none, not '%s'", how);
+            /* in the order of mf_als_weighting's values */
+            static const char *const names[] = {"count", "none"};
+            const int c = cli_choice(argv[++i], names, 2);
+            if (c < 0) {
+                cli_error("als", "--weighting takes count or none, not '%s'", argv[i]);
                 return -1;
             }
+            a->weighting = (mf_als_weighting)c;
         } else if (!strcmp(opt, "--solver") && val) {
-            const char *how = argv[++i];
-            if (!strcmp(how, "auto"))
-                a->solver = MF_ALS_SOLVER_AUTO;
-            else if (!strcmp(how, "exact"))
-                a->solver = MF_ALS_SOLVER_EXACT;
-            else if (!strcmp(how, "cg"))
-                a->solver = MF_ALS_SOLVER_CG;
-            else {
-                cli_error("als", "--solver takes auto, exact or cg, not '%s'", how);
+            /* in the order of mf_als_solver's values */
+            static const char *const names[] = {"auto", "exact", "cg"};
+            const int c = cli_choice(argv[++i], names, 3);
+            if (c < 0) {
+                cli_error("als", "--solver takes auto, exact or cg, not '%s'", argv[i]);
                 return -1;
             }
+            a->solver = (mf_als_solver)c;
         } else if (!strcmp(opt, "--cg-steps") && val) {
             if (!cli_parse_ll(argv[++i], &a->cg_steps) || a->cg_steps < 1 || a->cg_steps > 64) {
                 cli_error("als", "--cg-steps takes an integer from 1 to 64");

@@ -34,6 +34,14 @@ bool cli_parse_ll(const char *s, long long *out)
     return true;
 }
 
+int cli_choice(const char *s, const char *const *names, int n)
+{
+    for (int c = 0; c < n; c++)
+        if (!strcmp(s, names[c]))
+            return c;
+    return -1;
+}
+
 bool cli_parse_double(const char *s, double *out)
 {
     char *end;
