@@ -1,0 +1,30 @@
+"""mfact: matrix factorization on NVIDIA GPUs and CPUs (the Python binding of libmfact).
+
+    import mfact, scipy.sparse
+    R = mfact.read("u.data")                      # scipy.sparse.csr_matrix
+    model = mfact.ALS(rank=32).fit(R)
+    model.predict([0, 1], [10, 20])
+
+See docs/python.md in the repository.
+"""
+from . import _lib
+from ._arrays import Matrix
+from ._context import Context, default_context
+from ._errors import (Cancelled, CudaError, Error, FileError, InternalError, InvalidArgument,
+                      InvalidData, NoDevice, NumericError, OutOfMemory, Unsupported)
+from .models import ALS, BMF, SGD
+from .ops import read, sddmm, spmm
+
+__version__ = _lib.mf_version_string().decode()
+library_path = _lib.library_path
+
+
+def build_info():
+    """How the loaded libmfact was built (backends, CUDA architectures, compiler)."""
+    return _lib.mf_build_info().decode()
+
+
+__all__ = ["ALS", "BMF", "SGD", "Context", "Matrix", "read", "sddmm", "spmm",
+           "default_context", "build_info", "Error", "InvalidArgument", "InvalidData",
+           "OutOfMemory", "NoDevice", "Unsupported", "CudaError", "FileError", "Cancelled",
+           "NumericError", "InternalError"]

@@ -1,0 +1,139 @@
+"""Python data to what the C API takes: scipy.sparse matrices to mf_sparse, arrays to
+pointers. Inputs already in the C types (float32, int32 indices, C-contiguous) are passed
+as they are, never copied."""
+import ctypes
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import _lib
+from ._errors import check
+
+_INT32_MAX = 2**31 - 1
+
+
+class Matrix:
+    """An mf_sparse owned by Python (freed with the object). `mfact.read` returns SciPy
+    matrices; this type is what the calls build from them, reusable to skip the rebuild
+    (`mfact.Matrix(ratings)`): the library caches device copies and plans on it."""
+
+    def __init__(self, data, ctx=None, pattern=False, sum_duplicates=False):
+        from ._context import resolve
+        self.ctx = resolve(ctx)
+        self._handle = None
+        self._handle = _build(self.ctx, data, pattern, sum_duplicates)
+        rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
+        check(_lib.mf_sparse_shape(self._handle, ctypes.byref(rows), ctypes.byref(cols),
+                                   ctypes.byref(nnz)), self.ctx.handle)
+        self.shape = (rows.value, cols.value)
+        self.nnz = nnz.value
+
+    @property
+    def handle(self):
+        return self._handle
+
+    def to_scipy(self):
+        """The stored entries as a scipy.sparse.csr_matrix (canonical order)."""
+        return _to_scipy(self.ctx, self._handle, self.shape, self.nnz)
+
+    def close(self):
+        if self._handle is not None:
+            _lib.mf_sparse_destroy(self._handle)
+            self._handle = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        return f"mfact.Matrix({self.shape[0]} x {self.shape[1]}, nnz={self.nnz})"
+
+
+def as_matrix(data, ctx, pattern=False):
+    """A Matrix for data, or data itself when it already is one of this context."""
+    if isinstance(data, Matrix):
+        if data.ctx is not ctx:
+            raise ValueError("mfact: the Matrix belongs to another Context")
+        return data
+    return Matrix(data, ctx, pattern=pattern)
+
+
+def as_c(array, dtype, name):
+    """array as a C-contiguous numpy array of dtype: the same object when it already is."""
+    if hasattr(array, "__cuda_array_interface__"):
+        raise NotImplementedError(
+            f"mfact: {name} is a device array; this version of the binding takes host "
+            "(NumPy) arrays only")
+    a = np.asarray(array)
+    if a.dtype != dtype or not a.flags["C_CONTIGUOUS"]:
+        a = np.ascontiguousarray(a, dtype=dtype)
+    return a
+
+
+def ptr(a):
+    """The array's data pointer (NumPy gives even an empty array a valid one), or NULL
+    for None."""
+    return ctypes.c_void_p(a.ctypes.data) if a is not None else None
+
+
+def _checked_index(a, bound, name):
+    """Indices as int32, refusing what int32 cannot hold (the library checks the rest and
+    names the offending entry)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"mfact: {name} must be integers, not {a.dtype}")
+    if a.size and (a.max() > _INT32_MAX or (a.dtype.kind == "i" and a.min() < -2**31)):
+        raise ValueError(f"mfact: {name} holds an index past {_INT32_MAX}: the matrix "
+                         f"has {bound}")
+    return as_c(a, np.int32, name)
+
+
+def _shape(rows, cols):
+    if not (0 < rows <= _INT32_MAX and 0 < cols <= _INT32_MAX):
+        raise ValueError(f"mfact: a matrix of {rows} x {cols}: both sides must be 1..{_INT32_MAX}")
+    return int(rows), int(cols)
+
+
+def _build(ctx, data, pattern, sum_duplicates):
+    flags = (_lib.SPARSE_PATTERN if pattern else 0) | \
+        (_lib.SPARSE_SUM_DUPLICATES if sum_duplicates else 0)
+    if not sp.issparse(data):
+        if hasattr(data, "__cuda_array_interface__") or (
+                hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray)):
+            raise NotImplementedError("mfact: device matrices are not taken by this version "
+                                      "of the binding; pass a scipy.sparse matrix")
+        dense = np.asarray(data)
+        if dense.ndim != 2:
+            raise ValueError(f"mfact: a matrix must be 2-D, not {dense.ndim}-D")
+        data = sp.csr_matrix(dense)
+    out = ctypes.c_void_p()
+    if data.format == "coo":
+        # COO goes in as it is, so that the library sees (and names) repeated entries
+        # instead of SciPy summing them.
+        rows, cols = _shape(*data.shape)
+        r = _checked_index(data.row, f"{rows} rows", "row indices")
+        c = _checked_index(data.col, f"{cols} columns", "column indices")
+        v = None if pattern else as_c(data.data, np.float32, "values")
+        status = _lib.mf_sparse_from_coo(ctx.handle, ctypes.byref(out), rows, cols, data.nnz,
+                                         ptr(r), ptr(c), ptr(v), _lib.MEMORY_HOST, flags)
+    else:
+        csr = data.tocsr()
+        rows, cols = _shape(*csr.shape)
+        indptr = as_c(csr.indptr, np.int64, "indptr")
+        c = _checked_index(csr.indices, f"{cols} columns", "column indices")
+        v = None if pattern else as_c(csr.data, np.float32, "values")
+        status = _lib.mf_sparse_from_csr(ctx.handle, ctypes.byref(out), rows, cols, csr.nnz,
+                                         ptr(indptr), ptr(c), ptr(v), _lib.MEMORY_HOST, flags)
+    check(status, ctx.handle, "mfact")
+    return out.value
+
+
+def _to_scipy(ctx, handle, shape, nnz):
+    indptr = np.empty(shape[0] + 1, np.int64)
+    indices = np.empty(max(nnz, 1), np.int32)
+    values = np.empty(max(nnz, 1), np.float32)
+    check(_lib.mf_sparse_get_csr(handle, ptr(indptr), ptr(indices), ptr(values),
+                                 _lib.MEMORY_HOST), ctx.handle, "mfact")
+    return sp.csr_matrix((values[:nnz], indices[:nnz], indptr), shape=shape)

@@ -1,0 +1,184 @@
+"""The C library through ctypes: where it is found, the structs of mfact.h, the prototypes.
+
+Every struct mirrors include/mfact/mfact.h field for field (tests/test_abi.py compiles the
+header and compares sizes and offsets). Option and report structs start with struct_size;
+the library reads only that many bytes, so this binding keeps working against a newer
+library, and a field it does not declare keeps the library's default.
+"""
+import ctypes
+import glob
+import os
+from ctypes import (CFUNCTYPE, POINTER, Structure, c_char_p, c_double, c_float, c_int,
+                    c_int32, c_int64, c_size_t, c_uint, c_uint64, c_void_p)
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _candidates():
+    """Where libmfact may be: MFACT_LIBRARY, then inside the package (pip's install)."""
+    env = os.environ.get("MFACT_LIBRARY")
+    if env:
+        yield env
+    for pattern in ("lib*/libmfact.so.*", "lib*/libmfact.so", "lib*/libmfact.*.dylib"):
+        for path in sorted(glob.glob(os.path.join(_HERE, pattern))):
+            yield path
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append(f"{path}: {e}")
+    raise ImportError("mfact: libmfact was not found in the package "
+                      f"({_HERE}) nor through MFACT_LIBRARY" +
+                      ("; tried " + "; ".join(tried) if tried else ""))
+
+
+lib, library_path = _load()
+
+# ---- enums (values from mfact.h) ---------------------------------------------------------
+MEMORY_HOST, MEMORY_DEVICE = 0, 1
+BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
+BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
+SPARSE_SUM_DUPLICATES, SPARSE_PATTERN, SPARSE_KEEP_LAST = 1, 2, 4
+
+
+# ---- structs -----------------------------------------------------------------------------
+class CtxOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("backend", c_int), ("device", c_int),
+                ("device_memory_limit", c_size_t), ("cpu_threads", c_int), ("seed", c_uint64),
+                ("log", c_void_p), ("log_user", c_void_p), ("log_level", c_int),
+                ("device_alloc", c_void_p), ("device_free", c_void_p),
+                ("allocator_user", c_void_p)]
+
+
+class ReadOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("format", c_int), ("index_base", c_int),
+                ("rows", c_int32), ("cols", c_int32), ("flags", c_uint)]
+
+
+class Progress(Structure):
+    _fields_ = [("iteration", c_int), ("seconds", c_double), ("train_rmse", c_double),
+                ("test_rmse", c_double)]
+
+
+PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, POINTER(Progress))
+
+
+class Biases(Structure):
+    _fields_ = [("mean", c_float), ("user", c_void_p), ("item", c_void_p)]
+
+
+class Model(Structure):
+    _fields_ = [("struct_size", c_size_t), ("users", c_int32), ("items", c_int32), ("k", c_int),
+                ("U", c_void_p), ("ldu", c_int64), ("V", c_void_p), ("ldv", c_int64),
+                ("mean", c_float), ("user_bias", c_void_p), ("item_bias", c_void_p),
+                ("where", c_int)]
+
+
+class AlsOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("lambda_", c_float),
+                ("iterations", c_int), ("init", c_int), ("test", c_void_p),
+                ("progress", PROGRESS_FN), ("progress_user", c_void_p), ("biases", c_int),
+                ("lambda_bias", c_float), ("bias_out", POINTER(Biases)), ("tune", c_uint),
+                ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int)]
+
+
+class AlsReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("iterations", c_int), ("seconds", c_double),
+                ("iteration_seconds", c_double), ("gram_seconds", c_double),
+                ("solve_seconds", c_double), ("train_rmse", c_double), ("test_rmse", c_double),
+                ("peak_device_bytes", c_size_t), ("lambda_", c_float), ("rank", c_int),
+                ("validation_rmse", c_double), ("solver", c_int)]
+
+
+class SgdOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("learning_rate", c_float),
+                ("schedule", c_int), ("decay", c_float), ("lambda_u", c_float),
+                ("lambda_v", c_float), ("epochs", c_int), ("storage", c_int), ("init", c_int),
+                ("workers", c_int), ("test", c_void_p), ("progress", PROGRESS_FN),
+                ("progress_user", c_void_p), ("order", c_int), ("biases", c_int),
+                ("lambda_bias", c_float), ("bias_out", POINTER(Biases)), ("tune", c_uint)]
+
+
+class SgdReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("epochs", c_int), ("workers", c_int),
+                ("seconds", c_double), ("epoch_seconds", c_double),
+                ("updates_per_second", c_double), ("train_rmse", c_double),
+                ("test_rmse", c_double), ("peak_device_bytes", c_size_t), ("lambda_", c_float),
+                ("rank", c_int), ("validation_rmse", c_double)]
+
+
+class BmfProgress(Structure):
+    _fields_ = [("sweep", c_int), ("seconds", c_double), ("error", c_int64),
+                ("relative_error", c_double), ("precision", c_double), ("recall", c_double),
+                ("f1", c_double), ("weight", c_double)]
+
+
+BMF_PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, POINTER(BmfProgress))
+
+
+class BmfOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("instances", c_int),
+                ("max_sweeps", c_int), ("patience", c_int), ("target_error", c_double),
+                ("time_limit", c_double), ("weight", c_float), ("weight_decay", c_float),
+                ("weight_floor", c_float), ("init", c_int), ("progress", BMF_PROGRESS_FN),
+                ("progress_user", c_void_p), ("flip", c_int), ("flip_probability", c_float),
+                ("temperature", c_float), ("temperature_decay", c_float)]
+
+
+class BmfReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("tp", c_int64), ("fp", c_int64), ("fn", c_int64),
+                ("error", c_int64), ("relative_error", c_double), ("precision", c_double),
+                ("recall", c_double), ("f1", c_double), ("sweeps", c_int),
+                ("best_instance", c_int), ("seconds", c_double),
+                ("peak_device_bytes", c_size_t)]
+
+
+# ---- prototypes --------------------------------------------------------------------------
+def _proto(name, restype, *argtypes):
+    f = getattr(lib, name)
+    f.restype = restype
+    f.argtypes = list(argtypes)
+    return f
+
+
+P = c_void_p
+mf_version_string = _proto("mf_version_string", c_char_p)
+mf_build_info = _proto("mf_build_info", c_char_p)
+mf_status_string = _proto("mf_status_string", c_char_p, c_int)
+mf_ctx_opts_init = _proto("mf_ctx_opts_init", None, POINTER(CtxOpts))
+mf_ctx_create = _proto("mf_ctx_create", c_int, POINTER(P), POINTER(CtxOpts))
+mf_ctx_destroy = _proto("mf_ctx_destroy", None, P)
+mf_ctx_last_error = _proto("mf_ctx_last_error", c_char_p, P)
+mf_ctx_backend = _proto("mf_ctx_backend", c_int, P)
+mf_ctx_stream = _proto("mf_ctx_stream", P, P)
+mf_sparse_from_coo = _proto("mf_sparse_from_coo", c_int, P, POINTER(P), c_int32, c_int32,
+                            c_int64, P, P, P, c_int, c_uint)
+mf_sparse_from_csr = _proto("mf_sparse_from_csr", c_int, P, POINTER(P), c_int32, c_int32,
+                            c_int64, P, P, P, c_int, c_uint)
+mf_sparse_destroy = _proto("mf_sparse_destroy", None, P)
+mf_sparse_shape = _proto("mf_sparse_shape", c_int, P, POINTER(c_int32), POINTER(c_int32),
+                         POINTER(c_int64))
+mf_sparse_has_values = _proto("mf_sparse_has_values", c_int, P)
+mf_sparse_get_csr = _proto("mf_sparse_get_csr", c_int, P, P, P, P, c_int)
+mf_read_opts_init = _proto("mf_read_opts_init", None, POINTER(ReadOpts))
+mf_sparse_read = _proto("mf_sparse_read", c_int, P, POINTER(P), c_char_p, POINTER(ReadOpts))
+mf_sddmm = _proto("mf_sddmm", c_int, P, P, c_int, P, c_int64, P, c_int64, c_float, c_float, P,
+                  c_int, c_uint)
+mf_spmm = _proto("mf_spmm", c_int, P, c_int, P, c_int64, c_float, P, c_int64, c_float, P,
+                 c_int64, c_int)
+mf_model_init = _proto("mf_model_init", None, POINTER(Model))
+mf_predict_pairs = _proto("mf_predict_pairs", c_int, P, POINTER(Model), c_int64, P, P, P)
+mf_model_rmse = _proto("mf_model_rmse", c_int, P, POINTER(Model), P, POINTER(c_double))
+mf_als_opts_init = _proto("mf_als_opts_init", None, POINTER(AlsOpts))
+mf_als_run = _proto("mf_als_run", c_int, P, P, POINTER(AlsOpts), P, P, c_int,
+                    POINTER(AlsReport))
+mf_sgd_opts_init = _proto("mf_sgd_opts_init", None, POINTER(SgdOpts))
+mf_sgd_hogwild_run = _proto("mf_sgd_hogwild_run", c_int, P, P, POINTER(SgdOpts), P, P, c_int,
+                            POINTER(SgdReport))
+mf_bmf_opts_init = _proto("mf_bmf_opts_init", None, POINTER(BmfOpts))
+mf_bmf_run = _proto("mf_bmf_run", c_int, P, P, POINTER(BmfOpts), P, P, c_int,
+                    POINTER(BmfReport))

@@ -1,0 +1,299 @@
+"""Models in the style of implicit and scikit-learn: ALS, SGD (explicit ratings) and BMF.
+
+Hyperparameters carry the C library's names and defaults (`lambda` is `lambda_`, a Python
+keyword otherwise); a parameter left at None takes the library's default, read from its
+mf_*_opts_init, so the two never drift apart. After `fit`, the fitted parts are attributes
+(`user_factors`, `item_factors`, `user_biases`, `item_biases`, `mean`) and the run's report
+is `report` (a dict of mf_*_report's fields)."""
+import ctypes
+
+import numpy as np
+
+from . import _lib, _progress
+from ._arrays import as_c, as_matrix, ptr
+from ._context import resolve
+from ._errors import Cancelled, check
+
+_ALS_INIT = {"mean": 0, "uniform": 2}
+_WEIGHTING = {"count": 0, "none": 1}
+_SOLVER = {"auto": 0, "exact": 1, "cg": 2}
+_SOLVER_NAMES = {v: k for k, v in _SOLVER.items()}
+_TUNE = {None: 0, False: 0, "lambda": 1, "rank": 3, True: 1}
+_SGD_STORAGE = {"fp32": 0, "fp16": 1}
+_SGD_SCHEDULE = {"inverse-time": 0, "constant": 1}
+_BMF_INIT = {"sample": 0, "random": 1, "asso": 3, "auto": 4}
+
+
+def _choice(table, value, name):
+    try:
+        return table[value]
+    except (KeyError, TypeError):
+        names = ", ".join(repr(k) for k in table if isinstance(k, str))
+        raise ValueError(f"mfact: {name} must be one of {names}, not {value!r}") from None
+
+
+def _report(rep, skip=("struct_size",)):
+    out = {}
+    for name, _ in rep._fields_:
+        if name in skip:
+            continue
+        out[name.rstrip("_")] = getattr(rep, name)
+    return out
+
+
+class _Ratings:
+    """What ALS and SGD share: the fitted explicit-ratings model and its predictions."""
+
+    user_factors = item_factors = user_biases = item_biases = None
+    mean = 0.0
+
+    def _model(self):
+        if self.user_factors is None:
+            raise RuntimeError(f"mfact.{type(self).__name__}: call fit first")
+        m = _lib.Model()
+        _lib.mf_model_init(ctypes.byref(m))
+        U, V = self.user_factors, self.item_factors
+        m.users, m.items, m.k = U.shape[0], V.shape[0], U.shape[1]
+        m.U, m.ldu, m.V, m.ldv = ptr(U), U.shape[1], ptr(V), V.shape[1]
+        m.mean = self.mean
+        m.user_bias = ptr(self.user_biases)
+        m.item_bias = ptr(self.item_biases)
+        m.where = _lib.MEMORY_HOST
+        return m
+
+    def predict(self, users, items):
+        """Predicted ratings for the (user, item) pairs: arrays of equal length. Users and
+        items the model has not seen predict from what it knows (the mean, one bias)."""
+        u = as_c(users, np.int32, "users")
+        i = as_c(items, np.int32, "items")
+        if u.shape != i.shape or u.ndim != 1:
+            raise ValueError("mfact: users and items must be 1-D arrays of one length")
+        out = np.empty(u.shape[0], np.float32)
+        m = self._model()
+        check(_lib.mf_predict_pairs(self.ctx.handle, ctypes.byref(m), u.shape[0], ptr(u),
+                                    ptr(i), ptr(out)), self.ctx.handle, "predict")
+        return out
+
+    def rmse(self, ratings):
+        """RMSE of the model's predictions over the stored entries of `ratings`."""
+        R = as_matrix(ratings, self.ctx)
+        m = self._model()
+        value = ctypes.c_double()
+        check(_lib.mf_model_rmse(self.ctx.handle, ctypes.byref(m), R.handle,
+                                 ctypes.byref(value)), self.ctx.handle, "rmse")
+        return value.value
+
+    def _outputs(self, shape, rank):
+        users, items = shape
+        self.user_factors = np.zeros((users, rank), np.float32)
+        self.item_factors = np.zeros((items, rank), np.float32)
+        self.user_biases = np.zeros(users, np.float32)
+        self.item_biases = np.zeros(items, np.float32)
+        b = _lib.Biases()
+        b.user, b.item = ptr(self.user_biases), ptr(self.item_biases)
+        return b
+
+
+class ALS(_Ratings):
+    """Alternating least squares with biases (mf_als_run)."""
+
+    def __init__(self, rank=None, lambda_=None, iterations=None, init=None, biases=None,
+                 lambda_bias=None, weighting=None, solver=None, cg_steps=None, tune=None,
+                 show_progress=False, callback=None, ctx=None):
+        self.rank, self.lambda_, self.iterations, self.init = rank, lambda_, iterations, init
+        self.biases, self.lambda_bias, self.weighting = biases, lambda_bias, weighting
+        self.solver, self.cg_steps, self.tune = solver, cg_steps, tune
+        self.show_progress, self.callback = show_progress, callback
+        self.ctx = resolve(ctx)
+        self.report = None
+
+    def _opts(self):
+        o = _lib.AlsOpts()
+        _lib.mf_als_opts_init(ctypes.byref(o))
+        if self.rank is not None:
+            o.rank = int(self.rank)
+        if self.lambda_ is not None:
+            o.lambda_ = float(self.lambda_)
+        if self.iterations is not None:
+            o.iterations = int(self.iterations)
+        if self.init is not None:
+            o.init = _choice(_ALS_INIT, self.init, "init")
+        if self.biases is not None:
+            o.biases = 1 if self.biases else 0
+        if self.lambda_bias is not None:
+            o.lambda_bias = float(self.lambda_bias)
+        if self.weighting is not None:
+            o.weighting = _choice(_WEIGHTING, self.weighting, "weighting")
+        if self.solver is not None:
+            o.solver = _choice(_SOLVER, self.solver, "solver")
+        if self.cg_steps is not None:
+            o.cg_steps = int(self.cg_steps)
+        o.tune = _choice(_TUNE, self.tune, "tune")
+        return o
+
+    def fit(self, ratings, test=None):
+        """Fit to `ratings` (users x items: scipy.sparse, a dense array, or mfact.Matrix);
+        `test`, a held-out matrix of the same shape, is scored after every iteration."""
+        R = as_matrix(ratings, self.ctx)
+        T = as_matrix(test, self.ctx) if test is not None else None
+        o = self._opts()
+        b = self._outputs(R.shape, o.rank)
+        o.bias_out = ctypes.pointer(b)
+        o.test = T.handle if T is not None else None
+        tracker = None
+        if self.show_progress or self.callback is not None:
+            tracker = _progress.Progress(o.iterations, "it", self.show_progress, self.callback,
+                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
+        fn = _progress.make(_lib.PROGRESS_FN, tracker)
+        o.progress = fn
+        rep = _lib.AlsReport()
+        rep.struct_size = ctypes.sizeof(rep)
+        status = _lib.mf_als_run(self.ctx.handle, R.handle, ctypes.byref(o),
+                                 ptr(self.user_factors), ptr(self.item_factors),
+                                 _lib.MEMORY_HOST, ctypes.byref(rep))
+        if tracker is not None:
+            tracker.close()
+        self.mean = float(b.mean)
+        self.report = _report(rep)
+        self.report["solver"] = _SOLVER_NAMES.get(rep.solver, rep.solver)
+        self.history = tracker.history if tracker is not None else None
+        if tracker is not None:
+            status = tracker.settle(status, Cancelled.status)
+        check(status, self.ctx.handle, "mfact.ALS.fit")
+        return self
+
+
+class SGD(_Ratings):
+    """Lock-free (Hogwild) SGD with Koren's biases (mf_sgd_hogwild_run)."""
+
+    def __init__(self, rank=None, learning_rate=None, schedule=None, decay=None, lambda_u=None,
+                 lambda_v=None, epochs=None, storage=None, workers=None, biases=None,
+                 lambda_bias=None, tune=None, show_progress=False, callback=None, ctx=None):
+        self.rank, self.learning_rate, self.schedule, self.decay = (rank, learning_rate,
+                                                                    schedule, decay)
+        self.lambda_u, self.lambda_v, self.epochs, self.storage = (lambda_u, lambda_v, epochs,
+                                                                   storage)
+        self.workers, self.biases, self.lambda_bias, self.tune = (workers, biases,
+                                                                  lambda_bias, tune)
+        self.show_progress, self.callback = show_progress, callback
+        self.ctx = resolve(ctx)
+        self.report = None
+
+    def _opts(self):
+        o = _lib.SgdOpts()
+        _lib.mf_sgd_opts_init(ctypes.byref(o))
+        for name in ("rank", "epochs", "workers"):
+            if getattr(self, name) is not None:
+                setattr(o, name, int(getattr(self, name)))
+        for name in ("learning_rate", "decay", "lambda_u", "lambda_v", "lambda_bias"):
+            if getattr(self, name) is not None:
+                setattr(o, name, float(getattr(self, name)))
+        if self.schedule is not None:
+            o.schedule = _choice(_SGD_SCHEDULE, self.schedule, "schedule")
+        if self.storage is not None:
+            o.storage = _choice(_SGD_STORAGE, self.storage, "storage")
+        if self.biases is not None:
+            o.biases = 1 if self.biases else 0
+        o.tune = _choice(_TUNE, self.tune, "tune")
+        return o
+
+    def fit(self, ratings, test=None):
+        """As ALS.fit; one progress step per epoch."""
+        R = as_matrix(ratings, self.ctx)
+        T = as_matrix(test, self.ctx) if test is not None else None
+        o = self._opts()
+        b = self._outputs(R.shape, o.rank)
+        o.bias_out = ctypes.pointer(b)
+        o.test = T.handle if T is not None else None
+        tracker = None
+        if self.show_progress or self.callback is not None:
+            tracker = _progress.Progress(o.epochs, "epoch", self.show_progress, self.callback,
+                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
+        fn = _progress.make(_lib.PROGRESS_FN, tracker)
+        o.progress = fn
+        rep = _lib.SgdReport()
+        rep.struct_size = ctypes.sizeof(rep)
+        status = _lib.mf_sgd_hogwild_run(self.ctx.handle, R.handle, ctypes.byref(o),
+                                         ptr(self.user_factors), ptr(self.item_factors),
+                                         _lib.MEMORY_HOST, ctypes.byref(rep))
+        if tracker is not None:
+            tracker.close()
+        self.mean = float(b.mean)
+        self.report = _report(rep)
+        self.history = tracker.history if tracker is not None else None
+        if tracker is not None:
+            status = tracker.settle(status, Cancelled.status)
+        check(status, self.ctx.handle, "mfact.SGD.fit")
+        return self
+
+
+class BMF:
+    """Boolean matrix factorization (mf_bmf_run): C ~ A o B over ({0, 1}, OR, AND). After
+    fit, `A` (rows x rank) and `B` (rank x cols) are NumPy bool arrays and the report's
+    fields (error, relative_error, precision, recall, f1, ...) are attributes too."""
+
+    def __init__(self, rank=None, instances=None, max_sweeps=None, patience=None,
+                 target_error=None, time_limit=None, weight=None, weight_decay=None,
+                 weight_floor=None, init=None, show_progress=False, callback=None, ctx=None):
+        self.rank, self.instances, self.max_sweeps, self.patience = (rank, instances,
+                                                                     max_sweeps, patience)
+        self.target_error, self.time_limit = target_error, time_limit
+        self.weight, self.weight_decay, self.weight_floor = weight, weight_decay, weight_floor
+        self.init = init
+        self.show_progress, self.callback = show_progress, callback
+        self.ctx = resolve(ctx)
+        self.A = self.B = self.report = None
+
+    def _opts(self):
+        o = _lib.BmfOpts()
+        _lib.mf_bmf_opts_init(ctypes.byref(o))
+        for name in ("rank", "instances", "max_sweeps", "patience"):
+            if getattr(self, name) is not None:
+                setattr(o, name, int(getattr(self, name)))
+        for name in ("target_error", "time_limit", "weight", "weight_decay", "weight_floor"):
+            if getattr(self, name) is not None:
+                setattr(o, name, float(getattr(self, name)))
+        if self.init is not None:
+            o.init = _choice(_BMF_INIT, self.init, "init")
+        return o
+
+    def fit(self, C):
+        """Factor the pattern of C (its stored entries are the ones)."""
+        M = as_matrix(C, self.ctx, pattern=True)
+        o = self._opts()
+        rows, cols = M.shape
+        w = (o.rank + 63) // 64
+        A_bits = np.zeros((rows, w), np.uint64)
+        B_bits = np.zeros((cols, w), np.uint64)
+        tracker = None
+        if self.show_progress or self.callback is not None:
+            tracker = _progress.Progress(o.max_sweeps, "sweep", self.show_progress,
+                                         self.callback, ("sweep", "seconds", "error",
+                                                         "relative_error", "f1"))
+        fn = _progress.make(_lib.BMF_PROGRESS_FN, tracker)
+        o.progress = fn
+        rep = _lib.BmfReport()
+        rep.struct_size = ctypes.sizeof(rep)
+        status = _lib.mf_bmf_run(self.ctx.handle, M.handle, ctypes.byref(o), ptr(A_bits),
+                                 ptr(B_bits), _lib.MEMORY_HOST, ctypes.byref(rep))
+        if tracker is not None:
+            tracker.close()
+        if tracker is not None:
+            status = tracker.settle(status, Cancelled.status)
+        check(status, self.ctx.handle, "mfact.BMF.fit")
+        self.A = _unpack(A_bits, o.rank)
+        self.B = _unpack(B_bits, o.rank).T.copy()
+        self.report = _report(rep)
+        for key, value in self.report.items():
+            setattr(self, key, value)
+        return self
+
+    def reconstruct(self):
+        """A o B as a dense bool array (rows x cols)."""
+        return (self.A.astype(np.uint8) @ self.B.astype(np.uint8)) > 0
+
+
+def _unpack(bits, k):
+    """Lines of packed words (factor l: bit l % 64 of word l // 64) as a bool array."""
+    as_bytes = bits.astype("<u8").view(np.uint8).reshape(bits.shape[0], -1)
+    return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :k].astype(bool)
