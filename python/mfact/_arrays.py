@@ -6,7 +6,7 @@ import ctypes
 import numpy as np
 import scipy.sparse as sp
 
-from . import _lib
+from . import _device, _lib
 from ._errors import check
 
 _INT32_MAX = 2**31 - 1
@@ -22,6 +22,8 @@ class Matrix:
         self.ctx = resolve(ctx)
         self._handle = None
         self._handle = _build(self.ctx, data, pattern, sum_duplicates)
+        # Where a fit on this matrix puts its results: the device of its arrays, or the host.
+        self.framework = _device.Framework(data) if _device.is_device(data) else None
         rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
         check(_lib.mf_sparse_shape(self._handle, ctypes.byref(rows), ctypes.byref(cols),
                                    ctypes.byref(nnz)), self.ctx.handle)
@@ -62,10 +64,8 @@ def as_matrix(data, ctx, pattern=False):
 
 def as_c(array, dtype, name):
     """array as a C-contiguous numpy array of dtype: the same object when it already is."""
-    if hasattr(array, "__cuda_array_interface__"):
-        raise NotImplementedError(
-            f"mfact: {name} is a device array; this version of the binding takes host "
-            "(NumPy) arrays only")
+    if _device.is_device(array):
+        raise ValueError(f"mfact: {name} is a device array where host memory is needed")
     a = np.asarray(array)
     if a.dtype != dtype or not a.flags["C_CONTIGUOUS"]:
         a = np.ascontiguousarray(a, dtype=dtype)
@@ -73,9 +73,20 @@ def as_c(array, dtype, name):
 
 
 def ptr(a):
-    """The array's data pointer (NumPy gives even an empty array a valid one), or NULL
-    for None."""
-    return ctypes.c_void_p(a.ctypes.data) if a is not None else None
+    """The array's data pointer (NumPy gives even an empty array a valid one; a device
+    array's from __cuda_array_interface__), or NULL for None."""
+    if a is None:
+        return None
+    if hasattr(a, "__cuda_array_interface__"):
+        return _device.pointer(a)
+    return ctypes.c_void_p(a.ctypes.data)
+
+
+def on_device(a, fw, dtype, name):
+    """a in device memory of framework fw, as dtype, C-contiguous (a itself when it is)."""
+    if _device.is_device(a):
+        return fw.convert(a, dtype)
+    return fw.asarray(np.asarray(a), dtype)
 
 
 def _checked_index(a, bound, name):
@@ -99,11 +110,9 @@ def _shape(rows, cols):
 def _build(ctx, data, pattern, sum_duplicates):
     flags = (_lib.SPARSE_PATTERN if pattern else 0) | \
         (_lib.SPARSE_SUM_DUPLICATES if sum_duplicates else 0)
+    if _device.is_device(data):
+        return _build_device(ctx, data, pattern, flags)
     if not sp.issparse(data):
-        if hasattr(data, "__cuda_array_interface__") or (
-                hasattr(data, "__dlpack__") and not isinstance(data, np.ndarray)):
-            raise NotImplementedError("mfact: device matrices are not taken by this version "
-                                      "of the binding; pass a scipy.sparse matrix")
         dense = np.asarray(data)
         if dense.ndim != 2:
             raise ValueError(f"mfact: a matrix must be 2-D, not {dense.ndim}-D")
@@ -126,6 +135,51 @@ def _build(ctx, data, pattern, sum_duplicates):
         v = None if pattern else as_c(csr.data, np.float32, "values")
         status = _lib.mf_sparse_from_csr(ctx.handle, ctypes.byref(out), rows, cols, csr.nnz,
                                          ptr(indptr), ptr(c), ptr(v), _lib.MEMORY_HOST, flags)
+    check(status, ctx.handle, "mfact")
+    return out.value
+
+
+def _device_index(fw, a, name):
+    """Device indices as int32, refusing what int32 cannot hold (a sync for the max, only
+    when they are wider)."""
+    if fw.name == "torch":
+        wide = a.dtype != fw.torch.int32 and a.numel() > 0
+    else:
+        wide = a.dtype != np.int32 and a.size > 0
+    if wide and int(a.max()) > _INT32_MAX:
+        raise ValueError(f"mfact: {name} holds an index past {_INT32_MAX}")
+    return fw.convert(a, np.int32)
+
+
+def _build_device(ctx, data, pattern, flags):
+    """A CuPy or PyTorch matrix (sparse, or dense: its nonzeros) in place on the device."""
+    if hasattr(data, "__cuda_array_interface__"):  # dense: its nonzeros are the entries
+        fw = _device.Framework(data)
+        if len(data.shape) != 2:
+            raise ValueError(f"mfact: a matrix must be 2-D, not {len(data.shape)}-D")
+        if fw.name == "torch":
+            data = data.detach().to_sparse_csr()
+        else:
+            import cupyx.scipy.sparse as csp
+            data = csp.csr_matrix(data)
+    fw, rows, cols, fmt, a, b, v = _device.sparse_parts(data)
+    rows, cols = _shape(rows, cols)
+    nnz = int(v.shape[0])
+    c = _device_index(fw, b, "column indices")
+    val = None if pattern else fw.convert(v, np.float32)
+    out = ctypes.c_void_p()
+    fw.sync_current()
+    if fmt == "coo":
+        r = _device_index(fw, a, "row indices")
+        fw.sync_current()
+        status = _lib.mf_sparse_from_coo(ctx.handle, ctypes.byref(out), rows, cols, nnz, ptr(r),
+                                         ptr(c), ptr(val), _lib.MEMORY_DEVICE, flags)
+    else:
+        indptr = fw.convert(a, np.int64)
+        fw.sync_current()
+        status = _lib.mf_sparse_from_csr(ctx.handle, ctypes.byref(out), rows, cols, nnz,
+                                         ptr(indptr), ptr(c), ptr(val), _lib.MEMORY_DEVICE,
+                                         flags)
     check(status, ctx.handle, "mfact")
     return out.value
 

@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 
 from . import _lib, _progress
-from ._arrays import as_c, as_matrix, ptr
+from ._arrays import as_c, as_matrix, on_device, ptr
 from ._context import resolve
 from ._errors import Cancelled, check
 
@@ -42,10 +42,17 @@ def _report(rep, skip=("struct_size",)):
 
 
 class _Ratings:
-    """What ALS and SGD share: the fitted explicit-ratings model and its predictions."""
+    """What ALS and SGD share: the fitted explicit-ratings model and its predictions. A fit
+    on a device matrix (CuPy, PyTorch) leaves its factors and biases on that device, as
+    arrays of the same library; predictions then come back there too."""
 
     user_factors = item_factors = user_biases = item_biases = None
     mean = 0.0
+    _fw = None  # the device arrays' library, None on the host
+
+    @property
+    def _where(self):
+        return _lib.MEMORY_DEVICE if self._fw is not None else _lib.MEMORY_HOST
 
     def _model(self):
         if self.user_factors is None:
@@ -58,18 +65,26 @@ class _Ratings:
         m.mean = self.mean
         m.user_bias = ptr(self.user_biases)
         m.item_bias = ptr(self.item_biases)
-        m.where = _lib.MEMORY_HOST
+        m.where = self._where
         return m
 
     def predict(self, users, items):
         """Predicted ratings for the (user, item) pairs: arrays of equal length. Users and
         items the model has not seen predict from what it knows (the mean, one bias)."""
-        u = as_c(users, np.int32, "users")
-        i = as_c(items, np.int32, "items")
-        if u.shape != i.shape or u.ndim != 1:
-            raise ValueError("mfact: users and items must be 1-D arrays of one length")
-        out = np.empty(u.shape[0], np.float32)
         m = self._model()
+        if self._fw is None:
+            u = as_c(users, np.int32, "users")
+            i = as_c(items, np.int32, "items")
+        else:
+            u = on_device(users, self._fw, np.int32, "users")
+            i = on_device(items, self._fw, np.int32, "items")
+        if tuple(u.shape) != tuple(i.shape) or len(u.shape) != 1:
+            raise ValueError("mfact: users and items must be 1-D arrays of one length")
+        if self._fw is None:
+            out = np.empty(u.shape[0], np.float32)
+        else:
+            out = self._fw.zeros(u.shape[0], np.float32)
+            self._fw.sync_current()
         check(_lib.mf_predict_pairs(self.ctx.handle, ctypes.byref(m), u.shape[0], ptr(u),
                                     ptr(i), ptr(out)), self.ctx.handle, "predict")
         return out
@@ -83,12 +98,16 @@ class _Ratings:
                                  ctypes.byref(value)), self.ctx.handle, "rmse")
         return value.value
 
-    def _outputs(self, shape, rank):
-        users, items = shape
-        self.user_factors = np.zeros((users, rank), np.float32)
-        self.item_factors = np.zeros((items, rank), np.float32)
-        self.user_biases = np.zeros(users, np.float32)
-        self.item_biases = np.zeros(items, np.float32)
+    def _outputs(self, R, rank):
+        users, items = R.shape
+        self._fw = R.framework
+        zeros = np.zeros if self._fw is None else self._fw.zeros
+        self.user_factors = zeros((users, rank), np.float32)
+        self.item_factors = zeros((items, rank), np.float32)
+        self.user_biases = zeros(users, np.float32)
+        self.item_biases = zeros(items, np.float32)
+        if self._fw is not None:
+            self._fw.sync_current()
         b = _lib.Biases()
         b.user, b.item = ptr(self.user_biases), ptr(self.item_biases)
         return b
@@ -137,7 +156,7 @@ class ALS(_Ratings):
         R = as_matrix(ratings, self.ctx)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
-        b = self._outputs(R.shape, o.rank)
+        b = self._outputs(R, o.rank)
         o.bias_out = ctypes.pointer(b)
         o.test = T.handle if T is not None else None
         tracker = None
@@ -150,7 +169,7 @@ class ALS(_Ratings):
         rep.struct_size = ctypes.sizeof(rep)
         status = _lib.mf_als_run(self.ctx.handle, R.handle, ctypes.byref(o),
                                  ptr(self.user_factors), ptr(self.item_factors),
-                                 _lib.MEMORY_HOST, ctypes.byref(rep))
+                                 self._where, ctypes.byref(rep))
         if tracker is not None:
             tracker.close()
         self.mean = float(b.mean)
@@ -202,7 +221,7 @@ class SGD(_Ratings):
         R = as_matrix(ratings, self.ctx)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
-        b = self._outputs(R.shape, o.rank)
+        b = self._outputs(R, o.rank)
         o.bias_out = ctypes.pointer(b)
         o.test = T.handle if T is not None else None
         tracker = None
@@ -215,7 +234,7 @@ class SGD(_Ratings):
         rep.struct_size = ctypes.sizeof(rep)
         status = _lib.mf_sgd_hogwild_run(self.ctx.handle, R.handle, ctypes.byref(o),
                                          ptr(self.user_factors), ptr(self.item_factors),
-                                         _lib.MEMORY_HOST, ctypes.byref(rep))
+                                         self._where, ctypes.byref(rep))
         if tracker is not None:
             tracker.close()
         self.mean = float(b.mean)

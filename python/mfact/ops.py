@@ -4,8 +4,8 @@ import os
 
 import numpy as np
 
-from . import _lib
-from ._arrays import Matrix, as_c, as_matrix, ptr
+from . import _device, _lib
+from ._arrays import Matrix, as_c, as_matrix, on_device, ptr
 from ._context import resolve
 from ._errors import check
 
@@ -31,7 +31,7 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
                               ctypes.byref(o)), ctx.handle, "mfact.read")
     m = Matrix.__new__(Matrix)
-    m.ctx, m._handle = ctx, out.value
+    m.ctx, m._handle, m.framework = ctx, out.value, None
     rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
     check(_lib.mf_sparse_shape(m._handle, ctypes.byref(rows), ctypes.byref(cols),
                                ctypes.byref(nnz)), ctx.handle)
@@ -42,46 +42,72 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
         m.close()
 
 
-def _factor(a, rows, name):
-    a = as_c(a, np.float32, name)
-    if a.ndim != 2 or a.shape[0] != rows:
-        raise ValueError(f"mfact: {name} must be {rows} x k, not {a.shape}")
+def _factor(a, rows, name, fw):
+    a = as_c(a, np.float32, name) if fw is None else on_device(a, fw, np.float32, name)
+    if len(a.shape) != 2 or a.shape[0] != rows:
+        raise ValueError(f"mfact: {name} must be {rows} x k, not {tuple(a.shape)}")
     return a
+
+
+def _framework(*arrays):
+    """The device library of the arrays (None: all on the host); mixing is an error."""
+    fws = [_device.Framework(a) for a in arrays if a is not None and _device.is_device(a)]
+    if fws and len(fws) != sum(a is not None for a in arrays):
+        raise ValueError("mfact: the arrays must all be on the host or all on the device")
+    return fws[0] if fws else None
+
+
+def _run(ctx, fw, call, what):
+    """A stream-ordered call: device inputs ready before it, its result after it."""
+    if fw is not None:
+        fw.sync_current()
+    check(call(), ctx.handle, what)
+    if fw is not None:
+        fw.sync_stream(_lib.mf_ctx_stream(ctx.handle))
 
 
 def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
     """out[p] = alpha * S_ij * dot(A[i], B[j]) + beta * out[p] for each stored entry p of S
     (canonical order: row-major, columns ascending), as a float32 array of S.nnz. A float32
-    C-contiguous `out` is written in place."""
+    C-contiguous `out` is written in place. A and B may be NumPy or device arrays (CuPy,
+    PyTorch: used in place, the result on the device too)."""
     ctx = resolve(ctx)
     M = as_matrix(S, ctx)
-    A = _factor(A, M.shape[0], "A")
-    B = _factor(B, M.shape[1], "B")
+    fw = _framework(A, B, out)
+    A = _factor(A, M.shape[0], "A", fw)
+    B = _factor(B, M.shape[1], "B", fw)
     if A.shape[1] != B.shape[1]:
         raise ValueError(f"mfact.sddmm: A has {A.shape[1]} columns and B {B.shape[1]}")
     if out is None:
         if beta != 0.0:
             raise ValueError("mfact.sddmm: beta != 0 needs out")
-        out = np.empty(M.nnz, np.float32)
-    elif not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
-              out.flags["C_CONTIGUOUS"] and out.shape == (M.nnz,)):
+        out = np.empty(M.nnz, np.float32) if fw is None else fw.zeros(M.nnz, np.float32)
+    elif tuple(out.shape) != (M.nnz,) or (
+            not fw.is_c(out, np.float32) if fw is not None else
+            not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
+                 out.flags["C_CONTIGUOUS"])):
         raise ValueError(f"mfact.sddmm: out must be a C-contiguous float32 array of {M.nnz}")
-    check(_lib.mf_sddmm(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1], ptr(B),
-                        B.shape[1], float(alpha), float(beta), ptr(out), _lib.MEMORY_HOST,
-                        1 if pattern else 0), ctx.handle, "mfact.sddmm")
+    where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
+    _run(ctx, fw, lambda: _lib.mf_sddmm(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1],
+                                        ptr(B), B.shape[1], float(alpha), float(beta),
+                                        ptr(out), where, 1 if pattern else 0), "mfact.sddmm")
     return out
 
 
 def spmm(S, X, alpha=1.0, transpose=False, ctx=None):
-    """alpha * op(S) @ X as a float32 array (op(S): S, or its transpose)."""
+    """alpha * op(S) @ X as a float32 array (op(S): S, or its transpose), on the host or,
+    for a device X, on its device."""
     ctx = resolve(ctx)
     M = as_matrix(S, ctx)
     p, q = M.shape[::-1] if transpose else M.shape
-    X = as_c(X, np.float32, "X")
-    if X.ndim != 2 or X.shape[0] != q:
-        raise ValueError(f"mfact.spmm: X must have {q} rows, not shape {X.shape}")
+    fw = _framework(X)
+    X = as_c(X, np.float32, "X") if fw is None else on_device(X, fw, np.float32, "X")
+    if len(X.shape) != 2 or X.shape[0] != q:
+        raise ValueError(f"mfact.spmm: X must have {q} rows, not shape {tuple(X.shape)}")
     n = X.shape[1]
-    Y = np.empty((p, n), np.float32)
-    check(_lib.mf_spmm(ctx.handle, 1 if transpose else 0, M.handle, n, float(alpha), ptr(X), n,
-                       0.0, ptr(Y), n, _lib.MEMORY_HOST), ctx.handle, "mfact.spmm")
+    Y = np.empty((p, n), np.float32) if fw is None else fw.zeros((p, n), np.float32)
+    where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
+    _run(ctx, fw, lambda: _lib.mf_spmm(ctx.handle, 1 if transpose else 0, M.handle, n,
+                                       float(alpha), ptr(X), n, 0.0, ptr(Y), n, where),
+         "mfact.spmm")
     return Y

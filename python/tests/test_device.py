@@ -1,0 +1,90 @@
+"""Device arrays in place (run on a machine with a GPU, CuPy and PyTorch; skipped
+elsewhere): CuPy and PyTorch sparse matrices and dense factors go to the library without a
+host copy, and give the results of the same data from the host."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import mfact
+from conftest import random_ratings
+
+
+def cuda_ctx():
+    try:
+        ctx = mfact.Context(backend="cuda", seed=3)
+    except (mfact.NoDevice, mfact.Unsupported):
+        pytest.skip("no usable CUDA device in this build or machine")
+    return ctx
+
+
+@pytest.fixture(params=["cupy", "torch"])
+def lib(request):
+    if request.param == "cupy":
+        cp = pytest.importorskip("cupy")
+        import cupyx.scipy.sparse as csp
+        try:
+            cp.cuda.runtime.getDeviceCount()
+        except Exception:
+            pytest.skip("CuPy sees no device")
+        return {"name": "cupy", "sparse": lambda M: csp.csr_matrix(M),
+                "dense": lambda a: cp.asarray(a), "host": lambda a: cp.asnumpy(a),
+                "type": cp.ndarray}
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch sees no device")
+    return {"name": "torch",
+            "sparse": lambda M: torch.sparse_csr_tensor(
+                torch.as_tensor(M.indptr.astype(np.int64)), torch.as_tensor(M.indices),
+                torch.as_tensor(M.data), size=M.shape, device="cuda"),
+            "dense": lambda a: torch.as_tensor(a, device="cuda"),
+            "host": lambda t: t.cpu().numpy(), "type": torch.Tensor}
+
+
+def test_als_and_sgd_on_device_arrays(lib):
+    ctx = cuda_ctx()
+    R = random_ratings(400, 300, 0.05, 11)
+    for Model, kw in ((mfact.ALS, dict(rank=16)), (mfact.SGD, dict(rank=16, workers=1))):
+        host = Model(ctx=ctx, **kw).fit(R)
+        dev = Model(ctx=ctx, **kw).fit(lib["sparse"](R))
+        assert isinstance(dev.user_factors, lib["type"])
+        np.testing.assert_allclose(lib["host"](dev.user_factors), host.user_factors,
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(lib["host"](dev.item_biases), host.item_biases,
+                                   rtol=1e-5, atol=1e-6)
+        assert dev.report["train_rmse"] == pytest.approx(host.report["train_rmse"], rel=1e-6)
+        users, items = np.array([0, 3, 399, 1000]), np.array([1, 299, 5, 2])
+        np.testing.assert_allclose(lib["host"](dev.predict(users, items)),
+                                   host.predict(users, items), rtol=1e-5, atol=1e-5)
+        assert dev.rmse(R) == pytest.approx(host.rmse(R), rel=1e-6)
+
+
+def test_sddmm_spmm_in_place(lib):
+    ctx = cuda_ctx()
+    S = random_ratings(200, 150, 0.05, 12)
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((200, 8)).astype(np.float32)
+    B = rng.standard_normal((150, 8)).astype(np.float32)
+    dA, dB = lib["dense"](A), lib["dense"](B)
+    from mfact import _arrays, _device
+    fw = _device.Framework(dA)
+    assert fw.convert(dA, np.float32) is dA or lib["name"] == "torch"  # torch: a view
+    assert _arrays.ptr(fw.convert(dA, np.float32)).value == _arrays.ptr(dA).value  # no copy
+    want = mfact.sddmm(S, A, B, ctx=ctx)
+    out = lib["dense"](np.zeros(S.nnz, np.float32))
+    got = mfact.sddmm(S, dA, dB, out=out, ctx=ctx)
+    assert got is out
+    np.testing.assert_allclose(lib["host"](got), want, rtol=1e-5, atol=1e-5)
+    X = rng.standard_normal((150, 4)).astype(np.float32)
+    np.testing.assert_allclose(lib["host"](mfact.spmm(S, lib["dense"](X), ctx=ctx)), S @ X,
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="all on the host or all on the device"):
+        mfact.sddmm(S, dA, B, ctx=ctx)
+
+
+def test_bmf_from_a_device_matrix(lib):
+    ctx = cuda_ctx()
+    C = np.zeros((60, 40), np.float32)
+    C[:30, :15] = 1
+    C[30:, 15:] = 1
+    b = mfact.BMF(rank=2, ctx=ctx).fit(lib["sparse"](sp.csr_matrix(C)))
+    assert b.error == 0 and isinstance(b.A, np.ndarray) and (b.reconstruct() == (C > 0)).all()
