@@ -77,7 +77,7 @@ def ptr(a):
     array's from __cuda_array_interface__), or NULL for None."""
     if a is None:
         return None
-    if hasattr(a, "__cuda_array_interface__"):
+    if _device.has_cai(a):
         return _device.pointer(a)
     return ctypes.c_void_p(a.ctypes.data)
 
@@ -153,7 +153,7 @@ def _device_index(fw, a, name):
 
 def _build_device(ctx, data, pattern, flags):
     """A CuPy or PyTorch matrix (sparse, or dense: its nonzeros) in place on the device."""
-    if hasattr(data, "__cuda_array_interface__"):  # dense: its nonzeros are the entries
+    if not _device.is_sparse(data):  # dense: its nonzeros are the entries
         fw = _device.Framework(data)
         if len(data.shape) != 2:
             raise ValueError(f"mfact: a matrix must be 2-D, not {len(data.shape)}-D")

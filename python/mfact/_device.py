@@ -12,9 +12,20 @@ import ctypes
 import numpy as np
 
 
+def has_cai(x):
+    """Whether x is a dense device array (PyTorch's sparse tensors raise on the attribute)."""
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:
+        return False
+
+
+def is_sparse(x):
+    return _is_torch_sparse_cuda(x) or _is_cupy_sparse(x)
+
+
 def is_device(x):
-    return hasattr(x, "__cuda_array_interface__") or _is_torch_sparse_cuda(x) or \
-        _is_cupy_sparse(x)
+    return is_sparse(x) or has_cai(x)
 
 
 def _module(x):
@@ -22,8 +33,8 @@ def _module(x):
 
 
 def _is_torch_sparse_cuda(x):
-    return _module(x) == "torch" and getattr(x, "is_sparse_csr", False) or \
-        (_module(x) == "torch" and getattr(x, "is_sparse", False) and x.is_cuda)
+    return _module(x) == "torch" and getattr(x, "is_cuda", False) and \
+        (getattr(x, "is_sparse_csr", False) or getattr(x, "is_sparse", False))
 
 
 def _is_cupy_sparse(x):
@@ -96,7 +107,7 @@ class Framework:
         if self.name == "torch":
             self.torch.cuda.ExternalStream(handle, device=self.device).synchronize()
         else:
-            self.cupy.cuda.ExternalStream(handle).synchronize()
+            self.cupy.cuda.runtime.streamSynchronize(handle)
 
 
 def pointer(x):

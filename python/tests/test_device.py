@@ -77,7 +77,7 @@ def test_sddmm_spmm_in_place(lib):
     X = rng.standard_normal((150, 4)).astype(np.float32)
     np.testing.assert_allclose(lib["host"](mfact.spmm(S, lib["dense"](X), ctx=ctx)), S @ X,
                                rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="all on the host or all on the device"):
+    with pytest.raises(ValueError, match="all be on the host or all on the device"):
         mfact.sddmm(S, dA, B, ctx=ctx)
 
 
