@@ -12,7 +12,7 @@ from ._arrays import Matrix
 from ._context import Context, default_context
 from ._errors import (Cancelled, CudaError, Error, FileError, InternalError, InvalidArgument,
                       InvalidData, NoDevice, NumericError, OutOfMemory, Unsupported)
-from .models import ALS, BMF, SGD
+from .models import ALS, BMF, SGD, complete
 from .ops import read, sddmm, spmm
 
 __version__ = _lib.mf_version_string().decode()
@@ -24,7 +24,7 @@ def build_info():
     return _lib.mf_build_info().decode()
 
 
-__all__ = ["ALS", "BMF", "SGD", "Context", "Matrix", "read", "sddmm", "spmm",
+__all__ = ["ALS", "BMF", "SGD", "complete", "Context", "Matrix", "read", "sddmm", "spmm",
            "default_context", "build_info", "Error", "InvalidArgument", "InvalidData",
            "OutOfMemory", "NoDevice", "Unsupported", "CudaError", "FileError", "Cancelled",
            "NumericError", "InternalError"]

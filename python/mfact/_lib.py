@@ -137,6 +137,22 @@ class BmfReport(Structure):
                 ("peak_device_bytes", c_size_t)]
 
 
+class AsdOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("variant", c_int),
+                ("tolerance", c_double), ("stagnation_window", c_int),
+                ("stagnation_rate", c_double), ("max_iterations", c_int),
+                ("time_limit", c_double), ("init", c_int), ("test", c_void_p),
+                ("progress", PROGRESS_FN), ("progress_user", c_void_p),
+                ("rank_continuation", c_int)]
+
+
+class AsdReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("iterations", c_int), ("stopped", c_int),
+                ("relative_residual", c_double), ("test_rmse", c_double),
+                ("singular_steps", c_int), ("seconds", c_double),
+                ("peak_device_bytes", c_size_t)]
+
+
 # ---- prototypes --------------------------------------------------------------------------
 def _proto(name, restype, *argtypes):
     f = getattr(lib, name)
@@ -182,3 +198,6 @@ mf_sgd_hogwild_run = _proto("mf_sgd_hogwild_run", c_int, P, P, POINTER(SgdOpts),
 mf_bmf_opts_init = _proto("mf_bmf_opts_init", None, POINTER(BmfOpts))
 mf_bmf_run = _proto("mf_bmf_run", c_int, P, P, POINTER(BmfOpts), P, P, c_int,
                     POINTER(BmfReport))
+mf_asd_opts_init = _proto("mf_asd_opts_init", None, POINTER(AsdOpts))
+mf_asd_run = _proto("mf_asd_run", c_int, P, P, POINTER(AsdOpts), P, P, c_int,
+                    POINTER(AsdReport))

@@ -316,3 +316,61 @@ def _unpack(bits, k):
     """Lines of packed words (factor l: bit l % 64 of word l // 64) as a bool array."""
     as_bytes = bits.astype("<u8").view(np.uint8).reshape(bits.shape[0], -1)
     return np.unpackbits(as_bytes, axis=1, bitorder="little")[:, :k].astype(bool)
+
+
+_ASD_VARIANT = {"plain": 0, "scaled": 1}
+_ASD_INIT = {"random": 0, "spectral": 2}
+_ASD_STOP = {0: "tolerance", 1: "stagnation", 2: "max_iterations", 3: "time_limit",
+             4: "cancelled"}
+
+
+def complete(observed, rank=None, variant=None, tolerance=None, stagnation_window=None,
+             stagnation_rate=None, max_iterations=None, time_limit=None, init=None,
+             rank_continuation=None, test=None, show_progress=False, callback=None,
+             ctx=None):
+    """Low-rank matrix completion by alternating steepest descent (mf_asd_run): X (rows x
+    rank) and Y (cols x rank) with X @ Y.T matching `observed` on its stored entries.
+    Returns (X, Y, report); on a device matrix X and Y are device arrays of its library.
+    The progress records carry the relative residual as `train_rmse`."""
+    ctx = resolve(ctx)
+    M = as_matrix(observed, ctx)
+    T = as_matrix(test, ctx) if test is not None else None
+    o = _lib.AsdOpts()
+    _lib.mf_asd_opts_init(ctypes.byref(o))
+    given = {"rank": rank, "stagnation_window": stagnation_window,
+             "max_iterations": max_iterations, "rank_continuation": rank_continuation,
+             "tolerance": tolerance, "stagnation_rate": stagnation_rate,
+             "time_limit": time_limit}
+    for name, value in given.items():
+        if value is not None:
+            setattr(o, name, type(getattr(o, name))(value))
+    if variant is not None:
+        o.variant = _choice(_ASD_VARIANT, variant, "variant")
+    if init is not None:
+        o.init = _choice(_ASD_INIT, init, "init")
+    o.test = T.handle if T is not None else None
+    fw = M.framework
+    zeros = np.zeros if fw is None else fw.zeros
+    X = zeros((M.shape[0], max(o.rank, 1)), np.float32)
+    Y = zeros((M.shape[1], max(o.rank, 1)), np.float32)
+    if fw is not None:
+        fw.sync_current()
+    tracker = None
+    if show_progress or callback is not None:
+        tracker = _progress.Progress(o.max_iterations, "it", show_progress, callback,
+                                     ("iteration", "seconds", "train_rmse", "test_rmse"))
+    o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
+    rep = _lib.AsdReport()
+    rep.struct_size = ctypes.sizeof(rep)
+    status = _lib.mf_asd_run(ctx.handle, M.handle, ctypes.byref(o), ptr(X), ptr(Y),
+                             _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE,
+                             ctypes.byref(rep))
+    if tracker is not None:
+        tracker.close()
+        status = tracker.settle(status, Cancelled.status)
+    check(status, ctx.handle, "mfact.complete")
+    report = _report(rep)
+    report["stopped"] = _ASD_STOP.get(rep.stopped, rep.stopped)
+    if tracker is not None:
+        report["history"] = tracker.history
+    return X, Y, report

@@ -15,7 +15,8 @@ STRUCTS = {"mf_ctx_opts": _lib.CtxOpts, "mf_read_opts": _lib.ReadOpts,
            "mf_als_opts": _lib.AlsOpts, "mf_als_report": _lib.AlsReport,
            "mf_sgd_opts": _lib.SgdOpts, "mf_sgd_report": _lib.SgdReport,
            "mf_bmf_progress": _lib.BmfProgress, "mf_bmf_opts": _lib.BmfOpts,
-           "mf_bmf_report": _lib.BmfReport}
+           "mf_bmf_report": _lib.BmfReport, "mf_asd_opts": _lib.AsdOpts,
+           "mf_asd_report": _lib.AsdReport}
 
 
 def header():

@@ -128,3 +128,22 @@ def test_bmf_recovers_blocks(ctx):
     assert b.error == 0 and b.f1 == 1.0
     assert b.A.dtype == bool and b.A.shape == (40, 2) and b.B.shape == (2, 30)
     assert (b.reconstruct() == C).all()
+
+
+def test_complete_recovers_a_planted_low_rank_matrix(ctx):
+    """Rank 3, 30 % of the entries observed: the completion matches the hidden entries."""
+    rng = np.random.default_rng(4)
+    A, B = rng.standard_normal((120, 3)), rng.standard_normal((90, 3))
+    full = (A @ B.T).astype(np.float32)
+    seen = rng.random(full.shape) < 0.3
+    obs = sp.csr_matrix((full[seen], np.nonzero(seen)), shape=full.shape)
+    records = []
+    X, Y, rep = mfact.complete(obs, rank=3, tolerance=1e-6, callback=records.append, ctx=ctx)
+    assert X.shape == (120, 3) and Y.shape == (90, 3)
+    assert rep["relative_residual"] <= 1e-6 and rep["stopped"] == "tolerance"
+    hidden = ~seen
+    err = np.linalg.norm((X @ Y.T - full)[hidden]) / np.linalg.norm(full[hidden])
+    assert err < 1e-3
+    assert len(records) == rep["iterations"] and records[-1]["train_rmse"] <= 1e-6
+    with pytest.raises(mfact.InvalidArgument, match="rank"):
+        mfact.complete(obs, rank=0, ctx=ctx)
