@@ -89,6 +89,13 @@ class Framework:
             return self.torch.zeros(shape, dtype=t, device=self.device)
         return self.cupy.zeros(shape, dtype=dtype)
 
+    def empty(self, shape, dtype):
+        if self.name == "torch":
+            t = {np.float32: self.torch.float32, np.int32: self.torch.int32,
+                 np.uint64: self.torch.uint64}[dtype]
+            return self.torch.empty(shape, dtype=t, device=self.device)
+        return self.cupy.empty(shape, dtype=dtype)
+
     def asarray(self, host, dtype):
         if self.name == "torch":
             return self.convert(self.torch.as_tensor(np.asarray(host), device=self.device),

@@ -89,6 +89,11 @@ class _Ratings:
                                     ptr(i), ptr(out)), self.ctx.handle, "predict")
         return out
 
+    def _failed(self):
+        """A failed fit wrote nothing: no half-made model is left behind."""
+        self.user_factors = self.item_factors = self.user_biases = self.item_biases = None
+        self.mean = 0.0
+
     def rmse(self, ratings):
         """RMSE of the model's predictions over the stored entries of `ratings`."""
         R = as_matrix(ratings, self.ctx)
@@ -99,13 +104,16 @@ class _Ratings:
         return value.value
 
     def _outputs(self, R, rank):
+        """Uninitialized arrays: a run that returns writes every element (the biases too,
+        zeros without biases), and one that fails leaves them to _failed. np.zeros of the
+        factors cost 21 ms of a 0.58 s fit on the H100 (numpy zeroes fresh pages)."""
         users, items = R.shape
         self._fw = R.framework
-        zeros = np.zeros if self._fw is None else self._fw.zeros
-        self.user_factors = zeros((users, rank), np.float32)
-        self.item_factors = zeros((items, rank), np.float32)
-        self.user_biases = zeros(users, np.float32)
-        self.item_biases = zeros(items, np.float32)
+        empty = np.empty if self._fw is None else self._fw.empty
+        self.user_factors = empty((users, rank), np.float32)
+        self.item_factors = empty((items, rank), np.float32)
+        self.user_biases = empty(users, np.float32)
+        self.item_biases = empty(items, np.float32)
         if self._fw is not None:
             self._fw.sync_current()
         b = _lib.Biases()
@@ -178,6 +186,8 @@ class ALS(_Ratings):
         self.history = tracker.history if tracker is not None else None
         if tracker is not None:
             status = tracker.settle(status, Cancelled.status)
+        if status != 0:
+            self._failed()
         check(status, self.ctx.handle, "mfact.ALS.fit")
         return self
 
@@ -242,6 +252,8 @@ class SGD(_Ratings):
         self.history = tracker.history if tracker is not None else None
         if tracker is not None:
             status = tracker.settle(status, Cancelled.status)
+        if status != 0:
+            self._failed()
         check(status, self.ctx.handle, "mfact.SGD.fit")
         return self
 

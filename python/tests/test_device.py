@@ -88,3 +88,15 @@ def test_bmf_from_a_device_matrix(lib):
     C[30:, 15:] = 1
     b = mfact.BMF(rank=2, ctx=ctx).fit(lib["sparse"](sp.csr_matrix(C)))
     assert b.error == 0 and isinstance(b.A, np.ndarray) and (b.reconstruct() == (C > 0)).all()
+
+
+def test_movielens_same_rmse_on_device(lib, movielens):
+    """MovieLens 100K from CuPy / PyTorch: the test RMSE of the same data from SciPy."""
+    ctx = cuda_ctx()
+    _, train, test = movielens
+    for Model in (mfact.ALS, mfact.SGD):
+        kw = {"workers": 1} if Model is mfact.SGD else {}
+        host = Model(ctx=ctx, **kw).fit(train, test=test)
+        dev = Model(ctx=ctx, **kw).fit(lib["sparse"](train), test=lib["sparse"](test))
+        assert dev.report["test_rmse"] == pytest.approx(host.report["test_rmse"], rel=1e-6)
+        assert dev.report["test_rmse"] < 0.93

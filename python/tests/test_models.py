@@ -147,3 +147,11 @@ def test_complete_recovers_a_planted_low_rank_matrix(ctx):
     assert len(records) == rep["iterations"] and records[-1]["train_rmse"] <= 1e-6
     with pytest.raises(mfact.InvalidArgument, match="rank"):
         mfact.complete(obs, rank=0, ctx=ctx)
+
+
+def test_show_progress_draws_a_bar(ctx, capsys):
+    pytest.importorskip("tqdm")
+    R = random_ratings(60, 40, 0.3, 9)
+    m = mfact.SGD(rank=4, epochs=3, show_progress=True, ctx=ctx).fit(R)
+    err = capsys.readouterr().err
+    assert "3/3" in err and m.report["epochs"] == 3

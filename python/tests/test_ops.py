@@ -89,8 +89,10 @@ def test_error_paths(ctx):
         mfact.Matrix(nan, ctx=ctx)
     with pytest.raises(ValueError):
         mfact.Matrix(np.ones(3), ctx=ctx)
+    bad_model = mfact.ALS(rank=0, ctx=ctx)
     with pytest.raises(mfact.InvalidArgument, match="rank"):
-        mfact.ALS(rank=0, ctx=ctx).fit(R)
+        bad_model.fit(R)
+    assert bad_model.user_factors is None  # a failed fit leaves no half-made model
     with pytest.raises(mfact.InvalidArgument, match="learning_rate"):
         mfact.SGD(learning_rate=-1, ctx=ctx).fit(R)
     with pytest.raises(ValueError, match="solver"):
