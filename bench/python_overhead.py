@@ -9,6 +9,7 @@ with everything prepared. Run where the package is installed:
 """
 import argparse
 import ctypes
+import os
 import time
 
 import numpy as np
@@ -45,10 +46,16 @@ def main():
     ap.add_argument("--ratings", type=int, default=20_000_000)
     ap.add_argument("--backend", default="auto")
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cache", help="an .npz to load the matrix from, or to save it to")
     args = ap.parse_args()
     ctx = mfact.Context(backend=args.backend)
     t0 = time.perf_counter()
-    R = netflix_shaped(args.users, args.items, args.ratings)
+    if args.cache and os.path.exists(args.cache):
+        R = sp.load_npz(args.cache).tocsr()
+    else:
+        R = netflix_shaped(args.users, args.items, args.ratings)
+        if args.cache:
+            sp.save_npz(args.cache, R, compressed=False)
     print(f"mfact {mfact.__version__} on {ctx.backend}: {R.shape[0]} x {R.shape[1]}, "
           f"{R.nnz} ratings (made in {time.perf_counter() - t0:.1f} s)")
     # The C call itself, timed around the ctypes function the binding calls.
