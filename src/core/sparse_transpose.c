@@ -1,6 +1,10 @@
 /* The host transpose of a matrix (its CSC), by a counting sort over columns: rows come out
- * ascending within each column because rows are visited in order. */
+ * ascending within each column because rows are visited in order (block by block, each
+ * thread's block of rows after the previous thread's). */
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/ctx.h"
 #include "core/sparse.h"
@@ -21,27 +25,60 @@ mf_status mf_sparse_host_transpose(mf_sparse *m)
                        "out of host memory transposing a matrix with %lld entries",
                        (long long)m->nnz);
     }
-    for (size_t p = 0; p < n; p++)
-        ptr[m->col[p] + 1]++;
-    for (int32_t j = 0; j < m->cols; j++)
-        ptr[j + 1] += ptr[j];
-    int64_t *next = malloc((size_t)m->cols * sizeof *next);
-    if (!next) {
+    /* Each thread takes a block of rows and its own column counts, so that its entries land
+     * at offsets of their own: the result is the serial one (rows ascending within a
+     * column, thread blocks in row order), and the scatter, a random write per entry, runs
+     * on every thread (0.54 s for 48M entries on one core of the build machine). The
+     * counts take threads x cols words: past a cols-sized budget per entry fewer threads
+     * share the work. */
+    int threads = mf_ctx_threads(m->ctx);
+    while (threads > 1 && (size_t)threads * (size_t)m->cols > 2 * n + 65536)
+        threads /= 2;
+    if (threads < 1)
+        threads = 1;
+    int64_t *count = calloc((size_t)threads * m->cols + 1, sizeof *count);
+    if (!count) {
         free(ptr);
         free(idx);
         free(val);
         return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "out of host memory transposing a matrix");
     }
-    for (int32_t j = 0; j < m->cols; j++)
-        next[j] = ptr[j];
-    for (int32_t i = 0; i < m->rows; i++)
-        for (int64_t p = m->row_ptr[i]; p < m->row_ptr[i + 1]; p++) {
-            int64_t q = next[m->col[p]]++;
-            idx[q] = i;
-            if (val)
-                val[q] = m->val[p];
+    const int32_t cols = m->cols;
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        const int32_t r0 = (int32_t)((int64_t)m->rows * t / nt);
+        const int32_t r1 = (int32_t)((int64_t)m->rows * (t + 1) / nt);
+        int64_t *mine = count + (size_t)t * cols;
+        for (int64_t p = m->row_ptr[r0]; p < m->row_ptr[r1]; p++)
+            mine[m->col[p]]++;
+#pragma omp barrier
+#pragma omp single
+        { /* column by column, thread by thread: each thread's first slot in each column */
+            int64_t at = 0;
+            for (int32_t j = 0; j < cols; j++) {
+                ptr[j] = at;
+                for (int u = 0; u < nt; u++) {
+                    const int64_t c = count[(size_t)u * cols + j];
+                    count[(size_t)u * cols + j] = at;
+                    at += c;
+                }
+            }
+            ptr[cols] = at;
         }
-    free(next);
+        for (int32_t i = r0; i < r1; i++)
+            for (int64_t p = m->row_ptr[i]; p < m->row_ptr[i + 1]; p++) {
+                const int64_t q = mine[m->col[p]]++;
+                idx[q] = i;
+                if (val)
+                    val[q] = m->val[p];
+            }
+    }
+    free(count);
     m->transpose.ptr = ptr;
     m->transpose.idx = idx;
     m->transpose.val = val;
