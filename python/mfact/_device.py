@@ -1,7 +1,7 @@
-"""Device arrays (CuPy, PyTorch, anything with __cuda_array_interface__), used in place:
-their pointers go to the library with MF_MEMORY_DEVICE, no host copy. Arrays already in
-the C types (float32 or int32, C-contiguous) are not copied at all; others are converted on
-the device by their own library.
+"""Device arrays (CuPy, PyTorch, anything with __cuda_array_interface__): their pointers go
+to the library with MF_MEMORY_DEVICE. Dense arrays already in the C types (float32 or int32,
+C-contiguous) are used in place; others are converted on the device by their own library.
+(Sparse matrices: the library reads them into its host-resident canonical form.)
 
 Streams: the library works on its context's stream. Before a call, the array library's
 current stream is synchronized (its pending writes to the inputs are done); after a

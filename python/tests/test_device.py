@@ -1,6 +1,6 @@
-"""Device arrays in place (run on a machine with a GPU, CuPy and PyTorch; skipped
-elsewhere): CuPy and PyTorch sparse matrices and dense factors go to the library without a
-host copy, and give the results of the same data from the host."""
+"""Device arrays (run on a machine with a GPU, CuPy and PyTorch; skipped elsewhere): CuPy
+and PyTorch sparse matrices and dense arrays go to the library as device pointers (dense
+ones used in place), and give the results of the same data from the host."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
