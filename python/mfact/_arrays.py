@@ -21,7 +21,9 @@ class Matrix:
         from ._context import resolve
         self.ctx = resolve(ctx)
         self._handle = None
-        self._handle = _build(self.ctx, data, pattern, sum_duplicates)
+        with self.ctx.lock:
+            self._handle = _build(self.ctx, data, pattern, sum_duplicates)
+        self.ctx._own(self)
         # Where a fit on this matrix puts its results: the device of its arrays, or the host.
         self.framework = _device.Framework(data) if _device.is_device(data) else None
         rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
@@ -32,15 +34,19 @@ class Matrix:
 
     @property
     def handle(self):
+        if self._handle is None:
+            raise ValueError("mfact.Matrix: the matrix is closed (or its Context is)")
+        self.ctx.handle  # raises when the context is closed
         return self._handle
 
     def to_scipy(self):
         """The stored entries as a scipy.sparse.csr_matrix (canonical order)."""
-        return _to_scipy(self.ctx, self._handle, self.shape, self.nnz)
+        with self.ctx.lock:
+            return _to_scipy(self.ctx, self.handle, self.shape, self.nnz)
 
     def close(self):
-        if self._handle is not None:
-            _lib.mf_sparse_destroy(self._handle)
+        if getattr(self, "_handle", None) is not None:
+            _lib.mf_sparse_destroy(self._handle)  # before its context: Context.close sees to it
             self._handle = None
 
     def __del__(self):
@@ -87,6 +93,17 @@ def on_device(a, fw, dtype, name):
     if _device.is_device(a):
         return fw.convert(a, dtype)
     return fw.asarray(np.asarray(a), dtype)
+
+
+def on_device_any(a, fw):
+    """Index array a on the device of fw: host indices checked (integers that fit int32)
+    and moved; device ones must be integers (their range is _device_index's to check)."""
+    if _device.is_device(a):
+        kind = str(a.dtype)
+        if "int" not in kind:
+            raise TypeError(f"mfact: indices must be integers, not {kind}")
+        return a
+    return fw.asarray(_checked_index(a, "int32 indices", "indices"), np.int32)
 
 
 def _checked_index(a, bound, name):
@@ -146,8 +163,8 @@ def _device_index(fw, a, name):
         wide = a.dtype != fw.torch.int32 and a.numel() > 0
     else:
         wide = a.dtype != np.int32 and a.size > 0
-    if wide and int(a.max()) > _INT32_MAX:
-        raise ValueError(f"mfact: {name} holds an index past {_INT32_MAX}")
+    if wide and (int(a.max()) > _INT32_MAX or int(a.min()) < -2**31):
+        raise ValueError(f"mfact: {name} holds an index outside int32")
     return fw.convert(a, np.int32)
 
 

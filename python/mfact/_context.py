@@ -1,6 +1,7 @@
 """mfact.Context: one mf_ctx (a backend, a device, a memory limit, a seed)."""
 import ctypes
 import threading
+import weakref
 
 from . import _lib
 from ._errors import check
@@ -30,6 +31,10 @@ class Context:
         check(status, handle.value, "mfact.Context")
         self._handle = handle.value
         self.seed = int(seed)
+        # One call at a time (the library allows one thread per context, and its last error
+        # must be read by the thread whose call failed); matrices die before the context.
+        self.lock = threading.RLock()
+        self._matrices = weakref.WeakSet()
 
     @property
     def handle(self):
@@ -47,10 +52,18 @@ class Context:
         raw = _lib.mf_ctx_last_error(self.handle)
         return raw.decode("utf-8", "replace") if raw else ""
 
+    def _own(self, matrix):
+        self._matrices.add(matrix)
+
     def close(self):
-        if self._handle is not None:
-            _lib.mf_ctx_destroy(self._handle)
-            self._handle = None
+        """Free the context, and first every mfact.Matrix made on it (they hold device
+        memory of its pool; using one afterwards is a ValueError)."""
+        if getattr(self, "_handle", None) is not None:
+            with self.lock:
+                for m in list(self._matrices):
+                    m.close()
+                _lib.mf_ctx_destroy(self._handle)
+                self._handle = None
 
     def __enter__(self):
         return self

@@ -13,7 +13,11 @@ import numpy as np
 
 
 def has_cai(x):
-    """Whether x is a dense device array (PyTorch's sparse tensors raise on the attribute)."""
+    """Whether x is a dense device array. PyTorch tensors are asked directly: its sparse ones
+    and those that require grad raise on the attribute."""
+    if _module(x) == "torch":
+        return bool(getattr(x, "is_cuda", False)) and not (
+            getattr(x, "is_sparse", False) or getattr(x, "is_sparse_csr", False))
     try:
         return hasattr(x, "__cuda_array_interface__")
     except Exception:
@@ -65,11 +69,14 @@ class Framework:
             raise NotImplementedError(f"mfact: device arrays of {self.name} are not supported "
                                       "(CuPy and PyTorch are)")
 
+    def _torch_dtype(self, dtype):
+        name = {np.float32: "float32", np.int32: "int32", np.int64: "int64"}[dtype]
+        return getattr(self.torch, name)
+
     def convert(self, x, dtype):
         """x as a C-contiguous device array of dtype: x itself when it already is."""
         if self.name == "torch":
-            t = {np.float32: self.torch.float32, np.int32: self.torch.int32,
-                 np.int64: self.torch.int64, np.uint64: self.torch.uint64}[dtype]
+            t = self._torch_dtype(dtype)
             x = x.detach()
             return x if x.dtype == t and x.is_contiguous() else x.to(t).contiguous()
         if x.dtype == dtype and x.flags.c_contiguous:
@@ -84,16 +91,12 @@ class Framework:
 
     def zeros(self, shape, dtype):
         if self.name == "torch":
-            t = {np.float32: self.torch.float32, np.int32: self.torch.int32,
-                 np.uint64: self.torch.uint64}[dtype]
-            return self.torch.zeros(shape, dtype=t, device=self.device)
+            return self.torch.zeros(shape, dtype=self._torch_dtype(dtype), device=self.device)
         return self.cupy.zeros(shape, dtype=dtype)
 
     def empty(self, shape, dtype):
         if self.name == "torch":
-            t = {np.float32: self.torch.float32, np.int32: self.torch.int32,
-                 np.uint64: self.torch.uint64}[dtype]
-            return self.torch.empty(shape, dtype=t, device=self.device)
+            return self.torch.empty(shape, dtype=self._torch_dtype(dtype), device=self.device)
         return self.cupy.empty(shape, dtype=dtype)
 
     def asarray(self, host, dtype):
@@ -119,6 +122,8 @@ class Framework:
 
 def pointer(x):
     """The device pointer of a C-contiguous device array."""
+    if _module(x) == "torch":
+        return ctypes.c_void_p(x.data_ptr())
     return ctypes.c_void_p(x.__cuda_array_interface__["data"][0])
 
 

@@ -57,10 +57,11 @@ def check(status, ctx_handle, what=""):
     """Raise the exception of a failed mf_status with the context's message."""
     if status == 0:
         return
-    message = None
-    if ctx_handle:
-        raw = _lib.mf_ctx_last_error(ctx_handle)
-        message = raw.decode("utf-8", "replace") if raw else None
+    # A failure without a context (mf_ctx_create's) leaves its message under NULL.
+    raw = _lib.mf_ctx_last_error(ctx_handle or None)
+    message = raw.decode("utf-8", "replace") if raw else None
+    if message == "no error":
+        message = None
     if not message:  # the library names the call in its messages; say it here otherwise
         message = _lib.mf_status_string(status).decode()
         if what:

@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 
 from . import _lib, _progress
-from ._arrays import as_c, as_matrix, on_device, ptr
+from ._arrays import _checked_index, _device_index, as_c, as_matrix, on_device, on_device_any, ptr
 from ._context import resolve
 from ._errors import Cancelled, check
 
@@ -57,15 +57,24 @@ class _Ratings:
     def _model(self):
         if self.user_factors is None:
             raise RuntimeError(f"mfact.{type(self).__name__}: call fit first")
+        # The attributes are public: take them as the C types (float32, C-contiguous,
+        # shapes that agree), converted where they are not, kept alive with the model.
+        conv = (lambda a, n: as_c(a, np.float32, n)) if self._fw is None else \
+            (lambda a, n: on_device(a, self._fw, np.float32, n))
+        U, V = conv(self.user_factors, "user_factors"), conv(self.item_factors, "item_factors")
+        bu, bi = conv(self.user_biases, "user_biases"), conv(self.item_biases, "item_biases")
+        if len(U.shape) != 2 or len(V.shape) != 2 or U.shape[1] != V.shape[1] or \
+                tuple(bu.shape) != (U.shape[0],) or tuple(bi.shape) != (V.shape[0],):
+            raise ValueError("mfact: user_factors (users x k), item_factors (items x k) and "
+                             "the biases (users, items) do not agree")
         m = _lib.Model()
         _lib.mf_model_init(ctypes.byref(m))
-        U, V = self.user_factors, self.item_factors
         m.users, m.items, m.k = U.shape[0], V.shape[0], U.shape[1]
         m.U, m.ldu, m.V, m.ldv = ptr(U), U.shape[1], ptr(V), V.shape[1]
         m.mean = self.mean
-        m.user_bias = ptr(self.user_biases)
-        m.item_bias = ptr(self.item_biases)
+        m.user_bias, m.item_bias = ptr(bu), ptr(bi)
         m.where = self._where
+        m._keep = (U, V, bu, bi)
         return m
 
     def predict(self, users, items):
@@ -73,11 +82,11 @@ class _Ratings:
         items the model has not seen predict from what it knows (the mean, one bias)."""
         m = self._model()
         if self._fw is None:
-            u = as_c(users, np.int32, "users")
-            i = as_c(items, np.int32, "items")
+            u = _checked_index(users, "int32", "users")
+            i = _checked_index(items, "int32", "items")
         else:
-            u = on_device(users, self._fw, np.int32, "users")
-            i = on_device(items, self._fw, np.int32, "items")
+            u = _device_index(self._fw, on_device_any(users, self._fw), "users")
+            i = _device_index(self._fw, on_device_any(items, self._fw), "items")
         if tuple(u.shape) != tuple(i.shape) or len(u.shape) != 1:
             raise ValueError("mfact: users and items must be 1-D arrays of one length")
         if self._fw is None:
@@ -85,40 +94,57 @@ class _Ratings:
         else:
             out = self._fw.zeros(u.shape[0], np.float32)
             self._fw.sync_current()
-        check(_lib.mf_predict_pairs(self.ctx.handle, ctypes.byref(m), u.shape[0], ptr(u),
-                                    ptr(i), ptr(out)), self.ctx.handle, "predict")
+        with self.ctx.lock:
+            check(_lib.mf_predict_pairs(self.ctx.handle, ctypes.byref(m), u.shape[0], ptr(u),
+                                        ptr(i), ptr(out)), self.ctx.handle, "predict")
         return out
-
-    def _failed(self):
-        """A failed fit wrote nothing: no half-made model is left behind."""
-        self.user_factors = self.item_factors = self.user_biases = self.item_biases = None
-        self.mean = 0.0
 
     def rmse(self, ratings):
         """RMSE of the model's predictions over the stored entries of `ratings`."""
         R = as_matrix(ratings, self.ctx)
         m = self._model()
         value = ctypes.c_double()
-        check(_lib.mf_model_rmse(self.ctx.handle, ctypes.byref(m), R.handle,
-                                 ctypes.byref(value)), self.ctx.handle, "rmse")
+        with self.ctx.lock:
+            check(_lib.mf_model_rmse(self.ctx.handle, ctypes.byref(m), R.handle,
+                                     ctypes.byref(value)), self.ctx.handle, "rmse")
         return value.value
 
-    def _outputs(self, R, rank):
-        """Uninitialized arrays: a run that returns writes every element (the biases too,
-        zeros without biases), and one that fails leaves them to _failed. np.zeros of the
-        factors cost 21 ms of a 0.58 s fit on the H100 (numpy zeroes fresh pages)."""
+    def _fit(self, R, T, o, total, unit, run, what):
+        """The run shared by ALS and SGD: outputs made uninitialized (the library writes
+        every element, the biases too, zeros without biases; np.zeros of the factors cost
+        21 ms of a 0.58 s fit on the H100), kept only when the run produced them."""
+        tracker = None
+        if self.show_progress or self.callback is not None:
+            tracker = _progress.Progress(total, unit, self.show_progress, self.callback,
+                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
         users, items = R.shape
-        self._fw = R.framework
-        empty = np.empty if self._fw is None else self._fw.empty
-        self.user_factors = empty((users, rank), np.float32)
-        self.item_factors = empty((items, rank), np.float32)
-        self.user_biases = empty(users, np.float32)
-        self.item_biases = empty(items, np.float32)
-        if self._fw is not None:
-            self._fw.sync_current()
+        fw = R.framework
+        empty = np.empty if fw is None else fw.empty
+        U, V = empty((users, o.rank), np.float32), empty((items, o.rank), np.float32)
+        bu, bi = empty(users, np.float32), empty(items, np.float32)
+        if fw is not None:
+            fw.sync_current()
         b = _lib.Biases()
-        b.user, b.item = ptr(self.user_biases), ptr(self.item_biases)
-        return b
+        b.user, b.item = ptr(bu), ptr(bi)
+        o.bias_out = ctypes.pointer(b)
+        o.test = T.handle if T is not None else None
+        o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
+        where = _lib.MEMORY_DEVICE if fw is not None else _lib.MEMORY_HOST
+        with self.ctx.lock:
+            status, rep = run(self.ctx.handle, R.handle, o, ptr(U), ptr(V), where)
+            if tracker is not None:
+                tracker.close()
+            if status in (0, Cancelled.status):  # the factors of the last completed step
+                self._fw = fw
+                self.user_factors, self.item_factors = U, V
+                self.user_biases, self.item_biases = bu, bi
+                self.mean = float(b.mean)
+                self.report = _report(rep)
+                self.history = tracker.history if tracker is not None else None
+            if tracker is not None:
+                status = tracker.settle(status, Cancelled.status)
+            check(status, self.ctx.handle, what)
+        return rep
 
 
 class ALS(_Ratings):
@@ -164,31 +190,15 @@ class ALS(_Ratings):
         R = as_matrix(ratings, self.ctx)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
-        b = self._outputs(R, o.rank)
-        o.bias_out = ctypes.pointer(b)
-        o.test = T.handle if T is not None else None
-        tracker = None
-        if self.show_progress or self.callback is not None:
-            tracker = _progress.Progress(o.iterations, "it", self.show_progress, self.callback,
-                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
-        fn = _progress.make(_lib.PROGRESS_FN, tracker)
-        o.progress = fn
-        rep = _lib.AlsReport()
-        rep.struct_size = ctypes.sizeof(rep)
-        status = _lib.mf_als_run(self.ctx.handle, R.handle, ctypes.byref(o),
-                                 ptr(self.user_factors), ptr(self.item_factors),
-                                 self._where, ctypes.byref(rep))
-        if tracker is not None:
-            tracker.close()
-        self.mean = float(b.mean)
-        self.report = _report(rep)
+
+        def run(ctx, r, opts, U, V, where):
+            rep = _lib.AlsReport()
+            rep.struct_size = ctypes.sizeof(rep)
+            st = _lib.mf_als_run(ctx, r, ctypes.byref(opts), U, V, where, ctypes.byref(rep))
+            return st, rep
+
+        rep = self._fit(R, T, o, o.iterations, "it", run, "mfact.ALS.fit")
         self.report["solver"] = _SOLVER_NAMES.get(rep.solver, rep.solver)
-        self.history = tracker.history if tracker is not None else None
-        if tracker is not None:
-            status = tracker.settle(status, Cancelled.status)
-        if status != 0:
-            self._failed()
-        check(status, self.ctx.handle, "mfact.ALS.fit")
         return self
 
 
@@ -231,30 +241,15 @@ class SGD(_Ratings):
         R = as_matrix(ratings, self.ctx)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
-        b = self._outputs(R, o.rank)
-        o.bias_out = ctypes.pointer(b)
-        o.test = T.handle if T is not None else None
-        tracker = None
-        if self.show_progress or self.callback is not None:
-            tracker = _progress.Progress(o.epochs, "epoch", self.show_progress, self.callback,
-                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
-        fn = _progress.make(_lib.PROGRESS_FN, tracker)
-        o.progress = fn
-        rep = _lib.SgdReport()
-        rep.struct_size = ctypes.sizeof(rep)
-        status = _lib.mf_sgd_hogwild_run(self.ctx.handle, R.handle, ctypes.byref(o),
-                                         ptr(self.user_factors), ptr(self.item_factors),
-                                         self._where, ctypes.byref(rep))
-        if tracker is not None:
-            tracker.close()
-        self.mean = float(b.mean)
-        self.report = _report(rep)
-        self.history = tracker.history if tracker is not None else None
-        if tracker is not None:
-            status = tracker.settle(status, Cancelled.status)
-        if status != 0:
-            self._failed()
-        check(status, self.ctx.handle, "mfact.SGD.fit")
+
+        def run(ctx, r, opts, U, V, where):
+            rep = _lib.SgdReport()
+            rep.struct_size = ctypes.sizeof(rep)
+            st = _lib.mf_sgd_hogwild_run(ctx, r, ctypes.byref(opts), U, V, where,
+                                         ctypes.byref(rep))
+            return st, rep
+
+        self._fit(R, T, o, o.epochs, "epoch", run, "mfact.SGD.fit")
         return self
 
 
@@ -305,8 +300,10 @@ class BMF:
         o.progress = fn
         rep = _lib.BmfReport()
         rep.struct_size = ctypes.sizeof(rep)
-        status = _lib.mf_bmf_run(self.ctx.handle, M.handle, ctypes.byref(o), ptr(A_bits),
-                                 ptr(B_bits), _lib.MEMORY_HOST, ctypes.byref(rep))
+        self.A = self.B = self.report = None  # a failed fit leaves no earlier result behind
+        with self.ctx.lock:
+            status = _lib.mf_bmf_run(self.ctx.handle, M.handle, ctypes.byref(o), ptr(A_bits),
+                                     ptr(B_bits), _lib.MEMORY_HOST, ctypes.byref(rep))
         if tracker is not None:
             tracker.close()
         if tracker is not None:
@@ -374,9 +371,10 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
     o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
     rep = _lib.AsdReport()
     rep.struct_size = ctypes.sizeof(rep)
-    status = _lib.mf_asd_run(ctx.handle, M.handle, ctypes.byref(o), ptr(X), ptr(Y),
-                             _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE,
-                             ctypes.byref(rep))
+    with ctx.lock:
+        status = _lib.mf_asd_run(ctx.handle, M.handle, ctypes.byref(o), ptr(X), ptr(Y),
+                                 _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE,
+                                 ctypes.byref(rep))
     if tracker is not None:
         tracker.close()
         status = tracker.settle(status, Cancelled.status)

@@ -28,8 +28,9 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     if pattern:
         o.flags |= _lib.SPARSE_PATTERN
     out = ctypes.c_void_p()
-    check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
-                              ctypes.byref(o)), ctx.handle, "mfact.read")
+    with ctx.lock:
+        check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
+                                  ctypes.byref(o)), ctx.handle, "mfact.read")
     m = Matrix.__new__(Matrix)
     m.ctx, m._handle, m.framework = ctx, out.value, None
     rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
@@ -61,9 +62,10 @@ def _run(ctx, fw, call, what):
     """A stream-ordered call: device inputs ready before it, its result after it."""
     if fw is not None:
         fw.sync_current()
-    check(call(), ctx.handle, what)
-    if fw is not None:
-        fw.sync_stream(_lib.mf_ctx_stream(ctx.handle))
+    with ctx.lock:
+        check(call(), ctx.handle, what)
+        if fw is not None:
+            fw.sync_stream(_lib.mf_ctx_stream(ctx.handle))
 
 
 def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
@@ -85,8 +87,9 @@ def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
     elif tuple(out.shape) != (M.nnz,) or (
             not fw.is_c(out, np.float32) if fw is not None else
             not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
-                 out.flags["C_CONTIGUOUS"])):
-        raise ValueError(f"mfact.sddmm: out must be a C-contiguous float32 array of {M.nnz}")
+                 out.flags["C_CONTIGUOUS"] and out.flags["WRITEABLE"])):
+        raise ValueError(f"mfact.sddmm: out must be a writable C-contiguous float32 array of "
+                         f"{M.nnz}")
     where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
     _run(ctx, fw, lambda: _lib.mf_sddmm(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1],
                                         ptr(B), B.shape[1], float(alpha), float(beta),

@@ -54,7 +54,9 @@ def test_same_result_as_the_c_tool(tmp_path, algo):
 
 def test_predictions_are_the_model(ctx):
     R = random_ratings(120, 80, 0.2, 2)
-    m = mfact.ALS(rank=6, iterations=3, ctx=ctx).fit(R)
+    # A small lambda: the factor term must matter, or a swapped U and V would pass.
+    m = mfact.ALS(rank=6, iterations=3, lambda_=0.05, ctx=ctx).fit(R)
+    assert np.abs(np.einsum("pk,pk->p", m.user_factors[:5], m.item_factors[:5])).max() > 0.1
     users = np.array([0, 5, 119, 200, 7], np.int64)  # 200: a user the model has not seen
     items = np.array([1, 79, 0, 3, 500], np.int64)   # 500: an item it has not seen
     got = m.predict(users, items)

@@ -113,6 +113,39 @@ def test_error_paths(ctx):
         other.backend
 
 
+def test_lifetimes_and_bad_uses(ctx):
+    R = random_ratings(20, 10, 0.4, 5)
+    other = mfact.Context(backend="cpu")
+    M = mfact.Matrix(R, ctx=other)
+    other.close()  # frees M first: M must not reach the freed context
+    with pytest.raises(ValueError, match="closed"):
+        M.to_scipy()
+    with pytest.raises(mfact.InvalidArgument, match="cpu_threads"):
+        mfact.Context(backend="cpu", threads=10**6)  # the library's own message
+    m = mfact.ALS(rank=3, lambda_=0.05, ctx=ctx).fit(R)
+    U = m.user_factors
+    with pytest.raises(mfact.InvalidArgument):
+        m.fit(R, test=random_ratings(20, 11, 0.4, 6))
+    assert m.user_factors is U  # a failed fit leaves the last good model as it was
+    with pytest.raises(ValueError, match="index past"):
+        m.predict(np.array([2**32 + 3]), np.array([0]))  # never wrapped to user 3
+    with pytest.raises(TypeError):
+        m.predict(np.array([1.9]), np.array([0]))
+    with pytest.raises(mfact.InvalidData):
+        m.predict(np.array([-1]), np.array([0]))
+    before = m.predict([1, 4], [2, 7])
+    m.user_factors = np.asfortranarray(m.user_factors.astype(np.float64))
+    np.testing.assert_allclose(m.predict([1, 4], [2, 7]), before, rtol=1e-6)  # converted
+    m.user_biases = m.user_biases[:3]
+    with pytest.raises(ValueError, match="do not agree"):
+        m.predict([0], [0])
+    S = random_ratings(4, 5, 0.5, 1)
+    ro = np.frombuffer(bytes(4 * S.nnz), dtype=np.float32)
+    with pytest.raises(ValueError, match="writable"):
+        mfact.sddmm(S, np.ones((4, 2), np.float32), np.ones((5, 2), np.float32), out=ro,
+                    ctx=ctx)
+
+
 def test_context(ctx):
     assert ctx.backend == "cpu" and "cpu" in repr(ctx)
     assert mfact.default_context().backend in ("cpu", "cuda")
