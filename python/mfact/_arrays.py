@@ -26,11 +26,7 @@ class Matrix:
         self.ctx._own(self)
         # Where a fit on this matrix puts its results: the device of its arrays, or the host.
         self.framework = _device.Framework(data) if _device.is_device(data) else None
-        rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
-        check(_lib.mf_sparse_shape(self._handle, ctypes.byref(rows), ctypes.byref(cols),
-                                   ctypes.byref(nnz)), self.ctx.handle)
-        self.shape = (rows.value, cols.value)
-        self.nnz = nnz.value
+        self.shape, self.nnz = shape_of(self.ctx, self._handle)
 
     @property
     def handle(self):
@@ -42,7 +38,7 @@ class Matrix:
     def to_scipy(self):
         """The stored entries as a scipy.sparse.csr_matrix (canonical order)."""
         with self.ctx.lock:
-            return _to_scipy(self.ctx, self.handle, self.shape, self.nnz)
+            return to_scipy(self.ctx, self.handle, self.shape, self.nnz)
 
     def close(self):
         if getattr(self, "_handle", None) is not None:
@@ -57,6 +53,14 @@ class Matrix:
 
     def __repr__(self):
         return f"mfact.Matrix({self.shape[0]} x {self.shape[1]}, nnz={self.nnz})"
+
+
+def shape_of(ctx, handle):
+    """((rows, cols), nnz) of an mf_sparse."""
+    rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
+    check(_lib.mf_sparse_shape(handle, ctypes.byref(rows), ctypes.byref(cols),
+                               ctypes.byref(nnz)), ctx.handle)
+    return (rows.value, cols.value), nnz.value
 
 
 def as_matrix(data, ctx, pattern=False):
@@ -201,7 +205,7 @@ def _build_device(ctx, data, pattern, flags):
     return out.value
 
 
-def _to_scipy(ctx, handle, shape, nnz):
+def to_scipy(ctx, handle, shape, nnz):
     indptr = np.empty(shape[0] + 1, np.int64)
     indices = np.empty(max(nnz, 1), np.int32)
     values = np.empty(max(nnz, 1), np.float32)

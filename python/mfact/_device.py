@@ -86,18 +86,21 @@ class Framework:
     def is_c(self, x, dtype):
         """Whether x already is a C-contiguous array of dtype (usable as it is)."""
         if self.name == "torch":
-            return x.dtype == self.convert(x[:0], dtype).dtype and x.is_contiguous()
+            return x.dtype == self._torch_dtype(dtype) and x.is_contiguous()
         return x.dtype == dtype and x.flags.c_contiguous
 
-    def zeros(self, shape, dtype):
+    def _alloc(self, kind, shape, dtype):
         if self.name == "torch":
-            return self.torch.zeros(shape, dtype=self._torch_dtype(dtype), device=self.device)
-        return self.cupy.zeros(shape, dtype=dtype)
+            return getattr(self.torch, kind)(shape, dtype=self._torch_dtype(dtype),
+                                             device=self.device)
+        return getattr(self.cupy, kind)(shape, dtype=dtype)
+
+    def zeros(self, shape, dtype):
+        return self._alloc("zeros", shape, dtype)
 
     def empty(self, shape, dtype):
-        if self.name == "torch":
-            return self.torch.empty(shape, dtype=self._torch_dtype(dtype), device=self.device)
-        return self.cupy.empty(shape, dtype=dtype)
+        """For outputs the library writes whole."""
+        return self._alloc("empty", shape, dtype)
 
     def asarray(self, host, dtype):
         if self.name == "torch":

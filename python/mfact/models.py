@@ -92,7 +92,7 @@ class _Ratings:
         if self._fw is None:
             out = np.empty(u.shape[0], np.float32)
         else:
-            out = self._fw.zeros(u.shape[0], np.float32)
+            out = self._fw.empty(u.shape[0], np.float32)
             self._fw.sync_current()
         with self.ctx.lock:
             check(_lib.mf_predict_pairs(self.ctx.handle, ctypes.byref(m), u.shape[0], ptr(u),

@@ -5,7 +5,7 @@ import os
 import numpy as np
 
 from . import _device, _lib
-from ._arrays import Matrix, as_c, as_matrix, on_device, ptr
+from ._arrays import as_c, as_matrix, on_device, ptr, shape_of, to_scipy
 from ._context import resolve
 from ._errors import check
 
@@ -31,16 +31,11 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     with ctx.lock:
         check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
                                   ctypes.byref(o)), ctx.handle, "mfact.read")
-    m = Matrix.__new__(Matrix)
-    m.ctx, m._handle, m.framework = ctx, out.value, None
-    rows, cols, nnz = ctypes.c_int32(), ctypes.c_int32(), ctypes.c_int64()
-    check(_lib.mf_sparse_shape(m._handle, ctypes.byref(rows), ctypes.byref(cols),
-                               ctypes.byref(nnz)), ctx.handle)
-    m.shape, m.nnz = (rows.value, cols.value), nnz.value
-    try:
-        return m.to_scipy()
-    finally:
-        m.close()
+        try:
+            shape, nnz = shape_of(ctx, out.value)
+            return to_scipy(ctx, out.value, shape, nnz)
+        finally:
+            _lib.mf_sparse_destroy(out.value)
 
 
 def _factor(a, rows, name, fw):
@@ -83,7 +78,7 @@ def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
     if out is None:
         if beta != 0.0:
             raise ValueError("mfact.sddmm: beta != 0 needs out")
-        out = np.empty(M.nnz, np.float32) if fw is None else fw.zeros(M.nnz, np.float32)
+        out = np.empty(M.nnz, np.float32) if fw is None else fw.empty(M.nnz, np.float32)
     elif tuple(out.shape) != (M.nnz,) or (
             not fw.is_c(out, np.float32) if fw is not None else
             not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
@@ -108,7 +103,7 @@ def spmm(S, X, alpha=1.0, transpose=False, ctx=None):
     if len(X.shape) != 2 or X.shape[0] != q:
         raise ValueError(f"mfact.spmm: X must have {q} rows, not shape {tuple(X.shape)}")
     n = X.shape[1]
-    Y = np.empty((p, n), np.float32) if fw is None else fw.zeros((p, n), np.float32)
+    Y = np.empty((p, n), np.float32) if fw is None else fw.empty((p, n), np.float32)
     where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
     _run(ctx, fw, lambda: _lib.mf_spmm(ctx.handle, 1 if transpose else 0, M.handle, n,
                                        float(alpha), ptr(X), n, 0.0, ptr(Y), n, where),

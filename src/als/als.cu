@@ -81,28 +81,30 @@ solve_kernel cg_solver(int kp)
     return kp >= 8 && kp <= ALS_CG_MAX_KP ? by_t8[kp / 8 - 1] : NULL;
 }
 
+cudaError_t cg_grid_cap(int kp, int tiles, int sms, int64_t *cap)
+{
+    int per_sm = 0;
+    solve_kernel f = cg_solver(kp);
+    if (!f)
+        return cudaErrorInvalidValue; /* als.c keeps CG to kp <= ALS_CG_MAX_KP */
+    cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, f, als_cg_threads(kp), (size_t)tiles * ALS_TILE_FLOATS * sizeof(float));
+    *cap = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+    return err;
+}
+
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
-                          cudaStream_t stream)
+                          cudaStream_t stream, int64_t cg_cap)
 {
     if (a.cg_steps > 0) {
-        /* A persistent grid, as many blocks as fit at once (als_cg.cuh says why). */
+        /* A persistent grid of cg_cap blocks at most (als_cg.cuh says why). */
         solve_kernel f = cg_solver(a.kp);
         if (!f)
-            return cudaErrorInvalidValue; /* als.c keeps CG to kp <= ALS_CG_MAX_KP */
-        const int threads = als_cg_threads(a.kp);
-        const size_t bytes = (size_t)a.tiles * ALS_TILE_FLOATS * sizeof(float);
-        int per_sm = 0, sms = 0, device = 0;
-        cudaError_t err = cudaGetDevice(&device);
-        if (err == cudaSuccess)
-            err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-        if (err == cudaSuccess)
-            err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, bytes);
-        if (err != cudaSuccess)
-            return err;
-        const int64_t cap = (int64_t)(per_sm > 0 ? per_sm : 1) * sms;
+            return cudaErrorInvalidValue;
         als_solve_args b = a;
         b.systems = systems;
-        f<<<(unsigned)(systems < cap ? systems : cap), threads, bytes, stream>>>(b);
+        f<<<(unsigned)(systems < cg_cap ? systems : cg_cap), als_cg_threads(a.kp),
+            (size_t)a.tiles * ALS_TILE_FLOATS * sizeof(float), stream>>>(b);
         return cudaGetLastError();
     }
     if (solve_kernel f = warp_solver(a.kp))
@@ -306,7 +308,8 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
                         e->weighted,
                         e->cg_steps,
                         0};
-    return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream);
+    return solver_launch(a, (unsigned)(r1 - r0), solver_smem(e), e->ctx->link.cuda->stream,
+                         e->cg_cap);
 }
 
 mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
@@ -455,6 +458,9 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
     MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
+    if (e->cg_steps > 0)
+        MF_CUDA_TRY(ctx, cg_grid_cap(e->kp, e->tiles, ctx->link.cuda->prop.multiProcessorCount,
+                                     &e->cg_cap));
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;

@@ -41,7 +41,8 @@ struct cuda_engine {
     int ks; /* the systems' order: k, or k + 1 with biases */
     float lambda;
     int biases, weighted;
-    int cg_steps; /* 0: the exact solver; else als_cg.cuh's, this many steps */
+    int cg_steps;   /* 0: the exact solver; else als_cg.cuh's, this many steps */
+    int64_t cg_cap; /* its persistent grid (cg_grid_cap), set up once */
     float lambda_bias, mean;
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */
@@ -56,8 +57,11 @@ int tile_count(int kp);
 /* The solver's shared memory for one system, its attribute, and its launch. */
 size_t solver_smem_bytes(int kp, int tiles);
 cudaError_t solver_allow_smem(int kp, size_t smem);
+/* cg_cap: the CG solver's persistent grid (cg_grid_cap; unused by the exact solvers). */
 cudaError_t solver_launch(const als_solve_args &a, unsigned systems, size_t smem,
-                          cudaStream_t stream);
+                          cudaStream_t stream, int64_t cg_cap);
+/* Blocks of the CG solver for kp that run at once on sms multiprocessors. */
+cudaError_t cg_grid_cap(int kp, int tiles, int sms, int64_t *cap);
 /* The Gram kernel of side s: mode MF_ALS_GRAM_AUTO (als_internal.h) picks by the side's
  * segment lengths, the others force one (tensor cores only where they run). */
 mf_status pick_gram(cuda_engine *e, side_plan *s, int mode);

@@ -110,8 +110,11 @@ mf_status mf_cuda_als_solve_dense(mf_ctx *ctx, int k, int count, const float *A,
         cudaError_t err = cudaMemsetAsync(d_failed.ptr, 0xff, sizeof failed, stream);
         if (err == cudaSuccess)
             err = solver_allow_smem(kp, smem);
+        int64_t cg_cap = 0;
+        if (err == cudaSuccess && cg_steps > 0)
+            err = cg_grid_cap(kp, tiles, ctx->link.cuda->prop.multiProcessorCount, &cg_cap);
         if (err == cudaSuccess)
-            err = solver_launch(a, (unsigned)count, smem, stream);
+            err = solver_launch(a, (unsigned)count, smem, stream, cg_cap);
         if (err == cudaSuccess)
             err = cudaMemcpyAsync(xp, d_x.ptr, (size_t)count * kp * sizeof(float),
                                   cudaMemcpyDeviceToHost, stream);
