@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------- */
 
 #define MF_VERSION_MAJOR 0
-#define MF_VERSION_MINOR 2
+#define MF_VERSION_MINOR 3
 #define MF_VERSION_PATCH 0
 /* One number that orders versions: 10000 * major + 100 * minor + patch. */
 #define MF_VERSION_NUMBER (MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH)
@@ -906,6 +906,130 @@ MF_API void mf_asd_opts_init(mf_asd_opts *opts);
  * its last completed iteration. */
 MF_API mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *opts,
                             float *X, float *Y, mf_memory where, mf_asd_report *report);
+
+/* ------------------------------------------------------------------------------------- */
+/* Implicit feedback: confidence-weighted ALS (since 0.3)                                */
+/* ------------------------------------------------------------------------------------- */
+
+/* How a stored interaction's value r (a play count, a click count; a pattern's are 1)
+ * becomes its confidence c. Unstored pairs have confidence 1 and preference 0. */
+typedef enum mf_ials_confidence {
+    MF_IALS_CONFIDENCE_LINEAR = 0, /* c = 1 + alpha r (Hu, Koren & Volinsky; implicit's)   */
+    MF_IALS_CONFIDENCE_LOG = 1     /* c = 1 + alpha log(1 + r / epsilon)                    */
+} mf_ials_confidence;
+
+typedef enum mf_ials_init {
+    /* Every entry of U and V uniform in [0, 0.01) from the context's seed (implicit's). */
+    MF_IALS_INIT_RANDOM = 0,
+    /* U and V as the caller passes them: a warm start that continues a run. */
+    MF_IALS_INIT_GIVEN = 1
+} mf_ials_init;
+
+typedef struct mf_ials_opts {
+    size_t struct_size;            /* sizeof(mf_ials_opts), set by mf_ials_opts_init       */
+    int rank;                      /* k, 1..512; default 64                                */
+    float lambda;                  /* >= 0, the ridge penalty of every row; default 0.01   */
+    float alpha;                   /* >= 0, the confidence scale; default 1                */
+    mf_ials_confidence confidence; /* default MF_IALS_CONFIDENCE_LINEAR                    */
+    float epsilon;                 /* > 0, MF_IALS_CONFIDENCE_LOG's scale; default 1       */
+    int iterations;                /* >= 1 full sweeps (users, then items); default 15     */
+    mf_ials_init init;             /* default MF_IALS_INIT_RANDOM                          */
+    /* MF_ALS_SOLVER_EXACT: each row's k x k system solved by Cholesky; CG: cg_steps
+     * conjugate-gradient steps from the row's previous factors, never forming the system
+     * (implicit's solver); AUTO (default): CG. */
+    mf_als_solver solver;
+    int cg_steps;            /* 1..64; default 3 (implicit's)                               */
+    mf_progress_fn progress; /* optional; train_rmse carries the loss per pair (below)      */
+    void *progress_user;     /* passed to progress                                          */
+} mf_ials_opts;
+
+typedef struct mf_ials_report {
+    size_t struct_size;       /* set by the caller: sizeof(mf_ials_report)                 */
+    int iterations;           /* completed                                                 */
+    double seconds;           /* the whole call                                            */
+    double iteration_seconds; /* the iterations alone                                      */
+    double loss;              /* the objective over users x items pairs, after the last    */
+                              /* completed iteration (NaN: not computed, no progress fn)   */
+    mf_als_solver solver;     /* EXACT or CG (AUTO resolved)                               */
+    size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU          */
+} mf_ials_report;
+
+MF_API void mf_ials_opts_init(mf_ials_opts *opts);
+
+/* Implicit-feedback ALS (Hu, Koren & Volinsky, "Collaborative Filtering for Implicit
+ * Feedback Datasets", 2008): minimize over U (users x k) and V (items x k)
+ *     sum over ALL (u, i) of c_ui (p_ui - U_u . V_i)^2 + lambda (|U|^2 + |V|^2)
+ * where p_ui = 1 and c_ui the confidence of a stored interaction, p_ui = 0 and c_ui = 1
+ * elsewhere. The users x items pairs are never formed: a half-step builds V^T V once and
+ * adds each row's sparse correction sum (c - 1) V_i V_i^T over its stored items. A row
+ * without interactions gets zeros. U and V are row-major with leading dimension k in `where`
+ * memory, read with MF_IALS_INIT_GIVEN and written with the result. The loss reported
+ * (report->loss, progress's train_rmse) is the objective divided by users x items.
+ *
+ * Errors (U and V untouched): NULL arguments, rank outside 1..512, lambda or alpha < 0 or not
+ * finite, epsilon <= 0, iterations < 1, cg_steps outside 1..64, an unknown enum value:
+ * MF_ERR_INVALID_ARGUMENT; a stored value that is negative (it would make a confidence
+ * below 1 or not a number), or a given factor that is not finite: MF_ERR_INVALID_DATA
+ * naming it; a system that is not positive definite (lambda = 0): MF_ERR_NUMERIC naming the
+ * row. A cancelled run hands over its last completed iteration. */
+MF_API mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
+                             float *U, float *V, mf_memory where, mf_ials_report *report);
+
+/* Factors for users the model has not seen (fold-in): each row of `interactions` (new
+ * users x the model's items) is solved exactly against the trained item factors V (items x
+ * k, leading dimension k) under opts's rank, lambda and confidence, into the row of U
+ * (rows x k, leading dimension k). A training user's row reproduces what the run's last
+ * user half-step would compute from V (implicit's recalculate_user). U and V in `where`
+ * memory. Errors as mf_ials_run; U untouched on failure. */
+MF_API mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions,
+                                 const mf_ials_opts *opts, const float *V, float *U,
+                                 mf_memory where);
+
+/* ------------------------------------------------------------------------------------- */
+/* Recommendations and ranking metrics (since 0.3)                                       */
+/* ------------------------------------------------------------------------------------- */
+
+/* Top-N items for each of n users: out_items[b * N + j] is user users[b]'s j-th best item
+ * by the model's score (mf_predict's: mean + biases + U_u . V_i; implicit models have no
+ * biases), out_scores the same places' scores. Ties order by the smaller item id. With
+ * `exclude` (NULL: none), a matrix whose row u lists user u's items to leave out (the
+ * training interactions; rows past its end exclude nothing), those items are never
+ * returned. A user with fewer than N candidates gets item -1 and score -INFINITY in the
+ * places left. users, out_items and out_scores live in model->where memory. A user >=
+ * model->users is unseen: scored by mean + item bias. Errors (outputs untouched): bad
+ * model (as mf_predict), n < 0, N < 1, NULL arrays when n > 0, `exclude` with fewer columns
+ * than the model's items: MF_ERR_INVALID_ARGUMENT; a negative user id: MF_ERR_INVALID_DATA
+ * naming its position. */
+MF_API mf_status mf_recommend(mf_ctx *ctx, const mf_model *model, int64_t n, const int32_t *users,
+                              const mf_sparse *exclude, int N, int32_t *out_items,
+                              float *out_scores);
+
+/* Top-N most similar items to each of n items by the cosine of their rows of V (an item
+ * with a zero row has similarity 0 to all), the item itself left out; layout, ties and
+ * padding as mf_recommend. Item ids >= model->items or negative: MF_ERR_INVALID_DATA. */
+MF_API mf_status mf_similar_items(mf_ctx *ctx, const mf_model *model, int64_t n,
+                                  const int32_t *items, int N, int32_t *out_items,
+                                  float *out_scores);
+
+/* Ranking quality of a model on held-out interactions, as implicit's ranking_metrics_at_k
+ * computes it, so that the numbers compare: for each user with held-out items T_u (a row
+ * of `test`), the top N recommendations excluding the user's `train` items; precision@N
+ * is the hits over sum min(N, |T_u|); MAP@N and NDCG@N average per user (AP over
+ * min(N, |T_u|); DCG with 1 / log2(rank + 1) over the ideal); AUC per user from the top-N
+ * list, the unlisted positives counted as ranked in the middle of the rest. */
+typedef struct mf_ranking {
+    size_t struct_size; /* set by the caller: sizeof(mf_ranking)                           */
+    double precision;   /* precision@N                                                     */
+    double map;         /* MAP@N                                                           */
+    double ndcg;        /* NDCG@N                                                          */
+    double auc;         /* AUC                                                             */
+    int64_t users;      /* users with held-out items (those averaged over)                 */
+} mf_ranking;
+
+/* `test` and `train` (NULL: nothing excluded) are users x items with the model's items
+ * as columns. Errors: as mf_recommend; `out`'s struct_size too small. */
+MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_sparse *train,
+                                     const mf_sparse *test, int N, mf_ranking *out);
 
 /* ===================================================================================== */
 /* EXPERIMENTAL                                                                          */

@@ -10,18 +10,10 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/model.h"
 #include "core/staging.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
-
-void mf_model_init(mf_model *model)
-{
-    if (!model)
-        return;
-    memset(model, 0, sizeof *model);
-    model->struct_size = sizeof *model;
-    model->where = MF_MEMORY_HOST;
-}
 
 /* Host arrays on a CUDA context go up once; `bufs` owns the copies (4 of them). */
 static mf_status stage_model(mf_ctx *ctx, int32_t rows, int32_t cols, int k, const float **A,
@@ -50,37 +42,6 @@ static void free_bufs(mf_ctx *ctx, mf_dbuf *bufs, int n)
 }
 
 /* ---- the public functions ------------------------------------------------------------- */
-
-/* The fields of a model the caller set, checked; *m gets them (struct_size honoured). */
-static mf_status check_model(mf_ctx *ctx, const mf_model *model, const char *fn, mf_model *m)
-{
-    MF_REQUIRE(ctx, model, "%s: model is NULL", fn);
-    MF_REQUIRE(ctx, model->struct_size >= offsetof(mf_model, where) + sizeof model->where,
-               "%s: model->struct_size = %zu is too small (set it with mf_model_init)", fn,
-               model->struct_size);
-    mf_model_init(m);
-    memcpy(m, model, sizeof *m < model->struct_size ? sizeof *m : model->struct_size);
-    MF_REQUIRE(ctx, m->users >= 1 && m->items >= 1,
-               "%s: the model's users = %d and items = %d must be at least 1", fn, m->users,
-               m->items);
-    MF_REQUIRE(ctx, m->k >= 1, "%s: the model's k = %d must be at least 1", fn, m->k);
-    MF_REQUIRE(ctx, m->ldu >= m->k, "%s: ldu = %lld is less than k = %d", fn, (long long)m->ldu,
-               m->k);
-    MF_REQUIRE(ctx, m->ldv >= m->k, "%s: ldv = %lld is less than k = %d", fn, (long long)m->ldv,
-               m->k);
-    MF_REQUIRE(ctx, m->U && m->V, "%s: the model's U and V must not be NULL", fn);
-    MF_REQUIRE(ctx, isfinite(m->mean), "%s: the model's mean = %g is not finite", fn,
-               (double)m->mean);
-    MF_REQUIRE(ctx, m->where == MF_MEMORY_HOST || m->where == MF_MEMORY_DEVICE,
-               "%s: the model's where = %d is not an mf_memory value", fn, (int)m->where);
-    MF_TRY(mf_check_memory(ctx, m->U, m->where, fn, "U"));
-    MF_TRY(mf_check_memory(ctx, m->V, m->where, fn, "V"));
-    if (m->user_bias)
-        MF_TRY(mf_check_memory(ctx, m->user_bias, m->where, fn, "user_bias"));
-    if (m->item_bias)
-        MF_TRY(mf_check_memory(ctx, m->item_bias, m->where, fn, "item_bias"));
-    return MF_OK;
-}
 
 static mf_pairs_call pairs_of(const mf_model *m, int64_t n, const int32_t *user,
                               const int32_t *item, float *out)
@@ -174,7 +135,7 @@ mf_status mf_predict_pairs(mf_ctx *ctx, const mf_model *model, int64_t n, const 
     static const char fn[] = "mf_predict_pairs";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     mf_model m;
-    MF_TRY(check_model(ctx, model, fn, &m));
+    MF_TRY(mf_model_check(ctx, model, fn, &m));
     MF_REQUIRE(ctx, n >= 0, "%s: n = %lld must be >= 0", fn, (long long)n);
     if (n == 0)
         return MF_OK;
@@ -264,7 +225,7 @@ mf_status mf_predict(mf_ctx *ctx, const mf_model *model, const mf_sparse *at, fl
     static const char fn[] = "mf_predict";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     mf_model m;
-    MF_TRY(check_model(ctx, model, fn, &m));
+    MF_TRY(mf_model_check(ctx, model, fn, &m));
     MF_TRY(check_matrix(ctx, at, fn, "at"));
     if (at->nnz == 0)
         return MF_OK;
@@ -281,7 +242,7 @@ mf_status mf_model_rmse(mf_ctx *ctx, const mf_model *model, const mf_sparse *rat
     static const char fn[] = "mf_model_rmse";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     mf_model m;
-    MF_TRY(check_model(ctx, model, fn, &m));
+    MF_TRY(mf_model_check(ctx, model, fn, &m));
     MF_TRY(check_matrix(ctx, ratings, fn, "ratings"));
     MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
     mf_sparse *R = (mf_sparse *)ratings;

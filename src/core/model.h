@@ -1,0 +1,19 @@
+/* The caller's mf_model, checked once for every function that takes one. */
+#ifndef MF_CORE_MODEL_H
+#define MF_CORE_MODEL_H
+
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The fields of `model` the caller set (struct_size honoured) into *m, checked: shape,
+ * leading dimensions, non-NULL factors, a finite mean, and every array in m->where memory.
+ * fn names the public function in messages. */
+mf_status mf_model_check(mf_ctx *ctx, const mf_model *model, const char *fn, mf_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

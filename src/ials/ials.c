@@ -1,0 +1,218 @@
+/* mf_ials_run and mf_ials_fold_in: argument checks, the starts, the iteration loop. The
+ * arithmetic lives in the engines (ials_cpu.c, ials.cu); this file is the same for both, so
+ * that CPU and GPU runs start from the same factors and fail alike. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ctx.h"
+#include "core/random.h"
+#include "core/run.h"
+#include "cuda/cuda_backend.h"
+#include "ials/ials_internal.h"
+
+/* The Philox streams of the initial factors: fixed, so that a seed means one start. */
+#define IALS_STREAM_U 0x69414c5355ull
+#define IALS_STREAM_V 0x69414c5356ull
+
+void mf_ials_opts_init(mf_ials_opts *opts)
+{
+    if (!opts)
+        return;
+    memset(opts, 0, sizeof *opts);
+    opts->struct_size = sizeof *opts;
+    opts->rank = 64;
+    opts->lambda = 0.01f;
+    opts->alpha = 1.0f;
+    opts->confidence = MF_IALS_CONFIDENCE_LINEAR;
+    opts->epsilon = 1.0f;
+    opts->iterations = 15;
+    opts->init = MF_IALS_INIT_RANDOM;
+    opts->solver = MF_ALS_SOLVER_AUTO;
+    opts->cg_steps = 3;
+}
+
+static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, int run)
+{
+    MF_REQUIRE(ctx, o->rank >= 1 && o->rank <= 512, "%s: rank = %d is outside 1..512", fn, o->rank);
+    MF_REQUIRE(ctx, o->lambda >= 0.0f && isfinite(o->lambda),
+               "%s: lambda = %g must be finite and >= 0", fn, (double)o->lambda);
+    MF_REQUIRE(ctx, o->alpha >= 0.0f && isfinite(o->alpha),
+               "%s: alpha = %g must be finite and >= 0", fn, (double)o->alpha);
+    MF_REQUIRE(
+        ctx, o->confidence == MF_IALS_CONFIDENCE_LINEAR || o->confidence == MF_IALS_CONFIDENCE_LOG,
+        "%s: confidence = %d is not an mf_ials_confidence value", fn, (int)o->confidence);
+    MF_REQUIRE(ctx, o->epsilon > 0.0f && isfinite(o->epsilon),
+               "%s: epsilon = %g must be finite and > 0", fn, (double)o->epsilon);
+    if (!run)
+        return MF_OK;
+    MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
+               o->iterations);
+    MF_REQUIRE(ctx, o->init == MF_IALS_INIT_RANDOM || o->init == MF_IALS_INIT_GIVEN,
+               "%s: init = %d is not an mf_ials_init value", fn, (int)o->init);
+    MF_REQUIRE(ctx,
+               o->solver == MF_ALS_SOLVER_AUTO || o->solver == MF_ALS_SOLVER_EXACT ||
+                   o->solver == MF_ALS_SOLVER_CG,
+               "%s: solver = %d is not an mf_als_solver value", fn, (int)o->solver);
+    MF_REQUIRE(ctx, o->cg_steps >= 1 && o->cg_steps <= 64, "%s: cg_steps = %d is outside 1..64", fn,
+               o->cg_steps);
+    return MF_OK;
+}
+
+/* Stored values must be >= 0: a negative one would make a confidence below 1 (or, on the
+ * log scale, not a number). */
+static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, const char *fn)
+{
+    if (!R->val)
+        return MF_OK;
+    int64_t bad = -1;
+    for (int64_t p = 0; p < R->nnz && bad < 0; p++)
+        if (R->val[p] < 0.0f)
+            bad = p;
+    if (bad < 0)
+        return MF_OK;
+    int32_t row = 0;
+    while (R->row_ptr[row + 1] <= bad)
+        row++;
+    return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                   "%s: the interaction (%d, %d) has the value %g; confidences need values >= 0",
+                   fn, row, R->col[bad], (double)R->val[bad]);
+}
+
+/* A caller's factor (n floats in `where` memory) into host F0, checked finite. */
+static mf_status load_given(mf_ctx *ctx, const float *F, int64_t rows, int k, mf_memory where,
+                            float *F0, const char *fn, const char *name)
+{
+    const size_t bytes = (size_t)rows * k * sizeof *F0;
+    if (where == MF_MEMORY_DEVICE)
+        MF_TRY(mf_cuda_copy(ctx, F0, F, bytes));
+    else
+        memcpy(F0, F, bytes);
+    for (int64_t p = 0; p < rows * k; p++)
+        if (!isfinite(F0[p]))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "%s: the given %s[%lld][%lld] = %g is not finite", fn, name,
+                           (long long)(p / k), (long long)(p % k), (double)F0[p]);
+    return MF_OK;
+}
+
+static int cg_steps_for(const mf_ials_opts *o)
+{
+    return o->solver == MF_ALS_SOLVER_EXACT ? 0 : o->cg_steps;
+}
+
+static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, mf_ials_report *rep)
+{
+    mf_status st = MF_OK;
+    double iter = 0.0;
+    for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
+        const double t0 = mf_seconds();
+        st = e->half_step(e, MF_IALS_USERS);
+        if (st == MF_OK)
+            st = e->half_step(e, MF_IALS_ITEMS);
+        if (st != MF_OK)
+            break;
+        iter += mf_seconds() - t0;
+        rep->iterations = it;
+        if (!o->progress)
+            continue;
+        st = e->loss(e, &rep->loss);
+        if (st != MF_OK)
+            break;
+        mf_progress p = {it, mf_run_seconds(run), rep->loss, NAN};
+        st = mf_run_cancelled(run, o->progress(o->progress_user, &p), "iteration", it);
+    }
+    rep->iteration_seconds = iter;
+    return st;
+}
+
+mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
+                      float *U, float *V, mf_memory where, mf_ials_report *report)
+{
+    static const char fn[] = "mf_ials_run";
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    mf_run run;
+    mf_ials_report rep = {.loss = NAN};
+    MF_TRY(mf_run_begin(&run, ctx,
+                        &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(U, V), where,
+                                       MF_RUN_OPTS(mf_ials_opts, &o, opts),
+                                       MF_RUN_REPORT(mf_ials_report, report), NULL}));
+    MF_TRY(check_opts(ctx, &o, fn, 1));
+    mf_sparse *R = (mf_sparse *)interactions; /* caches only */
+    MF_TRY(check_values(ctx, R, fn));
+    mf_run_start(&run);
+    const int k = o.rank;
+    const size_t nu = (size_t)R->rows * k, nv = (size_t)R->cols * k;
+    float *U0 = malloc((nu + nv + 1) * sizeof *U0);
+    if (!U0)
+        return mf_run_finish(&run,
+                             mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                     "%s: out of host memory for the initial factors", fn),
+                             report, &rep, &rep.peak_device_bytes);
+    float *V0 = U0 + nu;
+    mf_status st = MF_OK;
+    if (o.init == MF_IALS_INIT_GIVEN) {
+        st = load_given(ctx, U, R->rows, k, where, U0, fn, "U");
+        if (st == MF_OK)
+            st = load_given(ctx, V, R->cols, k, where, V0, fn, "V");
+    } else {
+        const int threads = mf_ctx_threads(ctx);
+        mf_random_uniform_host(U0, (int64_t)nu, 0.0f, 0.01f, ctx->seed, IALS_STREAM_U, threads);
+        mf_random_uniform_host(V0, (int64_t)nv, 0.0f, 0.01f, ctx->seed, IALS_STREAM_V, threads);
+    }
+    const int cg = cg_steps_for(&o);
+    rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
+    mf_ials_setup setup = {
+        ctx, R,  k, o.lambda, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG,
+        cg,  U0, V0};
+    mf_ials_engine *e = NULL;
+    if (st == MF_OK)
+        st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
+    free(U0);
+    if (st == MF_OK) {
+        st = iterate(&run, e, &o, &rep);
+        if (mf_run_has_result(st) && isnan(rep.loss) && o.progress)
+            st = mf_run_then(st, e->loss(e, &rep.loss));
+        if (mf_run_has_result(st))
+            st = mf_run_then(st, e->finish(e, U, V, where));
+        e->destroy(e);
+    }
+    rep.seconds = mf_run_seconds(&run);
+    return mf_run_finish(&run, st, report, &rep, &rep.peak_device_bytes);
+}
+
+mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
+                          const float *V, float *U, mf_memory where)
+{
+    static const char fn[] = "mf_ials_fold_in";
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    mf_run run;
+    MF_TRY(mf_run_begin(&run, ctx,
+                        &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(V, U), where,
+                                       MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
+    MF_TRY(check_opts(ctx, &o, fn, 0));
+    mf_sparse *R = (mf_sparse *)interactions;
+    MF_TRY(check_values(ctx, R, fn));
+    const int k = o.rank;
+    float *V0 = malloc(((size_t)R->cols * k + 1) * sizeof *V0);
+    if (!V0)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    mf_status st = load_given(ctx, V, R->cols, k, where, V0, fn, "V");
+    mf_ials_setup setup = {
+        ctx, R,    k, o.lambda, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG,
+        0,   NULL, V0};
+    mf_ials_engine *e = NULL;
+    if (st == MF_OK)
+        st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
+    free(V0);
+    if (st != MF_OK)
+        return st;
+    st = e->half_step(e, MF_IALS_USERS);
+    if (st == MF_OK)
+        st = e->finish(e, U, NULL, where);
+    e->destroy(e);
+    return st;
+}

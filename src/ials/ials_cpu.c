@@ -1,0 +1,342 @@
+/* The CPU engine of implicit-feedback ALS: OpenMP over the rows of one side, in double, so
+ * that it is the reference the CUDA engine is tested against. A half-step forms G = F^T F of
+ * the other side once; each row then solves
+ *     (G + lambda I + sum_i w_i f_i f_i^T) x = sum_i (1 + w_i) f_i
+ * over its stored items i (w = c - 1), exactly by Cholesky or by CG steps that apply the
+ * system as G x + lambda x + sum w (f . x) f without forming it. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "ials/ials_internal.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+typedef struct cpu_engine {
+    mf_ials_engine base;
+    mf_ctx *ctx;
+    mf_sparse *R;
+    int k;
+    float lambda, alpha, epsilon;
+    int log_confidence, cg_steps;
+    float *U, *V; /* working copies, leading dimension k */
+    double *G;    /* k x k: the other side's Gram matrix */
+} cpu_engine;
+
+/* G = F^T F over rows x k floats, in double: each thread sums its share of the rows, and
+ * the shares are added in thread order (deterministic for a fixed thread count). */
+static mf_status gram(cpu_engine *e, const float *F, int32_t rows)
+{
+    const int k = e->k, threads = mf_ctx_threads(e->ctx);
+    const size_t kk = (size_t)k * k;
+    double *part = calloc((size_t)threads * kk, sizeof *part);
+    if (!part)
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+#pragma omp parallel num_threads(threads)
+    {
+#ifdef _OPENMP
+        double *g = part + (size_t)omp_get_thread_num() * kk;
+#else
+        double *g = part;
+#endif
+#pragma omp for schedule(static)
+        for (int32_t r = 0; r < rows; r++) {
+            const float *f = F + (int64_t)r * k;
+            for (int a = 0; a < k; a++) {
+                const double fa = f[a];
+                for (int c = 0; c <= a; c++)
+                    g[(size_t)a * k + c] += fa * f[c];
+            }
+        }
+    }
+    for (int a = 0; a < k; a++)
+        for (int c = 0; c <= a; c++) {
+            double s = 0.0;
+            for (int t = 0; t < threads; t++)
+                s += part[(size_t)t * kk + (size_t)a * k + c];
+            e->G[(size_t)a * k + c] = e->G[(size_t)c * k + a] = s;
+        }
+    free(part);
+    return MF_OK;
+}
+
+/* y = (G + lambda I) x + sum w (f . x) f over the row's items. */
+static void apply(const cpu_engine *e, const int64_t *ptr, const int32_t *idx, const float *val,
+                  const float *F, int32_t r, const double *x, double *y)
+{
+    const int k = e->k;
+    for (int a = 0; a < k; a++) {
+        double s = e->lambda * x[a];
+        const double *g = e->G + (size_t)a * k;
+        for (int c = 0; c < k; c++)
+            s += g[c] * x[c];
+        y[a] = s;
+    }
+    for (int64_t p = ptr[r]; p < ptr[r + 1]; p++) {
+        const float *f = F + (int64_t)idx[p] * k;
+        const double w =
+            mf_ials_weight(val ? val[p] : 1.0f, e->alpha, e->epsilon, e->log_confidence);
+        double d = 0.0;
+        for (int a = 0; a < k; a++)
+            d += f[a] * x[a];
+        d *= w;
+        for (int a = 0; a < k; a++)
+            y[a] += d * f[a];
+    }
+}
+
+/* b = sum (1 + w) f over the row's items. */
+static void rhs(const cpu_engine *e, const int64_t *ptr, const int32_t *idx, const float *val,
+                const float *F, int32_t r, double *b)
+{
+    const int k = e->k;
+    memset(b, 0, (size_t)k * sizeof *b);
+    for (int64_t p = ptr[r]; p < ptr[r + 1]; p++) {
+        const float *f = F + (int64_t)idx[p] * k;
+        const double c =
+            1.0 + mf_ials_weight(val ? val[p] : 1.0f, e->alpha, e->epsilon, e->log_confidence);
+        for (int a = 0; a < k; a++)
+            b[a] += c * f[a];
+    }
+}
+
+/* The exact row: A x = b by Cholesky (A in w, k x k). Returns the failed pivot or -1. */
+static int solve_exact(const cpu_engine *e, const int64_t *ptr, const int32_t *idx,
+                       const float *val, const float *F, int32_t r, double *A, double *b)
+{
+    const int k = e->k;
+    for (int a = 0; a < k; a++)
+        for (int c = 0; c <= a; c++)
+            A[(size_t)a * k + c] = e->G[(size_t)a * k + c] + (a == c ? e->lambda : 0.0);
+    for (int64_t p = ptr[r]; p < ptr[r + 1]; p++) {
+        const float *f = F + (int64_t)idx[p] * k;
+        const double w =
+            mf_ials_weight(val ? val[p] : 1.0f, e->alpha, e->epsilon, e->log_confidence);
+        for (int a = 0; a < k; a++) {
+            const double wf = w * f[a];
+            for (int c = 0; c <= a; c++)
+                A[(size_t)a * k + c] += wf * f[c];
+        }
+    }
+    rhs(e, ptr, idx, val, F, r, b);
+    for (int j = 0; j < k; j++) { /* A = L L^T, L in the lower triangle */
+        double d = A[(size_t)j * k + j];
+        for (int t = 0; t < j; t++)
+            d -= A[(size_t)j * k + t] * A[(size_t)j * k + t];
+        if (!(d > 0.0) || !isfinite(d))
+            return j;
+        d = sqrt(d);
+        A[(size_t)j * k + j] = d;
+        for (int i = j + 1; i < k; i++) {
+            double s = A[(size_t)i * k + j];
+            for (int t = 0; t < j; t++)
+                s -= A[(size_t)i * k + t] * A[(size_t)j * k + t];
+            A[(size_t)i * k + j] = s / d;
+        }
+    }
+    for (int i = 0; i < k; i++) { /* L y = b */
+        double s = b[i];
+        for (int t = 0; t < i; t++)
+            s -= A[(size_t)i * k + t] * b[t];
+        b[i] = s / A[(size_t)i * k + i];
+    }
+    for (int i = k - 1; i >= 0; i--) { /* L^T x = y */
+        double s = b[i];
+        for (int t = i + 1; t < k; t++)
+            s -= A[(size_t)t * k + i] * b[t];
+        b[i] = s / A[(size_t)i * k + i];
+    }
+    return -1;
+}
+
+/* cg_steps CG steps from x (the row's current factors), implicit's iteration. Returns the
+ * step at which p^T A p was not positive, or -1. w holds 4 k doubles. */
+static int solve_cg(const cpu_engine *e, const int64_t *ptr, const int32_t *idx, const float *val,
+                    const float *F, int32_t r, double *x, double *w)
+{
+    const int k = e->k;
+    double *res = w, *p = w + k, *Ap = w + 2 * k, *b = w + 3 * k;
+    rhs(e, ptr, idx, val, F, r, b);
+    apply(e, ptr, idx, val, F, r, x, Ap);
+    double rs = 0.0;
+    for (int a = 0; a < k; a++) {
+        res[a] = b[a] - Ap[a];
+        p[a] = res[a];
+        rs += res[a] * res[a];
+    }
+    for (int step = 0; step < e->cg_steps; step++) {
+        if (rs < 1e-20)
+            break;
+        apply(e, ptr, idx, val, F, r, p, Ap);
+        double pAp = 0.0;
+        for (int a = 0; a < k; a++)
+            pAp += p[a] * Ap[a];
+        if (!(pAp > 0.0) || !isfinite(pAp))
+            return step;
+        const double step_len = rs / pAp;
+        double rs_new = 0.0;
+        for (int a = 0; a < k; a++) {
+            x[a] += step_len * p[a];
+            res[a] -= step_len * Ap[a];
+            rs_new += res[a] * res[a];
+        }
+        for (int a = 0; a < k; a++)
+            p[a] = res[a] + rs_new / rs * p[a];
+        rs = rs_new;
+    }
+    return -1;
+}
+
+static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    mf_sparse *R = e->R;
+    const int k = e->k;
+    const int64_t *ptr;
+    const int32_t *idx;
+    const float *val, *F;
+    float *X;
+    int32_t rows, other;
+    if (side == MF_IALS_USERS) {
+        rows = R->rows, other = R->cols;
+        ptr = R->row_ptr, idx = R->col, val = R->val, F = e->V, X = e->U;
+    } else {
+        MF_TRY(mf_sparse_host_transpose(R));
+        rows = R->cols, other = R->rows;
+        ptr = R->transpose.ptr, idx = R->transpose.idx, val = R->transpose.val;
+        F = e->U, X = e->V;
+    }
+    MF_TRY(gram(e, F, other));
+    int32_t failed_row = -1;
+    int failed_at = -1, out_of_memory = 0;
+#pragma omp parallel num_threads(mf_ctx_threads(e->ctx))
+    {
+        double *A = malloc(((size_t)k * k + 5 * (size_t)k) * sizeof *A);
+        if (!A) {
+#pragma omp atomic write
+            out_of_memory = 1;
+        }
+#pragma omp for schedule(dynamic, 32)
+        for (int32_t r = 0; r < rows; r++) {
+            float *xf = X + (int64_t)r * k;
+            if (!A || ptr[r] == ptr[r + 1]) {
+                memset(xf, 0, (size_t)k * sizeof *xf);
+                continue;
+            }
+            double *x = A + (size_t)k * k, *work = x + k;
+            int bad;
+            if (e->cg_steps > 0) {
+                for (int a = 0; a < k; a++)
+                    x[a] = xf[a];
+                bad = solve_cg(e, ptr, idx, val, F, r, x, work);
+            } else {
+                bad = solve_exact(e, ptr, idx, val, F, r, A, x);
+            }
+            if (bad >= 0) {
+#pragma omp critical(mf_ials_failed)
+                if (failed_row < 0 || r < failed_row)
+                    failed_row = r, failed_at = bad;
+                continue;
+            }
+            for (int a = 0; a < k; a++)
+                xf[a] = (float)x[a];
+        }
+        free(A);
+    }
+    if (out_of_memory)
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+    if (failed_row >= 0)
+        return mf_fail(e->ctx, MF_ERR_NUMERIC,
+                       "mf_ials_run: the system of %s %d is not positive definite (%s %d); "
+                       "lambda > 0 keeps every system positive definite",
+                       side == MF_IALS_USERS ? "user" : "item", failed_row,
+                       e->cg_steps > 0 ? "CG step" : "pivot", failed_at);
+    return MF_OK;
+}
+
+/* sum_u x_u^T G_V x_u + sum over stored (c (1 - s)^2 - s^2) + lambda (|U|^2 + |V|^2),
+ * s = x_u . v_i: the objective over all pairs, with the unstored pairs' sum of s^2 taken
+ * from G_V. */
+static mf_status loss(mf_ials_engine *base, double *out)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    const mf_sparse *R = e->R;
+    const int k = e->k;
+    MF_TRY(gram(e, e->V, R->cols));
+    double total = 0.0;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(mf_ctx_threads(e->ctx))                \
+    reduction(+ : total)
+    for (int32_t u = 0; u < R->rows; u++) {
+        const float *x = e->U + (int64_t)u * k;
+        double s = 0.0, reg = 0.0;
+        for (int a = 0; a < k; a++) {
+            double ga = 0.0;
+            for (int c = 0; c < k; c++)
+                ga += e->G[(size_t)a * k + c] * x[c];
+            s += x[a] * ga;
+            reg += (double)x[a] * x[a];
+        }
+        for (int64_t p = R->row_ptr[u]; p < R->row_ptr[u + 1]; p++) {
+            const float *v = e->V + (int64_t)R->col[p] * k;
+            double d = 0.0;
+            for (int a = 0; a < k; a++)
+                d += (double)x[a] * v[a];
+            const double c = 1.0 + mf_ials_weight(R->val ? R->val[p] : 1.0f, e->alpha, e->epsilon,
+                                                  e->log_confidence);
+            s += c * (1.0 - d) * (1.0 - d) - d * d;
+        }
+        total += s + e->lambda * reg;
+    }
+    double vreg = 0.0;
+    for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
+        vreg += (double)e->V[p] * e->V[p];
+    *out = (total + e->lambda * vreg) / ((double)R->rows * (double)R->cols);
+    return MF_OK;
+}
+
+static mf_status finish(mf_ials_engine *base, float *U, float *V, mf_memory where)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    (void)where; /* a CPU context takes host memory only */
+    if (U)
+        memcpy(U, e->U, (size_t)e->R->rows * e->k * sizeof *U);
+    if (V)
+        memcpy(V, e->V, (size_t)e->R->cols * e->k * sizeof *V);
+    return MF_OK;
+}
+
+static void destroy(mf_ials_engine *base)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    free(e->U);
+    free(e->V);
+    free(e->G);
+    free(e);
+}
+
+mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
+{
+    cpu_engine *e = calloc(1, sizeof *e);
+    if (!e)
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+    e->base = (mf_ials_engine){half_step, loss, finish, destroy};
+    e->ctx = s->ctx, e->R = s->R, e->k = s->k;
+    e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
+    e->log_confidence = s->log_confidence, e->cg_steps = s->cg_steps;
+    const size_t nu = (size_t)s->R->rows * s->k, nv = (size_t)s->R->cols * s->k;
+    e->U = calloc(nu + 1, sizeof *e->U);
+    e->V = malloc((nv + 1) * sizeof *e->V);
+    e->G = malloc((size_t)s->k * s->k * sizeof *e->G);
+    if (!e->U || !e->V || !e->G) {
+        destroy(&e->base);
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+    }
+    if (s->U0)
+        memcpy(e->U, s->U0, nu * sizeof *e->U);
+    memcpy(e->V, s->V0, nv * sizeof *e->V);
+    *out = &e->base;
+    return MF_OK;
+}

@@ -1,0 +1,63 @@
+/* Implicit-feedback ALS inside the library: the driver (ials.c) runs half-steps against an
+ * engine, the CPU one (ials_cpu.c) or the CUDA one (ials.cu), which owns working copies of
+ * both factors. Both build each row's system the same way (ials_confidence below). */
+#ifndef MF_IALS_INTERNAL_H
+#define MF_IALS_INTERNAL_H
+#include <math.h>
+#include <stdint.h>
+
+#include "core/sparse.h"
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The users or the items: which half of an iteration. */
+typedef enum mf_ials_side { MF_IALS_USERS = 0, MF_IALS_ITEMS = 1 } mf_ials_side;
+
+/* What both engines start from: the checked options and the starts (host, rows x k). */
+typedef struct mf_ials_setup {
+    mf_ctx *ctx;
+    mf_sparse *R; /* users x items; caches (transpose, device copies) may be added */
+    int k;
+    float lambda, alpha, epsilon;
+    int log_confidence; /* MF_IALS_CONFIDENCE_LOG */
+    int cg_steps;       /* 0: exact (Cholesky); n > 0: n CG steps from the current row */
+    const float *U0;    /* users x k, or NULL: zeros (fold-in solves U from V alone) */
+    const float *V0;    /* items x k */
+} mf_ials_setup;
+
+typedef struct mf_ials_engine mf_ials_engine;
+struct mf_ials_engine {
+    /* Solve every row of `side` against the other side's current factors. */
+    mf_status (*half_step)(mf_ials_engine *e, mf_ials_side side);
+    /* The objective (mfact.h's mf_ials_run) of the current factors, summed in double. */
+    mf_status (*loss)(mf_ials_engine *e, double *loss);
+    /* The working factors into the caller's U and V (rows x k; either may be NULL), in
+     * `where` memory. */
+    mf_status (*finish)(mf_ials_engine *e, float *U, float *V, mf_memory where);
+    void (*destroy)(mf_ials_engine *e);
+};
+
+mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out);
+/* CUDA builds: ials.cu; without CUDA the stub in ials_absent.c. */
+mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine **out);
+
+/* c - 1 for a stored value r: the weight of the row's correction term. */
+#ifdef __CUDACC__
+__host__ __device__
+#endif
+    static inline float
+    mf_ials_weight(float r, float alpha, float epsilon, int log_confidence)
+{
+    return log_confidence ? alpha * log1pf(r / epsilon) : alpha * r;
+}
+
+/* Largest rank the CUDA engine solves exactly (its system lives in shared memory). */
+#define MF_IALS_CUDA_EXACT_MAX_RANK 224
+
+#ifdef __cplusplus
+}
+#endif
+#endif
