@@ -33,4 +33,12 @@ void ials_dense_half_step(const mf_sparse *R, int side, int k, double lambda, do
 void ials_brute_topn(const float *scores, const unsigned char *skip, int32_t n, int N,
                      int32_t *items, float *out_scores);
 
+/* mf_recommend on ctx (host arrays) for users + 2 ids (two unseen), with exclusions (a
+ * third of the items; all but 3 for user 1), against ials_brute_topn on a model of small
+ * integer factors (exact dot products, so exact ties): items and scores equal. */
+void ials_check_recommend(mf_ctx *ctx, int32_t users, int32_t items, int k, int N, int biases);
+
+/* mf_similar_items on ctx for every item against cosines in double (a zero row included). */
+void ials_check_similar(mf_ctx *ctx, int32_t items, int k, int N);
+
 #endif

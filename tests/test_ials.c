@@ -180,168 +180,21 @@ START_TEST(planted_beats_popularity)
 }
 END_TEST
 
-/* A model with small integer factors: dot products are exact, so ties are exact too. */
-typedef struct int_model {
-    mf_model m;
-    float *U, *V, *ub, *ib;
-} int_model;
-
-static int_model make_int_model(int32_t users, int32_t items, int k, int biases, uint64_t seed)
-{
-    int_model t;
-    uint64_t s = seed;
-    t.U = malloc((size_t)users * k * sizeof *t.U);
-    t.V = malloc((size_t)items * k * sizeof *t.V);
-    t.ub = malloc((size_t)users * sizeof *t.ub);
-    t.ib = malloc((size_t)items * sizeof *t.ib);
-    for (int64_t i = 0; i < (int64_t)users * k; i++)
-        t.U[i] = (float)((int)(tu_splitmix64(&s) % 5) - 2);
-    for (int64_t i = 0; i < (int64_t)items * k; i++)
-        t.V[i] = (float)((int)(tu_splitmix64(&s) % 3) - 1);
-    for (int32_t i = 0; i < users; i++)
-        t.ub[i] = (float)(tu_splitmix64(&s) % 3);
-    for (int32_t i = 0; i < items; i++)
-        t.ib[i] = (float)(tu_splitmix64(&s) % 2);
-    mf_model_init(&t.m);
-    t.m.users = users, t.m.items = items, t.m.k = k;
-    t.m.U = t.U, t.m.ldu = k, t.m.V = t.V, t.m.ldv = k;
-    t.m.mean = biases ? 0.5f : 0.0f;
-    t.m.user_bias = biases ? t.ub : NULL;
-    t.m.item_bias = biases ? t.ib : NULL;
-    return t;
-}
-
-static void free_int_model(int_model *t)
-{
-    free(t->U);
-    free(t->V);
-    free(t->ub);
-    free(t->ib);
-}
-
-/* mf_recommend on `ctx` against the brute force, for users 0..users + 2 (two unseen). */
-void check_recommend(mf_ctx *ctx, int32_t users, int32_t items, int k, int N, int biases);
-void check_recommend(mf_ctx *ctx, int32_t users, int32_t items, int k, int N, int biases)
-{
-    int_model t = make_int_model(users, items, k, biases, (uint64_t)(N * 131 + k));
-    const mf_model *m = &t.m;
-    /* Exclusions: a random third of the items, and all but 3 for user 1. */
-    uint64_t s = 77;
-    int32_t *er = malloc((size_t)users * items * sizeof *er),
-            *ec = malloc((size_t)users * items * sizeof *ec);
-    int64_t ne = 0;
-    for (int32_t u = 0; u < users; u++)
-        for (int32_t i = 0; i < items; i++)
-            if (u == 1 ? i >= 3 : tu_unit(&s) < 0.33)
-                er[ne] = u, ec[ne] = i, ne++;
-    mf_sparse *E = NULL;
-    ck_assert_int_eq(mf_sparse_from_coo(ctx, &E, users, items, ne, er, ec, NULL, MF_MEMORY_HOST, 0),
-                     MF_OK);
-    const int64_t n = users + 2;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    for (int64_t b = 0; b < n; b++)
-        ids[b] = (int32_t)(n - 1 - b); /* unseen users first, any order */
-    int32_t *got = malloc((size_t)n * N * sizeof *got), *want = malloc((size_t)N * sizeof *want);
-    float *gs = malloc((size_t)n * N * sizeof *gs), *ws = malloc((size_t)N * sizeof *ws);
-    float *sc = malloc((size_t)items * sizeof *sc);
-    unsigned char *skip = malloc((size_t)items);
-    ck_assert_msg(mf_recommend(ctx, m, n, ids, E, N, got, gs) == MF_OK, "%s",
-                  mf_ctx_last_error(ctx));
-    for (int64_t b = 0; b < n; b++) {
-        const int32_t u = ids[b];
-        for (int32_t i = 0; i < items; i++) {
-            float dot = 0.0f;
-            if (u < users)
-                for (int c = 0; c < k; c++)
-                    dot += t.U[(int64_t)u * k + c] * t.V[(int64_t)i * k + c];
-            sc[i] = biases ? (m->mean + (u < users ? t.ub[u] : 0.0f) + t.ib[i]) + dot : dot;
-            skip[i] = 0;
-        }
-        if (u < users)
-            for (int64_t e = 0; e < ne; e++)
-                if (er[e] == u)
-                    skip[ec[e]] = 1;
-        ials_brute_topn(sc, skip, items, N, want, ws);
-        for (int j = 0; j < N; j++) {
-            ck_assert_msg(got[b * N + j] == want[j], "user %d place %d: item %d, want %d", u, j,
-                          got[b * N + j], want[j]);
-            ck_assert_float_eq(gs[b * N + j], ws[j]);
-        }
-    }
-    free(ids);
-    free(got);
-    free(want);
-    free(gs);
-    free(ws);
-    free(sc);
-    free(skip);
-    free(er);
-    free(ec);
-    mf_sparse_destroy(E);
-    free_int_model(&t);
-}
-
 START_TEST(recommend_matches_full_sort)
 {
     mf_ctx *ctx = tu_cpu_ctx();
-    check_recommend(ctx, 20, 50, 4, 10, 0);
-    check_recommend(ctx, 20, 50, 4, 10, 1);
-    check_recommend(ctx, 7, 30, 3, 40, 1); /* N beyond some users' candidates */
-    check_recommend(ctx, 9, 200, 5, 1, 0);
+    ials_check_recommend(ctx, 20, 50, 4, 10, 0);
+    ials_check_recommend(ctx, 20, 50, 4, 10, 1);
+    ials_check_recommend(ctx, 7, 30, 3, 40, 1); /* N beyond some users' candidates */
+    ials_check_recommend(ctx, 9, 200, 5, 1, 0);
     mf_ctx_destroy(ctx);
 }
 END_TEST
 
-void check_similar(mf_ctx *ctx, int32_t items, int k, int N);
-void check_similar(mf_ctx *ctx, int32_t items, int k, int N)
-{
-    int_model t = make_int_model(1, items, k, 0, 5);
-    for (int c = 0; c < k; c++)
-        t.V[3 * k + c] = 0.0f; /* a zero row: similarity 0 both ways */
-    int32_t *ids = malloc((size_t)items * sizeof *ids), *got = malloc((size_t)items * N * 4);
-    float *gs = malloc((size_t)items * N * sizeof *gs), *sc = malloc((size_t)items * 4);
-    int32_t *want = malloc((size_t)N * sizeof *want);
-    float *ws = malloc((size_t)N * sizeof *ws);
-    unsigned char *skip = calloc((size_t)items, 1);
-    for (int32_t i = 0; i < items; i++)
-        ids[i] = i;
-    ck_assert_int_eq(mf_similar_items(ctx, &t.m, items, ids, N, got, gs), MF_OK);
-    for (int32_t q = 0; q < items; q++) {
-        double nq = 0.0;
-        for (int c = 0; c < k; c++)
-            nq += (double)t.V[q * k + c] * t.V[q * k + c];
-        for (int32_t i = 0; i < items; i++) {
-            double d = 0.0, ni = 0.0;
-            for (int c = 0; c < k; c++) {
-                d += (double)t.V[q * k + c] * t.V[i * k + c];
-                ni += (double)t.V[i * k + c] * t.V[i * k + c];
-            }
-            sc[i] = nq > 0 && ni > 0 ? (float)(d / sqrt(nq * ni)) : 0.0f;
-        }
-        skip[q] = 1;
-        ials_brute_topn(sc, skip, items, N, want, ws);
-        skip[q] = 0;
-        for (int j = 0; j < N; j++) {
-            /* Cosines in float may order near-equal values apart from double: compare the
-             * scores, and the items where the scores are clearly apart. */
-            ck_assert_float_eq_tol(gs[q * N + j], ws[j], 1e-5f);
-            ck_assert(got[q * N + j] != q);
-        }
-    }
-    free(ids);
-    free(got);
-    free(gs);
-    free(sc);
-    free(want);
-    free(ws);
-    free(skip);
-    free_int_model(&t);
-}
-
 START_TEST(similar_items_by_cosine)
 {
     mf_ctx *ctx = tu_cpu_ctx();
-    check_similar(ctx, 60, 4, 5);
+    ials_check_similar(ctx, 60, 4, 5);
     mf_ctx_destroy(ctx);
 }
 END_TEST

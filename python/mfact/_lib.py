@@ -153,6 +153,24 @@ class AsdReport(Structure):
                 ("peak_device_bytes", c_size_t)]
 
 
+class IalsOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("lambda_", c_float),
+                ("alpha", c_float), ("confidence", c_int), ("epsilon", c_float),
+                ("iterations", c_int), ("init", c_int), ("solver", c_int), ("cg_steps", c_int),
+                ("progress", PROGRESS_FN), ("progress_user", c_void_p)]
+
+
+class IalsReport(Structure):
+    _fields_ = [("struct_size", c_size_t), ("iterations", c_int), ("seconds", c_double),
+                ("iteration_seconds", c_double), ("loss", c_double), ("solver", c_int),
+                ("peak_device_bytes", c_size_t)]
+
+
+class Ranking(Structure):
+    _fields_ = [("struct_size", c_size_t), ("precision", c_double), ("map", c_double),
+                ("ndcg", c_double), ("auc", c_double), ("users", c_int64)]
+
+
 # ---- prototypes --------------------------------------------------------------------------
 def _proto(name, restype, *argtypes):
     f = getattr(lib, name)
@@ -201,3 +219,12 @@ mf_bmf_run = _proto("mf_bmf_run", c_int, P, P, POINTER(BmfOpts), P, P, c_int,
 mf_asd_opts_init = _proto("mf_asd_opts_init", None, POINTER(AsdOpts))
 mf_asd_run = _proto("mf_asd_run", c_int, P, P, POINTER(AsdOpts), P, P, c_int,
                     POINTER(AsdReport))
+mf_ials_opts_init = _proto("mf_ials_opts_init", None, POINTER(IalsOpts))
+mf_ials_run = _proto("mf_ials_run", c_int, P, P, POINTER(IalsOpts), P, P, c_int,
+                     POINTER(IalsReport))
+mf_ials_fold_in = _proto("mf_ials_fold_in", c_int, P, P, POINTER(IalsOpts), P, P, c_int)
+mf_recommend = _proto("mf_recommend", c_int, P, POINTER(Model), c_int64, P, P, c_int, P, P)
+mf_similar_items = _proto("mf_similar_items", c_int, P, POINTER(Model), c_int64, P, c_int, P,
+                          P)
+mf_ranking_evaluate = _proto("mf_ranking_evaluate", c_int, P, POINTER(Model), P, P, c_int,
+                             POINTER(Ranking))

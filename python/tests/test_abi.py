@@ -16,7 +16,8 @@ STRUCTS = {"mf_ctx_opts": _lib.CtxOpts, "mf_read_opts": _lib.ReadOpts,
            "mf_sgd_opts": _lib.SgdOpts, "mf_sgd_report": _lib.SgdReport,
            "mf_bmf_progress": _lib.BmfProgress, "mf_bmf_opts": _lib.BmfOpts,
            "mf_bmf_report": _lib.BmfReport, "mf_asd_opts": _lib.AsdOpts,
-           "mf_asd_report": _lib.AsdReport}
+           "mf_asd_report": _lib.AsdReport, "mf_ials_opts": _lib.IalsOpts,
+           "mf_ials_report": _lib.IalsReport, "mf_ranking": _lib.Ranking}
 
 
 def header():

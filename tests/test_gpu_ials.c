@@ -1,0 +1,298 @@
+/* Implicit-feedback ALS and recommendations on the CUDA backend: factors against the CPU
+ * engine's (exact and CG, ranks that take every lane width), losses alike, device arrays in
+ * place, top-N against a full sort (ties, exclusions, padding, several tiles and blocks, N
+ * past the fused kernel), cosine neighbours, fold-in, ranking metrics against the CPU's,
+ * planted recovery, and bad input with device buffers untouched. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ials_fixtures.h"
+#include "testutil.h"
+
+#ifdef MFACT_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+static int quick(void)
+{
+    return getenv("MFACT_UNDER_SANITIZER") != NULL;
+}
+
+static void *to_device(const void *src, size_t bytes)
+{
+    void *d = NULL;
+    ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 4), cudaSuccess);
+    if (src)
+        ck_assert_int_eq(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return d;
+}
+
+static void from_device(void *dst, const void *src, size_t bytes)
+{
+    ck_assert_int_eq(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+}
+
+/* The planted matrix on the GPU context, copied from the CPU one's. */
+static mf_sparse *copy_to(mf_ctx *ctx, const mf_sparse *R)
+{
+    int32_t rows, cols;
+    int64_t nnz;
+    mf_sparse_shape(R, &rows, &cols, &nnz);
+    int64_t *ptr = malloc(((size_t)rows + 1) * sizeof *ptr);
+    int32_t *col = malloc((size_t)(nnz + 1) * sizeof *col);
+    float *val = malloc((size_t)(nnz + 1) * sizeof *val);
+    ck_assert_int_eq(mf_sparse_get_csr(R, ptr, col, val, MF_MEMORY_HOST), MF_OK);
+    mf_sparse *S = NULL;
+    ck_assert_int_eq(mf_sparse_from_csr(ctx, &S, rows, cols, nnz, ptr, col, val, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    free(ptr);
+    free(col);
+    free(val);
+    return S;
+}
+
+static mf_ials_report run_ok(mf_ctx *ctx, const mf_sparse *R, const mf_ials_opts *o, float *U,
+                             float *V, mf_memory where)
+{
+    mf_ials_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_ials_run(ctx, R, o, U, V, where, &rep);
+    ck_assert_msg(st == MF_OK, "mf_ials_run: %s", mf_ctx_last_error(ctx));
+    return rep;
+}
+
+static int keep_going(void *user, const mf_progress *p)
+{
+    (void)user, (void)p;
+    return 0;
+}
+
+START_TEST(factors_match_cpu)
+{
+    /* Ranks 5 (1 float a lane), 33 (2), 64, 100 (4), 200 (8), 300 and 512 (16); exact up to
+     * the shared-memory solver's limit, CG at every rank. Float on the GPU against double on
+     * the CPU, three iterations from the same start. */
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    ials_planted p = ials_make_planted(cpu, 300, 220, 6, 0.5, 0.03, 0.0, 31);
+    mf_sparse *Rg = copy_to(gpu, p.train);
+    const int ranks[] = {5, 33, 64, 100, 200, 300, 512};
+    const int nranks = quick() ? 2 : 7;
+    for (int r = 0; r < nranks; r++)
+        for (int cg = 0; cg < 2; cg++) {
+            const int k = ranks[r];
+            if (!cg && k > 224)
+                continue;
+            mf_ials_opts o;
+            mf_ials_opts_init(&o);
+            o.rank = k;
+            o.iterations = 3;
+            o.lambda = 0.5f;
+            o.alpha = 3.0f;
+            o.confidence = r % 2 ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+            o.solver = cg ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
+            o.progress = keep_going;
+            const size_t nu = 300 * (size_t)k, nv = 220 * (size_t)k;
+            float *Uc = malloc(nu * 4), *Vc = malloc(nv * 4), *Ug = malloc(nu * 4),
+                  *Vg = malloc(nv * 4);
+            mf_ials_report rc = run_ok(cpu, p.train, &o, Uc, Vc, MF_MEMORY_HOST);
+            mf_ials_report rg = run_ok(gpu, Rg, &o, Ug, Vg, MF_MEMORY_HOST);
+            const double du = tu_rel_diff((int64_t)nu, Ug, Uc),
+                         dv = tu_rel_diff((int64_t)nv, Vg, Vc);
+            ck_assert_msg(du < 2e-3 && dv < 2e-3, "rank %d cg %d: U %g V %g", k, cg, du, dv);
+            ck_assert_msg(fabs(rg.loss - rc.loss) <= 1e-4 * rc.loss, "rank %d cg %d: loss %g vs %g",
+                          k, cg, rg.loss, rc.loss);
+            free(Uc);
+            free(Vc);
+            free(Ug);
+            free(Vg);
+        }
+    mf_sparse_destroy(Rg);
+    ials_free_planted(&p);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+START_TEST(device_factors_in_place)
+{
+    /* Device U and V give what host ones give on the same context, bit for bit; a warm start
+     * from device factors continues the run. */
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    ials_planted p = ials_make_planted(cpu, 200, 150, 4, 0.5, 0.03, 0.0, 8);
+    mf_sparse *Rg = copy_to(gpu, p.train);
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    o.rank = 24;
+    o.iterations = 4;
+    float *U = malloc(200 * 24 * 4), *V = malloc(150 * 24 * 4), *U2 = malloc(200 * 24 * 4),
+          *V2 = malloc(150 * 24 * 4);
+    run_ok(gpu, Rg, &o, U, V, MF_MEMORY_HOST);
+    float *dU = to_device(NULL, 200 * 24 * 4), *dV = to_device(NULL, 150 * 24 * 4);
+    run_ok(gpu, Rg, &o, dU, dV, MF_MEMORY_DEVICE);
+    from_device(U2, dU, 200 * 24 * 4);
+    from_device(V2, dV, 150 * 24 * 4);
+    ck_assert_int_eq(memcmp(U, U2, 200 * 24 * 4), 0);
+    ck_assert_int_eq(memcmp(V, V2, 150 * 24 * 4), 0);
+    /* 2 + 2 warm iterations = 4 straight ones (CG restarts from the factors either way, and
+     * the run keeps nothing else). */
+    o.iterations = 2;
+    run_ok(gpu, Rg, &o, dU, dV, MF_MEMORY_DEVICE);
+    o.init = MF_IALS_INIT_GIVEN;
+    run_ok(gpu, Rg, &o, dU, dV, MF_MEMORY_DEVICE);
+    from_device(U2, dU, 200 * 24 * 4);
+    ck_assert_int_eq(memcmp(U, U2, 200 * 24 * 4), 0);
+    cudaFree(dU);
+    cudaFree(dV);
+    free(U);
+    free(V);
+    free(U2);
+    free(V2);
+    mf_sparse_destroy(Rg);
+    ials_free_planted(&p);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+START_TEST(recommend_matches_full_sort)
+{
+    mf_ctx *gpu = tu_cuda_ctx(0);
+    ials_check_recommend(gpu, 20, 50, 4, 10, 0);
+    ials_check_recommend(gpu, 150, 300, 7, 10, 1); /* 3 blocks of rows, 3 tiles of items */
+    ials_check_recommend(gpu, 70, 260, 40, 33, 1); /* two lists' worth per lane */
+    ials_check_recommend(gpu, 7, 30, 3, 40, 1);    /* N past some users' candidates */
+    ials_check_recommend(gpu, 66, 500, 17, 100, 0);
+    ials_check_recommend(gpu, 9, 400, 5, 1, 0);
+    ials_check_recommend(gpu, 12, 300, 5, 200, 1); /* past the fused kernel: the CPU's */
+    ials_check_similar(gpu, 300, 8, 10);
+    ials_check_similar(gpu, 70, 3, 70);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
+START_TEST(device_arrays_and_bad_ids)
+{
+    /* A device model, ids and outputs equal the host ones; a negative id on the device is
+     * named and nothing is written. */
+    mf_ctx *gpu = tu_cuda_ctx(0);
+    const int32_t users = 90, items = 170, k = 9, N = 7;
+    float *U = malloc(users * k * 4), *V = malloc(items * k * 4), *ib = malloc(items * 4);
+    uint64_t s = 3;
+    for (int i = 0; i < users * k; i++)
+        U[i] = (float)tu_unit(&s) - 0.5f;
+    for (int i = 0; i < items * k; i++)
+        V[i] = (float)tu_unit(&s) - 0.5f;
+    for (int i = 0; i < items; i++)
+        ib[i] = (float)tu_unit(&s) * 0.1f;
+    int32_t ids[90], hi[90 * 7], di[90 * 7];
+    float hs[90 * 7], ds[90 * 7];
+    for (int i = 0; i < users; i++)
+        ids[i] = (i * 37) % users;
+    mf_model m;
+    mf_model_init(&m);
+    m.users = users, m.items = items, m.k = k, m.U = U, m.ldu = k, m.V = V, m.ldv = k;
+    m.mean = 3.0f, m.item_bias = ib;
+    ck_assert_int_eq(mf_recommend(gpu, &m, users, ids, NULL, N, hi, hs), MF_OK);
+    mf_model d = m;
+    d.U = to_device(U, users * k * 4), d.V = to_device(V, items * k * 4);
+    d.item_bias = to_device(ib, items * 4);
+    d.where = MF_MEMORY_DEVICE;
+    int32_t *dids = to_device(ids, sizeof ids), *dout_i = to_device(NULL, sizeof di);
+    float *dout_s = to_device(NULL, sizeof ds);
+    ck_assert_int_eq(mf_recommend(gpu, &d, users, dids, NULL, N, dout_i, dout_s), MF_OK);
+    from_device(di, dout_i, sizeof di);
+    from_device(ds, dout_s, sizeof ds);
+    ck_assert_int_eq(memcmp(hi, di, sizeof di), 0);
+    ck_assert_int_eq(memcmp(hs, ds, sizeof ds), 0);
+    /* Host lists against the CPU context's: same items where the scores are apart. */
+    mf_ctx *cpu = tu_cpu_ctx();
+    int32_t ci[90 * 7];
+    float cs[90 * 7];
+    ck_assert_int_eq(mf_recommend(cpu, &m, users, ids, NULL, N, ci, cs), MF_OK);
+    for (int i = 0; i < users * N; i++)
+        ck_assert_float_eq_tol(cs[i], hs[i], 1e-5f);
+    ids[5] = -2;
+    int32_t *bad = to_device(ids, sizeof ids);
+    ck_assert_int_eq(cudaMemset(dout_i, 0x7f, sizeof di), cudaSuccess);
+    ck_assert_int_eq(mf_recommend(gpu, &d, users, bad, NULL, N, dout_i, dout_s),
+                     MF_ERR_INVALID_DATA);
+    tu_assert_error_has(gpu, "users[5] = -2");
+    from_device(di, dout_i, sizeof di);
+    for (int i = 0; i < users * N; i++)
+        ck_assert_int_eq(di[i], 0x7f7f7f7f);
+    /* Host ids with a device model: the memory check names them. */
+    ck_assert_int_eq(mf_recommend(gpu, &d, users, ids, NULL, N, dout_i, dout_s),
+                     MF_ERR_INVALID_ARGUMENT);
+    cudaFree((void *)d.U);
+    cudaFree((void *)d.V);
+    cudaFree((void *)d.item_bias);
+    cudaFree(dids);
+    cudaFree(bad);
+    cudaFree(dout_i);
+    cudaFree(dout_s);
+    free(U);
+    free(V);
+    free(ib);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
+START_TEST(planted_quality_and_metrics)
+{
+    /* Trained on the GPU: precision@10 well above random, metrics equal to the CPU
+     * context's on the same factors, fold-in equal to the CPU's. */
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    ials_planted p = ials_make_planted(cpu, 600, 400, 8, 0.6, 0.02, 0.3, 21);
+    mf_sparse *Rg = copy_to(gpu, p.train), *Tg = copy_to(gpu, p.test);
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    o.rank = 16;
+    o.lambda = 0.1f;
+    o.alpha = 2.0f;
+    float *U = malloc(600 * 16 * 4), *V = malloc(400 * 16 * 4);
+    run_ok(gpu, Rg, &o, U, V, MF_MEMORY_HOST);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = 600, m.items = 400, m.k = 16, m.U = U, m.ldu = 16, m.V = V, m.ldv = 16;
+    mf_ranking rg = {.struct_size = sizeof rg}, rc = {.struct_size = sizeof rc};
+    ck_assert_int_eq(mf_ranking_evaluate(gpu, &m, Rg, Tg, 10, &rg), MF_OK);
+    ck_assert_int_eq(mf_ranking_evaluate(cpu, &m, p.train, p.test, 10, &rc), MF_OK);
+    ck_assert_double_gt(rg.precision, 0.15);
+    ck_assert_int_eq(rg.users, rc.users);
+    ck_assert_double_eq_tol(rg.precision, rc.precision, 5e-3);
+    ck_assert_double_eq_tol(rg.ndcg, rc.ndcg, 5e-3);
+    ck_assert_double_eq_tol(rg.auc, rc.auc, 5e-3);
+    float *Fg = malloc(600 * 16 * 4), *Fc = malloc(600 * 16 * 4);
+    o.solver = MF_ALS_SOLVER_EXACT;
+    ck_assert_int_eq(mf_ials_fold_in(gpu, Rg, &o, V, Fg, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(mf_ials_fold_in(cpu, p.train, &o, V, Fc, MF_MEMORY_HOST), MF_OK);
+    ck_assert_double_le(tu_rel_diff(600 * 16, Fg, Fc), 1e-4);
+    /* The exact solver past its shared-memory limit is refused, factors untouched. */
+    o.rank = 300;
+    float *W = malloc(600 * 300 * 4), *Z = malloc(400 * 300 * 4);
+    W[0] = 42.0f;
+    ck_assert_int_eq(mf_ials_run(gpu, Rg, &o, W, Z, MF_MEMORY_HOST, NULL), MF_ERR_UNSUPPORTED);
+    ck_assert_float_eq(W[0], 42.0f);
+    free(W);
+    free(Z);
+    free(Fg);
+    free(Fc);
+    free(U);
+    free(V);
+    mf_sparse_destroy(Rg);
+    mf_sparse_destroy(Tg);
+    ials_free_planted(&p);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+int main(void)
+{
+    static const tu_suite suite = {.name = "gpu_ials", .gpu = true, .timeout = 600};
+    const TTest *const tests[] = {factors_match_cpu, device_factors_in_place,
+                                  recommend_matches_full_sort, device_arrays_and_bad_ids,
+                                  planted_quality_and_metrics};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
+}
