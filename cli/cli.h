@@ -133,5 +133,7 @@ int cmd_als(int argc, char **argv);
 int cmd_bmf(int argc, char **argv);
 int cmd_sgd(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
+int cmd_ials(int argc, char **argv);
+int cmd_recommend(int argc, char **argv);
 
 #endif

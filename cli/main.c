@@ -18,6 +18,8 @@ static const command commands[] = {
     {"bmf", cmd_bmf, "Boolean matrix factorization of a 0/1 matrix (mf_bmf_run)"},
     {"complete", cmd_complete, "complete a low-rank matrix from some of its entries (mf_asd_run)"},
     {"sgd", cmd_sgd, "factorize explicit ratings by lock-free SGD (mf_sgd_hogwild_run)"},
+    {"ials", cmd_ials, "implicit-feedback ALS on interactions, with ranking metrics (mf_ials_run)"},
+    {"recommend", cmd_recommend, "train implicit ALS and write every user's top-N items"},
     {"sddmm", cmd_sddmm, "time the sampled dense-dense product (mf_sddmm) on a matrix"},
 };
 

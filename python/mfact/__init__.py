@@ -4,6 +4,8 @@
     R = mfact.read("u.data")                      # scipy.sparse.csr_matrix
     model = mfact.ALS(rank=32).fit(R)
     model.predict([0, 1], [10, 20])
+    ials = mfact.ImplicitALS(rank=64).fit(plays)  # implicit feedback
+    ids, scores = ials.recommend([0, 1], N=10)
 
 See docs/python.md in the repository.
 """
@@ -12,7 +14,7 @@ from ._arrays import Matrix
 from ._context import Context, default_context
 from ._errors import (Cancelled, CudaError, Error, FileError, InternalError, InvalidArgument,
                       InvalidData, NoDevice, NumericError, OutOfMemory, Unsupported)
-from .models import ALS, BMF, SGD, complete
+from .models import ALS, BMF, SGD, ImplicitALS, complete, ranking_metrics
 from .ops import read, sddmm, spmm
 
 __version__ = _lib.mf_version_string().decode()
@@ -24,7 +26,7 @@ def build_info():
     return _lib.mf_build_info().decode()
 
 
-__all__ = ["ALS", "BMF", "SGD", "complete", "Context", "Matrix", "read", "sddmm", "spmm",
-           "default_context", "build_info", "Error", "InvalidArgument", "InvalidData",
+__all__ = ["ALS", "BMF", "SGD", "ImplicitALS", "complete", "ranking_metrics", "Context",
+           "Matrix", "read", "sddmm", "spmm", "default_context", "build_info", "Error", "InvalidArgument", "InvalidData",
            "OutOfMemory", "NoDevice", "Unsupported", "CudaError", "FileError", "Cancelled",
            "NumericError", "InternalError"]

@@ -8,7 +8,9 @@ import ctypes
 
 class Progress:
     def __init__(self, total, unit, show_progress, callback, fields):
-        self.total, self.unit, self.fields = total, unit, fields
+        self.total, self.unit = total, unit
+        # Record keys, each the C field's name or a (key, field) pair that renames it.
+        self.fields = [f if isinstance(f, tuple) else (f, f) for f in fields]
         self.callback = callback
         self.bar = None
         self.interrupted = False
@@ -26,12 +28,12 @@ class Progress:
     def __call__(self, user, p):
         """The C callback: nonzero stops the run."""
         try:
-            rec = {name: getattr(p.contents, name) for name in self.fields}
+            rec = {name: getattr(p.contents, attr) for name, attr in self.fields}
             self.history.append(rec)
             if self.bar is not None:
                 self.bar.update(1)
                 self.bar.set_postfix({k: v for k, v in rec.items() if "rmse" in k or
-                                      k == "error"}, refresh=False)
+                                      k in ("error", "loss")}, refresh=False)
             if self.callback is not None and self.callback(rec):
                 self.stopped = True
                 return 1

@@ -1,10 +1,13 @@
-"""Models in the style of implicit and scikit-learn: ALS, SGD (explicit ratings) and BMF.
+"""Models in the style of implicit and scikit-learn: ALS, SGD (explicit ratings),
+ImplicitALS (implicit feedback) and BMF.
 
 Hyperparameters carry the C library's names and defaults (`lambda` is `lambda_`, a Python
 keyword otherwise); a parameter left at None takes the library's default, read from its
 mf_*_opts_init, so the two never drift apart. After `fit`, the fitted parts are attributes
 (`user_factors`, `item_factors`, `user_biases`, `item_biases`, `mean`) and the run's report
-is `report` (a dict of mf_*_report's fields)."""
+is `report` (a dict of mf_*_report's fields). Every factor model recommends through the
+library (mf_recommend, mf_similar_items), and `ranking_metrics` scores it on held-out
+interactions (mf_ranking_evaluate)."""
 import ctypes
 
 import numpy as np
@@ -12,7 +15,7 @@ import numpy as np
 from . import _lib, _progress
 from ._arrays import _checked_index, _device_index, as_c, as_matrix, on_device, on_device_any, ptr
 from ._context import resolve
-from ._errors import Cancelled, check
+from ._errors import Cancelled, InvalidData, check
 
 _ALS_INIT = {"mean": 0, "uniform": 2}
 _WEIGHTING = {"count": 0, "none": 1}
@@ -22,6 +25,7 @@ _TUNE = {None: 0, False: 0, "lambda": 1, "rank": 3, True: 1}
 _SGD_STORAGE = {"fp32": 0, "fp16": 1}
 _SGD_SCHEDULE = {"inverse-time": 0, "constant": 1}
 _BMF_INIT = {"sample": 0, "random": 1, "asso": 3, "auto": 4}
+_IALS_CONFIDENCE = {"linear": 0, "log": 1}
 
 
 def _choice(table, value, name):
@@ -41,41 +45,161 @@ def _report(rep, skip=("struct_size",)):
     return out
 
 
-class _Ratings:
+def _make_model(U, V, mean, bu, bi, where):
+    """An mf_model over arrays already in the C types (float32, C-contiguous), kept alive
+    with it (`_keep`: U, V and the biases, None where absent)."""
+    m = _lib.Model()
+    _lib.mf_model_init(ctypes.byref(m))
+    m.users, m.items, m.k = U.shape[0], V.shape[0], U.shape[1]
+    m.U, m.ldu, m.V, m.ldv = ptr(U), U.shape[1], ptr(V), V.shape[1]
+    m.mean = mean
+    m.user_bias, m.item_bias = ptr(bu), ptr(bi)
+    m.where = where
+    m._keep = (U, V, bu, bi)
+    return m
+
+
+def _factor_arrays(fw, arrays):
+    """The public factor and bias attributes as the C types, converted where they are not
+    (None stays None): NumPy on the host, the fit's device library on the device."""
+    conv = (lambda a, n: as_c(a, np.float32, n)) if fw is None else \
+        (lambda a, n: on_device(a, fw, np.float32, n))
+    return [None if a is None else conv(a, n) for a, n in arrays]
+
+
+class _Recommender:
+    """Top-N lists of a fitted factor model through the library, with implicit's method
+    names and conventions: `recommend` (mf_recommend) and `similar_items`
+    (mf_similar_items). Ids and results live where the model's factors do: NumPy arrays on
+    the host, arrays of the fit's device library after a fit on device data."""
+
+    _fw = None  # the device arrays' library, None on the host
+    _train = None  # the interactions kept from fit (mfact.Matrix), or None
+
+    @property
+    def _where(self):
+        return _lib.MEMORY_DEVICE if self._fw is not None else _lib.MEMORY_HOST
+
+    def _ids(self, ids, name):
+        """Scalar or 1-D ids as a 1-D int32 array where the model lives, and whether the
+        caller gave a scalar."""
+        scalar = np.ndim(ids) == 0
+        if scalar:
+            ids = np.array([ids])
+        if np.ndim(ids) != 1:
+            raise ValueError(f"mfact: {name} must be an id or a 1-D array of ids")
+        if self._fw is None:
+            return _checked_index(ids, "int32", name), scalar
+        return _device_index(self._fw, on_device_any(ids, self._fw), name), scalar
+
+    def _outputs(self, n, N):
+        N = max(int(N), 0)  # the library refuses N < 1 with its own message
+        if self._fw is None:
+            return np.empty((n, N), np.int32), np.empty((n, N), np.float32)
+        return self._fw.empty((n, N), np.int32), self._fw.empty((n, N), np.float32)
+
+    def _call(self, fn, what):
+        if self._fw is not None:
+            self._fw.sync_current()
+        with self.ctx.lock:
+            check(fn(), self.ctx.handle, what)
+            if self._fw is not None:
+                self._fw.sync_stream(_lib.mf_ctx_stream(self.ctx.handle))
+
+    def _gathered(self, m, ids):
+        """The model restricted to the users `ids` (row b is user ids[b]; an id past the
+        model's users gets zeros, as the library scores a user it has not seen), for
+        per-call rows of user_items: the library excludes by user id."""
+        U, V, bu, bi = m._keep
+        n, fw = int(ids.shape[0]), self._fw
+        if fw is None:
+            lib, idx = np, ids.astype(np.int64)
+            zeros = np.zeros
+        else:
+            lib = fw.torch if fw.name == "torch" else fw.cupy
+            idx, zeros = fw.convert(ids, np.int64), fw.zeros
+        if n and int(idx.min()) < 0:
+            b = int(lib.nonzero(idx < 0)[0][0]) if fw is None or fw.name != "torch" else \
+                int(lib.nonzero(idx < 0)[0, 0])
+            raise InvalidData(f"mfact: recommend: userid[{b}] = {int(idx[b])} is negative")
+        seen = idx < U.shape[0]
+        Ug = zeros((n, U.shape[1]), np.float32)
+        Ug[seen] = U[idx[seen]]
+        bg = None
+        if bu is not None:
+            bg = zeros(n, np.float32)
+            bg[seen] = bu[idx[seen]]
+        local = np.arange(n, dtype=np.int32)
+        local = local if fw is None else fw.asarray(local, np.int32)
+        return _make_model(Ug, V, m.mean, bg, bi, m.where), local
+
+    def recommend(self, userid, user_items=None, N=10, filter_already_liked_items=True):
+        """The N best items for each user (implicit's recommend): (ids, scores), each users
+        x N (1-D for one user), best first, ties to the smaller item id. With
+        filter_already_liked_items, the items of `user_items` are never returned: a sparse
+        matrix with one row per user of `userid` (implicit's convention), or None for the
+        interactions the model was fitted to (kept by ImplicitALS.fit). A user with fewer
+        than N candidates gets item -1 and score -inf in the places left."""
+        m = self._model()
+        ids, scalar = self._ids(userid, "userid")
+        n = int(ids.shape[0])
+        exclude = None
+        if filter_already_liked_items:
+            if user_items is None:
+                if self._train is None:
+                    raise ValueError(f"mfact.{type(self).__name__}.recommend: "
+                                     "filter_already_liked_items needs user_items (one row "
+                                     "per user id): this model keeps no training matrix")
+                exclude = self._train
+            else:
+                exclude = as_matrix(user_items, self.ctx)
+                if exclude.shape[0] != n:
+                    raise ValueError(f"mfact: recommend: user_items has {exclude.shape[0]} "
+                                     f"rows for {n} user ids (one row per user id)")
+                # Row b is user ids[b]'s; the library reads row u as user u's.
+                if self._fw is not None or not np.array_equal(ids, np.arange(n)):
+                    m, ids = self._gathered(m, ids)
+        items, scores = self._outputs(n, N)
+        ex = exclude.handle if exclude is not None else None
+        self._call(lambda: _lib.mf_recommend(self.ctx.handle, ctypes.byref(m), n, ptr(ids), ex,
+                                             int(N), ptr(items), ptr(scores)), "recommend")
+        return (items[0], scores[0]) if scalar else (items, scores)
+
+    def similar_items(self, itemid, N=10):
+        """The N items most similar to each item by the cosine of their factors (implicit's
+        similar_items, except that the item itself is left out): (ids, scores) as
+        recommend gives them."""
+        m = self._model()
+        ids, scalar = self._ids(itemid, "itemid")
+        n = int(ids.shape[0])
+        items, scores = self._outputs(n, N)
+        self._call(lambda: _lib.mf_similar_items(self.ctx.handle, ctypes.byref(m), n, ptr(ids),
+                                                 int(N), ptr(items), ptr(scores)),
+                   "similar_items")
+        return (items[0], scores[0]) if scalar else (items, scores)
+
+
+class _Ratings(_Recommender):
     """What ALS and SGD share: the fitted explicit-ratings model and its predictions. A fit
     on a device matrix (CuPy, PyTorch) leaves its factors and biases on that device, as
     arrays of the same library; predictions then come back there too."""
 
     user_factors = item_factors = user_biases = item_biases = None
     mean = 0.0
-    _fw = None  # the device arrays' library, None on the host
-
-    @property
-    def _where(self):
-        return _lib.MEMORY_DEVICE if self._fw is not None else _lib.MEMORY_HOST
 
     def _model(self):
         if self.user_factors is None:
             raise RuntimeError(f"mfact.{type(self).__name__}: call fit first")
         # The attributes are public: take them as the C types (float32, C-contiguous,
         # shapes that agree), converted where they are not, kept alive with the model.
-        conv = (lambda a, n: as_c(a, np.float32, n)) if self._fw is None else \
-            (lambda a, n: on_device(a, self._fw, np.float32, n))
-        U, V = conv(self.user_factors, "user_factors"), conv(self.item_factors, "item_factors")
-        bu, bi = conv(self.user_biases, "user_biases"), conv(self.item_biases, "item_biases")
+        U, V, bu, bi = _factor_arrays(self._fw, [
+            (self.user_factors, "user_factors"), (self.item_factors, "item_factors"),
+            (self.user_biases, "user_biases"), (self.item_biases, "item_biases")])
         if len(U.shape) != 2 or len(V.shape) != 2 or U.shape[1] != V.shape[1] or \
                 tuple(bu.shape) != (U.shape[0],) or tuple(bi.shape) != (V.shape[0],):
             raise ValueError("mfact: user_factors (users x k), item_factors (items x k) and "
                              "the biases (users, items) do not agree")
-        m = _lib.Model()
-        _lib.mf_model_init(ctypes.byref(m))
-        m.users, m.items, m.k = U.shape[0], V.shape[0], U.shape[1]
-        m.U, m.ldu, m.V, m.ldv = ptr(U), U.shape[1], ptr(V), V.shape[1]
-        m.mean = self.mean
-        m.user_bias, m.item_bias = ptr(bu), ptr(bi)
-        m.where = self._where
-        m._keep = (U, V, bu, bi)
-        return m
+        return _make_model(U, V, self.mean, bu, bi, self._where)
 
     def predict(self, users, items):
         """Predicted ratings for the (user, item) pairs: arrays of equal length. Users and
@@ -251,6 +375,157 @@ class SGD(_Ratings):
 
         self._fit(R, T, o, o.epochs, "epoch", run, "mfact.SGD.fit")
         return self
+
+
+class ImplicitALS(_Recommender):
+    """Implicit-feedback ALS (mf_ials_run; Hu, Koren & Volinsky 2008) with implicit's
+    method names: fit, recommend, similar_items, recalculate_user. A stored interaction r
+    (a play count; values >= 0) has the confidence c = 1 + alpha r (confidence="linear") or
+    1 + alpha log(1 + r / epsilon) ("log"); unstored pairs have c = 1 and preference 0.
+    The model has no biases: a score is user_factors[u] . item_factors[i]. The matrix given
+    to fit is kept (`recommend` filters its items by default)."""
+
+    def __init__(self, rank=None, lambda_=None, alpha=None, confidence=None, epsilon=None,
+                 iterations=None, solver=None, cg_steps=None, ctx=None):
+        self.rank, self.lambda_, self.alpha = rank, lambda_, alpha
+        self.confidence, self.epsilon, self.iterations = confidence, epsilon, iterations
+        self.solver, self.cg_steps = solver, cg_steps
+        self.ctx = resolve(ctx)
+        self.user_factors = self.item_factors = None
+        self.report = self.history = None
+
+    def _opts(self):
+        o = _lib.IalsOpts()
+        _lib.mf_ials_opts_init(ctypes.byref(o))
+        for name in ("rank", "iterations", "cg_steps"):
+            if getattr(self, name) is not None:
+                setattr(o, name, int(getattr(self, name)))
+        for name in ("lambda_", "alpha", "epsilon"):
+            if getattr(self, name) is not None:
+                setattr(o, name, float(getattr(self, name)))
+        if self.confidence is not None:
+            o.confidence = _choice(_IALS_CONFIDENCE, self.confidence, "confidence")
+        if self.solver is not None:
+            o.solver = _choice(_SOLVER, self.solver, "solver")
+        return o
+
+    def fit(self, interactions, show_progress=False, callback=None):
+        """Fit to `interactions` (users x items: scipy.sparse, a dense array, mfact.Matrix,
+        or CuPy / PyTorch on the device, where the factors then stay). `callback(record)`
+        after every iteration (iteration, seconds, loss: the objective over users x items
+        pairs; asking for it makes the library compute it); returning True stops the run."""
+        R = as_matrix(interactions, self.ctx)
+        o = self._opts()
+        tracker = None
+        if show_progress or callback is not None:
+            tracker = _progress.Progress(o.iterations, "it", show_progress, callback,
+                                         ("iteration", "seconds", ("loss", "train_rmse")))
+        users, items = R.shape
+        fw = R.framework
+        empty = np.empty if fw is None else fw.empty
+        k = max(o.rank, 1)  # the library names a bad rank
+        U, V = empty((users, k), np.float32), empty((items, k), np.float32)
+        if fw is not None:
+            fw.sync_current()
+        o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
+        rep = _lib.IalsReport()
+        rep.struct_size = ctypes.sizeof(rep)
+        where = _lib.MEMORY_DEVICE if fw is not None else _lib.MEMORY_HOST
+        with self.ctx.lock:
+            status = _lib.mf_ials_run(self.ctx.handle, R.handle, ctypes.byref(o), ptr(U),
+                                      ptr(V), where, ctypes.byref(rep))
+            if tracker is not None:
+                tracker.close()
+            if status in (0, Cancelled.status):  # the factors of the last completed step
+                self._fw, self._train = fw, R
+                self.user_factors, self.item_factors = U, V
+                self.report = _report(rep)
+                self.report["solver"] = _SOLVER_NAMES.get(rep.solver, rep.solver)
+                self.history = tracker.history if tracker is not None else None
+            if tracker is not None:
+                status = tracker.settle(status, Cancelled.status)
+            check(status, self.ctx.handle, "mfact.ImplicitALS.fit")
+        return self
+
+    def _item_factors(self):
+        if self.item_factors is None:
+            raise RuntimeError("mfact.ImplicitALS: call fit first")
+        V, = _factor_arrays(self._fw, [(self.item_factors, "item_factors")])
+        if len(V.shape) != 2:
+            raise ValueError("mfact: item_factors must be items x k")
+        return V
+
+    def _model(self):
+        V = self._item_factors()
+        if self.user_factors is None:
+            raise RuntimeError("mfact.ImplicitALS: call fit first")
+        U, = _factor_arrays(self._fw, [(self.user_factors, "user_factors")])
+        if len(U.shape) != 2 or U.shape[1] != V.shape[1]:
+            raise ValueError("mfact: user_factors (users x k) and item_factors (items x k) "
+                             "do not agree")
+        return _make_model(U, V, 0.0, None, None, self._where)
+
+    def recalculate_user(self, userid, user_items):
+        """Factors for users from their interactions against the fitted item factors
+        (mf_ials_fold_in; implicit's recalculate_user): `user_items` has one row per user of
+        `userid` (an id or an array; the ids only shape the result) and the model's items
+        as columns. Returns users x k (k for one id), where the model's factors live. A
+        training user's row is what the run's last user half-step would compute."""
+        V = self._item_factors()
+        scalar = np.ndim(userid) == 0
+        n = 1 if scalar else len(userid)
+        M = as_matrix(user_items, self.ctx)
+        if M.shape != (n, V.shape[0]):
+            raise ValueError(f"mfact: recalculate_user: user_items is {M.shape[0]} x "
+                             f"{M.shape[1]}, not one row per user id by the model's items "
+                             f"({n} x {V.shape[0]})")
+        o = self._opts()
+        o.rank = V.shape[1]
+        out = np.empty((n, V.shape[1]), np.float32) if self._fw is None else \
+            self._fw.empty((n, V.shape[1]), np.float32)
+        self._call(lambda: _lib.mf_ials_fold_in(self.ctx.handle, M.handle, ctypes.byref(o),
+                                                ptr(V), ptr(out), self._where),
+                   "mfact.ImplicitALS.recalculate_user")
+        return out[0] if scalar else out
+
+
+def ranking_metrics(model_or_factors, train, test, K=10, ctx=None):
+    """Ranking quality on held-out interactions as implicit's ranking_metrics_at_k
+    computes it (mf_ranking_evaluate): for each user with items in `test`, the top K
+    recommendations leaving out its `train` items (None: nothing left out), scored as
+    precision@K, MAP@K, NDCG@K and AUC. `model_or_factors` is a fitted mfact model or a
+    (user_factors, item_factors) pair (NumPy, or device arrays of one library). Returns
+    dict(precision, map, ndcg, auc)."""
+    if isinstance(model_or_factors, _Recommender):
+        model = model_or_factors
+        if ctx is not None and ctx is not model.ctx:
+            raise ValueError("mfact.ranking_metrics: the model belongs to another Context")
+        ctx, fw, m = model.ctx, model._fw, model._model()
+    else:
+        from .ops import _framework
+        try:
+            U, V = model_or_factors
+        except (TypeError, ValueError):
+            raise ValueError("mfact.ranking_metrics: pass a fitted model or a "
+                             "(user_factors, item_factors) pair") from None
+        ctx, fw = resolve(ctx), _framework(U, V)
+        U, V = _factor_arrays(fw, [(U, "user_factors"), (V, "item_factors")])
+        if len(U.shape) != 2 or len(V.shape) != 2 or U.shape[1] != V.shape[1]:
+            raise ValueError("mfact.ranking_metrics: user_factors (users x k) and "
+                             "item_factors (items x k) do not agree")
+        m = _make_model(U, V, 0.0, None, None,
+                        _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE)
+    T = as_matrix(test, ctx)
+    Tr = as_matrix(train, ctx) if train is not None else None
+    r = _lib.Ranking()
+    r.struct_size = ctypes.sizeof(r)
+    if fw is not None:
+        fw.sync_current()
+    with ctx.lock:
+        check(_lib.mf_ranking_evaluate(ctx.handle, ctypes.byref(m),
+                                       Tr.handle if Tr is not None else None, T.handle, int(K),
+                                       ctypes.byref(r)), ctx.handle, "mfact.ranking_metrics")
+    return {"precision": r.precision, "map": r.map, "ndcg": r.ndcg, "auc": r.auc}
 
 
 class BMF:

@@ -164,6 +164,32 @@ rm -f "$lowrank" "$fx" "$fy"
 "$mfact" complete --backend cpu --synthetic 30,20,3,0.5 --rank 25 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "rank = 25 is outside 1..20" /tmp/mfact-cli-err.$$ || fail "complete rank above min(rows, cols): $(cat /tmp/mfact-cli-err.$$)"
 "$mfact" complete --help | grep -q -- "--synthetic" || fail "complete --help"
+# ials and recommend: two groups of users, each playing its own half of the items; the
+# held-out plays are found (precision far above the 1/2 chance of a random in-group pick is
+# not needed: a random item is in-group half the time, a learnt one nearly always)
+plays=$(mktemp --suffix=.txt) recs=$(mktemp)
+python3 -c '
+import random
+r = random.Random(4)
+for u in range(60):
+    for i in range(40):
+        if (u < 30) == (i < 20) and r.random() < 0.5:
+            print(u, i, r.randint(1, 5))
+' >"$plays"
+out=$("$mfact" ials --backend cpu "$plays" --rank 4 --iterations 6 --test-fraction 0.2 --seed 2 \
+      --top 5 2>/tmp/mfact-cli-err.$$) || fail "ials exited $?: $(cat /tmp/mfact-cli-err.$$)"
+echo "$out" | grep -q "^iteration 6 (.*precision@5" || fail "ials per-iteration metrics: $out"
+p=$(echo "$out" | awk '/^precision@5 /{print $2}')
+python3 -c "import sys; sys.exit(0 if float('$p') > 0.3 else 1)" || fail "ials precision@5 $p: $out"
+"$mfact" recommend --backend cpu "$plays" --rank 4 --iterations 6 --top 3 --output "$recs" >/dev/null ||
+  fail "recommend exited $?"
+[ "$(wc -l <"$recs")" -eq 180 ] || fail "recommend wrote $(wc -l <"$recs") lines, not 60 x 3"
+awk '{ if (($1 < 30) != ($2 < 20)) bad++ } END { exit bad > 9 }' "$recs" ||
+  fail "recommend: many items outside the user's group"
+"$mfact" ials "$plays" --alpha -1 2>/dev/null; [ $? -eq 2 ] || fail "ials --alpha -1 is not a usage error"
+"$mfact" ials "$plays" --confidence square 2>/dev/null; [ $? -eq 2 ] || fail "ials --confidence square"
+"$mfact" --help | grep -q "^  recommend " || fail "mfact --help does not list recommend"
+rm -f "$plays" "$recs"
 # bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
 bin=$(mktemp --suffix=.in)
 fa=$(mktemp) fb=$(mktemp) pa=$(mktemp)
