@@ -80,6 +80,8 @@ static inline double shape_target(const ratings_shape &s)
 
 static const char *const ratings_preset_names[] = {"netflix", "lognormal-cap45", "zipf",
                                                    "dense-users"};
+// Implicit-feedback shapes (bench_ials; not in the explicit benches' default list).
+static const char *const ratings_implicit_names[] = {"lastfm", "implicit-1m"};
 
 // The preset called `name` into *s (false: no such preset).
 static bool ratings_preset(const char *name, ratings_shape *s)
@@ -132,6 +134,32 @@ static bool ratings_preset(const char *name, ratings_shape *s)
         s->user_cap = 0.6;
         s->rank = 20, s->noise = 0.5, s->factor_sd = 0.3;
         s->stars = false;
+        return true;
+    }
+    if (!strcmp(name, "lastfm")) {
+        // lastfm-360k's shape (implicit's benchmark): 358,868 users x 292,385 artists, 17.5M
+        // (user, artist) pairs. The data set keeps each user's top 50 artists, so users
+        // vary little (log-normal, sigma 0.3, capped at 100 artists); artists follow a
+        // power law (Zipf(1.1) capped at 20% of the users: a few very popular, a long tail
+        // of artists with one listener). Values 1..5 play as counts.
+        s->users = 358868, s->items = 292385, s->ratings = 17.5e6;
+        s->user_law = RATINGS_LOGNORMAL, s->item_law = RATINGS_ZIPF;
+        s->user_skew = 0.3, s->item_skew = 1.1;
+        s->user_cap = 100.0 / 292385.0, s->item_cap = 0.2;
+        s->rank = 32, s->factor_sd = 0.3, s->noise = 0.9;
+        s->heldout = 0.2;
+        return true;
+    }
+    if (!strcmp(name, "implicit-1m")) {
+        // The large implicit case: 1,000,000 users x 100,000 items, 100M
+        // interactions, users log-normal (sigma 1) capped at 5% of the items, items
+        // Zipf(1) capped at 30% of the users.
+        s->users = 1e6, s->items = 100000, s->ratings = 100e6;
+        s->user_law = RATINGS_LOGNORMAL, s->item_law = RATINGS_ZIPF;
+        s->user_skew = 1.0, s->item_skew = 1.0;
+        s->user_cap = 0.05, s->item_cap = 0.3;
+        s->rank = 32, s->factor_sd = 0.3, s->noise = 0.9;
+        s->heldout = 0.2;
         return true;
     }
     return false;

@@ -27,6 +27,6 @@ def build_info():
 
 
 __all__ = ["ALS", "BMF", "SGD", "ImplicitALS", "complete", "ranking_metrics", "Context",
-           "Matrix", "read", "sddmm", "spmm", "default_context", "build_info", "Error", "InvalidArgument", "InvalidData",
-           "OutOfMemory", "NoDevice", "Unsupported", "CudaError", "FileError", "Cancelled",
-           "NumericError", "InternalError"]
+           "Matrix", "read", "sddmm", "spmm", "default_context", "build_info", "Error",
+           "InvalidArgument", "InvalidData", "OutOfMemory", "NoDevice", "Unsupported",
+           "CudaError", "FileError", "Cancelled", "NumericError", "InternalError"]

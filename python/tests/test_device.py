@@ -101,3 +101,55 @@ def test_movielens_same_rmse_on_device(lib, movielens):
         dev = Model(ctx=ctx, **kw).fit(lib["sparse"](train), test=lib["sparse"](test))
         assert dev.report["test_rmse"] == pytest.approx(host.report["test_rmse"], rel=1e-6)
         assert dev.report["test_rmse"] < 0.93
+
+
+def test_implicit_als_on_device_arrays(lib):
+    """ImplicitALS from CuPy / PyTorch: the factors of the same data from SciPy (same
+    context, same seed), device results, and the same recommendations, neighbours,
+    fold-ins and ranking metrics; the CUDA engines against the CPU's too."""
+    from test_implicit import assert_same_lists, planted
+    from conftest import split
+    ctx = cuda_ctx()
+    M = planted(300, 200, seed=11)
+    train, test = split(M, 0.2, seed=2)
+    kw = dict(rank=16, iterations=6, alpha=2.0, lambda_=0.1)
+    host = mfact.ImplicitALS(ctx=ctx, **kw).fit(train)
+    dev = mfact.ImplicitALS(ctx=ctx, **kw).fit(lib["sparse"](train))
+    assert isinstance(dev.user_factors, lib["type"]) and isinstance(host.user_factors,
+                                                                     np.ndarray)
+    np.testing.assert_allclose(lib["host"](dev.user_factors), host.user_factors, rtol=1e-4,
+                               atol=1e-4)
+    np.testing.assert_allclose(lib["host"](dev.item_factors), host.item_factors, rtol=1e-4,
+                               atol=1e-4)
+    users = np.arange(300)
+    hi, hs = host.recommend(users, N=10)
+    di, ds = dev.recommend(users, N=10)
+    assert isinstance(di, lib["type"])
+    assert_same_lists(lib["host"](di), lib["host"](ds), hi, hs, tol=1e-3)
+    pick = np.array([5, 0, 299, 5])  # rows per id: the gather on the device
+    hi, hs = host.recommend(pick, train[[1, 2, 3, 4]], N=7)
+    di, ds = dev.recommend(lib["dense"](pick), train[[1, 2, 3, 4]], N=7)
+    assert_same_lists(lib["host"](di), lib["host"](ds), hi, hs, tol=1e-3)
+    hi, hs = host.similar_items([0, 7, 199], N=5)
+    di, ds = dev.similar_items([0, 7, 199], N=5)
+    assert_same_lists(lib["host"](di), lib["host"](ds), hi, hs, tol=1e-3)
+    np.testing.assert_allclose(lib["host"](dev.recalculate_user([3, 4], train[[3, 4]])),
+                               host.recalculate_user([3, 4], train[[3, 4]]), rtol=1e-3,
+                               atol=1e-4)
+    mh = mfact.ranking_metrics(host, train, test)
+    md = mfact.ranking_metrics(dev, train, test)
+    for key in mh:
+        assert md[key] == pytest.approx(mh[key], abs=2e-3), key
+    with pytest.raises(ValueError, match="negative"):
+        dev.recommend(lib["dense"](np.array([1, -2])), train[[0, 1]])
+    # The CPU engines (double) from the same seed: the same model to float rounding.
+    with mfact.Context(backend="cpu", seed=3) as cpu_ctx:
+        cpu = mfact.ImplicitALS(ctx=cpu_ctx, solver="exact", **kw).fit(train)
+        gpu = mfact.ImplicitALS(ctx=ctx, solver="exact", **kw).fit(train)
+        err = np.linalg.norm(gpu.user_factors - cpu.user_factors) / \
+            np.linalg.norm(cpu.user_factors)
+        assert err < 1e-3
+        mc = mfact.ranking_metrics(cpu, train, test)
+        mg = mfact.ranking_metrics(gpu, train, test)
+        for key in mc:
+            assert mg[key] == pytest.approx(mc[key], abs=1e-2), key

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/staging.h"
 #include "cuda/cuda_internal.h"
 #include "ials/ials_internal.h"
 #include "ials/ials_kernels.cuh"
@@ -25,6 +26,8 @@ struct side {
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
+    int64_t nseg;             /* CG's segments (ials_kernels.cuh, cg_args) */
+    mf_dbuf lo, hi, row, seg; /* seg_lo, seg_hi, seg_row, row_seg */
 };
 
 struct cuda_engine {
@@ -37,6 +40,7 @@ struct cuda_engine {
     mf_dbuf F[2];            /* U, V: rows of kp floats */
     mf_dbuf G, part;         /* the Gram matrix and its chunk partials */
     mf_dbuf R, P, AP, rs;    /* CG's vectors (the larger side's rows) */
+    mf_dbuf PA, PB;          /* CG's per-segment partial sums */
     mf_dbuf failed, partial; /* breakdown word; the loss's block sums */
     int chunks;
 };
@@ -81,10 +85,17 @@ mf_status gemm(cuda_engine *e, const float *P, float *C, int32_t rows)
     return MF_CUDA_LAUNCHED(ctx, "ials gemm_pg");
 }
 
+/* seg_apply then the per-row kernel (init: cg_init, else cg_step). */
 template <int VPL> mf_status cg_launch(cuda_engine *e, ials::cg_args &a, bool init)
 {
     cudaStream_t stream = mf_cuda_of(e->ctx)->stream;
-    const unsigned grid = (unsigned)(((int64_t)a.rows + 7) / 8);
+    const unsigned segs = (unsigned)((a.nseg + 7) / 8),
+                   grid = (unsigned)(((int64_t)a.rows + 7) / 8);
+    if (init)
+        ials::seg_apply<VPL, true><<<segs, 256, 0, stream>>>(a);
+    else
+        ials::seg_apply<VPL, false><<<segs, 256, 0, stream>>>(a);
+    MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "ials seg_apply"));
     if (init)
         ials::cg_init<VPL><<<grid, 256, 0, stream>>>(a);
     else
@@ -152,23 +163,16 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "ials exact_solve"));
         return check_failed(e, s);
     }
-    ials::cg_args a = {own.rows,
-                       own.ptr,
-                       own.idx,
-                       own.val,
-                       F,
-                       X,
-                       fp(e->R),
-                       fp(e->P),
-                       fp(e->AP),
-                       (float *)e->rs.ptr,
-                       e->lambda,
-                       e->alpha,
-                       e->epsilon,
-                       e->log_confidence,
-                       e->kp,
-                       0,
-                       (unsigned long long *)e->failed.ptr};
+    ials::cg_args a = {};
+    a.rows = own.rows, a.ptr = own.ptr, a.idx = own.idx, a.val = own.val, a.F = F;
+    a.X = X, a.R = fp(e->R), a.P = fp(e->P), a.AP = fp(e->AP), a.rs = (float *)e->rs.ptr;
+    a.lambda = e->lambda, a.alpha = e->alpha, a.epsilon = e->epsilon;
+    a.log_confidence = e->log_confidence, a.kp = e->kp;
+    a.failed = (unsigned long long *)e->failed.ptr;
+    a.nseg = own.nseg;
+    a.seg_lo = (const int64_t *)own.lo.ptr, a.seg_hi = (const int64_t *)own.hi.ptr;
+    a.seg_row = (const int32_t *)own.row.ptr, a.row_seg = (const int64_t *)own.seg.ptr;
+    a.PA = fp(e->PA), a.PB = fp(e->PB);
     MF_TRY(gemm(e, X, fp(e->AP), own.rows));
     MF_TRY(cg_dispatch(e, a, true));
     for (int step = 0; step < e->cg_steps; step++) {
@@ -280,6 +284,13 @@ void engine_destroy(mf_ials_engine *base)
                        &e->P,    &e->AP,   &e->rs, &e->failed, &e->partial};
     for (mf_dbuf *b : bufs)
         mf_dmem_free(ctx, b);
+    for (side &sd : e->by) {
+        mf_dbuf *sb[] = {&sd.lo, &sd.hi, &sd.row, &sd.seg};
+        for (mf_dbuf *b : sb)
+            mf_dmem_free(ctx, b);
+    }
+    mf_dmem_free(ctx, &e->PA);
+    mf_dmem_free(ctx, &e->PB);
     free(e);
 }
 
@@ -298,6 +309,51 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0
         MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* X0 is the driver's to free */
     }
     return MF_OK;
+}
+
+/* Side sd's segments from its row offsets (host): every row at least one (an empty row's
+ * is empty), a longer row one per IALS_SEGMENT interactions. */
+mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
+{
+    mf_ctx *ctx = e->ctx;
+    const int32_t rows = sd->rows;
+    int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
+    if (!row_seg)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+    row_seg[0] = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        const int64_t n = ptr[r + 1] - ptr[r];
+        row_seg[r + 1] = row_seg[r] + (n > 0 ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 1);
+    }
+    const int64_t nseg = row_seg[rows];
+    int64_t *lo = (int64_t *)malloc((size_t)nseg * 2 * sizeof *lo), *hi = lo + nseg;
+    int32_t *srow = (int32_t *)malloc((size_t)nseg * sizeof *srow);
+    mf_status st = MF_OK;
+    if (!lo || !srow)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+    for (int32_t r = 0; st == MF_OK && r < rows; r++)
+        for (int64_t g = row_seg[r]; g < row_seg[r + 1]; g++) {
+            const int64_t b = ptr[r] + (g - row_seg[r]) * IALS_SEGMENT;
+            lo[g] = b;
+            hi[g] = b + IALS_SEGMENT < ptr[r + 1] ? b + IALS_SEGMENT : ptr[r + 1];
+            srow[g] = r;
+        }
+    if (st == MF_OK)
+        st = mf_upload(ctx, &sd->lo, lo, (size_t)nseg * sizeof *lo, "iALS segment starts");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &sd->hi, hi, (size_t)nseg * sizeof *hi, "iALS segment ends");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &sd->row, srow, (size_t)nseg * sizeof *srow, "iALS segment rows");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &sd->seg, row_seg, ((size_t)rows + 1) * sizeof *row_seg,
+                       "iALS row segments");
+    if (st == MF_OK)
+        st = mf_cuda_sync(ctx); /* the host arrays go now */
+    sd->nseg = nseg;
+    free(row_seg);
+    free(lo);
+    free(srow);
+    return st;
 }
 
 mf_status setup(cuda_engine *e, const mf_ials_setup *s)
@@ -338,6 +394,21 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
         MF_TRY(mf_dmem_alloc(ctx, &e->P, bytes, "iALS CG directions"));
         MF_TRY(mf_dmem_alloc(ctx, &e->AP, bytes, "iALS CG products"));
         MF_TRY(mf_dmem_alloc(ctx, &e->rs, (lines + 1) * sizeof(float), "iALS CG norms"));
+        /* The item side's offsets come from the device CSC (the host may hold no transpose). */
+        int64_t *cptr = (int64_t *)malloc(((size_t)R->cols + 1) * sizeof *cptr);
+        if (!cptr)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        mf_status st = mf_cuda_copy(ctx, cptr, e->by[1].ptr, ((size_t)R->cols + 1) * sizeof *cptr);
+        if (st == MF_OK)
+            st = build_segments(e, &e->by[0], R->row_ptr);
+        if (st == MF_OK)
+            st = build_segments(e, &e->by[1], cptr);
+        free(cptr);
+        MF_TRY(st);
+        const int64_t nseg = e->by[0].nseg > e->by[1].nseg ? e->by[0].nseg : e->by[1].nseg;
+        const size_t pbytes = ((size_t)nseg * e->kp + 1) * sizeof(float);
+        MF_TRY(mf_dmem_alloc(ctx, &e->PA, pbytes, "iALS CG partial sums"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->PB, pbytes, "iALS CG partial right-hand sides"));
     }
     return MF_OK;
 }

@@ -140,7 +140,19 @@ struct cg_args {
     int kp;
     int step;
     unsigned long long *failed; /* min of (row << 32 | step) */
+    /* Segments of at most IALS_SEGMENT interactions: a row's run [seg_lo, seg_hi) of its
+     * own, so that a popular item's thousands of users are spread over many warps. row_seg:
+     * the first segment of each row (rows + 1). PA (and PB at init) hold one partial sum per
+     * segment (nseg x kp), added up per row in segment order. */
+    int64_t nseg;
+    const int64_t *seg_lo, *seg_hi, *row_seg;
+    const int32_t *seg_row;
+    float *PA, *PB;
 };
+
+/* Interactions per segment: short enough that the heaviest row's warps finish with the
+ * rest, long enough that a partial sum (kp floats) costs little beside its items' rows. */
+#define IALS_SEGMENT 64
 
 template <int VPL> __device__ __forceinline__ void load_row(const float *p, float v[VPL])
 {
@@ -226,6 +238,42 @@ __device__ __forceinline__ void sparse_apply(const cg_args &a, int64_t p0, int64
     }
 }
 
+/* The sparse part of one segment: PA[s] = sum w (f . v) f over its items, v the row's X (at
+ * init) or P; at init also PB[s] = sum (1 + w) f. One warp per segment. */
+template <int VPL, bool INIT> __global__ void __launch_bounds__(256) seg_apply(cg_args a)
+{
+    const int lane = threadIdx.x % 32;
+    const int64_t seg = (int64_t)blockIdx.x * 8 + threadIdx.x / 32;
+    if (seg >= a.nseg)
+        return;
+    const int64_t row = a.seg_row[seg];
+    if (!INIT && a.rs[row] < 1e-20f)
+        return; /* a finished row: cg_step reads nothing of it */
+    float v[VPL], acc[VPL], b[VPL];
+    load_row<VPL>((INIT ? a.X : a.P) + row * a.kp + lane * VPL, v);
+#pragma unroll
+    for (int t = 0; t < VPL; t++)
+        acc[t] = b[t] = 0.0f;
+    sparse_apply<VPL, INIT>(a, a.seg_lo[seg], a.seg_hi[seg], lane, v, acc, b);
+    store_row<VPL>(a.PA + seg * a.kp + lane * VPL, acc);
+    if (INIT)
+        store_row<VPL>(a.PB + seg * a.kp + lane * VPL, b);
+}
+
+/* acc += the row's segment partials of `part`, in segment order (deterministic). */
+template <int VPL>
+__device__ __forceinline__ void add_partials(const cg_args &a, const float *part, int64_t row,
+                                             int lane, float acc[VPL])
+{
+    for (int64_t sg = a.row_seg[row]; sg < a.row_seg[row + 1]; sg++) {
+        float q[VPL];
+        load_row<VPL>(part + sg * a.kp + lane * VPL, q);
+#pragma unroll
+        for (int t = 0; t < VPL; t++)
+            acc[t] += q[t];
+    }
+}
+
 /* r = b - (X G + lambda x + sparse(x)), p = r, rs = |r|^2; rows without items get x = 0. */
 template <int VPL> __global__ void __launch_bounds__(256) cg_init(cg_args a)
 {
@@ -234,12 +282,11 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_init(cg_args a)
     if (row >= a.rows)
         return;
     const int64_t off = row * a.kp + lane * VPL;
-    const int64_t p0 = a.ptr[row], p1 = a.ptr[row + 1];
     float x[VPL], acc[VPL], b[VPL];
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         b[t] = 0.0f;
-    if (p0 == p1) {
+    if (a.ptr[row] == a.ptr[row + 1]) {
 #pragma unroll
         for (int t = 0; t < VPL; t++)
             x[t] = 0.0f;
@@ -255,7 +302,8 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_init(cg_args a)
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         acc[t] = fmaf(a.lambda, x[t], acc[t]);
-    sparse_apply<VPL, true>(a, p0, p1, lane, x, acc, b);
+    add_partials<VPL>(a, a.PA, row, lane, acc);
+    add_partials<VPL>(a, a.PB, row, lane, b);
     float s = 0.0f;
 #pragma unroll
     for (int t = 0; t < VPL; t++) {
@@ -288,7 +336,7 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_step(cg_args a)
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         ap[t] = fmaf(a.lambda, p[t], ap[t]);
-    sparse_apply<VPL, false>(a, a.ptr[row], a.ptr[row + 1], lane, p, ap, nullptr);
+    add_partials<VPL>(a, a.PA, row, lane, ap);
     float pap = 0.0f;
 #pragma unroll
     for (int t = 0; t < VPL; t++)

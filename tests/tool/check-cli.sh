@@ -164,9 +164,8 @@ rm -f "$lowrank" "$fx" "$fy"
 "$mfact" complete --backend cpu --synthetic 30,20,3,0.5 --rank 25 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "rank = 25 is outside 1..20" /tmp/mfact-cli-err.$$ || fail "complete rank above min(rows, cols): $(cat /tmp/mfact-cli-err.$$)"
 "$mfact" complete --help | grep -q -- "--synthetic" || fail "complete --help"
-# ials and recommend: two groups of users, each playing its own half of the items; the
-# held-out plays are found (precision far above the 1/2 chance of a random in-group pick is
-# not needed: a random item is in-group half the time, a learnt one nearly always)
+# ials and recommend: two groups of users, each playing its own half of the items. A random
+# pick is in the user's group half the time, a learnt one nearly always.
 plays=$(mktemp --suffix=.txt) recs=$(mktemp)
 python3 -c '
 import random

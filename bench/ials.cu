@@ -1,0 +1,213 @@
+// bench_ials: implicit-feedback ALS (mf_ials_run) and top-N recommendation (mf_recommend) on
+// the GPU, on synthetic interactions whose shape is a parameter (synthetic_ratings.h: the
+// "lastfm" and "implicit-1m" presets, or any --case). For each case and rank: seconds per
+// iteration (the report's iteration time over the iterations, after a warm-up run that pays
+// the uploads), precision@10 / NDCG@10 / MAP / AUC on the held-out part
+// (mf_ranking_evaluate), and top-N for every user, the training items left out (median of
+// 3), against the FP32 floor of its scoring arithmetic and against writing the scores once
+// at HBM bandwidth (which the fused kernel never does). The peer, implicit, runs on the same
+// data from bench/ials.py (--write DIR saves the split for it); bench/README.md says how.
+#include <math.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "synthetic_ratings.h"
+
+static double now()
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// The split as raw arrays for bench/ials.py: <dir>/<name>.{indptr (int64), indices (int32),
+// data (float32)} and <dir>/shape.txt ("users items").
+static void write_split(mf_ctx *ctx, const char *dir, const char *name, const mf_sparse *S)
+{
+    int32_t rows, cols;
+    int64_t nnz;
+    MF_CHECK(ctx, mf_sparse_shape(S, &rows, &cols, &nnz));
+    std::vector<int64_t> ptr(rows + 1);
+    std::vector<int32_t> col(nnz + 1);
+    std::vector<float> val(nnz + 1);
+    MF_CHECK(ctx, mf_sparse_get_csr(S, ptr.data(), col.data(), val.data(), MF_MEMORY_HOST));
+    mkdir(dir, 0755);
+    const struct {
+        const char *ext;
+        const void *p;
+        size_t bytes;
+    } parts[] = {{"indptr", ptr.data(), ptr.size() * 8},
+                 {"indices", col.data(), (size_t)nnz * 4},
+                 {"data", val.data(), (size_t)nnz * 4}};
+    for (const auto &part : parts) {
+        std::string path = std::string(dir) + "/" + name + "." + part.ext;
+        FILE *f = fopen(path.c_str(), "wb");
+        if (!f || fwrite(part.p, 1, part.bytes, f) != part.bytes || fclose(f) != 0) {
+            fprintf(stderr, "bench_ials: cannot write %s\n", path.c_str());
+            exit(1);
+        }
+    }
+    FILE *f = fopen((std::string(dir) + "/shape.txt").c_str(), "w");
+    if (!f) {
+        fprintf(stderr, "bench_ials: cannot write %s/shape.txt\n", dir);
+        exit(1);
+    }
+    fprintf(f, "%d %d\n", rows, cols);
+    fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<int> ks = {64, 128};
+    int iterations = 15, cg_steps = 3, top = 10;
+    float alpha = 1.0f, lambda = 0.01f;
+    mf_als_solver solver = MF_ALS_SOLVER_AUTO;
+    double scale = 1.0;
+    uint64_t seed = 1;
+    bool skip_recommend = false;
+    const char *write_dir = NULL;
+    std::vector<std::string> specs;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--k"))
+            ks = parse_ints(v), i++;
+        else if (!strcmp(a, "--iterations"))
+            iterations = atoi(v), i++;
+        else if (!strcmp(a, "--cg-steps"))
+            cg_steps = atoi(v), i++;
+        else if (!strcmp(a, "--exact"))
+            solver = MF_ALS_SOLVER_EXACT;
+        else if (!strcmp(a, "--alpha"))
+            alpha = (float)atof(v), i++;
+        else if (!strcmp(a, "--lambda"))
+            lambda = (float)atof(v), i++;
+        else if (!strcmp(a, "--top"))
+            top = atoi(v), i++;
+        else if (!strcmp(a, "--scale"))
+            scale = atof(v), i++;
+        else if (!strcmp(a, "--case"))
+            specs.push_back(v), i++;
+        else if (!strcmp(a, "--seed"))
+            seed = strtoull(v, NULL, 10), i++;
+        else if (!strcmp(a, "--write"))
+            write_dir = v, i++;
+        else if (!strcmp(a, "--no-recommend"))
+            skip_recommend = true;
+        else {
+            fprintf(stderr, "usage: bench_ials [--k LIST] [--iterations N] [--cg-steps S] "
+                            "[--exact] [--alpha A] [--lambda L] [--top N] "
+                            "[--case NAME[,key=value,...]]... [--scale F] [--seed S] "
+                            "[--write DIR] [--no-recommend]\n");
+            return 2;
+        }
+    }
+    if (specs.empty())
+        specs.assign(std::begin(ratings_implicit_names), std::end(ratings_implicit_names));
+    const std::vector<ratings_shape> cases =
+        ratings_cases("bench_ials", specs, scale, seed, NULL, NULL);
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CUDA;
+    mf_ctx *ctx = NULL;
+    if (mf_ctx_create(&ctx, &co) != MF_OK) {
+        fprintf(stderr, "bench_ials: %s\n", mf_ctx_last_error(NULL));
+        return 1;
+    }
+    mf_device_info info;
+    info.struct_size = sizeof info;
+    MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, info.device));
+    int clock_khz = 0, mem_khz = 0, bus_bits = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, info.device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, info.device));
+    CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, info.device));
+    // FP32 peak: 128 lanes per SM, 2 flops per FMA; HBM: DDR, bus bytes per clock.
+    const double fp32_peak = 128.0 * prop.multiProcessorCount * 2.0 * clock_khz * 1e3;
+    const double hbm = 2.0 * mem_khz * 1e3 * bus_bits / 8.0;
+    printf("bench_ials on %s (FP32 peak %.1f TFLOP/s, HBM %.2f TB/s); %d iterations, CG %d "
+           "steps%s, alpha %g, lambda %g\n",
+           prop.name, fp32_peak / 1e12, hbm / 1e12, iterations, cg_steps,
+           solver == MF_ALS_SOLVER_EXACT ? " (exact solver)" : "", alpha, lambda);
+    for (const ratings_shape &s : cases) {
+        const double t0 = now();
+        mf_sparse *train = NULL, *test = NULL;
+        ratings_stats st;
+        const double oracle = load_ratings(ctx, NULL, NULL, s, &train, &test, &st);
+        print_ratings_case(ctx, s, st, oracle, train, test, now() - t0);
+        if (write_dir) {
+            write_split(ctx, write_dir, "train", train);
+            write_split(ctx, write_dir, "test", test);
+        }
+        int32_t users, items;
+        MF_CHECK(ctx, mf_sparse_shape(train, &users, &items, NULL));
+        printf("| rank | s/iteration | precision@%d | NDCG@%d | MAP | AUC | top-%d all users s | "
+               "vs FP32 floor | vs writing the scores |\n|---|---|---|---|---|---|---|---|---|\n",
+               top, top, top);
+        for (int k : ks) {
+            std::vector<float> U((size_t)users * k), V((size_t)items * k);
+            mf_ials_opts o;
+            mf_ials_opts_init(&o);
+            o.rank = k, o.alpha = alpha, o.lambda = lambda, o.cg_steps = cg_steps;
+            o.solver = solver;
+            o.iterations = 1; // warm-up: uploads, transpose
+            MF_CHECK(ctx, mf_ials_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, NULL));
+            o.iterations = iterations;
+            mf_ials_report rep = {};
+            rep.struct_size = sizeof rep;
+            MF_CHECK(ctx, mf_ials_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
+            mf_model m;
+            mf_model_init(&m);
+            m.users = users, m.items = items, m.k = k;
+            m.U = U.data(), m.ldu = k, m.V = V.data(), m.ldv = k;
+            mf_ranking r = {};
+            r.struct_size = sizeof r;
+            MF_CHECK(ctx, mf_ranking_evaluate(ctx, &m, train, test, top, &r));
+            double rec = NAN;
+            if (!skip_recommend) {
+                // The factors on the device, as a serving process keeps them; lists to the host.
+                float *dU, *dV;
+                int32_t *dids;
+                CUDA_CHECK(cudaMalloc(&dU, U.size() * 4));
+                CUDA_CHECK(cudaMalloc(&dV, V.size() * 4));
+                CUDA_CHECK(cudaMalloc(&dids, (size_t)users * 4));
+                CUDA_CHECK(cudaMemcpy(dU, U.data(), U.size() * 4, cudaMemcpyHostToDevice));
+                CUDA_CHECK(cudaMemcpy(dV, V.data(), V.size() * 4, cudaMemcpyHostToDevice));
+                std::vector<int32_t> ids(users);
+                for (int32_t u = 0; u < users; u++)
+                    ids[u] = u;
+                CUDA_CHECK(cudaMemcpy(dids, ids.data(), ids.size() * 4, cudaMemcpyHostToDevice));
+                int32_t *items_out;
+                float *scores_out;
+                CUDA_CHECK(cudaMalloc(&items_out, (size_t)users * top * 4));
+                CUDA_CHECK(cudaMalloc(&scores_out, (size_t)users * top * 4));
+                mf_model d = m;
+                d.U = dU, d.V = dV, d.where = MF_MEMORY_DEVICE;
+                std::vector<double> runs;
+                for (int t = 0; t < 3; t++) {
+                    const double a = now();
+                    MF_CHECK(ctx,
+                             mf_recommend(ctx, &d, users, dids, train, top, items_out, scores_out));
+                    CUDA_CHECK(cudaDeviceSynchronize());
+                    runs.push_back(now() - a);
+                }
+                rec = bench_median(runs);
+                cudaFree(dU), cudaFree(dV), cudaFree(dids), cudaFree(items_out),
+                    cudaFree(scores_out);
+            }
+            const double flops = 2.0 * users * (double)items * k;
+            printf("| %d | %.4f | %.4f | %.4f | %.4f | %.4f | %.3f | %.2fx | %.2fx |\n", k,
+                   rep.iteration_seconds / rep.iterations, r.precision, r.ndcg, r.map, r.auc, rec,
+                   rec / (flops / fp32_peak), rec / (4.0 * users * (double)items / hbm));
+            fflush(stdout);
+        }
+        mf_sparse_destroy(train);
+        mf_sparse_destroy(test);
+    }
+    mf_ctx_destroy(ctx);
+    return 0;
+}
