@@ -301,8 +301,9 @@ def run_rank(rank, train, test, conf_train, args, ctx, fit_input, log):
                                                        show_progress=False, num_threads=0)
             log(f"  implicit's ranking_metrics_at_k(mfact):    {fmt(row['mfact_metrics'])}")
             log(f"  implicit's ranking_metrics_at_k(implicit): {fmt(row['peer_metrics'])}")
-            log(f"  mfact.ranking_metrics(implicit):           "
-                f"{fmt(mfact.ranking_metrics((peer.user_factors, peer.item_factors), train, test, K=10, ctx=ctx))}")
+            theirs_by_us = mfact.ranking_metrics((peer.user_factors, peer.item_factors), train,
+                                                 test, K=10, ctx=ctx)
+            log(f"  mfact.ranking_metrics(implicit):           {fmt(theirs_by_us)}")
             loss = lambda X, Y: _als.calculate_loss(conf_train, X, Y, args.lambda_,
                                                     num_threads=threads)
             log(f"  training loss (implicit's calculate_loss): mfact {loss(U, V):.6g}, "

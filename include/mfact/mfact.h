@@ -914,8 +914,10 @@ MF_API mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd
 /* How a stored interaction's value r (a play count, a click count; a pattern's are 1)
  * becomes its confidence c. Unstored pairs have confidence 1 and preference 0. */
 typedef enum mf_ials_confidence {
-    MF_IALS_CONFIDENCE_LINEAR = 0, /* c = 1 + alpha r (Hu, Koren & Volinsky; implicit's)   */
-    MF_IALS_CONFIDENCE_LOG = 1     /* c = 1 + alpha log(1 + r / epsilon)                    */
+    /* c = 1 + alpha r (Hu, Koren & Volinsky). implicit (0.5 and later) uses alpha r itself
+     * as the confidence: its model is this one on values (alpha r - 1) / alpha. */
+    MF_IALS_CONFIDENCE_LINEAR = 0,
+    MF_IALS_CONFIDENCE_LOG = 1 /* c = 1 + alpha log(1 + r / epsilon)                    */
 } mf_ials_confidence;
 
 typedef enum mf_ials_init {

