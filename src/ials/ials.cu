@@ -91,11 +91,13 @@ template <int VPL> mf_status cg_launch(cuda_engine *e, ials::cg_args &a, bool in
     cudaStream_t stream = mf_cuda_of(e->ctx)->stream;
     const unsigned segs = (unsigned)((a.nseg + 7) / 8),
                    grid = (unsigned)(((int64_t)a.rows + 7) / 8);
-    if (init)
-        ials::seg_apply<VPL, true><<<segs, 256, 0, stream>>>(a);
-    else
-        ials::seg_apply<VPL, false><<<segs, 256, 0, stream>>>(a);
-    MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "ials seg_apply"));
+    if (a.nseg > 0) {
+        if (init)
+            ials::seg_apply<VPL, true><<<segs, 256, 0, stream>>>(a);
+        else
+            ials::seg_apply<VPL, false><<<segs, 256, 0, stream>>>(a);
+        MF_TRY(MF_CUDA_LAUNCHED(e->ctx, "ials seg_apply"));
+    }
     if (init)
         ials::cg_init<VPL><<<grid, 256, 0, stream>>>(a);
     else
@@ -311,8 +313,8 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0
     return MF_OK;
 }
 
-/* Side sd's segments from its row offsets (host): every row at least one (an empty row's
- * is empty), a longer row one per IALS_SEGMENT interactions. */
+/* Side sd's segments from its row offsets (host): one per IALS_SEGMENT interactions of each
+ * row longer than that (ials_kernels.cuh, cg_args). */
 mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
 {
     mf_ctx *ctx = e->ctx;
@@ -323,11 +325,12 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     row_seg[0] = 0;
     for (int32_t r = 0; r < rows; r++) {
         const int64_t n = ptr[r + 1] - ptr[r];
-        row_seg[r + 1] = row_seg[r] + (n > 0 ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 1);
+        row_seg[r + 1] =
+            row_seg[r] + (n > IALS_SEGMENT ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 0);
     }
     const int64_t nseg = row_seg[rows];
-    int64_t *lo = (int64_t *)malloc((size_t)nseg * 2 * sizeof *lo), *hi = lo + nseg;
-    int32_t *srow = (int32_t *)malloc((size_t)nseg * sizeof *srow);
+    int64_t *lo = (int64_t *)malloc(((size_t)nseg * 2 + 1) * sizeof *lo), *hi = lo + nseg;
+    int32_t *srow = (int32_t *)malloc(((size_t)nseg + 1) * sizeof *srow);
     mf_status st = MF_OK;
     if (!lo || !srow)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
@@ -339,11 +342,11 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
             srow[g] = r;
         }
     if (st == MF_OK)
-        st = mf_upload(ctx, &sd->lo, lo, (size_t)nseg * sizeof *lo, "iALS segment starts");
+        st = mf_upload(ctx, &sd->lo, lo, ((size_t)nseg + 1) * sizeof *lo, "iALS segment starts");
     if (st == MF_OK)
-        st = mf_upload(ctx, &sd->hi, hi, (size_t)nseg * sizeof *hi, "iALS segment ends");
+        st = mf_upload(ctx, &sd->hi, hi, ((size_t)nseg + 1) * sizeof *hi, "iALS segment ends");
     if (st == MF_OK)
-        st = mf_upload(ctx, &sd->row, srow, (size_t)nseg * sizeof *srow, "iALS segment rows");
+        st = mf_upload(ctx, &sd->row, srow, ((size_t)nseg + 1) * sizeof *srow, "iALS segment rows");
     if (st == MF_OK)
         st = mf_upload(ctx, &sd->seg, row_seg, ((size_t)rows + 1) * sizeof *row_seg,
                        "iALS row segments");

@@ -140,10 +140,11 @@ struct cg_args {
     int kp;
     int step;
     unsigned long long *failed; /* min of (row << 32 | step) */
-    /* Segments of at most IALS_SEGMENT interactions: a row's run [seg_lo, seg_hi) of its
-     * own, so that a popular item's thousands of users are spread over many warps. row_seg:
-     * the first segment of each row (rows + 1). PA (and PB at init) hold one partial sum per
-     * segment (nseg x kp), added up per row in segment order. */
+    /* A row of more than IALS_SEGMENT interactions is cut into segments of at most that
+     * many, [seg_lo, seg_hi), so that a popular item's thousands of users are spread over
+     * many warps; PA (and PB at init) hold one partial sum per segment (nseg x kp), added up
+     * per row in segment order. row_seg: the first segment of each row (rows + 1); a
+     * shorter row has none, and its own warp goes through its items inline. */
     int64_t nseg;
     const int64_t *seg_lo, *seg_hi, *row_seg;
     const int32_t *seg_row;
@@ -302,8 +303,12 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_init(cg_args a)
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         acc[t] = fmaf(a.lambda, x[t], acc[t]);
-    add_partials<VPL>(a, a.PA, row, lane, acc);
-    add_partials<VPL>(a, a.PB, row, lane, b);
+    if (a.row_seg[row] == a.row_seg[row + 1]) {
+        sparse_apply<VPL, true>(a, a.ptr[row], a.ptr[row + 1], lane, x, acc, b);
+    } else {
+        add_partials<VPL>(a, a.PA, row, lane, acc);
+        add_partials<VPL>(a, a.PB, row, lane, b);
+    }
     float s = 0.0f;
 #pragma unroll
     for (int t = 0; t < VPL; t++) {
@@ -336,7 +341,10 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_step(cg_args a)
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         ap[t] = fmaf(a.lambda, p[t], ap[t]);
-    add_partials<VPL>(a, a.PA, row, lane, ap);
+    if (a.row_seg[row] == a.row_seg[row + 1])
+        sparse_apply<VPL, false>(a, a.ptr[row], a.ptr[row + 1], lane, p, ap, nullptr);
+    else
+        add_partials<VPL>(a, a.PA, row, lane, ap);
     float pap = 0.0f;
 #pragma unroll
     for (int t = 0; t < VPL; t++)
