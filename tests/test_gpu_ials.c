@@ -268,6 +268,25 @@ START_TEST(planted_quality_and_metrics)
     ck_assert_int_eq(mf_ials_fold_in(gpu, Rg, &o, V, Fg, MF_MEMORY_HOST), MF_OK);
     ck_assert_int_eq(mf_ials_fold_in(cpu, p.train, &o, V, Fc, MF_MEMORY_HOST), MF_OK);
     ck_assert_double_le(tu_rel_diff(600 * 16, Fg, Fc), 1e-4);
+    /* Explicit fold-in with a device model: the CPU context's rows. */
+    float *bi = calloc(400, 4), *bu = calloc(600, 4), *Fd = malloc(600 * 16 * 4);
+    mf_model e = m;
+    e.mean = 0.5f, e.item_bias = bi, e.user_bias = bu;
+    ck_assert_int_eq(mf_fold_in_users(cpu, &e, p.train, 0.2f, 0.1f, Fc, bu), MF_OK);
+    mf_model d = e;
+    d.U = to_device(U, 600 * 16 * 4), d.V = to_device(V, 400 * 16 * 4);
+    d.item_bias = to_device(bi, 400 * 4), d.user_bias = to_device(bu, 600 * 4);
+    d.where = MF_MEMORY_DEVICE;
+    float *dF = to_device(NULL, 600 * 16 * 4), *dbu = to_device(NULL, 600 * 4),
+          *hbu = malloc(600 * 4);
+    ck_assert_int_eq(mf_fold_in_users(gpu, &d, Rg, 0.2f, 0.1f, dF, dbu), MF_OK);
+    from_device(Fd, dF, 600 * 16 * 4);
+    from_device(hbu, dbu, 600 * 4);
+    ck_assert_int_eq(memcmp(Fd, Fc, 600 * 16 * 4), 0);
+    ck_assert_int_eq(memcmp(hbu, bu, 600 * 4), 0);
+    cudaFree((void *)d.U), cudaFree((void *)d.V), cudaFree((void *)d.item_bias);
+    cudaFree((void *)d.user_bias), cudaFree(dF), cudaFree(dbu);
+    free(bi), free(bu), free(Fd), free(hbu);
     /* The exact solver past its shared-memory limit is refused, factors untouched. */
     o.rank = 300;
     float *W = malloc(600 * 300 * 4), *Z = malloc(400 * 300 * 4);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ials_fixtures.h"
 #include "testutil.h"
@@ -230,6 +231,66 @@ START_TEST(fold_in_reproduces_users)
 }
 END_TEST
 
+START_TEST(explicit_fold_in_is_the_user_half_step)
+{
+    /* ALS from a given V (biases start at zero) solves the users first: folding the same
+     * users into a model of that V, the mean and zero item biases gives the same rows. */
+    mf_ctx *ctx = tu_cpu_ctx();
+    ials_planted p = ials_make_planted(ctx, 70, 50, 3, 0.5, 0.05, 0.0, 17);
+    const int k = 5;
+    float U[70 * 5], V[50 * 5], V0[50 * 5], bu[70], bi[50], F[70 * 5], fb[70], zeros[50] = {0};
+    uint64_t s = 2;
+    for (int i = 0; i < 50 * k; i++)
+        V0[i] = V[i] = (float)tu_unit(&s) - 0.5f;
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = k, o.iterations = 1, o.init = MF_ALS_INIT_GIVEN, o.solver = MF_ALS_SOLVER_EXACT;
+    o.lambda = 0.7f, o.lambda_bias = 0.3f;
+    mf_biases out = {0.0f, bu, bi};
+    o.bias_out = &out;
+    ck_assert_int_eq(mf_als_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = 70, m.items = 50, m.k = k, m.U = U, m.ldu = k, m.V = V0, m.ldv = k;
+    m.mean = out.mean, m.user_bias = bu, m.item_bias = zeros;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, o.lambda, o.lambda_bias, F, fb), MF_OK);
+    ck_assert_double_le(tu_rel_diff(70 * k, F, U), 1e-4);
+    ck_assert_double_le(tu_rel_diff(70, fb, bu), 1e-4);
+    /* Without biases: the factors alone. */
+    m.user_bias = m.item_bias = NULL, m.mean = 0.0f;
+    o.biases = 0;
+    memcpy(V, V0, sizeof V); /* the run moved V after its user half-step */
+    ck_assert_int_eq(mf_als_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, o.lambda, 0.0f, F, NULL), MF_OK);
+    ck_assert_double_le(tu_rel_diff(70 * k, F, U), 1e-4);
+    /* Bad input leaves the outputs alone. */
+    for (int i = 0; i < 70 * k; i++)
+        F[i] = 5.0f;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, -1.0f, 0.0f, F, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    m.user_bias = bu;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, 0.1f, 0.1f, F, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "user_bias");
+    m.items = 49;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, 0.1f, 0.1f, F, fb),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "50 columns");
+    m.items = 50, m.user_bias = NULL;
+    mf_sparse *one = NULL;
+    const int32_t r1[1] = {0}, c1[1] = {0};
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &one, 2, 50, 1, r1, c1, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, one, 0.0f, 0.0f, F, NULL), MF_ERR_NUMERIC);
+    tu_assert_error_has(ctx, "row 0");
+    for (int i = 0; i < 70 * k; i++)
+        ck_assert_float_eq(F[i], 5.0f);
+    mf_sparse_destroy(one);
+    ials_free_planted(&p);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(metrics_by_hand)
 {
     /* 1 user, 5 items, k = 1: scores V = 5, 4, 3, 2, 1 rank items 0..4 in order. Train
@@ -403,6 +464,7 @@ int main(void)
                                   recommend_matches_full_sort,
                                   similar_items_by_cosine,
                                   fold_in_reproduces_users,
+                                  explicit_fold_in_is_the_user_half_step,
                                   metrics_by_hand,
                                   bad_inputs_leave_buffers};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

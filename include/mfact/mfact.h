@@ -991,6 +991,22 @@ MF_API mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions,
 /* Recommendations and ranking metrics (since 0.3)                                       */
 /* ------------------------------------------------------------------------------------- */
 
+/* Factors for users an explicit-ratings model has not seen (fold-in): each row of `ratings`
+ * (new users x the model's items) solved exactly against the model's V, mean and item
+ * biases, minimizing
+ *     sum over the row's ratings of (r - mean - b_i - b_u - x . V_i)^2 + lambda |x|^2
+ *         + lambda_bias b_u^2
+ * (b_u and lambda_bias only when the model has user biases), into U (rows x model->k,
+ * leading dimension k) and user_bias (rows floats; required exactly when the model has user
+ * biases) in model->where memory. This is mf_als_run's user half-step with unweighted
+ * penalties (MF_ALS_WEIGHT_NONE); a row without ratings gets zeros. U is not read; model->U
+ * must still be a valid array. On a CUDA context the solves run on the CPU (staged). Errors
+ * (outputs untouched): a bad model (as mf_predict), ratings with another number of columns,
+ * lambda or lambda_bias < 0 or not finite: MF_ERR_INVALID_ARGUMENT; a system that is not
+ * positive definite (lambda = 0 with too few ratings): MF_ERR_NUMERIC naming the row. */
+MF_API mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
+                                  float lambda, float lambda_bias, float *U, float *user_bias);
+
 /* Top-N items for each of n users: out_items[b * N + j] is user users[b]'s j-th best item
  * by the model's score (mf_predict's: mean + biases + U_u . V_i; implicit models have no
  * biases), out_scores the same places' scores. Ties order by the smaller item id. With

@@ -1,0 +1,184 @@
+/* mf_fold_in_users: new users of an explicit-ratings model, each row's regularized least
+ * squares (factors and, with biases, the user bias as one more unknown whose feature is 1)
+ * solved by Cholesky in double on the host, OpenMP over the rows. On a CUDA context the
+ * model's arrays are staged to the host and the results copied back: a fold-in touches
+ * each new user once, and the rows are short. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ctx.h"
+#include "core/model.h"
+#include "core/sparse.h"
+#include "core/staging.h"
+#include "cuda/cuda_backend.h"
+
+/* A host view of n bytes at p (a copy when `where` is the device); *own is what to free. */
+static mf_status host_view(mf_ctx *ctx, const void **p, size_t n, mf_memory where, void **own)
+{
+    *own = NULL;
+    if (where == MF_MEMORY_HOST || !*p)
+        return MF_OK;
+    void *h = malloc(n + 1);
+    if (!h)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_fold_in_users: out of host memory");
+    mf_status st = mf_cuda_copy(ctx, h, *p, n);
+    if (st != MF_OK) {
+        free(h);
+        return st;
+    }
+    *p = *own = h;
+    return MF_OK;
+}
+
+/* Solve the n x n SPD system A x = b in place (lower triangle of A; b becomes x). Returns
+ * the failed pivot or -1. */
+static int cholesky_solve(int n, double *A, double *b)
+{
+    for (int j = 0; j < n; j++) {
+        double d = A[(size_t)j * n + j];
+        for (int t = 0; t < j; t++)
+            d -= A[(size_t)j * n + t] * A[(size_t)j * n + t];
+        if (!(d > 0.0) || !isfinite(d))
+            return j;
+        d = sqrt(d);
+        A[(size_t)j * n + j] = d;
+        for (int i = j + 1; i < n; i++) {
+            double s = A[(size_t)i * n + j];
+            for (int t = 0; t < j; t++)
+                s -= A[(size_t)i * n + t] * A[(size_t)j * n + t];
+            A[(size_t)i * n + j] = s / d;
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double s = b[i];
+        for (int t = 0; t < i; t++)
+            s -= A[(size_t)i * n + t] * b[t];
+        b[i] = s / A[(size_t)i * n + i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = b[i];
+        for (int t = i + 1; t < n; t++)
+            s -= A[(size_t)t * n + i] * b[t];
+        b[i] = s / A[(size_t)i * n + i];
+    }
+    return -1;
+}
+
+mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
+                           float lambda, float lambda_bias, float *U, float *user_bias)
+{
+    static const char fn[] = "mf_fold_in_users";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    mf_model m;
+    MF_TRY(mf_model_check(ctx, model, fn, &m));
+    MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
+    MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
+    MF_REQUIRE(ctx, ratings->cols == m.items,
+               "%s: ratings has %d columns but the model has %d items", fn, ratings->cols, m.items);
+    MF_REQUIRE(ctx, lambda >= 0.0f && isfinite(lambda), "%s: lambda = %g must be finite and >= 0",
+               fn, (double)lambda);
+    MF_REQUIRE(ctx, lambda_bias >= 0.0f && isfinite(lambda_bias),
+               "%s: lambda_bias = %g must be finite and >= 0", fn, (double)lambda_bias);
+    const int biased = m.user_bias != NULL;
+    MF_REQUIRE(ctx, U, "%s: U is NULL", fn);
+    MF_REQUIRE(ctx, !biased || user_bias,
+               "%s: the model has user biases, so user_bias must not be NULL", fn);
+    MF_TRY(mf_check_memory(ctx, U, m.where, fn, "U"));
+    if (biased)
+        MF_TRY(mf_check_memory(ctx, user_bias, m.where, fn, "user_bias"));
+    const int k = m.k, n = k + biased;
+    const int32_t rows = ratings->rows;
+    void *own[2] = {NULL, NULL};
+    const void *V = m.V, *ib = m.item_bias;
+    mf_status st = host_view(ctx, &V, mf_matrix_bytes(m.items, k, m.ldv), m.where, &own[0]);
+    if (st == MF_OK)
+        st = host_view(ctx, &ib, (size_t)m.items * sizeof(float), m.where, &own[1]);
+    float *X = st == MF_OK ? malloc(((size_t)rows * k + 1) * sizeof *X) : NULL;
+    float *B = st == MF_OK ? malloc(((size_t)rows + 1) * sizeof *B) : NULL;
+    if (st == MF_OK && (!X || !B))
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    int32_t failed = -1;
+    int failed_pivot = -1, no_memory = 0;
+    if (st == MF_OK) {
+        const float *Vh = V, *ibh = ib;
+        const mf_sparse *R = ratings;
+#pragma omp parallel num_threads(mf_ctx_threads(ctx))
+        {
+            double *A = malloc(((size_t)n * n + n) * sizeof *A);
+            if (!A) {
+#pragma omp atomic write
+                no_memory = 1;
+            }
+#pragma omp for schedule(dynamic, 16)
+            for (int32_t r = 0; r < rows; r++) {
+                if (!A)
+                    continue;
+                double *b = A + (size_t)n * n;
+                memset(A, 0, ((size_t)n * n + n) * sizeof *A);
+                const int64_t p0 = R->row_ptr[r], p1 = R->row_ptr[r + 1];
+                for (int64_t p = p0; p < p1; p++) {
+                    const int32_t i = R->col[p];
+                    const float *v = Vh + (int64_t)i * m.ldv;
+                    const double t =
+                        (double)(R->val ? R->val[p] : 1.0f) - m.mean - (ibh ? ibh[i] : 0.0f);
+                    for (int a = 0; a < k; a++) {
+                        for (int c = 0; c <= a; c++)
+                            A[(size_t)a * n + c] += (double)v[a] * v[c];
+                        b[a] += t * v[a];
+                    }
+                    if (biased) { /* the bias unknown: feature 1 */
+                        for (int c = 0; c < k; c++)
+                            A[(size_t)k * n + c] += v[c];
+                        A[(size_t)k * n + k] += 1.0;
+                        b[k] += t;
+                    }
+                }
+                float *x = X + (int64_t)r * k;
+                if (p0 == p1) {
+                    memset(x, 0, (size_t)k * sizeof *x);
+                    B[r] = 0.0f;
+                    continue;
+                }
+                for (int a = 0; a < k; a++)
+                    A[(size_t)a * n + a] += lambda;
+                if (biased)
+                    A[(size_t)k * n + k] += lambda_bias;
+                const int bad = cholesky_solve(n, A, b);
+                if (bad >= 0) {
+#pragma omp critical(mf_fold_in_failed)
+                    if (failed < 0 || r < failed)
+                        failed = r, failed_pivot = bad;
+                    continue;
+                }
+                for (int a = 0; a < k; a++)
+                    x[a] = (float)b[a];
+                B[r] = biased ? (float)b[k] : 0.0f;
+            }
+            free(A);
+        }
+        if (no_memory)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        else if (failed >= 0)
+            st = mf_fail(ctx, MF_ERR_NUMERIC,
+                         "%s: the system of row %d is not positive definite (pivot %d); lambda > "
+                         "0 keeps every system positive definite",
+                         fn, failed, failed_pivot);
+    }
+    if (st == MF_OK && rows > 0) { /* hand over */
+        if (m.where == MF_MEMORY_DEVICE) {
+            st = mf_cuda_copy(ctx, U, X, (size_t)rows * k * sizeof *X);
+            if (st == MF_OK && biased)
+                st = mf_cuda_copy(ctx, user_bias, B, (size_t)rows * sizeof *B);
+        } else {
+            memcpy(U, X, (size_t)rows * k * sizeof *X);
+            if (biased)
+                memcpy(user_bias, B, (size_t)rows * sizeof *B);
+        }
+    }
+    free(X);
+    free(B);
+    free(own[0]);
+    free(own[1]);
+    return st;
+}
