@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cholesky.h"
 #include "core/ctx.h"
 #include "ials/ials_internal.h"
 
@@ -122,34 +123,7 @@ static int solve_exact(const cpu_engine *e, const int64_t *ptr, const int32_t *i
         }
     }
     rhs(e, ptr, idx, val, F, r, b);
-    for (int j = 0; j < k; j++) { /* A = L L^T, L in the lower triangle */
-        double d = A[(size_t)j * k + j];
-        for (int t = 0; t < j; t++)
-            d -= A[(size_t)j * k + t] * A[(size_t)j * k + t];
-        if (!(d > 0.0) || !isfinite(d))
-            return j;
-        d = sqrt(d);
-        A[(size_t)j * k + j] = d;
-        for (int i = j + 1; i < k; i++) {
-            double s = A[(size_t)i * k + j];
-            for (int t = 0; t < j; t++)
-                s -= A[(size_t)i * k + t] * A[(size_t)j * k + t];
-            A[(size_t)i * k + j] = s / d;
-        }
-    }
-    for (int i = 0; i < k; i++) { /* L y = b */
-        double s = b[i];
-        for (int t = 0; t < i; t++)
-            s -= A[(size_t)i * k + t] * b[t];
-        b[i] = s / A[(size_t)i * k + i];
-    }
-    for (int i = k - 1; i >= 0; i--) { /* L^T x = y */
-        double s = b[i];
-        for (int t = i + 1; t < k; t++)
-            s -= A[(size_t)t * k + i] * b[t];
-        b[i] = s / A[(size_t)i * k + i];
-    }
-    return -1;
+    return mf_cholesky_solve(k, A, b);
 }
 
 /* cg_steps CG steps from x (the row's current factors), implicit's iteration. Returns the

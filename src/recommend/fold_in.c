@@ -7,63 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cholesky.h"
 #include "core/ctx.h"
 #include "core/model.h"
 #include "core/sparse.h"
 #include "core/staging.h"
 #include "cuda/cuda_backend.h"
-
-/* A host view of n bytes at p (a copy when `where` is the device); *own is what to free. */
-static mf_status host_view(mf_ctx *ctx, const void **p, size_t n, mf_memory where, void **own)
-{
-    *own = NULL;
-    if (where == MF_MEMORY_HOST || !*p)
-        return MF_OK;
-    void *h = malloc(n + 1);
-    if (!h)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_fold_in_users: out of host memory");
-    mf_status st = mf_cuda_copy(ctx, h, *p, n);
-    if (st != MF_OK) {
-        free(h);
-        return st;
-    }
-    *p = *own = h;
-    return MF_OK;
-}
-
-/* Solve the n x n SPD system A x = b in place (lower triangle of A; b becomes x). Returns
- * the failed pivot or -1. */
-static int cholesky_solve(int n, double *A, double *b)
-{
-    for (int j = 0; j < n; j++) {
-        double d = A[(size_t)j * n + j];
-        for (int t = 0; t < j; t++)
-            d -= A[(size_t)j * n + t] * A[(size_t)j * n + t];
-        if (!(d > 0.0) || !isfinite(d))
-            return j;
-        d = sqrt(d);
-        A[(size_t)j * n + j] = d;
-        for (int i = j + 1; i < n; i++) {
-            double s = A[(size_t)i * n + j];
-            for (int t = 0; t < j; t++)
-                s -= A[(size_t)i * n + t] * A[(size_t)j * n + t];
-            A[(size_t)i * n + j] = s / d;
-        }
-    }
-    for (int i = 0; i < n; i++) {
-        double s = b[i];
-        for (int t = 0; t < i; t++)
-            s -= A[(size_t)i * n + t] * b[t];
-        b[i] = s / A[(size_t)i * n + i];
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double s = b[i];
-        for (int t = i + 1; t < n; t++)
-            s -= A[(size_t)t * n + i] * b[t];
-        b[i] = s / A[(size_t)i * n + i];
-    }
-    return -1;
-}
+#include "recommend/recommend_internal.h"
 
 mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
                            float lambda, float lambda_bias, float *U, float *user_bias)
@@ -91,9 +41,9 @@ mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *
     const int32_t rows = ratings->rows;
     void *own[2] = {NULL, NULL};
     const void *V = m.V, *ib = m.item_bias;
-    mf_status st = host_view(ctx, &V, mf_matrix_bytes(m.items, k, m.ldv), m.where, &own[0]);
+    mf_status st = mf_rec_host_copy(ctx, &V, mf_matrix_bytes(m.items, k, m.ldv), m.where, &own[0]);
     if (st == MF_OK)
-        st = host_view(ctx, &ib, (size_t)m.items * sizeof(float), m.where, &own[1]);
+        st = mf_rec_host_copy(ctx, &ib, (size_t)m.items * sizeof(float), m.where, &own[1]);
     float *X = st == MF_OK ? malloc(((size_t)rows * k + 1) * sizeof *X) : NULL;
     float *B = st == MF_OK ? malloc(((size_t)rows + 1) * sizeof *B) : NULL;
     if (st == MF_OK && (!X || !B))
@@ -144,7 +94,7 @@ mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *
                     A[(size_t)a * n + a] += lambda;
                 if (biased)
                     A[(size_t)k * n + k] += lambda_bias;
-                const int bad = cholesky_solve(n, A, b);
+                const int bad = mf_cholesky_solve(n, A, b);
                 if (bad >= 0) {
 #pragma omp critical(mf_fold_in_failed)
                     if (failed < 0 || r < failed)

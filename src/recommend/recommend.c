@@ -10,7 +10,7 @@
 #include "recommend/recommend_internal.h"
 
 /* A host copy of `bytes` at *p when `where` is the device; *owned is what to free. */
-static mf_status host_copy(mf_ctx *ctx, const void **p, size_t bytes, mf_memory where, void **owned)
+mf_status mf_rec_host_copy(mf_ctx *ctx, const void **p, size_t bytes, mf_memory where, void **owned)
 {
     *owned = NULL;
     if (where == MF_MEMORY_HOST || !*p)
@@ -34,15 +34,16 @@ mf_status mf_recommend_cpu_staged(mf_ctx *ctx, const mf_rec_call *c)
     void *own[6] = {NULL};
     const void *U = m->U, *V = m->V, *ub = m->user_bias, *ib = m->item_bias, *ids = c->ids;
     const size_t out_n = (size_t)c->n * c->N;
-    mf_status st = host_copy(ctx, &U, mf_matrix_bytes(m->users, m->k, m->ldu), m->where, &own[0]);
+    mf_status st =
+        mf_rec_host_copy(ctx, &U, mf_matrix_bytes(m->users, m->k, m->ldu), m->where, &own[0]);
     if (st == MF_OK)
-        st = host_copy(ctx, &V, mf_matrix_bytes(m->items, m->k, m->ldv), m->where, &own[1]);
+        st = mf_rec_host_copy(ctx, &V, mf_matrix_bytes(m->items, m->k, m->ldv), m->where, &own[1]);
     if (st == MF_OK)
-        st = host_copy(ctx, &ub, (size_t)m->users * sizeof(float), m->where, &own[2]);
+        st = mf_rec_host_copy(ctx, &ub, (size_t)m->users * sizeof(float), m->where, &own[2]);
     if (st == MF_OK)
-        st = host_copy(ctx, &ib, (size_t)m->items * sizeof(float), m->where, &own[3]);
+        st = mf_rec_host_copy(ctx, &ib, (size_t)m->items * sizeof(float), m->where, &own[3]);
     if (st == MF_OK)
-        st = host_copy(ctx, &ids, (size_t)c->n * sizeof(int32_t), c->where, &own[4]);
+        st = mf_rec_host_copy(ctx, &ids, (size_t)c->n * sizeof(int32_t), c->where, &own[4]);
     if (st == MF_OK && c->where == MF_MEMORY_DEVICE) {
         own[5] = malloc(out_n * (sizeof(int32_t) + sizeof(float)) + 1);
         if (!own[5])

@@ -36,6 +36,11 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c);
 /* CUDA builds: recommend.cu; without CUDA the stub in recommend_absent.c. */
 mf_status mf_cuda_recommend(mf_ctx *ctx, const mf_rec_call *c);
 
+/* A host copy of `bytes` at *p when `where` is the device (*p then points at it, and
+ * *owned is what to free; both unchanged for host memory or a NULL *p). */
+mf_status mf_rec_host_copy(mf_ctx *ctx, const void **p, size_t bytes, mf_memory where,
+                           void **owned);
+
 /* The CPU engine on a CUDA context (N beyond the fused kernel's): device arrays are copied
  * to the host and the outputs back. */
 mf_status mf_recommend_cpu_staged(mf_ctx *ctx, const mf_rec_call *c);
