@@ -293,6 +293,15 @@ START_TEST(planted_quality_and_metrics)
     W[0] = 42.0f;
     ck_assert_int_eq(mf_ials_run(gpu, Rg, &o, W, Z, MF_MEMORY_HOST, NULL), MF_ERR_UNSUPPORTED);
     ck_assert_float_eq(W[0], 42.0f);
+    /* Fold-in at that rank runs on the CPU engine: the CPU context's rows. */
+    uint64_t seed = 5;
+    for (int i = 0; i < 400 * 300; i++)
+        Z[i] = (float)tu_unit(&seed) * 0.1f;
+    float *W2 = malloc(600 * 300 * 4);
+    ck_assert_int_eq(mf_ials_fold_in(gpu, Rg, &o, Z, W, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(mf_ials_fold_in(cpu, p.train, &o, Z, W2, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(memcmp(W, W2, 600 * 300 * 4), 0);
+    free(W2);
     free(W);
     free(Z);
     free(Fg);

@@ -317,6 +317,23 @@ START_TEST(metrics_by_hand)
     const double g = 1.0 / log2(3.0);
     ck_assert_double_eq_tol(r.ndcg, g / (1.0 + g), 1e-12);
     ck_assert_double_eq_tol(r.auc, 0.5, 1e-12);
+    /* Fewer candidates than N, held-out items among the training ones (implicit's split
+     * does not overlap, a caller's may): 10 items, train 0..8, test 0 and 1, N = 10. The
+     * list is item 9 and padding; the padding is no miss: AUC = (0 + 2) / 2 * (8 - 1) /
+     * (2 * 8). */
+    float V10[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+    m.items = 10, m.V = V10;
+    const int32_t tr2_r[9] = {0}, tr2_c[9] = {0, 1, 2, 3, 4, 5, 6, 7, 8}, te2_c[2] = {0, 1};
+    mf_sparse *tr2 = NULL, *te2 = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &tr2, 1, 10, 9, tr2_r, tr2_c, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &te2, 1, 10, 2, tr2_r, te2_c, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_int_eq(mf_ranking_evaluate(ctx, &m, tr2, te2, 10, &r), MF_OK);
+    ck_assert_double_eq_tol(r.auc, 7.0 / 16.0, 1e-12);
+    ck_assert_double_eq_tol(r.precision, 0.0, 1e-12);
+    mf_sparse_destroy(tr2);
+    mf_sparse_destroy(te2);
     mf_sparse_destroy(tr);
     mf_sparse_destroy(te);
     mf_ctx_destroy(ctx);

@@ -971,18 +971,23 @@ MF_API void mf_ials_opts_init(mf_ials_opts *opts);
  * Errors (U and V untouched): NULL arguments, rank outside 1..512, lambda or alpha < 0 or not
  * finite, epsilon <= 0, iterations < 1, cg_steps outside 1..64, an unknown enum value:
  * MF_ERR_INVALID_ARGUMENT; a stored value that is negative (it would make a confidence
- * below 1 or not a number), or a given factor that is not finite: MF_ERR_INVALID_DATA
- * naming it; a system that is not positive definite (lambda = 0): MF_ERR_NUMERIC naming the
- * row. A cancelled run hands over its last completed iteration. */
+ * below 1 or not a number) or whose confidence is not finite, or a given factor that is
+ * not finite: MF_ERR_INVALID_DATA naming it; a system that is not positive definite
+ * (lambda = 0): MF_ERR_NUMERIC naming the row; MF_ALS_SOLVER_EXACT on a CUDA context at a
+ * rank whose system does not fit the device's shared memory (past 224 on Hopper, 199 on
+ * the A100, 154 on sm_86/89): MF_ERR_UNSUPPORTED. A cancelled run hands over its last
+ * completed iteration. */
 MF_API mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
                              float *U, float *V, mf_memory where, mf_ials_report *report);
 
 /* Factors for users the model has not seen (fold-in): each row of `interactions` (new
  * users x the model's items) is solved exactly against the trained item factors V (items x
- * k, leading dimension k) under opts's rank, lambda and confidence, into the row of U
- * (rows x k, leading dimension k). A training user's row reproduces what the run's last
- * user half-step would compute from V (implicit's recalculate_user). U and V in `where`
- * memory. Errors as mf_ials_run; U untouched on failure. */
+ * k, leading dimension k) under opts's rank, lambda, alpha, confidence and epsilon (the
+ * other fields are not read), into the row of U (rows x k, leading dimension k): what an
+ * exact user half-step computes from V (implicit's recalculate_user; a run with the CG
+ * solver stops short of it). U and V in `where` memory. On a CUDA context a rank past the
+ * device's exact solver runs on the CPU. Errors as mf_ials_run's on those fields; U
+ * untouched on failure. */
 MF_API mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions,
                                  const mf_ials_opts *opts, const float *V, float *U,
                                  mf_memory where);
@@ -1015,9 +1020,10 @@ MF_API mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_s
  * returned. A user with fewer than N candidates gets item -1 and score -INFINITY in the
  * places left. users, out_items and out_scores live in model->where memory. A user >=
  * model->users is unseen: scored by mean + item bias. Errors (outputs untouched): bad
- * model (as mf_predict), n < 0, N < 1, NULL arrays when n > 0, `exclude` with fewer columns
- * than the model's items: MF_ERR_INVALID_ARGUMENT; a negative user id: MF_ERR_INVALID_DATA
- * naming its position. */
+ * model (as mf_predict), n < 0, N < 1, NULL arrays when n > 0, `exclude` whose columns are
+ * not the model's items: MF_ERR_INVALID_ARGUMENT; a negative user id: MF_ERR_INVALID_DATA
+ * naming its position. On a CUDA context N up to 128 runs in one fused kernel (as far as
+ * the device's shared memory holds the lists), larger N on the CPU. */
 MF_API mf_status mf_recommend(mf_ctx *ctx, const mf_model *model, int64_t n, const int32_t *users,
                               const mf_sparse *exclude, int N, int32_t *out_items,
                               float *out_scores);

@@ -60,15 +60,17 @@ static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, 
     return MF_OK;
 }
 
-/* Stored values must be >= 0: a negative one would make a confidence below 1 (or, on the
- * log scale, not a number). */
-static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, const char *fn)
+/* Stored values must be >= 0 (a negative one would make a confidence below 1 or, on the log
+ * scale, not a number), and their confidences finite. */
+static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, float alpha, float epsilon,
+                              int log_confidence, const char *fn)
 {
     if (!R->val)
         return MF_OK;
     int64_t bad = -1;
     for (int64_t p = 0; p < R->nnz && bad < 0; p++)
-        if (R->val[p] < 0.0f)
+        if (R->val[p] < 0.0f ||
+            !isfinite(mf_ials_weight(R->val[p], alpha, epsilon, log_confidence)))
             bad = p;
     if (bad < 0)
         return MF_OK;
@@ -141,7 +143,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
                                        MF_RUN_REPORT(mf_ials_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 1));
     mf_sparse *R = (mf_sparse *)interactions; /* caches only */
-    MF_TRY(check_values(ctx, R, fn));
+    MF_TRY(check_values(ctx, R, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG, fn));
     mf_run_start(&run);
     const int k = o.rank;
     const size_t nu = (size_t)R->rows * k, nv = (size_t)R->cols * k;
@@ -164,9 +166,17 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     }
     const int cg = cg_steps_for(&o);
     rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
-    mf_ials_setup setup = {
-        ctx, R,  k, o.lambda, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG,
-        cg,  U0, V0};
+    mf_ials_setup setup = {.ctx = ctx,
+                           .fn = fn,
+                           .R = R,
+                           .k = k,
+                           .lambda = o.lambda,
+                           .alpha = o.alpha,
+                           .epsilon = o.epsilon,
+                           .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
+                           .cg_steps = cg,
+                           .U0 = U0,
+                           .V0 = V0};
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
@@ -195,18 +205,28 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
                                        MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 0));
     mf_sparse *R = (mf_sparse *)interactions;
-    MF_TRY(check_values(ctx, R, fn));
+    MF_TRY(check_values(ctx, R, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG, fn));
     const int k = o.rank;
     float *V0 = malloc(((size_t)R->cols * k + 1) * sizeof *V0);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     mf_status st = load_given(ctx, V, R->cols, k, where, V0, fn, "V");
-    mf_ials_setup setup = {
-        ctx, R,    k, o.lambda, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG,
-        0,   NULL, V0};
+    mf_ials_setup setup = {.ctx = ctx,
+                           .fn = fn,
+                           .R = R,
+                           .k = k,
+                           .lambda = o.lambda,
+                           .alpha = o.alpha,
+                           .epsilon = o.epsilon,
+                           .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
+                           .cg_steps = 0, /* exact */
+                           .U0 = NULL,
+                           .V0 = V0};
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
+    if (st == MF_ERR_UNSUPPORTED && ctx->backend == MF_BACKEND_CUDA)
+        st = mf_ials_cpu_engine(&setup, &e); /* past the device's exact solver: the CPU's */
     free(V0);
     if (st != MF_OK)
         return st;

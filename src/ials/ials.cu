@@ -6,7 +6,7 @@
  *   sparse correction and forms the residual; then per step P G, and a warp per row
  *   finishes A p and takes the step (implicit's iteration, the system never formed); or
  *   exact: a block per row forms its k x k system in shared memory and solves it by
- *   Cholesky (rank <= MF_IALS_CUDA_EXACT_MAX_RANK).
+ *   Cholesky (as far as the device's shared memory holds the system: rank 224 on Hopper).
  * The host reads back one word per half-step: the first row whose system broke down. */
 #include <math.h>
 #include <stdlib.h>
@@ -33,6 +33,7 @@ struct side {
 struct cuda_engine {
     mf_ials_engine base;
     mf_ctx *ctx;
+    const char *fn;
     int k, kp, vpl, cg_steps;
     float lambda, alpha, epsilon;
     int log_confidence;
@@ -127,9 +128,9 @@ mf_status check_failed(cuda_engine *e, mf_ials_side s)
     if (w == ~0ull)
         return MF_OK;
     return mf_fail(ctx, MF_ERR_NUMERIC,
-                   "mf_ials_run: the system of %s %llu is not positive definite (%s %u); "
+                   "%s: the system of %s %llu is not positive definite (%s %u); "
                    "lambda > 0 keeps every system positive definite",
-                   s == MF_IALS_USERS ? "user" : "item", w >> 32,
+                   e->fn, s == MF_IALS_USERS ? "user" : "item", w >> 32,
                    e->cg_steps > 0 ? "CG step" : "pivot", (unsigned)(w & 0xffffffffu));
 }
 
@@ -211,7 +212,7 @@ mf_status loss_part(cuda_engine *e, ials::loss_args &a, double *out)
     MF_TRY(st);
     double *h = (double *)malloc((size_t)grid * sizeof *h);
     if (!h)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     cudaError_t err =
         cudaMemcpyAsync(h, a.partial, (size_t)grid * sizeof *h, cudaMemcpyDeviceToHost, stream);
     if (err == cudaSuccess)
@@ -321,7 +322,7 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     const int32_t rows = sd->rows;
     int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
     if (!row_seg)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     row_seg[0] = 0;
     for (int32_t r = 0; r < rows; r++) {
         const int64_t n = ptr[r + 1] - ptr[r];
@@ -333,7 +334,7 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     int32_t *srow = (int32_t *)malloc(((size_t)nseg + 1) * sizeof *srow);
     mf_status st = MF_OK;
     if (!lo || !srow)
-        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     for (int32_t r = 0; st == MF_OK && r < rows; r++)
         for (int64_t g = row_seg[r]; g < row_seg[r + 1]; g++) {
             const int64_t b = ptr[r] + (g - row_seg[r]) * IALS_SEGMENT;
@@ -363,16 +364,20 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
 {
     mf_ctx *ctx = e->ctx;
     mf_sparse *R = s->R;
-    if (e->cg_steps == 0 && e->k > MF_IALS_CUDA_EXACT_MAX_RANK)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                       "mf_ials_run: the exact solver on a CUDA context takes rank <= %d (rank = "
-                       "%d); MF_ALS_SOLVER_CG takes any rank",
-                       MF_IALS_CUDA_EXACT_MAX_RANK, e->k);
     if (e->cg_steps == 0) {
-        const size_t smem = ials::exact_smem_bytes(e->k);
-        MF_CUDA_TRY(ctx,
-                    cudaFuncSetAttribute(ials::exact_solve,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        const size_t optin = mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin;
+        if (ials::exact_smem_bytes(e->k) > optin) {
+            int most = e->k;
+            while (most > 1 && ials::exact_smem_bytes(most) > optin)
+                most--;
+            return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                           "%s: the exact solver on this device takes rank <= %d (rank = %d); "
+                           "MF_ALS_SOLVER_CG takes any rank",
+                           e->fn, most, e->k);
+        }
+        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(ials::exact_solve,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)ials::exact_smem_bytes(e->k)));
     }
     MF_TRY(mf_sparse_device_csr(R, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
     e->by[0].rows = R->rows;
@@ -400,7 +405,7 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
         /* The item side's offsets come from the device CSC (the host may hold no transpose). */
         int64_t *cptr = (int64_t *)malloc(((size_t)R->cols + 1) * sizeof *cptr);
         if (!cptr)
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
         mf_status st = mf_cuda_copy(ctx, cptr, e->by[1].ptr, ((size_t)R->cols + 1) * sizeof *cptr);
         if (st == MF_OK)
             st = build_segments(e, &e->by[0], R->row_ptr);
@@ -424,12 +429,13 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
     if (!e)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     e->base.half_step = half_step;
     e->base.loss = engine_loss;
     e->base.finish = engine_finish;
     e->base.destroy = engine_destroy;
     e->ctx = ctx;
+    e->fn = s->fn;
     e->k = s->k;
     e->vpl = 1;
     while (32 * e->vpl < s->k)

@@ -10,6 +10,7 @@
 
 #include "core/cholesky.h"
 #include "core/ctx.h"
+#include "cuda/cuda_backend.h"
 #include "ials/ials_internal.h"
 
 #ifdef _OPENMP
@@ -19,6 +20,7 @@
 typedef struct cpu_engine {
     mf_ials_engine base;
     mf_ctx *ctx;
+    const char *fn;
     mf_sparse *R;
     int k;
     float lambda, alpha, epsilon;
@@ -35,7 +37,7 @@ static mf_status gram(cpu_engine *e, const float *F, int32_t rows)
     const size_t kk = (size_t)k * k;
     double *part = calloc((size_t)threads * kk, sizeof *part);
     if (!part)
-        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
 #pragma omp parallel num_threads(threads)
     {
 #ifdef _OPENMP
@@ -221,12 +223,12 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
         free(A);
     }
     if (out_of_memory)
-        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     if (failed_row >= 0)
         return mf_fail(e->ctx, MF_ERR_NUMERIC,
-                       "mf_ials_run: the system of %s %d is not positive definite (%s %d); "
+                       "%s: the system of %s %d is not positive definite (%s %d); "
                        "lambda > 0 keeps every system positive definite",
-                       side == MF_IALS_USERS ? "user" : "item", failed_row,
+                       e->fn, side == MF_IALS_USERS ? "user" : "item", failed_row,
                        e->cg_steps > 0 ? "CG step" : "pivot", failed_at);
     return MF_OK;
 }
@@ -271,15 +273,23 @@ static mf_status loss(mf_ials_engine *base, double *out)
     return MF_OK;
 }
 
+/* Host or device memory: the engine also serves a CUDA context's fold-in past the device's
+ * exact solver. */
+static mf_status deliver(mf_ctx *ctx, float *dst, const float *src, size_t n, mf_memory where)
+{
+    if (!dst || n == 0)
+        return MF_OK;
+    if (where == MF_MEMORY_DEVICE)
+        return mf_cuda_copy(ctx, dst, src, n * sizeof *dst);
+    memcpy(dst, src, n * sizeof *dst);
+    return MF_OK;
+}
+
 static mf_status finish(mf_ials_engine *base, float *U, float *V, mf_memory where)
 {
     cpu_engine *e = (cpu_engine *)base;
-    (void)where; /* a CPU context takes host memory only */
-    if (U)
-        memcpy(U, e->U, (size_t)e->R->rows * e->k * sizeof *U);
-    if (V)
-        memcpy(V, e->V, (size_t)e->R->cols * e->k * sizeof *V);
-    return MF_OK;
+    MF_TRY(deliver(e->ctx, U, e->U, (size_t)e->R->rows * e->k, where));
+    return deliver(e->ctx, V, e->V, (size_t)e->R->cols * e->k, where);
 }
 
 static void destroy(mf_ials_engine *base)
@@ -295,9 +305,9 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
 {
     cpu_engine *e = calloc(1, sizeof *e);
     if (!e)
-        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
     e->base = (mf_ials_engine){half_step, loss, finish, destroy};
-    e->ctx = s->ctx, e->R = s->R, e->k = s->k;
+    e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence, e->cg_steps = s->cg_steps;
     const size_t nu = (size_t)s->R->rows * s->k, nv = (size_t)s->R->cols * s->k;
@@ -306,7 +316,7 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     e->G = malloc((size_t)s->k * s->k * sizeof *e->G);
     if (!e->U || !e->V || !e->G) {
         destroy(&e->base);
-        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
     }
     if (s->U0)
         memcpy(e->U, s->U0, nu * sizeof *e->U);

@@ -19,7 +19,8 @@ typedef enum mf_ials_side { MF_IALS_USERS = 0, MF_IALS_ITEMS = 1 } mf_ials_side;
 /* What both engines start from: the checked options and the starts (host, rows x k). */
 typedef struct mf_ials_setup {
     mf_ctx *ctx;
-    mf_sparse *R; /* users x items; caches (transpose, device copies) may be added */
+    const char *fn; /* the public function, for messages */
+    mf_sparse *R;   /* users x items; caches (transpose, device copies) may be added */
     int k;
     float lambda, alpha, epsilon;
     int log_confidence; /* MF_IALS_CONFIDENCE_LOG */
@@ -41,7 +42,9 @@ struct mf_ials_engine {
 };
 
 mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out);
-/* CUDA builds: ials.cu; without CUDA the stub in ials_absent.c. */
+/* CUDA builds: ials.cu; without CUDA the stub in ials_absent.c. The exact solver keeps a
+ * row's system in shared memory: a rank past what the device holds (224 on Hopper, 199 on
+ * the A100, 154 on sm_86/89) is MF_ERR_UNSUPPORTED. */
 mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine **out);
 
 /* c - 1 for a stored value r: the weight of the row's correction term. */
@@ -53,9 +56,6 @@ __host__ __device__
 {
     return log_confidence ? alpha * log1pf(r / epsilon) : alpha * r;
 }
-
-/* Largest rank the CUDA engine solves exactly (its system lives in shared memory). */
-#define MF_IALS_CUDA_EXACT_MAX_RANK 224
 
 #ifdef __cplusplus
 }

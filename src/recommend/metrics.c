@@ -9,6 +9,7 @@
 #include "core/ctx.h"
 #include "core/model.h"
 #include "core/opts.h"
+#include "core/staging.h"
 #include "recommend/recommend_internal.h"
 
 /* Users per batch: bounds the host lists (and the engine's device buffers). */
@@ -29,10 +30,10 @@ static void score_user(const int32_t *list, int N, const int32_t *T, int64_t t, 
         idcg += 1.0 / log2((double)j + 2.0);
     double ap = 0.0, dcg = 0.0, auc = 0.0;
     int64_t hit = 0, miss = 0;
-    for (int j = 0; j < N; j++) {
+    for (int j = 0; j < N && list[j] >= 0; j++) { /* -1: no more candidates */
         const int32_t it = list[j];
         int found = 0;
-        if (it >= 0) { /* binary search in T */
+        { /* binary search in T */
             int64_t lo = 0, hi = t;
             while (lo < hi) {
                 const int64_t mid = lo + (hi - lo) / 2;
@@ -62,6 +63,25 @@ static void score_user(const int32_t *list, int N, const int32_t *T, int64_t t, 
     s->users++;
 }
 
+/* The model's host arrays into device buffers `up` (U, V, user and item biases); m then
+ * points at them. */
+static mf_status upload_model(mf_ctx *ctx, mf_model *m, mf_dbuf up[4])
+{
+    MF_TRY(mf_upload(ctx, &up[0], m->U, mf_matrix_bytes(m->users, m->k, m->ldu), "the model's U"));
+    MF_TRY(mf_upload(ctx, &up[1], m->V, mf_matrix_bytes(m->items, m->k, m->ldv), "the model's V"));
+    if (m->user_bias)
+        MF_TRY(
+            mf_upload(ctx, &up[2], m->user_bias, (size_t)m->users * sizeof(float), "user biases"));
+    if (m->item_bias)
+        MF_TRY(
+            mf_upload(ctx, &up[3], m->item_bias, (size_t)m->items * sizeof(float), "item biases"));
+    m->U = up[0].ptr, m->V = up[1].ptr;
+    m->user_bias = m->user_bias ? up[2].ptr : NULL;
+    m->item_bias = m->item_bias ? up[3].ptr : NULL;
+    m->where = MF_MEMORY_DEVICE;
+    return MF_OK;
+}
+
 mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_sparse *train,
                               const mf_sparse *test, int N, mf_ranking *out)
 {
@@ -84,13 +104,21 @@ mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_spars
                    "%s: train has %d columns but the model has %d items", fn, train->cols,
                    c.model.items);
     }
+    /* Users per batch: at most METRICS_BATCH, and lists of at most 2^24 entries, so the
+     * host buffers follow the request and not N alone. */
     int64_t batch = METRICS_BATCH;
+    if (batch * N > ((int64_t)1 << 24))
+        batch = ((int64_t)1 << 24) / N > 0 ? ((int64_t)1 << 24) / N : 1;
     int32_t *ids = malloc((size_t)batch * sizeof *ids);
     int32_t *lists = malloc((size_t)batch * N * sizeof *lists);
     float *scores = malloc((size_t)batch * N * sizeof *scores);
     mf_status st = MF_OK;
     if (!ids || !lists || !scores)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    /* A host model on a CUDA context goes up once, not once a batch. */
+    mf_dbuf up[4] = {{NULL, 0}, {NULL, 0}, {NULL, 0}, {NULL, 0}};
+    if (st == MF_OK && ctx->backend == MF_BACKEND_CUDA && c.model.where == MF_MEMORY_HOST)
+        st = upload_model(ctx, &c.model, up);
     sums s = {0};
     c.kind = MF_REC_USERS;
     c.exclude = (mf_sparse *)train;
@@ -112,6 +140,8 @@ mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_spars
                        c.model.items, &s);
         }
     }
+    for (int i = 0; i < 4; i++)
+        mf_dmem_free(ctx, &up[i]);
     free(ids);
     free(lists);
     free(scores);

@@ -155,7 +155,7 @@ template <int PER_LANE> __global__ void __launch_bounds__(256, 2) topn_kernel(re
     }
     __syncthreads();
 
-    for (int32_t i0 = 0; i0 < a.items; i0 += REC_COLS) {
+    for (int64_t i0 = 0; i0 < a.items; i0 += REC_COLS) {
         float acc[8][8];
 #pragma unroll
         for (int r = 0; r < 8; r++)
@@ -169,7 +169,7 @@ template <int PER_LANE> __global__ void __launch_bounds__(256, 2) topn_kernel(re
                 S.qs[c][r] = id >= 0 && id < a.q_rows && k0 + c < a.k
                                  ? a.Q[(int64_t)id * a.ldq + k0 + c]
                                  : 0.0f;
-                const int32_t item = i0 + r;
+                const int32_t item = (int32_t)min(i0 + r, (int64_t)INT32_MAX);
                 S.vs[c][r] =
                     item < a.items && k0 + c < a.k ? a.V[(int64_t)item * a.ldv + k0 + c] : 0.0f;
             }
@@ -208,7 +208,7 @@ template <int PER_LANE> __global__ void __launch_bounds__(256, 2) topn_kernel(re
                 S.excl[r][w] = 0u;
             int64_t c = S.cursor[r];
             while (c < S.cursor_end[r] && a.ex_col[c] < i0 + REC_COLS) {
-                const int32_t off = a.ex_col[c] - i0;
+                const int32_t off = (int32_t)(a.ex_col[c] - i0);
                 if (off >= 0)
                     S.excl[r][off / 32] |= 1u << (off % 32);
                 c++;
@@ -230,7 +230,7 @@ template <int PER_LANE> __global__ void __launch_bounds__(256, 2) topn_kernel(re
             bool any = false;
 #pragma unroll
             for (int j = 0; j < 4; j++) {
-                const int32_t item = i0 + lane * 4 + j;
+                const int32_t item = (int32_t)min(i0 + lane * 4 + j, (int64_t)INT32_MAX);
                 ci[j] = item;
                 float sv;
                 if (a.kind == MF_REC_SIMILAR)
@@ -381,7 +381,9 @@ mf_status run(mf_ctx *ctx, const mf_rec_call *call, staging *st)
 
 extern "C" mf_status mf_cuda_recommend(mf_ctx *ctx, const mf_rec_call *call)
 {
-    if (call->N > REC_MAX_N)
+    /* Lists past the fused kernel's N, or past this device's shared memory per block (sm_86
+     * and sm_89 have 99 KB, the A100 163 KB): the CPU engine. */
+    if (call->N > REC_MAX_N || smem_bytes(call->N) > mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin)
         return mf_recommend_cpu_staged(ctx, call);
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     staging st = {};

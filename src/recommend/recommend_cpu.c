@@ -80,6 +80,7 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
 {
     const mf_model *m = &c->model;
     const int k = m->k, N = c->N;
+    const int cap = N < m->items ? N : m->items; /* the heap never holds more than the items */
     float *norm = NULL;
     if (c->kind == MF_REC_SIMILAR) {
         norm = malloc(((size_t)m->items + 1) * sizeof *norm);
@@ -93,7 +94,7 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
     int out_of_memory = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(ctx))
     {
-        cand *h = malloc((size_t)N * sizeof *h);
+        cand *h = malloc((size_t)cap * sizeof *h);
         if (!h) {
 #pragma omp atomic write
             out_of_memory = 1;
@@ -110,8 +111,8 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
                     if (i == id)
                         continue;
                     const float d = norm[id] * norm[i];
-                    offer(h, &size, N, d > 0.0f ? dot(x, m->V + (int64_t)i * m->ldv, k) / d : 0.0f,
-                          i);
+                    offer(h, &size, cap,
+                          d > 0.0f ? dot(x, m->V + (int64_t)i * m->ldv, k) / d : 0.0f, i);
                 }
             } else {
                 const int seen = id < m->users;
@@ -129,7 +130,7 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
                     float s = base + (m->item_bias ? m->item_bias[i] : 0.0f);
                     if (x)
                         s += dot(x, m->V + (int64_t)i * m->ldv, k);
-                    offer(h, &size, N, s, i);
+                    offer(h, &size, cap, s, i);
                 }
             }
             drain(h, size, N, c->out_items + b * N, c->out_scores + b * N);
