@@ -68,7 +68,7 @@ int main(int argc, char **argv)
     mf_als_solver solver = MF_ALS_SOLVER_AUTO;
     double scale = 1.0;
     uint64_t seed = 1;
-    bool skip_recommend = false, skip_eval = false;
+    bool skip_recommend = false, skip_eval = false, fp16 = false;
     const char *write_dir = NULL;
     std::vector<std::string> specs;
     for (int i = 1; i < argc; i++) {
@@ -81,6 +81,8 @@ int main(int argc, char **argv)
             cg_steps = atoi(v), i++;
         else if (!strcmp(a, "--exact"))
             solver = MF_ALS_SOLVER_EXACT;
+        else if (!strcmp(a, "--fp16"))
+            fp16 = true;
         else if (!strcmp(a, "--alpha"))
             alpha = (float)atof(v), i++;
         else if (!strcmp(a, "--lambda"))
@@ -101,7 +103,7 @@ int main(int argc, char **argv)
             skip_eval = true, skip_recommend = true;
         else {
             fprintf(stderr, "usage: bench_ials [--k LIST] [--iterations N] [--cg-steps S] "
-                            "[--exact] [--alpha A] [--lambda L] [--top N] "
+                            "[--exact] [--fp16] [--alpha A] [--lambda L] [--top N] "
                             "[--case NAME[,key=value,...]]... [--scale F] [--seed S] "
                             "[--write DIR] [--no-recommend] [--no-eval]\n");
             return 2;
@@ -132,9 +134,10 @@ int main(int argc, char **argv)
     const double fp32_peak = 128.0 * prop.multiProcessorCount * 2.0 * clock_khz * 1e3;
     const double hbm = 2.0 * mem_khz * 1e3 * bus_bits / 8.0;
     printf("bench_ials on %s (FP32 peak %.1f TFLOP/s, HBM %.2f TB/s); %d iterations, CG %d "
-           "steps%s, alpha %g, lambda %g\n",
+           "steps%s%s, alpha %g, lambda %g\n",
            prop.name, fp32_peak / 1e12, hbm / 1e12, iterations, cg_steps,
-           solver == MF_ALS_SOLVER_EXACT ? " (exact solver)" : "", alpha, lambda);
+           solver == MF_ALS_SOLVER_EXACT ? " (exact solver)" : "", fp16 ? ", half factors" : "",
+           alpha, lambda);
     for (const ratings_shape &s : cases) {
         const double t0 = now();
         mf_sparse *train = NULL, *test = NULL;
@@ -156,6 +159,7 @@ int main(int argc, char **argv)
             mf_ials_opts_init(&o);
             o.rank = k, o.alpha = alpha, o.lambda = lambda, o.cg_steps = cg_steps;
             o.solver = solver;
+            o.fp16 = fp16;
             o.iterations = 1; // warm-up: uploads, transpose
             MF_CHECK(ctx, mf_ials_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, NULL));
             o.iterations = iterations;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ials/ials_internal.h"
 #include "ials_fixtures.h"
 #include "testutil.h"
 
@@ -291,6 +292,49 @@ START_TEST(explicit_fold_in_is_the_user_half_step)
 }
 END_TEST
 
+START_TEST(half_precision_factors)
+{
+    /* The rounding the CPU engine shares with the CUDA engine's half stores. */
+    ck_assert_float_eq(mf_ials_round_half(1.0f), 1.0f);
+    ck_assert_float_eq(mf_ials_round_half(1.0f + 1.0f / 2048), 1.0f); /* a tie: to even */
+    ck_assert_float_eq(mf_ials_round_half(1.0f + 3.0f / 2048), 1.0f + 4.0f / 2048);
+    ck_assert_float_eq(mf_ials_round_half(-65519.0f), -65504.0f);
+    ck_assert(isinf(mf_ials_round_half(65520.0f)));
+    ck_assert_float_eq(mf_ials_round_half(1e-8f), 0.0f);
+    ck_assert_float_eq(mf_ials_round_half(4e-8f), 5.9604644775390625e-08f); /* subnormal */
+    ck_assert_float_eq(mf_ials_round_half(0.1f), 0.0999755859375f);
+    /* A half-precision run: every factor is a half, and the ranking holds up. */
+    mf_ctx *ctx = tu_cpu_ctx();
+    ials_planted p = ials_make_planted(ctx, 600, 400, 8, 0.6, 0.02, 0.3, 21);
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    o.rank = 16, o.lambda = 0.1f, o.alpha = 2.0f;
+    float *U = malloc(600 * 16 * sizeof *U), *V = malloc(400 * 16 * sizeof *V);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = 600, m.items = 400, m.k = 16, m.U = U, m.ldu = 16, m.V = V, m.ldv = 16;
+    mf_ranking r32 = {.struct_size = sizeof r32}, r16 = {.struct_size = sizeof r16};
+    ck_assert_int_eq(mf_ials_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
+    ck_assert_int_eq(mf_ranking_evaluate(ctx, &m, p.train, p.test, 10, &r32), MF_OK);
+    o.fp16 = 1;
+    ck_assert_int_eq(mf_ials_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
+    for (int i = 0; i < 600 * 16; i++)
+        ck_assert_float_eq(mf_ials_round_half(U[i]), U[i]);
+    for (int i = 0; i < 400 * 16; i++)
+        ck_assert_float_eq(mf_ials_round_half(V[i]), V[i]);
+    ck_assert_int_eq(mf_ranking_evaluate(ctx, &m, p.train, p.test, 10, &r16), MF_OK);
+    ck_assert_msg(fabs(r16.precision - r32.precision) < 0.02, "precision@10 %.4f (half) vs %.4f",
+                  r16.precision, r32.precision);
+    o.fp16 = 2;
+    ck_assert_int_eq(mf_ials_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    free(U);
+    free(V);
+    ials_free_planted(&p);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(metrics_by_hand)
 {
     /* 1 user, 5 items, k = 1: scores V = 5, 4, 3, 2, 1 rank items 0..4 in order. Train
@@ -482,6 +526,7 @@ int main(void)
                                   similar_items_by_cosine,
                                   fold_in_reproduces_users,
                                   explicit_fold_in_is_the_user_half_step,
+                                  half_precision_factors,
                                   metrics_by_hand,
                                   bad_inputs_leave_buffers};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

@@ -943,6 +943,12 @@ typedef struct mf_ials_opts {
     int cg_steps;            /* 1..64; default 3 (implicit's)                               */
     mf_progress_fn progress; /* optional; train_rmse carries the loss per pair (below)      */
     void *progress_user;     /* passed to progress                                          */
+    /* 1: U and V are kept in half precision (IEEE binary16) during the run, the arithmetic
+     * in float: half the memory and the bandwidth of the factors, for matrices whose
+     * factors would not fit otherwise. Every stored value is rounded to half (the CPU
+     * engine rounds where the CUDA one stores), so the result is a half-precision model
+     * handed over as floats. 0 (default): float. */
+    int fp16;
 } mf_ials_opts;
 
 typedef struct mf_ials_report {

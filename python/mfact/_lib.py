@@ -157,7 +157,7 @@ class IalsOpts(Structure):
     _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("lambda_", c_float),
                 ("alpha", c_float), ("confidence", c_int), ("epsilon", c_float),
                 ("iterations", c_int), ("init", c_int), ("solver", c_int), ("cg_steps", c_int),
-                ("progress", PROGRESS_FN), ("progress_user", c_void_p)]
+                ("progress", PROGRESS_FN), ("progress_user", c_void_p), ("fp16", c_int)]
 
 
 class IalsReport(Structure):

@@ -45,6 +45,7 @@ static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, 
         "%s: confidence = %d is not an mf_ials_confidence value", fn, (int)o->confidence);
     MF_REQUIRE(ctx, o->epsilon > 0.0f && isfinite(o->epsilon),
                "%s: epsilon = %g must be finite and > 0", fn, (double)o->epsilon);
+    MF_REQUIRE(ctx, o->fp16 == 0 || o->fp16 == 1, "%s: fp16 = %d is not 0 or 1", fn, o->fp16);
     if (!run)
         return MF_OK;
     MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
@@ -175,6 +176,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
                            .epsilon = o.epsilon,
                            .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
                            .cg_steps = cg,
+                           .fp16 = o.fp16,
                            .U0 = U0,
                            .V0 = V0};
     mf_ials_engine *e = NULL;
@@ -220,6 +222,7 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
                            .epsilon = o.epsilon,
                            .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
                            .cg_steps = 0, /* exact */
+                           .fp16 = o.fp16,
                            .U0 = NULL,
                            .V0 = V0};
     mf_ials_engine *e = NULL;

@@ -18,6 +18,8 @@
 #include "ials/ials_internal.h"
 #include "ials/ials_kernels.cuh"
 
+#include <cuda_fp16.h>
+
 namespace
 {
 
@@ -35,6 +37,7 @@ struct cuda_engine {
     mf_ctx *ctx;
     const char *fn;
     int k, kp, vpl, cg_steps;
+    int is_half; /* U and V stored as half (mf_ials_opts.fp16) */
     float lambda, alpha, epsilon;
     int log_confidence;
     side by[2];              /* users (CSR), items (CSC) */
@@ -51,7 +54,13 @@ float *fp(const mf_dbuf &b)
     return (float *)b.ptr;
 }
 
-mf_status gram(cuda_engine *e, const float *F, int32_t rows)
+/* Bytes of one factor element: float, or half with mf_ials_opts.fp16. */
+size_t fac_bytes(const cuda_engine *e)
+{
+    return e->is_half ? sizeof(__half) : sizeof(float);
+}
+
+mf_status gram(cuda_engine *e, const void *F, int32_t rows)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
@@ -62,7 +71,7 @@ mf_status gram(cuda_engine *e, const float *F, int32_t rows)
     if (chunks < 1)
         chunks = 1;
     ials::gram_partial<<<dim3((unsigned)chunks, (unsigned)tiles), 256, 0, stream>>>(
-        F, rows, e->kp, (int)chunks, fp(e->part));
+        F, e->is_half, rows, e->kp, (int)chunks, fp(e->part));
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "ials gram_partial"));
     const int64_t n = (int64_t)e->kp * e->kp;
     ials::gram_reduce<<<mf_cuda_grid(mf_cuda_of(ctx), n, 256, 4), 256, 0, stream>>>(
@@ -70,18 +79,21 @@ mf_status gram(cuda_engine *e, const float *F, int32_t rows)
     return MF_CUDA_LAUNCHED(ctx, "ials gram_reduce");
 }
 
-mf_status gemm(cuda_engine *e, const float *P, float *C, int32_t rows)
+/* C = P G; P is a factor (half as the engine stores them) when `factor`, else a CG vector. */
+mf_status gemm(cuda_engine *e, const void *P, bool factor, float *C, int32_t rows)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
-    const int nc = e->kp >= 128 ? 4 : e->kp / 32;
+    const int nc = e->kp >= 128 ? 4 : e->kp / 32, is_half = factor && e->is_half;
     const dim3 grid((unsigned)(((int64_t)rows + 63) / 64), (unsigned)(e->kp / (32 * nc)));
     if (rows == 0)
         return MF_OK;
     switch (nc) {
-    case 1: ials::gemm_pg<1><<<grid, 256, 0, stream>>>(P, fp(e->G), C, rows, e->kp); break;
-    case 2: ials::gemm_pg<2><<<grid, 256, 0, stream>>>(P, fp(e->G), C, rows, e->kp); break;
-    default: ials::gemm_pg<4><<<grid, 256, 0, stream>>>(P, fp(e->G), C, rows, e->kp); break;
+    case 1: ials::gemm_pg<1><<<grid, 256, 0, stream>>>(P, is_half, fp(e->G), C, rows, e->kp); break;
+    case 2: ials::gemm_pg<2><<<grid, 256, 0, stream>>>(P, is_half, fp(e->G), C, rows, e->kp); break;
+    default:
+        ials::gemm_pg<4><<<grid, 256, 0, stream>>>(P, is_half, fp(e->G), C, rows, e->kp);
+        break;
     }
     return MF_CUDA_LAUNCHED(ctx, "ials gemm_pg");
 }
@@ -141,27 +153,18 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
     const side &own = e->by[s], &other = e->by[1 - s];
-    float *X = fp(e->F[s]);
-    const float *F = fp(e->F[1 - s]);
+    void *X = e->F[s].ptr;
+    const void *F = e->F[1 - s].ptr;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->failed.ptr, 0xff, sizeof(unsigned long long), stream));
     MF_TRY(gram(e, F, other.rows));
     if (own.rows == 0)
         return MF_OK;
     if (e->cg_steps == 0) {
-        ials::exact_args a = {own.rows,
-                              own.ptr,
-                              own.idx,
-                              own.val,
-                              F,
-                              fp(e->G),
-                              X,
-                              e->lambda,
-                              e->alpha,
-                              e->epsilon,
-                              e->log_confidence,
-                              e->k,
-                              e->kp,
-                              (unsigned long long *)e->failed.ptr};
+        ials::exact_args a = {own.rows, own.ptr,    own.idx,
+                              own.val,  F,          fp(e->G),
+                              X,        e->is_half, e->lambda,
+                              e->alpha, e->epsilon, e->log_confidence,
+                              e->k,     e->kp,      (unsigned long long *)e->failed.ptr};
         ials::exact_solve<<<(unsigned)own.rows, 256, ials::exact_smem_bytes(e->k), stream>>>(a);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "ials exact_solve"));
         return check_failed(e, s);
@@ -169,6 +172,7 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     ials::cg_args a = {};
     a.rows = own.rows, a.ptr = own.ptr, a.idx = own.idx, a.val = own.val, a.F = F;
     a.X = X, a.R = fp(e->R), a.P = fp(e->P), a.AP = fp(e->AP), a.rs = (float *)e->rs.ptr;
+    a.is_half = e->is_half;
     a.lambda = e->lambda, a.alpha = e->alpha, a.epsilon = e->epsilon;
     a.log_confidence = e->log_confidence, a.kp = e->kp;
     a.failed = (unsigned long long *)e->failed.ptr;
@@ -176,11 +180,11 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     a.seg_lo = (const int64_t *)own.lo.ptr, a.seg_hi = (const int64_t *)own.hi.ptr;
     a.seg_row = (const int32_t *)own.row.ptr, a.row_seg = (const int64_t *)own.seg.ptr;
     a.PA = fp(e->PA), a.PB = fp(e->PB);
-    MF_TRY(gemm(e, X, fp(e->AP), own.rows));
+    MF_TRY(gemm(e, X, true, fp(e->AP), own.rows));
     MF_TRY(cg_dispatch(e, a, true));
     for (int step = 0; step < e->cg_steps; step++) {
         a.step = step;
-        MF_TRY(gemm(e, fp(e->P), fp(e->AP), own.rows));
+        MF_TRY(gemm(e, fp(e->P), false, fp(e->AP), own.rows));
         MF_TRY(cg_dispatch(e, a, false));
     }
     return check_failed(e, s);
@@ -233,40 +237,53 @@ mf_status engine_loss(mf_ials_engine *base, double *loss)
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     const side &u = e->by[0], &v = e->by[1];
-    MF_TRY(gram(e, fp(e->F[1]), v.rows));
-    ials::loss_args a = {u.rows,
-                         u.ptr,
-                         u.idx,
-                         u.val,
-                         fp(e->F[0]),
-                         fp(e->F[1]),
-                         fp(e->G),
-                         e->lambda,
-                         e->alpha,
-                         e->epsilon,
-                         e->log_confidence,
-                         e->kp,
-                         (double *)e->partial.ptr};
+    MF_TRY(gram(e, e->F[1].ptr, v.rows));
+    ials::loss_args a = {u.rows,      u.ptr,
+                         u.idx,       u.val,
+                         e->F[0].ptr, e->F[1].ptr,
+                         fp(e->G),    e->is_half,
+                         e->lambda,   e->alpha,
+                         e->epsilon,  e->log_confidence,
+                         e->kp,       (double *)e->partial.ptr};
     double users = 0.0, items = 0.0;
     MF_TRY(loss_part(e, a, &users));
-    a.rows = v.rows, a.ptr = NULL, a.X = fp(e->F[1]);
+    a.rows = v.rows, a.ptr = NULL, a.X = e->F[1].ptr;
     MF_TRY(loss_part(e, a, &items));
     *loss = (users + items) / ((double)u.rows * (double)v.rows);
     return MF_OK;
 }
 
-/* Working factor (rows x kp) to the caller's rows x k, host or device. */
+/* Working factor (rows x kp) to the caller's rows x k floats, host or device (halves
+ * through a float copy on the device). */
 mf_status copy_out(cuda_engine *e, const mf_dbuf &F, int32_t rows, float *dst)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
     if (!dst || rows == 0)
         return MF_OK;
-    MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), F.ptr,
-                                       (size_t)e->kp * sizeof(float), (size_t)e->k * sizeof(float),
-                                       (size_t)rows, cudaMemcpyDefault, stream));
-    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
-    return MF_OK;
+    if (!e->is_half) {
+        MF_CUDA_TRY(ctx,
+                    cudaMemcpy2DAsync(dst, (size_t)e->k * sizeof(float), F.ptr,
+                                      (size_t)e->kp * sizeof(float), (size_t)e->k * sizeof(float),
+                                      (size_t)rows, cudaMemcpyDefault, stream));
+        MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+        return MF_OK;
+    }
+    mf_dbuf tmp = {NULL, 0};
+    const int64_t n = (int64_t)rows * e->k;
+    MF_TRY(mf_dmem_alloc(ctx, &tmp, (size_t)n * sizeof(float), "iALS factors as floats"));
+    ials::half_rows_to_float<<<mf_cuda_grid(mf_cuda_of(ctx), n, 256, 8), 256, 0, stream>>>(
+        (const __half *)F.ptr, e->kp, e->k, rows, fp(tmp));
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "ials half_rows_to_float");
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK)
+        err = cudaMemcpyAsync(dst, tmp.ptr, (size_t)n * sizeof(float), cudaMemcpyDefault, stream);
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (st == MF_OK && err != cudaSuccess)
+        st = mf_cuda_fail(ctx, err, "iALS factor read-back", __FILE__, __LINE__);
+    mf_dmem_free(ctx, &tmp);
+    return st;
 }
 
 mf_status engine_finish(mf_ials_engine *base, float *U, float *V, mf_memory where)
@@ -297,20 +314,38 @@ void engine_destroy(mf_ials_engine *base)
     free(e);
 }
 
-/* A working factor from host X0 (rows x k), or zeros. */
+/* A working factor from host X0 (rows x k floats; halves converted on the host), or
+ * zeros. */
 mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0, const char *what)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
-    MF_TRY(mf_dmem_alloc(ctx, F, ((size_t)rows * e->kp + 1) * sizeof(float), what));
+    const size_t eb = fac_bytes(e);
+    MF_TRY(mf_dmem_alloc(ctx, F, ((size_t)rows * e->kp + 1) * eb, what));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(F->ptr, 0, F->bytes, stream));
-    if (X0 && rows > 0) {
+    if (!X0 || rows == 0)
+        return MF_OK;
+    if (!e->is_half) {
         MF_CUDA_TRY(ctx,
                     cudaMemcpy2DAsync(F->ptr, (size_t)e->kp * sizeof(float), X0,
                                       (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
                                       (size_t)rows, cudaMemcpyHostToDevice, stream));
         MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* X0 is the driver's to free */
+        return MF_OK;
     }
+    __half *h = (__half *)malloc((size_t)rows * e->k * sizeof *h + 1);
+    if (!h)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+    for (int64_t i = 0; i < (int64_t)rows * e->k; i++)
+        h[i] = __float2half_rn(X0[i]);
+    cudaError_t err =
+        cudaMemcpy2DAsync(F->ptr, (size_t)e->kp * sizeof *h, h, (size_t)e->k * sizeof *h,
+                          (size_t)e->k * sizeof *h, (size_t)rows, cudaMemcpyHostToDevice, stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    free(h);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "iALS factor upload", __FILE__, __LINE__);
     return MF_OK;
 }
 
@@ -442,6 +477,7 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
         e->vpl *= 2;
     e->kp = 32 * e->vpl;
     e->cg_steps = s->cg_steps;
+    e->is_half = s->fp16;
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence;
     mf_status st = setup(e, s);

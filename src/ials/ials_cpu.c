@@ -17,6 +17,24 @@
 #include <omp.h>
 #endif
 
+float mf_ials_round_half(float x)
+{
+    if (!isfinite(x))
+        return x;
+    const float a = fabsf(x);
+    if (a >= 65520.0f) /* past the largest half, 65504, by more than half a step */
+        return copysignf(INFINITY, x);
+    float q; /* the spacing of halves near a */
+    if (a < 6.103515625e-05f) {
+        q = 5.9604644775390625e-08f; /* subnormal halves: multiples of 2^-24 */
+    } else {
+        int e;
+        frexpf(a, &e); /* a = m 2^e, m in [0.5, 1): 11 significant bits */
+        q = ldexpf(1.0f, e - 11);
+    }
+    return copysignf(nearbyintf(a / q) * q, x); /* the default rounding: to nearest even */
+}
+
 typedef struct cpu_engine {
     mf_ials_engine base;
     mf_ctx *ctx;
@@ -25,6 +43,7 @@ typedef struct cpu_engine {
     int k;
     float lambda, alpha, epsilon;
     int log_confidence, cg_steps;
+    int fp16;     /* stored values rounded to half (mf_ials_opts.fp16) */
     float *U, *V; /* working copies, leading dimension k */
     double *G;    /* k x k: the other side's Gram matrix */
 } cpu_engine;
@@ -162,6 +181,9 @@ static int solve_cg(const cpu_engine *e, const int64_t *ptr, const int32_t *idx,
         for (int a = 0; a < k; a++)
             p[a] = res[a] + rs_new / rs * p[a];
         rs = rs_new;
+        if (e->fp16) /* the CUDA engine stores x in half after every step */
+            for (int a = 0; a < k; a++)
+                x[a] = mf_ials_round_half((float)x[a]);
     }
     return -1;
 }
@@ -218,7 +240,7 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
                 continue;
             }
             for (int a = 0; a < k; a++)
-                xf[a] = (float)x[a];
+                xf[a] = e->fp16 ? mf_ials_round_half((float)x[a]) : (float)x[a];
         }
         free(A);
     }
@@ -321,6 +343,11 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     if (s->U0)
         memcpy(e->U, s->U0, nu * sizeof *e->U);
     memcpy(e->V, s->V0, nv * sizeof *e->V);
+    e->fp16 = s->fp16;
+    for (size_t i = 0; e->fp16 && i < nu; i++)
+        e->U[i] = mf_ials_round_half(e->U[i]);
+    for (size_t i = 0; e->fp16 && i < nv; i++)
+        e->V[i] = mf_ials_round_half(e->V[i]);
     *out = &e->base;
     return MF_OK;
 }

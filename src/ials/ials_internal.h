@@ -25,6 +25,7 @@ typedef struct mf_ials_setup {
     float lambda, alpha, epsilon;
     int log_confidence; /* MF_IALS_CONFIDENCE_LOG */
     int cg_steps;       /* 0: exact (Cholesky); n > 0: n CG steps from the current row */
+    int fp16;           /* factors stored in half precision (mf_ials_opts.fp16) */
     const float *U0;    /* users x k, or NULL: zeros (fold-in solves U from V alone) */
     const float *V0;    /* items x k */
 } mf_ials_setup;
@@ -46,6 +47,10 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out);
  * row's system in shared memory: a rank past what the device holds (224 on Hopper, 199 on
  * the A100, 154 on sm_86/89) is MF_ERR_UNSUPPORTED. */
 mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine **out);
+
+/* x rounded to the nearest IEEE binary16 value (ties to even; overflow to infinity), as a
+ * float: the CPU engine's twin of the CUDA engine's half-precision stores. */
+float mf_ials_round_half(float x);
 
 /* c - 1 for a stored value r: the weight of the row's correction term. */
 #ifdef __CUDACC__

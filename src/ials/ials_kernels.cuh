@@ -4,6 +4,7 @@
 // src/ials.
 #ifndef MF_IALS_KERNELS_CUH
 #define MF_IALS_KERNELS_CUH
+#include <cuda_fp16.h>
 #include <stdint.h>
 
 #include "ials/ials_internal.h"
@@ -11,12 +12,20 @@
 namespace ials
 {
 
+/* Factors are float or, with mf_ials_opts.fp16, half (`half` below, the same for a whole
+ * launch): element e of a factor array. */
+__device__ __forceinline__ float fac(const void *F, int64_t e, int is_half)
+{
+    return is_half ? __half2float(static_cast<const __half *>(F)[e])
+                   : static_cast<const float *>(F)[e];
+}
+
 /* ---- G = F^T F: partial sums by row chunks, then a fixed-order reduction ---------------- */
 
 /* Block (chunk, lower 32 x 32 tile t) sums F's rows of its chunk into its tile of
  * part[chunk] (kp x kp): 256 threads, each a 2 x 2 piece. */
 __global__ void __launch_bounds__(256)
-    gram_partial(const float *F, int64_t rows, int kp, int chunks, float *part)
+    gram_partial(const void *F, int is_half, int64_t rows, int kp, int chunks, float *part)
 {
     int I = 0;
     while ((I + 1) * (I + 2) / 2 <= (int)blockIdx.y)
@@ -30,9 +39,9 @@ __global__ void __launch_bounds__(256)
         const int n = (int)min((int64_t)32, r1 - base);
         for (int e = threadIdx.x; e < 32 * 32; e += 256) {
             const int rr = e / 32, cc = e % 32;
-            const float *row = F + (base + rr) * kp;
-            a[rr][cc] = rr < n ? row[I * 32 + cc] : 0.0f;
-            b[rr][cc] = rr < n ? row[M * 32 + cc] : 0.0f;
+            const int64_t row = (base + rr) * kp;
+            a[rr][cc] = rr < n ? fac(F, row + I * 32 + cc, is_half) : 0.0f;
+            b[rr][cc] = rr < n ? fac(F, row + M * 32 + cc, is_half) : 0.0f;
         }
         __syncthreads();
 #pragma unroll 8
@@ -75,7 +84,7 @@ __global__ void gram_reduce(const float *part, int kp, int chunks, float *G)
 /* Tiles of 64 rows x 32 NC columns; 256 threads, each 8 rows x NC columns (32 apart). */
 template <int NC>
 __global__ void __launch_bounds__(256)
-    gemm_pg(const float *P, const float *G, float *C, int64_t rows, int kp)
+    gemm_pg(const void *P, int is_half, const float *G, float *C, int64_t rows, int kp)
 {
     __shared__ float Ps[64][17];
     __shared__ float Gs[16][32 * NC];
@@ -91,7 +100,7 @@ __global__ void __launch_bounds__(256)
     for (int k0 = 0; k0 < kp; k0 += 16) {
         for (int e = threadIdx.x; e < 64 * 16; e += 256) {
             const int r = e / 16, c = e % 16;
-            Ps[r][c] = row0 + r < rows ? P[(row0 + r) * kp + k0 + c] : 0.0f;
+            Ps[r][c] = row0 + r < rows ? fac(P, (row0 + r) * kp + k0 + c, is_half) : 0.0f;
         }
         for (int e = threadIdx.x; e < 16 * 32 * NC; e += 256) {
             const int r = e / (32 * NC), c = e % (32 * NC);
@@ -131,8 +140,10 @@ struct cg_args {
     const int64_t *ptr; /* the solved side's CSR (or the CSC for items) */
     const int32_t *idx;
     const float *val; /* NULL: a pattern's ones */
-    const float *F;   /* the other side's factors */
-    float *X, *R, *P; /* own factors, residuals, directions */
+    const void *F;    /* the other side's factors (float or half) */
+    void *X;          /* own factors (float or half) */
+    float *R, *P;     /* residuals, directions */
+    int is_half;      /* the factors are half */
     const float *AP;  /* the dense part (P G, or X G at init) */
     float *rs;        /* |r|^2 per row */
     float lambda, alpha, epsilon;
@@ -183,6 +194,44 @@ template <int VPL> __device__ __forceinline__ void store_row(float *p, const flo
     }
 }
 
+/* A lane's VPL consecutive factor elements at element offset off, float or half. */
+template <int VPL>
+__device__ __forceinline__ void load_fac(const void *base, int64_t off, int is_half, float v[VPL])
+{
+    if (!is_half) {
+        load_row<VPL>(static_cast<const float *>(base) + off, v);
+    } else if (VPL % 2 == 0) {
+        const __half2 *p =
+            reinterpret_cast<const __half2 *>(static_cast<const __half *>(base) + off);
+#pragma unroll
+        for (int j = 0; j < VPL / 2; j++) {
+            const float2 f = __half22float2(p[j]);
+            v[2 * j] = f.x, v[2 * j + 1] = f.y;
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < VPL; j++)
+            v[j] = __half2float(static_cast<const __half *>(base)[off + j]);
+    }
+}
+
+template <int VPL>
+__device__ __forceinline__ void store_fac(void *base, int64_t off, int is_half, const float v[VPL])
+{
+    if (!is_half) {
+        store_row<VPL>(static_cast<float *>(base) + off, v);
+    } else if (VPL % 2 == 0) {
+        __half2 *p = reinterpret_cast<__half2 *>(static_cast<__half *>(base) + off);
+#pragma unroll
+        for (int j = 0; j < VPL / 2; j++)
+            p[j] = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+    } else {
+#pragma unroll
+        for (int j = 0; j < VPL; j++)
+            static_cast<__half *>(base)[off + j] = __float2half_rn(v[j]);
+    }
+}
+
 __device__ __forceinline__ float warp_sum(float s)
 {
 #pragma unroll
@@ -207,7 +256,7 @@ __device__ __forceinline__ void sparse_apply(const cg_args &a, int64_t p0, int64
             const float r = in ? (a.val ? a.val[p + u] : 1.0f) : 0.0f;
             w[u] = in ? mf_ials_weight(r, a.alpha, a.epsilon, a.log_confidence) : 0.0f;
             if (in)
-                load_row<VPL>(a.F + (int64_t)j * a.kp + lane * VPL, f[u]);
+                load_fac<VPL>(a.F, (int64_t)j * a.kp + lane * VPL, a.is_half, f[u]);
             else
 #pragma unroll
                 for (int t = 0; t < VPL; t++)
@@ -251,7 +300,10 @@ template <int VPL, bool INIT> __global__ void __launch_bounds__(256) seg_apply(c
     if (!INIT && a.rs[row] < 1e-20f)
         return; /* a finished row: cg_step reads nothing of it */
     float v[VPL], acc[VPL], b[VPL];
-    load_row<VPL>((INIT ? a.X : a.P) + row * a.kp + lane * VPL, v);
+    if (INIT)
+        load_fac<VPL>(a.X, row * a.kp + lane * VPL, a.is_half, v);
+    else
+        load_row<VPL>(a.P + row * a.kp + lane * VPL, v);
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         acc[t] = b[t] = 0.0f;
@@ -291,14 +343,14 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_init(cg_args a)
 #pragma unroll
         for (int t = 0; t < VPL; t++)
             x[t] = 0.0f;
-        store_row<VPL>(a.X + off, x);
+        store_fac<VPL>(a.X, off, a.is_half, x);
         store_row<VPL>(a.R + off, x);
         store_row<VPL>(a.P + off, x);
         if (lane == 0)
             a.rs[row] = 0.0f;
         return;
     }
-    load_row<VPL>(a.X + off, x);
+    load_fac<VPL>(a.X, off, a.is_half, x);
     load_row<VPL>(a.AP + off, acc);
 #pragma unroll
     for (int t = 0; t < VPL; t++)
@@ -357,7 +409,7 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_step(cg_args a)
     }
     const float step = rs / pap;
     float x[VPL], r[VPL];
-    load_row<VPL>(a.X + off, x);
+    load_fac<VPL>(a.X, off, a.is_half, x);
     load_row<VPL>(a.R + off, r);
     float s = 0.0f;
 #pragma unroll
@@ -371,7 +423,7 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_step(cg_args a)
 #pragma unroll
     for (int t = 0; t < VPL; t++)
         p[t] = fmaf(beta, p[t], r[t]);
-    store_row<VPL>(a.X + off, x);
+    store_fac<VPL>(a.X, off, a.is_half, x);
     store_row<VPL>(a.R + off, r);
     store_row<VPL>(a.P + off, p);
     if (lane == 0)
@@ -385,9 +437,10 @@ struct exact_args {
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
-    const float *F;
+    const void *F;
     const float *G; /* kp x kp */
-    float *X;
+    void *X;
+    int is_half;
     float lambda, alpha, epsilon;
     int log_confidence;
     int k, kp;
@@ -409,11 +462,12 @@ __global__ void __launch_bounds__(256) exact_solve(exact_args a)
     float *A = sm, *b = A + (size_t)k * k, *ys = b + k, *ws = ys + IALS_EXACT_STAGE * k;
     __shared__ int broke;
     const int64_t row = blockIdx.x;
-    float *x_out = a.X + row * a.kp;
+    const int64_t x_off = row * a.kp;
     const int64_t p0 = a.ptr[row], p1 = a.ptr[row + 1];
     if (p0 == p1) {
+        const float zero = 0.0f;
         for (int m = tid; m < a.kp; m += blockDim.x)
-            x_out[m] = 0.0f;
+            store_fac<1>(a.X, x_off + m, a.is_half, &zero);
         return;
     }
     for (int e = tid; e < k * k; e += blockDim.x) {
@@ -429,7 +483,7 @@ __global__ void __launch_bounds__(256) exact_solve(exact_args a)
         __syncthreads();
         for (int e = tid; e < n * k; e += blockDim.x) {
             const int s = e / k, c = e % k;
-            ys[s * k + c] = a.F[(int64_t)a.idx[p + s] * a.kp + c];
+            ys[s * k + c] = fac(a.F, (int64_t)a.idx[p + s] * a.kp + c, a.is_half);
         }
         if (tid < n)
             ws[tid] =
@@ -498,8 +552,10 @@ __global__ void __launch_bounds__(256) exact_solve(exact_args a)
             b[i] = (b[i] - s) / A[i * k + i];
         __syncwarp();
     }
-    for (int m = lane; m < a.kp; m += 32)
-        x_out[m] = m < k ? b[m] : 0.0f;
+    for (int m = lane; m < a.kp; m += 32) {
+        const float x = m < k ? b[m] : 0.0f;
+        store_fac<1>(a.X, x_off + m, a.is_half, &x);
+    }
 }
 
 /* ---- the loss: per-block partial sums in double, added on the host in block order ------ */
@@ -509,7 +565,9 @@ struct loss_args {
     const int64_t *ptr; /* NULL: only lambda |x|^2 (the other factor's penalty) */
     const int32_t *idx;
     const float *val;
-    const float *X, *F, *G;
+    const void *X, *F;
+    const float *G;
+    int is_half;
     float lambda, alpha, epsilon;
     int log_confidence;
     int kp;
@@ -524,7 +582,7 @@ template <int VPL> __global__ void __launch_bounds__(256) loss_rows(loss_args a)
     double total = 0.0;
     if (row < a.rows) {
         float x[VPL];
-        load_row<VPL>(a.X + row * a.kp + lane * VPL, x);
+        load_fac<VPL>(a.X, row * a.kp + lane * VPL, a.is_half, x);
         float reg = 0.0f, quad = 0.0f;
 #pragma unroll
         for (int t = 0; t < VPL; t++)
@@ -549,7 +607,7 @@ template <int VPL> __global__ void __launch_bounds__(256) loss_rows(loss_args a)
                 quad = fmaf(x[t], gx[t], quad);
             for (int64_t p = a.ptr[row]; p < a.ptr[row + 1]; p++) {
                 float f[VPL];
-                load_row<VPL>(a.F + (int64_t)a.idx[p] * a.kp + lane * VPL, f);
+                load_fac<VPL>(a.F, (int64_t)a.idx[p] * a.kp + lane * VPL, a.is_half, f);
                 float s = 0.0f;
 #pragma unroll
                 for (int t = 0; t < VPL; t++)
@@ -571,6 +629,15 @@ template <int VPL> __global__ void __launch_bounds__(256) loss_rows(loss_args a)
             s += sums[w];
         a.partial[blockIdx.x] = s;
     }
+}
+
+/* rows x k floats (leading dimension k) from rows of kp halves. */
+__global__ void half_rows_to_float(const __half *src, int kp, int k, int64_t rows, float *dst)
+{
+    const int64_t n = rows * k;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
+         e += (int64_t)gridDim.x * blockDim.x)
+        dst[e] = __half2float(src[(e / k) * kp + e % k]);
 }
 
 } // namespace ials
