@@ -136,7 +136,10 @@ static int write_recommendations(mf_ctx *ctx, const ials_args *a, const mf_model
         return CLI_FAILED;
     }
     const int N = (int)a->top;
-    const int32_t batch = 4096;
+    /* Batches of up to 2^24 list entries: few calls, so that a CUDA context uploads the
+     * host factors a few times rather than once per few thousand users. */
+    const int64_t most = ((int64_t)1 << 24) / N > 0 ? ((int64_t)1 << 24) / N : 1;
+    const int32_t batch = (int32_t)(most < m->users ? most : m->users);
     int32_t *ids = malloc((size_t)batch * sizeof *ids);
     int32_t *items = malloc((size_t)batch * N * sizeof *items);
     float *scores = malloc((size_t)batch * N * sizeof *scores);
