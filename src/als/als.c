@@ -102,24 +102,6 @@ static mf_status init_seeded(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float 
     return MF_OK;
 }
 
-/* The caller's V as the start: copied to the host (from the device if need be) and
- * checked, since a NaN would spread through every system. */
-static mf_status init_given(mf_ctx *ctx, const mf_sparse *R, int k, const float *V, mf_memory where,
-                            float *V0)
-{
-    size_t bytes = (size_t)R->cols * k * sizeof *V0;
-    if (where == MF_MEMORY_DEVICE)
-        MF_TRY(mf_cuda_copy(ctx, V0, V, bytes));
-    else
-        memcpy(V0, V, bytes);
-    for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
-        if (!isfinite(V0[p]))
-            return mf_fail(ctx, MF_ERR_INVALID_DATA,
-                           "mf_als_run: the given V[%lld][%lld] = %g is not finite",
-                           (long long)(p / k), (long long)(p % k), (double)V0[p]);
-    return MF_OK;
-}
-
 /* One fit: ratings R at rank k and lambda, measured on `test` (NULL: none). */
 typedef struct fit_spec {
     mf_sparse *R;
@@ -198,7 +180,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_als_run: out of host memory for the initial V");
     mf_status st = o->init == MF_ALS_INIT_GIVEN
-                       ? init_given(ctx, f->R, f->k, V, where, V0)
+                       ? mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0)
                        : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
     mf_als_setup setup = {ctx,
                           f->R,

@@ -2,9 +2,11 @@
 #include "core/fit.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "core/ctx.h"
 #include "core/staging.h"
+#include "cuda/cuda_backend.h"
 
 /* The seed of the validation split, xored into the context's, and its share. */
 #define TUNE_SPLIT_SEED 0x74756e65ull
@@ -76,4 +78,20 @@ mf_status mf_fit_bias_out(mf_ctx *ctx, mf_biases *out, int biases, float mean, i
         return MF_OK;
     MF_TRY(mf_fill_output(ctx, out->user, rows, 0.0f, where));
     return mf_fill_output(ctx, out->item, cols, 0.0f, where);
+}
+
+mf_status mf_fit_load_given(mf_ctx *ctx, const char *fn, const char *name, const float *F,
+                            int64_t rows, int k, mf_memory where, float *F0)
+{
+    const size_t bytes = (size_t)rows * k * sizeof *F0;
+    if (where == MF_MEMORY_DEVICE)
+        MF_TRY(mf_cuda_copy(ctx, F0, F, bytes));
+    else
+        memcpy(F0, F, bytes);
+    for (int64_t p = 0; p < rows * k; p++)
+        if (!isfinite(F0[p]))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "%s: the given %s[%lld][%lld] = %g is not finite", fn, name,
+                           (long long)(p / k), (long long)(p % k), (double)F0[p]);
+    return MF_OK;
 }

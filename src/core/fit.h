@@ -47,6 +47,12 @@ mf_status mf_fit_zero_tail(mf_ctx *ctx, float *U, float *V, int32_t rows, int32_
 mf_status mf_fit_bias_out(mf_ctx *ctx, mf_biases *out, int biases, float mean, int32_t rows,
                           int32_t cols, mf_memory where);
 
+/* A caller's factor as a start: rows x k floats at F (`where` memory) copied to host F0 and
+ * checked, since a NaN would spread through every system; a non-finite one is
+ * MF_ERR_INVALID_DATA, "<fn>: the given <name>[row][col] = ... is not finite". */
+mf_status mf_fit_load_given(mf_ctx *ctx, const char *fn, const char *name, const float *F,
+                            int64_t rows, int k, mf_memory where, float *F0);
+
 #ifdef __cplusplus
 }
 #endif

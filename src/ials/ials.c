@@ -7,6 +7,7 @@
 
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "core/fit.h"
 #include "core/random.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
@@ -63,15 +64,15 @@ static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, 
 
 /* Stored values must be >= 0 (a negative one would make a confidence below 1 or, on the log
  * scale, not a number), and their confidences finite. */
-static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, float alpha, float epsilon,
-                              int log_confidence, const char *fn)
+static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, const mf_ials_opts *o,
+                              const char *fn)
 {
     if (!R->val)
         return MF_OK;
     int64_t bad = -1;
     for (int64_t p = 0; p < R->nnz && bad < 0; p++)
-        if (R->val[p] < 0.0f ||
-            !isfinite(mf_ials_weight(R->val[p], alpha, epsilon, log_confidence)))
+        if (R->val[p] < 0.0f || !isfinite(mf_ials_weight(R->val[p], o->alpha, o->epsilon,
+                                                         o->confidence == MF_IALS_CONFIDENCE_LOG)))
             bad = p;
     if (bad < 0)
         return MF_OK;
@@ -83,21 +84,23 @@ static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, float alpha, floa
                    fn, row, R->col[bad], (double)R->val[bad]);
 }
 
-/* A caller's factor (n floats in `where` memory) into host F0, checked finite. */
-static mf_status load_given(mf_ctx *ctx, const float *F, int64_t rows, int k, mf_memory where,
-                            float *F0, const char *fn, const char *name)
+/* What the engines start from: the options, the solver's steps (0: exact) and the starts. */
+static mf_ials_setup setup_of(mf_ctx *ctx, const char *fn, mf_sparse *R, const mf_ials_opts *o,
+                              int cg_steps, const float *U0, const float *V0)
 {
-    const size_t bytes = (size_t)rows * k * sizeof *F0;
-    if (where == MF_MEMORY_DEVICE)
-        MF_TRY(mf_cuda_copy(ctx, F0, F, bytes));
-    else
-        memcpy(F0, F, bytes);
-    for (int64_t p = 0; p < rows * k; p++)
-        if (!isfinite(F0[p]))
-            return mf_fail(ctx, MF_ERR_INVALID_DATA,
-                           "%s: the given %s[%lld][%lld] = %g is not finite", fn, name,
-                           (long long)(p / k), (long long)(p % k), (double)F0[p]);
-    return MF_OK;
+    mf_ials_setup s = {.ctx = ctx,
+                       .fn = fn,
+                       .R = R,
+                       .k = o->rank,
+                       .lambda = o->lambda,
+                       .alpha = o->alpha,
+                       .epsilon = o->epsilon,
+                       .log_confidence = o->confidence == MF_IALS_CONFIDENCE_LOG,
+                       .cg_steps = cg_steps,
+                       .fp16 = o->fp16,
+                       .U0 = U0,
+                       .V0 = V0};
+    return s;
 }
 
 static int cg_steps_for(const mf_ials_opts *o)
@@ -144,7 +147,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
                                        MF_RUN_REPORT(mf_ials_report, report), NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 1));
     mf_sparse *R = (mf_sparse *)interactions; /* caches only */
-    MF_TRY(check_values(ctx, R, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG, fn));
+    MF_TRY(check_values(ctx, R, &o, fn));
     mf_run_start(&run);
     const int k = o.rank;
     const size_t nu = (size_t)R->rows * k, nv = (size_t)R->cols * k;
@@ -157,9 +160,9 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     float *V0 = U0 + nu;
     mf_status st = MF_OK;
     if (o.init == MF_IALS_INIT_GIVEN) {
-        st = load_given(ctx, U, R->rows, k, where, U0, fn, "U");
+        st = mf_fit_load_given(ctx, fn, "U", U, R->rows, k, where, U0);
         if (st == MF_OK)
-            st = load_given(ctx, V, R->cols, k, where, V0, fn, "V");
+            st = mf_fit_load_given(ctx, fn, "V", V, R->cols, k, where, V0);
     } else {
         const int threads = mf_ctx_threads(ctx);
         mf_random_uniform_host(U0, (int64_t)nu, 0.0f, 0.01f, ctx->seed, IALS_STREAM_U, threads);
@@ -167,18 +170,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     }
     const int cg = cg_steps_for(&o);
     rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
-    mf_ials_setup setup = {.ctx = ctx,
-                           .fn = fn,
-                           .R = R,
-                           .k = k,
-                           .lambda = o.lambda,
-                           .alpha = o.alpha,
-                           .epsilon = o.epsilon,
-                           .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
-                           .cg_steps = cg,
-                           .fp16 = o.fp16,
-                           .U0 = U0,
-                           .V0 = V0};
+    mf_ials_setup setup = setup_of(ctx, fn, R, &o, cg, U0, V0);
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
@@ -207,24 +199,13 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
                                        MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 0));
     mf_sparse *R = (mf_sparse *)interactions;
-    MF_TRY(check_values(ctx, R, o.alpha, o.epsilon, o.confidence == MF_IALS_CONFIDENCE_LOG, fn));
+    MF_TRY(check_values(ctx, R, &o, fn));
     const int k = o.rank;
     float *V0 = malloc(((size_t)R->cols * k + 1) * sizeof *V0);
     if (!V0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    mf_status st = load_given(ctx, V, R->cols, k, where, V0, fn, "V");
-    mf_ials_setup setup = {.ctx = ctx,
-                           .fn = fn,
-                           .R = R,
-                           .k = k,
-                           .lambda = o.lambda,
-                           .alpha = o.alpha,
-                           .epsilon = o.epsilon,
-                           .log_confidence = o.confidence == MF_IALS_CONFIDENCE_LOG,
-                           .cg_steps = 0, /* exact */
-                           .fp16 = o.fp16,
-                           .U0 = NULL,
-                           .V0 = V0};
+    mf_status st = mf_fit_load_given(ctx, fn, "V", V, R->cols, k, where, V0);
+    mf_ials_setup setup = setup_of(ctx, fn, R, &o, 0 /* exact */, NULL, V0);
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
