@@ -45,7 +45,7 @@ extern "C" {
 /* ------------------------------------------------------------------------------------- */
 
 #define MF_VERSION_MAJOR 0
-#define MF_VERSION_MINOR 3
+#define MF_VERSION_MINOR 4
 #define MF_VERSION_PATCH 0
 /* One number that orders versions: 10000 * major + 100 * minor + patch. */
 #define MF_VERSION_NUMBER (MF_VERSION_MAJOR * 10000 + MF_VERSION_MINOR * 100 + MF_VERSION_PATCH)
@@ -1067,6 +1067,38 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
 /* Knobs whose shape may still change in a minor release (see "Stability" at the top): the
  * values of the option fields below an EXPERIMENTAL line. They are plain ints in their
  * structs, so that the stable part of a struct names no experimental type. */
+
+/* ---- Groups of contexts: one fit over several GPUs ---------------------------------
+ * A group's contexts run one fit together. Each context is a rank, driven by its own
+ * thread (or process, or host). A collective entry point (today mf_als_run) is called on
+ * every rank at the same time with the same data (each rank its own mf_sparse of the same
+ * entries), the same options and the same context seed. Each rank solves a contiguous
+ * share of the rows, balanced by ratings, and the ranks exchange the solved factors after
+ * every half step, so every rank returns the whole result. A collective call first checks
+ * that the ranks agree on shapes, options and seed (MF_ERR_INVALID_ARGUMENT on every rank
+ * when they do not); a failure on one rank fails the call on every rank. A call made on
+ * some ranks only waits for the others forever. The runs that are not collective yet
+ * (mf_sgd_hogwild_run, mf_bmf_run, mf_asd_run, mf_ials_run) return MF_ERR_UNSUPPORTED on a
+ * context in a group of more than one; every other call works on its own context alone. */
+
+/* Make ctxs[0..n) the ranks 0..n-1 of one group inside this process. CUDA contexts, on n
+ * distinct devices, get NCCL communicators (ncclCommInitAll; libnccl.so.2 is loaded on
+ * first use, and MFACT_NCCL_LIBRARY may name another file). CPU contexts exchange through
+ * shared memory. A context leaves its group when it is destroyed: destroy a group's
+ * contexts after its last collective call. Failures are recorded on ctxs[0]:
+ * MF_ERR_INVALID_ARGUMENT (n outside 1..1024, a NULL or repeated context, one already in a
+ * group, mixed backends, two on one device), MF_ERR_UNSUPPORTED (NCCL not loadable). */
+MF_API mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n);
+
+/* Make ctx a rank of the caller's NCCL communicator: an ncclComm_t on ctx's device, made by
+ * the caller's launcher (MPI with ncclCommInitRank, torch.distributed, ...). The rank and
+ * size are the communicator's. The caller keeps ownership and destroys the communicator
+ * after the context. NULL leaves the group. MF_ERR_UNSUPPORTED on a CPU context or without
+ * NCCL; MF_ERR_INVALID_ARGUMENT when the communicator is on another device. */
+MF_API mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm);
+
+/* ctx's rank and its group's size: 0 and 1 outside a group. */
+MF_API mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size);
 
 /* mf_sgd_opts.order: the order in which an epoch visits the ratings. */
 typedef enum mf_sgd_order {

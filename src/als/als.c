@@ -11,6 +11,7 @@
 #include "core/ctx.h"
 #include "core/fit.h"
 #include "core/random.h"
+#include "core/ranks.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
@@ -119,7 +120,62 @@ typedef struct run_state {
     mf_als_report rep;
     float *U, *V; /* the caller's: a warm start's V (candidates read it too) */
     mf_memory where;
+    /* In a group: each side's shares of rows, ranks + 1 bounds (mf_partition_rows). */
+    int64_t *bounds[2];
 } run_state;
+
+/* After a half step in a group: the ranks agree that every one of them solved its share,
+ * then each share's factors (and biases) go to every rank. Outside a group: st. */
+static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
+{
+    mf_ctx *ctx = s->run.ctx;
+    if (mf_ranks(ctx) == 1)
+        return st;
+    MF_TRY(mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0));
+    void *factors;
+    size_t row_bytes;
+    float *biases;
+    s->e->shared(s->e, side, &factors, &row_bytes, &biases);
+    mf_comm *c = ctx->comm;
+    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes));
+    if (biases)
+        MF_TRY(c->ops->allgatherv(c, ctx, biases, s->bounds[side], sizeof *biases));
+    return MF_OK;
+}
+
+/* Work of a row's solve beside its ratings' (a rating's share of the Gram matrix, k^2/2
+ * multiply-adds): an exact solve is about k^3/3, 2k/3 ratings; n CG steps about n k^2,
+ * 2n ratings. */
+static int64_t row_cost(int k, int cg_steps)
+{
+    return cg_steps > 0 ? 2 * (int64_t)cg_steps : 2 * (int64_t)k / 3;
+}
+
+/* setup's rows for this rank: the whole sides outside a group, else its shares. */
+static mf_status share_rows(run_state *s, mf_als_setup *setup)
+{
+    mf_ctx *ctx = s->run.ctx;
+    mf_sparse *R = setup->R;
+    const int n = mf_ranks(ctx);
+    setup->lo[MF_ALS_USERS] = setup->lo[MF_ALS_ITEMS] = 0;
+    setup->hi[MF_ALS_USERS] = R->rows;
+    setup->hi[MF_ALS_ITEMS] = R->cols;
+    if (n == 1)
+        return MF_OK;
+    MF_TRY(mf_sparse_host_transpose(R));
+    const int64_t cost = row_cost(setup->k, setup->cg_steps);
+    for (int w = 0; w < 2; w++) {
+        free(s->bounds[w]);
+        s->bounds[w] = malloc(((size_t)n + 1) * sizeof *s->bounds[w]);
+        if (!s->bounds[w])
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
+        mf_partition_rows(w == MF_ALS_USERS ? R->row_ptr : R->transpose.ptr,
+                          w == MF_ALS_USERS ? R->rows : R->cols, n, cost, s->bounds[w]);
+        setup->lo[w] = (int32_t)s->bounds[w][ctx->comm->rank];
+        setup->hi[w] = (int32_t)s->bounds[w][ctx->comm->rank + 1];
+    }
+    return MF_OK;
+}
 
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
@@ -138,9 +194,9 @@ static mf_status iterate(run_state *s, const fit_spec *f)
     mf_status st = MF_OK;
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         double t0 = mf_seconds();
-        st = s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve);
+        st = exchange(s, MF_ALS_USERS, s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve));
         if (st == MF_OK)
-            st = s->e->half_step(s->e, MF_ALS_ITEMS, &gram, &solve);
+            st = exchange(s, MF_ALS_ITEMS, s->e->half_step(s->e, MF_ALS_ITEMS, &gram, &solve));
         if (st != MF_OK)
             break;
         iter += mf_seconds() - t0;
@@ -149,11 +205,13 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         if (!o->progress || !f->final)
             continue;
         st = measure(s, f, &train, &test);
-        if (st != MF_OK)
-            break;
-        have_rmse = 1;
-        mf_progress p = {it, mf_run_seconds(&s->run), train, test};
-        st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
+        if (st == MF_OK) {
+            have_rmse = 1;
+            mf_progress p = {it, mf_run_seconds(&s->run), train, test};
+            st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
+        }
+        /* One rank's failure or cancel stops them all (a cancel keeps this step). */
+        st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
     }
     if (st == MF_OK && !have_rmse)
         st = measure(s, f, &train, &test);
@@ -176,12 +234,11 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     mf_ctx *ctx = s->run.ctx;
     const mf_als_opts *o = s->o;
     float *V0 = malloc((size_t)f->R->cols * f->k * sizeof *V0 + 1);
-    if (!V0)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                       "mf_als_run: out of host memory for the initial V");
-    mf_status st = o->init == MF_ALS_INIT_GIVEN
-                       ? mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0)
-                       : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
+    mf_status st =
+        !V0 ? mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V")
+        : o->init == MF_ALS_INIT_GIVEN
+            ? mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0)
+            : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
     mf_als_setup setup = {ctx,
                           f->R,
                           f->k,
@@ -193,14 +250,24 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           (float)mf_sparse_mean(f->R),
                           o->weighting == MF_ALS_WEIGHT_COUNT,
                           0,
-                          cg_steps_for(o, f->k)};
+                          cg_steps_for(o, f->k),
+                          {0, 0},
+                          {0, 0}};
+    if (st == MF_OK)
+        st = share_rows(s, &setup);
     if (f->final)
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);
-    if (st != MF_OK)
+    /* In a group, every rank has its engine before the first exchange, or none goes on. */
+    st = mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0);
+    if (st != MF_OK) {
+        if (s->e)
+            s->e->destroy(s->e);
+        s->e = NULL;
         return st;
+    }
     st = iterate(s, f);
     if (f->final && mf_run_has_result(st)) {
         mf_biases *out = o->bias_out;
@@ -229,6 +296,50 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
     return MF_OK;
 }
 
+/* In a group: every rank's checks passed and they fit the same problem (the same shapes,
+ * options and seed), or every rank fails. Outside a group: st. */
+static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_als_opts *o)
+{
+    if (mf_ranks(ctx) == 1)
+        return st;
+    static const char *const names[] = {"the ratings' rows",
+                                        "the ratings' columns",
+                                        "the ratings' count",
+                                        "rank",
+                                        "iterations",
+                                        "lambda",
+                                        "biases",
+                                        "lambda_bias",
+                                        "init",
+                                        "solver",
+                                        "cg_steps",
+                                        "weighting",
+                                        "the context seed's high bits",
+                                        "the context seed's low bits"};
+    int64_t v[14] = {0};
+    if (st == MF_OK) {
+        uint32_t lambda, lambda_bias;
+        memcpy(&lambda, &o->lambda, sizeof lambda);
+        memcpy(&lambda_bias, &o->lambda_bias, sizeof lambda_bias);
+        int64_t same[14] = {R->rows,
+                            R->cols,
+                            R->nnz,
+                            o->rank,
+                            o->iterations,
+                            lambda,
+                            o->biases,
+                            lambda_bias,
+                            o->init,
+                            o->solver,
+                            o->cg_steps,
+                            o->weighting,
+                            (int64_t)(ctx->seed >> 32),
+                            (int64_t)(ctx->seed & 0xffffffffu)};
+        memcpy(v, same, sizeof v);
+    }
+    return mf_ranks_agree(ctx, "mf_als_run", st, v, names, 14);
+}
+
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
                      float *V, mf_memory where, mf_als_report *report)
 {
@@ -242,14 +353,22 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
                    .V = V,
                    .where = where};
 
-    MF_TRY(mf_run_begin(&s.run, ctx,
-                        &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V),
-                                       where, MF_RUN_OPTS(mf_als_opts, &o, opts),
-                                       MF_RUN_REPORT(mf_als_report, report), &o.test}));
-    MF_TRY(check_opts(ctx, &o));
+    mf_status st = mf_run_begin_collective(
+        &s.run, ctx,
+        &(mf_run_args){"mf_als_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V), where,
+                       MF_RUN_OPTS(mf_als_opts, &o, opts), MF_RUN_REPORT(mf_als_report, report),
+                       &o.test});
+    if (st == MF_OK)
+        st = check_opts(ctx, &o);
+    if (st == MF_OK && o.tune && mf_ranks(ctx) > 1)
+        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                     "mf_als_run: tune does not run over a group of "
+                     "contexts yet");
+    st = agree_on_run(ctx, st, ratings, &o);
+    if (st != MF_OK)
+        return st;
     mf_run_start(&s.run);
     fit_spec f = {s.R, o.test, o.rank, o.lambda, 1};
-    mf_status st = MF_OK;
     if (o.tune) {
         mf_tune_result best;
         st = mf_tune_search(ctx, "mf_als_run", s.R, o.tune, o.rank, o.lambda,
@@ -261,6 +380,8 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     s.rep.rank = f.k;
     if (st == MF_OK)
         st = fit(&s, &f, U, V, where);
+    free(s.bounds[0]);
+    free(s.bounds[1]);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -321,7 +321,7 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
     side_plan *s = &e->side[which];
     const float *F = (const float *)(which == MF_ALS_USERS ? e->V.ptr : e->U.ptr);
     float *X = (float *)(which == MF_ALS_USERS ? e->U.ptr : e->V.ptr);
-    if (s->rows == 0)
+    if (s->hi == s->lo)
         return MF_OK;
 
     size_t max_slots = 0;
@@ -331,7 +331,7 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
                        "mf_als_run: the device-memory limit leaves room for %zu partial systems "
                        "of %zu bytes, but one row needs %d",
                        max_slots, system_bytes(e), s->longest);
-    const size_t segments = (size_t)s->host_row_seg[s->rows];
+    const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
     size_t want = segments < max_slots ? segments : max_slots;
     mf_dbuf slots = {NULL, 0};
     MF_TRY(
@@ -342,12 +342,12 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
     if (set != cudaSuccess)
         st = mf_cuda_fail(ctx, set, "cudaMemsetAsync", __FILE__, __LINE__);
 
-    int32_t r0 = 0;
-    while (st == MF_OK && r0 < s->rows) {
+    int32_t r0 = s->lo;
+    while (st == MF_OK && r0 < s->hi) {
         /* The longest run of rows from r0 whose segments fit. */
         int64_t s0 = s->host_row_seg[r0];
         int32_t r1 = r0;
-        while (r1 < s->rows && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
+        while (r1 < s->hi && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
             r1++;
         int64_t nseg = s->host_row_seg[r1] - s0;
         float gram_ms = 0.0f, solve_ms = 0.0f;
@@ -428,6 +428,15 @@ mf_status finish(mf_als_engine *base, float *U, float *V, int64_t ld, float *bu,
     return MF_OK;
 }
 
+void shared(mf_als_engine *base, mf_als_side side, void **factors, size_t *row_bytes,
+            float **biases)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    *factors = side == MF_ALS_USERS ? e->U.ptr : e->V.ptr;
+    *row_bytes = (size_t)e->kp * sizeof(float);
+    *biases = e->biases ? (float *)(side == MF_ALS_USERS ? e->bu.ptr : e->bi.ptr) : NULL;
+}
+
 void destroy(mf_als_engine *base)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -475,6 +484,8 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, R->row_ptr));
     MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, R->transpose.ptr));
     for (int w = 0; w < 2; w++)
+        e->side[w].lo = s->lo[w], e->side[w].hi = s->hi[w];
+    for (int w = 0; w < 2; w++)
         MF_TRY(pick_gram(e, &e->side[w], s->gram_kernel));
 
     size_t ub = (size_t)R->rows * e->kp * sizeof(float),
@@ -521,6 +532,7 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     e->base.half_step = half_step;
     e->base.rmse = engine_rmse;
     e->base.finish = finish;
+    e->base.shared = shared;
     e->base.destroy = destroy;
     e->ctx = ctx;
     e->R = s->R;

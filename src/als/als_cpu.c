@@ -17,17 +17,18 @@ typedef struct cpu_engine {
     int k;
     float lambda, lambda_bias, mean;
     int biases, weighted;
-    int cg_steps;   /* 0: LDL^T; else mf_cg_solve from the current row */
-    float *U, *V;   /* working copies, leading dimension k */
-    float *bu, *bi; /* biases (biased model only) */
+    int cg_steps;         /* 0: LDL^T; else mf_cg_solve from the current row */
+    float *U, *V;         /* working copies, leading dimension k */
+    float *bu, *bi;       /* biases (biased model only) */
+    int32_t lo[2], hi[2]; /* the rows of each side this rank solves */
 } cpu_engine;
 
-/* Solve the rows of one side: X[r] from F, the other side, through CSR (ptr, idx, val).
- * Biased: the system has order k + 1, the extra feature 1 and the targets r - mean -
- * Fb[idx]; its last unknown is the row's bias, Xb[r]. */
-static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, const int32_t *idx,
-                            const float *val, const float *F, const float *Fb, float *X, float *Xb,
-                            const char *side)
+/* Solve rows [lo, hi) of one side (this rank's share): X[r] from F, the other side, through CSR
+ * (ptr, idx, val). Biased: the system has order k + 1, the extra feature 1 and the targets r - mean
+ * - Fb[idx]; its last unknown is the row's bias, Xb[r]. */
+static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t *ptr,
+                            const int32_t *idx, const float *val, const float *F, const float *Fb,
+                            float *X, float *Xb, const char *side)
 {
     const int k = e->k, n_sys = e->biases ? k + 1 : k;
     int failed_row = -1, failed_pivot = -1;
@@ -44,7 +45,7 @@ static mf_status solve_rows(cpu_engine *e, int32_t rows, const int64_t *ptr, con
             out_of_memory = 1;
         }
 #pragma omp for schedule(dynamic, 16)
-        for (int32_t r = 0; r < rows; r++) {
+        for (int32_t r = lo; r < hi; r++) {
             float *x = X + (int64_t)r * k;
             int64_t n = ptr[r + 1] - ptr[r];
             if (n == 0 || !G || !b || !x0 || !work) {
@@ -128,10 +129,11 @@ static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gr
     double t0 = mf_seconds();
     mf_status st;
     if (side == MF_ALS_USERS)
-        st = solve_rows(e, R->rows, R->row_ptr, R->col, R->val, e->V, e->bi, e->U, bu, "user");
+        st = solve_rows(e, e->lo[side], e->hi[side], R->row_ptr, R->col, R->val, e->V, e->bi, e->U,
+                        bu, "user");
     else
-        st = solve_rows(e, R->cols, R->transpose.ptr, R->transpose.idx, R->transpose.val, e->U,
-                        e->bu, e->V, bi, "item");
+        st = solve_rows(e, e->lo[side], e->hi[side], R->transpose.ptr, R->transpose.idx,
+                        R->transpose.val, e->U, e->bu, e->V, bi, "item");
     /* Building and solving are interleaved per row here: all of it counts as solving. */
     (void)gram;
     *solve += mf_seconds() - t0;
@@ -168,6 +170,15 @@ static mf_status cpu_finish(mf_als_engine *base, float *U, float *V, int64_t ld,
     return MF_OK;
 }
 
+static void cpu_shared(mf_als_engine *base, mf_als_side side, void **factors, size_t *row_bytes,
+                       float **biases)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    *factors = side == MF_ALS_USERS ? e->U : e->V;
+    *row_bytes = (size_t)e->k * sizeof(float);
+    *biases = e->biases ? (side == MF_ALS_USERS ? e->bu : e->bi) : NULL;
+}
+
 static void cpu_destroy(mf_als_engine *base)
 {
     cpu_engine *e = (cpu_engine *)base;
@@ -197,7 +208,9 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
                        "working factors (%d + %d rows of %d)",
                        s->R->rows, s->R->cols, s->k);
     }
-    e->base = (mf_als_engine){cpu_half_step, cpu_rmse, cpu_finish, cpu_destroy};
+    e->base = (mf_als_engine){cpu_half_step, cpu_rmse, cpu_finish, cpu_shared, cpu_destroy};
+    for (int w = 0; w < 2; w++)
+        e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx;
     e->R = s->R;
     e->k = s->k;

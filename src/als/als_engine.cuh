@@ -24,6 +24,7 @@ struct gram_launch {
 
 struct side_plan {
     int32_t rows;
+    int32_t lo, hi;     /* the rows half_step solves (this rank's share) */
     const int64_t *ptr; /* device CSR/CSC offsets */
     const int32_t *idx;
     const float *val; /* NULL: a pattern's ones */

@@ -31,6 +31,10 @@ struct mf_als_engine {
      * columns past k zero) and, where not NULL, the biases into bu and bi (host or device
      * memory as the setup's `where`). */
     mf_status (*finish)(mf_als_engine *e, float *U, float *V, int64_t ld, float *bu, float *bi);
+    /* The working factors of `side` (rows of row_bytes, device memory on the CUDA engine)
+     * and its biases (NULL without), which a group's ranks exchange after a half step. */
+    void (*shared)(mf_als_engine *e, mf_als_side side, void **factors, size_t *row_bytes,
+                   float **biases);
     void (*destroy)(mf_als_engine *e);
 };
 
@@ -59,6 +63,9 @@ typedef struct mf_als_setup {
      * the row's current factors and bias (the previous iteration's; zeros at first). CG
      * takes systems of order k + biases <= MF_ALS_CG_MAX_ORDER. */
     int cg_steps;
+    /* The rows of each side (MF_ALS_USERS, MF_ALS_ITEMS) that half_step solves: [lo, hi),
+     * this rank's share in a group (core/ranks.h), else the whole side. */
+    int32_t lo[2], hi[2];
 } mf_als_setup;
 
 #define MF_ALS_CG_MAX_ORDER 127

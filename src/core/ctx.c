@@ -152,6 +152,8 @@ void mf_ctx_destroy(mf_ctx *ctx)
                "mf_ctx_destroy: %zu bytes of device memory still held; destroy every "
                "mf_sparse before its context",
                ctx->dmem.current);
+    if (ctx->comm) /* before the device goes: an NCCL rank frees device memory */
+        ctx->comm->ops->release(ctx->comm);
     mf_cuda_close(ctx);
     free(ctx);
 }

@@ -4,6 +4,7 @@
 
 #include "core/device_memory.h"
 #include "core/error.h"
+#include "cuda/comm.h"
 #include "cuda/device_link.h"
 #include "mfact/mfact.h"
 
@@ -23,6 +24,8 @@ struct mf_ctx {
     void *log_user;
     mf_log_level log_level;
     mf_dmem dmem;
+    /* The rank in a group of contexts (core/ranks.h); NULL outside one. */
+    mf_comm *comm;
     char error[MF_ERROR_CAPACITY];
 };
 

@@ -4,6 +4,7 @@
 
 #include "core/clock.h"
 #include "core/opts.h"
+#include "core/ranks.h"
 
 static mf_status check_test(const mf_run *run, const mf_sparse *test, const mf_sparse *input)
 {
@@ -17,13 +18,18 @@ static mf_status check_test(const mf_run *run, const mf_sparse *test, const mf_s
     return MF_OK;
 }
 
-mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a)
+static mf_status begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a, int collective)
 {
     memset(run, 0, sizeof *run);
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", a->fn);
     run->ctx = ctx;
     run->fn = a->fn;
     run->input_name = a->input_name;
+    if (!collective && mf_ranks(ctx) > 1)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "%s does not run over a group of contexts yet (this context is one of "
+                       "%d ranks): use a context outside the group",
+                       a->fn, mf_ranks(ctx));
     MF_REQUIRE(ctx, a->input, "%s: %s is NULL", a->fn, a->input_name);
     MF_REQUIRE(ctx, a->input->ctx == ctx, "%s: %s belongs to another context", a->fn,
                a->input_name);
@@ -37,6 +43,16 @@ mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a)
         MF_TRY(
             mf_opts_out_size(ctx, a->report_type, a->report, a->report_size, &run->report_bytes));
     return a->test ? check_test(run, *a->test, a->input) : MF_OK;
+}
+
+mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *args)
+{
+    return begin(run, ctx, args, 0);
+}
+
+mf_status mf_run_begin_collective(mf_run *run, mf_ctx *ctx, const mf_run_args *args)
+{
+    return begin(run, ctx, args, 1);
 }
 
 void mf_run_start(mf_run *run)

@@ -3,6 +3,7 @@
  * algorithm folder stubs its own CUDA engine (<algo>_absent.c). */
 #include <stdio.h>
 
+#include "cuda/comm.h"
 #include "cuda/cuda_backend.h"
 
 mf_status mf_cuda_absent(mf_ctx *ctx)
@@ -112,4 +113,20 @@ mf_status mf_cuda_csr_transpose(mf_ctx *ctx, const mf_cuda_csr *a, void *scratch
     (void)row;
     (void)val;
     return mf_cuda_absent(ctx);
+}
+
+mf_status mf_nccl_comm_wrap(mf_ctx *ctx, void *nccl_comm, mf_comm **out)
+{
+    (void)nccl_comm;
+    (void)out;
+    return mf_device_fail(ctx, MF_ERR_UNSUPPORTED,
+                          "mf_ctx_set_nccl_comm: mfact was built without CUDA support");
+}
+
+mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out)
+{
+    (void)n;
+    (void)out;
+    return mf_device_fail(ctxs[0], MF_ERR_UNSUPPORTED,
+                          "mf_ctx_join_local: mfact was built without CUDA support");
 }

@@ -1,12 +1,12 @@
 // cuSPARSE for the context: the library loaded on first use (cusparse_api.h says why), and
 // the context's handle, made on the first call that needs it (most contexts never do) and
 // rebound to the context's current stream on every use.
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 
 #include "cuda/cuda_internal.h"
 #include "cuda/cusparse_api.h"
+#include "cuda/dynamic_library.h"
 
 static mf_cusparse_api loaded;
 static char load_error[512];
@@ -17,20 +17,8 @@ static pthread_once_t load_once = PTHREAD_ONCE_INIT;
 static void load(void)
 {
     static const char *const names[] = {"libcusparse.so.12", "libcusparse.so"};
-    void *lib = NULL;
-    for (const char *name : names)
-        if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != NULL)
-            break;
-    if (!lib) {
-        const char *why = dlerror();
-        snprintf(load_error, sizeof load_error, "%s", why ? why : "libcusparse.so.12 not found");
-        return;
-    }
     mf_cusparse_api api;
-    struct {
-        void **slot;
-        const char *symbol;
-    } table[] = {
+    const mf_dl_symbol table[] = {
         {(void **)&api.create, "cusparseCreate"},
         {(void **)&api.destroy, "cusparseDestroy"},
         {(void **)&api.set_stream, "cusparseSetStream"},
@@ -42,13 +30,9 @@ static void load(void)
         {(void **)&api.spmm_buffer_size, "cusparseSpMM_bufferSize"},
         {(void **)&api.spmm, "cusparseSpMM"},
     };
-    for (auto &entry : table)
-        if (!(*entry.slot = dlsym(lib, entry.symbol))) {
-            snprintf(load_error, sizeof load_error, "libcusparse.so.12 lacks %s", entry.symbol);
-            dlclose(lib);
-            return;
-        }
-    loaded = api; // published by pthread_once's return
+    if (mf_dl_load(names, 2, table, (int)(sizeof table / sizeof *table), load_error,
+                   sizeof load_error))
+        loaded = api; // published by pthread_once's return
 }
 
 mf_status mf_cusparse_api_get(mf_ctx *ctx, const mf_cusparse_api **api)

@@ -1,0 +1,242 @@
+// bench_als_gpus: mf_als_run over the GPUs of one host (a group of contexts, one per device,
+// mf_ctx_join_local over NCCL) against the same fit on one GPU, measured in the same run on
+// the same data: seconds per iteration (the slowest rank's), the speed-up over one GPU and
+// its share of the ideal, the test RMSE, and whether every rank returned the bits of the
+// one-GPU fit. The one-GPU baseline is an ungrouped context; "1 (NCCL)" is a group of one,
+// the cost of the group's bookkeeping alone.
+//
+// usage: bench_als_gpus [--gpus 1,2,4,8] [--k 100] [--iterations N] [--lambda L] [--repeat R]
+//                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
+//                       [--seed S] [--train FILE --test FILE]
+// The data are bench_als's (synthetic_ratings.h); group sizes above the machine's device
+// count are left out. Medians of --repeat fits, each timed over its iterations.
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "mfact/mfact.h"
+#include "synthetic_ratings.h"
+
+struct host_csr {
+    int32_t rows, cols;
+    int64_t nnz;
+    std::vector<int64_t> ptr;
+    std::vector<int32_t> col;
+    std::vector<float> val;
+};
+
+static host_csr to_host(mf_ctx *ctx, const mf_sparse *m)
+{
+    host_csr h;
+    MF_CHECK(ctx, mf_sparse_shape(m, &h.rows, &h.cols, &h.nnz));
+    h.ptr.resize((size_t)h.rows + 1);
+    h.col.resize((size_t)h.nnz);
+    h.val.resize((size_t)h.nnz);
+    MF_CHECK(ctx, mf_sparse_get_csr(m, h.ptr.data(), h.col.data(), h.val.data(), MF_MEMORY_HOST));
+    return h;
+}
+
+static mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
+{
+    mf_sparse *m = NULL;
+    MF_CHECK(ctx, mf_sparse_from_csr(ctx, &m, h.rows, h.cols, h.nnz, h.ptr.data(), h.col.data(),
+                                     h.val.data(), MF_MEMORY_HOST, 0));
+    return m;
+}
+
+struct rank_job {
+    mf_ctx *ctx;
+    mf_sparse *train, *test;
+    mf_als_opts o;
+    std::vector<float> U, V;
+    mf_als_report rep;
+    mf_status st;
+};
+
+static void *run_rank(void *arg)
+{
+    rank_job *j = (rank_job *)arg;
+    j->o.test = j->test;
+    j->rep.struct_size = sizeof j->rep;
+    j->st = mf_als_run(j->ctx, j->train, &j->o, j->U.data(), j->V.data(), MF_MEMORY_HOST, &j->rep);
+    return NULL;
+}
+
+static mf_ctx *ctx_on(int device)
+{
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CUDA;
+    co.device = device;
+    co.seed = 1;
+    mf_ctx *ctx = NULL;
+    return mf_ctx_create(&ctx, &co) == MF_OK ? ctx : NULL;
+}
+
+struct fit_result {
+    double seconds_per_iteration; // the slowest rank's
+    double test_rmse;
+    bool same_on_ranks;      // every rank returned rank 0's factors
+    std::vector<float> U, V; // rank 0's
+};
+
+// One fit over `ranks` devices (0: one ungrouped context on device 0).
+static fit_result fit(int ranks, const host_csr &train, const host_csr &test, const mf_als_opts &o)
+{
+    const int n = ranks > 0 ? ranks : 1;
+    std::vector<rank_job> jobs(n);
+    std::vector<mf_ctx *> ctxs(n);
+    for (int i = 0; i < n; i++) {
+        ctxs[i] = ctx_on(i);
+        if (!ctxs[i]) {
+            fprintf(stderr, "bench_als_gpus: device %d: %s\n", i, mf_ctx_last_error(NULL));
+            exit(1);
+        }
+        jobs[i].ctx = ctxs[i];
+        jobs[i].train = from_host(ctxs[i], train);
+        jobs[i].test = from_host(ctxs[i], test);
+        jobs[i].o = o;
+        jobs[i].U.resize((size_t)train.rows * o.rank);
+        jobs[i].V.resize((size_t)train.cols * o.rank);
+    }
+    if (ranks > 0)
+        MF_CHECK(ctxs[0], mf_ctx_join_local(ctxs.data(), n));
+    std::vector<pthread_t> threads(n);
+    for (int i = 0; i < n; i++)
+        pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
+    for (int i = 0; i < n; i++)
+        pthread_join(threads[i], NULL);
+    fit_result r = {0.0, jobs[0].rep.test_rmse, true, jobs[0].U, jobs[0].V};
+    for (int i = 0; i < n; i++) {
+        if (jobs[i].st != MF_OK) {
+            fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
+            exit(1);
+        }
+        r.seconds_per_iteration = std::max(r.seconds_per_iteration,
+                                           jobs[i].rep.iteration_seconds / jobs[i].rep.iterations);
+        r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
+    }
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].train);
+        mf_sparse_destroy(jobs[i].test);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(ctxs[i]);
+    return r;
+}
+
+static fit_result median_fit(int ranks, int repeat, const host_csr &train, const host_csr &test,
+                             const mf_als_opts &o)
+{
+    std::vector<fit_result> runs;
+    for (int r = 0; r < repeat; r++)
+        runs.push_back(fit(ranks, train, test, o));
+    std::sort(runs.begin(), runs.end(), [](const fit_result &a, const fit_result &b) {
+        return a.seconds_per_iteration < b.seconds_per_iteration;
+    });
+    return runs[runs.size() / 2];
+}
+
+int main(int argc, char **argv)
+{
+    std::vector<int> gpus = {1, 2, 4, 8}, ks = {100};
+    int iterations = 10, repeat = 3;
+    float lambda = 0.048f; // bench_als's (cuMF_als's Netflix setting)
+    mf_als_solver solver = MF_ALS_SOLVER_AUTO;
+    double scale = 1.0;
+    uint64_t seed = 2024;
+    const char *train_file = NULL, *test_file = NULL;
+    std::vector<std::string> specs;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(a, "--gpus"))
+            gpus = parse_ints(argv[++i]);
+        else if (!strcmp(a, "--k"))
+            ks = parse_ints(argv[++i]);
+        else if (!strcmp(a, "--iterations"))
+            iterations = atoi(argv[++i]);
+        else if (!strcmp(a, "--lambda"))
+            lambda = (float)atof(argv[++i]);
+        else if (!strcmp(a, "--repeat"))
+            repeat = atoi(argv[++i]);
+        else if (!strcmp(a, "--solver")) {
+            i++;
+            solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
+                     : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
+                                         : MF_ALS_SOLVER_AUTO;
+        } else if (!strcmp(a, "--case"))
+            specs.push_back(argv[++i]);
+        else if (!strcmp(a, "--scale"))
+            scale = atof(argv[++i]);
+        else if (!strcmp(a, "--seed"))
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(a, "--train"))
+            train_file = argv[++i];
+        else if (!strcmp(a, "--test"))
+            test_file = argv[++i];
+        else {
+            fprintf(stderr,
+                    "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
+                    "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
+                    "[--scale F] [--seed S] [--train FILE --test FILE]\n");
+            return 2;
+        }
+    }
+    if (specs.empty() && !train_file)
+        specs.push_back("netflix");
+    int devices = 0;
+    for (mf_ctx *c; devices < 64 && (c = ctx_on(devices)) != NULL; devices++)
+        mf_ctx_destroy(c);
+    if (devices == 0) {
+        fprintf(stderr, "bench_als_gpus: no CUDA device: %s\n", mf_ctx_last_error(NULL));
+        return 1;
+    }
+    mf_ctx *ctx = ctx_on(0);
+    mf_device_info info;
+    info.struct_size = sizeof info;
+    MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
+    printf("bench_als_gpus: %d x %s; lambda %g (weighted), %d iterations, medians of %d\n", devices,
+           info.name, lambda, iterations, repeat);
+    const std::vector<ratings_shape> cases =
+        ratings_cases("bench_als_gpus", specs, scale, seed, train_file, test_file);
+    for (const ratings_shape &c : cases) {
+        mf_sparse *train = NULL, *test = NULL;
+        ratings_stats made = {};
+        double t0 = omp_get_wtime();
+        double oracle = load_ratings(ctx, train_file, test_file, c, &train, &test, &made);
+        print_ratings_case(ctx, c, made, oracle, train, test, omp_get_wtime() - t0);
+        const host_csr htrain = to_host(ctx, train), htest = to_host(ctx, test);
+        mf_sparse_destroy(train);
+        mf_sparse_destroy(test);
+        printf("\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | test RMSE | "
+               "ranks agree | factors = 1 GPU's |\n|---|---|---|---|---|---|---|---|---|\n");
+        for (int k : ks) {
+            mf_als_opts o;
+            mf_als_opts_init(&o);
+            o.rank = k, o.lambda = lambda, o.iterations = iterations;
+            o.weighting = MF_ALS_WEIGHT_COUNT, o.lambda_bias = lambda, o.solver = solver;
+            const fit_result one = median_fit(0, repeat, htrain, htest, o);
+            printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.4f | - | - |\n", c.label.c_str(), k,
+                   one.seconds_per_iteration, one.test_rmse);
+            for (int g : gpus) {
+                if (g > devices)
+                    continue;
+                const fit_result r = median_fit(g, repeat, htrain, htest, o);
+                const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
+                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.4f | %s | %s |\n",
+                       c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
+                       speedup, 100.0 * speedup / g, r.test_rmse, r.same_on_ranks ? "yes" : "NO",
+                       r.U == one.U && r.V == one.V ? "yes" : "NO");
+                fflush(stdout);
+            }
+        }
+    }
+    mf_ctx_destroy(ctx);
+    return 0;
+}

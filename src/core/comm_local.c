@@ -1,0 +1,145 @@
+/* The in-process stand-in for a communicator (cuda/comm.h): the ranks are contexts of one
+ * process, each driven by its own thread, and they exchange host buffers through shared
+ * memory between two barriers. CPU contexts grouped by mf_ctx_join_local use it, and with
+ * it CI tests every distributed code path without a GPU or NCCL. */
+#define _POSIX_C_SOURCE 200809L /* pthread barriers */
+#include "core/comm_local.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+typedef struct group {
+    pthread_barrier_t barrier;
+    pthread_mutex_t lock; /* guards refs */
+    int size, refs;
+    void **bufs;  /* each rank's buffer of the allgatherv under way */
+    int64_t *i64; /* size x MF_COMM_MAX_VALUES */
+    double *f64;  /* size x MF_COMM_MAX_VALUES */
+} group;
+
+typedef struct local_rank {
+    mf_comm base;
+    group *g;
+} local_rank;
+
+static mf_status local_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                                  size_t row_bytes)
+{
+    (void)ctx;
+    group *g = ((local_rank *)c)->g;
+    g->bufs[c->rank] = buf;
+    pthread_barrier_wait(&g->barrier);
+    /* Each rank reads the others' own shares, which nobody writes until the second
+     * barrier, and writes only into its own buffer. */
+    for (int r = 0; r < c->size; r++)
+        if (r != c->rank && bounds[r + 1] > bounds[r])
+            memcpy((char *)buf + (size_t)bounds[r] * row_bytes,
+                   (const char *)g->bufs[r] + (size_t)bounds[r] * row_bytes,
+                   (size_t)(bounds[r + 1] - bounds[r]) * row_bytes);
+    pthread_barrier_wait(&g->barrier);
+    return MF_OK;
+}
+
+static mf_status local_max_i64(mf_comm *c, mf_ctx *ctx, int64_t *v, int n)
+{
+    if (n < 0 || n > MF_COMM_MAX_VALUES)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "a reduction of %d values", n);
+    group *g = ((local_rank *)c)->g;
+    memcpy(g->i64 + (size_t)c->rank * MF_COMM_MAX_VALUES, v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&g->barrier);
+    for (int r = 0; r < c->size; r++)
+        for (int i = 0; i < n; i++) {
+            int64_t x = g->i64[(size_t)r * MF_COMM_MAX_VALUES + i];
+            if (r == 0 || x > v[i])
+                v[i] = x;
+        }
+    pthread_barrier_wait(&g->barrier);
+    return MF_OK;
+}
+
+static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
+{
+    if (n < 0 || n > MF_COMM_MAX_VALUES)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "a reduction of %d values", n);
+    group *g = ((local_rank *)c)->g;
+    memcpy(g->f64 + (size_t)c->rank * MF_COMM_MAX_VALUES, v, (size_t)n * sizeof *v);
+    pthread_barrier_wait(&g->barrier);
+    for (int i = 0; i < n; i++) { /* in rank order: the same bits on every rank */
+        double s = 0.0;
+        for (int r = 0; r < c->size; r++)
+            s += g->f64[(size_t)r * MF_COMM_MAX_VALUES + i];
+        v[i] = s;
+    }
+    pthread_barrier_wait(&g->barrier);
+    return MF_OK;
+}
+
+static void group_free(group *g)
+{
+    pthread_barrier_destroy(&g->barrier);
+    pthread_mutex_destroy(&g->lock);
+    free(g->bufs);
+    free(g->i64);
+    free(g->f64);
+    free(g);
+}
+
+static void local_release(mf_comm *c)
+{
+    group *g = ((local_rank *)c)->g;
+    pthread_mutex_lock(&g->lock);
+    int last = --g->refs == 0;
+    pthread_mutex_unlock(&g->lock);
+    if (last)
+        group_free(g);
+    free(c);
+}
+
+static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64, local_sum_f64,
+                                      local_release};
+
+mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
+{
+    group *g = calloc(1, sizeof *g);
+    local_rank **ranks = calloc((size_t)n, sizeof *ranks);
+    int ok = g && ranks;
+    if (ok) {
+        g->size = g->refs = n;
+        g->bufs = calloc((size_t)n, sizeof *g->bufs);
+        g->i64 = calloc((size_t)n * MF_COMM_MAX_VALUES, sizeof *g->i64);
+        g->f64 = calloc((size_t)n * MF_COMM_MAX_VALUES, sizeof *g->f64);
+        ok = g->bufs && g->i64 && g->f64;
+    }
+    for (int r = 0; ok && r < n; r++)
+        ok = (ranks[r] = calloc(1, sizeof *ranks[r])) != NULL;
+    int sync = 0; /* 1: the mutex made, 2: the barrier too */
+    if (ok && pthread_mutex_init(&g->lock, NULL) == 0)
+        sync = 1;
+    if (sync == 1 && pthread_barrier_init(&g->barrier, NULL, (unsigned)n) == 0)
+        sync = 2;
+    if (!ok || sync < 2) {
+        for (int r = 0; ranks && r < n; r++)
+            free(ranks[r]);
+        free(ranks);
+        if (g) {
+            if (sync == 1)
+                pthread_mutex_destroy(&g->lock);
+            free(g->bufs);
+            free(g->i64);
+            free(g->f64);
+            free(g);
+        }
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_ctx_join_local: out of memory for a group of %d ranks", n);
+    }
+    for (int r = 0; r < n; r++) {
+        ranks[r]->base = (mf_comm){&local_ops, r, n, 0};
+        ranks[r]->g = g;
+        out[r] = &ranks[r]->base;
+    }
+    free(ranks);
+    return MF_OK;
+}

@@ -1,0 +1,141 @@
+/* Groups of contexts: the public calls that make them (mf_ctx_join_local,
+ * mf_ctx_set_nccl_comm, mf_ctx_rank), and what a collective algorithm needs from them
+ * (ranks.h). The exchange itself is cuda/comm.h's. */
+#include "core/ranks.h"
+
+#include <stdlib.h>
+
+#include "core/comm_local.h"
+#include "core/error.h"
+
+#define MAX_LOCAL_RANKS 1024
+
+int mf_ranks(const mf_ctx *ctx)
+{
+    return ctx && ctx->comm ? ctx->comm->size : 1;
+}
+
+mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size)
+{
+    MF_REQUIRE((mf_ctx *)ctx, ctx && rank && size, "mf_ctx_rank: ctx, rank and size must be set");
+    *rank = ctx->comm ? ctx->comm->rank : 0;
+    *size = ctx->comm ? ctx->comm->size : 1;
+    return MF_OK;
+}
+
+static mf_status check_join(mf_ctx *const *ctxs, int n)
+{
+    static const char fn[] = "mf_ctx_join_local";
+    mf_ctx *first = ctxs ? ctxs[0] : NULL;
+    MF_REQUIRE(NULL, ctxs, "%s: ctxs is NULL", fn);
+    MF_REQUIRE(NULL, n >= 1 && n <= MAX_LOCAL_RANKS, "%s: n = %d is outside 1..%d", fn, n,
+               MAX_LOCAL_RANKS);
+    MF_REQUIRE(NULL, first, "%s: ctxs[0] is NULL", fn);
+    for (int i = 0; i < n; i++) {
+        MF_REQUIRE(first, ctxs[i], "%s: ctxs[%d] is NULL", fn, i);
+        MF_REQUIRE(first, !ctxs[i]->comm, "%s: ctxs[%d] is already in a group", fn, i);
+        MF_REQUIRE(first, ctxs[i]->backend == first->backend,
+                   "%s: ctxs[%d] is a %s context, ctxs[0] a %s one", fn, i,
+                   ctxs[i]->backend == MF_BACKEND_CUDA ? "CUDA" : "CPU",
+                   first->backend == MF_BACKEND_CUDA ? "CUDA" : "CPU");
+        for (int j = 0; j < i; j++) {
+            MF_REQUIRE(first, ctxs[j] != ctxs[i], "%s: ctxs[%d] and ctxs[%d] are one context", fn,
+                       j, i);
+            MF_REQUIRE(first,
+                       first->backend != MF_BACKEND_CUDA || ctxs[j]->device != ctxs[i]->device,
+                       "%s: ctxs[%d] and ctxs[%d] are both on device %d (NCCL takes one rank "
+                       "per device)",
+                       fn, j, i, ctxs[i]->device);
+        }
+    }
+    return MF_OK;
+}
+
+mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n)
+{
+    MF_TRY(check_join(ctxs, n));
+    mf_comm **ranks = calloc((size_t)n, sizeof *ranks);
+    if (!ranks)
+        return mf_fail(ctxs[0], MF_ERR_OUT_OF_MEMORY, "mf_ctx_join_local: out of host memory");
+    mf_status st = ctxs[0]->backend == MF_BACKEND_CUDA ? mf_nccl_comm_init_all(ctxs, n, ranks)
+                                                       : mf_comm_local_create(ctxs[0], n, ranks);
+    for (int i = 0; st == MF_OK && i < n; i++)
+        ctxs[i]->comm = ranks[i];
+    free(ranks);
+    return st;
+}
+
+mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm)
+{
+    MF_REQUIRE(NULL, ctx, "mf_ctx_set_nccl_comm: ctx is NULL");
+    if (!nccl_comm) {
+        if (ctx->comm)
+            ctx->comm->ops->release(ctx->comm);
+        ctx->comm = NULL;
+        return MF_OK;
+    }
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "mf_ctx_set_nccl_comm: a CPU context cannot take an NCCL communicator "
+                       "(mf_ctx_join_local groups CPU contexts)");
+    MF_REQUIRE(ctx, !ctx->comm, "mf_ctx_set_nccl_comm: the context is already in a group");
+    return mf_nccl_comm_wrap(ctx, nccl_comm, &ctx->comm);
+}
+
+mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
+                         const char *const *names, int n)
+{
+    if (!ctx || !ctx->comm)
+        return st;
+    mf_comm *c = ctx->comm;
+    if (n > MF_RANKS_MAX_SAME)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d values to agree on", fn, n);
+    /* Maxima of: the failed status, the failed rank, and each value and its negation (the
+     * ranks agree on x when max(x) == -max(-x)). */
+    int64_t v[2 + 2 * MF_RANKS_MAX_SAME];
+    v[0] = st;
+    v[1] = st != MF_OK ? c->rank : -1;
+    for (int i = 0; i < n; i++)
+        v[2 + 2 * i] = same[i], v[3 + 2 * i] = -same[i];
+    mf_status ex = c->ops->max_i64(c, ctx, v, 2 + 2 * n);
+    if (ex != MF_OK)
+        return ex;
+    if (st != MF_OK)
+        return st;
+    if (v[0] != MF_OK)
+        return mf_fail(ctx, (mf_status)v[0],
+                       "%s: rank %lld of %d failed (%s); its context holds the message", fn,
+                       (long long)v[1], c->size, mf_status_string((mf_status)v[0]));
+    for (int i = 0; i < n; i++)
+        if (v[2 + 2 * i] != -v[3 + 2 * i])
+            return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                           "%s: the ranks disagree on %s (%lld here, from %lld to %lld over the "
+                           "group): every rank must pass the same",
+                           fn, names[i], (long long)same[i], (long long)-v[3 + 2 * i],
+                           (long long)v[2 + 2 * i]);
+    return MF_OK;
+}
+
+void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,
+                       int64_t *bounds)
+{
+    /* work(r): the cost of rows [0, r), increasing in r */
+#define WORK(r) (ptr[r] - ptr[0] + (int64_t)(r)*row_cost)
+    const int64_t total = WORK(rows);
+    bounds[0] = 0;
+    for (int p = 1; p < parts; p++) {
+        /* the first row r with work(r) >= p * total / parts, at or after the last bound */
+        const int64_t target = total / parts * p + total % parts * p / parts;
+        int64_t lo = bounds[p - 1], hi = rows;
+        while (lo < hi) {
+            int64_t mid = lo + (hi - lo) / 2;
+            if (WORK(mid) < target)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        bounds[p] = lo;
+    }
+    bounds[parts] = rows;
+#undef WORK
+}

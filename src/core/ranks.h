@@ -1,0 +1,39 @@
+/* A context's group (mf_ctx_join_local, mf_ctx_set_nccl_comm), as the algorithms see it:
+ * how many ranks, the agreement a collective call starts with, and the shares of rows. */
+#ifndef MF_CORE_RANKS_H
+#define MF_CORE_RANKS_H
+
+#include <stdint.h>
+
+#include "core/ctx.h"
+#include "cuda/comm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Ranks in ctx's group: 1 outside one. */
+int mf_ranks(const mf_ctx *ctx);
+
+/* The most values mf_ranks_agree compares. */
+#define MF_RANKS_MAX_SAME 14
+
+/* Collective (every rank calls it at the same point): each rank's status so far and n
+ * values that must be the same on every rank (names[i] names value i in the message).
+ * MF_OK when every rank is fine and they agree. Else every rank fails: a failed rank with
+ * its own status and message, the others with the failed one's status, "fn: rank r
+ * failed"; a disagreement with MF_ERR_INVALID_ARGUMENT naming the value. Outside a group
+ * it returns st. */
+mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
+                         const char *const *names, int n);
+
+/* Contiguous shares of rows [0, rows) for `parts` ranks: rank p takes [bounds[p],
+ * bounds[p + 1]), bounds[0] = 0 and bounds[parts] = rows, balanced by the work a row
+ * costs: its entries (ptr[r + 1] - ptr[r]) plus row_cost. */
+void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,
+                       int64_t *bounds);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,55 @@
+/* The exchange between the ranks of a group of contexts (mf_ctx_join_local,
+ * mf_ctx_set_nccl_comm): the few collectives a distributed fit needs, behind one table so
+ * that the algorithms run the same code over NCCL (src/cuda/nccl_comm.cu, device buffers)
+ * and over the in-process stand-in (src/core/comm_local.c, host buffers: CPU contexts, and
+ * the tests of CI, which has no GPU). Plain C; it lives at the floor (src/cuda) because
+ * its NCCL implementation does, and src/core includes it from above. */
+#ifndef MF_CUDA_COMM_H
+#define MF_CUDA_COMM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mfact/mfact.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The most values one max_i64 or sum_f64 call carries. */
+#define MF_COMM_MAX_VALUES 32
+
+typedef struct mf_comm mf_comm;
+
+typedef struct mf_comm_ops {
+    /* In place on every rank: rank r's rows [bounds[r], bounds[r + 1]) of buf, row_bytes
+     * each, are copied into every other rank's buf. bounds (size + 1 entries, the same on
+     * every rank) cut buf into the ranks' contiguous shares. Device memory over NCCL, host
+     * memory over the stand-in; queued on ctx's stream over NCCL. */
+    mf_status (*allgatherv)(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                            size_t row_bytes);
+    /* v[0..n) (host, n <= MF_COMM_MAX_VALUES) becomes the maximum over the ranks. */
+    mf_status (*max_i64)(mf_comm *c, mf_ctx *ctx, int64_t *v, int n);
+    /* v[0..n) (host) becomes the sum over the ranks, the same bits on every rank. */
+    mf_status (*sum_f64)(mf_comm *c, mf_ctx *ctx, double *v, int n);
+    /* The context lets go of its rank (its destruction, or leaving the group). */
+    void (*release)(mf_comm *c);
+} mf_comm_ops;
+
+struct mf_comm {
+    const mf_comm_ops *ops;
+    int rank, size;
+    int device_buffers; /* allgatherv takes device memory (NCCL) rather than host memory */
+};
+
+/* NCCL (nccl_comm.cu; libnccl.so.2 loaded with dlopen on first use, so that libmfact.so
+ * needs no NCCL to load). wrap: the caller's ncclComm_t for ctx's device, which the caller
+ * keeps owning. init_all: one communicator per context of one process (ncclCommInitAll
+ * over their devices), each owned by its rank. Builds without CUDA: MF_ERR_UNSUPPORTED. */
+mf_status mf_nccl_comm_wrap(mf_ctx *ctx, void *nccl_comm, mf_comm **out);
+mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,222 @@
+// The exchange of cuda/comm.h over NCCL. libnccl.so.2 is loaded with dlopen() on first use,
+// as cuSPARSE is (cusparse_api.h): libmfact.so links no NCCL and needs none to load, a
+// build needs no NCCL headers, and a process that never groups contexts never loads it.
+// The few NCCL declarations used are written out below: they are NCCL's stable C ABI
+// (nccl.h since 2.0: the enum values, the opaque communicator, the signatures).
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/comm.h"
+#include "cuda/cuda_internal.h"
+#include "cuda/dynamic_library.h"
+
+typedef struct ncclComm *ncclComm_t;
+typedef int ncclResult_t; // ncclSuccess = 0
+enum { nccl_int8 = 0, nccl_int64 = 4, nccl_float64 = 8 };
+enum { nccl_sum = 0, nccl_max = 2 };
+
+struct nccl_api {
+    ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);
+    ncclResult_t (*comm_destroy)(ncclComm_t);
+    ncclResult_t (*comm_count)(ncclComm_t, int *);
+    ncclResult_t (*comm_user_rank)(ncclComm_t, int *);
+    ncclResult_t (*comm_cu_device)(ncclComm_t, int *);
+    ncclResult_t (*broadcast)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*all_reduce)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*group_start)(void);
+    ncclResult_t (*group_end)(void);
+    const char *(*error_string)(ncclResult_t);
+};
+
+static nccl_api loaded;
+static char load_error[512];
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+
+// NCCL's soname is libnccl.so.2; MFACT_NCCL_LIBRARY names another file (a pip wheel's copy
+// under site-packages/nvidia/nccl/lib, say), tried first.
+static void load(void)
+{
+    const char *const names[] = {getenv("MFACT_NCCL_LIBRARY"), "libnccl.so.2", "libnccl.so"};
+    nccl_api api;
+    const mf_dl_symbol table[] = {
+        {(void **)&api.comm_init_all, "ncclCommInitAll"},
+        {(void **)&api.comm_destroy, "ncclCommDestroy"},
+        {(void **)&api.comm_count, "ncclCommCount"},
+        {(void **)&api.comm_user_rank, "ncclCommUserRank"},
+        {(void **)&api.comm_cu_device, "ncclCommCuDevice"},
+        {(void **)&api.broadcast, "ncclBroadcast"},
+        {(void **)&api.all_reduce, "ncclAllReduce"},
+        {(void **)&api.group_start, "ncclGroupStart"},
+        {(void **)&api.group_end, "ncclGroupEnd"},
+        {(void **)&api.error_string, "ncclGetErrorString"},
+    };
+    if (mf_dl_load(names, 3, table, (int)(sizeof table / sizeof *table), load_error,
+                   sizeof load_error))
+        loaded = api; // published by pthread_once's return
+}
+
+static mf_status get_api(mf_ctx *ctx, const char *fn)
+{
+    pthread_once(&load_once, load);
+    if (!loaded.all_reduce)
+        return mf_device_fail(ctx, MF_ERR_UNSUPPORTED,
+                              "%s: NCCL could not be loaded (%s); install NCCL 2 (libnccl.so.2) "
+                              "or name it in MFACT_NCCL_LIBRARY",
+                              fn, load_error);
+    return MF_OK;
+}
+
+#define NCCL_TRY(ctx, call)                                                                        \
+    do {                                                                                           \
+        ncclResult_t nccl_r_ = (call);                                                             \
+        if (nccl_r_ != 0)                                                                          \
+            return mf_device_fail((ctx), MF_ERR_CUDA, "%s failed: %s (%s:%d)", #call,              \
+                                  loaded.error_string(nccl_r_), __FILE__, __LINE__);               \
+    } while (0)
+
+struct nccl_comm {
+    mf_comm base;
+    ncclComm_t comm;
+    int owned;     // created by mfact (init_all): destroyed with the rank
+    int device;    // the communicator's device
+    void *scratch; // MF_COMM_MAX_VALUES 8-byte values on the device, for the reductions
+};
+
+static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                                 size_t row_bytes)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    // Variable shares: one in-place broadcast per rank, fused into one NCCL group.
+    NCCL_TRY(ctx, loaded.group_start());
+    ncclResult_t r = 0;
+    for (int root = 0; root < c->size && r == 0; root++) {
+        const size_t rows = (size_t)(bounds[root + 1] - bounds[root]);
+        char *p = (char *)buf + (size_t)bounds[root] * row_bytes;
+        if (rows > 0)
+            r = loaded.broadcast(p, p, rows * row_bytes, nccl_int8, root, n->comm, stream);
+    }
+    ncclResult_t end = loaded.group_end();
+    NCCL_TRY(ctx, r);
+    NCCL_TRY(ctx, end);
+    return MF_OK;
+}
+
+// v[0..count) of 8-byte values through the device scratch, reduced by op.
+static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op)
+{
+    if (count < 0 || count > MF_COMM_MAX_VALUES)
+        return mf_device_fail(ctx, MF_ERR_INTERNAL, "NCCL reduction of %d values", count);
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    const size_t bytes = (size_t)count * 8;
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(n->scratch, v, bytes, cudaMemcpyHostToDevice, stream));
+    NCCL_TRY(ctx,
+             loaded.all_reduce(n->scratch, n->scratch, (size_t)count, type, op, n->comm, stream));
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(v, n->scratch, bytes, cudaMemcpyDeviceToHost, stream));
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+static mf_status nccl_max_i64(mf_comm *c, mf_ctx *ctx, int64_t *v, int count)
+{
+    return nccl_reduce((nccl_comm *)c, ctx, v, count, nccl_int64, nccl_max);
+}
+
+static mf_status nccl_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int count)
+{
+    return nccl_reduce((nccl_comm *)c, ctx, v, count, nccl_float64, nccl_sum);
+}
+
+static void nccl_release(mf_comm *c)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    if (n->scratch)
+        cudaFree(n->scratch);
+    if (n->owned && n->comm)
+        loaded.comm_destroy(n->comm);
+    free(n);
+}
+
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_release};
+
+// The rank for ctx over comm, its scratch allocated on the communicator's device.
+static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)
+{
+    int size = 0, rank = 0, device = -1;
+    NCCL_TRY(ctx, loaded.comm_count(comm, &size));
+    NCCL_TRY(ctx, loaded.comm_user_rank(comm, &rank));
+    NCCL_TRY(ctx, loaded.comm_cu_device(comm, &device));
+    const int ctx_device = mf_device_link_of(ctx)->cuda->device;
+    if (device != ctx_device)
+        return mf_device_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                              "%s: the communicator is on device %d, the context on device %d", fn,
+                              device, ctx_device);
+    nccl_comm *n = (nccl_comm *)calloc(1, sizeof *n);
+    if (!n)
+        return mf_device_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    mf_device_guard guard(device);
+    cudaError_t err = cudaMalloc(&n->scratch, (size_t)MF_COMM_MAX_VALUES * 8);
+    if (err != cudaSuccess) {
+        free(n);
+        return mf_cuda_fail(ctx, err, "cudaMalloc (NCCL scratch)", __FILE__, __LINE__);
+    }
+    n->base = (mf_comm){&nccl_ops, rank, size, 1};
+    n->comm = comm;
+    n->owned = owned;
+    n->device = device;
+    *out = &n->base;
+    return MF_OK;
+}
+
+mf_status mf_nccl_comm_wrap(mf_ctx *ctx, void *nccl_comm, mf_comm **out)
+{
+    static const char fn[] = "mf_ctx_set_nccl_comm";
+    mf_status st = get_api(ctx, fn);
+    return st != MF_OK ? st : make_rank(ctx, (ncclComm_t)nccl_comm, 0, fn, out);
+}
+
+mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out)
+{
+    static const char fn[] = "mf_ctx_join_local";
+    mf_ctx *ctx = ctxs[0];
+    mf_status loaded_st = get_api(ctx, fn);
+    if (loaded_st != MF_OK)
+        return loaded_st;
+    int *devices = (int *)malloc((size_t)n * sizeof *devices);
+    ncclComm_t *comms = (ncclComm_t *)calloc((size_t)n, sizeof *comms);
+    if (!devices || !comms) {
+        free(devices);
+        free(comms);
+        return mf_device_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    for (int i = 0; i < n; i++)
+        devices[i] = mf_device_link_of(ctxs[i])->cuda->device;
+    ncclResult_t r;
+    {
+        mf_device_guard guard(devices[0]);
+        r = loaded.comm_init_all(comms, n, devices);
+    }
+    free(devices);
+    mf_status st = MF_OK;
+    if (r != 0)
+        st = mf_device_fail(ctx, MF_ERR_CUDA, "%s: ncclCommInitAll failed: %s", fn,
+                            loaded.error_string(r));
+    int made = 0;
+    while (st == MF_OK && made < n &&
+           (st = make_rank(ctxs[made], comms[made], 1, fn, &out[made])) == MF_OK)
+        made++;
+    if (st != MF_OK && r == 0) {
+        // Ranks made so far own their communicators; the rest are destroyed here.
+        for (int i = 0; i < made; i++)
+            nccl_release(out[i]);
+        for (int i = made; i < n; i++)
+            loaded.comm_destroy(comms[i]);
+    }
+    free(comms);
+    return st;
+}

@@ -1,0 +1,25 @@
+#include "ranks_fixtures.h"
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "testutil.h"
+
+static void *run_one(void *arg)
+{
+    rk_job *j = arg;
+    j->rep = (mf_als_report){.struct_size = sizeof j->rep};
+    j->st = mf_als_run(j->ctx, j->R, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
+    snprintf(j->error, sizeof j->error, "%s", mf_ctx_last_error(j->ctx));
+    return NULL;
+}
+
+void rk_run_als(rk_job *jobs, int n)
+{
+    pthread_t threads[64];
+    ck_assert_int_le(n, 64);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_create(&threads[i], NULL, run_one, &jobs[i]), 0);
+    for (int i = 0; i < n; i++)
+        ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+}

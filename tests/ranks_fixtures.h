@@ -1,0 +1,23 @@
+/* Shared by the suites of grouped contexts (test_ranks: CPU ranks in threads; test_gpu_ranks:
+ * NCCL ranks): a collective mf_als_run, one thread per rank. */
+#ifndef MF_RANKS_FIXTURES_H
+#define MF_RANKS_FIXTURES_H
+
+#include "mfact/mfact.h"
+
+/* One rank's call: its context and its own copy of the ratings, the options, the outputs
+ * (host, rows x rank and cols x rank), and what came back. */
+typedef struct rk_job {
+    mf_ctx *ctx;
+    mf_sparse *R;
+    mf_als_opts o;
+    float *U, *V;
+    mf_als_report rep;
+    mf_status st;
+    char error[1024]; /* mf_ctx_last_error(ctx) after the call */
+} rk_job;
+
+/* mf_als_run on every job at once, a thread each; returns when all have returned. */
+void rk_run_als(rk_job *jobs, int n);
+
+#endif

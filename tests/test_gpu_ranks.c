@@ -1,0 +1,148 @@
+/* Groups of CUDA contexts over NCCL (mf_ctx_join_local): a collective mf_als_run over one
+ * rank, and over every device of the machine when it has several, gives the bits of one
+ * ungrouped context (each row's solve is the same kernels wherever it runs, and the
+ * exchange copies bytes). Without NCCL the suite says so and skips those tests, unless
+ * MFACT_REQUIRE_NCCL is set (scripts/device-test sets it). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "als_fixtures.h"
+#include "ranks_fixtures.h"
+#include "testutil.h"
+
+#define USERS 4000
+#define ITEMS 900
+
+static mf_ctx *cuda_ctx_on(int device)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.device = device;
+    o.seed = 42;
+    mf_ctx *ctx = NULL;
+    return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
+}
+
+static int device_count(void)
+{
+    int n = 0;
+    for (mf_ctx *c; n < 8 && (c = cuda_ctx_on(n)) != NULL; n++)
+        mf_ctx_destroy(c);
+    return n;
+}
+
+/* Whether NCCL can be used: MF_ERR_UNSUPPORTED from joining skips (with the reason) unless
+ * MFACT_REQUIRE_NCCL is set. */
+static int nccl_missing(mf_status st, mf_ctx *ctx)
+{
+    if (st != MF_ERR_UNSUPPORTED || getenv("MFACT_REQUIRE_NCCL"))
+        return 0;
+    printf("NCCL not usable, test skipped: %s\n", mf_ctx_last_error(ctx));
+    return 1;
+}
+
+static void fit_one_context(const mf_als_opts *o, float *U, float *V, double *train)
+{
+    mf_ctx *ctx = cuda_ctx_on(0);
+    ck_assert_ptr_nonnull(ctx);
+    mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
+    *train = rep.train_rmse;
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+
+/* A group of n ranks on devices 0..n-1 against one context, for each solver. */
+static void check_group(int n)
+{
+    static const int solvers[] = {MF_ALS_SOLVER_EXACT, MF_ALS_SOLVER_CG};
+    for (int s = 0; s < 2; s++) {
+        mf_als_opts o;
+        mf_als_opts_init(&o);
+        o.rank = 48, o.iterations = 3, o.lambda = 0.5f, o.solver = solvers[s];
+        const size_t ub = (size_t)USERS * o.rank * sizeof(float),
+                     vb = (size_t)ITEMS * o.rank * sizeof(float);
+        float *U1 = malloc(ub), *V1 = malloc(vb);
+        double train1;
+        fit_one_context(&o, U1, V1, &train1);
+
+        rk_job jobs[8];
+        mf_ctx *ctxs[8];
+        for (int i = 0; i < n; i++) {
+            memset(&jobs[i], 0, sizeof jobs[i]);
+            jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
+            ck_assert_ptr_nonnull(ctxs[i]);
+            jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
+            jobs[i].o = o;
+            jobs[i].U = malloc(ub);
+            jobs[i].V = malloc(vb);
+        }
+        mf_status st = mf_ctx_join_local(ctxs, n);
+        int skip = nccl_missing(st, ctxs[0]);
+        if (!skip) {
+            ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, ub), "rank %d of %d: U differs", i, n);
+                ck_assert_msg(!memcmp(jobs[i].V, V1, vb), "rank %d of %d: V differs", i, n);
+                ck_assert_double_eq(jobs[i].rep.train_rmse, train1);
+            }
+            printf("%d rank(s), %s: the factors of one context, train RMSE %.6f\n", n,
+                   s ? "CG" : "exact", train1);
+        }
+        for (int i = 0; i < n; i++) {
+            mf_sparse_destroy(jobs[i].R);
+            free(jobs[i].U);
+            free(jobs[i].V);
+        }
+        for (int i = 0; i < n; i++)
+            mf_ctx_destroy(ctxs[i]);
+        free(U1);
+        free(V1);
+        if (skip)
+            return;
+    }
+}
+
+START_TEST(one_rank_over_nccl)
+{
+    check_group(1);
+}
+END_TEST
+
+START_TEST(every_device)
+{
+    int n = device_count();
+    if (n < 2) {
+        printf("every_device: %d device(s), needs 2 or more: skipped\n", n);
+        return;
+    }
+    for (int g = 2; g <= n; g++)
+        check_group(g);
+}
+END_TEST
+
+START_TEST(one_device_per_rank)
+{
+    mf_ctx *a = cuda_ctx_on(0), *b = cuda_ctx_on(0), *cpu = tu_cpu_ctx();
+    mf_ctx *same[2] = {a, b}, *mixed[2] = {a, cpu};
+    ck_assert_int_eq(mf_ctx_join_local(same, 2), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "both on device 0");
+    ck_assert_int_eq(mf_ctx_join_local(mixed, 2), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "CPU");
+    mf_ctx_destroy(a);
+    mf_ctx_destroy(b);
+    mf_ctx_destroy(cpu);
+}
+END_TEST
+
+int main(void)
+{
+    static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
+    const TTest *const tests[] = {one_rank_over_nccl, every_device, one_device_per_rank};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
+}

@@ -1,0 +1,329 @@
+/* Groups of contexts on the CPU (mf_ctx_join_local with the in-process exchange): the row
+ * shares, a collective mf_als_run over 1 to 4 ranks against one context (the same bits:
+ * each row's solve is the same arithmetic wherever it runs), the ranks' agreement on the
+ * problem, one rank's failure or cancel failing them all, the runs that are not collective
+ * yet, and every bad argument of the group calls. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "als_fixtures.h"
+#include "core/ranks.h"
+#include "ranks_fixtures.h"
+#include "testutil.h"
+
+#define USERS 300
+#define ITEMS 120
+
+/* The shares cover [0, rows) in order, and none holds more than its fair part of the work
+ * plus one row's. */
+static void check_shares(const int64_t *ptr, int32_t rows, int parts, int64_t cost)
+{
+    int64_t b[17];
+    mf_partition_rows(ptr, rows, parts, cost, b);
+    ck_assert_int_eq(b[0], 0);
+    ck_assert_int_eq(b[parts], rows);
+    int64_t total = ptr[rows] - ptr[0] + (int64_t)rows * cost, biggest = 0;
+    for (int32_t r = 0; r < rows; r++)
+        if (ptr[r + 1] - ptr[r] + cost > biggest)
+            biggest = ptr[r + 1] - ptr[r] + cost;
+    for (int p = 0; p < parts; p++) {
+        ck_assert_int_le(b[p], b[p + 1]);
+        int64_t work = ptr[b[p + 1]] - ptr[b[p]] + (b[p + 1] - b[p]) * cost;
+        ck_assert_msg(work <= total / parts + biggest + 1,
+                      "share %d of %d holds %lld of %lld (row at most %lld)", p, parts,
+                      (long long)work, (long long)total, (long long)biggest);
+    }
+}
+
+START_TEST(shares_balance_work)
+{
+    /* Power-law rows: a few long ones, many short, some empty. */
+    enum { rows = 5000 };
+    static int64_t ptr[rows + 1];
+    uint64_t rng = 7;
+    ptr[0] = 0;
+    for (int32_t r = 0; r < rows; r++) {
+        double u = tu_unit(&rng);
+        int64_t n = u < 0.1 ? 0 : (int64_t)(2.0 / pow(1.0 - u + 1e-4, 1.2));
+        ptr[r + 1] = ptr[r] + n;
+    }
+    for (int parts = 1; parts <= 16; parts++)
+        for (int64_t cost = 0; cost <= 66; cost += 33)
+            check_shares(ptr, rows, parts, cost);
+    /* One row holding nearly everything: the shares around it are small. */
+    int64_t giant[5] = {0, 1, 1001, 1002, 1003};
+    int64_t b[5];
+    mf_partition_rows(giant, 4, 4, 0, b);
+    ck_assert_int_eq(b[4], 4);
+    for (int p = 0; p < 4; p++)
+        ck_assert_int_le(b[p], b[p + 1]);
+    /* More ranks than rows, and no rows: empty shares, never out of range. */
+    int64_t two[3] = {0, 5, 9};
+    int64_t many[9];
+    mf_partition_rows(two, 2, 8, 1, many);
+    for (int p = 0; p < 8; p++)
+        ck_assert(many[p] <= many[p + 1] && many[p + 1] <= 2);
+    int64_t none[1] = {0}, nb[4];
+    mf_partition_rows(none, 0, 3, 5, nb);
+    ck_assert(nb[0] == 0 && nb[1] == 0 && nb[2] == 0 && nb[3] == 0);
+}
+END_TEST
+
+/* n CPU contexts with the same seed, grouped; each with its own copy of the ratings. */
+static void make_group(rk_job *jobs, int n, const mf_als_opts *o, uint64_t data_seed)
+{
+    mf_ctx *ctxs[8];
+    for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].ctx = ctxs[i] = tu_cpu_ctx_seeded(42);
+        jobs[i].R = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.08, data_seed, NULL, NULL);
+        jobs[i].o = *o;
+        jobs[i].U = malloc((size_t)USERS * o->rank * sizeof(float));
+        jobs[i].V = malloc((size_t)ITEMS * o->rank * sizeof(float));
+        for (int64_t p = 0; p < (int64_t)USERS * o->rank; p++)
+            jobs[i].U[p] = NAN;
+        for (int64_t p = 0; p < (int64_t)ITEMS * o->rank; p++)
+            jobs[i].V[p] = NAN;
+    }
+    ck_assert_int_eq(mf_ctx_join_local(ctxs, n), MF_OK);
+    for (int i = 0; i < n; i++) {
+        int rank = -1, size = -1;
+        ck_assert_int_eq(mf_ctx_rank(jobs[i].ctx, &rank, &size), MF_OK);
+        ck_assert_int_eq(rank, i);
+        ck_assert_int_eq(size, n);
+    }
+}
+
+static void free_group(rk_job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(jobs[i].ctx);
+}
+
+/* The same fit on one ungrouped context. */
+static void single_fit(const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
+{
+    mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+    mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+    *rep = (mf_als_report){.struct_size = sizeof *rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, o, U, V, MF_MEMORY_HOST, rep), MF_OK);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+
+START_TEST(group_fit_equals_one_context)
+{
+    static const struct {
+        int biases, solver;
+    } cases[] = {{1, MF_ALS_SOLVER_EXACT}, {0, MF_ALS_SOLVER_EXACT}, {1, MF_ALS_SOLVER_CG}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        mf_als_opts o;
+        mf_als_opts_init(&o);
+        o.rank = 8, o.iterations = 4, o.lambda = 0.5f;
+        o.biases = cases[c].biases, o.solver = cases[c].solver;
+        float *U1 = malloc((size_t)USERS * o.rank * sizeof *U1);
+        float *V1 = malloc((size_t)ITEMS * o.rank * sizeof *V1);
+        mf_als_report r1;
+        single_fit(&o, U1, V1, &r1);
+        for (int n = 1; n <= 4; n++) {
+            rk_job jobs[4];
+            make_group(jobs, n, &o, 5);
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, (size_t)USERS * o.rank * sizeof *U1),
+                              "case %zu: rank %d of %d: U differs from one context's", c, i, n);
+                ck_assert_msg(!memcmp(jobs[i].V, V1, (size_t)ITEMS * o.rank * sizeof *V1),
+                              "case %zu: rank %d of %d: V differs from one context's", c, i, n);
+                ck_assert_int_eq(jobs[i].rep.iterations, o.iterations);
+                ck_assert_double_eq(jobs[i].rep.train_rmse, r1.train_rmse);
+                ck_assert_int_eq(jobs[i].rep.solver, r1.solver);
+            }
+            free_group(jobs, n);
+        }
+        free(U1);
+        free(V1);
+    }
+}
+END_TEST
+
+START_TEST(ranks_must_agree)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4, o.iterations = 2;
+    rk_job jobs[3];
+    make_group(jobs, 3, &o, 5);
+    jobs[2].o.lambda = 1.0f; /* rank 2 fits another problem */
+    rk_run_als(jobs, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "disagree on lambda"), "%s", jobs[i].error);
+        ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0])); /* untouched */
+    }
+    free_group(jobs, 3);
+
+    /* Other ratings on one rank (same shape, other entries: another count). */
+    make_group(jobs, 2, &o, 5);
+    mf_sparse_destroy(jobs[1].R);
+    jobs[1].R = ax_ratings(jobs[1].ctx, USERS, ITEMS, 0.05, 5, NULL, NULL);
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "ratings' count"), "%s", jobs[i].error);
+    }
+    free_group(jobs, 2);
+}
+END_TEST
+
+START_TEST(one_failure_fails_all)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4, o.iterations = 2;
+    rk_job jobs[3];
+    make_group(jobs, 3, &o, 5);
+    jobs[1].o.rank = 0; /* rank 1's own check fails */
+    rk_run_als(jobs, 3);
+    ck_assert_int_eq(jobs[1].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[1].error, "rank = 0 is outside"), "%s", jobs[1].error);
+    for (int i = 0; i < 3; i += 2) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "rank 1 of 3 failed"), "%s", jobs[i].error);
+        ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0]));
+    }
+    free_group(jobs, 3);
+
+    /* A numeric breakdown in one rank's share (lambda = 0 and a user with one rating at
+     * rank 3, in the first share) fails every rank with the same status. */
+    mf_als_opts b = o;
+    b.rank = 3, b.lambda = 0.0f, b.biases = 0, b.solver = MF_ALS_SOLVER_EXACT;
+    mf_ctx *ctxs[2];
+    rk_job j2[2];
+    int32_t r[] = {0, 1, 1, 1, 1, 2, 2, 2, 2}, c[] = {0, 0, 1, 2, 3, 0, 1, 2, 3};
+    float v[] = {5, 1, 2, 3, 4, 4, 3, 2, 1};
+    for (int i = 0; i < 2; i++) {
+        memset(&j2[i], 0, sizeof j2[i]);
+        j2[i].ctx = ctxs[i] = tu_cpu_ctx_seeded(1);
+        ck_assert_int_eq(
+            mf_sparse_from_coo(j2[i].ctx, &j2[i].R, 3, 4, 9, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+        j2[i].o = b;
+        j2[i].U = calloc(3 * 3, sizeof(float));
+        j2[i].V = calloc(4 * 3, sizeof(float));
+    }
+    ck_assert_int_eq(mf_ctx_join_local(ctxs, 2), MF_OK);
+    rk_run_als(j2, 2);
+    ck_assert_int_eq(j2[0].st, MF_ERR_NUMERIC);
+    ck_assert_int_eq(j2[1].st, MF_ERR_NUMERIC);
+    ck_assert_msg(strstr(j2[0].error, "user 0") || strstr(j2[1].error, "user 0"), "%s / %s",
+                  j2[0].error, j2[1].error);
+    free_group(j2, 2);
+}
+END_TEST
+
+static int cancel_on_second(void *user, const mf_progress *p)
+{
+    (void)user;
+    return p->iteration >= 2;
+}
+static int never_cancel(void *user, const mf_progress *p)
+{
+    (void)user;
+    (void)p;
+    return 0;
+}
+
+START_TEST(one_cancel_stops_all)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4, o.iterations = 6;
+    rk_job jobs[2];
+    make_group(jobs, 2, &o, 5);
+    jobs[0].o.progress = cancel_on_second;
+    jobs[1].o.progress = never_cancel;
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_CANCELLED);
+        ck_assert_int_eq(jobs[i].rep.iterations, 2); /* each keeps the step it finished */
+    }
+    ck_assert(!memcmp(jobs[0].U, jobs[1].U, (size_t)USERS * o.rank * sizeof(float)));
+    free_group(jobs, 2);
+}
+END_TEST
+
+START_TEST(other_runs_refuse_groups)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4;
+    rk_job jobs[2];
+    make_group(jobs, 2, &o, 5);
+    mf_sgd_opts so;
+    mf_sgd_opts_init(&so);
+    so.rank = 4;
+    ck_assert_int_eq(
+        mf_sgd_hogwild_run(jobs[0].ctx, jobs[0].R, &so, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
+        MF_ERR_UNSUPPORTED);
+    tu_assert_error_has(jobs[0].ctx, "mf_sgd_hogwild_run does not run over a group");
+    ck_assert(isnan(jobs[0].U[0]));
+    /* A call that is not a run works on the rank's own context. */
+    int32_t rows, cols;
+    int64_t nnz;
+    ck_assert_int_eq(mf_sparse_shape(jobs[0].R, &rows, &cols, &nnz), MF_OK);
+    /* tune is not collective yet either */
+    jobs[0].o.tune = MF_TUNE_LAMBDA, jobs[1].o.tune = MF_TUNE_LAMBDA;
+    rk_run_als(jobs, 2);
+    ck_assert_int_eq(jobs[0].st, MF_ERR_UNSUPPORTED);
+    ck_assert_int_eq(jobs[1].st, MF_ERR_UNSUPPORTED);
+    free_group(jobs, 2);
+}
+END_TEST
+
+START_TEST(group_calls_check_arguments)
+{
+    mf_ctx *a = tu_cpu_ctx(), *b = tu_cpu_ctx();
+    mf_ctx *pair[2] = {a, b}, *same[2] = {a, a}, *hole[2] = {a, NULL};
+    ck_assert_int_eq(mf_ctx_join_local(NULL, 2), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_local(pair, 0), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_local(pair, 1025), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_local(hole, 2), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "ctxs[1] is NULL");
+    ck_assert_int_eq(mf_ctx_join_local(same, 2), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "are one context");
+    int rank = -1, size = -1;
+    ck_assert_int_eq(mf_ctx_rank(a, &rank, &size), MF_OK);
+    ck_assert(rank == 0 && size == 1); /* the failures left no group */
+    ck_assert_int_eq(mf_ctx_rank(a, NULL, &size), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_rank(NULL, &rank, &size), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_local(pair, 2), MF_OK);
+    ck_assert_int_eq(mf_ctx_join_local(pair, 2), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "already in a group");
+    /* NCCL is for CUDA contexts; NULL leaves the group. */
+    ck_assert_int_eq(mf_ctx_set_nccl_comm(b, (void *)pair), MF_ERR_UNSUPPORTED);
+    ck_assert_int_eq(mf_ctx_set_nccl_comm(NULL, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_set_nccl_comm(b, NULL), MF_OK);
+    ck_assert_int_eq(mf_ctx_rank(b, &rank, &size), MF_OK);
+    ck_assert(rank == 0 && size == 1);
+    ck_assert_int_eq(mf_ctx_rank(a, &rank, &size), MF_OK);
+    ck_assert(rank == 0 && size == 2);
+    mf_ctx_destroy(a);
+    mf_ctx_destroy(b);
+}
+END_TEST
+
+int main(void)
+{
+    static const tu_suite suite = {.name = "ranks", .timeout = 300};
+    const TTest *const tests[] = {shares_balance_work,        group_fit_equals_one_context,
+                                  ranks_must_agree,           one_failure_fails_all,
+                                  one_cancel_stops_all,       other_runs_refuse_groups,
+                                  group_calls_check_arguments};
+    return tu_main(&suite, tests, sizeof tests / sizeof *tests);
+}
