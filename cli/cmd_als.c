@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpus.h"
 
 typedef struct als_args {
     cli_common common;
@@ -17,6 +18,7 @@ typedef struct als_args {
     mf_als_weighting weighting;
     mf_als_solver solver;
     long long cg_steps;
+    long long gpus;
     cli_model_args model;
 } als_args;
 
@@ -28,7 +30,7 @@ static void als_help(void)
            "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
            "                [--solver auto|exact|cg] [--cg-steps S] [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
-           "                [options]\n\n"
+           "                [--gpus N] [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
            "%d), weighted regularization L (default %g; the biases' %g), N sweeps (default %d).\n"
            "The test RMSE is measured on --test FILE, or on a fraction F of FILE's ratings held\n"
@@ -40,7 +42,8 @@ static void als_help(void)
            "times each row's count of ratings (count, ALS-WR) or as they are (none).\n"
            "--solver: each row's system solved exactly (LDL^T) or by S conjugate-gradient\n"
            "steps from the previous iteration's row (cg; S default %d); auto (default) takes\n"
-           "cg from rank 64.\n%s%s",
+           "cg from rank 64. --gpus N: one fit over N GPUs (--device and the N - 1 after it),\n"
+           "each solving its share of the rows; the factors are those of one GPU.\n%s%s",
            d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, d.cg_steps,
            cli_model_help(), cli_common_help());
 }
@@ -55,6 +58,7 @@ static int parse(int argc, char **argv, als_args *a)
     a->init = d.init;
     a->weighting = d.weighting;
     a->solver = d.solver, a->cg_steps = d.cg_steps;
+    a->gpus = 1;
     cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("als", argc, argv, &i, &a->common);
@@ -121,6 +125,9 @@ static int parse(int argc, char **argv, als_args *a)
                 cli_error("als", "--cg-steps takes an integer from 1 to 64");
                 return -1;
             }
+        } else if (!strcmp(opt, "--gpus") && val) {
+            if (!cli_gpus_parse("als", argv[++i], &a->gpus))
+                return -1;
         } else if (!strcmp(opt, "--test") && val) {
             a->test_file = argv[++i];
         } else if (!strcmp(opt, "--output-u") && val) {
@@ -154,6 +161,67 @@ static int on_iteration(void *user, const mf_progress *p)
     return 0;
 }
 
+/* One rank's mf_als_run under --gpus. */
+typedef struct rank_job {
+    mf_ctx *ctx;
+    mf_sparse *train;
+    mf_als_opts o;
+    float *U, *V;
+    mf_als_report rep;
+    mf_status st;
+} rank_job;
+
+static void *run_rank(void *arg)
+{
+    rank_job *j = arg;
+    j->rep = (mf_als_report){.struct_size = sizeof j->rep};
+    /* A rank short of host memory for U or V (NULL) still takes part: mf_als_run fails it,
+     * and with it every rank. */
+    j->st = mf_als_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
+    return NULL;
+}
+
+/* mf_als_run on ctx, or over --gpus N devices with ctx as rank 0 (whose U, V, report and
+ * progress lines are the tool's; every rank gets the same factors). Prints a failure. */
+static mf_status fit(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test,
+                     const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
+{
+    mf_status st = MF_ERR_INTERNAL;
+    if (a->gpus == 1) {
+        st = mf_als_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
+        if (st != MF_OK)
+            cli_error("als", "%s", mf_ctx_last_error(ctx));
+        return st;
+    }
+    cli_gpus g;
+    if (cli_gpus_open("als", &a->common, ctx, (int)a->gpus, train, test, &g) != 0)
+        return MF_ERR_INVALID_ARGUMENT; /* printed */
+    int32_t users, items;
+    mf_sparse_shape(train, &users, &items, NULL);
+    rank_job jobs[CLI_MAX_GPUS];
+    for (int i = 0; i < g.n; i++) {
+        jobs[i] = (rank_job){g.ctx[i], g.train[i], *o, U, V, {0}, MF_OK};
+        jobs[i].o.test = g.test[i];
+        if (i > 0) {
+            jobs[i].o.progress = NULL; /* rank 0 prints */
+            jobs[i].U = malloc((size_t)users * a->rank * sizeof(float));
+            jobs[i].V = malloc((size_t)items * a->rank * sizeof(float));
+        }
+    }
+    if (cli_gpus_run(&g, run_rank, jobs, sizeof *jobs) != 0)
+        cli_error("als", "could not start a thread per GPU");
+    else if ((st = jobs[0].st) != MF_OK)
+        cli_error("als", "%s", mf_ctx_last_error(ctx));
+    else
+        *rep = jobs[0].rep;
+    for (int i = 1; i < g.n; i++) {
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    cli_gpus_close(&g);
+    return st;
+}
+
 static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
     const als_args *a = args;
@@ -181,10 +249,8 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_biases bias = {0.0f, NULL, NULL};
     o.bias_out = &bias;
     mf_als_report rep = {.struct_size = sizeof rep};
-    if (mf_als_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
-        cli_error("als", "%s", mf_ctx_last_error(ctx));
-        goto done;
-    }
+    if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
+        goto done; /* printed */
     if (cli_write_factors("als", a->out_u, a->out_v, U, V, train, a->rank) != 0)
         goto done;
     cli_out out;

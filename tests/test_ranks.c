@@ -244,7 +244,7 @@ START_TEST(one_cancel_stops_all)
     mf_als_opts o;
     mf_als_opts_init(&o);
     o.rank = 4, o.iterations = 6;
-    rk_job jobs[2];
+    rk_job jobs[3];
     make_group(jobs, 2, &o, 5);
     jobs[0].o.progress = cancel_on_second;
     jobs[1].o.progress = never_cancel;
@@ -255,6 +255,17 @@ START_TEST(one_cancel_stops_all)
     }
     ck_assert(!memcmp(jobs[0].U, jobs[1].U, (size_t)USERS * o.rank * sizeof(float)));
     free_group(jobs, 2);
+
+    /* A callback on some ranks only (a tool printing from rank 0): the same fit. */
+    make_group(jobs, 3, &o, 5);
+    jobs[1].o.progress = never_cancel;
+    rk_run_als(jobs, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_msg(jobs[i].st == MF_OK, "%s", jobs[i].error);
+        ck_assert_int_eq(jobs[i].rep.iterations, o.iterations);
+        ck_assert(!memcmp(jobs[i].V, jobs[1].V, (size_t)ITEMS * o.rank * sizeof(float)));
+    }
+    free_group(jobs, 3);
 }
 END_TEST
 

@@ -202,15 +202,16 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         iter += mf_seconds() - t0;
         done = it;
         have_rmse = 0;
-        if (!o->progress || !f->final)
-            continue;
-        st = measure(s, f, &train, &test);
-        if (st == MF_OK) {
-            have_rmse = 1;
-            mf_progress p = {it, mf_run_seconds(&s->run), train, test};
-            st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
+        if (o->progress && f->final) {
+            st = measure(s, f, &train, &test);
+            if (st == MF_OK) {
+                have_rmse = 1;
+                mf_progress p = {it, mf_run_seconds(&s->run), train, test};
+                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
+            }
         }
-        /* One rank's failure or cancel stops them all (a cancel keeps this step). */
+        /* In a group (whose ranks may have a progress callback or not): one rank's failure
+         * or cancel stops them all, each keeping this step when it was a cancel. */
         st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
     }
     if (st == MF_OK && !have_rmse)

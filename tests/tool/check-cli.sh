@@ -95,6 +95,9 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ra
 "$mfact" als "$ratings" --lambda -1 2>/dev/null; [ $? -eq 2 ] || fail "als --lambda -1 is not a usage error"
 "$mfact" als "$ratings" --test "$tmp" --test-fraction 0.1 2>/dev/null; [ $? -eq 2 ] || fail "als --test with --test-fraction"
 "$mfact" als 2>/dev/null; [ $? -eq 2 ] || fail "als without FILE"
+"$mfact" als "$ratings" --gpus 0 2>/dev/null; [ $? -eq 2 ] || fail "als --gpus 0 is not a usage error"
+err=$("$mfact" als --backend cpu "$ratings" --gpus 2 2>&1 >/dev/null); [ $? -ne 0 ] || fail "als --gpus 2 on the CPU succeeded"
+echo "$err" | grep -q "needs the CUDA backend" || fail "als --gpus on the CPU: $err"
 "$mfact" als --help | grep -q -- "--test-fraction" || fail "als --help"
 
 # sgd: the same, with fp16 factors, and its bad values
