@@ -7,6 +7,9 @@
 // 3), against the FP32 floor of its scoring arithmetic and against writing the scores once
 // at HBM bandwidth (which the fused kernel never does). The peer, implicit, runs on the same
 // data from bench/ials.py (--write DIR saves the split for it); bench/README.md says how.
+// --device-limit GIB sets the context's device-memory limit: below what the interactions
+// need on the device, mf_ials_run streams them from host memory (each rank's line says
+// which it did, from the library's log).
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -60,13 +63,29 @@ static void write_split(mf_ctx *ctx, const char *dir, const char *name, const mf
     fclose(f);
 }
 
+// What mf_ials_run logged about streaming the interactions (src/ials/ials.cu, MF_LOG_INFO).
+struct stream_note {
+    bool streamed;
+    int user_batches, item_batches;
+};
+
+static void catch_log(void *user, mf_log_level, const char *message)
+{
+    static const char key[] = "streaming them from host memory: ";
+    stream_note *n = (stream_note *)user;
+    const char *q = strstr(message, key);
+    if (q && sscanf(q + strlen(key), "%d user batches, %d item batches", &n->user_batches,
+                    &n->item_batches) == 2)
+        n->streamed = true;
+}
+
 int main(int argc, char **argv)
 {
     std::vector<int> ks = {64, 128};
     int iterations = 15, cg_steps = 3, top = 10;
     float alpha = 1.0f, lambda = 0.01f;
     mf_als_solver solver = MF_ALS_SOLVER_AUTO;
-    double scale = 1.0;
+    double scale = 1.0, device_limit_gib = 0.0;
     uint64_t seed = 1;
     bool skip_recommend = false, skip_eval = false, fp16 = false;
     const char *write_dir = NULL;
@@ -101,11 +120,13 @@ int main(int argc, char **argv)
             skip_recommend = true;
         else if (!strcmp(a, "--no-eval")) // shapes too large to rank every held-out user
             skip_eval = true, skip_recommend = true;
+        else if (!strcmp(a, "--device-limit")) // GiB; streams the interactions when below them
+            device_limit_gib = atof(v), i++;
         else {
             fprintf(stderr, "usage: bench_ials [--k LIST] [--iterations N] [--cg-steps S] "
                             "[--exact] [--fp16] [--alpha A] [--lambda L] [--top N] "
                             "[--case NAME[,key=value,...]]... [--scale F] [--seed S] "
-                            "[--write DIR] [--no-recommend] [--no-eval]\n");
+                            "[--write DIR] [--no-recommend] [--no-eval] [--device-limit GIB]\n");
             return 2;
         }
     }
@@ -116,6 +137,11 @@ int main(int argc, char **argv)
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
+    co.device_memory_limit = (size_t)(device_limit_gib * (double)(1ull << 30));
+    stream_note note = {false, 0, 0};
+    co.log = catch_log;
+    co.log_user = &note;
+    co.log_level = MF_LOG_INFO;
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &co) != MF_OK) {
         fprintf(stderr, "bench_ials: %s\n", mf_ctx_last_error(NULL));
@@ -165,7 +191,15 @@ int main(int argc, char **argv)
             o.iterations = iterations;
             mf_ials_report rep = {};
             rep.struct_size = sizeof rep;
+            note = {false, 0, 0};
             MF_CHECK(ctx, mf_ials_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
+            if (note.streamed)
+                printf("(rank %d: interactions streamed from host memory, %d user and %d item "
+                       "batches; peak device memory %.2f GiB)\n",
+                       k, note.user_batches, note.item_batches,
+                       (double)rep.peak_device_bytes / (1 << 30));
+            else
+                printf("(rank %d: interactions resident on the device)\n", k);
             mf_model m;
             mf_model_init(&m);
             m.users = users, m.items = items, m.k = k;

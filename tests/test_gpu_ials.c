@@ -2,11 +2,14 @@
  * engine's (exact and CG, ranks that take every lane width), losses alike, device arrays in
  * place, top-N against a full sort (ties, exclusions, padding, several tiles and blocks, N
  * past the fused kernel), cosine neighbours, fold-in, ranking metrics against the CPU's,
- * planted recovery, and bad input with device buffers untouched. */
+ * planted recovery, bad input with device buffers untouched, and interactions streamed from
+ * host memory under a device-memory limit (the resident run's factors bit for bit). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/sparse.h"
 #include "ials_fixtures.h"
 #include "testutil.h"
 
@@ -321,11 +324,217 @@ START_TEST(planted_quality_and_metrics)
 }
 END_TEST
 
+/* ---- interactions streamed from host memory ---------------------------------------------- */
+
+/* What the library logged about streaming (ials.cu logs the batches at MF_LOG_INFO). */
+typedef struct stream_log {
+    int streamed, user_batches, item_batches, staged;
+} stream_log;
+
+static void catch_stream_log(void *user, mf_log_level level, const char *message)
+{
+    static const char key[] = "streaming them from host memory: ";
+    stream_log *l = user;
+    const char *q = strstr(message, key);
+    (void)level;
+    if (q && sscanf(q + strlen(key), "%d user batches, %d item batches", &l->user_batches,
+                    &l->item_batches) == 2)
+        l->streamed = 1;
+    if (q && strstr(q, "through pinned staging"))
+        l->staged = 1;
+}
+
+static mf_ctx *logged_ctx(size_t limit, stream_log *log)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.device_memory_limit = limit;
+    o.log = catch_stream_log;
+    o.log_user = log;
+    o.log_level = MF_LOG_INFO;
+    mf_ctx *ctx = NULL;
+    ck_assert_msg(mf_ctx_create(&ctx, &o) == MF_OK, "%s", mf_ctx_last_error(NULL));
+    return ctx;
+}
+
+/* users x items interactions with long rows on both sides: each user has 5..164 items,
+ * drawn so that the first items are popular (item 0 has nearly every user: many CG
+ * segments); values 1..5, or a pattern. */
+static mf_sparse *skewed(mf_ctx *ctx, int32_t users, int32_t items, int pattern, int64_t *nnz)
+{
+    uint64_t s = 77;
+    int32_t *row = malloc((size_t)users * 165 * sizeof *row),
+            *col = malloc((size_t)users * 165 * sizeof *col);
+    float *val = malloc((size_t)users * 165 * sizeof *val);
+    unsigned char *seen = calloc((size_t)items, 1);
+    int64_t n = 0;
+    for (int32_t u = 0; u < users; u++) {
+        const int64_t start = n, want = 5 + (int64_t)(tu_splitmix64(&s) % 160);
+        for (int64_t t = 0; t < 4 * want && n - start < want; t++) {
+            const double x = tu_unit(&s);
+            const int32_t i = (int32_t)(x * x * items);
+            if (seen[i])
+                continue;
+            seen[i] = 1;
+            row[n] = u, col[n] = i, val[n] = (float)(1 + tu_splitmix64(&s) % 5);
+            n++;
+        }
+        for (int64_t e = start; e < n; e++)
+            seen[col[e]] = 0;
+    }
+    mf_sparse *R = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, users, items, n, row, col, pattern ? NULL : val,
+                                        MF_MEMORY_HOST, pattern ? MF_SPARSE_PATTERN : 0),
+                     MF_OK);
+    free(row);
+    free(col);
+    free(val);
+    free(seen);
+    *nnz = n;
+    return R;
+}
+
+/* Bytes of both orientations on the device (row offsets, indices, values). */
+static size_t orientation_bytes(int32_t users, int32_t items, int64_t nnz, int pattern)
+{
+    return ((size_t)users + 1 + (size_t)items + 1) * 8 + 2 * (size_t)nnz * (pattern ? 4 : 8);
+}
+
+START_TEST(streamed_interactions_match_resident)
+{
+    /* Under a limit that holds the factors but not the interactions (the resident run's own
+     * peak, less 7/8 of the interactions' bytes), the interactions stream from the host in
+     * several batches per side, and the factors and the loss are the resident run's bit for
+     * bit: every row is solved by the same kernels with the same arithmetic in the same
+     * order (and the loss's sums are added in the same order). Exact and CG, float and half
+     * factors, values and a pattern; fold-in too. */
+    const int32_t users = 4000, items = 1000;
+    const struct {
+        int k, cg, fp16, pattern, log_conf, staged;
+    } variants[] = {{24, 0, 0, 0, 0, 0}, {40, 1, 0, 0, 1, 0}, {64, 1, 1, 0, 0, 0},
+                    {33, 1, 0, 1, 0, 0}, {16, 0, 1, 0, 1, 0}, {40, 1, 0, 0, 0, 1}};
+    /* The last one pins the users' host arrays first, so that the library's own
+     * cudaHostRegister fails and those go through its pinned staging buffers (a failing
+     * CUDA call, which the sanitizer would report: not under it). */
+    const int nvariants = quick() ? 2 : 6;
+    for (int v = 0; v < nvariants; v++) {
+        const int k = variants[v].k, pattern = variants[v].pattern;
+        stream_log la = {0, 0, 0, 0}, lb = {0, 0, 0, 0};
+        mf_ctx *a = logged_ctx(0, &la);
+        int64_t nnz = 0;
+        mf_sparse *Ra = skewed(a, users, items, pattern, &nnz);
+        mf_ials_opts o;
+        mf_ials_opts_init(&o);
+        o.rank = k;
+        o.iterations = 3;
+        o.lambda = 0.5f;
+        o.alpha = 2.0f;
+        o.confidence = variants[v].log_conf ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+        o.solver = variants[v].cg ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
+        o.fp16 = variants[v].fp16;
+        o.progress = keep_going; /* the loss every iteration, streamed too */
+        const size_t nu = (size_t)users * k, nv = (size_t)items * k;
+        float *Ua = malloc(nu * 4), *Va = malloc(nv * 4), *Ub = malloc(nu * 4),
+              *Vb = malloc(nv * 4);
+        /* The second run's peak: the interactions cached on the matrix plus the engine's
+         * buffers, without the first run's transpose scratch. */
+        run_ok(a, Ra, &o, Ua, Va, MF_MEMORY_HOST);
+        const mf_ials_report ra = run_ok(a, Ra, &o, Ua, Va, MF_MEMORY_HOST);
+        ck_assert_int_eq(la.streamed, 0);
+        const size_t inter = orientation_bytes(users, items, nnz, pattern);
+        ck_assert_uint_gt(ra.peak_device_bytes, inter);
+        const size_t limit = ra.peak_device_bytes - inter / 8 * 7;
+        mf_ctx *b = logged_ctx(limit, &lb);
+        mf_sparse *Rb = skewed(b, users, items, pattern, &nnz);
+        if (variants[v].staged) {
+            ck_assert_int_eq(cudaHostRegister(Rb->col, (size_t)nnz * 4, 0), cudaSuccess);
+            ck_assert_int_eq(cudaHostRegister(Rb->val, (size_t)nnz * 4, 0), cudaSuccess);
+        }
+        const mf_ials_report rb = run_ok(b, Rb, &o, Ub, Vb, MF_MEMORY_HOST);
+        if (variants[v].staged) {
+            ck_assert_int_eq(cudaHostUnregister(Rb->col), cudaSuccess);
+            ck_assert_int_eq(cudaHostUnregister(Rb->val), cudaSuccess);
+            ck_assert(lb.staged);
+        }
+        ck_assert_msg(lb.streamed && lb.user_batches >= 2 && lb.item_batches >= 2,
+                      "variant %d: streamed %d, batches %d + %d", v, lb.streamed, lb.user_batches,
+                      lb.item_batches);
+        ck_assert_uint_le(rb.peak_device_bytes, limit);
+        ck_assert_msg(memcmp(Ua, Ub, nu * 4) == 0 && memcmp(Va, Vb, nv * 4) == 0,
+                      "variant %d: factors differ (U %g, V %g)", v,
+                      tu_rel_diff((int64_t)nu, Ub, Ua), tu_rel_diff((int64_t)nv, Vb, Va));
+        ck_assert_msg(ra.loss == rb.loss, "variant %d: loss %.17g vs %.17g", v, ra.loss, rb.loss);
+        if (!variants[v].cg) { /* fold-in (exact) under the limit: the same rows */
+            ck_assert_int_eq(mf_ials_fold_in(a, Ra, &o, Va, Ua, MF_MEMORY_HOST), MF_OK);
+            ck_assert_int_eq(mf_ials_fold_in(b, Rb, &o, Va, Ub, MF_MEMORY_HOST), MF_OK);
+            ck_assert_int_eq(memcmp(Ua, Ub, nu * 4), 0);
+        }
+        free(Ua);
+        free(Va);
+        free(Ub);
+        free(Vb);
+        mf_sparse_destroy(Rb);
+        mf_sparse_destroy(Ra);
+        mf_ctx_destroy(b);
+        mf_ctx_destroy(a);
+    }
+}
+END_TEST
+
+START_TEST(streamed_longest_row_out_of_memory)
+{
+    /* A limit that holds the factors and working buffers but not the longest row's
+     * interactions (item 0's, nearly every user's): MF_ERR_OUT_OF_MEMORY saying what the
+     * row needs, the caller's factors untouched. */
+    const int32_t users = 4000, items = 1000;
+    stream_log la = {0, 0, 0, 0}, lb = {0, 0, 0, 0};
+    mf_ctx *a = logged_ctx(0, &la);
+    int64_t nnz = 0;
+    mf_sparse *Ra = skewed(a, users, items, 0, &nnz);
+    mf_ials_opts o;
+    mf_ials_opts_init(&o);
+    o.rank = 32;
+    o.iterations = 2;
+    o.solver = MF_ALS_SOLVER_EXACT;
+    float *U = malloc((size_t)users * 32 * 4), *V = malloc((size_t)items * 32 * 4);
+    run_ok(a, Ra, &o, U, V, MF_MEMORY_HOST);
+    const mf_ials_report ra = run_ok(a, Ra, &o, U, V, MF_MEMORY_HOST);
+    const size_t inter = orientation_bytes(users, items, nnz, 0);
+    /* The exact solver's buffers and the factors, and half of one user list's worth more:
+     * less than the longest row (item 0, about `users` interactions of 8 bytes) needs. */
+    const size_t limit = ra.peak_device_bytes - inter + (size_t)users * 4;
+    mf_ctx *b = logged_ctx(limit, &lb);
+    mf_sparse *Rb = skewed(b, users, items, 0, &nnz);
+    for (size_t i = 0; i < (size_t)users * 32; i++)
+        U[i] = 42.0f;
+    for (size_t i = 0; i < (size_t)items * 32; i++)
+        V[i] = 42.0f;
+    ck_assert_int_eq(mf_ials_run(b, Rb, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_OUT_OF_MEMORY);
+    tu_assert_error_has(b, "the longest row");
+    ck_assert_int_eq(lb.streamed, 0);
+    for (size_t i = 0; i < (size_t)users * 32; i++)
+        ck_assert_float_eq(U[i], 42.0f);
+    for (size_t i = 0; i < (size_t)items * 32; i++)
+        ck_assert_float_eq(V[i], 42.0f);
+    free(U);
+    free(V);
+    mf_sparse_destroy(Rb);
+    mf_sparse_destroy(Ra);
+    mf_ctx_destroy(b);
+    mf_ctx_destroy(a);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ials", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {factors_match_cpu, device_factors_in_place,
-                                  recommend_matches_full_sort, device_arrays_and_bad_ids,
-                                  planted_quality_and_metrics};
+    const TTest *const tests[] = {factors_match_cpu,
+                                  device_factors_in_place,
+                                  recommend_matches_full_sort,
+                                  device_arrays_and_bad_ids,
+                                  planted_quality_and_metrics,
+                                  streamed_interactions_match_resident,
+                                  streamed_longest_row_out_of_memory};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -7,7 +7,16 @@
  *   finishes A p and takes the step (implicit's iteration, the system never formed); or
  *   exact: a block per row forms its k x k system in shared memory and solves it by
  *   Cholesky (as far as the device's shared memory holds the system: rank 224 on Hopper).
- * The host reads back one word per half-step: the first row whose system broke down. */
+ * The host reads back one word per half-step: the first row whose system broke down.
+ *
+ * When the two orientations do not fit in the device memory left beside the factors and
+ * the working buffers (setup decides), they stay in host memory (the CSR and the host
+ * transpose, pinned where cudaHostRegister allows) and each half-step walks the solved
+ * side's rows in batches: a batch's row offsets, CG segments, indices and values go to one
+ * of two device buffers on a second stream while the kernels of the previous batch run,
+ * and each batch runs its whole solve (CG: X G, init, then P G and a step, cg_steps times)
+ * with the resident path's kernels on its rows. Per row that is the resident arithmetic in
+ * the resident order, so the factors are the same bit for bit (see stream_* below). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +31,96 @@
 
 namespace
 {
+
+/* ---- the streamed interactions: layout of a batch ---------------------------------------- */
+
+const size_t STREAM_ALIGN = 256;
+
+size_t aligned(size_t b)
+{
+    return (b + STREAM_ALIGN - 1) / STREAM_ALIGN * STREAM_ALIGN;
+}
+
+/* Where a batch's pieces lie: in its transfer buffer T (the head, up to `meta`, is a copy of
+ * the side's host blob; then the indices and the values) and in the work buffer W (CG's
+ * vectors and segment partials; the loss's row totals at offset 0). Offsets are multiples
+ * of STREAM_ALIGN, so float4 and half2 loads stay aligned. */
+struct layout {
+    size_t ptr, row_seg, lo, hi, seg_row, meta, idx, val, T;
+    size_t R, P, AP, rs, PA, PB, W;
+};
+
+layout layout_of(int64_t rows, int64_t nnz, int64_t segs, bool has_val, bool cg, int kp)
+{
+    layout l = {};
+    size_t o = 0;
+    l.ptr = o, o += aligned(((size_t)rows + 1) * sizeof(int64_t));
+    if (cg) {
+        l.row_seg = o, o += aligned(((size_t)rows + 1) * sizeof(int64_t));
+        l.lo = o, o += aligned((size_t)segs * sizeof(int64_t));
+        l.hi = o, o += aligned((size_t)segs * sizeof(int64_t));
+        l.seg_row = o, o += aligned((size_t)segs * sizeof(int32_t));
+    }
+    l.meta = o;
+    l.idx = o, o += aligned((size_t)nnz * sizeof(int32_t));
+    l.val = o, o += has_val ? aligned((size_t)nnz * sizeof(float)) : 0;
+    l.T = o;
+    size_t w = 0;
+    if (cg) {
+        const size_t vec = aligned((size_t)rows * kp * sizeof(float)),
+                     part = aligned((size_t)segs * kp * sizeof(float));
+        l.R = w, w += vec;
+        l.P = w, w += vec;
+        l.AP = w, w += vec;
+        l.rs = w, w += aligned((size_t)rows * sizeof(float));
+        l.PA = w, w += part;
+        l.PB = w, w += part;
+    }
+    const size_t totals = aligned((size_t)rows * sizeof(double));
+    l.W = w > totals ? w : totals;
+    return l;
+}
+
+/* CG's segments of a row of n interactions (ials_kernels.cuh, cg_args). */
+int64_t segments_of(int64_t n)
+{
+    return n > IALS_SEGMENT ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 0;
+}
+
+/* Rows [r0, r1) of one side: interactions [p0, p1) and CG segments [s0, s1) of the side. */
+struct batch {
+    int32_t r0, r1;
+    int64_t p0, p1, s0, s1;
+    size_t meta_off; /* its head in the side's host blob */
+    layout l;
+};
+
+/* How a host array reaches the device: pinned by us (unregistered at the end), pinned
+ * already by someone else, or pageable (through the staging buffers, or directly). */
+enum host_pin { PIN_NONE = 0, PIN_OURS = 1, PIN_THEIRS = 2 };
+
+struct stream_side {
+    batch *b;
+    int nb;
+    unsigned char *meta; /* the batches' heads (rebased offsets, segments), as on the device */
+    bool meta_pinned;    /* cudaHostAlloc'd, else malloc'd */
+    const int32_t *idx;  /* host: the CSR's (users) or the host transpose's (items) */
+    const float *val;    /* NULL: a pattern */
+    host_pin idx_pin, val_pin;
+};
+
+struct streamer {
+    bool on;
+    stream_side side[2];
+    int nbuf;           /* transfer buffers: 2, or 1 where two do not fit */
+    mf_dbuf T[2], W;    /* transfer buffers, work buffer */
+    size_t inter_bytes; /* the two orientations' device bytes (for the log) */
+    cudaStream_t copy;  /* the copies' stream */
+    bool copy_made;
+    cudaEvent_t copied[2];   /* batch copied into T[i] */
+    cudaEvent_t freed[2];    /* the kernels reading T[i] are done */
+    unsigned char *stage[2]; /* pinned staging for pageable arrays (NULL: copy directly) */
+};
 
 struct side {
     int32_t rows;
@@ -47,6 +146,7 @@ struct cuda_engine {
     mf_dbuf PA, PB;          /* CG's per-segment partial sums */
     mf_dbuf failed, partial; /* breakdown word; the loss's block sums */
     int chunks;
+    streamer z; /* z.on: the interactions stay on the host */
 };
 
 float *fp(const mf_dbuf &b)
@@ -146,6 +246,123 @@ mf_status check_failed(cuda_engine *e, mf_ials_side s)
                    e->cg_steps > 0 ? "CG step" : "pivot", (unsigned)(w & 0xffffffffu));
 }
 
+/* ---- the streamed half-step ------------------------------------------------------------- */
+
+/* Batch bi of sd into transfer buffer bi % nbuf, on the copy stream, once the kernels that
+ * last read that buffer are done. A pageable array goes through the buffer's pinned stage,
+ * which the host refills only after the stage's previous copy is done. */
+mf_status stream_copy(cuda_engine *e, const stream_side &sd, int bi)
+{
+    mf_ctx *ctx = e->ctx;
+    streamer &z = e->z;
+    const int i = bi % z.nbuf;
+    const batch &b = sd.b[bi];
+    unsigned char *dst = (unsigned char *)z.T[i].ptr;
+    MF_CUDA_TRY(ctx, cudaStreamWaitEvent(z.copy, z.freed[i], 0));
+    MF_CUDA_TRY(
+        ctx, cudaMemcpyAsync(dst, sd.meta + b.meta_off, b.l.meta, cudaMemcpyHostToDevice, z.copy));
+    const size_t n = (size_t)(b.p1 - b.p0);
+    const struct {
+        const void *src;
+        size_t off;
+        host_pin pin;
+    } parts[2] = {{sd.idx + b.p0, b.l.idx, sd.idx_pin},
+                  {sd.val ? sd.val + b.p0 : NULL, b.l.val, sd.val_pin}};
+    bool stage_free = false;
+    for (const auto &p : parts) {
+        if (!p.src || n == 0)
+            continue;
+        const void *src = p.src;
+        if (p.pin == PIN_NONE && z.stage[i]) {
+            if (!stage_free)
+                MF_CUDA_TRY(ctx, cudaEventSynchronize(z.copied[i]));
+            stage_free = true;
+            memcpy(z.stage[i] + p.off, p.src, n * 4);
+            src = z.stage[i] + p.off;
+        }
+        MF_CUDA_TRY(ctx, cudaMemcpyAsync(dst + p.off, src, n * 4, cudaMemcpyHostToDevice, z.copy));
+    }
+    MF_CUDA_TRY(ctx, cudaEventRecord(z.copied[i], z.copy));
+    return MF_OK;
+}
+
+/* kernels(batch, its transfer buffer) for every batch of side s, in order, on the context's
+ * stream, each after its copy; the copy of batch b + nbuf is queued after the kernels of
+ * batch b, so with two buffers the copy of b + 1 runs while b computes. */
+template <class K> mf_status stream_pass(cuda_engine *e, int s, K &&kernels)
+{
+    mf_ctx *ctx = e->ctx;
+    streamer &z = e->z;
+    const stream_side &sd = z.side[s];
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    for (int b = 0; b < sd.nb && b < z.nbuf; b++)
+        MF_TRY(stream_copy(e, sd, b));
+    for (int b = 0; b < sd.nb; b++) {
+        const int i = b % z.nbuf;
+        MF_CUDA_TRY(ctx, cudaStreamWaitEvent(stream, z.copied[i], 0));
+        MF_TRY(kernels(sd.b[b], (unsigned char *)z.T[i].ptr));
+        MF_CUDA_TRY(ctx, cudaEventRecord(z.freed[i], stream));
+        if (b + z.nbuf < sd.nb)
+            MF_TRY(stream_copy(e, sd, b + z.nbuf));
+    }
+    return MF_OK;
+}
+
+/* The resident half-step's solve, batch by batch: the same kernels on the batch's rows (X
+ * and the CG vectors offset to them, the batch's rebased offsets and segments). A row's
+ * arithmetic does not depend on where its batch or tile starts, so the result is the
+ * resident one bit for bit; row0 keeps the breakdown word's row numbers global. */
+mf_status half_step_streamed(cuda_engine *e, mf_ials_side s, void *X, const void *F)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    const size_t xrow = (size_t)e->kp * fac_bytes(e);
+    const bool has_val = e->z.side[s].val != NULL;
+    unsigned char *W = (unsigned char *)e->z.W.ptr;
+    auto solve = [&](const batch &b, unsigned char *T) -> mf_status {
+        const layout &l = b.l;
+        const int32_t rows = b.r1 - b.r0;
+        void *Xb = (unsigned char *)X + (size_t)b.r0 * xrow;
+        const int64_t *ptr = (const int64_t *)(T + l.ptr);
+        const int32_t *idx = (const int32_t *)(T + l.idx);
+        const float *val = has_val ? (const float *)(T + l.val) : NULL;
+        if (e->cg_steps == 0) {
+            ials::exact_args a = {rows,     ptr,        idx,
+                                  val,      F,          fp(e->G),
+                                  Xb,       e->is_half, e->lambda,
+                                  e->alpha, e->epsilon, e->log_confidence,
+                                  e->k,     e->kp,      (unsigned long long *)e->failed.ptr,
+                                  b.r0};
+            ials::exact_solve<<<(unsigned)rows, 256, ials::exact_smem_bytes(e->k), stream>>>(a);
+            return MF_CUDA_LAUNCHED(ctx, "ials exact_solve");
+        }
+        ials::cg_args a = {};
+        a.rows = rows, a.ptr = ptr, a.idx = idx, a.val = val, a.F = F;
+        a.X = Xb, a.R = (float *)(W + l.R), a.P = (float *)(W + l.P);
+        a.AP = (float *)(W + l.AP), a.rs = (float *)(W + l.rs);
+        a.is_half = e->is_half;
+        a.lambda = e->lambda, a.alpha = e->alpha, a.epsilon = e->epsilon;
+        a.log_confidence = e->log_confidence, a.kp = e->kp;
+        a.failed = (unsigned long long *)e->failed.ptr;
+        a.nseg = b.s1 - b.s0;
+        a.seg_lo = (const int64_t *)(T + l.lo), a.seg_hi = (const int64_t *)(T + l.hi);
+        a.seg_row = (const int32_t *)(T + l.seg_row);
+        a.row_seg = (const int64_t *)(T + l.row_seg);
+        a.PA = (float *)(W + l.PA), a.PB = (float *)(W + l.PB);
+        a.row0 = b.r0;
+        MF_TRY(gemm(e, Xb, true, (float *)(W + l.AP), rows));
+        MF_TRY(cg_dispatch(e, a, true));
+        for (int step = 0; step < e->cg_steps; step++) {
+            a.step = step;
+            MF_TRY(gemm(e, a.P, false, (float *)(W + l.AP), rows));
+            MF_TRY(cg_dispatch(e, a, false));
+        }
+        return MF_OK;
+    };
+    MF_TRY(stream_pass(e, s, solve));
+    return check_failed(e, s);
+}
+
 mf_status half_step(mf_ials_engine *base, mf_ials_side s)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -159,12 +376,15 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     MF_TRY(gram(e, F, other.rows));
     if (own.rows == 0)
         return MF_OK;
+    if (e->z.on)
+        return half_step_streamed(e, s, X, F);
     if (e->cg_steps == 0) {
         ials::exact_args a = {own.rows, own.ptr,    own.idx,
                               own.val,  F,          fp(e->G),
                               X,        e->is_half, e->lambda,
                               e->alpha, e->epsilon, e->log_confidence,
-                              e->k,     e->kp,      (unsigned long long *)e->failed.ptr};
+                              e->k,     e->kp,      (unsigned long long *)e->failed.ptr,
+                              0};
         ials::exact_solve<<<(unsigned)own.rows, 256, ials::exact_smem_bytes(e->k), stream>>>(a);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "ials exact_solve"));
         return check_failed(e, s);
@@ -231,6 +451,64 @@ mf_status loss_part(cuda_engine *e, ials::loss_args &a, double *out)
     return MF_OK;
 }
 
+/* The users' part of the loss from streamed batches: each row's total comes back and the
+ * host adds them in blocks of 8 rows of the whole side, then the blocks in order, as
+ * loss_rows and loss_part do for the resident CSR: the same sum bit for bit. */
+mf_status loss_users_streamed(cuda_engine *e, const ials::loss_args &all, double *out)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    const stream_side &sd = e->z.side[MF_IALS_USERS];
+    int32_t most = 0;
+    for (int b = 0; b < sd.nb; b++)
+        most = sd.b[b].r1 - sd.b[b].r0 > most ? sd.b[b].r1 - sd.b[b].r0 : most;
+    double *h = (double *)malloc(((size_t)most + 1) * sizeof *h);
+    if (!h)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+    const size_t xrow = (size_t)e->kp * fac_bytes(e);
+    double sum = 0.0, block = 0.0;
+    int64_t row = 0;
+    auto part = [&](const batch &b, unsigned char *T) -> mf_status {
+        ials::loss_args a = all;
+        a.rows = b.r1 - b.r0;
+        a.ptr = (const int64_t *)(T + b.l.ptr);
+        a.idx = (const int32_t *)(T + b.l.idx);
+        a.val = sd.val ? (const float *)(T + b.l.val) : NULL;
+        a.X = (const unsigned char *)all.X + (size_t)b.r0 * xrow;
+        a.partial = NULL;
+        a.row_total = (double *)e->z.W.ptr;
+        const unsigned grid = (unsigned)(((int64_t)a.rows + 7) / 8);
+        switch (e->vpl) {
+        case 1: MF_TRY(loss_launch<1>(e, a, grid)); break;
+        case 2: MF_TRY(loss_launch<2>(e, a, grid)); break;
+        case 4: MF_TRY(loss_launch<4>(e, a, grid)); break;
+        case 8: MF_TRY(loss_launch<8>(e, a, grid)); break;
+        default: MF_TRY(loss_launch<16>(e, a, grid)); break;
+        }
+        MF_CUDA_TRY(ctx, cudaMemcpyAsync(h, a.row_total, (size_t)a.rows * sizeof *h,
+                                         cudaMemcpyDeviceToHost, stream));
+        MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+        for (int32_t r = 0; r < a.rows; r++, row++) {
+            if (row % 8 == 0)
+                block = 0.0;
+            block += h[r];
+            if (row % 8 == 7)
+                sum += block;
+        }
+        return MF_OK;
+    };
+    mf_status st = stream_pass(e, MF_IALS_USERS, part);
+    free(h);
+    MF_TRY(st);
+    if (row % 8 != 0) { /* the last block's missing rows count 0.0, as in loss_rows */
+        for (int64_t w = row % 8; w < 8; w++)
+            block += 0.0;
+        sum += block;
+    }
+    *out = sum;
+    return MF_OK;
+}
+
 mf_status engine_loss(mf_ials_engine *base, double *loss)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -244,9 +522,13 @@ mf_status engine_loss(mf_ials_engine *base, double *loss)
                          fp(e->G),    e->is_half,
                          e->lambda,   e->alpha,
                          e->epsilon,  e->log_confidence,
-                         e->kp,       (double *)e->partial.ptr};
+                         e->kp,       (double *)e->partial.ptr,
+                         NULL};
     double users = 0.0, items = 0.0;
-    MF_TRY(loss_part(e, a, &users));
+    if (e->z.on)
+        MF_TRY(loss_users_streamed(e, a, &users));
+    else
+        MF_TRY(loss_part(e, a, &users));
     a.rows = v.rows, a.ptr = NULL, a.X = e->F[1].ptr;
     MF_TRY(loss_part(e, a, &items));
     *loss = (users + items) / ((double)u.rows * (double)v.rows);
@@ -295,6 +577,8 @@ mf_status engine_finish(mf_ials_engine *base, float *U, float *V, mf_memory wher
     return copy_out(e, e->F[1], e->by[1].rows, V);
 }
 
+void stream_release(cuda_engine *e);
+
 void engine_destroy(mf_ials_engine *base)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -311,6 +595,8 @@ void engine_destroy(mf_ials_engine *base)
     }
     mf_dmem_free(ctx, &e->PA);
     mf_dmem_free(ctx, &e->PB);
+    if (e->z.on)
+        stream_release(e);
     free(e);
 }
 
@@ -395,35 +681,15 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     return st;
 }
 
-mf_status setup(cuda_engine *e, const mf_ials_setup *s)
+/* The factors, G and its chunk partials, the breakdown word and the loss's block sums: what
+ * both modes hold. */
+mf_status alloc_common(cuda_engine *e, const mf_ials_setup *s)
 {
     mf_ctx *ctx = e->ctx;
-    mf_sparse *R = s->R;
-    if (e->cg_steps == 0) {
-        const size_t optin = mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin;
-        if (ials::exact_smem_bytes(e->k) > optin) {
-            int most = e->k;
-            while (most > 1 && ials::exact_smem_bytes(most) > optin)
-                most--;
-            return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                           "%s: the exact solver on this device takes rank <= %d (rank = %d); "
-                           "MF_ALS_SOLVER_CG takes any rank",
-                           e->fn, most, e->k);
-        }
-        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(ials::exact_solve,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)ials::exact_smem_bytes(e->k)));
-    }
-    MF_TRY(mf_sparse_device_csr(R, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
-    e->by[0].rows = R->rows;
-    e->by[1].rows = R->cols;
-    MF_TRY(mf_sparse_device_csc(R, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
+    const mf_sparse *R = s->R;
     MF_TRY(alloc_factor(e, &e->F[0], R->rows, s->U0, "iALS user factors"));
     MF_TRY(alloc_factor(e, &e->F[1], R->cols, s->V0, "iALS item factors"));
     const size_t kk = (size_t)e->kp * e->kp;
-    const int T = e->kp / 32, tiles = T * (T + 1) / 2;
-    /* Enough chunks for about 4 blocks per SM, each with at least 1024 rows. */
-    e->chunks = (4 * mf_cuda_of(ctx)->prop.multiProcessorCount + tiles - 1) / tiles;
     MF_TRY(mf_dmem_alloc(ctx, &e->G, kk * sizeof(float), "iALS Gram matrix"));
     MF_TRY(
         mf_dmem_alloc(ctx, &e->part, (size_t)e->chunks * kk * sizeof(float), "iALS Gram partials"));
@@ -431,6 +697,318 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
     MF_TRY(mf_dmem_alloc(ctx, &e->partial, ((lines + 7) / 8 + 1) * sizeof(double),
                          "iALS loss partials"));
+    return MF_OK;
+}
+
+/* The device bytes of alloc_common, and with fp16 the float copy that finish makes. */
+size_t common_bytes(const cuda_engine *e, const mf_sparse *R)
+{
+    const size_t eb = fac_bytes(e), kk = (size_t)e->kp * e->kp;
+    const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
+    size_t b = ((size_t)R->rows * e->kp + 1) * eb + ((size_t)R->cols * e->kp + 1) * eb;
+    b += kk * sizeof(float) * (1 + (size_t)e->chunks) + sizeof(unsigned long long);
+    b += ((lines + 7) / 8 + 1) * sizeof(double);
+    if (e->is_half)
+        b += lines * (size_t)e->k * sizeof(float);
+    return b;
+}
+
+int64_t count_segments(const int64_t *ptr, int32_t rows)
+{
+    int64_t n = 0;
+    for (int32_t r = 0; r < rows; r++)
+        n += segments_of(ptr[r + 1] - ptr[r]);
+    return n;
+}
+
+/* The resident mode's peak: the CSR (unless the matrix holds it already) and the CSC, with
+ * the device sort's scratch while the CSC is built (gone before the factors come), then
+ * common_bytes and CG's vectors, segments and partial sums. Without a host transpose the
+ * items' segments are bounded: a column past IALS_SEGMENT has at most n / IALS_SEGMENT + 1,
+ * and at most nnz / (IALS_SEGMENT + 1) columns are past it. *inter: the two orientations. */
+size_t resident_bytes(const cuda_engine *e, const mf_sparse *R, size_t common, size_t *inter)
+{
+    const size_t n = (size_t)R->nnz, per = R->val ? 8 : 4;
+    const size_t csr = ((size_t)R->rows + 1) * 8 + n * per,
+                 csc = ((size_t)R->cols + 1) * 8 + n * per;
+    *inter = csr + csc;
+    const size_t scratch = R->transpose.ptr ? 0 : mf_cuda_csr_transpose_scratch(R->nnz, R->cols);
+    size_t work = common;
+    if (e->cg_steps > 0) {
+        const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
+        work += 3 * (lines * e->kp + 1) * sizeof(float) + (lines + 1) * sizeof(float);
+        const int64_t su = count_segments(R->row_ptr, R->rows);
+        int64_t sv;
+        if (R->transpose.ptr) {
+            sv = count_segments(R->transpose.ptr, R->cols);
+        } else {
+            const int64_t long_cols = R->nnz / (IALS_SEGMENT + 1);
+            sv = (R->nnz + IALS_SEGMENT - 1) / IALS_SEGMENT +
+                 (long_cols < R->cols ? long_cols : R->cols);
+        }
+        work += ((size_t)su + 1 + (size_t)sv + 1) * (8 + 8 + 4) +
+                ((size_t)R->rows + 1 + (size_t)R->cols + 1) * 8;
+        work += 2 * (((size_t)(su > sv ? su : sv) * e->kp + 1) * sizeof(float));
+    }
+    return (R->device.row_ptr.ptr ? 0 : csr) + csc + (scratch > work ? scratch : work);
+}
+
+/* Side s's batches under the caps (T: one transfer buffer, W: the work buffer; a row alone
+ * fits, setup_streamed made sure), and its host blob of batch heads: offsets rebased to the
+ * batch's first interaction, and CG's segments (as build_segments makes them) rebased to the
+ * batch's first segment and row. */
+mf_status plan_side(cuda_engine *e, stream_side *sd, int32_t rows, const int64_t *ptr,
+                    const int64_t *rseg, size_t Tcap, size_t Wcap)
+{
+    mf_ctx *ctx = e->ctx;
+    const bool cg = rseg != NULL, has_val = sd->val != NULL;
+    int cap = 0;
+    size_t meta = 0;
+    for (int32_t r0 = 0; r0 < rows;) {
+        int32_t r1 = r0 + 1;
+        while (r1 < rows) {
+            const layout l = layout_of((int64_t)r1 + 1 - r0, ptr[r1 + 1] - ptr[r0],
+                                       cg ? rseg[r1 + 1] - rseg[r0] : 0, has_val, cg, e->kp);
+            if (l.T > Tcap || l.W > Wcap)
+                break;
+            r1++;
+        }
+        if (sd->nb == cap) {
+            cap = cap ? 2 * cap : 16;
+            batch *nb = (batch *)realloc(sd->b, (size_t)cap * sizeof *nb);
+            if (!nb)
+                return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+            sd->b = nb;
+        }
+        batch &b = sd->b[sd->nb++];
+        b.r0 = r0, b.r1 = r1, b.p0 = ptr[r0], b.p1 = ptr[r1];
+        b.s0 = cg ? rseg[r0] : 0, b.s1 = cg ? rseg[r1] : 0;
+        b.l = layout_of(r1 - r0, b.p1 - b.p0, b.s1 - b.s0, has_val, cg, e->kp);
+        if (b.l.T > Tcap || b.l.W > Wcap)
+            return mf_fail(ctx, MF_ERR_INTERNAL, "%s: row %d does not fit a streamed batch", e->fn,
+                           r0);
+        b.meta_off = meta;
+        meta += b.l.meta;
+        r0 = r1;
+    }
+    if (meta == 0)
+        return MF_OK;
+    if (cudaHostAlloc((void **)&sd->meta, meta, cudaHostAllocDefault) == cudaSuccess) {
+        sd->meta_pinned = true;
+    } else {
+        (void)cudaGetLastError(); /* pageable then: copies still right, just not overlapped */
+        sd->meta = (unsigned char *)malloc(meta);
+        if (!sd->meta)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+    }
+    memset(sd->meta, 0, meta);
+    for (int i = 0; i < sd->nb; i++) {
+        const batch &b = sd->b[i];
+        unsigned char *h = sd->meta + b.meta_off;
+        int64_t *bp = (int64_t *)(h + b.l.ptr);
+        for (int32_t r = b.r0; r <= b.r1; r++)
+            bp[r - b.r0] = ptr[r] - b.p0;
+        if (!cg)
+            continue;
+        int64_t *rs = (int64_t *)(h + b.l.row_seg), *lo = (int64_t *)(h + b.l.lo),
+                *hi = (int64_t *)(h + b.l.hi);
+        int32_t *srow = (int32_t *)(h + b.l.seg_row);
+        for (int32_t r = b.r0; r <= b.r1; r++)
+            rs[r - b.r0] = rseg[r] - b.s0;
+        for (int32_t r = b.r0; r < b.r1; r++)
+            for (int64_t g = rseg[r]; g < rseg[r + 1]; g++) {
+                const int64_t first = ptr[r] + (g - rseg[r]) * IALS_SEGMENT;
+                lo[g - b.s0] = first - b.p0;
+                hi[g - b.s0] =
+                    (first + IALS_SEGMENT < ptr[r + 1] ? first + IALS_SEGMENT : ptr[r + 1]) - b.p0;
+                srow[g - b.s0] = r - b.r0;
+            }
+    }
+    return MF_OK;
+}
+
+/* Pin a host array for asynchronous copies; where that fails (already registered in part,
+ * read-only, no room) the copies go through the staging buffers. */
+host_pin pin_host(const void *p, size_t bytes)
+{
+    if (!p || bytes == 0)
+        return PIN_NONE;
+    if (cudaHostRegister((void *)p, bytes, cudaHostRegisterDefault) == cudaSuccess)
+        return PIN_OURS;
+    (void)cudaGetLastError();
+    return PIN_NONE;
+}
+
+/* The streamed mode. The room left after common_bytes is split between the transfer
+ * buffers (two, or one where two would not hold the longest row) and the work buffer in
+ * proportion to what the whole sides would need, each at least what the longest row needs;
+ * both sides are cut into batches under those caps. */
+mf_status setup_streamed(cuda_engine *e, const mf_ials_setup *s, size_t common, size_t inter,
+                         size_t usable, bool limited)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_sparse *R = s->R;
+    streamer &z = e->z;
+    const bool cg = e->cg_steps > 0, has_val = R->val != NULL;
+    z.on = true;
+    z.inter_bytes = inter;
+    MF_TRY(mf_sparse_host_transpose(R));
+    const int64_t *ptr[2] = {R->row_ptr, R->transpose.ptr};
+    const int32_t rows[2] = {R->rows, R->cols};
+    z.side[0].idx = R->col, z.side[0].val = R->val;
+    z.side[1].idx = R->transpose.idx, z.side[1].val = R->transpose.val;
+    int64_t *rseg[2] = {NULL, NULL};
+    mf_status st = MF_OK;
+    for (int sd = 0; cg && sd < 2 && st == MF_OK; sd++) {
+        rseg[sd] = (int64_t *)malloc(((size_t)rows[sd] + 1) * sizeof(int64_t));
+        if (!rseg[sd]) {
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+            break;
+        }
+        rseg[sd][0] = 0;
+        for (int32_t r = 0; r < rows[sd]; r++)
+            rseg[sd][r + 1] = rseg[sd][r] + segments_of(ptr[sd][r + 1] - ptr[sd][r]);
+    }
+    size_t Tmin = 0, Wmin = 0, Ttot = 0, Wtot = 0;
+    int64_t longest = 0;
+    for (int sd = 0; sd < 2 && st == MF_OK; sd++) {
+        int64_t most = 0;
+        for (int32_t r = 0; r < rows[sd]; r++)
+            most = ptr[sd][r + 1] - ptr[sd][r] > most ? ptr[sd][r + 1] - ptr[sd][r] : most;
+        longest = most > longest ? most : longest;
+        const layout one = layout_of(1, most, cg ? segments_of(most) : 0, has_val, cg, e->kp);
+        const layout all =
+            layout_of(rows[sd], R->nnz, cg ? rseg[sd][rows[sd]] : 0, has_val, cg, e->kp);
+        Tmin = one.T > Tmin ? one.T : Tmin, Wmin = one.W > Wmin ? one.W : Wmin;
+        Ttot = all.T > Ttot ? all.T : Ttot, Wtot = all.W > Wtot ? all.W : Wtot;
+    }
+    const size_t budget = usable > common ? usable - common : 0;
+    if (st == MF_OK && Tmin + Wmin > budget)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                     "%s: out of device memory: the interactions (%zu bytes on the device in both "
+                     "orientations) do not fit, and streaming them from host memory needs %zu "
+                     "bytes (the factors and working buffers: %zu; the longest row, %lld "
+                     "interactions: %zu) where %zu are available (%s, less a margin)",
+                     e->fn, inter, common + Tmin + Wmin, common, (long long)longest, Tmin + Wmin,
+                     usable,
+                     limited ? "under the context's device-memory limit" : "free on the device");
+    size_t Tcap = Ttot, Wcap = Wtot;
+    if (st == MF_OK) {
+        z.nbuf = 2 * Tmin + Wmin <= budget ? 2 : 1;
+        const size_t nb = (size_t)z.nbuf;
+        if (nb * Ttot + Wtot > budget) {
+            const size_t slack = budget - (nb * Tmin + Wmin);
+            const double f = (double)(nb * Ttot) / (double)(nb * Ttot + Wtot);
+            Tcap = Tmin + (size_t)((double)slack * f) / nb;
+            if (nb * Tcap + Wmin > budget)
+                Tcap = (budget - Wmin) / nb;
+            Wcap = budget - nb * Tcap;
+            Tcap = Tcap < Ttot ? Tcap : Ttot;
+            Wcap = Wcap < Wtot ? Wcap : Wtot;
+        }
+    }
+    for (int sd = 0; sd < 2 && st == MF_OK; sd++)
+        st = plan_side(e, &z.side[sd], rows[sd], ptr[sd], rseg[sd], Tcap, Wcap);
+    free(rseg[0]);
+    free(rseg[1]);
+    MF_TRY(st);
+    size_t Tbytes = 0, Wbytes = 0;
+    for (const stream_side &sd : z.side)
+        for (int i = 0; i < sd.nb; i++) {
+            Tbytes = sd.b[i].l.T > Tbytes ? sd.b[i].l.T : Tbytes;
+            Wbytes = sd.b[i].l.W > Wbytes ? sd.b[i].l.W : Wbytes;
+        }
+    MF_TRY(alloc_common(e, s));
+    for (int i = 0; i < z.nbuf; i++)
+        MF_TRY(mf_dmem_alloc(ctx, &z.T[i], Tbytes, "iALS streamed interactions"));
+    MF_TRY(mf_dmem_alloc(ctx, &z.W, Wbytes, "iALS streamed batch's work"));
+    /* The host arrays: pinned where possible, else staged through pinned buffers, else (no
+     * pinned memory to be had) copied from pageable memory, which is right but serial. */
+    bool stage = false;
+    for (stream_side &sd : z.side) {
+        const size_t bytes = (size_t)R->nnz * 4;
+        sd.idx_pin = pin_host(sd.idx, bytes);
+        sd.val_pin = pin_host(sd.val, bytes);
+        stage =
+            stage || (bytes > 0 && (sd.idx_pin == PIN_NONE || (sd.val && sd.val_pin == PIN_NONE)));
+    }
+    for (int i = 0; stage && i < z.nbuf; i++)
+        if (cudaHostAlloc((void **)&z.stage[i], Tbytes, cudaHostAllocDefault) != cudaSuccess) {
+            (void)cudaGetLastError();
+            z.stage[i] = NULL;
+            if (i == 1) {
+                cudaFreeHost(z.stage[0]);
+                z.stage[0] = NULL;
+            }
+            stage = false;
+        }
+    MF_CUDA_TRY(ctx, cudaStreamCreateWithFlags(&z.copy, cudaStreamNonBlocking));
+    z.copy_made = true;
+    for (int i = 0; i < z.nbuf; i++) {
+        MF_CUDA_TRY(ctx, cudaEventCreateWithFlags(&z.copied[i], cudaEventDisableTiming));
+        MF_CUDA_TRY(ctx, cudaEventCreateWithFlags(&z.freed[i], cudaEventDisableTiming));
+    }
+    MF_TRY(mf_cuda_sync(ctx)); /* the buffers exist before the copy stream writes them */
+    const bool pinned =
+        z.side[0].idx_pin == PIN_OURS && z.side[1].idx_pin == PIN_OURS &&
+        (!has_val || (z.side[0].val_pin == PIN_OURS && z.side[1].val_pin == PIN_OURS));
+    mf_log(ctx, MF_LOG_INFO,
+           "%s: the interactions (%zu bytes on the device in both orientations) do not fit in "
+           "the %zu bytes of device memory available (%s, less a margin); streaming them from "
+           "host memory: %d user batches, %d item batches, %d transfer buffers of %zu bytes and "
+           "a work buffer of %zu bytes, %s",
+           e->fn, inter, usable, limited ? "under the context's limit" : "free", z.side[0].nb,
+           z.side[1].nb, z.nbuf, Tbytes, Wbytes,
+           pinned       ? "pinned in place"
+           : z.stage[0] ? "through pinned staging"
+                        : "from pageable memory");
+    return MF_OK;
+}
+
+/* Everything the streamed mode holds. The copies finish first: they read host memory that
+ * is unregistered or freed here and write buffers freed here. */
+void stream_release(cuda_engine *e)
+{
+    mf_ctx *ctx = e->ctx;
+    streamer &z = e->z;
+    if (z.copy_made)
+        (void)cudaStreamSynchronize(z.copy);
+    for (stream_side &sd : z.side) {
+        if (sd.idx_pin == PIN_OURS)
+            (void)cudaHostUnregister((void *)sd.idx);
+        if (sd.val_pin == PIN_OURS)
+            (void)cudaHostUnregister((void *)sd.val);
+        if (sd.meta_pinned)
+            (void)cudaFreeHost(sd.meta);
+        else
+            free(sd.meta);
+        free(sd.b);
+    }
+    for (int i = 0; i < 2; i++) {
+        if (z.stage[i])
+            (void)cudaFreeHost(z.stage[i]);
+        if (z.copied[i])
+            (void)cudaEventDestroy(z.copied[i]);
+        if (z.freed[i])
+            (void)cudaEventDestroy(z.freed[i]);
+        mf_dmem_free(ctx, &z.T[i]);
+    }
+    mf_dmem_free(ctx, &z.W);
+    if (z.copy_made)
+        (void)cudaStreamDestroy(z.copy);
+    (void)cudaGetLastError(); /* nothing of a teardown leaks into the caller's next check */
+}
+
+/* The resident mode: the interactions on the device in both orientations, as they were
+ * before streaming existed. */
+mf_status setup_resident(cuda_engine *e, const mf_ials_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_sparse *R = s->R;
+    MF_TRY(mf_sparse_device_csr(R, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
+    MF_TRY(mf_sparse_device_csc(R, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
+    MF_TRY(alloc_common(e, s));
+    const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
     if (e->cg_steps > 0) {
         const size_t bytes = (lines * e->kp + 1) * sizeof(float);
         MF_TRY(mf_dmem_alloc(ctx, &e->R, bytes, "iALS CG residuals"));
@@ -456,6 +1034,59 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     return MF_OK;
 }
 
+mf_status setup(cuda_engine *e, const mf_ials_setup *s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_sparse *R = s->R;
+    if (e->cg_steps == 0) {
+        const size_t optin = mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin;
+        if (ials::exact_smem_bytes(e->k) > optin) {
+            int most = e->k;
+            while (most > 1 && ials::exact_smem_bytes(most) > optin)
+                most--;
+            return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                           "%s: the exact solver on this device takes rank <= %d (rank = %d); "
+                           "MF_ALS_SOLVER_CG takes any rank",
+                           e->fn, most, e->k);
+        }
+        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(ials::exact_solve,
+                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              (int)ials::exact_smem_bytes(e->k)));
+    }
+    e->by[0].rows = R->rows;
+    e->by[1].rows = R->cols;
+    const int T = e->kp / 32, tiles = T * (T + 1) / 2;
+    /* Enough chunks for about 4 blocks per SM, each with at least 1024 rows. */
+    e->chunks = (4 * mf_cuda_of(ctx)->prop.multiProcessorCount + tiles - 1) / tiles;
+    /* Resident or streamed: the room is what the limit leaves (its accounting is exact, so a
+     * small margin), or else what the device has free (a larger one: other users, the pool's
+     * rounding). */
+    const mf_dmem *m = &ctx->dmem;
+    const bool limited = m->limit != 0;
+    size_t avail = 0;
+    if (limited) {
+        avail = m->limit > m->current ? m->limit - m->current : 0;
+    } else {
+        size_t total = 0;
+        MF_CUDA_TRY(ctx, cudaMemGetInfo(&avail, &total));
+        /* What the context's pool keeps from earlier frees serves this run too. */
+        const cudaMemPool_t pool = mf_cuda_of(ctx)->pool;
+        if (pool) {
+            uint64_t reserved = 0, used = 0; /* the attributes are cuuint64_t */
+            MF_CUDA_TRY(
+                ctx, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
+            MF_CUDA_TRY(ctx, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+            avail += reserved > used ? (size_t)(reserved - used) : 0;
+        }
+    }
+    const size_t usable = avail - avail / (limited ? 32 : 8);
+    const size_t common = common_bytes(e, R);
+    size_t inter = 0;
+    if (resident_bytes(e, R, common, &inter) <= usable)
+        return setup_resident(e, s);
+    return setup_streamed(e, s, common, inter, usable, limited);
+}
+
 } // namespace
 
 extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine **out)
@@ -464,7 +1095,7 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     cuda_engine *e = (cuda_engine *)calloc(1, sizeof *e);
     if (!e)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
     e->base.half_step = half_step;
     e->base.loss = engine_loss;
     e->base.finish = engine_finish;

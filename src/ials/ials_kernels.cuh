@@ -160,6 +160,9 @@ struct cg_args {
     const int64_t *seg_lo, *seg_hi, *row_seg;
     const int32_t *seg_row;
     float *PA, *PB;
+    /* The side's number of this launch's row 0: nonzero for a batch of rows whose
+     * interactions stream from the host (ials.cu). Only `failed` uses it, to name rows. */
+    int64_t row0;
 };
 
 /* Interactions per segment: short enough that the heaviest row's warps finish with the
@@ -404,7 +407,7 @@ template <int VPL> __global__ void __launch_bounds__(256) cg_step(cg_args a)
     pap = warp_sum(pap);
     if (!(pap > 0.0f) || !isfinite(pap)) {
         if (lane == 0)
-            atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)a.step);
+            atomicMin(a.failed, ((unsigned long long)(a.row0 + row) << 32) | (unsigned)a.step);
         return;
     }
     const float step = rs / pap;
@@ -445,6 +448,7 @@ struct exact_args {
     int log_confidence;
     int k, kp;
     unsigned long long *failed; /* min of (row << 32 | pivot) */
+    int64_t row0;               /* as cg_args.row0 */
 };
 
 #define IALS_EXACT_STAGE 8
@@ -529,7 +533,7 @@ __global__ void __launch_bounds__(256) exact_solve(exact_args a)
     }
     if (broke >= 0) {
         if (tid == 0)
-            atomicMin(a.failed, ((unsigned long long)row << 32) | (unsigned)broke);
+            atomicMin(a.failed, ((unsigned long long)(a.row0 + row) << 32) | (unsigned)broke);
         return;
     }
     if (warp != 0)
@@ -572,6 +576,9 @@ struct loss_args {
     int log_confidence;
     int kp;
     double *partial; /* one per block */
+    /* Non-NULL (a streamed batch of rows): each row's total goes here instead, for the host
+     * to add up in blocks of 8 rows of the whole side, as the blocks above add them. */
+    double *row_total;
 };
 
 template <int VPL> __global__ void __launch_bounds__(256) loss_rows(loss_args a)
@@ -619,6 +626,11 @@ template <int VPL> __global__ void __launch_bounds__(256) loss_rows(loss_args a)
             }
         }
         total = (double)warp_sum(quad) + (double)a.lambda * warp_sum(reg) + pairs;
+    }
+    if (a.row_total) { /* the same for the whole block */
+        if (lane == 0 && row < a.rows)
+            a.row_total[row] = total;
+        return;
     }
     if (lane == 0)
         sums[warp] = total;
