@@ -6,18 +6,22 @@
 #include "mfact/mfact.h"
 
 /* One rank's call: its context and its own copy of the ratings, the options, the outputs
- * (host, rows x rank and cols x rank), and what came back. */
+ * (host, rows x rank and cols x rank), and what came back. sgd set: mf_sgd_hogwild_run with
+ * so (and srep), else mf_als_run with o (and rep). */
 typedef struct rk_job {
     mf_ctx *ctx;
     mf_sparse *R;
     mf_als_opts o;
+    int sgd;
+    mf_sgd_opts so;
     float *U, *V;
     mf_als_report rep;
+    mf_sgd_report srep;
     mf_status st;
     char error[1024]; /* mf_ctx_last_error(ctx) after the call */
 } rk_job;
 
-/* mf_als_run on every job at once, a thread each; returns when all have returned. */
+/* Every job's call at once, a thread each; returns when all have returned. */
 void rk_run_als(rk_job *jobs, int n);
 
 #endif

@@ -4,6 +4,7 @@
  * problem, one rank's failure or cancel failing them all, the runs that are not collective
  * yet, and every bad argument of the group calls. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,60 @@ START_TEST(group_fit_equals_one_context)
 }
 END_TEST
 
+/* Hogwild SGD over a group (block rotation): every rank returns the same factors, the fit
+ * is as good as one context's on planted data, and with one worker per rank it repeats
+ * itself bit for bit. */
+static void sgd_group(int n, const mf_sgd_opts *so, rk_job *jobs)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = so->rank;
+    make_group(jobs, n, &o, 11);
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        jobs[i].R = ax_planted(jobs[i].ctx, USERS, ITEMS, 4, 0.15, 3);
+        jobs[i].sgd = 1, jobs[i].so = *so;
+    }
+    rk_run_als(jobs, n);
+}
+
+START_TEST(sgd_group_rotates_item_blocks)
+{
+    mf_sgd_opts so;
+    mf_sgd_opts_init(&so);
+    so.rank = 8, so.epochs = 30, so.workers = 1, so.biases = 0;
+    /* one context */
+    mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+    mf_sparse *R = ax_planted(ctx, USERS, ITEMS, 4, 0.15, 3);
+    float *U1 = malloc((size_t)USERS * so.rank * sizeof *U1);
+    float *V1 = malloc((size_t)ITEMS * so.rank * sizeof *V1);
+    mf_sgd_report r1 = {.struct_size = sizeof r1};
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &so, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+    for (int n = 2; n <= 3; n++) {
+        rk_job a[3], b[3];
+        sgd_group(n, &so, a);
+        sgd_group(n, &so, b);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(a[i].st == MF_OK, "rank %d of %d: %s", i, n, a[i].error);
+            ck_assert_int_eq(a[i].srep.epochs, so.epochs);
+            ck_assert(!memcmp(a[i].U, a[0].U, (size_t)USERS * so.rank * sizeof(float)));
+            ck_assert(!memcmp(a[i].V, a[0].V, (size_t)ITEMS * so.rank * sizeof(float)));
+            ck_assert(!memcmp(a[i].U, b[i].U, (size_t)USERS * so.rank * sizeof(float)));
+            ck_assert_double_eq(a[i].srep.train_rmse, a[0].srep.train_rmse);
+        }
+        printf("sgd over %d ranks: train RMSE %.5f, one context %.5f\n", n, a[0].srep.train_rmse,
+               r1.train_rmse);
+        ck_assert_double_le(a[0].srep.train_rmse, r1.train_rmse * 1.10 + 1e-3);
+        free_group(a, n);
+        free_group(b, n);
+    }
+    free(U1);
+    free(V1);
+}
+END_TEST
+
 START_TEST(ranks_must_agree)
 {
     mf_als_opts o;
@@ -276,13 +331,13 @@ START_TEST(other_runs_refuse_groups)
     o.rank = 4;
     rk_job jobs[2];
     make_group(jobs, 2, &o, 5);
-    mf_sgd_opts so;
-    mf_sgd_opts_init(&so);
-    so.rank = 4;
+    mf_ials_opts io;
+    mf_ials_opts_init(&io);
+    io.rank = 4;
     ck_assert_int_eq(
-        mf_sgd_hogwild_run(jobs[0].ctx, jobs[0].R, &so, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
+        mf_ials_run(jobs[0].ctx, jobs[0].R, &io, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
         MF_ERR_UNSUPPORTED);
-    tu_assert_error_has(jobs[0].ctx, "mf_sgd_hogwild_run does not run over a group");
+    tu_assert_error_has(jobs[0].ctx, "mf_ials_run does not run over a group");
     ck_assert(isnan(jobs[0].U[0]));
     /* A call that is not a run works on the rank's own context. */
     int32_t rows, cols;
@@ -332,9 +387,9 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "ranks", .timeout = 300};
-    const TTest *const tests[] = {shares_balance_work,        group_fit_equals_one_context,
-                                  ranks_must_agree,           one_failure_fails_all,
-                                  one_cancel_stops_all,       other_runs_refuse_groups,
-                                  group_calls_check_arguments};
+    const TTest *const tests[] = {shares_balance_work,           group_fit_equals_one_context,
+                                  sgd_group_rotates_item_blocks, ranks_must_agree,
+                                  one_failure_fails_all,         one_cancel_stops_all,
+                                  other_runs_refuse_groups,      group_calls_check_arguments};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -137,9 +137,9 @@ static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
     float *biases;
     s->e->shared(s->e, side, &factors, &row_bytes, &biases);
     mf_comm *c = ctx->comm;
-    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes));
+    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes, NULL));
     if (biases)
-        MF_TRY(c->ops->allgatherv(c, ctx, biases, s->bounds[side], sizeof *biases));
+        MF_TRY(c->ops->allgatherv(c, ctx, biases, s->bounds[side], sizeof *biases, NULL));
     return MF_OK;
 }
 

@@ -26,19 +26,21 @@ typedef struct local_rank {
 } local_rank;
 
 static mf_status local_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                  size_t row_bytes)
+                                  size_t row_bytes, const int *owner)
 {
     (void)ctx;
     group *g = ((local_rank *)c)->g;
     g->bufs[c->rank] = buf;
     pthread_barrier_wait(&g->barrier);
-    /* Each rank reads the others' own shares, which nobody writes until the second
+    /* Each rank reads the blocks the others own, which nobody writes until the second
      * barrier, and writes only into its own buffer. */
-    for (int r = 0; r < c->size; r++)
-        if (r != c->rank && bounds[r + 1] > bounds[r])
-            memcpy((char *)buf + (size_t)bounds[r] * row_bytes,
-                   (const char *)g->bufs[r] + (size_t)bounds[r] * row_bytes,
-                   (size_t)(bounds[r + 1] - bounds[r]) * row_bytes);
+    for (int b = 0; b < c->size; b++) {
+        const int from = owner ? owner[b] : b;
+        if (from != c->rank && bounds[b + 1] > bounds[b])
+            memcpy((char *)buf + (size_t)bounds[b] * row_bytes,
+                   (const char *)g->bufs[from] + (size_t)bounds[b] * row_bytes,
+                   (size_t)(bounds[b + 1] - bounds[b]) * row_bytes);
+    }
     pthread_barrier_wait(&g->barrier);
     return MF_OK;
 }

@@ -22,12 +22,13 @@ extern "C" {
 typedef struct mf_comm mf_comm;
 
 typedef struct mf_comm_ops {
-    /* In place on every rank: rank r's rows [bounds[r], bounds[r + 1]) of buf, row_bytes
-     * each, are copied into every other rank's buf. bounds (size + 1 entries, the same on
-     * every rank) cut buf into the ranks' contiguous shares. Device memory over NCCL, host
-     * memory over the stand-in; queued on ctx's stream over NCCL. */
+    /* In place on every rank: bounds (size + 1 entries, the same on every rank) cut buf
+     * into `size` blocks of rows, row_bytes each; block b, as its owner holds it, is copied
+     * into every other rank's buf. The owner of block b is owner[b] (a permutation of the
+     * ranks), or rank b when owner is NULL. Device memory over NCCL, host memory over the
+     * stand-in; queued on ctx's stream over NCCL. */
     mf_status (*allgatherv)(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                            size_t row_bytes);
+                            size_t row_bytes, const int *owner);
     /* v[0..n) (host, n <= MF_COMM_MAX_VALUES) becomes the maximum over the ranks. */
     mf_status (*max_i64)(mf_comm *c, mf_ctx *ctx, int64_t *v, int n);
     /* v[0..n) (host) becomes the sum over the ranks, the same bits on every rank. */

@@ -85,7 +85,7 @@ struct nccl_comm {
 };
 
 static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                 size_t row_bytes)
+                                 size_t row_bytes, const int *owner)
 {
     nccl_comm *n = (nccl_comm *)c;
     mf_device_guard guard(n->device);
@@ -93,11 +93,12 @@ static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64
     // Variable shares: one in-place broadcast per rank, fused into one NCCL group.
     NCCL_TRY(ctx, loaded.group_start());
     ncclResult_t r = 0;
-    for (int root = 0; root < c->size && r == 0; root++) {
-        const size_t rows = (size_t)(bounds[root + 1] - bounds[root]);
-        char *p = (char *)buf + (size_t)bounds[root] * row_bytes;
+    for (int b = 0; b < c->size && r == 0; b++) {
+        const size_t rows = (size_t)(bounds[b + 1] - bounds[b]);
+        char *p = (char *)buf + (size_t)bounds[b] * row_bytes;
         if (rows > 0)
-            r = loaded.broadcast(p, p, rows * row_bytes, nccl_int8, root, n->comm, stream);
+            r = loaded.broadcast(p, p, rows * row_bytes, nccl_int8, owner ? owner[b] : b, n->comm,
+                                 stream);
     }
     ncclResult_t end = loaded.group_end();
     NCCL_TRY(ctx, r);

@@ -9,6 +9,7 @@
 #include "core/ctx.h"
 #include "core/fit.h"
 #include "core/random.h"
+#include "core/ranks.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 #include "sgd/sgd_internal.h"
@@ -135,7 +136,85 @@ typedef struct run_state {
     mf_sgd_report rep;
     float *U, *V; /* the caller's: a warm start's factors (candidates read them too) */
     mf_memory where;
+    /* In a group: the users' shares and the item blocks (ranks + 1 bounds each), the plan's
+     * parts (one per item block), which rank updates each item block in the sub-step under
+     * way, and whether the user factors are gathered after every epoch (some rank has a
+     * progress callback, which measures the RMSE). */
+    int64_t *user_bounds, *item_bounds, *parts;
+    int *owner;
+    int gather_each;
 } run_state;
+
+static void free_group_state(run_state *s)
+{
+    free(s->user_bounds);
+    free(s->item_bounds);
+    free(s->parts);
+    free(s->owner);
+    s->user_bounds = s->item_bounds = s->parts = NULL;
+    s->owner = NULL;
+}
+
+/* The shares of a group's fit: users by ratings (each rank keeps its own users' factors
+ * through an epoch), and as many item blocks, balanced by ratings. */
+static mf_status share_rows(run_state *s, const mf_sparse *R)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const int n = mf_ranks(ctx);
+    free_group_state(s);
+    s->user_bounds = malloc(((size_t)n + 1) * sizeof *s->user_bounds);
+    s->item_bounds = malloc(((size_t)n + 1) * sizeof *s->item_bounds);
+    s->parts = malloc(((size_t)n + 1) * sizeof *s->parts);
+    s->owner = malloc((size_t)n * sizeof *s->owner);
+    if (!s->user_bounds || !s->item_bounds || !s->parts || !s->owner)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    MF_TRY(mf_sparse_host_transpose((mf_sparse *)R));
+    mf_partition_rows(R->row_ptr, R->rows, n, 0, s->user_bounds);
+    mf_partition_rows(R->transpose.ptr, R->cols, n, 0, s->item_bounds);
+    int64_t any = s->o->progress != NULL;
+    MF_TRY(ctx->comm->ops->max_i64(ctx->comm, ctx, &any, 1));
+    s->gather_each = any > 0;
+    return MF_OK;
+}
+
+/* Side 0 (users: each rank's own share) or 1 (items: block b from rank owner[b]) of the
+ * working factors and biases, from the ranks that updated them to every rank. */
+static mf_status share_side(run_state *s, int side)
+{
+    mf_ctx *ctx = s->run.ctx;
+    mf_comm *c = ctx->comm;
+    void *factors, *biases;
+    size_t row_bytes, bias_bytes;
+    s->e->shared(s->e, side, &factors, &row_bytes, &biases, &bias_bytes);
+    const int64_t *bounds = side == 0 ? s->user_bounds : s->item_bounds;
+    const int *owner = side == 0 ? NULL : s->owner;
+    MF_TRY(c->ops->allgatherv(c, ctx, factors, bounds, row_bytes, owner));
+    if (biases)
+        MF_TRY(c->ops->allgatherv(c, ctx, biases, bounds, bias_bytes, owner));
+    return MF_OK;
+}
+
+/* One epoch of a group (NOMAD's and LIBMF's block rotation): in sub-step q, rank r updates
+ * its users against item block (r + q) mod n, so that no two ranks write one factor row,
+ * and then every rank receives the item blocks just updated. *sq_err is the group's sum. */
+static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const int n = ctx->comm->size, r = ctx->comm->rank;
+    double total = 0.0;
+    for (int q = 0; q < n; q++) {
+        double part = 0.0;
+        mf_status st = s->e->part_epoch(s->e, t, (r + q) % n, lr, &part);
+        total += part;
+        MF_TRY(mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0));
+        for (int b = 0; b < n; b++)
+            s->owner[b] = (b - q + n) % n;
+        MF_TRY(share_side(s, 1));
+    }
+    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, &total, 1));
+    *sq_err = total;
+    return s->gather_each ? share_side(s, 0) : MF_OK;
+}
 
 static mf_status measure(run_state *s, const fit_spec *f)
 {
@@ -171,34 +250,48 @@ static mf_status iterate(run_state *s, const fit_spec *f)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_sgd_opts *o = s->o;
+    const int group = mf_ranks(ctx) > 1;
     int have_rmse = 0;
     s->rep.epochs = 0;
     s->rep.epoch_seconds = 0.0;
-    for (int t = 0; t < o->epochs; t++) {
+    mf_status st = MF_OK;
+    for (int t = 0; t < o->epochs && st == MF_OK; t++) {
         float lr =
             mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME, o->decay, t);
         double t0 = mf_seconds(), loss = 0.0;
-        MF_TRY(s->e->epoch(s->e, t, lr, &loss));
+        /* A group's epoch agrees on failures itself, and its loss is the group's. */
+        MF_TRY(group ? group_epoch(s, t, lr, &loss) : s->e->epoch(s->e, t, lr, &loss));
         s->rep.epoch_seconds += mf_seconds() - t0;
         if (!isfinite(loss))
             return diverged(ctx, o, t + 1, loss, lr);
         s->rep.epochs = t + 1;
         have_rmse = 0;
-        if (!o->progress || !f->final)
-            continue;
-        MF_TRY(measure(s, f));
-        have_rmse = 1;
-        mf_progress p = {t + 1, mf_run_seconds(&s->run), s->rep.train_rmse, s->rep.test_rmse};
-        MF_TRY(mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "epoch", t + 1));
+        if (o->progress && f->final) {
+            st = measure(s, f);
+            if (st == MF_OK) {
+                have_rmse = 1;
+                mf_progress p = {t + 1, mf_run_seconds(&s->run), s->rep.train_rmse,
+                                 s->rep.test_rmse};
+                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "epoch", t + 1);
+            }
+        }
+        /* In a group (whose ranks may have a progress callback or not): one rank's failure
+         * or cancel stops them all, each keeping this epoch when it was a cancel. */
+        st = mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0);
     }
+    /* The users' shares, unless every epoch gathered them. */
+    if (group && !s->gather_each && mf_run_has_result(st))
+        st = mf_run_then(st, share_side(s, 0));
+    if (!mf_run_has_result(st))
+        return st;
     if (!have_rmse)
-        MF_TRY(measure(s, f));
+        st = mf_run_then(st, measure(s, f));
     /* Overflow of the factors can leave every error finite until the last update. */
-    if (!isfinite(s->rep.train_rmse))
+    if (mf_run_has_result(st) && !isfinite(s->rep.train_rmse))
         return diverged(ctx, o, s->rep.epochs, s->rep.train_rmse,
                         mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME,
                                     o->decay, s->rep.epochs > 0 ? s->rep.epochs - 1 : 0));
-    return MF_OK;
+    return st;
 }
 
 /* The start, the plan, the engine, the epochs; the final fit hands its factors over. */
@@ -216,8 +309,17 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                      "mf_sgd_hogwild_run: out of host memory for the initial factors");
     if (st == MF_OK)
         st = initial_factors(ctx, R, o, f->k, U, V, where, U0, V0);
-    if (st == MF_OK)
+    const int ranks = mf_ranks(ctx);
+    if (st == MF_OK && ranks > 1)
+        st = share_rows(s, R);
+    if (st == MF_OK && ranks > 1) {
+        const int r = ctx->comm->rank;
+        st = mf_sgd_plan_build_blocks(ctx, R, o->order, ctx->seed, (int32_t)s->user_bounds[r],
+                                      (int32_t)s->user_bounds[r + 1], s->item_bounds, ranks, &plan,
+                                      s->parts);
+    } else if (st == MF_OK) {
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
+    }
     const float mean = o->biases ? (float)mf_sparse_mean(R) : 0.0f;
     for (int64_t q = 0; st == MF_OK && o->biases && q < plan.nnz; q++)
         plan.entry[q].rating -= mean; /* the updates fit r - mean */
@@ -227,16 +329,35 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
      * (H100, the defaults) 47 warps gave 0.8023, 16 gave 0.7967 and 8 gave 0.7957. At most
      * one worker per MF_SGD_MIN_WAVES chunks keeps every epoch many waves long; Netflix-sized
      * data has far more chunks than any device has warps, so it runs at full width. */
-    int64_t cap = plan.nchunks / MF_SGD_MIN_WAVES;
-    mf_sgd_setup setup = {ctx,       R,           &plan,       f->k,       o->storage,
-                          o->order,  f->lambda_u, f->lambda_v, o->workers, cap > 1 ? cap : 1,
-                          ctx->seed, U0,          V0,          o->biases,  o->lambda_bias,
-                          mean};
+    int64_t cap = plan.nchunks / ranks / MF_SGD_MIN_WAVES; /* a group's: per sub-step */
+    mf_sgd_setup setup = {ctx,
+                          R,
+                          &plan,
+                          f->k,
+                          o->storage,
+                          o->order,
+                          f->lambda_u,
+                          f->lambda_v,
+                          o->workers,
+                          cap > 1 ? cap : 1,
+                          ctx->seed,
+                          U0,
+                          V0,
+                          o->biases,
+                          o->lambda_bias,
+                          mean,
+                          ranks > 1 ? s->parts : NULL,
+                          ranks};
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_sgd_cpu_engine, mf_cuda_sgd_engine, &setup, &s->e);
     free(U0);
     free(V0);
+    /* In a group, every rank has its engine before the first exchange, or none goes on. */
+    st = mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0);
     if (st != MF_OK) {
+        if (s->e)
+            s->e->destroy(s->e);
+        s->e = NULL;
         mf_sgd_plan_free(&plan);
         return st;
     }
@@ -275,6 +396,51 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
     return MF_OK;
 }
 
+/* In a group: every rank's checks passed and they fit the same problem (the same shapes,
+ * options and seed), or every rank fails. Outside a group: st. */
+static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_sgd_opts *o)
+{
+    if (mf_ranks(ctx) == 1)
+        return st;
+    static const char *const names[] = {"the ratings' rows",
+                                        "the ratings' columns",
+                                        "the ratings' count",
+                                        "rank",
+                                        "epochs",
+                                        "learning_rate",
+                                        "lambda_u",
+                                        "lambda_v",
+                                        "storage",
+                                        "order",
+                                        "biases",
+                                        "init",
+                                        "the context seed's high bits",
+                                        "the context seed's low bits"};
+    int64_t v[14] = {0};
+    if (st == MF_OK) {
+        uint32_t lr, lu, lv;
+        memcpy(&lr, &o->learning_rate, sizeof lr);
+        memcpy(&lu, &o->lambda_u, sizeof lu);
+        memcpy(&lv, &o->lambda_v, sizeof lv);
+        int64_t same[14] = {R->rows,
+                            R->cols,
+                            R->nnz,
+                            o->rank,
+                            o->epochs,
+                            lr,
+                            lu,
+                            lv,
+                            o->storage,
+                            o->order,
+                            o->biases,
+                            o->init,
+                            (int64_t)(ctx->seed >> 32),
+                            (int64_t)(ctx->seed & 0xffffffffu)};
+        memcpy(v, same, sizeof v);
+    }
+    return mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, v, names, 14);
+}
+
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
                              float *U, float *V, mf_memory where, mf_sgd_report *report)
 {
@@ -288,15 +454,21 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
                    .V = V,
                    .where = where};
 
-    MF_TRY(
-        mf_run_begin(&s.run, ctx,
-                     &(mf_run_args){"mf_sgd_hogwild_run", MF_RUN_INPUT(ratings),
-                                    MF_RUN_OUTPUTS(U, V), where, MF_RUN_OPTS(mf_sgd_opts, &o, opts),
-                                    MF_RUN_REPORT(mf_sgd_report, report), &o.test}));
-    MF_TRY(check_opts(ctx, &o));
+    mf_status st = mf_run_begin_collective(
+        &s.run, ctx,
+        &(mf_run_args){"mf_sgd_hogwild_run", MF_RUN_INPUT(ratings), MF_RUN_OUTPUTS(U, V), where,
+                       MF_RUN_OPTS(mf_sgd_opts, &o, opts), MF_RUN_REPORT(mf_sgd_report, report),
+                       &o.test});
+    if (st == MF_OK)
+        st = check_opts(ctx, &o);
+    if (st == MF_OK && o.tune && mf_ranks(ctx) > 1)
+        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                     "mf_sgd_hogwild_run: tune does not run over a group of contexts yet");
+    st = agree_on_run(ctx, st, ratings, &o);
+    if (st != MF_OK)
+        return st;
     mf_run_start(&s.run);
     fit_spec f = {ratings, o.test, o.rank, o.lambda_u, o.lambda_v, 1};
-    mf_status st = MF_OK;
     if (o.tune && o.epochs > 0) {
         mf_tune_result best;
         st = mf_tune_search(ctx, "mf_sgd_hogwild_run", ratings, o.tune, o.rank, o.lambda_u,
@@ -308,6 +480,7 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     s.rep.rank = f.k;
     if (st == MF_OK)
         st = fit(&s, &f, U, V, where);
+    free_group_state(&s);
     s.rep.seconds = mf_run_seconds(&s.run);
     s.rep.updates_per_second =
         s.rep.epoch_seconds > 0 ? (double)ratings->nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;

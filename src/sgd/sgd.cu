@@ -29,6 +29,8 @@ struct cuda_engine {
     int biases;
     float lambda_bias, mean;
     mf_dbuf bu, bi; /* biased model only */
+    int64_t *parts; /* nparts + 1 chunk boundaries (sgd_internal.h) */
+    int nparts;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -78,23 +80,26 @@ const void *rmse_half_kernel_for(const cuda_engine *e)
     }
 }
 
-mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
 {
     cuda_engine *e = (cuda_engine *)base;
+    /* The part's chunks: chunk_begin's values index the whole plan's entries. */
+    const int64_t first = e->parts[part], nchunks = e->parts[part + 1] - first;
+    const uint32_t order = (uint32_t)((int64_t)t * e->nparts + part);
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
-    a.chunk_begin = (const int64_t *)e->chunk_begin.ptr;
+    a.chunk_begin = (const int64_t *)e->chunk_begin.ptr + first;
     a.entries = (const mf_sgd_entry *)e->entries.ptr;
     a.user = (const int32_t *)e->user.ptr;
     a.U = e->U.ptr;
     a.V = e->V.ptr;
-    a.nchunks = e->nchunks;
+    a.nchunks = nchunks;
     a.next = (unsigned long long *)e->scratch.ptr;
     a.sq_err = (double *)((char *)e->scratch.ptr + 8);
-    a.perm = mf_sgd_perm_make((uint64_t)(e->nchunks ? e->nchunks : 1), e->seed, (uint32_t)t);
+    a.perm = mf_sgd_perm_make((uint64_t)(nchunks ? nchunks : 1), e->seed, order);
     a.lr = lr;
     a.lambda_u = e->lambda_u;
     a.lambda_v = e->lambda_v;
@@ -102,7 +107,7 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
     a.bu = e->biases ? (float *)e->bu.ptr : NULL;
     a.bi = e->biases ? (float *)e->bi.ptr : NULL;
     a.lambda_bias = e->lambda_bias;
-    if (e->nchunks > 0) {
+    if (nchunks > 0) {
         void *args[] = {&a};
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
                                           args, 0, stream));
@@ -111,6 +116,21 @@ mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
                 cudaMemcpyAsync(sq_err, a.sq_err, sizeof *sq_err, cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
     return MF_OK;
+}
+
+mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+{
+    return engine_part_epoch(base, t, 0, lr, sq_err);
+}
+
+void engine_shared(mf_sgd_engine *base, int side, void **factors, size_t *row_bytes, void **biases,
+                   size_t *bias_bytes)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    *factors = side == 0 ? e->U.ptr : e->V.ptr;
+    *row_bytes = (size_t)e->kp * (e->half ? 2 : 4);
+    *biases = e->biases ? (side == 0 ? e->bu.ptr : e->bi.ptr) : NULL;
+    *bias_bytes = MF_SGD_BIAS_STRIDE * sizeof(float);
 }
 
 /* The strided biases (MF_SGD_BIAS_STRIDE) into packed arrays bu and bi (host or device;
@@ -241,6 +261,7 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->scratch);
     mf_dmem_free(ctx, &e->bu);
     mf_dmem_free(ctx, &e->bi);
+    free(e->parts);
     free(e);
 }
 
@@ -337,6 +358,8 @@ mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     e->base.epoch = engine_epoch;
+    e->base.part_epoch = engine_part_epoch;
+    e->base.shared = engine_shared;
     e->base.rmse = engine_rmse;
     e->base.finish = engine_finish;
     e->base.destroy = engine_destroy;
@@ -355,6 +378,14 @@ mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->biases = s->biases;
     e->lambda_bias = s->lambda_bias;
     e->mean = s->biases ? s->mean : 0.0f;
+    e->nparts = s->parts ? s->nparts : 1;
+    e->parts = (int64_t *)malloc(((size_t)e->nparts + 1) * sizeof *e->parts);
+    if (!e->parts) {
+        engine_destroy(&e->base);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    }
+    for (int i = 0; i <= e->nparts; i++)
+        e->parts[i] = s->parts ? s->parts[i] : i == 0 ? 0 : s->plan->nchunks;
     mf_status st = setup(e, s);
     if (st != MF_OK) {
         engine_destroy(&e->base);

@@ -23,6 +23,8 @@ typedef struct cpu_engine {
     int biases;
     float lambda_bias, mean;
     float *bu, *bi; /* biases (biased model only) */
+    int64_t *parts; /* nparts + 1 chunk boundaries (sgd_internal.h) */
+    int nparts;
 } cpu_engine;
 
 static float load_bias(const float *b, int64_t i)
@@ -138,21 +140,37 @@ static double run_chunk(cpu_engine *e, int64_t c, float lr, float *u, float *v)
     return sq;
 }
 
-static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+static mf_status cpu_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
 {
     cpu_engine *e = (cpu_engine *)base;
-    const int64_t n = e->plan->nchunks;
-    const mf_sgd_perm perm = mf_sgd_perm_make((uint64_t)(n ? n : 1), e->seed, (uint32_t)t);
+    const int64_t first = e->parts[part], n = e->parts[part + 1] - first;
+    const mf_sgd_perm perm =
+        mf_sgd_perm_make((uint64_t)(n ? n : 1), e->seed, (uint32_t)((int64_t)t * e->nparts + part));
     double sq = 0.0;
 #pragma omp parallel num_threads(e->threads) reduction(+ : sq)
     {
         float u[512], v[512];
 #pragma omp for schedule(dynamic, 4)
         for (int64_t s = 0; s < n; s++)
-            sq += run_chunk(e, (int64_t)mf_sgd_perm_apply(&perm, (uint64_t)s), lr, u, v);
+            sq += run_chunk(e, first + (int64_t)mf_sgd_perm_apply(&perm, (uint64_t)s), lr, u, v);
     }
     *sq_err = sq;
     return MF_OK;
+}
+
+static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
+{
+    return cpu_part_epoch(base, t, 0, lr, sq_err);
+}
+
+static void cpu_shared(mf_sgd_engine *base, int side, void **factors, size_t *row_bytes,
+                       void **biases, size_t *bias_bytes)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    *factors = side == 0 ? e->U : e->V;
+    *row_bytes = (size_t)e->k * (e->half ? sizeof(uint16_t) : sizeof(float));
+    *biases = e->biases ? (side == 0 ? e->bu : e->bi) : NULL;
+    *bias_bytes = sizeof(float);
 }
 
 /* RMSE of the current factors. fp32 factors are plain float arrays: mf_rmse_compute (SDDMM)
@@ -213,6 +231,7 @@ static void cpu_destroy(mf_sgd_engine *base)
     free(e->V);
     free(e->bu);
     free(e->bi);
+    free(e->parts);
     free(e);
 }
 
@@ -229,6 +248,8 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     e->base.epoch = cpu_epoch;
+    e->base.part_epoch = cpu_part_epoch;
+    e->base.shared = cpu_shared;
     e->base.rmse = cpu_rmse;
     e->base.finish = cpu_finish;
     e->base.destroy = cpu_destroy;
@@ -254,7 +275,11 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->mean = s->biases ? s->mean : 0.0f;
     e->bu = calloc((size_t)e->rows + 1, sizeof *e->bu);
     e->bi = calloc((size_t)e->cols + 1, sizeof *e->bi);
-    if (!e->U || !e->V || !e->bu || !e->bi) {
+    e->nparts = s->parts ? s->nparts : 1;
+    e->parts = malloc(((size_t)e->nparts + 1) * sizeof *e->parts);
+    for (int i = 0; e->parts && i <= e->nparts; i++)
+        e->parts[i] = s->parts ? s->parts[i] : i == 0 ? 0 : s->plan->nchunks;
+    if (!e->U || !e->V || !e->bu || !e->bi || !e->parts) {
         cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_sgd_hogwild_run: out of host memory for the working factors");

@@ -33,6 +33,14 @@ typedef struct mf_sgd_plan {
 mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order, uint64_t seed,
                             mf_sgd_plan *plan);
 void mf_sgd_plan_free(mf_sgd_plan *plan);
+/* A rank's plan in a group: its users [u0, u1) against each block of items
+ * [item_bounds[b], item_bounds[b + 1]), b < blocks, one part each, in block order: part b is
+ * chunks [parts[b], parts[b + 1]) (parts has blocks + 1 entries). Each part is the plan of
+ * its block alone (mf_sgd_plan_build's, on the block's entries). */
+mf_status mf_sgd_plan_build_blocks(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order,
+                                   uint64_t seed, int32_t u0, int32_t u1,
+                                   const int64_t *item_bounds, int blocks, mf_sgd_plan *plan,
+                                   int64_t *parts);
 
 /* What both engines start from. U0 (users x k) and V0 (items x k) are float on the host,
  * leading dimension k, finite; the engines copy them. */
@@ -55,6 +63,10 @@ typedef struct mf_sgd_setup {
      * start at zero, and race like the factors. */
     int biases;
     float lambda_bias, mean;
+    /* The plan's parts (mf_sgd_plan_build_blocks): nparts + 1 chunk boundaries; NULL and 1
+     * for one part, the whole plan. */
+    const int64_t *parts;
+    int nparts;
 } mf_sgd_setup;
 
 typedef struct mf_sgd_engine mf_sgd_engine;
@@ -63,6 +75,13 @@ struct mf_sgd_engine {
      * receives the sum of the squared errors e^2 met by the updates (each before its
      * update): the epoch's training loss, and the divergence check. */
     mf_status (*epoch)(mf_sgd_engine *e, int t, float lr, double *sq_err);
+    /* The same over part `part` of the plan alone (setup's parts), its chunks in an order of
+     * their own for epoch t. epoch is part_epoch of the one part of an unparted plan. */
+    mf_status (*part_epoch)(mf_sgd_engine *e, int t, int part, float lr, double *sq_err);
+    /* The working factors of the users (side 0) or the items (1), rows of row_bytes, and
+     * their biases (NULL without), rows of bias_bytes: what a group's ranks exchange. */
+    void (*shared)(mf_sgd_engine *e, int side, void **factors, size_t *row_bytes, void **biases,
+                   size_t *bias_bytes);
     /* RMSE of the current factors over the stored entries of R (users x items). */
     mf_status (*rmse)(mf_sgd_engine *e, const mf_sparse *R, double *rmse);
     /* Copy the working factors into the caller's U and V (float, leading dimension ld >= k,

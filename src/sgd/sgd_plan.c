@@ -40,7 +40,16 @@ static void shuffle_row(int64_t *perm, int64_t n, uint64_t seed, int32_t row)
     }
 }
 
-static mf_status plan_user_chunks(mf_ctx *ctx, const mf_sparse *R, uint64_t seed, mf_sgd_plan *p)
+/* The rows a plan is built from: R itself, or one block of it (mf_sgd_plan_build_blocks). */
+typedef struct csr_view {
+    int32_t rows;
+    int64_t nnz;
+    const int64_t *row_ptr;
+    const int32_t *col;
+    const float *val;
+} csr_view;
+
+static mf_status plan_user_chunks(mf_ctx *ctx, const csr_view *R, uint64_t seed, mf_sgd_plan *p)
 {
     int64_t *first = malloc(((size_t)R->rows + 1) * sizeof *first);
     if (!first)
@@ -92,7 +101,7 @@ static mf_status plan_user_chunks(mf_ctx *ctx, const mf_sparse *R, uint64_t seed
     return MF_OK;
 }
 
-static mf_status plan_ratings(mf_ctx *ctx, const mf_sparse *R, uint64_t seed, mf_sgd_plan *p)
+static mf_status plan_ratings(mf_ctx *ctx, const csr_view *R, uint64_t seed, mf_sgd_plan *p)
 {
     int32_t *row_of = malloc((size_t)(R->nnz ? R->nnz : 1) * sizeof *row_of);
     p->nchunks = (R->nnz + MF_SGD_CHUNK - 1) / MF_SGD_CHUNK;
@@ -123,7 +132,7 @@ static mf_status plan_ratings(mf_ctx *ctx, const mf_sparse *R, uint64_t seed, mf
     return MF_OK;
 }
 
-mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order, uint64_t seed,
+static mf_status plan_build(mf_ctx *ctx, const csr_view *R, mf_sgd_order order, uint64_t seed,
                             mf_sgd_plan *plan)
 {
     mf_sgd_plan p = {0};
@@ -139,6 +148,105 @@ mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order,
     if (st == MF_OK)
         st = order == MF_SGD_ORDER_RATINGS ? plan_ratings(ctx, R, seed, &p)
                                            : plan_user_chunks(ctx, R, seed, &p);
+    if (st != MF_OK) {
+        mf_sgd_plan_free(&p);
+        return st;
+    }
+    *plan = p;
+    return MF_OK;
+}
+
+mf_status mf_sgd_plan_build(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order, uint64_t seed,
+                            mf_sgd_plan *plan)
+{
+    const csr_view v = {R->rows, R->nnz, R->row_ptr, R->col, R->val};
+    return plan_build(ctx, &v, order, seed, plan);
+}
+
+/* The entries of rows [u0, u1) in columns [i0, i1), as a CSR of all R's rows (the others
+ * empty), so that a block's plan keeps R's row numbers and each row's shuffle. */
+static mf_status block_of(mf_ctx *ctx, const mf_sparse *R, int32_t u0, int32_t u1, int64_t i0,
+                          int64_t i1, csr_view *v, int64_t **ptr, int32_t **col, float **val)
+{
+    int64_t nnz = 0;
+    for (int32_t u = u0; u < u1; u++)
+        for (int64_t q = R->row_ptr[u]; q < R->row_ptr[u + 1]; q++)
+            nnz += R->col[q] >= i0 && R->col[q] < i1;
+    *ptr = malloc(((size_t)R->rows + 1) * sizeof **ptr);
+    *col = malloc(((size_t)nnz + 1) * sizeof **col);
+    *val = R->val ? malloc(((size_t)nnz + 1) * sizeof **val) : NULL;
+    if (!*ptr || !*col || (R->val && !*val))
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    int64_t at = 0;
+    for (int32_t u = 0; u < R->rows; u++) {
+        (*ptr)[u] = at;
+        if (u < u0 || u >= u1)
+            continue;
+        for (int64_t q = R->row_ptr[u]; q < R->row_ptr[u + 1]; q++)
+            if (R->col[q] >= i0 && R->col[q] < i1) {
+                (*col)[at] = R->col[q];
+                if (R->val)
+                    (*val)[at] = R->val[q];
+                at++;
+            }
+    }
+    (*ptr)[R->rows] = at;
+    *v = (csr_view){R->rows, nnz, *ptr, *col, *val};
+    return MF_OK;
+}
+
+/* parts's plan appended to p (whose arrays grow), its chunks shifted past p's. */
+static mf_status append(mf_ctx *ctx, mf_sgd_plan *p, const mf_sgd_plan *part)
+{
+    const size_t nnz = (size_t)(p->nnz + part->nnz), chunks = (size_t)(p->nchunks + part->nchunks);
+    int32_t *user = realloc(p->user, (nnz ? nnz : 1) * sizeof *user);
+    if (user)
+        p->user = user;
+    mf_sgd_entry *entry = realloc(p->entry, (nnz ? nnz : 1) * sizeof *entry);
+    if (entry)
+        p->entry = entry;
+    int64_t *begin = realloc(p->chunk_begin, (chunks + 1) * sizeof *begin);
+    if (begin)
+        p->chunk_begin = begin;
+    if (!user || !entry || !begin)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    memcpy(p->user + p->nnz, part->user, (size_t)part->nnz * sizeof *user);
+    memcpy(p->entry + p->nnz, part->entry, (size_t)part->nnz * sizeof *entry);
+    for (int64_t c = 0; c <= part->nchunks; c++)
+        p->chunk_begin[p->nchunks + c] = p->nnz + part->chunk_begin[c];
+    p->nnz += part->nnz;
+    p->nchunks += part->nchunks;
+    return MF_OK;
+}
+
+mf_status mf_sgd_plan_build_blocks(mf_ctx *ctx, const mf_sparse *R, mf_sgd_order order,
+                                   uint64_t seed, int32_t u0, int32_t u1,
+                                   const int64_t *item_bounds, int blocks, mf_sgd_plan *plan,
+                                   int64_t *parts)
+{
+    mf_sgd_plan p = {0};
+    p.chunk_begin = calloc(1, sizeof *p.chunk_begin);
+    mf_status st = p.chunk_begin ? MF_OK
+                                 : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                           "mf_sgd_hogwild_run: out of host memory");
+    parts[0] = 0;
+    for (int b = 0; st == MF_OK && b < blocks; b++) {
+        csr_view v;
+        int64_t *ptr = NULL;
+        int32_t *col = NULL;
+        float *val = NULL;
+        mf_sgd_plan part = {0};
+        st = block_of(ctx, R, u0, u1, item_bounds[b], item_bounds[b + 1], &v, &ptr, &col, &val);
+        if (st == MF_OK)
+            st = plan_build(ctx, &v, order, seed, &part);
+        if (st == MF_OK)
+            st = append(ctx, &p, &part);
+        parts[b + 1] = p.nchunks;
+        mf_sgd_plan_free(&part);
+        free(ptr);
+        free(col);
+        free(val);
+    }
     if (st != MF_OK) {
         mf_sgd_plan_free(&p);
         return st;
