@@ -3,6 +3,7 @@
  * ungrouped context (each row's solve is the same kernels wherever it runs, and the
  * exchange copies bytes). Without NCCL the suite says so and skips those tests, unless
  * MFACT_REQUIRE_NCCL is set (scripts/device-test sets it). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +109,59 @@ static void check_group(int n)
     }
 }
 
+/* Hogwild SGD over n ranks (devices 0..n-1): every rank returns the same factors, and the
+ * test RMSE is within 1% of one context's (the updates' order differs: Hogwild). */
+static void check_sgd_group(int n)
+{
+    mf_sgd_opts so;
+    mf_sgd_opts_init(&so);
+    so.rank = 32, so.epochs = 15;
+    const size_t ub = (size_t)USERS * so.rank * sizeof(float),
+                 vb = (size_t)ITEMS * so.rank * sizeof(float);
+    mf_ctx *one = cuda_ctx_on(0);
+    mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
+    float *U1 = malloc(ub), *V1 = malloc(vb);
+    mf_sgd_report r1 = {.struct_size = sizeof r1};
+    ck_assert_int_eq(mf_sgd_hogwild_run(one, R1, &so, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    mf_sparse_destroy(R1);
+    mf_ctx_destroy(one);
+    rk_job jobs[8];
+    mf_ctx *ctxs[8];
+    for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
+        jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
+        jobs[i].sgd = 1, jobs[i].so = so;
+        jobs[i].U = malloc(ub);
+        jobs[i].V = malloc(vb);
+    }
+    mf_status st = mf_ctx_join_local(ctxs, n);
+    if (!nccl_missing(st, ctxs[0])) {
+        ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+        rk_run_als(jobs, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+            ck_assert(!memcmp(jobs[i].U, jobs[0].U, ub) && !memcmp(jobs[i].V, jobs[0].V, vb));
+        }
+        printf("SGD over %d rank(s): train RMSE %.5f, one context %.5f\n", n,
+               jobs[0].srep.train_rmse, r1.train_rmse);
+        ck_assert_double_le(fabs(jobs[0].srep.train_rmse / r1.train_rmse - 1.0), 0.01);
+    }
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(ctxs[i]);
+    free(U1);
+    free(V1);
+}
+
 START_TEST(one_rank_over_nccl)
 {
     check_group(1);
+    check_sgd_group(1);
 }
 END_TEST
 
@@ -121,8 +172,10 @@ START_TEST(every_device)
         printf("every_device: %d device(s), needs 2 or more: skipped\n", n);
         return;
     }
-    for (int g = 2; g <= n; g++)
+    for (int g = 2; g <= n; g++) {
         check_group(g);
+        check_sgd_group(g);
+    }
 }
 END_TEST
 
