@@ -10,8 +10,13 @@ static void *run_one(void *arg)
     rk_job *j = arg;
     j->rep = (mf_als_report){.struct_size = sizeof j->rep};
     j->srep = (mf_sgd_report){.struct_size = sizeof j->srep};
-    j->st = j->sgd ? mf_sgd_hogwild_run(j->ctx, j->R, &j->so, j->U, j->V, MF_MEMORY_HOST, &j->srep)
-                   : mf_als_run(j->ctx, j->R, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
+    j->irep = (mf_ials_report){.struct_size = sizeof j->irep};
+    if (j->sgd)
+        j->st = mf_sgd_hogwild_run(j->ctx, j->R, &j->so, j->U, j->V, MF_MEMORY_HOST, &j->srep);
+    else if (j->ials)
+        j->st = mf_ials_run(j->ctx, j->R, &j->io, j->U, j->V, MF_MEMORY_HOST, &j->irep);
+    else
+        j->st = mf_als_run(j->ctx, j->R, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
     snprintf(j->error, sizeof j->error, "%s", mf_ctx_last_error(j->ctx));
     return NULL;
 }

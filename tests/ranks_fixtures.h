@@ -7,13 +7,15 @@
 
 /* One rank's call: its context and its own copy of the ratings, the options, the outputs
  * (host, rows x rank and cols x rank), and what came back. sgd set: mf_sgd_hogwild_run with
- * so (and srep), else mf_als_run with o (and rep). */
+ * so (and srep); ials set: mf_ials_run with io (and irep); else mf_als_run with o (and rep). */
 typedef struct rk_job {
     mf_ctx *ctx;
     mf_sparse *R;
     mf_als_opts o;
-    int sgd;
+    int sgd, ials;
     mf_sgd_opts so;
+    mf_ials_opts io;
+    mf_ials_report irep;
     float *U, *V;
     mf_als_report rep;
     mf_sgd_report srep;

@@ -56,35 +56,57 @@ static void fit_one_context(const mf_als_opts *o, float *U, float *V, double *tr
     mf_ctx_destroy(ctx);
 }
 
+static void close_group(rk_job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(jobs[i].ctx);
+}
+
+/* n ranks on devices 0..n-1, grouped, each with the fixture's ratings, outputs for rank k
+ * and proto's call (its algorithm and options). Returns 0 (with the group closed again)
+ * when NCCL is missing and not required. */
+static int open_group(rk_job *jobs, int n, const rk_job *proto, int k)
+{
+    mf_ctx *ctxs[8];
+    for (int i = 0; i < n; i++) {
+        jobs[i] = *proto;
+        jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
+        ck_assert_ptr_nonnull(ctxs[i]);
+        jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
+        jobs[i].U = malloc((size_t)USERS * k * sizeof(float));
+        jobs[i].V = malloc((size_t)ITEMS * k * sizeof(float));
+    }
+    mf_status st = mf_ctx_join_local(ctxs, n);
+    if (!nccl_missing(st, ctxs[0])) {
+        ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+        return 1;
+    }
+    close_group(jobs, n);
+    return 0;
+}
+
 /* A group of n ranks on devices 0..n-1 against one context, for each solver. */
 static void check_group(int n)
 {
     static const int solvers[] = {MF_ALS_SOLVER_EXACT, MF_ALS_SOLVER_CG};
     for (int s = 0; s < 2; s++) {
-        mf_als_opts o;
-        mf_als_opts_init(&o);
-        o.rank = 48, o.iterations = 3, o.lambda = 0.5f, o.solver = solvers[s];
-        const size_t ub = (size_t)USERS * o.rank * sizeof(float),
-                     vb = (size_t)ITEMS * o.rank * sizeof(float);
+        rk_job proto = {0};
+        mf_als_opts_init(&proto.o);
+        proto.o.rank = 48, proto.o.iterations = 3, proto.o.lambda = 0.5f;
+        proto.o.solver = solvers[s];
+        const size_t ub = (size_t)USERS * proto.o.rank * sizeof(float),
+                     vb = (size_t)ITEMS * proto.o.rank * sizeof(float);
         float *U1 = malloc(ub), *V1 = malloc(vb);
         double train1;
-        fit_one_context(&o, U1, V1, &train1);
-
+        fit_one_context(&proto.o, U1, V1, &train1);
         rk_job jobs[8];
-        mf_ctx *ctxs[8];
-        for (int i = 0; i < n; i++) {
-            memset(&jobs[i], 0, sizeof jobs[i]);
-            jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
-            ck_assert_ptr_nonnull(ctxs[i]);
-            jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
-            jobs[i].o = o;
-            jobs[i].U = malloc(ub);
-            jobs[i].V = malloc(vb);
-        }
-        mf_status st = mf_ctx_join_local(ctxs, n);
-        int skip = nccl_missing(st, ctxs[0]);
-        if (!skip) {
-            ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+        const int run = open_group(jobs, n, &proto, proto.o.rank);
+        if (run) {
             rk_run_als(jobs, n);
             for (int i = 0; i < n; i++) {
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
@@ -94,17 +116,11 @@ static void check_group(int n)
             }
             printf("%d rank(s), %s: the factors of one context, train RMSE %.6f\n", n,
                    s ? "CG" : "exact", train1);
+            close_group(jobs, n);
         }
-        for (int i = 0; i < n; i++) {
-            mf_sparse_destroy(jobs[i].R);
-            free(jobs[i].U);
-            free(jobs[i].V);
-        }
-        for (int i = 0; i < n; i++)
-            mf_ctx_destroy(ctxs[i]);
         free(U1);
         free(V1);
-        if (skip)
+        if (!run)
             return;
     }
 }
@@ -113,31 +129,21 @@ static void check_group(int n)
  * test RMSE is within 1% of one context's (the updates' order differs: Hogwild). */
 static void check_sgd_group(int n)
 {
-    mf_sgd_opts so;
-    mf_sgd_opts_init(&so);
-    so.rank = 32, so.epochs = 15;
-    const size_t ub = (size_t)USERS * so.rank * sizeof(float),
-                 vb = (size_t)ITEMS * so.rank * sizeof(float);
+    rk_job proto = {0};
+    proto.sgd = 1;
+    mf_sgd_opts_init(&proto.so);
+    proto.so.rank = 32, proto.so.epochs = 15;
+    const size_t ub = (size_t)USERS * proto.so.rank * sizeof(float),
+                 vb = (size_t)ITEMS * proto.so.rank * sizeof(float);
     mf_ctx *one = cuda_ctx_on(0);
     mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
     float *U1 = malloc(ub), *V1 = malloc(vb);
     mf_sgd_report r1 = {.struct_size = sizeof r1};
-    ck_assert_int_eq(mf_sgd_hogwild_run(one, R1, &so, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    ck_assert_int_eq(mf_sgd_hogwild_run(one, R1, &proto.so, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
     mf_sparse_destroy(R1);
     mf_ctx_destroy(one);
     rk_job jobs[8];
-    mf_ctx *ctxs[8];
-    for (int i = 0; i < n; i++) {
-        memset(&jobs[i], 0, sizeof jobs[i]);
-        jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
-        jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
-        jobs[i].sgd = 1, jobs[i].so = so;
-        jobs[i].U = malloc(ub);
-        jobs[i].V = malloc(vb);
-    }
-    mf_status st = mf_ctx_join_local(ctxs, n);
-    if (!nccl_missing(st, ctxs[0])) {
-        ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+    if (open_group(jobs, n, &proto, proto.so.rank)) {
         rk_run_als(jobs, n);
         for (int i = 0; i < n; i++) {
             ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
@@ -146,22 +152,55 @@ static void check_sgd_group(int n)
         printf("SGD over %d rank(s): train RMSE %.5f, one context %.5f\n", n,
                jobs[0].srep.train_rmse, r1.train_rmse);
         ck_assert_double_le(fabs(jobs[0].srep.train_rmse / r1.train_rmse - 1.0), 0.01);
+        close_group(jobs, n);
     }
-    for (int i = 0; i < n; i++) {
-        mf_sparse_destroy(jobs[i].R);
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
-    for (int i = 0; i < n; i++)
-        mf_ctx_destroy(ctxs[i]);
     free(U1);
     free(V1);
+}
+
+/* Implicit ALS over n ranks: one context's factors, bit for bit (CG and exact). */
+static void check_ials_group(int n)
+{
+    static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
+    for (int c = 0; c < 2; c++) {
+        rk_job proto = {0};
+        proto.ials = 1;
+        mf_ials_opts_init(&proto.io);
+        proto.io.rank = 64, proto.io.iterations = 3, proto.io.solver = solvers[c];
+        const size_t ub = (size_t)USERS * proto.io.rank * sizeof(float),
+                     vb = (size_t)ITEMS * proto.io.rank * sizeof(float);
+        mf_ctx *one = cuda_ctx_on(0);
+        mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
+        float *U1 = malloc(ub), *V1 = malloc(vb);
+        ck_assert_int_eq(mf_ials_run(one, R1, &proto.io, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
+        mf_sparse_destroy(R1);
+        mf_ctx_destroy(one);
+        rk_job jobs[8];
+        const int run = open_group(jobs, n, &proto, proto.io.rank);
+        if (run) {
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, ub) && !memcmp(jobs[i].V, V1, vb),
+                              "implicit ALS, solver %d: rank %d of %d differs from one context", c,
+                              i, n);
+            }
+            printf("implicit ALS over %d rank(s), %s: one context's factors\n", n,
+                   c ? "exact" : "CG");
+            close_group(jobs, n);
+        }
+        free(U1);
+        free(V1);
+        if (!run)
+            return;
+    }
 }
 
 START_TEST(one_rank_over_nccl)
 {
     check_group(1);
     check_sgd_group(1);
+    check_ials_group(1);
 }
 END_TEST
 
@@ -175,6 +214,7 @@ START_TEST(every_device)
     for (int g = 2; g <= n; g++) {
         check_group(g);
         check_sgd_group(g);
+        check_ials_group(g);
     }
 }
 END_TEST

@@ -208,6 +208,47 @@ START_TEST(sgd_group_rotates_item_blocks)
 }
 END_TEST
 
+/* Implicit ALS over a group: the factors of one context, bit for bit (each rank builds the
+ * other side's Gram matrix from the whole factors, then solves its share). */
+START_TEST(ials_group_equals_one_context)
+{
+    static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
+    for (int c = 0; c < 2; c++) {
+        mf_ials_opts io;
+        mf_ials_opts_init(&io);
+        io.rank = 8, io.iterations = 3, io.solver = solvers[c];
+        mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+        mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+        float *U1 = malloc((size_t)USERS * io.rank * sizeof *U1);
+        float *V1 = malloc((size_t)ITEMS * io.rank * sizeof *V1);
+        ck_assert_int_eq(mf_ials_run(ctx, R, &io, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
+        mf_sparse_destroy(R);
+        mf_ctx_destroy(ctx);
+        for (int n = 2; n <= 3; n++) {
+            mf_als_opts o;
+            mf_als_opts_init(&o);
+            o.rank = io.rank;
+            rk_job jobs[3];
+            make_group(jobs, n, &o, 5);
+            for (int i = 0; i < n; i++)
+                jobs[i].ials = 1, jobs[i].io = io;
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert_int_eq(jobs[i].irep.iterations, io.iterations);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, (size_t)USERS * io.rank * sizeof *U1),
+                              "solver %d: rank %d of %d: U differs", c, i, n);
+                ck_assert_msg(!memcmp(jobs[i].V, V1, (size_t)ITEMS * io.rank * sizeof *V1),
+                              "solver %d: rank %d of %d: V differs", c, i, n);
+            }
+            free_group(jobs, n);
+        }
+        free(U1);
+        free(V1);
+    }
+}
+END_TEST
+
 START_TEST(ranks_must_agree)
 {
     mf_als_opts o;
@@ -231,7 +272,7 @@ START_TEST(ranks_must_agree)
     rk_run_als(jobs, 2);
     for (int i = 0; i < 2; i++) {
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
-        ck_assert_msg(strstr(jobs[i].error, "ratings' count"), "%s", jobs[i].error);
+        ck_assert_msg(strstr(jobs[i].error, "count of entries"), "%s", jobs[i].error);
     }
     free_group(jobs, 2);
 }
@@ -331,13 +372,13 @@ START_TEST(other_runs_refuse_groups)
     o.rank = 4;
     rk_job jobs[2];
     make_group(jobs, 2, &o, 5);
-    mf_ials_opts io;
-    mf_ials_opts_init(&io);
-    io.rank = 4;
+    mf_asd_opts ao;
+    mf_asd_opts_init(&ao);
+    ao.rank = 4;
     ck_assert_int_eq(
-        mf_ials_run(jobs[0].ctx, jobs[0].R, &io, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
+        mf_asd_run(jobs[0].ctx, jobs[0].R, &ao, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
         MF_ERR_UNSUPPORTED);
-    tu_assert_error_has(jobs[0].ctx, "mf_ials_run does not run over a group");
+    tu_assert_error_has(jobs[0].ctx, "mf_asd_run does not run over a group");
     ck_assert(isnan(jobs[0].U[0]));
     /* A call that is not a run works on the rank's own context. */
     int32_t rows, cols;
@@ -387,9 +428,14 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "ranks", .timeout = 300};
-    const TTest *const tests[] = {shares_balance_work,           group_fit_equals_one_context,
-                                  sgd_group_rotates_item_blocks, ranks_must_agree,
-                                  one_failure_fails_all,         one_cancel_stops_all,
-                                  other_runs_refuse_groups,      group_calls_check_arguments};
+    const TTest *const tests[] = {shares_balance_work,
+                                  group_fit_equals_one_context,
+                                  sgd_group_rotates_item_blocks,
+                                  ials_group_equals_one_context,
+                                  ranks_must_agree,
+                                  one_failure_fails_all,
+                                  one_cancel_stops_all,
+                                  other_runs_refuse_groups,
+                                  group_calls_check_arguments};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -1070,8 +1070,8 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
 
 /* ---- Groups of contexts: one fit over several GPUs ---------------------------------
  * A group's contexts run one fit together. Each context is a rank, driven by its own
- * thread (or process, or host). A collective entry point (mf_als_run, mf_sgd_hogwild_run) is
- * called on
+ * thread (or process, or host). A collective entry point (mf_als_run, mf_ials_run,
+ * mf_sgd_hogwild_run) is called on
  * every rank at the same time with the same data (each rank its own mf_sparse of the same
  * entries), the same options and the same context seed. Each rank solves a contiguous
  * share of the rows, balanced by ratings, and the ranks exchange the solved factors after
@@ -1080,9 +1080,10 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * when they do not); a failure on one rank fails the call on every rank. A call made on
  * some ranks only waits for the others forever. mf_sgd_hogwild_run keeps each rank's users
  * and rotates blocks of items between the ranks within an epoch, so no factor row is written
- * by two ranks at once. The runs that are not collective yet (mf_bmf_run, mf_asd_run,
- * mf_ials_run) return MF_ERR_UNSUPPORTED on a context in a group of more than one; every
- * other call works on its own context alone. */
+ * by two ranks at once. Over a group, mf_ials_run needs the interactions to fit on each
+ * device (no streaming from host memory). The runs that are not collective yet (mf_bmf_run,
+ * mf_asd_run) return MF_ERR_UNSUPPORTED on a context in a group of more than one; every
+ * other call (mf_ials_fold_in among them) works on its own context alone. */
 
 /* Make ctxs[0..n) the ranks 0..n-1 of one group inside this process. CUDA contexts, on n
  * distinct devices, get NCCL communicators (ncclCommInitAll; libnccl.so.2 is loaded on

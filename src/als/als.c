@@ -301,44 +301,18 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
  * options and seed), or every rank fails. Outside a group: st. */
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_als_opts *o)
 {
-    if (mf_ranks(ctx) == 1)
-        return st;
-    static const char *const names[] = {"the ratings' rows",
-                                        "the ratings' columns",
-                                        "the ratings' count",
-                                        "rank",
-                                        "iterations",
-                                        "lambda",
-                                        "biases",
-                                        "lambda_bias",
-                                        "init",
-                                        "solver",
-                                        "cg_steps",
-                                        "weighting",
-                                        "the context seed's high bits",
-                                        "the context seed's low bits"};
-    int64_t v[14] = {0};
-    if (st == MF_OK) {
-        uint32_t lambda, lambda_bias;
-        memcpy(&lambda, &o->lambda, sizeof lambda);
-        memcpy(&lambda_bias, &o->lambda_bias, sizeof lambda_bias);
-        int64_t same[14] = {R->rows,
-                            R->cols,
-                            R->nnz,
-                            o->rank,
-                            o->iterations,
-                            lambda,
-                            o->biases,
-                            lambda_bias,
-                            o->init,
-                            o->solver,
-                            o->cg_steps,
-                            o->weighting,
-                            (int64_t)(ctx->seed >> 32),
-                            (int64_t)(ctx->seed & 0xffffffffu)};
-        memcpy(v, same, sizeof v);
-    }
-    return mf_ranks_agree(ctx, "mf_als_run", st, v, names, 14);
+    static const char *const names[] = {"rank", "iterations", "lambda",   "biases",   "lambda_bias",
+                                        "init", "solver",     "cg_steps", "weighting"};
+    const int64_t v[] = {o->rank,
+                         o->iterations,
+                         mf_ranks_bits(o->lambda),
+                         o->biases,
+                         mf_ranks_bits(o->lambda_bias),
+                         o->init,
+                         o->solver,
+                         o->cg_steps,
+                         o->weighting};
+    return mf_ranks_agree_fit(ctx, "mf_als_run", st, R, v, names, 9);
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,

@@ -4,9 +4,11 @@
 #include "core/ranks.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/comm_local.h"
 #include "core/error.h"
+#include "core/sparse.h"
 
 #define MAX_LOCAL_RANKS 1024
 
@@ -114,6 +116,36 @@ mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_
                            fn, names[i], (long long)same[i], (long long)-v[3 + 2 * i],
                            (long long)v[2 + 2 * i]);
     return MF_OK;
+}
+
+int64_t mf_ranks_bits(float x)
+{
+    uint32_t b;
+    memcpy(&b, &x, sizeof b);
+    return b;
+}
+
+mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
+                             const int64_t *opts, const char *const *names, int n)
+{
+    if (mf_ranks(ctx) == 1)
+        return st;
+    if (n > MF_RANKS_MAX_SAME - 5)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d options to agree on", fn, n);
+    int64_t v[MF_RANKS_MAX_SAME] = {0};
+    const char *all[MF_RANKS_MAX_SAME] = {"the input's rows", "the input's columns",
+                                          "the input's count of entries"};
+    if (st == MF_OK) {
+        v[0] = R->rows, v[1] = R->cols, v[2] = R->nnz;
+        memcpy(v + 3, opts, (size_t)n * sizeof *v);
+        v[3 + n] = (int64_t)(ctx->seed >> 32);
+        v[4 + n] = (int64_t)(ctx->seed & 0xffffffffu);
+    }
+    for (int i = 0; i < n; i++)
+        all[3 + i] = names[i];
+    all[3 + n] = "the context seed's high bits";
+    all[4 + n] = "the context seed's low bits";
+    return mf_ranks_agree(ctx, fn, st, v, all, n + 5);
 }
 
 void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,

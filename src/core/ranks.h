@@ -27,6 +27,15 @@ int mf_ranks(const mf_ctx *ctx);
 mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
                          const char *const *names, int n);
 
+/* The agreement a collective fit starts with (mf_ranks_agree): st, then the input's rows,
+ * columns and count of entries, the n (<= MF_RANKS_MAX_SAME - 5) option values opts named
+ * by names, and the context seed. R is read only when st is MF_OK. */
+struct mf_sparse;
+mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const struct mf_sparse *R,
+                             const int64_t *opts, const char *const *names, int n);
+/* A float option as the integer of its bits, for mf_ranks_agree_fit. */
+int64_t mf_ranks_bits(float x);
+
 /* Contiguous shares of rows [0, rows) for `parts` ranks: rank p takes [bounds[p],
  * bounds[p + 1]), bounds[0] = 0 and bounds[parts] = rows, balanced by the work a row
  * costs: its entries (ptr[r + 1] - ptr[r]) plus row_cost. */

@@ -74,8 +74,9 @@ typedef struct mf_run {
  * non-NULL; the options loaded; both outputs in `where` memory; the report's struct_size
  * usable; the test set's context and shape. */
 mf_status mf_run_begin(mf_run *run, mf_ctx *ctx, const mf_run_args *args);
-/* The same for a run that is collective over ctx's group (core/ranks.h): mf_run_begin
- * refuses a context in a group of more than one (MF_ERR_UNSUPPORTED), this one takes it. */
+/* The same for a run that a context in a group may make: one collective over the group
+ * (core/ranks.h), or one that works on its own context alone. mf_run_begin refuses a
+ * context in a group of more than one (MF_ERR_UNSUPPORTED), this one takes it. */
 mf_status mf_run_begin_collective(mf_run *run, mf_ctx *ctx, const mf_run_args *args);
 
 /* Start the clock and the peak-memory window; mf_run_finish closes them. */

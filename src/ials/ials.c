@@ -9,6 +9,7 @@
 #include "core/ctx.h"
 #include "core/fit.h"
 #include "core/random.h"
+#include "core/ranks.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 #include "ials/ials_internal.h"
@@ -108,29 +109,91 @@ static int cg_steps_for(const mf_ials_opts *o)
     return o->solver == MF_ALS_SOLVER_EXACT ? 0 : o->cg_steps;
 }
 
-static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, mf_ials_report *rep)
+/* A group's shares of rows (ranks + 1 bounds per side), balanced by work: a row's
+ * interactions plus its solve (2 CG steps' worth per step, or 2k/3 for Cholesky). */
+typedef struct shares {
+    int64_t *bounds[2];
+} shares;
+
+static mf_status share_rows(mf_ctx *ctx, mf_sparse *R, int k, int cg_steps, shares *sh,
+                            mf_ials_setup *setup)
 {
+    const int n = mf_ranks(ctx);
+    if (n == 1)
+        return MF_OK;
+    MF_TRY(mf_sparse_host_transpose(R));
+    const int64_t cost = cg_steps > 0 ? 2 * (int64_t)cg_steps : 2 * (int64_t)k / 3;
+    setup->part = 1;
+    for (int w = 0; w < 2; w++) {
+        sh->bounds[w] = malloc(((size_t)n + 1) * sizeof *sh->bounds[w]);
+        if (!sh->bounds[w])
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", setup->fn);
+        mf_partition_rows(w == 0 ? R->row_ptr : R->transpose.ptr, w == 0 ? R->rows : R->cols, n,
+                          cost, sh->bounds[w]);
+        setup->lo[w] = (int32_t)sh->bounds[w][ctx->comm->rank];
+        setup->hi[w] = (int32_t)sh->bounds[w][ctx->comm->rank + 1];
+    }
+    return MF_OK;
+}
+
+/* After a half step in a group: every rank solved its share, then the shares go to all. */
+static mf_status exchange(mf_ctx *ctx, mf_ials_engine *e, const shares *sh, mf_ials_side side,
+                          mf_status st)
+{
+    if (mf_ranks(ctx) == 1)
+        return st;
+    MF_TRY(mf_ranks_agree(ctx, "mf_ials_run", st, NULL, NULL, 0));
+    void *factors;
+    size_t row_bytes;
+    e->shared(e, side, &factors, &row_bytes);
+    return ctx->comm->ops->allgatherv(ctx->comm, ctx, factors, sh->bounds[side], row_bytes, NULL);
+}
+
+static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const shares *sh,
+                         mf_ials_report *rep)
+{
+    mf_ctx *ctx = run->ctx;
     mf_status st = MF_OK;
     double iter = 0.0;
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         const double t0 = mf_seconds();
-        st = e->half_step(e, MF_IALS_USERS);
+        st = exchange(ctx, e, sh, MF_IALS_USERS, e->half_step(e, MF_IALS_USERS));
         if (st == MF_OK)
-            st = e->half_step(e, MF_IALS_ITEMS);
+            st = exchange(ctx, e, sh, MF_IALS_ITEMS, e->half_step(e, MF_IALS_ITEMS));
         if (st != MF_OK)
             break;
         iter += mf_seconds() - t0;
         rep->iterations = it;
-        if (!o->progress)
-            continue;
-        st = e->loss(e, &rep->loss);
-        if (st != MF_OK)
-            break;
-        mf_progress p = {it, mf_run_seconds(run), rep->loss, NAN};
-        st = mf_run_cancelled(run, o->progress(o->progress_user, &p), "iteration", it);
+        if (o->progress) {
+            st = e->loss(e, &rep->loss);
+            if (st == MF_OK) {
+                mf_progress p = {it, mf_run_seconds(run), rep->loss, NAN};
+                st = mf_run_cancelled(run, o->progress(o->progress_user, &p), "iteration", it);
+            }
+        }
+        /* In a group (whose ranks may have a progress callback or not): one rank's failure
+         * or cancel stops them all, each keeping this iteration when it was a cancel. */
+        st = mf_ranks_agree(ctx, "mf_ials_run", st, NULL, NULL, 0);
     }
     rep->iteration_seconds = iter;
     return st;
+}
+
+/* In a group: every rank's checks passed and they fit the same problem, or all fail. */
+static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_ials_opts *o)
+{
+    static const char *const names[] = {"rank",    "iterations", "lambda",   "alpha", "confidence",
+                                        "epsilon", "solver",     "cg_steps", "fp16"};
+    const int64_t v[] = {o->rank,
+                         o->iterations,
+                         mf_ranks_bits(o->lambda),
+                         mf_ranks_bits(o->alpha),
+                         o->confidence,
+                         mf_ranks_bits(o->epsilon),
+                         o->solver,
+                         o->cg_steps,
+                         o->fp16};
+    return mf_ranks_agree_fit(ctx, "mf_ials_run", st, R, v, names, 9);
 }
 
 mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
@@ -141,29 +204,32 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     mf_ials_opts_init(&o);
     mf_run run;
     mf_ials_report rep = {.loss = NAN};
-    MF_TRY(mf_run_begin(&run, ctx,
-                        &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(U, V), where,
-                                       MF_RUN_OPTS(mf_ials_opts, &o, opts),
-                                       MF_RUN_REPORT(mf_ials_report, report), NULL}));
-    MF_TRY(check_opts(ctx, &o, fn, 1));
+    mf_status st =
+        mf_run_begin_collective(&run, ctx,
+                                &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(U, V),
+                                               where, MF_RUN_OPTS(mf_ials_opts, &o, opts),
+                                               MF_RUN_REPORT(mf_ials_report, report), NULL});
     mf_sparse *R = (mf_sparse *)interactions; /* caches only */
-    MF_TRY(check_values(ctx, R, &o, fn));
+    if (st == MF_OK)
+        st = check_opts(ctx, &o, fn, 1);
+    if (st == MF_OK)
+        st = check_values(ctx, R, &o, fn);
+    st = agree_on_run(ctx, st, R, &o);
+    if (st != MF_OK)
+        return st;
     mf_run_start(&run);
     const int k = o.rank;
     const size_t nu = (size_t)R->rows * k, nv = (size_t)R->cols * k;
     float *U0 = malloc((nu + nv + 1) * sizeof *U0);
+    float *V0 = U0 ? U0 + nu : NULL;
     if (!U0)
-        return mf_run_finish(&run,
-                             mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                                     "%s: out of host memory for the initial factors", fn),
-                             report, &rep, &rep.peak_device_bytes);
-    float *V0 = U0 + nu;
-    mf_status st = MF_OK;
-    if (o.init == MF_IALS_INIT_GIVEN) {
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the initial factors",
+                     fn);
+    else if (o.init == MF_IALS_INIT_GIVEN) {
         st = mf_fit_load_given(ctx, fn, "U", U, R->rows, k, where, U0);
         if (st == MF_OK)
             st = mf_fit_load_given(ctx, fn, "V", V, R->cols, k, where, V0);
-    } else {
+    } else if (U0) {
         const int threads = mf_ctx_threads(ctx);
         mf_random_uniform_host(U0, (int64_t)nu, 0.0f, 0.01f, ctx->seed, IALS_STREAM_U, threads);
         mf_random_uniform_host(V0, (int64_t)nv, 0.0f, 0.01f, ctx->seed, IALS_STREAM_V, threads);
@@ -171,18 +237,29 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     const int cg = cg_steps_for(&o);
     rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     mf_ials_setup setup = setup_of(ctx, fn, R, &o, cg, U0, V0);
+    shares sh = {{NULL, NULL}};
+    if (st == MF_OK)
+        st = share_rows(ctx, R, k, cg, &sh, &setup);
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
     free(U0);
+    /* In a group, every rank has its engine before the first exchange, or none goes on. */
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    if (st != MF_OK && e) {
+        e->destroy(e);
+        e = NULL;
+    }
     if (st == MF_OK) {
-        st = iterate(&run, e, &o, &rep);
+        st = iterate(&run, e, &o, &sh, &rep);
         if (mf_run_has_result(st) && isnan(rep.loss) && o.progress)
             st = mf_run_then(st, e->loss(e, &rep.loss));
         if (mf_run_has_result(st))
             st = mf_run_then(st, e->finish(e, U, V, where));
         e->destroy(e);
     }
+    free(sh.bounds[0]);
+    free(sh.bounds[1]);
     rep.seconds = mf_run_seconds(&run);
     return mf_run_finish(&run, st, report, &rep, &rep.peak_device_bytes);
 }
@@ -194,9 +271,11 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
     mf_ials_opts o;
     mf_ials_opts_init(&o);
     mf_run run;
-    MF_TRY(mf_run_begin(&run, ctx,
-                        &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(V, U), where,
-                                       MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
+    /* Each rank of a group may fold users in on its own: nothing here is collective. */
+    MF_TRY(mf_run_begin_collective(
+        &run, ctx,
+        &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(V, U), where,
+                       MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 0));
     mf_sparse *R = (mf_sparse *)interactions;
     MF_TRY(check_values(ctx, R, &o, fn));

@@ -124,6 +124,7 @@ struct streamer {
 
 struct side {
     int32_t rows;
+    int32_t first, count; /* the rows half_step solves: this rank's share (all by default) */
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
@@ -374,23 +375,28 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     const void *F = e->F[1 - s].ptr;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->failed.ptr, 0xff, sizeof(unsigned long long), stream));
     MF_TRY(gram(e, F, other.rows));
-    if (own.rows == 0)
+    if (own.count == 0)
         return MF_OK;
     if (e->z.on)
         return half_step_streamed(e, s, X, F);
+    /* This rank's share: rows [first, first + count); the offsets index the whole side's
+     * interactions, so only the row pointers move. */
+    const int64_t *own_ptr = own.ptr + own.first;
+    X = (char *)X + (size_t)own.first * e->kp * fac_bytes(e);
     if (e->cg_steps == 0) {
-        ials::exact_args a = {own.rows, own.ptr,    own.idx,
-                              own.val,  F,          fp(e->G),
-                              X,        e->is_half, e->lambda,
-                              e->alpha, e->epsilon, e->log_confidence,
-                              e->k,     e->kp,      (unsigned long long *)e->failed.ptr,
-                              0};
-        ials::exact_solve<<<(unsigned)own.rows, 256, ials::exact_smem_bytes(e->k), stream>>>(a);
+        ials::exact_args a = {own.count, own_ptr,    own.idx,
+                              own.val,   F,          fp(e->G),
+                              X,         e->is_half, e->lambda,
+                              e->alpha,  e->epsilon, e->log_confidence,
+                              e->k,      e->kp,      (unsigned long long *)e->failed.ptr,
+                              own.first};
+        ials::exact_solve<<<(unsigned)own.count, 256, ials::exact_smem_bytes(e->k), stream>>>(a);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "ials exact_solve"));
         return check_failed(e, s);
     }
     ials::cg_args a = {};
-    a.rows = own.rows, a.ptr = own.ptr, a.idx = own.idx, a.val = own.val, a.F = F;
+    a.rows = own.count, a.ptr = own_ptr, a.idx = own.idx, a.val = own.val, a.F = F;
+    a.row0 = own.first;
     a.X = X, a.R = fp(e->R), a.P = fp(e->P), a.AP = fp(e->AP), a.rs = (float *)e->rs.ptr;
     a.is_half = e->is_half;
     a.lambda = e->lambda, a.alpha = e->alpha, a.epsilon = e->epsilon;
@@ -400,11 +406,11 @@ mf_status half_step(mf_ials_engine *base, mf_ials_side s)
     a.seg_lo = (const int64_t *)own.lo.ptr, a.seg_hi = (const int64_t *)own.hi.ptr;
     a.seg_row = (const int32_t *)own.row.ptr, a.row_seg = (const int64_t *)own.seg.ptr;
     a.PA = fp(e->PA), a.PB = fp(e->PB);
-    MF_TRY(gemm(e, X, true, fp(e->AP), own.rows));
+    MF_TRY(gemm(e, X, true, fp(e->AP), own.count));
     MF_TRY(cg_dispatch(e, a, true));
     for (int step = 0; step < e->cg_steps; step++) {
         a.step = step;
-        MF_TRY(gemm(e, fp(e->P), false, fp(e->AP), own.rows));
+        MF_TRY(gemm(e, fp(e->P), false, fp(e->AP), own.count));
         MF_TRY(cg_dispatch(e, a, false));
     }
     return check_failed(e, s);
@@ -579,6 +585,13 @@ mf_status engine_finish(mf_ials_engine *base, float *U, float *V, mf_memory wher
 
 void stream_release(cuda_engine *e);
 
+void engine_shared(mf_ials_engine *base, mf_ials_side side, void **factors, size_t *row_bytes)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    *factors = e->F[side].ptr;
+    *row_bytes = (size_t)e->kp * fac_bytes(e);
+}
+
 void engine_destroy(mf_ials_engine *base)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -640,7 +653,9 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0
 mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
 {
     mf_ctx *ctx = e->ctx;
-    const int32_t rows = sd->rows;
+    /* The share's rows only, numbered from its first (half_step moves the row pointers). */
+    const int32_t rows = sd->count;
+    ptr += sd->first;
     int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
     if (!row_seg)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
@@ -1055,6 +1070,10 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     }
     e->by[0].rows = R->rows;
     e->by[1].rows = R->cols;
+    for (int w = 0; w < 2; w++) {
+        e->by[w].first = s->part ? s->lo[w] : 0;
+        e->by[w].count = s->part ? s->hi[w] - s->lo[w] : e->by[w].rows;
+    }
     const int T = e->kp / 32, tiles = T * (T + 1) / 2;
     /* Enough chunks for about 4 blocks per SM, each with at least 1024 rows. */
     e->chunks = (4 * mf_cuda_of(ctx)->prop.multiProcessorCount + tiles - 1) / tiles;
@@ -1084,6 +1103,12 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     size_t inter = 0;
     if (resident_bytes(e, R, common, &inter) <= usable)
         return setup_resident(e, s);
+    if (s->part)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "%s: over a group of contexts the interactions must fit on each device "
+                       "(%zu bytes needed beside the factors, %zu available); streaming them "
+                       "from host memory runs on one context",
+                       e->fn, inter, usable > common ? usable - common : (size_t)0);
     return setup_streamed(e, s, common, inter, usable, limited);
 }
 
@@ -1099,6 +1124,7 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
     e->base.half_step = half_step;
     e->base.loss = engine_loss;
     e->base.finish = engine_finish;
+    e->base.shared = engine_shared;
     e->base.destroy = engine_destroy;
     e->ctx = ctx;
     e->fn = s->fn;

@@ -46,6 +46,8 @@ typedef struct cpu_engine {
     int fp16;     /* stored values rounded to half (mf_ials_opts.fp16) */
     float *U, *V; /* working copies, leading dimension k */
     double *G;    /* k x k: the other side's Gram matrix */
+    int part;     /* solve rows [lo[side], hi[side]) only (a group's share) */
+    int32_t lo[2], hi[2];
 } cpu_engine;
 
 /* G = F^T F over rows x k floats, in double: each thread sums its share of the rows, and
@@ -208,6 +210,7 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
         F = e->U, X = e->V;
     }
     MF_TRY(gram(e, F, other));
+    const int32_t lo = e->part ? e->lo[side] : 0, hi = e->part ? e->hi[side] : rows;
     int32_t failed_row = -1;
     int failed_at = -1, out_of_memory = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(e->ctx))
@@ -218,7 +221,7 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
             out_of_memory = 1;
         }
 #pragma omp for schedule(dynamic, 32)
-        for (int32_t r = 0; r < rows; r++) {
+        for (int32_t r = lo; r < hi; r++) {
             float *xf = X + (int64_t)r * k;
             if (!A || ptr[r] == ptr[r + 1]) {
                 memset(xf, 0, (size_t)k * sizeof *xf);
@@ -314,6 +317,13 @@ static mf_status finish(mf_ials_engine *base, float *U, float *V, mf_memory wher
     return deliver(e->ctx, V, e->V, (size_t)e->R->cols * e->k, where);
 }
 
+static void shared(mf_ials_engine *base, mf_ials_side side, void **factors, size_t *row_bytes)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    *factors = side == MF_IALS_USERS ? e->U : e->V;
+    *row_bytes = (size_t)e->k * sizeof(float);
+}
+
 static void destroy(mf_ials_engine *base)
 {
     cpu_engine *e = (cpu_engine *)base;
@@ -328,7 +338,10 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     cpu_engine *e = calloc(1, sizeof *e);
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
-    e->base = (mf_ials_engine){half_step, loss, finish, destroy};
+    e->base = (mf_ials_engine){half_step, loss, finish, shared, destroy};
+    e->part = s->part;
+    for (int w = 0; w < 2; w++)
+        e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence, e->cg_steps = s->cg_steps;

@@ -28,6 +28,10 @@ typedef struct mf_ials_setup {
     int fp16;           /* factors stored in half precision (mf_ials_opts.fp16) */
     const float *U0;    /* users x k, or NULL: zeros (fold-in solves U from V alone) */
     const float *V0;    /* items x k */
+    /* A rank's share in a group (core/ranks.h): half_step solves rows [lo[side], hi[side])
+     * of each side only. part 0: every row. */
+    int part;
+    int32_t lo[2], hi[2];
 } mf_ials_setup;
 
 typedef struct mf_ials_engine mf_ials_engine;
@@ -39,6 +43,9 @@ struct mf_ials_engine {
     /* The working factors into the caller's U and V (rows x k; either may be NULL), in
      * `where` memory. */
     mf_status (*finish)(mf_ials_engine *e, float *U, float *V, mf_memory where);
+    /* The working factors of `side` (rows of row_bytes; device memory on the CUDA engine),
+     * which a group's ranks exchange after a half step. */
+    void (*shared)(mf_ials_engine *e, mf_ials_side side, void **factors, size_t *row_bytes);
     void (*destroy)(mf_ials_engine *e);
 };
 

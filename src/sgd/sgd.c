@@ -400,45 +400,19 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
  * options and seed), or every rank fails. Outside a group: st. */
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_sgd_opts *o)
 {
-    if (mf_ranks(ctx) == 1)
-        return st;
-    static const char *const names[] = {"the ratings' rows",
-                                        "the ratings' columns",
-                                        "the ratings' count",
-                                        "rank",
-                                        "epochs",
-                                        "learning_rate",
-                                        "lambda_u",
-                                        "lambda_v",
-                                        "storage",
-                                        "order",
-                                        "biases",
-                                        "init",
-                                        "the context seed's high bits",
-                                        "the context seed's low bits"};
-    int64_t v[14] = {0};
-    if (st == MF_OK) {
-        uint32_t lr, lu, lv;
-        memcpy(&lr, &o->learning_rate, sizeof lr);
-        memcpy(&lu, &o->lambda_u, sizeof lu);
-        memcpy(&lv, &o->lambda_v, sizeof lv);
-        int64_t same[14] = {R->rows,
-                            R->cols,
-                            R->nnz,
-                            o->rank,
-                            o->epochs,
-                            lr,
-                            lu,
-                            lv,
-                            o->storage,
-                            o->order,
-                            o->biases,
-                            o->init,
-                            (int64_t)(ctx->seed >> 32),
-                            (int64_t)(ctx->seed & 0xffffffffu)};
-        memcpy(v, same, sizeof v);
-    }
-    return mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, v, names, 14);
+    static const char *const names[] = {"rank",     "epochs",   "learning_rate",
+                                        "lambda_u", "lambda_v", "storage",
+                                        "order",    "biases",   "init"};
+    const int64_t v[] = {o->rank,
+                         o->epochs,
+                         mf_ranks_bits(o->learning_rate),
+                         mf_ranks_bits(o->lambda_u),
+                         mf_ranks_bits(o->lambda_v),
+                         o->storage,
+                         o->order,
+                         o->biases,
+                         o->init};
+    return mf_ranks_agree_fit(ctx, "mf_sgd_hogwild_run", st, R, v, names, 9);
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
