@@ -204,6 +204,7 @@ static mf_status fit(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse
         jobs[i].o.test = g.test[i];
         if (i > 0) {
             jobs[i].o.progress = NULL; /* rank 0 prints */
+            jobs[i].o.bias_out = NULL; /* and reports the biases */
             jobs[i].U = malloc((size_t)users * a->rank * sizeof(float));
             jobs[i].V = malloc((size_t)items * a->rank * sizeof(float));
         }

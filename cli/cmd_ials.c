@@ -8,12 +8,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpus.h"
 
 typedef struct ials_args {
     cli_common common;
     const char *cmd;
     const char *file, *test_file, *out_u, *out_v, *out_rec;
-    long long rank, iterations, cg_steps, top;
+    long long rank, iterations, cg_steps, top, gpus;
     double lambda, alpha, epsilon, test_fraction;
     mf_ials_confidence confidence;
     mf_als_solver solver;
@@ -27,7 +28,7 @@ static void ials_help(const char *cmd)
         "usage: mfact %s FILE [--rank K] [--lambda L] [--alpha A] [--confidence linear|log]\n"
         "                [--epsilon E] [--iterations N] [--solver auto|exact|cg] [--cg-steps S]\n"
         "                [--test FILE | --test-fraction F] [--top N] [--output FILE]\n"
-        "                [--output-u FILE] [--output-v FILE] [options]\n\n"
+        "                [--output-u FILE] [--output-v FILE] [--gpus N] [options]\n\n"
         "Factorizes the interactions of FILE (users x items; repeated pairs are summed) by\n"
         "implicit-feedback ALS (Hu, Koren & Volinsky): rank K (1..512, default %d), penalty\n"
         "L (default %g), confidence 1 + A r (linear) or 1 + A log(1 + r / E) (log; A default\n"
@@ -38,7 +39,9 @@ static void ials_help(const char *cmd)
         "N, default 10) and AUC after every iteration, as implicit's ranking_metrics_at_k\n"
         "computes them. recommend writes each user's top N items, those of FILE left out,\n"
         "to --output FILE (default standard output) as 'user item score' lines, 0-based.\n"
-        "--output-u and --output-v write the factors as text, one row per line.\n%s",
+        "--output-u and --output-v write the factors as text, one row per line. --gpus N:\n"
+        "one fit over N GPUs (--device and the N - 1 after it), each solving its share of\n"
+        "the rows; the factors are those of one GPU.\n%s",
         cmd, d.rank, (double)d.lambda, (double)d.alpha, (double)d.epsilon, d.iterations, d.cg_steps,
         cli_common_help());
 }
@@ -84,6 +87,9 @@ static int ials_option(void *args, const char *opt, const char *val)
     } else if (!strcmp(opt, "--cg-steps")) {
         if (!cli_parse_ll(val, &a->cg_steps) || a->cg_steps < 1 || a->cg_steps > 64)
             return bad(a, "--cg-steps takes an integer from 1 to 64");
+    } else if (!strcmp(opt, "--gpus")) {
+        if (!cli_gpus_parse(a->cmd, val, &a->gpus))
+            return -1;
     } else if (!strcmp(opt, "--top")) {
         if (!cli_parse_ll(val, &a->top) || a->top < 1 || a->top > 100000)
             return bad(a, "--top takes an integer from 1 to 100000");
@@ -115,6 +121,7 @@ static int parse(int argc, char **argv, const char *cmd, ials_args *a)
     a->rank = d.rank, a->iterations = d.iterations, a->cg_steps = d.cg_steps, a->top = 10;
     a->lambda = d.lambda, a->alpha = d.alpha, a->epsilon = d.epsilon;
     a->confidence = d.confidence, a->solver = d.solver;
+    a->gpus = 1;
     if (cli_parse_args(cmd, argc, argv, &a->common, ials_option, a, &a->file) < 0)
         return -1;
     if (a->common.help)
@@ -170,6 +177,52 @@ static int write_recommendations(mf_ctx *ctx, const ials_args *a, const mf_model
     return rc;
 }
 
+/* One rank's iteration under --gpus: each rank continues from its own copy of the factors
+ * (every rank returns the same ones). */
+typedef struct rank_job {
+    mf_ctx *ctx;
+    mf_sparse *train;
+    mf_ials_opts o;
+    float *U, *V;
+    mf_ials_report rep;
+    mf_status st;
+} rank_job;
+
+static void *run_rank(void *arg)
+{
+    rank_job *j = arg;
+    j->rep = (mf_ials_report){.struct_size = sizeof j->rep};
+    /* A rank short of host memory (NULL U or V) still takes part: mf_ials_run fails it,
+     * and with it every rank. */
+    j->st = mf_ials_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
+    return NULL;
+}
+
+/* One call of mf_ials_run on ctx, or over the group g (ctx its rank 0, jobs its ranks'
+ * calls, whose options follow o). Prints a failure. */
+static mf_status fit_once(mf_ctx *ctx, const ials_args *a, const cli_gpus *g, rank_job *jobs,
+                          mf_sparse *train, const mf_ials_opts *o, float *U, float *V,
+                          mf_ials_report *rep)
+{
+    mf_status st = MF_ERR_INTERNAL;
+    if (g->n <= 1) {
+        st = mf_ials_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
+    } else {
+        for (int i = 0; i < g->n; i++)
+            jobs[i].o = *o;
+        if (cli_gpus_run(g, run_rank, jobs, sizeof *jobs) != 0) {
+            cli_error(a->cmd, "could not start a thread per GPU");
+            return MF_ERR_INTERNAL;
+        }
+        st = jobs[0].st;
+        if (st == MF_OK)
+            *rep = jobs[0].rep;
+    }
+    if (st != MF_OK)
+        cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
+    return st;
+}
+
 static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
     const ials_args *a = args;
@@ -200,9 +253,21 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_ials_report rep = {.struct_size = sizeof rep};
     mf_ranking r = {.struct_size = sizeof r};
     int rc = CLI_OK;
-    for (long long it = 1; it <= a->iterations; it++) {
-        if (mf_ials_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
-            cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
+    cli_gpus g = {.n = 1};
+    rank_job jobs[CLI_MAX_GPUS];
+    if (a->gpus > 1) {
+        if (cli_gpus_open(a->cmd, &a->common, ctx, (int)a->gpus, train, NULL, &g) != 0)
+            rc = CLI_FAILED;
+        for (int i = 0; rc == CLI_OK && i < g.n; i++) {
+            jobs[i] = (rank_job){g.ctx[i], g.train[i], o, U, V, {0}, MF_OK};
+            if (i > 0) {
+                jobs[i].U = malloc((size_t)users * k * sizeof(float));
+                jobs[i].V = malloc((size_t)items * k * sizeof(float));
+            }
+        }
+    }
+    for (long long it = 1; rc == CLI_OK && it <= a->iterations; it++) {
+        if (fit_once(ctx, a, &g, jobs, train, &o, U, V, &rep) != MF_OK) {
             rc = CLI_FAILED;
             break;
         }
@@ -220,6 +285,12 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
         }
         fprintf(log, "\n");
     }
+    for (int i = 1; i < g.n; i++) {
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    if (g.n > 1)
+        cli_gpus_close(&g);
     if (rc == CLI_OK && (a->out_u || a->out_v))
         rc = cli_write_factors(a->cmd, a->out_u, a->out_v, U, V, train, k) ? CLI_FAILED : CLI_OK;
     if (rc == CLI_OK && !strcmp(a->cmd, "recommend"))

@@ -7,11 +7,12 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpus.h"
 
 typedef struct sgd_args {
     cli_common common;
     const char *file, *test_file, *out_u, *out_v;
-    long long rank, epochs, workers;
+    long long rank, epochs, workers, gpus;
     double lr, decay, lambda, test_fraction;
     bool fp16, constant, by_ratings;
     cli_model_args model;
@@ -25,7 +26,7 @@ static void sgd_help(void)
            "                [--lambda L] [--epochs N] [--fp16] [--workers W] [--order-ratings]\n"
            "                [--no-biases] [--lambda-bias L] [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
-           "                [options]\n\n"
+           "                [--gpus N] [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by lock-free (Hogwild) SGD: rank K\n"
            "(1..512, default %d), learning rate R (default %g) decayed as R / (1 + B t^1.5) in\n"
            "epoch t (B default %g; --constant-rate keeps R), regularization L on both sides\n"
@@ -36,7 +37,9 @@ static void sgd_help(void)
            "The test RMSE is measured on --test FILE, or on a fraction F of FILE's ratings held\n"
            "out by a hash of their position and --seed. Repeated ratings keep the last one.\n"
            "Prints the train and test RMSE after every epoch; --output-u and --output-v write\n"
-           "the factors as text, one row per line.\n%s%s",
+           "the factors as text, one row per line. --gpus N: one fit over N GPUs (--device and\n"
+           "the N - 1 after it): each keeps its share of the users and the item blocks rotate\n"
+           "between them within an epoch.\n%s%s",
            d.rank, (double)d.learning_rate, (double)d.decay, (double)d.lambda_u,
            (double)d.lambda_bias, d.epochs, cli_model_help(), cli_common_help());
 }
@@ -55,6 +58,7 @@ static int parse(int argc, char **argv, sgd_args *a)
     cli_common_init(&a->common);
     a->rank = d.rank, a->epochs = d.epochs, a->lr = d.learning_rate, a->decay = d.decay;
     a->lambda = d.lambda_u;
+    a->gpus = 1;
     cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
         int r = cli_common_parse("sgd", argc, argv, &i, &a->common);
@@ -92,6 +96,9 @@ static int parse(int argc, char **argv, sgd_args *a)
             a->fp16 = true;
         } else if (!strcmp(opt, "--constant-rate")) {
             a->constant = true;
+        } else if (!strcmp(opt, "--gpus") && val) {
+            if (!cli_gpus_parse("sgd", argv[++i], &a->gpus))
+                return -1;
         } else if (!strcmp(opt, "--order-ratings")) {
             a->by_ratings = true;
         } else if (!strcmp(opt, "--test") && val) {
@@ -120,6 +127,68 @@ static int on_epoch(void *user, const mf_progress *p)
     (void)user;
     cli_print_progress("epoch", p);
     return 0;
+}
+
+/* One rank's mf_sgd_hogwild_run under --gpus. */
+typedef struct rank_job {
+    mf_ctx *ctx;
+    mf_sparse *train;
+    mf_sgd_opts o;
+    float *U, *V;
+    mf_sgd_report rep;
+    mf_status st;
+} rank_job;
+
+static void *run_rank(void *arg)
+{
+    rank_job *j = arg;
+    j->rep = (mf_sgd_report){.struct_size = sizeof j->rep};
+    /* A rank short of host memory (NULL U or V) still takes part: the run fails it, and
+     * with it every rank. */
+    j->st = mf_sgd_hogwild_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
+    return NULL;
+}
+
+/* mf_sgd_hogwild_run on ctx, or over --gpus N devices with ctx as rank 0 (whose U, V, report
+ * and progress lines are the tool's; every rank gets the same factors). Prints a failure. */
+static mf_status fit(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test,
+                     const mf_sgd_opts *o, float *U, float *V, mf_sgd_report *rep)
+{
+    mf_status st = MF_ERR_INTERNAL;
+    if (a->gpus == 1) {
+        st = mf_sgd_hogwild_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
+        if (st != MF_OK)
+            cli_error("sgd", "%s", mf_ctx_last_error(ctx));
+        return st;
+    }
+    cli_gpus g;
+    if (cli_gpus_open("sgd", &a->common, ctx, (int)a->gpus, train, test, &g) != 0)
+        return MF_ERR_INVALID_ARGUMENT; /* printed */
+    int32_t users, items;
+    mf_sparse_shape(train, &users, &items, NULL);
+    rank_job jobs[CLI_MAX_GPUS];
+    for (int i = 0; i < g.n; i++) {
+        jobs[i] = (rank_job){g.ctx[i], g.train[i], *o, U, V, {0}, MF_OK};
+        jobs[i].o.test = g.test[i];
+        if (i > 0) {
+            jobs[i].o.progress = NULL; /* rank 0 prints */
+            jobs[i].o.bias_out = NULL; /* and reports the biases */
+            jobs[i].U = malloc((size_t)users * a->rank * sizeof(float));
+            jobs[i].V = malloc((size_t)items * a->rank * sizeof(float));
+        }
+    }
+    if (cli_gpus_run(&g, run_rank, jobs, sizeof *jobs) != 0)
+        cli_error("sgd", "could not start a thread per GPU");
+    else if ((st = jobs[0].st) != MF_OK)
+        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
+    else
+        *rep = jobs[0].rep;
+    for (int i = 1; i < g.n; i++) {
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    cli_gpus_close(&g);
+    return st;
 }
 
 static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
@@ -151,10 +220,8 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_biases bias = {0.0f, NULL, NULL};
     o.bias_out = &bias;
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    if (mf_sgd_hogwild_run(ctx, train, &o, U, V, MF_MEMORY_HOST, &rep) != MF_OK) {
-        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
-        goto done;
-    }
+    if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
+        goto done; /* printed */
     if (cli_write_factors("sgd", a->out_u, a->out_v, U, V, train, a->rank) != 0)
         goto done;
     cli_out out;
