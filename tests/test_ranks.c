@@ -249,6 +249,83 @@ START_TEST(ials_group_equals_one_context)
 }
 END_TEST
 
+/* What the review of the groups found: a rank of an SGD group failing in its start (a NaN
+ * in its given U) fails every rank instead of leaving them waiting; SGD's schedule, decay
+ * and lambda_bias and implicit ALS's init take part in the agreement; a failure message
+ * names the rank that had that status. */
+START_TEST(review_cases)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4;
+    rk_job jobs[3];
+    make_group(jobs, 2, &o, 5);
+    for (int i = 0; i < 2; i++) {
+        jobs[i].sgd = 1;
+        mf_sgd_opts_init(&jobs[i].so);
+        jobs[i].so.rank = 4, jobs[i].so.epochs = 2, jobs[i].so.init = MF_SGD_INIT_GIVEN;
+        for (int64_t p = 0; p < (int64_t)USERS * 4; p++)
+            jobs[i].U[p] = 0.05f;
+        for (int64_t p = 0; p < (int64_t)ITEMS * 4; p++)
+            jobs[i].V[p] = 0.05f;
+    }
+    jobs[1].U[3] = NAN;
+    rk_run_als(jobs, 2);
+    ck_assert_int_eq(jobs[1].st, MF_ERR_INVALID_DATA);
+    ck_assert_int_eq(jobs[0].st, MF_ERR_INVALID_DATA);
+    ck_assert_msg(strstr(jobs[0].error, "rank 1 of 2 failed"), "%s", jobs[0].error);
+    free_group(jobs, 2);
+
+    static const char *const what[] = {"schedule", "decay", "lambda_bias"};
+    for (int w = 0; w < 3; w++) {
+        make_group(jobs, 2, &o, 5);
+        for (int i = 0; i < 2; i++) {
+            jobs[i].sgd = 1;
+            mf_sgd_opts_init(&jobs[i].so);
+            jobs[i].so.rank = 4, jobs[i].so.epochs = 2;
+        }
+        if (w == 0)
+            jobs[1].so.schedule = MF_SGD_SCHEDULE_CONSTANT;
+        else if (w == 1)
+            jobs[1].so.decay = 0.9f;
+        else
+            jobs[1].so.lambda_bias = 0.5f;
+        rk_run_als(jobs, 2);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+            ck_assert_msg(strstr(jobs[i].error, what[w]), "%s", jobs[i].error);
+        }
+        free_group(jobs, 2);
+    }
+
+    make_group(jobs, 2, &o, 5);
+    for (int i = 0; i < 2; i++) {
+        jobs[i].ials = 1;
+        mf_ials_opts_init(&jobs[i].io);
+        jobs[i].io.rank = 4;
+    }
+    jobs[1].io.init = MF_IALS_INIT_GIVEN;
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "disagree on init"), "%s", jobs[i].error);
+    }
+    free_group(jobs, 2);
+
+    /* Ranks 0 and 2 fail at the same point with different statuses: rank 1 reports the
+     * larger status with the rank that had it. */
+    make_group(jobs, 3, &o, 5);
+    jobs[0].o.tune = MF_TUNE_LAMBDA; /* UNSUPPORTED (5) over a group */
+    jobs[2].o.lambda = -1.0f;        /* INVALID_ARGUMENT (1) */
+    rk_run_als(jobs, 3);
+    ck_assert_int_eq(jobs[0].st, MF_ERR_UNSUPPORTED);
+    ck_assert_int_eq(jobs[2].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(jobs[1].st, MF_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(jobs[1].error, "rank 0 of 3 failed"), "%s", jobs[1].error);
+    free_group(jobs, 3);
+}
+END_TEST
+
 START_TEST(ranks_must_agree)
 {
     mf_als_opts o;
@@ -432,6 +509,7 @@ int main(void)
                                   group_fit_equals_one_context,
                                   sgd_group_rotates_item_blocks,
                                   ials_group_equals_one_context,
+                                  review_cases,
                                   ranks_must_agree,
                                   one_failure_fails_all,
                                   one_cancel_stops_all,

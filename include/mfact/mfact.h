@@ -1078,7 +1078,8 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * every half step, so every rank returns the whole result. A collective call first checks
  * that the ranks agree on shapes, options and seed (MF_ERR_INVALID_ARGUMENT on every rank
  * when they do not); a failure on one rank fails the call on every rank. A call made on
- * some ranks only waits for the others forever. mf_sgd_hogwild_run keeps each rank's users
+ * some ranks only waits for the others forever, as may the others when NCCL itself fails
+ * on one rank. mf_sgd_hogwild_run keeps each rank's users
  * and rotates blocks of items between the ranks within an epoch, so no factor row is written
  * by two ranks at once. Over a group, mf_ials_run needs the interactions to fit on each
  * device (no streaming from host memory). The runs that are not collective yet (mf_bmf_run,
@@ -1097,7 +1098,9 @@ MF_API mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n);
 /* Make ctx a rank of the caller's NCCL communicator: an ncclComm_t on ctx's device, made by
  * the caller's launcher (MPI with ncclCommInitRank, torch.distributed, ...). The rank and
  * size are the communicator's. The caller keeps ownership and destroys the communicator
- * after the context. NULL leaves the group. MF_ERR_UNSUPPORTED on a CPU context or without
+ * after the context. NULL leaves the group (of either kind); the group does not shrink, so
+ * its other ranks must make no collective call after that. MF_ERR_UNSUPPORTED on a CPU
+ * context or without
  * NCCL; MF_ERR_INVALID_ARGUMENT when the communicator is on another device. */
 MF_API mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm);
 

@@ -92,29 +92,31 @@ mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_
     mf_comm *c = ctx->comm;
     if (n > MF_RANKS_MAX_SAME)
         return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d values to agree on", fn, n);
-    /* Maxima of: the failed status, the failed rank, and each value and its negation (the
-     * ranks agree on x when max(x) == -max(-x)). */
-    int64_t v[2 + 2 * MF_RANKS_MAX_SAME];
-    v[0] = st;
-    v[1] = st != MF_OK ? c->rank : -1;
+    /* Maxima of: a failed rank's status and number in one value (so that they name one
+     * rank), and each value and its negation (the ranks agree on x when max(x) ==
+     * -max(-x)). */
+    int64_t v[1 + 2 * MF_RANKS_MAX_SAME];
+    v[0] = st != MF_OK ? (int64_t)st << 32 | (int64_t)c->rank : -1;
     for (int i = 0; i < n; i++)
-        v[2 + 2 * i] = same[i], v[3 + 2 * i] = -same[i];
-    mf_status ex = c->ops->max_i64(c, ctx, v, 2 + 2 * n);
+        v[1 + 2 * i] = same[i], v[2 + 2 * i] = -same[i];
+    mf_status ex = c->ops->max_i64(c, ctx, v, 1 + 2 * n);
     if (ex != MF_OK)
         return ex;
     if (st != MF_OK)
         return st;
-    if (v[0] != MF_OK)
-        return mf_fail(ctx, (mf_status)v[0],
+    if (v[0] >= 0) {
+        const mf_status failed = (mf_status)(v[0] >> 32);
+        return mf_fail(ctx, failed,
                        "%s: rank %lld of %d failed (%s); its context holds the message", fn,
-                       (long long)v[1], c->size, mf_status_string((mf_status)v[0]));
+                       (long long)(v[0] & 0xffffffff), c->size, mf_status_string(failed));
+    }
     for (int i = 0; i < n; i++)
-        if (v[2 + 2 * i] != -v[3 + 2 * i])
+        if (v[1 + 2 * i] != -v[2 + 2 * i])
             return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                            "%s: the ranks disagree on %s (%lld here, from %lld to %lld over the "
                            "group): every rank must pass the same",
-                           fn, names[i], (long long)same[i], (long long)-v[3 + 2 * i],
-                           (long long)v[2 + 2 * i]);
+                           fn, names[i], (long long)same[i], (long long)-v[2 + 2 * i],
+                           (long long)v[1 + 2 * i]);
     return MF_OK;
 }
 

@@ -16,7 +16,7 @@ extern "C" {
 int mf_ranks(const mf_ctx *ctx);
 
 /* The most values mf_ranks_agree compares. */
-#define MF_RANKS_MAX_SAME 14
+#define MF_RANKS_MAX_SAME 30
 
 /* Collective (every rank calls it at the same point): each rank's status so far and n
  * values that must be the same on every rank (names[i] names value i in the message).

@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 /* The most values one max_i64 or sum_f64 call carries. */
-#define MF_COMM_MAX_VALUES 32
+#define MF_COMM_MAX_VALUES 64
 
 typedef struct mf_comm mf_comm;
 

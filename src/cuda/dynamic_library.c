@@ -7,11 +7,12 @@ int mf_dl_load(const char *const *names, int n_names, const mf_dl_symbol *table,
                size_t why_len)
 {
     void *lib = NULL;
-    const char *first = NULL;
+    const char *first = NULL, *opened = NULL;
     for (int i = 0; i < n_names && !lib; i++)
         if (names[i] && *names[i]) {
             first = first ? first : names[i];
-            lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+            if ((lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) != NULL)
+                opened = names[i];
         }
     if (!lib) {
         const char *err = dlerror();
@@ -20,7 +21,7 @@ int mf_dl_load(const char *const *names, int n_names, const mf_dl_symbol *table,
     }
     for (int i = 0; i < n; i++)
         if (!(*table[i].slot = dlsym(lib, table[i].symbol))) {
-            snprintf(why, why_len, "%s lacks %s", first, table[i].symbol);
+            snprintf(why, why_len, "%s lacks %s", opened, table[i].symbol);
             dlclose(lib);
             return 0;
         }

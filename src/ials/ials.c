@@ -183,7 +183,7 @@ static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, 
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_ials_opts *o)
 {
     static const char *const names[] = {"rank",    "iterations", "lambda",   "alpha", "confidence",
-                                        "epsilon", "solver",     "cg_steps", "fp16"};
+                                        "epsilon", "solver",     "cg_steps", "fp16",  "init"};
     const int64_t v[] = {o->rank,
                          o->iterations,
                          mf_ranks_bits(o->lambda),
@@ -192,8 +192,9 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          mf_ranks_bits(o->epsilon),
                          o->solver,
                          o->cg_steps,
-                         o->fp16};
-    return mf_ranks_agree_fit(ctx, "mf_ials_run", st, R, v, names, 9);
+                         o->fp16,
+                         o->init};
+    return mf_ranks_agree_fit(ctx, "mf_ials_run", st, R, v, names, 10);
 }
 
 mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,

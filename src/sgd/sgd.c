@@ -171,9 +171,6 @@ static mf_status share_rows(run_state *s, const mf_sparse *R)
     MF_TRY(mf_sparse_host_transpose((mf_sparse *)R));
     mf_partition_rows(R->row_ptr, R->rows, n, 0, s->user_bounds);
     mf_partition_rows(R->transpose.ptr, R->cols, n, 0, s->item_bounds);
-    int64_t any = s->o->progress != NULL;
-    MF_TRY(ctx->comm->ops->max_i64(ctx->comm, ctx, &any, 1));
-    s->gather_each = any > 0;
     return MF_OK;
 }
 
@@ -400,19 +397,22 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
  * options and seed), or every rank fails. Outside a group: st. */
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_sgd_opts *o)
 {
-    static const char *const names[] = {"rank",     "epochs",   "learning_rate",
-                                        "lambda_u", "lambda_v", "storage",
-                                        "order",    "biases",   "init"};
+    static const char *const names[] = {"rank",    "epochs",   "learning_rate", "schedule",
+                                        "decay",   "lambda_u", "lambda_v",      "lambda_bias",
+                                        "storage", "order",    "biases",        "init"};
     const int64_t v[] = {o->rank,
                          o->epochs,
                          mf_ranks_bits(o->learning_rate),
+                         o->schedule,
+                         mf_ranks_bits(o->decay),
                          mf_ranks_bits(o->lambda_u),
                          mf_ranks_bits(o->lambda_v),
+                         mf_ranks_bits(o->lambda_bias),
                          o->storage,
                          o->order,
                          o->biases,
                          o->init};
-    return mf_ranks_agree_fit(ctx, "mf_sgd_hogwild_run", st, R, v, names, 9);
+    return mf_ranks_agree_fit(ctx, "mf_sgd_hogwild_run", st, R, v, names, 12);
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
@@ -439,6 +439,14 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
         st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
                      "mf_sgd_hogwild_run: tune does not run over a group of contexts yet");
     st = agree_on_run(ctx, st, ratings, &o);
+    if (st == MF_OK && mf_ranks(ctx) > 1) {
+        /* Whether some rank measures the RMSE every epoch (a progress callback): then the
+         * users' shares go to every rank after every epoch. Every rank is here (all agreed
+         * MF_OK), so this exchange pairs up. */
+        int64_t any = o.progress != NULL;
+        st = ctx->comm->ops->max_i64(ctx->comm, ctx, &any, 1);
+        s.gather_each = any > 0;
+    }
     if (st != MF_OK)
         return st;
     mf_run_start(&s.run);
