@@ -1071,20 +1071,20 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
 /* ---- Groups of contexts: one fit over several GPUs ---------------------------------
  * A group's contexts run one fit together. Each context is a rank, driven by its own
  * thread (or process, or host). A collective entry point (mf_als_run, mf_ials_run,
- * mf_sgd_hogwild_run) is called on
- * every rank at the same time with the same data (each rank its own mf_sparse of the same
- * entries), the same options and the same context seed. Each rank solves a contiguous
- * share of the rows, balanced by ratings, and the ranks exchange the solved factors after
- * every half step, so every rank returns the whole result. A collective call first checks
- * that the ranks agree on shapes, options and seed (MF_ERR_INVALID_ARGUMENT on every rank
- * when they do not); a failure on one rank fails the call on every rank. A call made on
- * some ranks only waits for the others forever, as may the others when NCCL itself fails
- * on one rank. mf_sgd_hogwild_run keeps each rank's users
- * and rotates blocks of items between the ranks within an epoch, so no factor row is written
- * by two ranks at once. Over a group, mf_ials_run needs the interactions to fit on each
- * device (no streaming from host memory). The runs that are not collective yet (mf_bmf_run,
- * mf_asd_run) return MF_ERR_UNSUPPORTED on a context in a group of more than one; every
- * other call (mf_ials_fold_in among them) works on its own context alone. */
+ * mf_sgd_hogwild_run) is called on every rank at the same time with the same data (each
+ * rank its own mf_sparse of the same entries), the same options and the same context seed,
+ * and every rank returns the whole result. mf_als_run and mf_ials_run: each rank solves a
+ * contiguous share of the rows, balanced by work, and the ranks exchange the solved
+ * factors after every half step (the factors are one context's, bit for bit; over a group,
+ * mf_ials_run needs the interactions to fit on each device). mf_sgd_hogwild_run: each rank
+ * keeps a share of the users and blocks of items rotate between the ranks within an
+ * epoch, so no factor row is written by two ranks at once.
+ * A collective call first checks that the ranks agree on shapes, options and seed
+ * (MF_ERR_INVALID_ARGUMENT on every rank when they do not); a failure on one rank fails
+ * the call on every rank. A call made on some ranks only waits for the others forever, as
+ * may the others when NCCL itself fails on one rank. The runs that are not collective yet
+ * (mf_bmf_run, mf_asd_run) return MF_ERR_UNSUPPORTED on a context in a group of more than
+ * one; every other call (mf_ials_fold_in among them) works on its own context alone. */
 
 /* Make ctxs[0..n) the ranks 0..n-1 of one group inside this process. CUDA contexts, on n
  * distinct devices, get NCCL communicators (ncclCommInitAll; libnccl.so.2 is loaded on
@@ -1100,8 +1100,8 @@ MF_API mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n);
  * size are the communicator's. The caller keeps ownership and destroys the communicator
  * after the context. NULL leaves the group (of either kind); the group does not shrink, so
  * its other ranks must make no collective call after that. MF_ERR_UNSUPPORTED on a CPU
- * context or without
- * NCCL; MF_ERR_INVALID_ARGUMENT when the communicator is on another device. */
+ * context or without NCCL; MF_ERR_INVALID_ARGUMENT when the communicator is on another
+ * device. */
 MF_API mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm);
 
 /* ctx's rank and its group's size: 0 and 1 outside a group. */
