@@ -161,64 +161,39 @@ static int on_iteration(void *user, const mf_progress *p)
     return 0;
 }
 
-/* One rank's mf_als_run under --gpus. */
-typedef struct rank_job {
-    mf_ctx *ctx;
-    mf_sparse *train;
+/* One rank's mf_als_run (cli_gpus_call): rank 0's options are the tool's; the others have
+ * their own test copy and neither print nor report biases. */
+typedef struct als_call {
     mf_als_opts o;
-    float *U, *V;
-    mf_als_report rep;
-    mf_status st;
-} rank_job;
+    mf_als_report rep; /* rank 0's */
+} als_call;
 
-static void *run_rank(void *arg)
+static mf_status als_rank(const cli_rank *r, void *user)
 {
-    rank_job *j = arg;
-    j->rep = (mf_als_report){.struct_size = sizeof j->rep};
-    /* A rank short of host memory for U or V (NULL) still takes part: mf_als_run fails it,
-     * and with it every rank. */
-    j->st = mf_als_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
-    return NULL;
+    als_call *c = user;
+    mf_als_opts o = c->o;
+    o.test = r->test;
+    if (r->rank > 0)
+        o.progress = NULL, o.bias_out = NULL;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_als_run(r->ctx, r->train, &o, r->U, r->V, MF_MEMORY_HOST, &rep);
+    if (r->rank == 0)
+        c->rep = rep;
+    return st;
 }
 
-/* mf_als_run on ctx, or over --gpus N devices with ctx as rank 0 (whose U, V, report and
- * progress lines are the tool's; every rank gets the same factors). Prints a failure. */
+/* mf_als_run on ctx, or over --gpus N devices with ctx as rank 0 (every rank gets the same
+ * factors). Prints a failure. */
 static mf_status fit(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test,
                      const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
 {
-    mf_status st = MF_ERR_INTERNAL;
-    if (a->gpus == 1) {
-        st = mf_als_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
-        if (st != MF_OK)
-            cli_error("als", "%s", mf_ctx_last_error(ctx));
-        return st;
-    }
     cli_gpus g;
-    if (cli_gpus_open("als", &a->common, ctx, (int)a->gpus, train, test, &g) != 0)
+    if (cli_gpus_open("als", &a->common, ctx, (int)a->gpus, train, test, (int)a->rank, U, V, &g) !=
+        0)
         return MF_ERR_INVALID_ARGUMENT; /* printed */
-    int32_t users, items;
-    mf_sparse_shape(train, &users, &items, NULL);
-    rank_job jobs[CLI_MAX_GPUS];
-    for (int i = 0; i < g.n; i++) {
-        jobs[i] = (rank_job){g.ctx[i], g.train[i], *o, U, V, {0}, MF_OK};
-        jobs[i].o.test = g.test[i];
-        if (i > 0) {
-            jobs[i].o.progress = NULL; /* rank 0 prints */
-            jobs[i].o.bias_out = NULL; /* and reports the biases */
-            jobs[i].U = malloc((size_t)users * a->rank * sizeof(float));
-            jobs[i].V = malloc((size_t)items * a->rank * sizeof(float));
-        }
-    }
-    if (cli_gpus_run(&g, run_rank, jobs, sizeof *jobs) != 0)
-        cli_error("als", "could not start a thread per GPU");
-    else if ((st = jobs[0].st) != MF_OK)
-        cli_error("als", "%s", mf_ctx_last_error(ctx));
-    else
-        *rep = jobs[0].rep;
-    for (int i = 1; i < g.n; i++) {
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
+    als_call call = {*o, {0}};
+    mf_status st = cli_gpus_call("als", &g, als_rank, &call);
+    *rep = call.rep;
     cli_gpus_close(&g);
     return st;
 }

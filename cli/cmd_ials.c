@@ -177,49 +177,20 @@ static int write_recommendations(mf_ctx *ctx, const ials_args *a, const mf_model
     return rc;
 }
 
-/* One rank's iteration under --gpus: each rank continues from its own copy of the factors
- * (every rank returns the same ones). */
-typedef struct rank_job {
-    mf_ctx *ctx;
-    mf_sparse *train;
+/* One rank's mf_ials_run (cli_gpus_call): each rank continues from its own copy of the
+ * factors (every rank returns the same ones). */
+typedef struct ials_call {
     mf_ials_opts o;
-    float *U, *V;
-    mf_ials_report rep;
-    mf_status st;
-} rank_job;
+    mf_ials_report rep; /* rank 0's */
+} ials_call;
 
-static void *run_rank(void *arg)
+static mf_status ials_rank(const cli_rank *r, void *user)
 {
-    rank_job *j = arg;
-    j->rep = (mf_ials_report){.struct_size = sizeof j->rep};
-    /* A rank short of host memory (NULL U or V) still takes part: mf_ials_run fails it,
-     * and with it every rank. */
-    j->st = mf_ials_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
-    return NULL;
-}
-
-/* One call of mf_ials_run on ctx, or over the group g (ctx its rank 0, jobs its ranks'
- * calls, whose options follow o). Prints a failure. */
-static mf_status fit_once(mf_ctx *ctx, const ials_args *a, const cli_gpus *g, rank_job *jobs,
-                          mf_sparse *train, const mf_ials_opts *o, float *U, float *V,
-                          mf_ials_report *rep)
-{
-    mf_status st = MF_ERR_INTERNAL;
-    if (g->n <= 1) {
-        st = mf_ials_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
-    } else {
-        for (int i = 0; i < g->n; i++)
-            jobs[i].o = *o;
-        if (cli_gpus_run(g, run_rank, jobs, sizeof *jobs) != 0) {
-            cli_error(a->cmd, "could not start a thread per GPU");
-            return MF_ERR_INTERNAL;
-        }
-        st = jobs[0].st;
-        if (st == MF_OK)
-            *rep = jobs[0].rep;
-    }
-    if (st != MF_OK)
-        cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
+    ials_call *c = user;
+    mf_ials_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_ials_run(r->ctx, r->train, &c->o, r->U, r->V, MF_MEMORY_HOST, &rep);
+    if (r->rank == 0)
+        c->rep = rep;
     return st;
 }
 
@@ -250,30 +221,20 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
      * continues from the factors of the last (CG keeps nothing else between half-steps). */
     o.iterations = 1;
     double seconds = 0.0;
-    mf_ials_report rep = {.struct_size = sizeof rep};
     mf_ranking r = {.struct_size = sizeof r};
-    int rc = CLI_OK;
-    cli_gpus g = {.n = 1};
-    rank_job jobs[CLI_MAX_GPUS];
-    if (a->gpus > 1) {
-        if (cli_gpus_open(a->cmd, &a->common, ctx, (int)a->gpus, train, NULL, &g) != 0)
-            rc = CLI_FAILED;
-        for (int i = 0; rc == CLI_OK && i < g.n; i++) {
-            jobs[i] = (rank_job){g.ctx[i], g.train[i], o, U, V, {0}, MF_OK};
-            if (i > 0) {
-                jobs[i].U = malloc((size_t)users * k * sizeof(float));
-                jobs[i].V = malloc((size_t)items * k * sizeof(float));
-            }
-        }
-    }
+    cli_gpus g;
+    int rc = cli_gpus_open(a->cmd, &a->common, ctx, (int)a->gpus, train, NULL, k, U, V, &g) != 0
+                 ? CLI_FAILED
+                 : CLI_OK;
+    ials_call call = {o, {0}};
     for (long long it = 1; rc == CLI_OK && it <= a->iterations; it++) {
-        if (fit_once(ctx, a, &g, jobs, train, &o, U, V, &rep) != MF_OK) {
+        if (cli_gpus_call(a->cmd, &g, ials_rank, &call) != MF_OK) {
             rc = CLI_FAILED;
             break;
         }
-        o.init = MF_IALS_INIT_GIVEN;
-        seconds += rep.iteration_seconds;
-        fprintf(log, "iteration %lld (%.3f s)", it, rep.iteration_seconds);
+        call.o.init = MF_IALS_INIT_GIVEN;
+        seconds += call.rep.iteration_seconds;
+        fprintf(log, "iteration %lld (%.3f s)", it, call.rep.iteration_seconds);
         if (test) {
             if (mf_ranking_evaluate(ctx, &m, train, test, (int)a->top, &r) != MF_OK) {
                 cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
@@ -285,12 +246,8 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
         }
         fprintf(log, "\n");
     }
-    for (int i = 1; i < g.n; i++) {
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
-    if (g.n > 1)
-        cli_gpus_close(&g);
+    cli_gpus_close(&g);
+    const mf_ials_report rep = call.rep;
     if (rc == CLI_OK && (a->out_u || a->out_v))
         rc = cli_write_factors(a->cmd, a->out_u, a->out_v, U, V, train, k) ? CLI_FAILED : CLI_OK;
     if (rc == CLI_OK && !strcmp(a->cmd, "recommend"))

@@ -129,64 +129,39 @@ static int on_epoch(void *user, const mf_progress *p)
     return 0;
 }
 
-/* One rank's mf_sgd_hogwild_run under --gpus. */
-typedef struct rank_job {
-    mf_ctx *ctx;
-    mf_sparse *train;
+/* One rank's mf_sgd_hogwild_run (cli_gpus_call): rank 0's options are the tool's; the
+ * others have their own test copy and neither print nor report biases. */
+typedef struct sgd_call {
     mf_sgd_opts o;
-    float *U, *V;
-    mf_sgd_report rep;
-    mf_status st;
-} rank_job;
+    mf_sgd_report rep; /* rank 0's */
+} sgd_call;
 
-static void *run_rank(void *arg)
+static mf_status sgd_rank(const cli_rank *r, void *user)
 {
-    rank_job *j = arg;
-    j->rep = (mf_sgd_report){.struct_size = sizeof j->rep};
-    /* A rank short of host memory (NULL U or V) still takes part: the run fails it, and
-     * with it every rank. */
-    j->st = mf_sgd_hogwild_run(j->ctx, j->train, &j->o, j->U, j->V, MF_MEMORY_HOST, &j->rep);
-    return NULL;
+    sgd_call *c = user;
+    mf_sgd_opts o = c->o;
+    o.test = r->test;
+    if (r->rank > 0)
+        o.progress = NULL, o.bias_out = NULL;
+    mf_sgd_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_sgd_hogwild_run(r->ctx, r->train, &o, r->U, r->V, MF_MEMORY_HOST, &rep);
+    if (r->rank == 0)
+        c->rep = rep;
+    return st;
 }
 
-/* mf_sgd_hogwild_run on ctx, or over --gpus N devices with ctx as rank 0 (whose U, V, report
- * and progress lines are the tool's; every rank gets the same factors). Prints a failure. */
+/* mf_sgd_hogwild_run on ctx, or over --gpus N devices with ctx as rank 0 (every rank gets
+ * the same factors). Prints a failure. */
 static mf_status fit(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test,
                      const mf_sgd_opts *o, float *U, float *V, mf_sgd_report *rep)
 {
-    mf_status st = MF_ERR_INTERNAL;
-    if (a->gpus == 1) {
-        st = mf_sgd_hogwild_run(ctx, train, o, U, V, MF_MEMORY_HOST, rep);
-        if (st != MF_OK)
-            cli_error("sgd", "%s", mf_ctx_last_error(ctx));
-        return st;
-    }
     cli_gpus g;
-    if (cli_gpus_open("sgd", &a->common, ctx, (int)a->gpus, train, test, &g) != 0)
+    if (cli_gpus_open("sgd", &a->common, ctx, (int)a->gpus, train, test, (int)a->rank, U, V, &g) !=
+        0)
         return MF_ERR_INVALID_ARGUMENT; /* printed */
-    int32_t users, items;
-    mf_sparse_shape(train, &users, &items, NULL);
-    rank_job jobs[CLI_MAX_GPUS];
-    for (int i = 0; i < g.n; i++) {
-        jobs[i] = (rank_job){g.ctx[i], g.train[i], *o, U, V, {0}, MF_OK};
-        jobs[i].o.test = g.test[i];
-        if (i > 0) {
-            jobs[i].o.progress = NULL; /* rank 0 prints */
-            jobs[i].o.bias_out = NULL; /* and reports the biases */
-            jobs[i].U = malloc((size_t)users * a->rank * sizeof(float));
-            jobs[i].V = malloc((size_t)items * a->rank * sizeof(float));
-        }
-    }
-    if (cli_gpus_run(&g, run_rank, jobs, sizeof *jobs) != 0)
-        cli_error("sgd", "could not start a thread per GPU");
-    else if ((st = jobs[0].st) != MF_OK)
-        cli_error("sgd", "%s", mf_ctx_last_error(ctx));
-    else
-        *rep = jobs[0].rep;
-    for (int i = 1; i < g.n; i++) {
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
+    sgd_call call = {*o, {0}};
+    mf_status st = cli_gpus_call("sgd", &g, sgd_rank, &call);
+    *rep = call.rep;
     cli_gpus_close(&g);
     return st;
 }

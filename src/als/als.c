@@ -120,8 +120,7 @@ typedef struct run_state {
     mf_als_report rep;
     float *U, *V; /* the caller's: a warm start's V (candidates read it too) */
     mf_memory where;
-    /* In a group: each side's shares of rows, ranks + 1 bounds (mf_partition_rows). */
-    int64_t *bounds[2];
+    mf_shares shares; /* the users' and items' shares of this rank (core/ranks.h) */
 } run_state;
 
 /* After a half step in a group: the ranks agree that every one of them solved its share,
@@ -136,45 +135,8 @@ static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
     size_t row_bytes;
     float *biases;
     s->e->shared(s->e, side, &factors, &row_bytes, &biases);
-    mf_comm *c = ctx->comm;
-    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes, NULL));
-    if (biases)
-        MF_TRY(c->ops->allgatherv(c, ctx, biases, s->bounds[side], sizeof *biases, NULL));
-    return MF_OK;
-}
-
-/* Work of a row's solve beside its ratings' (a rating's share of the Gram matrix, k^2/2
- * multiply-adds): an exact solve is about k^3/3, 2k/3 ratings; n CG steps about n k^2,
- * 2n ratings. */
-static int64_t row_cost(int k, int cg_steps)
-{
-    return cg_steps > 0 ? 2 * (int64_t)cg_steps : 2 * (int64_t)k / 3;
-}
-
-/* setup's rows for this rank: the whole sides outside a group, else its shares. */
-static mf_status share_rows(run_state *s, mf_als_setup *setup)
-{
-    mf_ctx *ctx = s->run.ctx;
-    mf_sparse *R = setup->R;
-    const int n = mf_ranks(ctx);
-    setup->lo[MF_ALS_USERS] = setup->lo[MF_ALS_ITEMS] = 0;
-    setup->hi[MF_ALS_USERS] = R->rows;
-    setup->hi[MF_ALS_ITEMS] = R->cols;
-    if (n == 1)
-        return MF_OK;
-    MF_TRY(mf_sparse_host_transpose(R));
-    const int64_t cost = row_cost(setup->k, setup->cg_steps);
-    for (int w = 0; w < 2; w++) {
-        free(s->bounds[w]);
-        s->bounds[w] = malloc(((size_t)n + 1) * sizeof *s->bounds[w]);
-        if (!s->bounds[w])
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
-        mf_partition_rows(w == MF_ALS_USERS ? R->row_ptr : R->transpose.ptr,
-                          w == MF_ALS_USERS ? R->rows : R->cols, n, cost, s->bounds[w]);
-        setup->lo[w] = (int32_t)s->bounds[w][ctx->comm->rank];
-        setup->hi[w] = (int32_t)s->bounds[w][ctx->comm->rank + 1];
-    }
-    return MF_OK;
+    return mf_shares_gather(ctx, &s->shares, side, NULL, factors, row_bytes, biases,
+                            sizeof *biases);
 }
 
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
@@ -255,7 +217,10 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           {0, 0},
                           {0, 0}};
     if (st == MF_OK)
-        st = share_rows(s, &setup);
+        st = mf_shares_make(ctx, "mf_als_run", f->R, mf_shares_solve_cost(f->k, setup.cg_steps),
+                            &s->shares);
+    for (int w = 0; w < 2; w++)
+        setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
     if (f->final)
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
@@ -355,8 +320,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     s.rep.rank = f.k;
     if (st == MF_OK)
         st = fit(&s, &f, U, V, where);
-    free(s.bounds[0]);
-    free(s.bounds[1]);
+    mf_shares_free(&s.shares);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -173,3 +173,46 @@ void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_
     bounds[parts] = rows;
 #undef WORK
 }
+
+mf_status mf_shares_make(mf_ctx *ctx, const char *fn, mf_sparse *R, int64_t row_cost,
+                         mf_shares *out)
+{
+    mf_shares_free(out);
+    out->lo[0] = out->lo[1] = 0;
+    out->hi[0] = R->rows;
+    out->hi[1] = R->cols;
+    const int n = mf_ranks(ctx);
+    if (n == 1)
+        return MF_OK;
+    MF_TRY(mf_sparse_host_transpose(R));
+    for (int w = 0; w < 2; w++) {
+        out->bounds[w] = malloc(((size_t)n + 1) * sizeof *out->bounds[w]);
+        if (!out->bounds[w])
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+        mf_partition_rows(w == 0 ? R->row_ptr : R->transpose.ptr, w == 0 ? R->rows : R->cols, n,
+                          row_cost, out->bounds[w]);
+        out->lo[w] = (int32_t)out->bounds[w][ctx->comm->rank];
+        out->hi[w] = (int32_t)out->bounds[w][ctx->comm->rank + 1];
+    }
+    return MF_OK;
+}
+
+void mf_shares_free(mf_shares *s)
+{
+    free(s->bounds[0]);
+    free(s->bounds[1]);
+    s->bounds[0] = s->bounds[1] = NULL;
+}
+
+int64_t mf_shares_solve_cost(int k, int cg_steps)
+{
+    return cg_steps > 0 ? 2 * (int64_t)cg_steps : 2 * (int64_t)k / 3;
+}
+
+mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int *owner,
+                           void *factors, size_t row_bytes, void *biases, size_t bias_bytes)
+{
+    mf_comm *c = ctx->comm;
+    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes, owner));
+    return biases ? c->ops->allgatherv(c, ctx, biases, s->bounds[side], bias_bytes, owner) : MF_OK;
+}

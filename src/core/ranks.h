@@ -42,6 +42,30 @@ int64_t mf_ranks_bits(float x);
 void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,
                        int64_t *bounds);
 
+/* A collective fit's shares of a matrix's rows (side 0) and columns (side 1): contiguous,
+ * balanced by mf_partition_rows over the entries plus row_cost a line, ranks + 1 bounds a
+ * side; this rank's lines are [lo[side], hi[side]). Outside a group: the whole sides, and
+ * no bounds. */
+typedef struct mf_shares {
+    int64_t *bounds[2];
+    int32_t lo[2], hi[2];
+} mf_shares;
+
+mf_status mf_shares_make(mf_ctx *ctx, const char *fn, struct mf_sparse *R, int64_t row_cost,
+                         mf_shares *out);
+void mf_shares_free(mf_shares *s);
+
+/* The work of solving a line beside its entries' (an entry's share of a Gram matrix, k^2/2
+ * multiply-adds): an exact solve is about k^3/3, 2k/3 entries' worth; n CG steps about
+ * n k^2, 2n entries. For mf_shares_make's row_cost. */
+int64_t mf_shares_solve_cost(int k, int cg_steps);
+
+/* After the ranks updated their blocks of `side` of the factors (rows of row_bytes) and of
+ * their biases (NULL: none; rows of bias_bytes): every block to every rank. Block b is
+ * rank owner[b]'s (NULL: rank b's). Collective; no agreement first (mf_ranks_agree). */
+mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int *owner,
+                           void *factors, size_t row_bytes, void *biases, size_t bias_bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -100,7 +100,9 @@ static mf_ials_setup setup_of(mf_ctx *ctx, const char *fn, mf_sparse *R, const m
                        .cg_steps = cg_steps,
                        .fp16 = o->fp16,
                        .U0 = U0,
-                       .V0 = V0};
+                       .V0 = V0,
+                       .lo = {0, 0},
+                       .hi = {R->rows, R->cols}};
     return s;
 }
 
@@ -109,35 +111,8 @@ static int cg_steps_for(const mf_ials_opts *o)
     return o->solver == MF_ALS_SOLVER_EXACT ? 0 : o->cg_steps;
 }
 
-/* A group's shares of rows (ranks + 1 bounds per side), balanced by work: a row's
- * interactions plus its solve (2 CG steps' worth per step, or 2k/3 for Cholesky). */
-typedef struct shares {
-    int64_t *bounds[2];
-} shares;
-
-static mf_status share_rows(mf_ctx *ctx, mf_sparse *R, int k, int cg_steps, shares *sh,
-                            mf_ials_setup *setup)
-{
-    const int n = mf_ranks(ctx);
-    if (n == 1)
-        return MF_OK;
-    MF_TRY(mf_sparse_host_transpose(R));
-    const int64_t cost = cg_steps > 0 ? 2 * (int64_t)cg_steps : 2 * (int64_t)k / 3;
-    setup->part = 1;
-    for (int w = 0; w < 2; w++) {
-        sh->bounds[w] = malloc(((size_t)n + 1) * sizeof *sh->bounds[w]);
-        if (!sh->bounds[w])
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", setup->fn);
-        mf_partition_rows(w == 0 ? R->row_ptr : R->transpose.ptr, w == 0 ? R->rows : R->cols, n,
-                          cost, sh->bounds[w]);
-        setup->lo[w] = (int32_t)sh->bounds[w][ctx->comm->rank];
-        setup->hi[w] = (int32_t)sh->bounds[w][ctx->comm->rank + 1];
-    }
-    return MF_OK;
-}
-
 /* After a half step in a group: every rank solved its share, then the shares go to all. */
-static mf_status exchange(mf_ctx *ctx, mf_ials_engine *e, const shares *sh, mf_ials_side side,
+static mf_status exchange(mf_ctx *ctx, mf_ials_engine *e, const mf_shares *sh, mf_ials_side side,
                           mf_status st)
 {
     if (mf_ranks(ctx) == 1)
@@ -146,10 +121,10 @@ static mf_status exchange(mf_ctx *ctx, mf_ials_engine *e, const shares *sh, mf_i
     void *factors;
     size_t row_bytes;
     e->shared(e, side, &factors, &row_bytes);
-    return ctx->comm->ops->allgatherv(ctx->comm, ctx, factors, sh->bounds[side], row_bytes, NULL);
+    return mf_shares_gather(ctx, sh, side, NULL, factors, row_bytes, NULL, 0);
 }
 
-static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const shares *sh,
+static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const mf_shares *sh,
                          mf_ials_report *rep)
 {
     mf_ctx *ctx = run->ctx;
@@ -238,9 +213,11 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     const int cg = cg_steps_for(&o);
     rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     mf_ials_setup setup = setup_of(ctx, fn, R, &o, cg, U0, V0);
-    shares sh = {{NULL, NULL}};
+    mf_shares sh = {{NULL, NULL}, {0, 0}, {0, 0}};
     if (st == MF_OK)
-        st = share_rows(ctx, R, k, cg, &sh, &setup);
+        st = mf_shares_make(ctx, fn, R, mf_shares_solve_cost(k, cg), &sh);
+    for (int w = 0; w < 2; w++)
+        setup.lo[w] = sh.lo[w], setup.hi[w] = sh.hi[w];
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
@@ -259,8 +236,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
             st = mf_run_then(st, e->finish(e, U, V, where));
         e->destroy(e);
     }
-    free(sh.bounds[0]);
-    free(sh.bounds[1]);
+    mf_shares_free(&sh);
     rep.seconds = mf_run_seconds(&run);
     return mf_run_finish(&run, st, report, &rep, &rep.peak_device_bytes);
 }

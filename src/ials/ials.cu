@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/ranks.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
 #include "ials/ials_internal.h"
@@ -85,6 +86,30 @@ layout layout_of(int64_t rows, int64_t nnz, int64_t segs, bool has_val, bool cg,
 int64_t segments_of(int64_t n)
 {
     return n > IALS_SEGMENT ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 0;
+}
+
+/* row_seg[0..rows]: the first segment of each of the rows of ptr (rows + 1 offsets). */
+void segment_starts(const int64_t *ptr, int32_t rows, int64_t *row_seg)
+{
+    row_seg[0] = 0;
+    for (int32_t r = 0; r < rows; r++)
+        row_seg[r + 1] = row_seg[r] + segments_of(ptr[r + 1] - ptr[r]);
+}
+
+/* The segments of rows [r0, r1) (row_seg as segment_starts makes it): their interactions
+ * [lo, hi) less p0, and their rows less r0, at their index less s0 (a streamed batch's
+ * rebasing; all 0 for a whole side). */
+void fill_segments(const int64_t *ptr, const int64_t *row_seg, int32_t r0, int32_t r1, int64_t p0,
+                   int64_t s0, int64_t *lo, int64_t *hi, int32_t *srow)
+{
+    for (int32_t r = r0; r < r1; r++)
+        for (int64_t g = row_seg[r]; g < row_seg[r + 1]; g++) {
+            const int64_t first = ptr[r] + (g - row_seg[r]) * IALS_SEGMENT;
+            lo[g - s0] = first - p0;
+            hi[g - s0] =
+                (first + IALS_SEGMENT < ptr[r + 1] ? first + IALS_SEGMENT : ptr[r + 1]) - p0;
+            srow[g - s0] = r - r0;
+        }
 }
 
 /* Rows [r0, r1) of one side: interactions [p0, p1) and CG segments [s0, s1) of the side. */
@@ -659,25 +684,15 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
     if (!row_seg)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    row_seg[0] = 0;
-    for (int32_t r = 0; r < rows; r++) {
-        const int64_t n = ptr[r + 1] - ptr[r];
-        row_seg[r + 1] =
-            row_seg[r] + (n > IALS_SEGMENT ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 0);
-    }
+    segment_starts(ptr, rows, row_seg);
     const int64_t nseg = row_seg[rows];
     int64_t *lo = (int64_t *)malloc(((size_t)nseg * 2 + 1) * sizeof *lo), *hi = lo + nseg;
     int32_t *srow = (int32_t *)malloc(((size_t)nseg + 1) * sizeof *srow);
     mf_status st = MF_OK;
     if (!lo || !srow)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    for (int32_t r = 0; st == MF_OK && r < rows; r++)
-        for (int64_t g = row_seg[r]; g < row_seg[r + 1]; g++) {
-            const int64_t b = ptr[r] + (g - row_seg[r]) * IALS_SEGMENT;
-            lo[g] = b;
-            hi[g] = b + IALS_SEGMENT < ptr[r + 1] ? b + IALS_SEGMENT : ptr[r + 1];
-            srow[g] = r;
-        }
+    if (st == MF_OK)
+        fill_segments(ptr, row_seg, 0, rows, 0, 0, lo, hi, srow);
     if (st == MF_OK)
         st = mf_upload(ctx, &sd->lo, lo, ((size_t)nseg + 1) * sizeof *lo, "iALS segment starts");
     if (st == MF_OK)
@@ -830,14 +845,7 @@ mf_status plan_side(cuda_engine *e, stream_side *sd, int32_t rows, const int64_t
         int32_t *srow = (int32_t *)(h + b.l.seg_row);
         for (int32_t r = b.r0; r <= b.r1; r++)
             rs[r - b.r0] = rseg[r] - b.s0;
-        for (int32_t r = b.r0; r < b.r1; r++)
-            for (int64_t g = rseg[r]; g < rseg[r + 1]; g++) {
-                const int64_t first = ptr[r] + (g - rseg[r]) * IALS_SEGMENT;
-                lo[g - b.s0] = first - b.p0;
-                hi[g - b.s0] =
-                    (first + IALS_SEGMENT < ptr[r + 1] ? first + IALS_SEGMENT : ptr[r + 1]) - b.p0;
-                srow[g - b.s0] = r - b.r0;
-            }
+        fill_segments(ptr, rseg, b.r0, b.r1, b.p0, b.s0, lo, hi, srow);
     }
     return MF_OK;
 }
@@ -880,9 +888,7 @@ mf_status setup_streamed(cuda_engine *e, const mf_ials_setup *s, size_t common, 
             st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
             break;
         }
-        rseg[sd][0] = 0;
-        for (int32_t r = 0; r < rows[sd]; r++)
-            rseg[sd][r + 1] = rseg[sd][r] + segments_of(ptr[sd][r + 1] - ptr[sd][r]);
+        segment_starts(ptr[sd], rows[sd], rseg[sd]);
     }
     size_t Tmin = 0, Wmin = 0, Ttot = 0, Wtot = 0;
     int64_t longest = 0;
@@ -1071,8 +1077,8 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     e->by[0].rows = R->rows;
     e->by[1].rows = R->cols;
     for (int w = 0; w < 2; w++) {
-        e->by[w].first = s->part ? s->lo[w] : 0;
-        e->by[w].count = s->part ? s->hi[w] - s->lo[w] : e->by[w].rows;
+        e->by[w].first = s->lo[w];
+        e->by[w].count = s->hi[w] - s->lo[w];
     }
     const int T = e->kp / 32, tiles = T * (T + 1) / 2;
     /* Enough chunks for about 4 blocks per SM, each with at least 1024 rows. */
@@ -1103,7 +1109,7 @@ mf_status setup(cuda_engine *e, const mf_ials_setup *s)
     size_t inter = 0;
     if (resident_bytes(e, R, common, &inter) <= usable)
         return setup_resident(e, s);
-    if (s->part)
+    if (mf_ranks(ctx) > 1)
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "%s: over a group of contexts the interactions must fit on each device "
                        "(%zu bytes needed beside the factors, %zu available); streaming them "

@@ -43,11 +43,10 @@ typedef struct cpu_engine {
     int k;
     float lambda, alpha, epsilon;
     int log_confidence, cg_steps;
-    int fp16;     /* stored values rounded to half (mf_ials_opts.fp16) */
-    float *U, *V; /* working copies, leading dimension k */
-    double *G;    /* k x k: the other side's Gram matrix */
-    int part;     /* solve rows [lo[side], hi[side]) only (a group's share) */
-    int32_t lo[2], hi[2];
+    int fp16;             /* stored values rounded to half (mf_ials_opts.fp16) */
+    float *U, *V;         /* working copies, leading dimension k */
+    double *G;            /* k x k: the other side's Gram matrix */
+    int32_t lo[2], hi[2]; /* the rows half_step solves (mf_ials_setup) */
 } cpu_engine;
 
 /* G = F^T F over rows x k floats, in double: each thread sums its share of the rows, and
@@ -199,18 +198,18 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
     const int32_t *idx;
     const float *val, *F;
     float *X;
-    int32_t rows, other;
+    int32_t other;
     if (side == MF_IALS_USERS) {
-        rows = R->rows, other = R->cols;
+        other = R->cols;
         ptr = R->row_ptr, idx = R->col, val = R->val, F = e->V, X = e->U;
     } else {
         MF_TRY(mf_sparse_host_transpose(R));
-        rows = R->cols, other = R->rows;
+        other = R->rows;
         ptr = R->transpose.ptr, idx = R->transpose.idx, val = R->transpose.val;
         F = e->U, X = e->V;
     }
     MF_TRY(gram(e, F, other));
-    const int32_t lo = e->part ? e->lo[side] : 0, hi = e->part ? e->hi[side] : rows;
+    const int32_t lo = e->lo[side], hi = e->hi[side];
     int32_t failed_row = -1;
     int failed_at = -1, out_of_memory = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(e->ctx))
@@ -339,7 +338,6 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
     e->base = (mf_ials_engine){half_step, loss, finish, shared, destroy};
-    e->part = s->part;
     for (int w = 0; w < 2; w++)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;

@@ -28,9 +28,8 @@ typedef struct mf_ials_setup {
     int fp16;           /* factors stored in half precision (mf_ials_opts.fp16) */
     const float *U0;    /* users x k, or NULL: zeros (fold-in solves U from V alone) */
     const float *V0;    /* items x k */
-    /* A rank's share in a group (core/ranks.h): half_step solves rows [lo[side], hi[side])
-     * of each side only. part 0: every row. */
-    int part;
+    /* The rows half_step solves, [lo[side], hi[side]) of each side: every row, or a rank's
+     * share in a group (core/ranks.h). */
     int32_t lo[2], hi[2];
 } mf_ials_setup;
 

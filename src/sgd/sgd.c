@@ -136,59 +136,47 @@ typedef struct run_state {
     mf_sgd_report rep;
     float *U, *V; /* the caller's: a warm start's factors (candidates read them too) */
     mf_memory where;
-    /* In a group: the users' shares and the item blocks (ranks + 1 bounds each), the plan's
-     * parts (one per item block), which rank updates each item block in the sub-step under
-     * way, and whether the user factors are gathered after every epoch (some rank has a
-     * progress callback, which measures the RMSE). */
-    int64_t *user_bounds, *item_bounds, *parts;
+    /* In a group: the users' shares and as many item blocks, balanced by ratings (each
+     * rank keeps its own users' factors through an epoch), the plan's parts (one per item
+     * block), which rank updates each item block in the sub-step under way, and whether the
+     * user factors are gathered after every epoch (some rank has a progress callback, which
+     * measures the RMSE). */
+    mf_shares shares;
+    int64_t *parts;
     int *owner;
     int gather_each;
 } run_state;
 
 static void free_group_state(run_state *s)
 {
-    free(s->user_bounds);
-    free(s->item_bounds);
+    mf_shares_free(&s->shares);
     free(s->parts);
     free(s->owner);
-    s->user_bounds = s->item_bounds = s->parts = NULL;
+    s->parts = NULL;
     s->owner = NULL;
 }
 
-/* The shares of a group's fit: users by ratings (each rank keeps its own users' factors
- * through an epoch), and as many item blocks, balanced by ratings. */
 static mf_status share_rows(run_state *s, const mf_sparse *R)
 {
     mf_ctx *ctx = s->run.ctx;
     const int n = mf_ranks(ctx);
     free_group_state(s);
-    s->user_bounds = malloc(((size_t)n + 1) * sizeof *s->user_bounds);
-    s->item_bounds = malloc(((size_t)n + 1) * sizeof *s->item_bounds);
     s->parts = malloc(((size_t)n + 1) * sizeof *s->parts);
     s->owner = malloc((size_t)n * sizeof *s->owner);
-    if (!s->user_bounds || !s->item_bounds || !s->parts || !s->owner)
+    if (!s->parts || !s->owner)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
-    MF_TRY(mf_sparse_host_transpose((mf_sparse *)R));
-    mf_partition_rows(R->row_ptr, R->rows, n, 0, s->user_bounds);
-    mf_partition_rows(R->transpose.ptr, R->cols, n, 0, s->item_bounds);
-    return MF_OK;
+    return mf_shares_make(ctx, "mf_sgd_hogwild_run", (mf_sparse *)R, 0, &s->shares);
 }
 
 /* Side 0 (users: each rank's own share) or 1 (items: block b from rank owner[b]) of the
  * working factors and biases, from the ranks that updated them to every rank. */
 static mf_status share_side(run_state *s, int side)
 {
-    mf_ctx *ctx = s->run.ctx;
-    mf_comm *c = ctx->comm;
     void *factors, *biases;
     size_t row_bytes, bias_bytes;
     s->e->shared(s->e, side, &factors, &row_bytes, &biases, &bias_bytes);
-    const int64_t *bounds = side == 0 ? s->user_bounds : s->item_bounds;
-    const int *owner = side == 0 ? NULL : s->owner;
-    MF_TRY(c->ops->allgatherv(c, ctx, factors, bounds, row_bytes, owner));
-    if (biases)
-        MF_TRY(c->ops->allgatherv(c, ctx, biases, bounds, bias_bytes, owner));
-    return MF_OK;
+    return mf_shares_gather(s->run.ctx, &s->shares, side, side == 0 ? NULL : s->owner, factors,
+                            row_bytes, biases, bias_bytes);
 }
 
 /* One epoch of a group (NOMAD's and LIBMF's block rotation): in sub-step q, rank r updates
@@ -310,10 +298,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     if (st == MF_OK && ranks > 1)
         st = share_rows(s, R);
     if (st == MF_OK && ranks > 1) {
-        const int r = ctx->comm->rank;
-        st = mf_sgd_plan_build_blocks(ctx, R, o->order, ctx->seed, (int32_t)s->user_bounds[r],
-                                      (int32_t)s->user_bounds[r + 1], s->item_bounds, ranks, &plan,
-                                      s->parts);
+        st = mf_sgd_plan_build_blocks(ctx, R, o->order, ctx->seed, s->shares.lo[0], s->shares.hi[0],
+                                      s->shares.bounds[1], ranks, &plan, s->parts);
     } else if (st == MF_OK) {
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
     }
