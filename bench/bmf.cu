@@ -6,14 +6,21 @@
 //   2. k = 128 on AMusic, AOffice, ATools, 20News: precision, recall, F1, seconds.
 //   3. Planted 50,000 x 20,000 rank 32 at ~5 % density, clean and with 5 % of the entries
 //      flipped: F1 against the clean matrix.
-//   4. Scale 500,000 x 200,000 with 30M ones at k = 128: seconds per sweep, peak device
-//      memory, and bit-operations per second against the b1 MMA and popc peaks.
+//   4. Scale (--scale, k = 128 unless given): by default 500,000 x 200,000 with 30M
+//      uniformly random ones, the cuTeBool-sized 726,000 x 259,000 at 0.01 %, and 2M x 1M
+//      at 0.01 % = 200M ones under a 16 GB device limit, 1 instance and 6 sweeps each, with
+//      C held densely and as its nonzero words (each where it fits; the default takes the
+//      smaller): setup and seconds per sweep, peak device memory, relative error, and
+//      dense-equivalent bit-operations per second against the b1 MMA and popc peaks; then
+//      726,000 x 259,000 from the basket generator, run whole (SWEEPS 0: to the default
+//      stop) with 16 instances.
 //   5. --case NAME[,key=value...]: generated sparse matrices of given shape (basket-like,
 //      check-in-like and Amazon-like presets at about 1M ones): the default start, the
 //      sampled and the Asso start at k = 20 and 128, next to the Asso peer (k = 20).
 // Usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] [--skip-scale]
 //                  [--skip-sets] [--case NAME[,rows=R,cols=C,ones=N,row-sigma=S,zipf=A,
 //                   bundles=B,bundle-size=S,bundle-p=P,seed=S]]...
+//                  [--scale ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]]...
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -23,6 +30,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "bool/bmf_internal.h"
 
 static double now()
 {
@@ -131,7 +139,9 @@ static int64_t asso(const bits &b, int k, double tau, int ncand, double *seconds
 // factors land in A and B.
 static mf_bmf_report run(mf_ctx *ctx, mf_sparse *C, int k, int instances, int max_sweeps,
                          std::vector<uint64_t> &A, std::vector<uint64_t> &B,
-                         mf_bmf_init init = MF_BMF_INIT_SAMPLE)
+                         mf_bmf_init init = MF_BMF_INIT_SAMPLE,
+                         mf_bmf_c_layout layout = MF_BMF_C_AUTO,
+                         std::vector<double> *sweep_seconds = NULL)
 {
     int32_t m, n;
     mf_sparse_shape(C, &m, &n, NULL);
@@ -145,10 +155,20 @@ static mf_bmf_report run(mf_ctx *ctx, mf_sparse *C, int k, int instances, int ma
     o.init = init;
     if (max_sweeps > 0)
         o.max_sweeps = max_sweeps;
+    if (sweep_seconds) {
+        // each sweep's end, from the run's start: the sweeps' own time without the setup
+        sweep_seconds->clear();
+        o.progress = [](void *user, const mf_bmf_progress *p) {
+            ((std::vector<double> *)user)->push_back(p->seconds);
+            return 0;
+        };
+        o.progress_user = sweep_seconds;
+    }
     mf_bmf_report r;
     memset(&r, 0, sizeof r);
     r.struct_size = sizeof r;
-    MF_CHECK(ctx, mf_bmf_run(ctx, C, &o, A.data(), B.data(), MF_MEMORY_HOST, &r));
+    mf_bmf_debug debug = {0, layout};
+    MF_CHECK(ctx, mf_bmf_run_checked(ctx, C, &o, A.data(), B.data(), MF_MEMORY_HOST, &r, &debug));
     return r;
 }
 
@@ -465,34 +485,114 @@ static void sparse_cases(mf_ctx *ctx, const std::vector<sparse_shape> &cases, in
     }
 }
 
-static void scale_case(mf_ctx *ctx)
+struct scale_shape {
+    int32_t rows, cols;
+    int64_t ones;
+    int k = 128, sweeps = 6;
+    double limit_gb = 0.0;   /* the context's device limit; 0: none */
+    bool structured = false; /* the basket generator's ones (sparse_shape) instead of uniform */
+    int instances = 1;
+};
+
+static bool parse_scale(const char *spec, scale_shape *s)
 {
-    const int32_t m = 500000, n = 200000;
-    const int64_t ones = 30000000;
-    const int k = 128, sweeps = 3;
-    std::vector<int32_t> r(ones), c(ones);
-    for (int64_t t = 0; t < ones; t++) {
-        uint64_t h = mix(0x5ca1e + t);
-        r[t] = (int32_t)((h >> 32) % m);
-        c[t] = (int32_t)((uint32_t)h % n);
+    double v[8] = {0, 0, 0, 128, 6, 0, 0, 1};
+    int n = sscanf(spec, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4],
+                   &v[5], &v[6], &v[7]);
+    s->rows = (int32_t)v[0], s->cols = (int32_t)v[1], s->ones = (int64_t)v[2];
+    s->k = (int)v[3], s->sweeps = (int)v[4], s->limit_gb = v[5];
+    s->structured = v[6] != 0, s->instances = (int)v[7];
+    return n >= 3 && s->rows > 0 && s->cols > 0 && s->ones > 0 && s->k > 0 && s->sweeps >= 0 &&
+           s->instances > 0;
+}
+
+// Uniformly random ones (repeats merged) or the basket generator's, the sampled start: each
+// layout of C that fits the device (dense needs rows x cols / 4 bytes) under the case's
+// limit, for SWEEPS sweeps; with SWEEPS 0 a whole run to the default stop, C held as the
+// default picks. Bit-operations per sweep count dense work: for each side, each (line, other line)
+// pair ANDs the k-bit factor lines (cover counts) and two k-bit mask columns (the flip
+// deltas); a sweep skips what holds neither ones nor covered entries, so this is an
+// equivalent rate, not the work done.
+static void scale_cases(const std::vector<scale_shape> &cases)
+{
+    printf("\n## scale: sampled start\n\n| ones drawn | rows | cols | ones | k | instances | "
+           "C held | device limit GB | sweeps | setup s | s per sweep | peak device GB | rel. "
+           "error | dense-equiv. bit-ops/s | vs b1 MMA peak 3.86e15 | vs popc peak 0.27e15 |\n"
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (const scale_shape &sc : cases) {
+        mf_ctx_opts co;
+        mf_ctx_opts_init(&co);
+        co.backend = MF_BACKEND_CUDA;
+        co.device_memory_limit = (size_t)(sc.limit_gb * 1e9);
+        mf_ctx *ctx = NULL;
+        if (mf_ctx_create(&ctx, &co) != MF_OK) {
+            fprintf(stderr, "bench_bmf: %s\n", mf_ctx_last_error(NULL));
+            exit(1);
+        }
+        double t0 = now();
+        mf_sparse *C = NULL;
+        if (sc.structured) {
+            sparse_shape sh;
+            sh.name = "basket";
+            sh.rows = sc.rows, sh.cols = sc.cols, sh.ones = sc.ones;
+            C = generate(ctx, sh);
+        } else {
+            std::vector<int32_t> r(sc.ones), c(sc.ones);
+#pragma omp parallel for
+            for (int64_t t = 0; t < sc.ones; t++) {
+                uint64_t h = mix(0x5ca1e + t);
+                r[t] = (int32_t)((h >> 32) % (uint64_t)sc.rows);
+                c[t] = (int32_t)((uint32_t)h % (uint64_t)sc.cols);
+            }
+            MF_CHECK(ctx, mf_sparse_from_coo(ctx, &C, sc.rows, sc.cols, sc.ones, r.data(), c.data(),
+                                             NULL, MF_MEMORY_HOST, MF_SPARSE_SUM_DUPLICATES));
+        }
+        int64_t nnz;
+        mf_sparse_shape(C, NULL, NULL, &nnz);
+        fprintf(stderr, "bench_bmf: %d x %d, %lld ones made in %.1f s\n", sc.rows, sc.cols,
+                (long long)nnz, now() - t0);
+        mf_device_info info;
+        info.struct_size = sizeof info;
+        mf_ctx_device_info(ctx, &info);
+        const double dense_c = 2.0 * (double)sc.rows * sc.cols / 8.0;
+        const double room = sc.limit_gb > 0 ? sc.limit_gb * 1e9 : (double)info.total_memory;
+        std::vector<mf_bmf_c_layout> layouts = {MF_BMF_C_SPARSE, MF_BMF_C_DENSE};
+        if (sc.sweeps == 0)
+            layouts = {MF_BMF_C_AUTO};
+        for (mf_bmf_c_layout layout : layouts) {
+            const char *held = layout == MF_BMF_C_SPARSE  ? "nonzero words"
+                               : layout == MF_BMF_C_DENSE ? "dense bits"
+                                                          : "default (the smaller)";
+            if (layout == MF_BMF_C_DENSE && dense_c > 0.8 * room) {
+                printf(
+                    "| %s | %d | %d | %lld | %d | %d | %s | %.0f | (needs %.0f GB) | | | | | | | "
+                    "|\n",
+                    sc.structured ? "basket-like" : "uniform", sc.rows, sc.cols, (long long)nnz,
+                    sc.k, sc.instances, held, sc.limit_gb, dense_c / 1e9);
+                continue;
+            }
+            mf_ctx_reset_peak_memory(ctx);
+            std::vector<uint64_t> A, B;
+            std::vector<double> ends;
+            mf_bmf_report rep =
+                run(ctx, C, sc.k, sc.instances, sc.sweeps, A, B, MF_BMF_INIT_SAMPLE, layout, &ends);
+            // seconds per sweep between the first sweep's end and the last's; the setup
+            // (C packed, factors made, first counts) is what the first sweep's end adds
+            const int n = (int)ends.size();
+            const double per = n > 1 ? (ends[n - 1] - ends[0]) / (n - 1) : rep.seconds;
+            const double setup = n > 1 ? ends[0] - per : 0.0;
+            double ops = 2.0 * 3.0 * (double)sc.rows * sc.cols * sc.k;
+            printf("| %s | %d | %d | %lld | %d | %d | %s | %.0f | %d | %.2f | %.4f | %.2f | %.4e | "
+                   "%.3e | %.3f | %.3f |\n",
+                   sc.structured ? "basket-like" : "uniform", sc.rows, sc.cols, (long long)nnz,
+                   sc.k, sc.instances, held, sc.limit_gb, rep.sweeps, setup, per,
+                   rep.peak_device_bytes / 1e9, rep.relative_error, ops / per, ops / per / 3.86e15,
+                   ops / per / 0.27e15);
+            fflush(stdout);
+        }
+        mf_sparse_destroy(C);
+        mf_ctx_destroy(ctx);
     }
-    mf_sparse *C = NULL;
-    MF_CHECK(ctx, mf_sparse_from_coo(ctx, &C, m, n, ones, r.data(), c.data(), NULL, MF_MEMORY_HOST,
-                                     MF_SPARSE_SUM_DUPLICATES));
-    mf_ctx_reset_peak_memory(ctx);
-    mf_bmf_report rep = run(ctx, C, k, 1, sweeps);
-    // Bit-operations per sweep: for each side, each (line, other line) pair ANDs the k-bit
-    // factor lines (cover counts) and two k-bit mask columns (the flip deltas).
-    double ops = 2.0 * 3.0 * (double)m * n * k * rep.sweeps;
-    int64_t nnz;
-    mf_sparse_shape(C, NULL, NULL, &nnz);
-    printf("\n## scale %d x %d, %lld ones, k = %d, 1 instance, %d sweeps\n\n| s per sweep | "
-           "peak device GB | bit-ops/s | vs b1 MMA peak 3.86e15 | vs popc peak 0.27e15 |\n"
-           "|---|---|---|---|---|\n| %.3f | %.2f | %.3e | %.3f | %.3f |\n",
-           m, n, (long long)nnz, k, rep.sweeps, rep.seconds / rep.sweeps,
-           rep.peak_device_bytes / 1e9, ops / rep.seconds, ops / rep.seconds / 3.86e15,
-           ops / rep.seconds / 0.27e15);
-    mf_sparse_destroy(C);
 }
 
 int main(int argc, char **argv)
@@ -501,6 +601,7 @@ int main(int argc, char **argv)
     int instances = 16;
     bool skip_planted = false, skip_scale = false, skip_sets = false;
     std::vector<sparse_shape> cases;
+    std::vector<scale_shape> scales;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
@@ -517,9 +618,17 @@ int main(int argc, char **argv)
             if (!parse_shape(argv[++i], &sh))
                 return 2;
             cases.push_back(sh);
+        } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
+            scale_shape sc;
+            if (!parse_scale(argv[++i], &sc))
+                return 2;
+            scales.push_back(sc);
         } else {
-            fprintf(stderr, "usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] "
-                            "[--skip-scale] [--skip-sets] [--case NAME[,key=value...]]...\n");
+            fprintf(
+                stderr,
+                "usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] "
+                "[--skip-scale] [--skip-sets] [--case NAME[,key=value...]]... "
+                "[--scale ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]]...\n");
             return 2;
         }
     }
@@ -540,8 +649,20 @@ int main(int argc, char **argv)
     sparse_cases(ctx, cases, instances);
     if (!skip_planted)
         planted_cases(ctx, 4);
-    if (!skip_scale)
-        scale_case(ctx);
     mf_ctx_destroy(ctx);
+    if (scales.empty() && !skip_scale) {
+        scale_shape sc;
+        sc.rows = 500000, sc.cols = 200000, sc.ones = 30000000;
+        scales.push_back(sc);
+        sc.rows = 726000, sc.cols = 259000, sc.ones = 18803400; /* 0.01 % */
+        scales.push_back(sc);
+        sc.rows = 2000000, sc.cols = 1000000, sc.ones = 200000000, sc.limit_gb = 16;
+        scales.push_back(sc);
+        /* the cuTeBool-sized case with structure, run whole with the default instances */
+        sc.rows = 726000, sc.cols = 259000, sc.ones = 18803400, sc.limit_gb = 0;
+        sc.structured = true, sc.sweeps = 0, sc.instances = 16;
+        scales.push_back(sc);
+    }
+    scale_cases(scales);
     return 0;
 }

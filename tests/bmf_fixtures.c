@@ -100,7 +100,7 @@ void bx_count(const mf_sparse *C, int k, const uint64_t *A, const uint64_t *B, i
 }
 
 static mf_bmf_report run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
-                         uint64_t **B, int recount)
+                         uint64_t **B, int recount, int c_layout)
 {
     int32_t rows, cols;
     ck_assert_int_eq(mf_sparse_shape(C, &rows, &cols, NULL), MF_OK);
@@ -111,7 +111,8 @@ static mf_bmf_report run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, 
         *B = calloc((size_t)cols * kw, 8);
     ck_assert(*A && *B);
     mf_bmf_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_bmf_run_checked(ctx, C, o, *A, *B, MF_MEMORY_HOST, &rep, recount);
+    mf_bmf_debug debug = {recount, (mf_bmf_c_layout)c_layout};
+    mf_status st = mf_bmf_run_checked(ctx, C, o, *A, *B, MF_MEMORY_HOST, &rep, &debug);
     ck_assert_msg(st == MF_OK, "mf_bmf_run: %s", mf_ctx_last_error(ctx));
     int64_t fp, fn;
     bx_count(C, o->rank, *A, *B, &fp, &fn);
@@ -124,13 +125,19 @@ static mf_bmf_report run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, 
 mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
                      uint64_t **B)
 {
-    return run(ctx, C, o, A, B, 0);
+    return run(ctx, C, o, A, B, 0, MF_BMF_C_AUTO);
 }
 
 mf_bmf_report bx_run_recounted(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
                                uint64_t **B)
 {
-    return run(ctx, C, o, A, B, 1);
+    return run(ctx, C, o, A, B, 1, MF_BMF_C_AUTO);
+}
+
+mf_bmf_report bx_run_layout(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                            uint64_t **B, int c_layout)
+{
+    return run(ctx, C, o, A, B, 1, c_layout);
 }
 
 mf_sparse *bx_dataset(mf_ctx *ctx, const char *name)

@@ -26,6 +26,10 @@ mf_bmf_report bx_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint
 mf_bmf_report bx_run_recounted(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
                                uint64_t **B);
 
+/* bx_run_recounted with the CUDA engine's layout of C forced (an mf_bmf_c_layout). */
+mf_bmf_report bx_run_layout(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t **A,
+                            uint64_t **B, int c_layout);
+
 /* A real data set of ../shared/data/bool as a pattern; NULL when absent. */
 mf_sparse *bx_dataset(mf_ctx *ctx, const char *name);
 

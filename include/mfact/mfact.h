@@ -809,10 +809,13 @@ MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
  * give the same factors on the CPU and on the GPU, for any thread count (a time_limit aside: it
  * stops at whichever sweep the clock reaches).
  *
- * C is held in bits twice (by rows and by columns): rows * cols / 4 bytes, plus
- * (rows + cols) * k / 2 bytes per instance. On an 80 GB device that fits C up to about
- * 2.5e11 entries (500,000 x 500,000); a request beyond the context's limit is
- * MF_ERR_OUT_OF_MEMORY.
+ * The CUDA backend holds C twice (by rows and by columns), each side in bits (rows * cols
+ * / 8 bytes) or as its nonzero 64-bit words with their indices (12 bytes each, at most 12
+ * bytes a one), whichever is smaller, plus (rows + cols) * k / 2 bytes per instance and
+ * the matrix's CSR and CSC. Sparse C thus costs at most about 33 bytes a one in all
+ * (2M x 1M at 0.01 %, 2e8 ones, took 6.6 GB at k = 128 with one instance): a 16 GB device
+ * fits about 4e8 ones, an 80 GB one about 2e9, whatever the shape, less the factors. A
+ * request beyond the context's limit is MF_ERR_OUT_OF_MEMORY.
  *
  * A_bits and B_bits are (rows + cols) * ((k + 63) / 64) words in `where` memory (see
  * the bit order above): read with MF_BMF_INIT_GIVEN, written with the result.

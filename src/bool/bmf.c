@@ -360,12 +360,12 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
 
 mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
                              uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
-                             mf_bmf_report *report, int recount)
+                             mf_bmf_report *report, const mf_bmf_debug *debug)
 {
     static const char fn[] = "mf_bmf_run";
     mf_bmf_opts o;
     mf_bmf_opts_init(&o);
-    run_state s = {.o = &o, .C = C, .recount = recount};
+    run_state s = {.o = &o, .C = C, .recount = debug && debug->recount};
 
     MF_TRY(mf_run_begin(&s.run, ctx,
                         &(mf_run_args){fn, MF_RUN_INPUT(C), MF_RUN_OUTPUTS(A_bits, B_bits), where,
@@ -393,6 +393,7 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     setup.seed = ctx->seed;
     setup.flip = o.flip;
     setup.init = o.init;
+    setup.c_layout = debug ? debug->c_layout : MF_BMF_C_AUTO;
     double p = o.flip_probability > 0.0f ? o.flip_probability : 1.0 / o.rank;
     setup.flip_p24 = bmf_prob24(p);
     sample_lists samples = {NULL, NULL};
@@ -437,5 +438,5 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
 mf_status mf_bmf_run(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts, uint64_t *A_bits,
                      uint64_t *B_bits, mf_memory where, mf_bmf_report *report)
 {
-    return mf_bmf_run_checked(ctx, C, opts, A_bits, B_bits, where, report, 0);
+    return mf_bmf_run_checked(ctx, C, opts, A_bits, B_bits, where, report, NULL);
 }

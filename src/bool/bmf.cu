@@ -1,9 +1,11 @@
 /* The CUDA engine of Boolean factorization. C lives on the device in bits twice (by rows
  * for the sweep over A, by columns for the sweep over B), built from the matrix's device
- * CSR and CSC. Every instance's factors live side by side, so one launch sweeps the lines
+ * CSR and CSC; each side dense or as its nonzero words, whichever is smaller (c_side).
+ * Every instance's factors live side by side, so one launch sweeps the lines
  * of all instances (grid.y). A group of sweeps is queued without host round trips: each
  * sweep ends with a small kernel that records the counts into a history buffer and marks
  * the instances that improved, whose factors are then copied to their best copies. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +19,28 @@
 namespace
 {
 
+/* One side of C on the device: dense words, or nonzero words with their indices. */
+struct c_side {
+    mf_dbuf dense, ptr, idx, word;
+};
+
+bmf_c_lines c_lines(const c_side &c)
+{
+    bmf_c_lines l;
+    l.dense = (const uint64_t *)c.dense.ptr;
+    l.ptr = (const int64_t *)c.ptr.ptr;
+    l.idx = (const int32_t *)c.idx.ptr;
+    l.word = (const uint64_t *)c.word.ptr;
+    return l;
+}
+
 struct cuda_engine {
     mf_bmf_engine base;
     mf_ctx *ctx;
     mf_bmf_setup s;
     int64_t m, n, mw, nw;
     int k, kw, I;
-    mf_dbuf Crow, Ccol;
+    c_side Crow, Ccol;
     mf_dbuf A, B, At, Bt, Abest, Bbest; /* I copies each, side by side */
     mf_dbuf counts, best, improved, hist;
     mf_dbuf Acount, Bcount; /* ones of each row of At and Bt: I x k */
@@ -34,8 +51,6 @@ mf_status alloc_all(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
     size_t I = (size_t)e->I;
-    MF_TRY(mf_dmem_alloc(ctx, &e->Crow, (size_t)e->m * e->nw * 8, "C in bits by rows"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->Ccol, (size_t)e->n * e->mw * 8, "C in bits by columns"));
     MF_TRY(mf_dmem_alloc(ctx, &e->A, I * e->m * e->kw * 8, "the instances' A"));
     MF_TRY(mf_dmem_alloc(ctx, &e->B, I * e->n * e->kw * 8, "the instances' B"));
     MF_TRY(mf_dmem_alloc(ctx, &e->At, I * e->k * e->mw * 8, "the instances' A transposed"));
@@ -67,13 +82,14 @@ mf_status transpose(cuda_engine *e, mf_bmf_side side)
     return MF_CUDA_LAUNCHED(e->ctx, "bmf_row_count_kernel");
 }
 
-/* Add fp and fn of every instance's current factors to counts. */
-mf_status count(cuda_engine *e, const uint64_t *A, const uint64_t *B)
+/* Add fp and fn of every instance's current factors to counts (A against Bt, which the
+ * last transpose of B made). */
+mf_status count(cuda_engine *e)
 {
     dim3 grid(blocks_for(e->m, 8), e->I);
     bmf_count_kernel<<<grid, 256, 0, e->ctx->link.cuda->stream>>>(
-        A, B, (const uint64_t *)e->Crow.ptr, e->m, e->n, e->nw, e->kw, e->m * e->kw, e->n * e->kw,
-        (unsigned long long *)e->counts.ptr);
+        (const uint64_t *)e->A.ptr, (const uint64_t *)e->Bt.ptr, c_lines(e->Crow), e->m, e->nw,
+        e->kw, e->m * e->kw, (int64_t)e->k * e->nw, (unsigned long long *)e->counts.ptr);
     return MF_CUDA_LAUNCHED(e->ctx, "bmf_count_kernel");
 }
 
@@ -88,7 +104,7 @@ mf_status half_sweep(cuda_engine *e, mf_bmf_side side, int sweep, const mf_bmf_s
     a.kw = e->kw;
     a.X = (uint64_t *)(rows ? e->A.ptr : e->B.ptr);
     a.Yt = (const uint64_t *)(rows ? e->Bt.ptr : e->At.ptr);
-    a.Cl = (const uint64_t *)(rows ? e->Crow.ptr : e->Ccol.ptr);
+    a.C = c_lines(rows ? e->Crow : e->Ccol);
     a.x_stride = a.L * e->kw;
     a.yt_stride = (int64_t)e->k * a.nw;
     a.counts = (unsigned long long *)e->counts.ptr;
@@ -183,7 +199,7 @@ mf_status cuda_recount(mf_bmf_engine *base, int q, int64_t *fp, int64_t *fn)
     if (cudaMemsetAsync(scratch.ptr, 0, scratch.bytes, st) != cudaSuccess)
         status = mf_cuda_fail(ctx, cudaGetLastError(), "cudaMemsetAsync", __FILE__, __LINE__);
     if (status == MF_OK)
-        status = count(e, (const uint64_t *)e->A.ptr, (const uint64_t *)e->B.ptr);
+        status = count(e);
     e->counts = live;
     int64_t pair[2] = {0, 0};
     if (status == MF_OK) {
@@ -220,29 +236,108 @@ void cuda_destroy(mf_bmf_engine *base)
     if (!e)
         return;
     mf_ctx *ctx = e->ctx;
-    mf_dbuf *bufs[] = {&e->Crow,     &e->Ccol,  &e->A,      &e->B,      &e->At,
-                       &e->Bt,       &e->Abest, &e->Bbest,  &e->counts, &e->best,
-                       &e->improved, &e->hist,  &e->Acount, &e->Bcount};
+    mf_dbuf *bufs[] = {&e->Crow.dense, &e->Crow.ptr, &e->Crow.idx,  &e->Crow.word, &e->Ccol.dense,
+                       &e->Ccol.ptr,   &e->Ccol.idx, &e->Ccol.word, &e->A,         &e->B,
+                       &e->At,         &e->Bt,       &e->Abest,     &e->Bbest,     &e->counts,
+                       &e->best,       &e->improved, &e->hist,      &e->Acount,    &e->Bcount};
     for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
         mf_dmem_free(ctx, bufs[i]);
     free(e);
 }
 
-mf_status pack(cuda_engine *e)
+/* One side of C from its sorted lines (the device CSR for rows, CSC for columns): count
+ * each line's nonzero words, then keep whichever layout is smaller (or the one asked for):
+ * dense L x lw words, or (L + 1) offsets and 12 bytes a nonzero word. */
+mf_status pack_side(cuda_engine *e, c_side *c, const int64_t *ptr, const int32_t *idx, int64_t L,
+                    int64_t lw, const char *what)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t st = ctx->link.cuda->stream;
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->Crow.ptr, 0, e->Crow.bytes, st));
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->Ccol.ptr, 0, e->Ccol.bytes, st));
-    if (e->s.C->nnz == 0)
-        return MF_OK;
-    const int64_t *ptr;
-    const int32_t *col;
+    const int64_t nnz = e->s.C->nnz;
+    const unsigned blocks = blocks_for(L * 32, 256);
+    int64_t *wptr = (int64_t *)malloc((size_t)(L + 1) * sizeof *wptr);
+    if (!wptr)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
+    wptr[0] = 0;
+    mf_status status = MF_OK;
+    if (nnz > 0) {
+        /* the counts land in wptr[1 ..] and become offsets by a running sum */
+        mf_dbuf counts = {NULL, 0};
+        status = mf_dmem_alloc(ctx, &counts, (size_t)L * 8, "C's words per line");
+        if (status == MF_OK) {
+            bmf_word_count_kernel<<<blocks, 256, 0, st>>>(ptr, idx, L, (int64_t *)counts.ptr);
+            status = MF_CUDA_LAUNCHED(ctx, "bmf_word_count_kernel");
+        }
+        cudaError_t err = cudaSuccess;
+        if (status == MF_OK)
+            err = cudaMemcpyAsync(wptr + 1, counts.ptr, (size_t)L * 8, cudaMemcpyDeviceToHost, st);
+        if (status == MF_OK && err == cudaSuccess)
+            err = cudaStreamSynchronize(st);
+        if (status == MF_OK && err != cudaSuccess)
+            status = mf_cuda_fail(ctx, err, "cudaMemcpyAsync", __FILE__, __LINE__);
+        mf_dmem_free(ctx, &counts);
+        for (int64_t i = 0; status == MF_OK && i < L; i++)
+            wptr[i + 1] += wptr[i];
+    } else {
+        memset(wptr, 0, (size_t)(L + 1) * sizeof *wptr);
+    }
+    const int64_t words = wptr[L];
+    const double dense_bytes = (double)L * (double)lw * 8.0;
+    const double sparse_bytes = (double)(L + 1) * 8.0 + (double)words * 12.0;
+    const bool sparse = e->s.c_layout == MF_BMF_C_SPARSE ||
+                        (e->s.c_layout == MF_BMF_C_AUTO && sparse_bytes < dense_bytes);
+    char name[64];
+    if (status == MF_OK && !sparse) {
+        snprintf(name, sizeof name, "C in bits by %s", what);
+        status = mf_dmem_alloc(ctx, &c->dense, (size_t)L * lw * 8, name);
+        if (status == MF_OK && cudaMemsetAsync(c->dense.ptr, 0, c->dense.bytes, st) != cudaSuccess)
+            status = mf_cuda_fail(ctx, cudaGetLastError(), "cudaMemsetAsync", __FILE__, __LINE__);
+        if (status == MF_OK && nnz > 0) {
+            bmf_pack_kernel<<<blocks, 256, 0, st>>>(ptr, idx, L, (uint64_t *)c->dense.ptr, lw);
+            status = MF_CUDA_LAUNCHED(ctx, "bmf_pack_kernel");
+        }
+    }
+    if (status == MF_OK && sparse) {
+        snprintf(name, sizeof name, "C in bits by %s (nonzero words)", what);
+        status = mf_dmem_alloc(ctx, &c->ptr, (size_t)(L + 1) * 8, name);
+        if (status == MF_OK)
+            status = mf_dmem_alloc(ctx, &c->idx, (size_t)(words ? words : 1) * 4, name);
+        if (status == MF_OK)
+            status = mf_dmem_alloc(ctx, &c->word, (size_t)(words ? words : 1) * 8, name);
+        cudaError_t err = cudaSuccess;
+        if (status == MF_OK)
+            err =
+                cudaMemcpyAsync(c->ptr.ptr, wptr, (size_t)(L + 1) * 8, cudaMemcpyHostToDevice, st);
+        if (status == MF_OK && err == cudaSuccess)
+            err = cudaMemsetAsync(c->word.ptr, 0, c->word.bytes, st);
+        if (status == MF_OK && err == cudaSuccess && words > 0) {
+            bmf_word_fill_kernel<<<blocks, 256, 0, st>>>(ptr, idx, L, (const int64_t *)c->ptr.ptr,
+                                                         (int32_t *)c->idx.ptr,
+                                                         (uint64_t *)c->word.ptr);
+            err = cudaGetLastError();
+        }
+        /* wptr is pageable: the copy has been staged once this returns, but wait anyway
+         * before freeing it, so no later change can make it read freed memory */
+        if (status == MF_OK && err == cudaSuccess)
+            err = cudaStreamSynchronize(st);
+        if (status == MF_OK && err != cudaSuccess)
+            status = mf_cuda_fail(ctx, err, "packing C's nonzero words", __FILE__, __LINE__);
+    }
+    free(wptr);
+    return status;
+}
+
+mf_status pack(cuda_engine *e)
+{
+    const int64_t *ptr = NULL, *cptr = NULL;
+    const int32_t *col = NULL, *row = NULL;
     const float *val;
-    MF_TRY(mf_sparse_device_csr(e->s.C, &ptr, &col, &val));
-    bmf_pack_kernel<<<blocks_for(e->m * 32, 256), 256, 0, st>>>(
-        ptr, col, e->m, (uint64_t *)e->Crow.ptr, e->nw, (uint64_t *)e->Ccol.ptr, e->mw);
-    return MF_CUDA_LAUNCHED(ctx, "bmf_pack_kernel");
+    if (e->s.C->nnz > 0) {
+        MF_TRY(mf_sparse_device_csr(e->s.C, &ptr, &col, &val));
+        MF_TRY(mf_sparse_device_csc(e->s.C, &cptr, &row, &val));
+    }
+    MF_TRY(pack_side(e, &e->Crow, ptr, col, e->m, e->nw, "rows"));
+    return pack_side(e, &e->Ccol, cptr, row, e->n, e->mw, "columns");
 }
 
 mf_status init_factors(cuda_engine *e)
@@ -307,7 +402,7 @@ mf_status init_factors(cuda_engine *e)
     MF_TRY(transpose(e, MF_BMF_ROWS));
     MF_TRY(transpose(e, MF_BMF_COLS));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->counts.ptr, 0, e->counts.bytes, st));
-    MF_TRY(count(e, (const uint64_t *)e->A.ptr, (const uint64_t *)e->B.ptr));
+    MF_TRY(count(e));
     MF_CUDA_TRY(ctx,
                 cudaMemcpyAsync(e->Abest.ptr, e->A.ptr, e->A.bytes, cudaMemcpyDeviceToDevice, st));
     MF_CUDA_TRY(ctx,
@@ -350,9 +445,9 @@ mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out)
     e->k = s->k;
     e->kw = mf_bmf_words(s->k);
     e->I = s->instances;
-    mf_status st = alloc_all(e);
+    mf_status st = pack(e);
     if (st == MF_OK)
-        st = pack(e);
+        st = alloc_all(e);
     if (st == MF_OK)
         st = init_factors(e);
     if (st != MF_OK) {

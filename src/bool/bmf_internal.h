@@ -13,6 +13,16 @@ extern "C" {
 #endif
 
 /* The two half-sweeps: lines are the rows of A, or the columns of B. */
+/* How the CUDA engine holds C, per side (by rows, by columns): AUTO takes for each side
+ * whichever layout is smaller. DENSE: every line's words of the other side's bits. SPARSE:
+ * only a line's nonzero words, with their indices (12 bytes a word), so memory follows the
+ * ones rather than rows x columns. The sweeps read either; the counts are the same. */
+typedef enum mf_bmf_c_layout {
+    MF_BMF_C_AUTO = 0,
+    MF_BMF_C_DENSE = 1,
+    MF_BMF_C_SPARSE = 2
+} mf_bmf_c_layout;
+
 typedef enum mf_bmf_side { MF_BMF_ROWS = 0, MF_BMF_COLS = 1 } mf_bmf_side;
 
 /* What an engine starts from: checked options and, per init, what it needs. */
@@ -34,6 +44,7 @@ typedef struct mf_bmf_setup {
      * given_per_instance) instance q's at q * rows * kw and q * cols * kw words. */
     const uint64_t *A0, *B0;
     int given_per_instance;
+    mf_bmf_c_layout c_layout; /* how the CUDA engine holds C (the CPU's reads C's ones) */
 } mf_bmf_setup;
 
 /* The schedule of one sweep. */
@@ -67,12 +78,18 @@ mf_status mf_bmf_cpu_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
 /* CUDA builds: bmf.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_engine(const mf_bmf_setup *s, mf_bmf_engine **out);
 
-/* mf_bmf_run, with `recount` nonzero: after every sweep each instance's error is also
- * counted from scratch, and a difference from the incremental count fails the run with
- * MF_ERR_INTERNAL. For tests; the flag belongs to this one run. */
+/* What tests and benches may ask of one run beyond its options. recount: after every sweep
+ * each instance's error is also counted from scratch, and a difference from the incremental
+ * count fails the run with MF_ERR_INTERNAL. c_layout: the CUDA engine's layout of C. */
+typedef struct mf_bmf_debug {
+    int recount;
+    mf_bmf_c_layout c_layout;
+} mf_bmf_debug;
+
+/* mf_bmf_run with `debug` (NULL: as mf_bmf_run). */
 mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *opts,
                              uint64_t *A_bits, uint64_t *B_bits, mf_memory where,
-                             mf_bmf_report *report, int recount);
+                             mf_bmf_report *report, const mf_bmf_debug *debug);
 
 /* Sweeps an engine is asked to run at once, at most (the driver's group size). */
 #define MF_BMF_GROUP_MAX 16

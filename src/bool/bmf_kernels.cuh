@@ -1,9 +1,11 @@
 /* The kernels of the CUDA Boolean factorization engine (bmf.cu). One warp works on one line
  * (a row of A or a column of B) of one instance; the other side's lines are read from L2.
  * Layouts, per instance q: X (lines x kw words), Xt (k rows of lw words: factor l's bit of
- * every line), C by lines (lines x nw words of the other side's bits). A sweep reads the
- * other side only transposed (Yt): which of its lines a line covers is the OR of the Yt
- * rows of the line's factors. */
+ * every line), C by lines: dense (lines x nw words of the other side's bits) or sparse (a
+ * line's nonzero words and their indices, bmf_c_lines). A sweep reads the other side only
+ * transposed (Yt): which of its lines a line covers is the OR of the Yt rows of the line's
+ * factors. Every kernel walks a line's words in chunks of 32, a word per lane, so that a
+ * sparse line is read in step with the chunks (bmf_c_chunk). */
 #ifndef MF_BMF_KERNELS_CUH
 #define MF_BMF_KERNELS_CUH
 
@@ -14,13 +16,74 @@
 #define BMF_WARPS 4  /* warps (lines) per block */
 #define BMF_CHUNK 32 /* words of the other side's bits per mask chunk: 2048 lines */
 
+/* C by lines, shared by the instances: dense words (lines x nw), or when dense is NULL
+ * each line's nonzero words, word[ptr[i] .. ptr[i + 1]) at increasing indices idx. */
+struct bmf_c_lines {
+    const uint64_t *dense;
+    const int64_t *ptr;
+    const int32_t *idx;
+    const uint64_t *word;
+};
+
+/* A warp's place in one line of C: for a sparse line, lane t holds the index (w) of entry
+ * p + t, so a chunk without ones costs one compare and a ballot. */
+struct bmf_c_cursor {
+    const uint64_t *dense; /* the line's words, or NULL */
+    const int32_t *idx;
+    const uint64_t *word;
+    int64_t p, end, w;
+};
+
+__device__ __forceinline__ int64_t bmf_c_index(const bmf_c_cursor &c, int lane)
+{
+    return c.p + lane < c.end ? (int64_t)c.idx[c.p + lane] : INT64_MAX;
+}
+
+__device__ __forceinline__ bmf_c_cursor bmf_c_line(const bmf_c_lines &c, int64_t i, int64_t nw,
+                                                   int lane)
+{
+    bmf_c_cursor r;
+    r.dense = c.dense ? c.dense + i * nw : NULL;
+    r.idx = c.idx;
+    r.word = c.word;
+    r.p = c.dense ? 0 : c.ptr[i];
+    r.end = c.dense ? 0 : c.ptr[i + 1];
+    r.w = c.dense ? INT64_MAX : bmf_c_index(r, lane);
+    return r;
+}
+
+/* Word w0 + lane of the line (0 for lanes past `words`), for the chunks w0 = 0, 32, 64, ...
+ * in order; the whole warp calls it. A sparse line's words of the chunk (the lanes whose
+ * index falls in it: a prefix, at most one entry a word) are scattered into the warp's 32
+ * shared words `buf`, and the cursor moves past them. */
+__device__ __forceinline__ uint64_t bmf_c_chunk(bmf_c_cursor &c, int64_t w0, int words, int lane,
+                                                uint64_t *buf)
+{
+    if (c.dense)
+        return lane < words ? c.dense[w0 + lane] : 0;
+    const bool in = c.w < w0 + BMF_CHUNK;
+    const uint32_t hit = __ballot_sync(0xffffffffu, in);
+    if (!hit)
+        return 0;
+    buf[lane] = 0;
+    __syncwarp();
+    if (in)
+        buf[c.w - w0] = c.word[c.p + lane];
+    __syncwarp();
+    const uint64_t v = buf[lane];
+    __syncwarp(); /* the next call clears buf */
+    c.p += __popc(hit);
+    c.w = bmf_c_index(c, lane);
+    return v;
+}
+
 /* One half-sweep's operands for every instance: strides step from instance to instance. */
 struct bmf_side_args {
     int64_t L, N, nw; /* lines, other lines, words of N bits */
     int k, kw;
     uint64_t *X;        /* + q * x_stride */
     const uint64_t *Yt; /* + q * yt_stride: k rows of nw words */
-    const uint64_t *Cl; /* lines x nw, shared by the instances */
+    bmf_c_lines C;      /* by lines */
     int64_t x_stride, yt_stride;
     unsigned long long *counts; /* per instance: fp, fn (two's complement deltas add) */
     const long long *ycount;    /* + q * k: ones in each row of Yt */
@@ -76,6 +139,7 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
 {
     __shared__ uint64_t xs[BMF_WARPS][16];
     __shared__ uint64_t mask[BMF_WARPS][4][BMF_CHUNK];
+    __shared__ uint64_t cbuf[BMF_WARPS][BMF_CHUNK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * BMF_WARPS + warp;
     if (i >= a.L)
@@ -83,7 +147,7 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
     const int k = a.k, kw = a.kw;
     uint64_t *x = a.X + q * a.x_stride + i * kw;
     const uint64_t *Yt = a.Yt + q * a.yt_stride;
-    const uint64_t *c = a.Cl + i * a.nw;
+    bmf_c_cursor c = bmf_c_line(a.C, i, a.nw, lane);
     const long long *ycount = a.ycount + (int64_t)q * a.k;
     if (lane < kw)
         xs[warp][lane] = x[lane];
@@ -101,10 +165,11 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
          * of the union u are visited, and a 0 bit's new false positives are its factor's
          * count less those in u (bits past N are zero in Yt). */
         uint64_t u = 0;
+        const uint64_t cw = bmf_c_chunk(c, w0, words, lane, cbuf[warp]);
         if (lane < words) {
             uint64_t ones, twos;
             bmf_cover_word(xs[warp], kw, Yt, a.nw, w0 + lane, &ones, &twos);
-            uint64_t cw = c[w0 + lane], once = ones & ~twos;
+            uint64_t once = ones & ~twos;
             u = ones | cw;
             mask[warp][0][lane] = u;
             mask[warp][1][lane] = ~ones & cw;
@@ -183,13 +248,15 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_single_kernel(bmf_side_arg
 __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_per_bit_kernel(bmf_side_args a)
 {
     __shared__ uint64_t xs[BMF_WARPS][16], ns[BMF_WARPS][16];
+    __shared__ uint64_t cbuf[BMF_WARPS][BMF_CHUNK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * BMF_WARPS + warp;
     if (i >= a.L)
         return;
     const int kw = a.kw;
     uint64_t *x = a.X + q * a.x_stride + i * kw;
-    const uint64_t *Yt = a.Yt + q * a.yt_stride, *c = a.Cl + i * a.nw;
+    const uint64_t *Yt = a.Yt + q * a.yt_stride;
+    bmf_c_cursor c = bmf_c_line(a.C, i, a.nw, lane);
     int changed = 0;
     if (lane < kw) {
         uint64_t flips = bmf_random_word(a.seed, q, a.purpose, i, lane, a.k, a.flip_p24);
@@ -201,11 +268,15 @@ __global__ void __launch_bounds__(BMF_WARPS * 32) bmf_per_bit_kernel(bmf_side_ar
         return;
     __syncwarp();
     int64_t fp = 0, fn = 0;
-    for (int64_t w = lane; w < a.nw; w += 32) {
+    for (int64_t w0 = 0; w0 < a.nw; w0 += BMF_CHUNK) {
+        const int words = a.nw - w0 < BMF_CHUNK ? (int)(a.nw - w0) : BMF_CHUNK;
+        const uint64_t cw = bmf_c_chunk(c, w0, words, lane, cbuf[warp]);
+        if (lane >= words)
+            continue;
         uint64_t before, after, twos;
-        bmf_cover_word(xs[warp], kw, Yt, a.nw, w, &before, &twos);
-        bmf_cover_word(ns[warp], kw, Yt, a.nw, w, &after, &twos);
-        uint64_t cw = c[w], lost = before & ~after, gained = after & ~before;
+        bmf_cover_word(xs[warp], kw, Yt, a.nw, w0 + lane, &before, &twos);
+        bmf_cover_word(ns[warp], kw, Yt, a.nw, w0 + lane, &after, &twos);
+        uint64_t lost = before & ~after, gained = after & ~before;
         fn += __popcll(lost & cw) - __popcll(gained & cw);
         fp += __popcll(gained & ~cw) - __popcll(lost & ~cw);
     }
@@ -270,22 +341,30 @@ __global__ void bmf_row_count_kernel(const uint64_t *Xt, int64_t lw, long long *
     }
 }
 
-/* fp and fn of every instance's factors from scratch: a warp per row of A. */
-__global__ void bmf_count_kernel(const uint64_t *A, const uint64_t *B, const uint64_t *Crow,
-                                 int64_t m, int64_t n, int64_t nw, int kw, int64_t a_stride,
-                                 int64_t b_stride, unsigned long long *counts)
+/* fp and fn of every instance's factors from scratch: a warp per row of A, a word of 64
+ * columns per lane, the row's cover from Bt (bmf_cover_word), so the cost follows the
+ * factors' ones and C's words rather than rows x columns x k. 8 warps a block. */
+__global__ void __launch_bounds__(256)
+    bmf_count_kernel(const uint64_t *A, const uint64_t *Bt, bmf_c_lines C, int64_t m, int64_t nw,
+                     int kw, int64_t a_stride, int64_t bt_stride, unsigned long long *counts)
 {
+    __shared__ uint64_t cbuf[8][BMF_CHUNK];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, q = blockIdx.y;
     const int64_t i = (int64_t)blockIdx.x * (blockDim.x / 32) + warp;
     if (i >= m)
         return;
-    const uint64_t *a = A + q * a_stride + i * kw, *b = B + q * b_stride, *c = Crow + i * nw;
+    const uint64_t *a = A + q * a_stride + i * kw, *bt = Bt + q * bt_stride;
+    bmf_c_cursor c = bmf_c_line(C, i, nw, lane);
     int64_t fp = 0, fn = 0;
-    for (int64_t j = lane; j < n; j += 32) {
-        int covered = bmf_cover(a, b + j * kw, kw) > 0;
-        int one = (int)(c[j / 64] >> (j % 64) & 1);
-        fp += covered && !one;
-        fn += one && !covered;
+    for (int64_t w0 = 0; w0 < nw; w0 += BMF_CHUNK) {
+        const int words = nw - w0 < BMF_CHUNK ? (int)(nw - w0) : BMF_CHUNK;
+        const uint64_t cw = bmf_c_chunk(c, w0, words, lane, cbuf[warp]);
+        if (lane >= words)
+            continue;
+        uint64_t covered, twos;
+        bmf_cover_word(a, kw, bt, nw, w0 + lane, &covered, &twos);
+        fp += __popcll(covered & ~cw);
+        fn += __popcll(cw & ~covered);
     }
     for (int off = 16; off > 0; off /= 2) {
         fp += __shfl_xor_sync(0xffffffffu, fp, off);
@@ -322,18 +401,67 @@ __global__ void bmf_keep_kernel(const uint64_t *X, uint64_t *Xbest, int64_t word
         Xbest[q * words + p] = X[q * words + p];
 }
 
-/* C in bits from CSR: row i's ones into Crow (m x nw) and Ccol (n x mw). */
-__global__ void bmf_pack_kernel(const int64_t *ptr, const int32_t *col, int64_t m, uint64_t *Crow,
-                                int64_t nw, uint64_t *Ccol, int64_t mw)
+/* Dense C from a sorted CSR (or CSC) of its ones: line i's bits into X (L x lw words),
+ * zeroed before. A warp per line. */
+__global__ void bmf_pack_kernel(const int64_t *ptr, const int32_t *idx, int64_t L, uint64_t *X,
+                                int64_t lw)
 {
     const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
     const int lane = threadIdx.x % 32;
-    if (i >= m)
+    if (i >= L)
         return;
     for (int64_t p = ptr[i] + lane; p < ptr[i + 1]; p += 32) {
-        int64_t j = col[p];
-        atomicOr((unsigned long long *)&Crow[i * nw + j / 64], 1ull << (j % 64));
-        atomicOr((unsigned long long *)&Ccol[j * mw + i / 64], 1ull << (i % 64));
+        const int64_t j = idx[p];
+        atomicOr((unsigned long long *)&X[i * lw + j / 64], 1ull << (j % 64));
+    }
+}
+
+/* Whether entry p of a sorted line starting at p0 opens a word of 64 (the first entry of
+ * its word). */
+__device__ __forceinline__ bool bmf_opens_word(const int32_t *idx, int64_t p0, int64_t p)
+{
+    return p == p0 || idx[p] / 64 != idx[p - 1] / 64;
+}
+
+/* Sparse C, first pass: the nonzero words of each line. A warp per line. */
+__global__ void bmf_word_count_kernel(const int64_t *ptr, const int32_t *idx, int64_t L,
+                                      int64_t *count)
+{
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (i >= L)
+        return;
+    int64_t n = 0;
+    for (int64_t p = ptr[i] + lane; p < ptr[i + 1]; p += 32)
+        n += bmf_opens_word(idx, ptr[i], p);
+    for (int off = 16; off > 0; off /= 2)
+        n += __shfl_xor_sync(0xffffffffu, n, off);
+    if (lane == 0)
+        count[i] = n;
+}
+
+/* Sparse C, second pass: line i's words at wptr[i] .. (word zeroed before). Entries go 32
+ * at a time; an entry's slot is its line's start plus the words opened before it. */
+__global__ void bmf_word_fill_kernel(const int64_t *ptr, const int32_t *idx, int64_t L,
+                                     const int64_t *wptr, int32_t *widx, uint64_t *word)
+{
+    const int64_t i = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    const int lane = threadIdx.x % 32;
+    if (i >= L)
+        return;
+    int64_t opened = wptr[i]; /* slot of the next word to open */
+    for (int64_t p0 = ptr[i]; p0 < ptr[i + 1]; p0 += 32) {
+        const int64_t p = p0 + lane;
+        const bool in = p < ptr[i + 1], opens = in && bmf_opens_word(idx, ptr[i], p);
+        const uint32_t ballot = __ballot_sync(0xffffffffu, opens);
+        if (in) {
+            /* the words opened at or before this entry, less one */
+            const int64_t slot = opened + __popc(ballot & (0xffffffffu >> (31 - lane))) - 1;
+            if (opens)
+                widx[slot] = idx[p] / 64;
+            atomicOr((unsigned long long *)&word[slot], 1ull << (idx[p] % 64));
+        }
+        opened += __popc(ballot);
     }
 }
 
