@@ -581,7 +581,7 @@ static void scale_cases(const std::vector<scale_shape> &cases)
             const int n = (int)ends.size();
             const double per = n > 1 ? (ends[n - 1] - ends[0]) / (n - 1) : rep.seconds;
             const double setup = n > 1 ? ends[0] - per : 0.0;
-            double ops = 2.0 * 3.0 * (double)sc.rows * sc.cols * sc.k;
+            double ops = 2.0 * 3.0 * (double)sc.rows * sc.cols * sc.k * sc.instances;
             printf("| %s | %d | %d | %lld | %d | %d | %s | %.0f | %d | %.2f | %.4f | %.2f | %.4e | "
                    "%.3e | %.3f | %.3f |\n",
                    sc.structured ? "basket-like" : "uniform", sc.rows, sc.cols, (long long)nnz,
