@@ -11,8 +11,11 @@ static void *run_one(void *arg)
     j->rep = (mf_als_report){.struct_size = sizeof j->rep};
     j->srep = (mf_sgd_report){.struct_size = sizeof j->srep};
     j->irep = (mf_ials_report){.struct_size = sizeof j->irep};
+    j->arep = (mf_asd_report){.struct_size = sizeof j->arep};
     if (j->sgd)
         j->st = mf_sgd_hogwild_run(j->ctx, j->R, &j->so, j->U, j->V, MF_MEMORY_HOST, &j->srep);
+    else if (j->asd)
+        j->st = mf_asd_run(j->ctx, j->R, &j->ao, j->U, j->V, MF_MEMORY_HOST, &j->arep);
     else if (j->ials)
         j->st = mf_ials_run(j->ctx, j->R, &j->io, j->U, j->V, MF_MEMORY_HOST, &j->irep);
     else

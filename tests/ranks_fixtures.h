@@ -1,5 +1,5 @@
 /* Shared by the suites of grouped contexts (test_ranks: CPU ranks in threads; test_gpu_ranks:
- * NCCL ranks): a collective mf_als_run, one thread per rank. */
+ * NCCL ranks): a collective run, one thread per rank. */
 #ifndef MF_RANKS_FIXTURES_H
 #define MF_RANKS_FIXTURES_H
 
@@ -7,15 +7,18 @@
 
 /* One rank's call: its context and its own copy of the ratings, the options, the outputs
  * (host, rows x rank and cols x rank), and what came back. sgd set: mf_sgd_hogwild_run with
- * so (and srep); ials set: mf_ials_run with io (and irep); else mf_als_run with o (and rep). */
+ * so (and srep); ials set: mf_ials_run with io (and irep); asd set: mf_asd_run with ao (and
+ * arep; U and V are X and Y); else mf_als_run with o (and rep). */
 typedef struct rk_job {
     mf_ctx *ctx;
     mf_sparse *R;
     mf_als_opts o;
-    int sgd, ials;
+    int sgd, ials, asd;
     mf_sgd_opts so;
     mf_ials_opts io;
     mf_ials_report irep;
+    mf_asd_opts ao;
+    mf_asd_report arep;
     float *U, *V;
     mf_als_report rep;
     mf_sgd_report srep;

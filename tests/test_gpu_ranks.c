@@ -1,8 +1,9 @@
 /* Groups of CUDA contexts over NCCL (mf_ctx_join_local): a collective mf_als_run over one
  * rank, and over every device of the machine when it has several, gives the bits of one
  * ungrouped context (each row's solve is the same kernels wherever it runs, and the
- * exchange copies bytes). Without NCCL the suite says so and skips those tests, unless
- * MFACT_REQUIRE_NCCL is set (scripts/device-test sets it). */
+ * exchange copies bytes); SGD and ASD give every rank the same factors, close to one
+ * context's (ASD: Ω by rows, NCCL's sums in the stream). Without NCCL the suite says so and skips
+ * those tests, unless MFACT_REQUIRE_NCCL is set (scripts/device-test sets it). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,11 +197,78 @@ static void check_ials_group(int n)
     }
 }
 
+/* ASD over n ranks, plain and scaled, with a test set: every rank the same X, Y and report;
+ * one context's result up to the order of the sums. */
+static void check_asd_group(int n)
+{
+    static const int variants[] = {MF_ASD_SCALED, MF_ASD_PLAIN};
+    for (int v = 0; v < 2; v++) {
+        rk_job proto = {0};
+        proto.asd = 1;
+        mf_asd_opts_init(&proto.ao);
+        const int r = 8;
+        proto.ao.rank = r, proto.ao.variant = variants[v], proto.ao.max_iterations = 30;
+        proto.ao.tolerance = 1e-12, proto.ao.stagnation_window = 0;
+        const int64_t nx = (int64_t)USERS * r, ny = (int64_t)ITEMS * r;
+        mf_ctx *one = cuda_ctx_on(0);
+        mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
+        mf_sparse *T1 = ax_ratings(one, USERS, ITEMS, 0.01, 11, NULL, NULL);
+        float *X1 = malloc((size_t)nx * sizeof *X1), *Y1 = malloc((size_t)ny * sizeof *Y1);
+        mf_asd_opts o1 = proto.ao;
+        o1.test = T1;
+        mf_asd_report r1 = {.struct_size = sizeof r1};
+        ck_assert_msg(mf_asd_run(one, R1, &o1, X1, Y1, MF_MEMORY_HOST, &r1) == MF_OK, "%s",
+                      mf_ctx_last_error(one));
+        mf_sparse_destroy(R1);
+        mf_sparse_destroy(T1);
+        mf_ctx_destroy(one);
+        rk_job jobs[8];
+        mf_sparse *T[8];
+        const int run = open_group(jobs, n, &proto, r);
+        if (run) {
+            for (int i = 0; i < n; i++) {
+                T[i] = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.01, 11, NULL, NULL);
+                jobs[i].ao.test = T[i];
+            }
+            rk_run_als(jobs, n);
+            double dx = 0.0, dy = 0.0, mx = 0.0, my = 0.0;
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)nx * sizeof(float)));
+                ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ny * sizeof(float)));
+                ck_assert(jobs[i].arep.relative_residual == jobs[0].arep.relative_residual);
+                ck_assert(jobs[i].arep.test_rmse == jobs[0].arep.test_rmse);
+                ck_assert_int_eq(jobs[i].arep.iterations, r1.iterations);
+            }
+            for (int64_t p = 0; p < nx; p++)
+                dx = fmax(dx, fabs((double)jobs[0].U[p] - X1[p])), mx = fmax(mx, fabs(X1[p]));
+            for (int64_t p = 0; p < ny; p++)
+                dy = fmax(dy, fabs((double)jobs[0].V[p] - Y1[p])), my = fmax(my, fabs(Y1[p]));
+            const double dres = fabs(jobs[0].arep.relative_residual / r1.relative_residual - 1.0);
+            const double dtest = fabs(jobs[0].arep.test_rmse / r1.test_rmse - 1.0);
+            printf("ASD (%s) over %d rank(s): residual %.6g (one context %.6g), test RMSE %.6g "
+                   "(%.6g), factors within %.1e, %.1e\n",
+                   v ? "plain" : "scaled", n, jobs[0].arep.relative_residual, r1.relative_residual,
+                   jobs[0].arep.test_rmse, r1.test_rmse, dx / mx, dy / my);
+            ck_assert_msg(dres < 1e-3 && dtest < 1e-3 && dx / mx < 1e-2 && dy / my < 1e-2,
+                          "residual %g test %g X %g Y %g", dres, dtest, dx / mx, dy / my);
+            for (int i = 0; i < n; i++)
+                mf_sparse_destroy(T[i]);
+            close_group(jobs, n);
+        }
+        free(X1);
+        free(Y1);
+        if (!run)
+            return;
+    }
+}
+
 START_TEST(one_rank_over_nccl)
 {
     check_group(1);
     check_sgd_group(1);
     check_ials_group(1);
+    check_asd_group(1);
 }
 END_TEST
 
@@ -215,6 +283,7 @@ START_TEST(every_device)
         check_group(g);
         check_sgd_group(g);
         check_ials_group(g);
+        check_asd_group(g);
     }
 }
 END_TEST

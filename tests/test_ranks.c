@@ -1,8 +1,10 @@
 /* Groups of contexts on the CPU (mf_ctx_join_local with the in-process exchange): the row
  * shares, a collective mf_als_run over 1 to 4 ranks against one context (the same bits:
- * each row's solve is the same arithmetic wherever it runs), the ranks' agreement on the
- * problem, one rank's failure or cancel failing them all, the runs that are not collective
- * yet, and every bad argument of the group calls. */
+ * each row's solve is the same arithmetic wherever it runs), SGD's block rotation, implicit
+ * ALS, ASD with Ω by rows (every rank the same bits; one context's result up to the order
+ * of the sums), the ranks' agreement on the problem, one rank's failure or cancel failing
+ * them all, the runs that are not collective yet, and every bad argument of the group
+ * calls. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,7 +76,7 @@ END_TEST
 /* n CPU contexts with the same seed, grouped; each with its own copy of the ratings. */
 static void make_group(rk_job *jobs, int n, const mf_als_opts *o, uint64_t data_seed)
 {
-    mf_ctx *ctxs[8];
+    mf_ctx *ctxs[8] = {NULL};
     for (int i = 0; i < n; i++) {
         memset(&jobs[i], 0, sizeof jobs[i]);
         jobs[i].ctx = ctxs[i] = tu_cpu_ctx_seeded(42);
@@ -442,6 +444,189 @@ START_TEST(one_cancel_stops_all)
 }
 END_TEST
 
+/* ASD over n ranks: each rank with its own copy of a rank-3 matrix's observed entries. */
+static void asd_group(rk_job *jobs, int n, const mf_asd_opts *ao)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = ao->rank;
+    make_group(jobs, n, &o, 5);
+    for (int i = 0; i < n; i++) {
+        jobs[i].asd = 1;
+        jobs[i].ao = *ao;
+    }
+}
+
+/* The relative difference of two factors: max |a - b| over max |b|. */
+static double rel_diff(const float *a, const float *b, int64_t n)
+{
+    double d = 0.0, m = 0.0;
+    for (int64_t p = 0; p < n; p++) {
+        d = fmax(d, fabs((double)a[p] - b[p]));
+        m = fmax(m, fabs((double)b[p]));
+    }
+    return d / (m > 0.0 ? m : 1.0);
+}
+
+START_TEST(asd_group_matches_one_context)
+{
+    static const struct {
+        int ranks, variant, init;
+    } cases[] = {{2, MF_ASD_SCALED, MF_ASD_INIT_RANDOM},
+                 {3, MF_ASD_PLAIN, MF_ASD_INIT_RANDOM},
+                 {4, MF_ASD_SCALED, MF_ASD_INIT_RANDOM},
+                 {1, MF_ASD_SCALED, MF_ASD_INIT_RANDOM},
+                 {2, MF_ASD_SCALED, MF_ASD_INIT_GIVEN}};
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        const int n = cases[t].ranks, r = 3;
+        mf_asd_opts ao;
+        mf_asd_opts_init(&ao);
+        ao.rank = r, ao.variant = cases[t].variant, ao.init = cases[t].init;
+        ao.max_iterations = 25, ao.tolerance = 1e-12, ao.stagnation_window = 0;
+        /* one context */
+        mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+        mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+        mf_sparse *T = ax_ratings(ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
+        float *X = malloc((size_t)USERS * r * sizeof *X),
+              *Y = malloc((size_t)ITEMS * r * sizeof *Y);
+        for (int64_t p = 0; p < (int64_t)USERS * r; p++)
+            X[p] = 0.01f * (float)((p * 7) % 11) - 0.05f;
+        for (int64_t p = 0; p < (int64_t)ITEMS * r; p++)
+            Y[p] = 0.02f * (float)((p * 5) % 13) - 0.1f;
+        float *X0 = malloc((size_t)USERS * r * sizeof *X0),
+              *Y0 = malloc((size_t)ITEMS * r * sizeof *Y0);
+        memcpy(X0, X, (size_t)USERS * r * sizeof *X0);
+        memcpy(Y0, Y, (size_t)ITEMS * r * sizeof *Y0);
+        mf_asd_opts one = ao;
+        one.test = T;
+        mf_asd_report rep1 = {.struct_size = sizeof rep1};
+        ck_assert_msg(mf_asd_run(ctx, R, &one, X, Y, MF_MEMORY_HOST, &rep1) == MF_OK, "%s",
+                      mf_ctx_last_error(ctx));
+        /* the group */
+        rk_job jobs[4];
+        asd_group(jobs, n, &ao);
+        mf_sparse *Ts[4];
+        for (int i = 0; i < n; i++) {
+            Ts[i] = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
+            jobs[i].ao.test = Ts[i];
+            memcpy(jobs[i].U, X0, (size_t)USERS * r * sizeof *X0);
+            memcpy(jobs[i].V, Y0, (size_t)ITEMS * r * sizeof *Y0);
+        }
+        rk_run_als(jobs, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(jobs[i].st == MF_OK, "rank %d: %s", i, jobs[i].error);
+            /* every rank returns the same X, Y and report */
+            ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * r * sizeof(float)));
+            ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * r * sizeof(float)));
+            ck_assert(jobs[i].arep.relative_residual == jobs[0].arep.relative_residual);
+            ck_assert(jobs[i].arep.test_rmse == jobs[0].arep.test_rmse);
+            ck_assert_int_eq(jobs[i].arep.iterations, rep1.iterations);
+            ck_assert_int_eq(jobs[i].arep.stopped, rep1.stopped);
+        }
+        /* one context's result, up to the order of the sums */
+        const double dx = rel_diff(jobs[0].U, X, (int64_t)USERS * r),
+                     dy = rel_diff(jobs[0].V, Y, (int64_t)ITEMS * r);
+        const double dres = fabs(jobs[0].arep.relative_residual - rep1.relative_residual) /
+                            rep1.relative_residual,
+                     dtest = fabs(jobs[0].arep.test_rmse - rep1.test_rmse) / rep1.test_rmse;
+        printf("asd %d ranks, variant %d, init %d: residual %.6g (one context %.6g), test RMSE "
+               "%.6g (%.6g); factors differ by %.2e, %.2e\n",
+               n, cases[t].variant, cases[t].init, jobs[0].arep.relative_residual,
+               rep1.relative_residual, jobs[0].arep.test_rmse, rep1.test_rmse, dx, dy);
+        ck_assert_msg(dres < 1e-3 && dtest < 1e-3 && dx < 1e-2 && dy < 1e-2,
+                      "residual %g, test %g, X %g, Y %g", dres, dtest, dx, dy);
+        ck_assert(rep1.relative_residual < 0.5);
+        for (int i = 0; i < n; i++)
+            mf_sparse_destroy(Ts[i]);
+        free_group(jobs, n);
+        free(X), free(Y), free(X0), free(Y0);
+        mf_sparse_destroy(R);
+        mf_sparse_destroy(T);
+        mf_ctx_destroy(ctx);
+    }
+}
+END_TEST
+
+static int asd_cancel_third(void *user, const mf_progress *p)
+{
+    (void)user;
+    return p->iteration >= 3;
+}
+
+/* ASD's ranks fail, cancel and stop together; what does not run over a group yet says so. */
+START_TEST(asd_group_stops_together)
+{
+    mf_asd_opts ao;
+    mf_asd_opts_init(&ao);
+    ao.rank = 3, ao.max_iterations = 10;
+    rk_job jobs[3];
+    /* a cancel on one rank (the others without a callback) */
+    asd_group(jobs, 3, &ao);
+    jobs[1].ao.progress = asd_cancel_third;
+    rk_run_als(jobs, 3);
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_CANCELLED);
+        ck_assert_int_eq(jobs[i].arep.iterations, 3);
+        ck_assert_int_eq(jobs[i].arep.stopped, MF_ASD_STOP_CANCELLED);
+        ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * 3 * sizeof(float)));
+        ck_assert(!isnan(jobs[i].U[0]) && !isnan(jobs[i].U[USERS * 3 - 1]));
+    }
+    free_group(jobs, 3);
+    /* another option on one rank, one rank's bad option */
+    asd_group(jobs, 3, &ao);
+    jobs[2].ao.tolerance = 1e-3;
+    jobs[0].ao.stagnation_rate = 2.0;
+    rk_run_als(jobs, 3);
+    ck_assert_int_eq(jobs[0].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[0].error, "stagnation_rate"), "%s", jobs[0].error);
+    for (int i = 1; i < 3; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "rank 0 of 3 failed"), "%s", jobs[i].error);
+        ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0]));
+    }
+    free_group(jobs, 3);
+    asd_group(jobs, 2, &ao);
+    jobs[1].ao.tolerance = 1e-3;
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(jobs[i].error, "disagree on tolerance"), "%s", jobs[i].error);
+    }
+    free_group(jobs, 2);
+    /* not over a group yet: the spectral start and rank continuation */
+    for (int c = 0; c < 2; c++) {
+        asd_group(jobs, 2, &ao);
+        for (int i = 0; i < 2; i++) {
+            if (c == 0)
+                jobs[i].ao.init = MF_ASD_INIT_SPECTRAL;
+            else
+                jobs[i].ao.rank_continuation = 1;
+        }
+        rk_run_als(jobs, 2);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(jobs[i].st, MF_ERR_UNSUPPORTED);
+            ck_assert_msg(
+                strstr(jobs[i].error, c == 0 ? "MF_ASD_INIT_SPECTRAL" : "rank_continuation"), "%s",
+                jobs[i].error);
+            ck_assert(isnan(jobs[i].U[0]));
+        }
+        free_group(jobs, 2);
+    }
+    /* a time limit stops every rank at the same iteration */
+    ao.max_iterations = 100000, ao.tolerance = 1e-15, ao.stagnation_window = 0;
+    ao.time_limit = 0.2;
+    asd_group(jobs, 2, &ao);
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(jobs[i].st == MF_OK, "%s", jobs[i].error);
+        ck_assert_int_eq(jobs[i].arep.stopped, MF_ASD_STOP_TIME_LIMIT);
+        ck_assert_int_eq(jobs[i].arep.iterations, jobs[0].arep.iterations);
+        ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * 3 * sizeof(float)));
+    }
+    free_group(jobs, 2);
+}
+END_TEST
+
 START_TEST(other_runs_refuse_groups)
 {
     mf_als_opts o;
@@ -449,14 +634,15 @@ START_TEST(other_runs_refuse_groups)
     o.rank = 4;
     rk_job jobs[2];
     make_group(jobs, 2, &o, 5);
-    mf_asd_opts ao;
-    mf_asd_opts_init(&ao);
-    ao.rank = 4;
-    ck_assert_int_eq(
-        mf_asd_run(jobs[0].ctx, jobs[0].R, &ao, jobs[0].U, jobs[0].V, MF_MEMORY_HOST, NULL),
-        MF_ERR_UNSUPPORTED);
-    tu_assert_error_has(jobs[0].ctx, "mf_asd_run does not run over a group");
-    ck_assert(isnan(jobs[0].U[0]));
+    mf_bmf_opts bo;
+    mf_bmf_opts_init(&bo);
+    bo.rank = 4;
+    uint64_t A[USERS], B[ITEMS];
+    A[0] = 7;
+    ck_assert_int_eq(mf_bmf_run(jobs[0].ctx, jobs[0].R, &bo, A, B, MF_MEMORY_HOST, NULL),
+                     MF_ERR_UNSUPPORTED);
+    tu_assert_error_has(jobs[0].ctx, "mf_bmf_run does not run over a group");
+    ck_assert(A[0] == 7);
     /* A call that is not a run works on the rank's own context. */
     int32_t rows, cols;
     int64_t nnz;
@@ -509,6 +695,8 @@ int main(void)
                                   group_fit_equals_one_context,
                                   sgd_group_rotates_item_blocks,
                                   ials_group_equals_one_context,
+                                  asd_group_matches_one_context,
+                                  asd_group_stops_together,
                                   review_cases,
                                   ranks_must_agree,
                                   one_failure_fails_all,

@@ -1,13 +1,21 @@
 /* mf_asd_run: argument checks, the start, the iterations and the stopping rules (Tanner &
  * Wei's: tolerance, stagnation, iteration cap, time), and the report. The arithmetic lives
- * in the engines (asd_cpu.c; the CUDA one). */
+ * in the engines (asd_cpu.c; the CUDA one).
+ *
+ * Over a group of contexts (core/ranks.h) Ω is partitioned by rows: each rank's engine gets
+ * its share of the rows (balanced by entries) as a matrix of its own and the same start
+ * (drawn here, on the host), and sums over the ranks what spans the shares; the ranks stop
+ * together (time and cancellation agreed every iteration), and X's shares are gathered at
+ * the end, so every rank returns the same X and Y. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
+#include "core/device_memory.h"
 #include "core/random.h"
+#include "core/ranks.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
@@ -85,10 +93,110 @@ static double observed_norm2(const mf_sparse *M, int threads)
 typedef struct run_state {
     mf_run run;
     const mf_asd_opts *o;
-    mf_sparse *M;
+    mf_sparse *M; /* what the engine factorizes: the caller's matrix, or the rank's rows */
     mf_asd_engine *e;
     mf_asd_report rep;
+    /* In a group: the rank's rows [lo, hi) of the caller's matrix and of the test set, and
+     * the rows' shares (bounds[0]). */
+    mf_comm *comm;
+    mf_shares shares;
+    int32_t lo, hi;
+    mf_sparse *test;  /* the test rows of the share; NULL: the caller's (or none) */
+    int any_progress; /* some rank has a progress callback (then all measure the test set) */
 } run_state;
+
+/* Rows [lo, hi) of A as a matrix of their own (rows renumbered from 0). */
+static mf_status rows_of(mf_ctx *ctx, const mf_sparse *A, int32_t lo, int32_t hi, mf_sparse **out)
+{
+    const int32_t rows = hi - lo;
+    const int64_t base = A->row_ptr[lo], nnz = A->row_ptr[hi] - base;
+    int64_t *ptr = malloc(((size_t)rows + 1) * sizeof *ptr);
+    if (!ptr)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    for (int32_t i = 0; i <= rows; i++)
+        ptr[i] = A->row_ptr[lo + i] - base;
+    mf_status st = mf_sparse_build_csr(ctx, out, rows, A->cols, nnz, ptr, A->col + base,
+                                       A->val ? A->val + base : NULL, 0, "mf_asd_run");
+    free(ptr);
+    return st;
+}
+
+/* A double option as the integer of its bits, for the agreement. */
+static int64_t bits_of(double x)
+{
+    int64_t v;
+    memcpy(&v, &x, sizeof v);
+    return v;
+}
+
+/* RMSE of the factors over the test set: in a group, over every rank's test rows. */
+static mf_status test_rmse(run_state *s, double *rmse)
+{
+    const mf_sparse *T = s->test ? s->test : s->o->test;
+    if (!s->comm)
+        return s->e->rmse(s->e, T, rmse);
+    double v[2] = {0.0, (double)T->nnz};
+    if (T->nnz > 0) {
+        double part;
+        MF_TRY(s->e->rmse(s->e, T, &part));
+        v[0] = part * part * (double)T->nnz;
+    }
+    MF_TRY(s->comm->ops->sum_f64(s->comm, s->run.ctx, v, 2));
+    *rmse = v[1] > 0.0 ? sqrt(v[0] / v[1]) : NAN;
+    return MF_OK;
+}
+
+/* The engine's factors to the caller's X and Y; in a group, X's rows from every rank. */
+static mf_status hand_back(run_state *s, float *X, float *Y, mf_memory where)
+{
+    if (!s->comm)
+        return s->e->finish(s->e, X, Y, where);
+    mf_ctx *ctx = s->run.ctx;
+    mf_comm *c = s->comm;
+    const int r = s->o->rank;
+    const size_t row = (size_t)r * sizeof(float);
+    const int32_t m = (int32_t)s->shares.bounds[0][c->size];
+    float *Xh = malloc((size_t)m * row + 1);
+    if (!Xh)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    mf_status st = s->e->finish(s->e, Xh + (size_t)s->lo * r, Y, where);
+    if (st == MF_OK && !c->device_buffers) {
+        st = c->ops->allgatherv(c, ctx, Xh, s->shares.bounds[0], row, NULL);
+        if (st == MF_OK)
+            memcpy(X, Xh, (size_t)m * row); /* a CPU context's buffers are host memory */
+    } else if (st == MF_OK) {
+        mf_dbuf tmp = {NULL, 0};
+        st = mf_dmem_alloc(ctx, &tmp, (size_t)m * row + 1, "ASD X gathered");
+        if (st == MF_OK && s->hi > s->lo)
+            st = mf_cuda_copy(ctx, (char *)tmp.ptr + (size_t)s->lo * row, Xh + (size_t)s->lo * r,
+                              (size_t)(s->hi - s->lo) * row);
+        if (st == MF_OK)
+            st = c->ops->allgatherv(c, ctx, tmp.ptr, s->shares.bounds[0], row, NULL);
+        if (st == MF_OK)
+            st = mf_cuda_sync(ctx);
+        if (st == MF_OK)
+            st = mf_cuda_copy(ctx, X, tmp.ptr, (size_t)m * row);
+        mf_dmem_free(ctx, &tmp);
+    }
+    free(Xh);
+    return st;
+}
+
+/* In a group, the end of an iteration: every rank fine (a failure or a cancel on one stops
+ * all, with its status), and the time limit reached by any. */
+static mf_status agree_step(run_state *s, mf_status st, int *time_up)
+{
+    *time_up = s->o->time_limit > 0.0 && mf_run_seconds(&s->run) >= s->o->time_limit;
+    if (!s->comm)
+        return st;
+    MF_TRY(mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0));
+    if (s->o->time_limit > 0.0) {
+        int64_t v = *time_up;
+        MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, &v, 1));
+        *time_up = v != 0;
+    }
+    return MF_OK;
+}
 
 /* The stopping rules of one call of iterate(): the caller's, or an intermediate rank's. */
 typedef struct rules {
@@ -114,25 +222,27 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
         s->rep.stopped = MF_ASD_STOP_TOLERANCE;
     const int first = s->rep.iterations + 1;
     for (int it = first; st == MF_OK && res > ru->tolerance && it <= o->max_iterations; it++) {
-        double res2;
+        double res2 = 0.0;
         st = s->e->iterate(s->e, &res2, &s->rep.singular_steps);
+        if (st == MF_OK) {
+            res = sqrt(res2) / norm;
+            s->rep.iterations = it;
+            s->rep.relative_residual = res;
+        }
+        if (st == MF_OK && (o->progress || s->any_progress)) {
+            double test = NAN;
+            if (o->test) /* collective in a group: every rank measures when any reports */
+                st = test_rmse(s, &test);
+            mf_progress p = {it, mf_run_seconds(&s->run), res, test};
+            if (st == MF_OK && o->progress)
+                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
+        }
+        int time_up;
+        st = agree_step(s, st, &time_up);
+        if (st == MF_ERR_CANCELLED)
+            s->rep.stopped = MF_ASD_STOP_CANCELLED;
         if (st != MF_OK)
             break;
-        res = sqrt(res2) / norm;
-        s->rep.iterations = it;
-        s->rep.relative_residual = res;
-        if (o->progress) {
-            double test = NAN;
-            if (o->test)
-                st = s->e->rmse(s->e, o->test, &test);
-            mf_progress p = {it, mf_run_seconds(&s->run), res, test};
-            if (st == MF_OK)
-                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
-            if (st == MF_ERR_CANCELLED)
-                s->rep.stopped = MF_ASD_STOP_CANCELLED;
-            if (st != MF_OK)
-                break;
-        }
         if (res <= ru->tolerance) {
             s->rep.stopped = MF_ASD_STOP_TOLERANCE;
             break;
@@ -147,7 +257,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
                 break;
             }
         }
-        if (o->time_limit > 0.0 && mf_run_seconds(&s->run) >= o->time_limit) {
+        if (time_up) {
             s->rep.stopped = MF_ASD_STOP_TIME_LIMIT;
             break;
         }
@@ -159,7 +269,9 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
 /* One engine at rank k from host starts X0, Y0 (lines x k; NULL: the random start). */
 static mf_status open_engine(run_state *s, int k, const float *X0, const float *Y0, double norm2)
 {
-    mf_asd_setup setup = {s->run.ctx, s->M, k, s->o->variant == MF_ASD_SCALED, X0, Y0, norm2};
+    mf_asd_setup setup = {
+        s->run.ctx, s->M, k, s->o->variant == MF_ASD_SCALED, X0 ? X0 + (size_t)s->lo * k : NULL,
+        Y0,         norm2};
     return MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
 }
 
@@ -167,9 +279,9 @@ static mf_status open_engine(run_state *s, int k, const float *X0, const float *
 static mf_status close_engine(run_state *s, mf_status st, float *X, float *Y, mf_memory where)
 {
     if (mf_run_has_result(st) && s->o->test)
-        st = mf_run_then(st, s->e->rmse(s->e, s->o->test, &s->rep.test_rmse));
+        st = mf_run_then(st, test_rmse(s, &s->rep.test_rmse));
     if (mf_run_has_result(st) && X)
-        st = mf_run_then(st, s->e->finish(s->e, X, Y, where));
+        st = mf_run_then(st, hand_back(s, X, Y, where));
     s->e->destroy(s->e);
     s->e = NULL;
     return st;
@@ -262,20 +374,54 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
     return st;
 }
 
-static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
+/* The random start of a group (asd_internal.h's, drawn here so that every rank holds the
+ * same X and Y whatever its share): uniform from the two streams, scaled by the square
+ * root of |P(M)| / |P(X Y^T)| on each factor, the sum over the ranks' rows. */
+static mf_status group_random_start(run_state *s, float *X0, float *Y0, double norm2)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const int r = s->o->rank, threads = mf_ctx_threads(ctx);
+    const mf_sparse *M = s->M; /* the rank's rows */
+    const int64_t nx = (int64_t)s->shares.bounds[0][s->comm->size] * r, ny = (int64_t)M->cols * r;
+    mf_random_uniform_host(X0, nx, -1.0f, 1.0f, ctx->seed, MF_ASD_X_STREAM, threads);
+    mf_random_uniform_host(Y0, ny, -1.0f, 1.0f, ctx->seed, MF_ASD_Y_STREAM, threads);
+    const float *X = X0 + (size_t)s->lo * r;
+    double p2 = 0.0;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) reduction(+ : p2)
+    for (int32_t i = 0; i < M->rows; i++)
+        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++) {
+            const float *x = X + (int64_t)i * r, *y = Y0 + (int64_t)M->col[p] * r;
+            float d = 0.0f;
+            for (int t = 0; t < r; t++)
+                d += x[t] * y[t];
+            p2 += (double)d * d;
+        }
+    MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &p2, 1));
+    if (!(p2 > 0.0))
+        return MF_OK;
+    const float f = (float)sqrt(sqrt(norm2 / p2));
+    for (int64_t p = 0; p < nx; p++)
+        X0[p] *= f;
+    for (int64_t p = 0; p < ny; p++)
+        Y0[p] *= f;
+    return MF_OK;
+}
+
+static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_asd_opts *o = s->o;
-    const mf_sparse *M = s->M;
     const int r = o->rank;
-    const double norm2 = observed_norm2(M, mf_ctx_threads(ctx));
+    double norm2 = observed_norm2(s->M, mf_ctx_threads(ctx));
+    if (s->comm)
+        MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &norm2, 1));
     if (!(norm2 > 0.0))
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
     if (o->rank_continuation)
         return run_continuation(s, X, Y, where, norm2);
-    /* The random start is the engine's own (drawn where the factors live); the others are
-     * made on the host. */
-    const int host_start = o->init != MF_ASD_INIT_RANDOM;
+    /* The random start is the engine's own (drawn where the factors live), but a group's;
+     * the others are made on the host. */
+    const int host_start = o->init != MF_ASD_INIT_RANDOM || s->comm;
     float *X0 = host_start ? malloc(((size_t)M->rows * r + 1) * sizeof *X0) : NULL;
     float *Y0 = host_start ? malloc(((size_t)M->cols * r + 1) * sizeof *Y0) : NULL;
     mf_status st = MF_OK;
@@ -287,14 +433,78 @@ static mf_status run(run_state *s, float *X, float *Y, mf_memory where)
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
     } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
         st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
+    else if (st == MF_OK && s->comm)
+        st = group_random_start(s, X0, Y0, norm2);
+    /* in a group, a rank whose start failed stops the others before the engines sum */
+    if (s->comm)
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
     if (st == MF_OK)
         st = open_engine(s, r, X0, Y0, norm2);
     free(X0);
     free(Y0);
-    if (st != MF_OK)
+    if (s->comm)
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    if (st != MF_OK) {
+        if (s->e)
+            s->e->destroy(s->e);
+        s->e = NULL;
         return st;
+    }
     const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window};
     return close_engine(s, iterate(s, sqrt(norm2), &ru), X, Y, where);
+}
+
+/* In a group: every rank's checks passed and they solve the same problem (shapes, options,
+ * seed), or every rank fails; then each rank's rows of Ω (and of the test set). */
+static mf_status join_group(run_state *s, mf_status st, const mf_sparse *M)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const mf_asd_opts *o = s->o;
+    if (st == MF_OK && (o->rank_continuation || o->init == MF_ASD_INIT_SPECTRAL))
+        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                     "mf_asd_run: %s does not run over a group of contexts yet",
+                     o->rank_continuation ? "rank_continuation" : "MF_ASD_INIT_SPECTRAL");
+    static const char *const names[] = {"rank",
+                                        "variant",
+                                        "tolerance",
+                                        "stagnation_window",
+                                        "stagnation_rate",
+                                        "max_iterations",
+                                        "time_limit",
+                                        "init",
+                                        "test"};
+    const int64_t v[] = {o->rank,
+                         o->variant,
+                         bits_of(o->tolerance),
+                         o->stagnation_window,
+                         bits_of(o->stagnation_rate),
+                         o->max_iterations,
+                         bits_of(o->time_limit),
+                         o->init,
+                         o->test != NULL};
+    MF_TRY(mf_ranks_agree_fit(ctx, "mf_asd_run", st, M, v, names, 9));
+    s->comm = ctx->comm;
+    int64_t any = o->progress != NULL;
+    MF_TRY(s->comm->ops->max_i64(s->comm, ctx, &any, 1));
+    s->any_progress = any != 0;
+    /* an entry's work: two dot products and two updates of r; a row's: its gradient */
+    st = mf_shares_make(ctx, "mf_asd_run", (mf_sparse *)M, 1, &s->shares);
+    if (st == MF_OK && !s->shares.bounds[0]) {
+        /* one rank: the whole matrix is its share */
+        s->shares.bounds[0] = malloc(2 * sizeof *s->shares.bounds[0]);
+        if (!s->shares.bounds[0])
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+        else
+            s->shares.bounds[0][0] = 0, s->shares.bounds[0][1] = M->rows;
+    }
+    if (st == MF_OK) {
+        s->lo = s->shares.lo[0];
+        s->hi = s->shares.hi[0];
+        st = rows_of(ctx, M, s->lo, s->hi, &s->M);
+    }
+    if (st == MF_OK && o->test) /* of M's shape (mf_run_begin_collective) */
+        st = rows_of(ctx, o->test, s->lo, s->hi, &s->test);
+    return mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
 }
 
 mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *opts, float *X,
@@ -303,13 +513,25 @@ mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *
     mf_asd_opts o;
     mf_asd_opts_init(&o);
     run_state s = {.o = &o, .M = (mf_sparse *)observed, .rep.test_rmse = NAN};
-    MF_TRY(mf_run_begin(&s.run, ctx,
-                        &(mf_run_args){"mf_asd_run", MF_RUN_INPUT(observed), MF_RUN_OUTPUTS(X, Y),
-                                       where, MF_RUN_OPTS(mf_asd_opts, &o, opts),
-                                       MF_RUN_REPORT(mf_asd_report, report), &o.test}));
-    MF_TRY(check_opts(ctx, observed, &o));
-    mf_run_start(&s.run);
-    mf_status st = run(&s, X, Y, where);
-    s.rep.seconds = mf_run_seconds(&s.run);
-    return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
+    mf_status st = mf_run_begin_collective(
+        &s.run, ctx,
+        &(mf_run_args){"mf_asd_run", MF_RUN_INPUT(observed), MF_RUN_OUTPUTS(X, Y), where,
+                       MF_RUN_OPTS(mf_asd_opts, &o, opts), MF_RUN_REPORT(mf_asd_report, report),
+                       &o.test});
+    if (st == MF_OK)
+        st = check_opts(ctx, observed, &o);
+    /* a group's ranks agree even when this one failed, so that none waits for it */
+    if (ctx && ctx->comm)
+        st = join_group(&s, st, observed);
+    if (st == MF_OK) {
+        mf_run_start(&s.run);
+        st = run(&s, observed, X, Y, where);
+        s.rep.seconds = mf_run_seconds(&s.run);
+        st = mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
+    }
+    if (s.M != observed)
+        mf_sparse_destroy(s.M);
+    mf_sparse_destroy(s.test);
+    mf_shares_free(&s.shares);
+    return st;
 }

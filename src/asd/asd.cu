@@ -8,7 +8,14 @@
  *   X step: [scaled: Gram(Y), Cholesky and inverse, D = G (Y^T Y)^-1]; den = |P(D Y^T)|^2;
  *           X -= (num / den) D;
  *   Y step: G = R^T X with R recomputed from the new X; the same with the roles swapped;
- *   then G = R Y for the next iteration, whose |R|^2 is this iteration's residual. */
+ *   then G = R Y for the next iteration, whose |R|^2 is this iteration's residual.
+ *
+ * In a group (asd_internal.h) the engine holds its rank's rows of X and of Ω, and all of Y.
+ * NCCL sums on the device, in the stream, what spans the rows' shares: X's step sums, the
+ * Y gradient, X's Gram matrix, Y's step denominator and |R|^2. What every rank computes
+ * alike from replicated data (Y's Gram, |G_Y|^2 and <D, G_Y>, whose sums run in atomic
+ * order) is rank 0's: zero elsewhere before the sum. So Y stays the same bits on every rank
+ * and X's rows are each computed by their rank alone. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +50,25 @@ struct cuda_engine {
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
     double *host;      /* pinned: the scalars read back per iteration */
     int singular_seen; /* the device count already reported */
+    mf_comm *comm;     /* the context's group, or NULL */
 };
+
+/* In a group: count floats or doubles of device memory become their sum over the ranks. */
+mf_status group_sum(cuda_engine *e, void *buf, size_t count, int is_double)
+{
+    return e->comm ? e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double) : MF_OK;
+}
+
+/* In a group, on ranks other than 0: zero count doubles (values every rank computed alike,
+ * which the next group_sum then makes rank 0's everywhere). */
+mf_status not_rank0(cuda_engine *e, double *buf, int count)
+{
+    if (!e->comm || e->comm->rank == 0)
+        return MF_OK;
+    MF_CUDA_TRY(e->ctx, cudaMemsetAsync(buf, 0, (size_t)count * sizeof(double),
+                                        mf_cuda_of(e->ctx)->stream));
+    return MF_OK;
+}
 
 template <bool GRAD> const void *pass_fn(int L, int C)
 {
@@ -113,6 +138,10 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
             F, other_lines, e->ld, r, per, (double *)e->gram.ptr);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_kernel"));
     }
+    /* In a group: Y's Gram (for X's step) from rank 0, X's summed over the rows' shares. */
+    if (s == 0)
+        MF_TRY(not_rank0(e, (double *)e->gram.ptr, r * r));
+    MF_TRY(group_sum(e, e->gram.ptr, (size_t)r * r, 1));
     int *flags = (int *)sums(e, S_FLAGS);
     double *L = (double *)e->chol.ptr;
     asd::cholesky_inverse_kernel<<<1, 256, 0, c->stream>>>((const double *)e->gram.ptr, r, L,
@@ -140,7 +169,12 @@ mf_status half_step(cuda_engine *e, int s)
         dir = fp(e->D);
         num = s * S_SIDE + S_NUM;
     }
+    /* Y's <D, G> is the same on every rank (from rank 0 in a group) */
+    if (s == 1 && e->scaled)
+        MF_TRY(not_rank0(e, sums(e, S_SIDE + S_NUM), 1));
     MF_TRY(pass(e, s, dir, other, false, s * S_SIDE + S_DEN));
+    /* the side's |G|^2, <D, G> and denominator over the ranks */
+    MF_TRY(group_sum(e, sums(e, s * S_SIDE + S_GG), 3, 1));
     const int64_t n = (int64_t)e->by[s].lines * e->ld;
     asd::step_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, c->stream>>>(
         F, dir, n, sums(e, num), sums(e, s * S_SIDE + S_DEN));
@@ -160,6 +194,7 @@ mf_status read_back(cuda_engine *e, double *res2, int *new_singular)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
+    MF_TRY(group_sum(e, sums(e, S_RES), 1, 1));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host, sums(e, S_RES), sizeof(double),
                                      cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host + 1, sums(e, S_COUNT), sizeof(int),
@@ -185,6 +220,18 @@ mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
                 cudaMemsetAsync(sums(e, S_NUM), 0, (S_FLAGS - S_NUM) * sizeof(double), stream));
     MF_TRY(half_step(e, 0));
     MF_TRY(pass(e, 1, fp(e->Y), fp(e->X), true, S_SIDE + S_RES));
+    if (e->comm) {
+        /* The Y gradient summed over the rows' shares; its |G|^2 then from rank 0. */
+        MF_TRY(group_sum(e, e->G.ptr, (size_t)e->n * e->ld, 0));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_SIDE + S_GG), 0, sizeof(double), stream));
+        if (e->comm->rank == 0 && e->n > 0) {
+            mf_cuda *c = mf_cuda_of(ctx);
+            const int64_t n = (int64_t)e->n * e->ld;
+            asd::sumsq_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, stream>>>(
+                fp(e->G), n, sums(e, S_SIDE + S_GG));
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd sumsq_kernel"));
+        }
+    }
     MF_TRY(half_step(e, 1));
     MF_TRY(x_gradient(e));
     int fresh = 0;
@@ -321,7 +368,7 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
         MF_TRY(mf_dmem_alloc(ctx, &e->inv, rr * sizeof(float), "ASD Gram inverse"));
     }
     MF_CUDA_TRY(ctx, cudaMallocHost((void **)&e->host, 2 * sizeof(double)));
-    if (!s->X0)
+    if (!s->X0) /* not in a group: the driver draws the start there */
         MF_TRY(random_start(e, s));
     MF_TRY(x_gradient(e));
     return read_back(e, &e->base.res2, NULL);
@@ -341,6 +388,7 @@ extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **o
     e->base.finish = engine_finish;
     e->base.destroy = engine_destroy;
     e->ctx = ctx;
+    e->comm = ctx->comm;
     e->r = s->r;
     e->ld = (s->r + 3) / 4 * 4;
     e->scaled = s->scaled;

@@ -3,7 +3,12 @@
  * products (G_X = R Y by rows; G_Y = R^T X by columns through a CSC-to-CSR position map, so
  * no thread writes another's row); a step's sampled product P(D Y^T) gives both its length
  * and the residual's update, so each half step costs two passes over the entries. Norms and
- * inner products accumulate in double. */
+ * inner products accumulate in double.
+ *
+ * In a group (asd_internal.h) the engine holds its rank's rows of X and of Ω, and all of Y;
+ * the sums that span rows go over the ranks (group_sum), and what every rank computes
+ * alike from Y and the summed Y gradient is taken from rank 0, so that Y stays the same
+ * bits everywhere. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +32,25 @@ typedef struct cpu_engine {
     float *G, *D;         /* max(m, n) x r: gradient and direction             */
     float *R, *q;         /* nnz: residual and the step's sampled product      */
     double *A;            /* r x r: the Gram matrix, then its Cholesky factor  */
+    mf_comm *comm;        /* the context's group, or NULL                      */
+    mf_status failed;     /* a sum over the ranks that failed                  */
 } cpu_engine;
+
+/* In a group: buf (count floats or doubles) becomes its sum over the ranks. A failure is
+ * kept for iterate() to return. */
+static void group_sum(cpu_engine *e, void *buf, size_t count, int is_double)
+{
+    if (!e->comm || e->failed != MF_OK)
+        return;
+    e->failed = e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double);
+}
+
+/* In a group, a value every rank computed alike is zeroed on all but rank 0 before its sum:
+ * rank 0's bits everywhere. */
+static double from_rank0(const cpu_engine *e, double v)
+{
+    return e->comm && e->comm->rank != 0 ? 0.0 : v;
+}
 
 static float dot(const float *a, const float *b, int r)
 {
@@ -54,6 +77,7 @@ static double residual(cpu_engine *e)
             e->R[p] = d;
             sum += (double)d * d;
         }
+    group_sum(e, &sum, 1, 1);
     return sum;
 }
 
@@ -150,10 +174,16 @@ static int half_step(cpu_engine *e, int side)
     float *F = side == 0 ? e->X : e->Y;
     const float *other = side == 0 ? e->Y : e->X;
     gradient(e, side);
+    if (side == 1) /* the rows' shares of the Y gradient */
+        group_sum(e, e->G, (size_t)e->n * r, 0);
     const float *dir = e->G;
     int fell_back = 0;
     if (e->scaled) {
         gram(e, other, side == 0 ? e->n : e->m, e->A);
+        /* Y's Gram from rank 0, X's summed over the rows' shares */
+        if (side == 0 && e->comm && e->comm->rank != 0)
+            memset(e->A, 0, (size_t)r * r * sizeof *e->A);
+        group_sum(e, e->A, (size_t)r * r, 1);
         if (cholesky(e->A, r)) {
             precondition(e, lines, e->A);
             dir = e->D;
@@ -174,6 +204,10 @@ static int half_step(cpu_engine *e, int side)
             e->q[p] = v;
             den += (double)v * v;
         }
+    /* X's <dir, G> spans the rows' shares; Y's is the same on every rank */
+    double sums[2] = {side == 0 ? num : from_rank0(e, num), den};
+    group_sum(e, sums, 2, 1);
+    num = sums[0], den = sums[1];
     if (!(num > 0.0) || !(den > 0.0) || !isfinite(num / den))
         return fell_back; /* a zero gradient: nothing to move */
     const float t = (float)(num / den);
@@ -217,7 +251,7 @@ static mf_status cpu_iterate(mf_asd_engine *base, double *res2, int *singular)
     *singular += half_step(e, 1);
     /* Recomputed rather than updated, so rounding in the updates never accumulates. */
     *res2 = residual(e);
-    return MF_OK;
+    return e->failed;
 }
 
 static mf_status cpu_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
@@ -262,6 +296,7 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->base.finish = cpu_finish;
     e->base.destroy = cpu_destroy;
     e->ctx = s->ctx;
+    e->comm = s->ctx->comm;
     e->M = M;
     e->r = s->r;
     e->scaled = s->scaled;
@@ -297,8 +332,13 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
         memcpy(e->X, s->X0, (size_t)e->m * e->r * sizeof *e->X);
         memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
     } else
-        random_start(e, s->norm2);
+        random_start(e, s->norm2); /* not in a group: the driver draws the start there */
     e->base.res2 = residual(e);
+    if (e->failed != MF_OK) {
+        mf_status st = e->failed;
+        cpu_destroy(&e->base);
+        return st;
+    }
     *out = &e->base;
     return MF_OK;
 }

@@ -79,6 +79,38 @@ static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
     return MF_OK;
 }
 
+/* Each rank sums every rank's buffer in rank order into a scratch copy (so the sum is the
+ * same bits everywhere), and overwrites its own buffer only after the second barrier, when
+ * nobody reads it any more. */
+static mf_status local_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t count, int is_double)
+{
+    group *g = ((local_rank *)c)->g;
+    const size_t bytes = count * (is_double ? sizeof(double) : sizeof(float));
+    void *sum = malloc(bytes ? bytes : 1);
+    /* every rank goes through both barriers, failing or not, so that none waits forever */
+    g->bufs[c->rank] = buf;
+    pthread_barrier_wait(&g->barrier);
+    for (size_t i = 0; sum && i < count; i++) {
+        if (is_double) {
+            double s = 0.0;
+            for (int r = 0; r < c->size; r++)
+                s += ((const double *)g->bufs[r])[i];
+            ((double *)sum)[i] = s;
+        } else {
+            float s = 0.0f;
+            for (int r = 0; r < c->size; r++)
+                s += ((const float *)g->bufs[r])[i];
+            ((float *)sum)[i] = s;
+        }
+    }
+    pthread_barrier_wait(&g->barrier);
+    if (!sum)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "a sum over the ranks: out of host memory");
+    memcpy(buf, sum, bytes);
+    free(sum);
+    return MF_OK;
+}
+
 static void group_free(group *g)
 {
     pthread_barrier_destroy(&g->barrier);
@@ -101,7 +133,7 @@ static void local_release(mf_comm *c)
 }
 
 static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64, local_sum_f64,
-                                      local_release};
+                                      local_sum_buffer, local_release};
 
 mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
 {

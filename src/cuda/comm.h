@@ -33,6 +33,10 @@ typedef struct mf_comm_ops {
     mf_status (*max_i64)(mf_comm *c, mf_ctx *ctx, int64_t *v, int n);
     /* v[0..n) (host) becomes the sum over the ranks, the same bits on every rank. */
     mf_status (*sum_f64)(mf_comm *c, mf_ctx *ctx, double *v, int n);
+    /* buf[0..count), floats (is_double 0) or doubles, becomes in place the sum over the
+     * ranks, the same bits on every rank: device memory over NCCL, queued on ctx's stream
+     * (nothing waits for it); host memory over the stand-in. */
+    mf_status (*sum_buffer)(mf_comm *c, mf_ctx *ctx, void *buf, size_t count, int is_double);
     /* The context lets go of its rank (its destruction, or leaving the group). */
     void (*release)(mf_comm *c);
 } mf_comm_ops;

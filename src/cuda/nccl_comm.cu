@@ -14,7 +14,7 @@
 
 typedef struct ncclComm *ncclComm_t;
 typedef int ncclResult_t; // ncclSuccess = 0
-enum { nccl_int8 = 0, nccl_int64 = 4, nccl_float64 = 8 };
+enum { nccl_int8 = 0, nccl_int64 = 4, nccl_float32 = 7, nccl_float64 = 8 };
 enum { nccl_sum = 0, nccl_max = 2 };
 
 struct nccl_api {
@@ -132,6 +132,18 @@ static mf_status nccl_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int count)
     return nccl_reduce((nccl_comm *)c, ctx, v, count, nccl_float64, nccl_sum);
 }
 
+static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t count, int is_double)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    if (count == 0)
+        return MF_OK;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    NCCL_TRY(ctx, loaded.all_reduce(buf, buf, count, is_double ? nccl_float64 : nccl_float32,
+                                    nccl_sum, n->comm, stream));
+    return MF_OK;
+}
+
 static void nccl_release(mf_comm *c)
 {
     nccl_comm *n = (nccl_comm *)c;
@@ -143,7 +155,8 @@ static void nccl_release(mf_comm *c)
     free(n);
 }
 
-static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_release};
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_sum_buffer,
+                                     nccl_release};
 
 // The rank for ctx over comm, its scratch allocated on the communicator's device.
 static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)
