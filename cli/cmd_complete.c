@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "demo.h"
+#include "gpus.h"
 
 /* Entries of X Y^T - A B^T sampled to estimate the error against the planted matrix (all of
  * them when the matrix has fewer). */
@@ -23,6 +24,7 @@ typedef struct complete_args {
     bool synthetic, verbose, continuation;
     long long rows, cols, planted_rank;
     double density;
+    long long gpus;
 } complete_args;
 
 static void complete_help(void)
@@ -33,7 +35,7 @@ static void complete_help(void)
            "                [--tol T]\n"
            "                [--max-iterations N] [--time-limit S] [--init random|spectral]\n"
            "                [--test FILE | --test-fraction F] [--output-x FILE] [--output-y FILE]\n"
-           "                [--verbose] [options]\n"
+           "                [--gpus N] [--verbose] [options]\n"
            "       mfact complete --synthetic M,N,R,DENSITY [--condition C] [same options]\n\n"
            "Completes the matrix of FILE from its stored entries by alternating steepest\n"
            "descent (Tanner & Wei): X (rows x R) and Y (cols x R) minimizing the residual\n"
@@ -46,6 +48,9 @@ static void complete_help(void)
            "observed entries). --rank-continuation grows the rank from 1 to R, one column at a\n"
            "time, each smaller rank run until it stagnates: slower on well-conditioned\n"
            "matrices, and the way through ill-conditioned ones where a random start stalls.\n"
+           "--gpus N: one run over N GPUs (--device and the N - 1 after it), the observed\n"
+           "entries shared out by rows (random or given start; not with --init spectral or\n"
+           "--rank-continuation yet).\n"
            "The test RMSE is measured on --test FILE, or on a random\n"
            "fraction F of FILE's entries held out with --seed. --output-x and --output-y\n"
            "write the factors as text, one row per line. --verbose prints every iteration.\n\n"
@@ -115,6 +120,9 @@ static int parse_option(complete_args *a, const char *opt, const char *val)
             a->init = MF_ASD_INIT_SPECTRAL;
         else
             return bad("--init takes random or spectral");
+    } else if (!strcmp(opt, "--gpus")) {
+        if (!cli_gpus_parse("complete", val, &a->gpus))
+            return -1;
     } else if (!strcmp(opt, "--synthetic"))
         return parse_synthetic(val, a);
     else if (!strcmp(opt, "--test"))
@@ -155,7 +163,7 @@ static int parse(int argc, char **argv, complete_args *a)
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
     a->tolerance = d.tolerance, a->max_iterations = d.max_iterations;
-    a->variant = d.variant, a->init = d.init, a->condition = 1.0;
+    a->variant = d.variant, a->init = d.init, a->condition = 1.0, a->gpus = 1;
     if (cli_parse_args("complete", argc, argv, &a->common, complete_option, a, &a->file) < 0)
         return -1;
     if (a->common.help)
@@ -201,7 +209,29 @@ static int on_iteration_line(void *user, const mf_progress *p)
     return 0;
 }
 
-/* mf_asd_run on M with the arguments' options into host X and Y; prints a failure. */
+/* One rank's mf_asd_run (cli_gpus_call): rank 0's options are the tool's, the others
+ * neither print nor report. */
+typedef struct asd_call {
+    mf_asd_opts o;
+    mf_asd_report rep; /* rank 0's */
+} asd_call;
+
+static mf_status asd_rank(const cli_rank *r, void *user)
+{
+    asd_call *c = user;
+    mf_asd_opts o = c->o;
+    o.test = r->test;
+    if (r->rank > 0)
+        o.progress = NULL;
+    mf_asd_report rep = {.struct_size = sizeof rep};
+    mf_status st = mf_asd_run(r->ctx, r->train, &o, r->U, r->V, MF_MEMORY_HOST, &rep);
+    if (r->rank == 0)
+        c->rep = rep;
+    return st;
+}
+
+/* mf_asd_run on M with the arguments' options into host X and Y, on ctx or over --gpus N
+ * devices with ctx as rank 0 (every rank gets the same factors); prints a failure. */
 static int complete(mf_ctx *ctx, const complete_args *a, const mf_sparse *M, const mf_sparse *test,
                     float *X, float *Y, mf_asd_report *rep)
 {
@@ -218,14 +248,18 @@ static int complete(mf_ctx *ctx, const complete_args *a, const mf_sparse *M, con
         o.progress = on_iteration;
     else if (watch.line.enabled)
         o.progress = on_iteration_line, o.progress_user = &watch;
-    *rep = (mf_asd_report){.struct_size = sizeof *rep};
-    mf_status st = mf_asd_run(ctx, M, &o, X, Y, MF_MEMORY_HOST, rep);
-    cli_progress_end(&watch.line);
-    if (st != MF_OK) {
-        cli_error("complete", "%s", mf_ctx_last_error(ctx));
-        return -1;
+    cli_gpus g;
+    if (cli_gpus_open("complete", &a->common, ctx, (int)a->gpus, (mf_sparse *)M, (mf_sparse *)test,
+                      (int)a->rank, X, Y, &g) != 0) {
+        cli_progress_end(&watch.line);
+        return -1; /* printed */
     }
-    return 0;
+    asd_call call = {o, {.struct_size = sizeof call.rep}};
+    mf_status st = cli_gpus_call("complete", &g, asd_rank, &call);
+    *rep = call.rep;
+    cli_gpus_close(&g);
+    cli_progress_end(&watch.line);
+    return st == MF_OK ? 0 : -1; /* a failure is printed */
 }
 
 /* The lines both inputs print about the run, after the input's own. */

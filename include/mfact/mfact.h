@@ -1074,20 +1074,24 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
 /* ---- Groups of contexts: one fit over several GPUs ---------------------------------
  * A group's contexts run one fit together. Each context is a rank, driven by its own
  * thread (or process, or host). A collective entry point (mf_als_run, mf_ials_run,
- * mf_sgd_hogwild_run) is called on every rank at the same time with the same data (each
+ * mf_sgd_hogwild_run, mf_asd_run) is called on every rank at the same time with the same data (each
  * rank its own mf_sparse of the same entries), the same options and the same context seed,
  * and every rank returns the whole result. mf_als_run and mf_ials_run: each rank solves a
  * contiguous share of the rows, balanced by work, and the ranks exchange the solved
  * factors after every half step (the factors are one context's, bit for bit; over a group,
  * mf_ials_run needs the interactions to fit on each device). mf_sgd_hogwild_run: each rank
  * keeps a share of the users and blocks of items rotate between the ranks within an
- * epoch, so no factor row is written by two ranks at once.
+ * epoch, so no factor row is written by two ranks at once. mf_asd_run: each rank takes a
+ * share of the rows of the observed entries (and of X), Y and the step lengths are summed
+ * over the ranks; every rank returns the same X and Y, one context's up to the order of
+ * the sums (MF_ASD_INIT_SPECTRAL and rank_continuation are not collective yet:
+ * MF_ERR_UNSUPPORTED on every rank).
  * A collective call first checks that the ranks agree on shapes, options and seed
  * (MF_ERR_INVALID_ARGUMENT on every rank when they do not); a failure on one rank fails
  * the call on every rank. A call made on some ranks only waits for the others forever, as
- * may the others when NCCL itself fails on one rank. The runs that are not collective yet
- * (mf_bmf_run, mf_asd_run) return MF_ERR_UNSUPPORTED on a context in a group of more than
- * one; every other call (mf_ials_fold_in among them) works on its own context alone. */
+ * may the others when NCCL itself fails on one rank. The run that is not collective yet
+ * (mf_bmf_run) returns MF_ERR_UNSUPPORTED on a context in a group of more than one; every
+ * other call (mf_ials_fold_in among them) works on its own context alone. */
 
 /* Make ctxs[0..n) the ranks 0..n-1 of one group inside this process. CUDA contexts, on n
  * distinct devices, get NCCL communicators (ncclCommInitAll; libnccl.so.2 is loaded on

@@ -98,7 +98,7 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ra
 "$mfact" als "$ratings" --gpus 0 2>/dev/null; [ $? -eq 2 ] || fail "als --gpus 0 is not a usage error"
 err=$("$mfact" als --backend cpu "$ratings" --gpus 2 2>&1 >/dev/null); [ $? -ne 0 ] || fail "als --gpus 2 on the CPU succeeded"
 echo "$err" | grep -q "needs the CUDA backend" || fail "als --gpus on the CPU: $err"
-for cmd in sgd ials; do
+for cmd in sgd ials complete; do
   "$mfact" $cmd "$ratings" --gpus 0 2>/dev/null; [ $? -eq 2 ] || fail "$cmd --gpus 0 is not a usage error"
   err=$("$mfact" $cmd --backend cpu "$ratings" --gpus 2 2>&1 >/dev/null); [ $? -ne 0 ] || fail "$cmd --gpus 2 on the CPU succeeded"
   echo "$err" | grep -q "needs the CUDA backend" || fail "$cmd --gpus on the CPU: $err"
