@@ -136,11 +136,14 @@ static mf_status test_rmse(run_state *s, double *rmse)
     if (!s->comm)
         return s->e->rmse(s->e, T, rmse);
     double v[2] = {0.0, (double)T->nnz};
+    mf_status st = MF_OK;
     if (T->nnz > 0) {
-        double part;
-        MF_TRY(s->e->rmse(s->e, T, &part));
+        double part = 0.0;
+        st = s->e->rmse(s->e, T, &part);
         v[0] = part * part * (double)T->nnz;
     }
+    /* every rank measured its rows (or every one fails) before the sum */
+    MF_TRY(mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0));
     MF_TRY(s->comm->ops->sum_f64(s->comm, s->run.ctx, v, 2));
     *rmse = v[1] > 0.0 ? sqrt(v[0] / v[1]) : NAN;
     return MF_OK;
@@ -156,39 +159,53 @@ static mf_status hand_back(run_state *s, float *X, float *Y, mf_memory where)
     const int r = s->o->rank;
     const size_t row = (size_t)r * sizeof(float);
     const int32_t m = (int32_t)s->shares.bounds[0][c->size];
+    /* X's rows in a host buffer (the stand-in gathers there) or, over NCCL, a device one */
     float *Xh = malloc((size_t)m * row + 1);
-    if (!Xh)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
-    mf_status st = s->e->finish(s->e, Xh + (size_t)s->lo * r, Y, where);
-    if (st == MF_OK && !c->device_buffers) {
-        st = c->ops->allgatherv(c, ctx, Xh, s->shares.bounds[0], row, NULL);
-        if (st == MF_OK)
-            memcpy(X, Xh, (size_t)m * row); /* a CPU context's buffers are host memory */
-    } else if (st == MF_OK) {
-        mf_dbuf tmp = {NULL, 0};
+    mf_dbuf tmp = {NULL, 0};
+    mf_status st =
+        Xh ? MF_OK : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    if (st == MF_OK)
+        st = s->e->finish(s->e, Xh + (size_t)s->lo * r, Y, where);
+    if (st == MF_OK && c->device_buffers) {
         st = mf_dmem_alloc(ctx, &tmp, (size_t)m * row + 1, "ASD X gathered");
         if (st == MF_OK && s->hi > s->lo)
             st = mf_cuda_copy(ctx, (char *)tmp.ptr + (size_t)s->lo * row, Xh + (size_t)s->lo * r,
                               (size_t)(s->hi - s->lo) * row);
-        if (st == MF_OK)
-            st = c->ops->allgatherv(c, ctx, tmp.ptr, s->shares.bounds[0], row, NULL);
-        if (st == MF_OK)
-            st = mf_cuda_sync(ctx);
-        if (st == MF_OK)
-            st = mf_cuda_copy(ctx, X, tmp.ptr, (size_t)m * row);
-        mf_dmem_free(ctx, &tmp);
     }
+    /* every rank holds its rows, or every one fails, before the gather */
+    st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    void *buf = c->device_buffers ? tmp.ptr : (void *)Xh;
+    if (st == MF_OK)
+        st = c->ops->allgatherv(c, ctx, buf, s->shares.bounds[0], row, NULL);
+    if (st == MF_OK && c->device_buffers)
+        st = mf_cuda_sync(ctx);
+    if (st == MF_OK && c->device_buffers)
+        st = mf_cuda_copy(ctx, X, tmp.ptr, (size_t)m * row);
+    else if (st == MF_OK)
+        memcpy(X, Xh, (size_t)m * row); /* a CPU context's buffers are host memory */
+    mf_dmem_free(ctx, &tmp);
     free(Xh);
     return st;
 }
 
-/* In a group, the end of an iteration: every rank fine (a failure or a cancel on one stops
- * all, with its status), and the time limit reached by any. */
+/* In a group, the end of an iteration: every rank fine, else every rank stops with a
+ * failure (a cancel and a failure in one iteration: the failure, so that no rank hands back
+ * a result while another does not) or, when ranks only cancelled, every rank cancelled;
+ * and the time limit reached by any. */
 static mf_status agree_step(run_state *s, mf_status st, int *time_up)
 {
     *time_up = s->o->time_limit > 0.0 && mf_run_seconds(&s->run) >= s->o->time_limit;
     if (!s->comm)
         return st;
+    int64_t how[2] = {st == MF_ERR_CANCELLED, st != MF_OK && st != MF_ERR_CANCELLED};
+    MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, how, 2));
+    if (how[1]) { /* a failure somewhere: a cancelling rank joins it as fine */
+        const mf_status agreed = mf_ranks_agree(s->run.ctx, "mf_asd_run",
+                                                st == MF_ERR_CANCELLED ? MF_OK : st, NULL, NULL, 0);
+        return agreed != MF_OK ? agreed
+                               : mf_fail(s->run.ctx, MF_ERR_INTERNAL,
+                                         "mf_asd_run: a rank's failure went unseen");
+    }
     MF_TRY(mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0));
     if (s->o->time_limit > 0.0) {
         int64_t v = *time_up;
@@ -210,8 +227,14 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     const mf_asd_opts *o = s->o;
     const int w = ru->window;
     double *hist = w > 0 ? malloc(((size_t)w + 1) * sizeof *hist) : NULL;
-    if (w > 0 && !hist)
-        return mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    mf_status st0 =
+        w > 0 && !hist ? mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory")
+                       : MF_OK;
+    st0 = s->comm ? mf_ranks_agree(s->run.ctx, "mf_asd_run", st0, NULL, NULL, 0) : st0;
+    if (st0 != MF_OK) {
+        free(hist);
+        return st0;
+    }
     double res = sqrt(s->e->res2) / norm;
     s->rep.relative_residual = res;
     s->rep.stopped = MF_ASD_STOP_MAX_ITERATIONS;
@@ -224,6 +247,8 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     for (int it = first; st == MF_OK && res > ru->tolerance && it <= o->max_iterations; it++) {
         double res2 = 0.0;
         st = s->e->iterate(s->e, &res2, &s->rep.singular_steps);
+        if (s->comm) /* before the test set's collective measure */
+            st = mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
         if (st == MF_OK) {
             res = sqrt(res2) / norm;
             s->rep.iterations = it;
@@ -433,17 +458,20 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
     } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
         st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
-    else if (st == MF_OK && s->comm)
-        st = group_random_start(s, X0, Y0, norm2);
-    /* in a group, a rank whose start failed stops the others before the engines sum */
+    /* In a group every collective step below is taken by every rank: they agree first that
+     * each one holds its start's buffers, then that each one made its engine. */
     if (s->comm)
         st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    if (st == MF_OK && s->comm && o->init == MF_ASD_INIT_RANDOM)
+        st = group_random_start(s, X0, Y0, norm2);
     if (st == MF_OK)
         st = open_engine(s, r, X0, Y0, norm2);
     free(X0);
     free(Y0);
     if (s->comm)
         st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    if (st == MF_OK && s->comm) /* the engines' shares of |R|^2 */
+        st = s->comm->ops->sum_f64(s->comm, ctx, &s->e->res2, 1);
     if (st != MF_OK) {
         if (s->e)
             s->e->destroy(s->e);
@@ -456,9 +484,8 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
 
 /* In a group: every rank's checks passed and they solve the same problem (shapes, options,
  * seed), or every rank fails; then each rank's rows of Ω (and of the test set). */
-static mf_status join_group(run_state *s, mf_status st, const mf_sparse *M)
+static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sparse *M)
 {
-    mf_ctx *ctx = s->run.ctx;
     const mf_asd_opts *o = s->o;
     if (st == MF_OK && (o->rank_continuation || o->init == MF_ASD_INIT_SPECTRAL))
         st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
@@ -487,19 +514,16 @@ static mf_status join_group(run_state *s, mf_status st, const mf_sparse *M)
     int64_t any = o->progress != NULL;
     MF_TRY(s->comm->ops->max_i64(s->comm, ctx, &any, 1));
     s->any_progress = any != 0;
-    /* an entry's work: two dot products and two updates of r; a row's: its gradient */
-    st = mf_shares_make(ctx, "mf_asd_run", (mf_sparse *)M, 1, &s->shares);
-    if (st == MF_OK && !s->shares.bounds[0]) {
-        /* one rank: the whole matrix is its share */
-        s->shares.bounds[0] = malloc(2 * sizeof *s->shares.bounds[0]);
-        if (!s->shares.bounds[0])
-            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
-        else
-            s->shares.bounds[0][0] = 0, s->shares.bounds[0][1] = M->rows;
-    }
+    /* The rows' shares (ASD needs no columns' shares, so no host transpose): balanced by
+     * entries, plus one for a row's own work. */
+    const int n = s->comm->size;
+    s->shares.bounds[0] = malloc(((size_t)n + 1) * sizeof *s->shares.bounds[0]);
+    if (!s->shares.bounds[0])
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
     if (st == MF_OK) {
-        s->lo = s->shares.lo[0];
-        s->hi = s->shares.hi[0];
+        mf_partition_rows(M->row_ptr, M->rows, n, 1, s->shares.bounds[0]);
+        s->lo = (int32_t)s->shares.bounds[0][s->comm->rank];
+        s->hi = (int32_t)s->shares.bounds[0][s->comm->rank + 1];
         st = rows_of(ctx, M, s->lo, s->hi, &s->M);
     }
     if (st == MF_OK && o->test) /* of M's shape (mf_run_begin_collective) */
@@ -522,7 +546,7 @@ mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *
         st = check_opts(ctx, observed, &o);
     /* a group's ranks agree even when this one failed, so that none waits for it */
     if (ctx && ctx->comm)
-        st = join_group(&s, st, observed);
+        st = join_group(&s, ctx, st, observed);
     if (st == MF_OK) {
         mf_run_start(&s.run);
         st = run(&s, observed, X, Y, where);

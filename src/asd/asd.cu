@@ -189,12 +189,14 @@ mf_status x_gradient(cuda_engine *e)
     return pass(e, 0, fp(e->X), fp(e->Y), true, S_RES);
 }
 
-/* |R|^2 and the singular count to the host. */
-mf_status read_back(cuda_engine *e, double *res2, int *new_singular)
+/* |R|^2 (in a group, summed over the ranks when sum_ranks) and the singular count to the
+ * host. */
+mf_status read_back(cuda_engine *e, double *res2, int *new_singular, bool sum_ranks)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
-    MF_TRY(group_sum(e, sums(e, S_RES), 1, 1));
+    if (sum_ranks)
+        MF_TRY(group_sum(e, sums(e, S_RES), 1, 1));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host, sums(e, S_RES), sizeof(double),
                                      cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(e->host + 1, sums(e, S_COUNT), sizeof(int),
@@ -235,7 +237,7 @@ mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
     MF_TRY(half_step(e, 1));
     MF_TRY(x_gradient(e));
     int fresh = 0;
-    MF_TRY(read_back(e, res2, &fresh));
+    MF_TRY(read_back(e, res2, &fresh, true));
     *singular += fresh;
     return MF_OK;
 }
@@ -371,7 +373,8 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
     if (!s->X0) /* not in a group: the driver draws the start there */
         MF_TRY(random_start(e, s));
     MF_TRY(x_gradient(e));
-    return read_back(e, &e->base.res2, NULL);
+    /* this rank's |R|^2: the driver sums it (no collective step while engines are made) */
+    return read_back(e, &e->base.res2, NULL, false);
 }
 
 } // namespace

@@ -36,13 +36,17 @@ typedef struct cpu_engine {
     mf_status failed;     /* a sum over the ranks that failed                  */
 } cpu_engine;
 
-/* In a group: buf (count floats or doubles) becomes its sum over the ranks. A failure is
- * kept for iterate() to return. */
+/* In a group: buf (count floats or doubles) becomes its sum over the ranks. The first
+ * failure is kept for iterate() to return, and the rank goes on taking part in every sum
+ * of the iteration, so that the others never wait for it (the driver's agreement after the
+ * iteration then fails them all). */
 static void group_sum(cpu_engine *e, void *buf, size_t count, int is_double)
 {
-    if (!e->comm || e->failed != MF_OK)
+    if (!e->comm)
         return;
-    e->failed = e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double);
+    mf_status st = e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double);
+    if (e->failed == MF_OK)
+        e->failed = st;
 }
 
 /* In a group, a value every rank computed alike is zeroed on all but rank 0 before its sum:
@@ -296,7 +300,6 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->base.finish = cpu_finish;
     e->base.destroy = cpu_destroy;
     e->ctx = s->ctx;
-    e->comm = s->ctx->comm;
     e->M = M;
     e->r = s->r;
     e->scaled = s->scaled;
@@ -333,12 +336,10 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
         memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
     } else
         random_start(e, s->norm2); /* not in a group: the driver draws the start there */
+    /* This rank's share of |R|^2: in a group the driver sums it once every rank has an
+     * engine, so that a rank failing to make one never leaves the others in a sum. */
     e->base.res2 = residual(e);
-    if (e->failed != MF_OK) {
-        mf_status st = e->failed;
-        cpu_destroy(&e->base);
-        return st;
-    }
+    e->comm = s->ctx->comm;
     *out = &e->base;
     return MF_OK;
 }

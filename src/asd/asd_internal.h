@@ -23,7 +23,9 @@ struct mf_asd_engine {
     /* Copy the working factors into the caller's X and Y (`where` memory). */
     mf_status (*finish)(mf_asd_engine *e, float *X, float *Y, mf_memory where);
     void (*destroy)(mf_asd_engine *e);
-    double res2; /* |R|^2 of the starting factors */
+    /* |R|^2 of the starting factors; in a group, over this rank's rows (making an engine
+     * takes no collective step: the driver sums it). */
+    double res2;
 };
 
 /* The Philox streams of the random start: fixed, so that a seed means one start, the same

@@ -281,7 +281,7 @@ mf_status pack_side(cuda_engine *e, c_side *c, const int64_t *ptr, const int32_t
     } else {
         memset(wptr, 0, (size_t)(L + 1) * sizeof *wptr);
     }
-    const int64_t words = wptr[L];
+    const int64_t words = status == MF_OK ? wptr[L] : 0;
     const double dense_bytes = (double)L * (double)lw * 8.0;
     const double sparse_bytes = (double)(L + 1) * 8.0 + (double)words * 12.0;
     const bool sparse = e->s.c_layout == MF_BMF_C_SPARSE ||

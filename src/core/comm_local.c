@@ -23,6 +23,8 @@ typedef struct group {
 typedef struct local_rank {
     mf_comm base;
     group *g;
+    void *scratch; /* local_sum_buffer's, kept between calls */
+    size_t scratch_bytes;
 } local_rank;
 
 static mf_status local_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
@@ -79,14 +81,20 @@ static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
     return MF_OK;
 }
 
-/* Each rank sums every rank's buffer in rank order into a scratch copy (so the sum is the
- * same bits everywhere), and overwrites its own buffer only after the second barrier, when
+/* Each rank sums every rank's buffer in rank order into its scratch (so the sum is the same
+ * bits everywhere), and overwrites its own buffer only after the second barrier, when
  * nobody reads it any more. */
 static mf_status local_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t count, int is_double)
 {
-    group *g = ((local_rank *)c)->g;
+    local_rank *me = (local_rank *)c;
+    group *g = me->g;
     const size_t bytes = count * (is_double ? sizeof(double) : sizeof(float));
-    void *sum = malloc(bytes ? bytes : 1);
+    if (me->scratch_bytes < bytes) {
+        free(me->scratch);
+        me->scratch = malloc(bytes);
+        me->scratch_bytes = me->scratch ? bytes : 0;
+    }
+    void *sum = bytes <= me->scratch_bytes ? me->scratch : NULL; /* NULL when bytes is 0 */
     /* every rank goes through both barriers, failing or not, so that none waits forever */
     g->bufs[c->rank] = buf;
     pthread_barrier_wait(&g->barrier);
@@ -104,10 +112,10 @@ static mf_status local_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t cou
         }
     }
     pthread_barrier_wait(&g->barrier);
-    if (!sum)
+    if (bytes && !sum)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "a sum over the ranks: out of host memory");
-    memcpy(buf, sum, bytes);
-    free(sum);
+    if (bytes)
+        memcpy(buf, sum, bytes);
     return MF_OK;
 }
 
@@ -129,6 +137,7 @@ static void local_release(mf_comm *c)
     pthread_mutex_unlock(&g->lock);
     if (last)
         group_free(g);
+    free(((local_rank *)c)->scratch);
     free(c);
 }
 
