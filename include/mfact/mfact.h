@@ -1084,8 +1084,7 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * epoch, so no factor row is written by two ranks at once. mf_asd_run: each rank takes a
  * share of the rows of the observed entries (and of X), Y and the step lengths are summed
  * over the ranks; every rank returns the same X and Y, one context's up to the order of
- * the sums (MF_ASD_INIT_SPECTRAL and rank_continuation are not collective yet:
- * MF_ERR_UNSUPPORTED on every rank).
+ * the sums (every start and rank continuation included).
  * A collective call first checks that the ranks agree on shapes, options and seed
  * (MF_ERR_INVALID_ARGUMENT on every rank when they do not); a failure on one rank fails
  * the call on every rank. A call made on some ranks only waits for the others forever, as

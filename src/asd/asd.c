@@ -149,14 +149,14 @@ static mf_status test_rmse(run_state *s, double *rmse)
     return MF_OK;
 }
 
-/* The engine's factors to the caller's X and Y; in a group, X's rows from every rank. */
-static mf_status hand_back(run_state *s, float *X, float *Y, mf_memory where)
+/* The engine's rank-r factors to the caller's X and Y; in a group, X's rows from every rank
+ * (collective). */
+static mf_status hand_back(run_state *s, int r, float *X, float *Y, mf_memory where)
 {
     if (!s->comm)
         return s->e->finish(s->e, X, Y, where);
     mf_ctx *ctx = s->run.ctx;
     mf_comm *c = s->comm;
-    const int r = s->o->rank;
     const size_t row = (size_t)r * sizeof(float);
     const int32_t m = (int32_t)s->shares.bounds[0][c->size];
     /* X's rows in a host buffer (the stand-in gathers there) or, over NCCL, a device one */
@@ -306,9 +306,68 @@ static mf_status close_engine(run_state *s, mf_status st, float *X, float *Y, mf
     if (mf_run_has_result(st) && s->o->test)
         st = mf_run_then(st, test_rmse(s, &s->rep.test_rmse));
     if (mf_run_has_result(st) && X)
-        st = mf_run_then(st, hand_back(s, X, Y, where));
+        st = mf_run_then(st, hand_back(s, s->o->rank, X, Y, where));
     s->e->destroy(s->e);
     s->e = NULL;
+    return st;
+}
+
+/* The random start of a group (asd_internal.h's, drawn here so that every rank holds the
+ * same X and Y whatever its share): uniform from the two streams, scaled by the square
+ * root of |P(M)| / |P(X Y^T)| on each factor, the sum over the ranks' rows. */
+static mf_status group_random_start(run_state *s, int r, float *X0, float *Y0, double norm2)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const int threads = mf_ctx_threads(ctx);
+    const mf_sparse *M = s->M; /* the rank's rows */
+    const int64_t nx = (int64_t)s->shares.bounds[0][s->comm->size] * r, ny = (int64_t)M->cols * r;
+    mf_random_uniform_host(X0, nx, -1.0f, 1.0f, ctx->seed, MF_ASD_X_STREAM, threads);
+    mf_random_uniform_host(Y0, ny, -1.0f, 1.0f, ctx->seed, MF_ASD_Y_STREAM, threads);
+    const float *X = X0 + (size_t)s->lo * r;
+    double p2 = 0.0;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) reduction(+ : p2)
+    for (int32_t i = 0; i < M->rows; i++)
+        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++) {
+            const float *x = X + (int64_t)i * r, *y = Y0 + (int64_t)M->col[p] * r;
+            float d = 0.0f;
+            for (int t = 0; t < r; t++)
+                d += x[t] * y[t];
+            p2 += (double)d * d;
+        }
+    MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &p2, 1));
+    if (!(p2 > 0.0))
+        return MF_OK;
+    const float f = (float)sqrt(sqrt(norm2 / p2));
+    for (int64_t p = 0; p < nx; p++)
+        X0[p] *= f;
+    for (int64_t p = 0; p < ny; p++)
+        Y0[p] *= f;
+    return MF_OK;
+}
+
+/* The engine at rank k from host starts X0 and Y0 (all rows x k), or with `draw` the random
+ * start: the engine's own on one context (X0, Y0 unused), drawn into X0 and Y0 in a group.
+ * st: this rank's status so far. In a group every rank takes each collective step below:
+ * they agree first that each holds its start, then that each made its engine, and then sum
+ * the engines' shares of |R|^2. On failure no engine is left. */
+static mf_status start_engine(run_state *s, int k, float *X0, float *Y0, int draw, mf_status st,
+                              double norm2)
+{
+    mf_ctx *ctx = s->run.ctx;
+    if (s->comm)
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    if (st == MF_OK && s->comm && draw)
+        st = group_random_start(s, k, X0, Y0, norm2);
+    if (st == MF_OK)
+        st = open_engine(s, k, draw && !s->comm ? NULL : X0, draw && !s->comm ? NULL : Y0, norm2);
+    if (s->comm)
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    if (st == MF_OK && s->comm)
+        st = s->comm->ops->sum_f64(s->comm, ctx, &s->e->res2, 1);
+    if (st != MF_OK && s->e) {
+        s->e->destroy(s->e);
+        s->e = NULL;
+    }
     return st;
 }
 
@@ -348,11 +407,12 @@ static mf_status hand_over(mf_ctx *ctx, const float *F, int64_t lines, int k, in
 
 /* Rank continuation: ranks 1 .. r-1 until they stagnate (or meet the tolerance), each
  * started from the last; then rank r under the caller's rules. */
-static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory where, double norm2)
+static mf_status run_continuation(run_state *s, const mf_sparse *M, float *X, float *Y,
+                                  mf_memory where, double norm2)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_asd_opts *o = s->o;
-    const int64_t m = s->M->rows, n = s->M->cols;
+    const int64_t m = M->rows, n = M->cols; /* the caller's matrix: all the rows */
     const int r = o->rank;
     /* Room for rank k + 1 plus the new column's draw, at every k. */
     float *A = malloc(((size_t)m * (r + 1) + 1) * sizeof *A);
@@ -362,6 +422,8 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
     mf_status st = MF_OK;
     if (!A || !B || !Ak || !Bk)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory for the ranks");
+    if (s->comm) /* every rank has its buffers, or none goes on */
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
     const rules inner = {o->tolerance, o->stagnation_rate,
                          o->stagnation_window > 0 ? o->stagnation_window : 15};
     const rules outer = {o->tolerance, o->stagnation_rate, o->stagnation_window};
@@ -370,7 +432,7 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
             add_column(ctx, Ak, m, k - 1, A, MF_ASD_X_STREAM + 2u * (uint64_t)k);
             add_column(ctx, Bk, n, k - 1, B, MF_ASD_Y_STREAM + 2u * (uint64_t)k);
         }
-        st = open_engine(s, k, k > 1 ? A : NULL, k > 1 ? B : NULL, norm2);
+        st = start_engine(s, k, A, B, k == 1, st, norm2);
         if (st != MF_OK)
             break;
         st = iterate(s, sqrt(norm2), k < r ? &inner : &outer);
@@ -381,7 +443,7 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
             break;
         }
         if (mf_run_has_result(st))
-            st = mf_run_then(st, s->e->finish(s->e, Ak, Bk, MF_MEMORY_HOST));
+            st = mf_run_then(st, hand_back(s, k, Ak, Bk, MF_MEMORY_HOST));
         if (!ended) {
             s->e->destroy(s->e);
             s->e = NULL;
@@ -399,39 +461,6 @@ static mf_status run_continuation(run_state *s, float *X, float *Y, mf_memory wh
     return st;
 }
 
-/* The random start of a group (asd_internal.h's, drawn here so that every rank holds the
- * same X and Y whatever its share): uniform from the two streams, scaled by the square
- * root of |P(M)| / |P(X Y^T)| on each factor, the sum over the ranks' rows. */
-static mf_status group_random_start(run_state *s, float *X0, float *Y0, double norm2)
-{
-    mf_ctx *ctx = s->run.ctx;
-    const int r = s->o->rank, threads = mf_ctx_threads(ctx);
-    const mf_sparse *M = s->M; /* the rank's rows */
-    const int64_t nx = (int64_t)s->shares.bounds[0][s->comm->size] * r, ny = (int64_t)M->cols * r;
-    mf_random_uniform_host(X0, nx, -1.0f, 1.0f, ctx->seed, MF_ASD_X_STREAM, threads);
-    mf_random_uniform_host(Y0, ny, -1.0f, 1.0f, ctx->seed, MF_ASD_Y_STREAM, threads);
-    const float *X = X0 + (size_t)s->lo * r;
-    double p2 = 0.0;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) reduction(+ : p2)
-    for (int32_t i = 0; i < M->rows; i++)
-        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++) {
-            const float *x = X + (int64_t)i * r, *y = Y0 + (int64_t)M->col[p] * r;
-            float d = 0.0f;
-            for (int t = 0; t < r; t++)
-                d += x[t] * y[t];
-            p2 += (double)d * d;
-        }
-    MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &p2, 1));
-    if (!(p2 > 0.0))
-        return MF_OK;
-    const float f = (float)sqrt(sqrt(norm2 / p2));
-    for (int64_t p = 0; p < nx; p++)
-        X0[p] *= f;
-    for (int64_t p = 0; p < ny; p++)
-        Y0[p] *= f;
-    return MF_OK;
-}
-
 static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
@@ -443,7 +472,7 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
     if (!(norm2 > 0.0))
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
     if (o->rank_continuation)
-        return run_continuation(s, X, Y, where, norm2);
+        return run_continuation(s, M, X, Y, where, norm2);
     /* The random start is the engine's own (drawn where the factors live), but a group's;
      * the others are made on the host. */
     const int host_start = o->init != MF_ASD_INIT_RANDOM || s->comm;
@@ -458,26 +487,11 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
             st = load_given(ctx, Y, (int64_t)M->cols * r, where, Y0, "Y");
     } else if (st == MF_OK && o->init == MF_ASD_INIT_SPECTRAL)
         st = mf_asd_spectral_start(ctx, M, r, 4, X0, Y0);
-    /* In a group every collective step below is taken by every rank: they agree first that
-     * each one holds its start's buffers, then that each one made its engine. */
-    if (s->comm)
-        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
-    if (st == MF_OK && s->comm && o->init == MF_ASD_INIT_RANDOM)
-        st = group_random_start(s, X0, Y0, norm2);
-    if (st == MF_OK)
-        st = open_engine(s, r, X0, Y0, norm2);
+    st = start_engine(s, r, X0, Y0, o->init == MF_ASD_INIT_RANDOM, st, norm2);
     free(X0);
     free(Y0);
-    if (s->comm)
-        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
-    if (st == MF_OK && s->comm) /* the engines' shares of |R|^2 */
-        st = s->comm->ops->sum_f64(s->comm, ctx, &s->e->res2, 1);
-    if (st != MF_OK) {
-        if (s->e)
-            s->e->destroy(s->e);
-        s->e = NULL;
+    if (st != MF_OK)
         return st;
-    }
     const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window};
     return close_engine(s, iterate(s, sqrt(norm2), &ru), X, Y, where);
 }
@@ -487,10 +501,6 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
 static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sparse *M)
 {
     const mf_asd_opts *o = s->o;
-    if (st == MF_OK && (o->rank_continuation || o->init == MF_ASD_INIT_SPECTRAL))
-        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                     "mf_asd_run: %s does not run over a group of contexts yet",
-                     o->rank_continuation ? "rank_continuation" : "MF_ASD_INIT_SPECTRAL");
     static const char *const names[] = {"rank",
                                         "variant",
                                         "tolerance",
@@ -499,7 +509,8 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
                                         "max_iterations",
                                         "time_limit",
                                         "init",
-                                        "test"};
+                                        "test",
+                                        "rank_continuation"};
     const int64_t v[] = {o->rank,
                          o->variant,
                          bits_of(o->tolerance),
@@ -508,8 +519,9 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
                          o->max_iterations,
                          bits_of(o->time_limit),
                          o->init,
-                         o->test != NULL};
-    MF_TRY(mf_ranks_agree_fit(ctx, "mf_asd_run", st, M, v, names, 9));
+                         o->test != NULL,
+                         o->rank_continuation};
+    MF_TRY(mf_ranks_agree_fit(ctx, "mf_asd_run", st, M, v, names, 10));
     s->comm = ctx->comm;
     int64_t any = o->progress != NULL;
     MF_TRY(s->comm->ops->max_i64(s->comm, ctx, &any, 1));
