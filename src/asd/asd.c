@@ -197,8 +197,9 @@ static mf_status agree_step(run_state *s, mf_status st, int *time_up)
     *time_up = s->o->time_limit > 0.0 && mf_run_seconds(&s->run) >= s->o->time_limit;
     if (!s->comm)
         return st;
-    int64_t how[2] = {st == MF_ERR_CANCELLED, st != MF_OK && st != MF_ERR_CANCELLED};
-    MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, how, 2));
+    /* one maximum says whether any rank cancelled, failed, or reached the time limit */
+    int64_t how[3] = {st == MF_ERR_CANCELLED, st != MF_OK && st != MF_ERR_CANCELLED, *time_up};
+    MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, how, 3));
     if (how[1]) { /* a failure somewhere: a cancelling rank joins it as fine */
         const mf_status agreed = mf_ranks_agree(s->run.ctx, "mf_asd_run",
                                                 st == MF_ERR_CANCELLED ? MF_OK : st, NULL, NULL, 0);
@@ -206,12 +207,9 @@ static mf_status agree_step(run_state *s, mf_status st, int *time_up)
                                : mf_fail(s->run.ctx, MF_ERR_INTERNAL,
                                          "mf_asd_run: a rank's failure went unseen");
     }
-    MF_TRY(mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0));
-    if (s->o->time_limit > 0.0) {
-        int64_t v = *time_up;
-        MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, &v, 1));
-        *time_up = v != 0;
-    }
+    if (how[0]) /* only cancels: every rank cancelled, naming the one that did */
+        return mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
+    *time_up = how[2] != 0;
     return MF_OK;
 }
 
@@ -247,7 +245,8 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     for (int it = first; st == MF_OK && res > ru->tolerance && it <= o->max_iterations; it++) {
         double res2 = 0.0;
         st = s->e->iterate(s->e, &res2, &s->rep.singular_steps);
-        if (s->comm) /* before the test set's collective measure */
+        const int measure = (o->progress || s->any_progress) && o->test;
+        if (s->comm && measure) /* every rank fine before the test set's collective measure */
             st = mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
         if (st == MF_OK) {
             res = sqrt(res2) / norm;
@@ -256,7 +255,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
         }
         if (st == MF_OK && (o->progress || s->any_progress)) {
             double test = NAN;
-            if (o->test) /* collective in a group: every rank measures when any reports */
+            if (measure) /* collective in a group: every rank measures when any reports */
                 st = test_rmse(s, &test);
             mf_progress p = {it, mf_run_seconds(&s->run), res, test};
             if (st == MF_OK && o->progress)

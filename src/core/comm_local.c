@@ -17,7 +17,6 @@ typedef struct group {
     int size, refs;
     void **bufs;  /* each rank's buffer of the allgatherv under way */
     int64_t *i64; /* size x MF_COMM_MAX_VALUES */
-    double *f64;  /* size x MF_COMM_MAX_VALUES */
 } group;
 
 typedef struct local_rank {
@@ -64,23 +63,6 @@ static mf_status local_max_i64(mf_comm *c, mf_ctx *ctx, int64_t *v, int n)
     return MF_OK;
 }
 
-static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
-{
-    if (n < 0 || n > MF_COMM_MAX_VALUES)
-        return mf_fail(ctx, MF_ERR_INTERNAL, "a reduction of %d values", n);
-    group *g = ((local_rank *)c)->g;
-    memcpy(g->f64 + (size_t)c->rank * MF_COMM_MAX_VALUES, v, (size_t)n * sizeof *v);
-    pthread_barrier_wait(&g->barrier);
-    for (int i = 0; i < n; i++) { /* in rank order: the same bits on every rank */
-        double s = 0.0;
-        for (int r = 0; r < c->size; r++)
-            s += g->f64[(size_t)r * MF_COMM_MAX_VALUES + i];
-        v[i] = s;
-    }
-    pthread_barrier_wait(&g->barrier);
-    return MF_OK;
-}
-
 /* Each rank sums every rank's buffer in rank order into its scratch (so the sum is the same
  * bits everywhere), and overwrites its own buffer only after the second barrier, when
  * nobody reads it any more. */
@@ -119,13 +101,20 @@ static mf_status local_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t cou
     return MF_OK;
 }
 
+/* The few values of a step: the same rank-order sum as a buffer's. */
+static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
+{
+    if (n < 0 || n > MF_COMM_MAX_VALUES)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "a reduction of %d values", n);
+    return local_sum_buffer(c, ctx, v, (size_t)n, 1);
+}
+
 static void group_free(group *g)
 {
     pthread_barrier_destroy(&g->barrier);
     pthread_mutex_destroy(&g->lock);
     free(g->bufs);
     free(g->i64);
-    free(g->f64);
     free(g);
 }
 
@@ -153,11 +142,17 @@ mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
         g->size = g->refs = n;
         g->bufs = calloc((size_t)n, sizeof *g->bufs);
         g->i64 = calloc((size_t)n * MF_COMM_MAX_VALUES, sizeof *g->i64);
-        g->f64 = calloc((size_t)n * MF_COMM_MAX_VALUES, sizeof *g->f64);
-        ok = g->bufs && g->i64 && g->f64;
+        ok = g->bufs && g->i64;
     }
-    for (int r = 0; ok && r < n; r++)
+    /* each rank's scratch starts with room for MF_COMM_MAX_VALUES doubles, so that
+     * local_sum_f64 never allocates (it cannot fail) */
+    for (int r = 0; ok && r < n; r++) {
         ok = (ranks[r] = calloc(1, sizeof *ranks[r])) != NULL;
+        if (ok) {
+            ranks[r]->scratch_bytes = MF_COMM_MAX_VALUES * sizeof(double);
+            ok = (ranks[r]->scratch = malloc(ranks[r]->scratch_bytes)) != NULL;
+        }
+    }
     int sync = 0; /* 1: the mutex made, 2: the barrier too */
     if (ok && pthread_mutex_init(&g->lock, NULL) == 0)
         sync = 1;
@@ -165,14 +160,16 @@ mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
         sync = 2;
     if (!ok || sync < 2) {
         for (int r = 0; ranks && r < n; r++)
-            free(ranks[r]);
+            if (ranks[r]) {
+                free(ranks[r]->scratch);
+                free(ranks[r]);
+            }
         free(ranks);
         if (g) {
             if (sync == 1)
                 pthread_mutex_destroy(&g->lock);
             free(g->bufs);
             free(g->i64);
-            free(g->f64);
             free(g);
         }
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
