@@ -20,7 +20,12 @@
 //
 // usage: bench_sgd [--k 32,64,128,256] [--epochs N] [--lr R] [--decay B] [--lambda L]
 //                  [--case NAME[,key=value,...]]... [--scale F] [--seed S]
-//                  [--train FILE --test FILE] [--workers W] [--fp32-only]
+//                  [--train FILE --test FILE] [--workers W] [--fp32-only | --fp16-only]
+//                  [--no-biases | --both-biases] [--lanes LIST] [--repeat N]
+// --both-biases runs each configuration with and without the bias terms. --lanes takes a
+// list of 0 (the engine's rule, the default) and 32 (every user-chunk update on a whole
+// warp: the engine before update groups), a row each. --repeat N runs each N times and
+// reports the medians (test RMSE: the last run's).
 // --scale and --seed apply to the cases that do not set their own.
 // --write-cumf DIR also writes the ratings as cuMF_SGD's input files into DIR (cumf_files.h;
 // with one --case: every case writes to DIR).
@@ -31,12 +36,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "bench_util.h"
 #include "cumf_files.h"
 #include "mfact/mfact.h"
+#include "sgd/sgd_internal.h" // mf_sgd_debug_lanes (--lanes)
 #include "synthetic_ratings.h"
 
 struct result {
@@ -45,7 +52,8 @@ struct result {
 };
 
 static int g_workers = 0; // --workers: 0 = all the device holds at once
-static int g_biases = 1;  // --no-biases: the plain model (the cost of the bias terms)
+static int g_repeat = 1;  // --repeat: runs per configuration, medians reported
+static int g_biases = 1;  // the bias terms (bias_modes in main)
 
 static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp16,
                   mf_sgd_order order, int epochs, float lr, float decay, float lambda)
@@ -65,7 +73,14 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     o.test = test;
     mf_sgd_report rep;
     rep.struct_size = sizeof rep;
-    MF_CHECK(ctx, mf_sgd_hogwild_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
+    std::vector<double> secs, ups;
+    for (int rep_i = 0; rep_i < g_repeat; rep_i++) {
+        MF_CHECK(ctx, mf_sgd_hogwild_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));
+        secs.push_back(rep.epoch_seconds / rep.epochs);
+        ups.push_back(rep.updates_per_second);
+    }
+    std::sort(secs.begin(), secs.end());
+    std::sort(ups.begin(), ups.end());
     // Traffic of one update: rows are padded to a multiple of 32 elements.
     const int kp = (k + 31) / 32 * 32;
     const double row = (double)kp * (fp16 ? 2 : 4);
@@ -73,18 +88,19 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     if (order == MF_SGD_ORDER_RATINGS)
         bytes += 2 * row + 4; // the user row in and out, the user index
     // (user chunks: the caller adds the chunk's share of the user row)
-    return {rep.epoch_seconds / rep.epochs, rep.updates_per_second, rep.test_rmse, bytes,
-            rep.workers};
+    return {secs[secs.size() / 2], ups[ups.size() / 2], rep.test_rmse, bytes, rep.workers};
 }
 
 int main(int argc, char **argv)
 {
     std::vector<int> ks = {32, 64, 128, 256};
+    std::vector<int> bias_modes = {1}; // --no-biases: {0}; --both-biases: {1, 0}
+    std::vector<int> lanes_list = {0}; // --lanes
     int epochs = 20;
     float lr = 0.08f, decay = 0.3f, lambda = 0.05f;
     double scale = 1.0;
     uint64_t seed = 1;
-    bool fp32_only = false;
+    bool fp32_only = false, fp16_only = false;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
     std::vector<std::string> specs; // --case
     for (int i = 1; i < argc; i++) {
@@ -115,13 +131,23 @@ int main(int argc, char **argv)
             g_workers = atoi(v), i++;
         else if (!strcmp(a, "--fp32-only"))
             fp32_only = true;
+        else if (!strcmp(a, "--fp16-only"))
+            fp16_only = true;
         else if (!strcmp(a, "--no-biases"))
-            g_biases = 0;
+            bias_modes = {0};
+        else if (!strcmp(a, "--both-biases"))
+            bias_modes = {1, 0};
+        else if (!strcmp(a, "--repeat"))
+            g_repeat = atoi(v) > 0 ? atoi(v) : 1, i++;
+        else if (!strcmp(a, "--lanes"))
+            lanes_list = parse_ints(v), i++;
         else {
-            fprintf(stderr, "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
-                            "[--lambda L] [--case NAME[,key=value,...]]... [--scale F] "
-                            "[--seed S] [--train FILE --test FILE] [--workers W] "
-                            "[--fp32-only] [--no-biases] [--write-cumf DIR]\n");
+            fprintf(stderr,
+                    "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
+                    "[--lambda L] [--case NAME[,key=value,...]]... [--scale F] "
+                    "[--seed S] [--train FILE --test FILE] [--workers W] "
+                    "[--fp32-only | --fp16-only] [--no-biases | --both-biases] [--lanes LIST] "
+                    "[--repeat N] [--write-cumf DIR]\n");
             return 2;
         }
     }
@@ -164,28 +190,47 @@ int main(int argc, char **argv)
         const double per_chunk = (double)chunks / (double)ntrain;
         print_ratings_case(ctx, c, made, oracle, train, test, seconds);
         printf("%.1f ratings per user chunk\n", 1.0 / per_chunk);
-        printf("\n| case | k | factors | order | workers | s / epoch | G updates/s | vs cuMF order "
-               "| vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy bandwidth |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf(
+            "\n| case | k | factors | biases | order | lanes | workers | s / epoch | G updates/s "
+            "| vs cuMF order | vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy "
+            "bandwidth |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int k : ks)
-            for (int h = 0; h < (fp32_only ? 1 : 2); h++) {
-                result peer =
-                    run(ctx, train, test, k, h, MF_SGD_ORDER_RATINGS, epochs, lr, decay, lambda);
-                result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS, epochs, lr,
-                                  decay, lambda);
-                const double row = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
-                ours.bytes += per_chunk * (2 * row + 8);
-                for (int w = 0; w < 2; w++) {
-                    const result &x = w ? ours : peer;
-                    printf("| %s | %d | %s | %s | %d | %.4f | %.2f | %.2fx | %.2fx | %.4f | %.0f | "
-                           "%.2f |\n",
-                           c.label.c_str(), k, h ? "fp16" : "fp32",
-                           w ? "user chunks" : "ratings (cuMF)", x.workers, x.epoch_s, x.ups / 1e9,
-                           x.ups / peer.ups, x.ups / 3.35e9, x.test_rmse, x.bytes,
-                           x.bytes * x.ups / bw);
+            for (int h = fp16_only ? 1 : 0; h < (fp32_only ? 1 : 2); h++)
+                for (int b : bias_modes) {
+                    g_biases = b;
+                    mf_sgd_debug_lanes = 0;
+                    result peer = run(ctx, train, test, k, h, MF_SGD_ORDER_RATINGS, epochs, lr,
+                                      decay, lambda);
+                    std::vector<std::pair<int, result>> rows;
+                    for (int lanes : lanes_list) {
+                        mf_sgd_debug_lanes = lanes;
+                        result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS, epochs,
+                                          lr, decay, lambda);
+                        const double row = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
+                        ours.bytes += per_chunk * (2 * row + 8);
+                        rows.push_back({lanes, ours});
+                    }
+                    rows.insert(rows.begin(), {-1, peer});
+                    for (const auto &lr_row : rows) {
+                        const result &x = lr_row.second;
+                        const bool mine = lr_row.first >= 0;
+                        char lanes[16];
+                        if (!mine)
+                            snprintf(lanes, sizeof lanes, "32");
+                        else if (lr_row.first == 0)
+                            snprintf(lanes, sizeof lanes, "rule");
+                        else
+                            snprintf(lanes, sizeof lanes, "%d", lr_row.first);
+                        printf("| %s | %d | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx | %.2fx | "
+                               "%.4f | %.0f | %.2f |\n",
+                               c.label.c_str(), k, h ? "fp16" : "fp32", b ? "on" : "off",
+                               mine ? "user chunks" : "ratings (cuMF)", lanes, x.workers, x.epoch_s,
+                               x.ups / 1e9, x.ups / peer.ups, x.ups / 3.35e9, x.test_rmse, x.bytes,
+                               x.bytes * x.ups / bw);
+                    }
+                    fflush(stdout);
                 }
-                fflush(stdout);
-            }
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
     }

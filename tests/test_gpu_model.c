@@ -91,16 +91,20 @@ START_TEST(biases_match_cpu)
             ck_assert_double_eq_tol(g.test, c.test, 1e-4 * c.test);
             release(&g), release(&c);
         }
-    for (int half = 0; half < 2; half++) {
-        fitted g, c;
-        fit_sgd(gpu, Rg, Tg, 32, half, &g);
-        fit_sgd(cpu, Rc, Tc, 32, half, &c);
-        double tol = half ? 3e-3 : 1e-4;
-        double dbu = tu_rel_diff(300, g.bu, c.bu), dbi = tu_rel_diff(200, g.bi, c.bi);
-        ck_assert_msg(dbu < tol && dbi < tol, "SGD half %d: bu %g bi %g", half, dbu, dbi);
-        ck_assert_double_eq_tol(g.test, c.test, 10 * tol * c.test);
-        release(&g), release(&c);
-    }
+    /* k = 32 and 100: the CUDA engine's update groups of 4, 8 and 16 lanes and a whole warp
+     * (fp32 at k = 100). */
+    for (int k = 32; k <= 100; k += 68)
+        for (int half = 0; half < 2; half++) {
+            fitted g, c;
+            fit_sgd(gpu, Rg, Tg, k, half, &g);
+            fit_sgd(cpu, Rc, Tc, k, half, &c);
+            double tol = half ? 3e-3 : 1e-4;
+            double dbu = tu_rel_diff(300, g.bu, c.bu), dbi = tu_rel_diff(200, g.bi, c.bi);
+            ck_assert_msg(dbu < tol && dbi < tol, "SGD k %d half %d: bu %g bi %g", k, half, dbu,
+                          dbi);
+            ck_assert_double_eq_tol(g.test, c.test, 10 * tol * c.test);
+            release(&g), release(&c);
+        }
     mf_sparse_destroy(Rg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tg), mf_sparse_destroy(Tc);
     mf_ctx_destroy(gpu);
     mf_ctx_destroy(cpu);

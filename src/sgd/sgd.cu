@@ -11,6 +11,8 @@
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_kernels.cuh"
 
+int mf_sgd_debug_lanes = 0;
+
 namespace
 {
 
@@ -19,6 +21,8 @@ struct cuda_engine {
     mf_ctx *ctx;
     int k, kp, kpl;
     bool half, resident;
+    int lanes;      /* per update: 32 (epoch_kernel) or a group of epoch_group_kernel */
+    int64_t groups; /* concurrent updates (epoch_group_kernel's groups) */
     int32_t rows, cols;
     float lambda_u, lambda_v;
     uint64_t seed;
@@ -58,9 +62,37 @@ template <int KPL> const void *pick_epoch(bool half, bool resident)
     return resident ? epoch_fn<KPL, false, true>() : epoch_fn<KPL, false, false>();
 }
 
+template <int G, int KPL, bool HALF> const void *group_fn(bool biased)
+{
+    return biased ? reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, true>)
+                  : reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, false>);
+}
+
+/* Lanes per update under the user-chunk order: 16 bytes of a row a lane (one vector
+ * access) where that leaves fewer than 32, at least 4. Rows of 512 bytes and more (fp32 from
+ * k = 97, fp16 from k = 129) take a whole warp. Against whole warps in one run (bench_sgd
+ * --lanes 32,0, H100): k = 128 fp16 with biases 3-9% more updates per second on the three
+ * shapes; k = 32 and 64, fp16 and fp32, -2% to +4%. 8 lanes of 32 bytes at k = 128 fp16
+ * were 0-20% slower than 16 (98 registers). */
+int group_lanes(int kp, bool half)
+{
+    if (mf_sgd_debug_lanes == 32)
+        return 32;
+    const int g = kp * (half ? 2 : 4) / 16;
+    return g >= 32 ? 32 : g < 4 ? 4 : g;
+}
+
 /* The kernel for the engine's lane width, storage and order. */
 const void *epoch_kernel_for(const cuda_engine *e)
 {
+    if (e->lanes < 32) {
+        const bool bias = e->biases != 0;
+        if (e->half)
+            return e->lanes == 4   ? group_fn<4, 8, true>(bias)
+                   : e->lanes == 8 ? group_fn<8, 8, true>(bias)
+                                   : group_fn<16, 8, true>(bias);
+        return e->lanes == 8 ? group_fn<8, 4, false>(bias) : group_fn<16, 4, false>(bias);
+    }
     switch (e->kpl) {
     case 1: return pick_epoch<1>(e->half, e->resident);
     case 2: return pick_epoch<2>(e->half, e->resident);
@@ -107,6 +139,7 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     a.bu = e->biases ? (float *)e->bu.ptr : NULL;
     a.bi = e->biases ? (float *)e->bi.ptr : NULL;
     a.lambda_bias = e->lambda_bias;
+    a.groups = e->groups;
     if (nchunks > 0) {
         void *args[] = {&a};
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
@@ -336,15 +369,18 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     int per_sm = 0;
     MF_CUDA_TRY(
         ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_kernel_for(e), 256, 0));
-    int64_t most =
-        (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount * 8;
-    int64_t warps = s->workers > 0 && s->workers < most ? s->workers : most;
-    warps = warps < s->max_workers ? warps : s->max_workers;
+    const int per_warp = 32 / e->lanes;
+    int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount *
+                   8 * per_warp;
+    int64_t groups = s->workers > 0 && s->workers < most ? s->workers : most;
+    groups = groups < s->max_workers ? groups : s->max_workers;
+    const int64_t warps = (groups + per_warp - 1) / per_warp;
     if (warps % 8 == 0)
         e->threads = 256, e->blocks = (unsigned)(warps / 8);
     else
         e->threads = 32, e->blocks = (unsigned)warps;
-    e->base.workers = (int)warps;
+    e->groups = groups;
+    e->base.workers = (int)groups;
     return MF_OK;
 }
 
@@ -369,6 +405,7 @@ mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
     e->kp = 32 * e->kpl;
     e->half = s->storage == MF_SGD_STORAGE_FP16;
     e->resident = s->order == MF_SGD_ORDER_USER_CHUNKS;
+    e->lanes = e->resident ? group_lanes(e->kp, e->half) : 32;
     e->rows = s->R->rows;
     e->cols = s->R->cols;
     e->lambda_u = s->lambda_u;

@@ -91,6 +91,10 @@ struct mf_sgd_engine {
     int workers; /* concurrent updates, as run */
 };
 
+/* Benchmarks only (bench_sgd --lanes): 32 makes the CUDA engine run every user-chunk update
+ * on a whole warp, as before update groups; 0 (the default) follows the engine's rule. */
+extern int mf_sgd_debug_lanes;
+
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */
 mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out);

@@ -118,12 +118,14 @@ struct epoch_args {
      * r - mean. */
     float *bu, *bi;
     float lambda_bias;
+    int64_t groups; /* epoch_group_kernel: the groups that take part (the worker count) */
 };
 
 /* Biases sit one per 32-byte sector (MF_SGD_BIAS_STRIDE floats apart): packed, the 32 items
  * of a 128-byte line shared it, and the writes of every warp to the popular items' biases
  * queued on a few L2 lines (measured: k = 128 fp16, 4.48 G updates/s without biases, 2.59
- * with packed ones). */
+ * with packed ones). One per 128-byte line was 1-6% faster again on the bench's three
+ * shapes, within the spread between runs, for four times the memory: not taken. */
 #define MF_SGD_BIAS_STRIDE 8
 
 /* A bias through L2 (other multiprocessors update it), as the factor rows are. */
@@ -132,9 +134,14 @@ __device__ __forceinline__ float load_bias(const float *b, int64_t i)
     return __ldcg(b + i * MF_SGD_BIAS_STRIDE);
 }
 
-__device__ __forceinline__ void store_bias(float *b, int64_t i, float x)
+/* Lanes 0 and 1 of the update write bias i's whole sector (the bias, then zeros). A 4-byte
+ * store is a partial-sector write, which L2 merges into the sector it holds: with one, the
+ * biases cost k = 128 fp16 29% of its updates per second; with whole sectors, 15%. */
+__device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lane)
 {
-    __stcg(b + i * MF_SGD_BIAS_STRIDE, x);
+    if (lane < 2)
+        __stcg(reinterpret_cast<float4 *>(b + i * MF_SGD_BIAS_STRIDE) + lane,
+               make_float4(lane == 0 ? x : 0.0f, 0.0f, 0.0f, 0.0f));
 }
 
 /* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
@@ -215,11 +222,9 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 err -= bu + bi;
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                if (lane == 0) {
-                    store_bias(a.bi, cur, bi);
-                    if (!RESIDENT)
-                        store_bias(a.bu, user, bu);
-                }
+                store_bias(a.bi, cur, bi, lane);
+                if (!RESIDENT)
+                    store_bias(a.bu, user, bu, lane);
             }
             for (int j = 0; j < KPL; j++) {
                 const float uj = u[j], vj = v[j];
@@ -240,12 +245,166 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
         }
         if (RESIDENT) {
             io::store(U + (int64_t)user * a.kp, lane, u);
-            if (biased && lane == 0)
-                store_bias(a.bu, user, bu);
+            if (biased)
+                store_bias(a.bu, user, bu, lane);
         }
         sq += chunk_sq;
     }
     if (lane == 0 && sq != 0.0)
+        atomicAdd(a.sq_err, sq);
+}
+
+/* An entry through the read-only path: the plan does not change during an epoch. */
+__device__ __forceinline__ mf_sgd_entry load_entry(const mf_sgd_entry *p)
+{
+    const uint2 w = __ldg(reinterpret_cast<const uint2 *>(p));
+    return {(int32_t)w.x, __uint_as_float(w.y)};
+}
+
+/* The user-chunk epoch with a group of G < 32 lanes per update (each lane holding 16 bytes
+ * of a row, KPL elements): a warp runs 32 / G chunks side by side, so each instruction
+ * serves 32 / G updates and a dot product takes log2(G) shuffles. The warp walks one loop
+ * in which every group makes one update of its own chunk; a group whose chunk has ended
+ * stores its user row and starts its next chunk inside that iteration, so the groups of a
+ * warp stay converged on the update path. Each group follows epoch_kernel's rules: the
+ * user row resident through the chunk, the next item's row (and bias) fetched while the
+ * current update computes. A group claims its next chunk's slot when it starts a chunk,
+ * and the two iterations after that bring the claimed chunk's entries into L1 and its
+ * user's row into L2, so that starting a chunk waits on no chain of loads. Group g of the
+ * grid takes part while g < a.groups (the worker count). */
+template <int G, int KPL, bool HALF, bool BIASED>
+__global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
+{
+    static_assert(G == 4 || G == 8 || G == 16, "a group is a power of two below a warp");
+    using io = row_io<KPL, HALF>;
+    using elem = typename io::elem;
+    elem *U = static_cast<elem *>(a.U), *V = static_cast<elem *>(a.V);
+    const int lane = threadIdx.x & 31, gl = lane & (G - 1);
+    const unsigned gmask = ((1u << G) - 1u) << (lane & ~(G - 1));
+    const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
+    /* x + lr (g - lambda x) as (1 - lr lambda) x + lr g: two operations an element. */
+    const float keep_u = 1.0f - a.lr * a.lambda_u, keep_v = 1.0f - a.lr * a.lambda_v;
+    const float keep_b = 1.0f - a.lr * a.lambda_bias;
+
+    float u[KPL], v[KPL], v_next[KPL];
+    float bu = 0.0f, bi = 0.0f, bi_next = 0.0f, chunk_sq = 0.0f;
+    double sq = 0.0;
+    int64_t p = 0, end = 0; /* the current update and the chunk's end */
+    int32_t user = 0, cur = 0, nxt = 0;
+    float r_cur = 0.0f, r_nxt = 0.0f;
+    /* The claimed chunk: [p_ahead, end_ahead) of user_ahead; stage 1 and 2 are the
+     * iterations that prefetch its entries and its user's row; none once the slots ran out. */
+    int64_t p_ahead = 0, end_ahead = 0;
+    int32_t user_ahead = 0;
+    int stage = 0;
+    bool ahead = false;
+
+    auto claim = [&]() {
+        unsigned long long slot = 0;
+        if (gl == 0)
+            slot = atomicAdd(a.next, 1ull);
+        slot = __shfl_sync(gmask, slot, 0, G);
+        ahead = slot < (unsigned long long)a.nchunks;
+        if (ahead) {
+            const int64_t c = (int64_t)mf_sgd_perm_apply(&a.perm, slot);
+            p_ahead = a.chunk_begin[c];
+            end_ahead = a.chunk_begin[c + 1];
+            stage = 1;
+        }
+    };
+    /* Start the claimed chunk: its first update's row, rating and bias in place. */
+    auto start = [&]() -> bool {
+        if (!ahead)
+            return false;
+        p = p_ahead, end = end_ahead;
+        user = stage == 1 ? a.user[p] : user_ahead; /* stage 1: not loaded yet */
+        const mf_sgd_entry e0 = load_entry(a.entries + p);
+        mf_sgd_entry e1 = {0, 0.0f};
+        if (p + 1 < end)
+            e1 = load_entry(a.entries + p + 1);
+        io::load(U + (int64_t)user * a.kp, gl, u);
+        io::load(V + (int64_t)e0.item * a.kp, gl, v);
+        if (BIASED) {
+            bu = load_bias(a.bu, user);
+            bi = load_bias(a.bi, e0.item);
+        }
+        cur = e0.item, r_cur = e0.rating;
+        nxt = e1.item, r_nxt = e1.rating;
+        chunk_sq = 0.0f;
+        claim();
+        return true;
+    };
+
+    bool live = false;
+    if (group < a.groups) {
+        claim();
+        live = start();
+    }
+    while (__any_sync(0xffffffffu, live)) {
+        if (!live)
+            continue;
+        if (stage == 1) { /* the claimed chunk's entries (up to 5 lines) into L1 */
+            if (gl * 16 < end_ahead - p_ahead + 16) {
+                const int64_t at = min(p_ahead + gl * 16, end_ahead - 1);
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(a.entries + at));
+            }
+            user_ahead = __ldg(a.user + p_ahead);
+            stage = 2;
+        } else if (stage == 2) { /* its user's row into L2, a line a lane */
+            if (gl * 128 < a.kp * (int)sizeof(elem))
+                asm volatile("prefetch.global.L2 [%0];" ::"l"(
+                    reinterpret_cast<const char *>(U + (int64_t)user_ahead * a.kp) + gl * 128));
+            stage = 0;
+        }
+        const bool more = p + 1 < end;
+        mf_sgd_entry e2 = {0, 0.0f};
+        if (more) {
+            io::load(V + (int64_t)nxt * a.kp, gl, v_next);
+            if (BIASED)
+                bi_next = load_bias(a.bi, nxt);
+            if (p + 2 < end)
+                e2 = load_entry(a.entries + p + 2);
+        }
+        float part = 0.0f;
+        for (int j = 0; j < KPL; j++)
+            part = fmaf(u[j], v[j], part);
+        for (int m = G / 2; m > 0; m >>= 1)
+            part += __shfl_xor_sync(gmask, part, m, G);
+        float err = r_cur - part;
+        if (BIASED) {
+            err -= bu + bi;
+            bu = fmaf(a.lr, err, keep_b * bu);
+            bi = fmaf(a.lr, err, keep_b * bi);
+            store_bias(a.bi, cur, bi, gl);
+        }
+        const float step = a.lr * err;
+        for (int j = 0; j < KPL; j++) {
+            const float uj = u[j], vj = v[j];
+            u[j] = fmaf(step, vj, keep_u * uj);
+            v[j] = fmaf(step, uj, keep_v * vj);
+        }
+        io::store(V + (int64_t)cur * a.kp, gl, v);
+        chunk_sq = fmaf(err, err, chunk_sq);
+        if (more) {
+            /* One item twice in a row: the prefetched row (and bias) is older than the
+             * one just stored. */
+            if (nxt != cur) {
+                for (int j = 0; j < KPL; j++)
+                    v[j] = v_next[j];
+                bi = bi_next;
+            }
+            p++;
+            cur = nxt, r_cur = r_nxt;
+            nxt = e2.item, r_nxt = e2.rating;
+        } else {
+            io::store(U + (int64_t)user * a.kp, gl, u);
+            if (BIASED)
+                store_bias(a.bu, user, bu, gl);
+            sq += chunk_sq;
+            live = start();
+        }
+    }
+    if (gl == 0 && sq != 0.0)
         atomicAdd(a.sq_err, sq);
 }
 
