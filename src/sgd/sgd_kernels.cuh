@@ -84,9 +84,13 @@ template <int KPL, bool HALF> struct row_io {
     static __device__ __forceinline__ void pack(const float *x, int bytes, void *w)
     {
         if constexpr (HALF) {
-            __half *h = reinterpret_cast<__half *>(w);
-            for (int j = 0; j < bytes / 2; j++)
-                h[j] = __float2half_rn(x[j]);
+            if (bytes >= 4) { /* pairs: one conversion instruction each */
+                __half2 *h2 = reinterpret_cast<__half2 *>(w);
+                for (int j = 0; j < bytes / 4; j++)
+                    h2[j] = __floats2half2_rn(x[2 * j], x[2 * j + 1]);
+            } else {
+                *reinterpret_cast<__half *>(w) = __float2half_rn(x[0]);
+            }
         } else {
             float *f = reinterpret_cast<float *>(w);
             for (int j = 0; j < bytes / 4; j++)
@@ -272,13 +276,14 @@ __device__ __forceinline__ mf_sgd_entry load_entry(const mf_sgd_entry *p)
  * and the two iterations after that bring the claimed chunk's entries into L1 and its
  * user's row into L2, so that starting a chunk waits on no chain of loads. Group g of the
  * grid takes part while g < a.groups (the worker count). */
-template <int G, int KPL, bool HALF, bool BIASED>
-__global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
+template <int G, int KPL, bool HALF, bool BIASED, int MINB = 3>
+__global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
 {
     static_assert(G == 4 || G == 8 || G == 16, "a group is a power of two below a warp");
     using io = row_io<KPL, HALF>;
     using elem = typename io::elem;
     elem *U = static_cast<elem *>(a.U), *V = static_cast<elem *>(a.V);
+    constexpr int KP = G * KPL; /* the row length: a.kp */
     const int lane = threadIdx.x & 31, gl = lane & (G - 1);
     const unsigned gmask = ((1u << G) - 1u) << (lane & ~(G - 1));
     const int64_t group = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / G;
@@ -322,8 +327,8 @@ __global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
         mf_sgd_entry e1 = {0, 0.0f};
         if (p + 1 < end)
             e1 = load_entry(a.entries + p + 1);
-        io::load(U + (int64_t)user * a.kp, gl, u);
-        io::load(V + (int64_t)e0.item * a.kp, gl, v);
+        io::load(U + (int64_t)user * KP, gl, u);
+        io::load(V + (int64_t)e0.item * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
             bi = load_bias(a.bi, e0.item);
@@ -351,15 +356,15 @@ __global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
             user_ahead = __ldg(a.user + p_ahead);
             stage = 2;
         } else if (stage == 2) { /* its user's row into L2, a line a lane */
-            if (gl * 128 < a.kp * (int)sizeof(elem))
+            if (gl * 128 < KP * (int)sizeof(elem))
                 asm volatile("prefetch.global.L2 [%0];" ::"l"(
-                    reinterpret_cast<const char *>(U + (int64_t)user_ahead * a.kp) + gl * 128));
+                    reinterpret_cast<const char *>(U + (int64_t)user_ahead * KP) + gl * 128));
             stage = 0;
         }
         const bool more = p + 1 < end;
         mf_sgd_entry e2 = {0, 0.0f};
         if (more) {
-            io::load(V + (int64_t)nxt * a.kp, gl, v_next);
+            io::load(V + (int64_t)nxt * KP, gl, v_next);
             if (BIASED)
                 bi_next = load_bias(a.bi, nxt);
             if (p + 2 < end)
@@ -383,7 +388,7 @@ __global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
             u[j] = fmaf(step, vj, keep_u * uj);
             v[j] = fmaf(step, uj, keep_v * vj);
         }
-        io::store(V + (int64_t)cur * a.kp, gl, v);
+        io::store(V + (int64_t)cur * KP, gl, v);
         chunk_sq = fmaf(err, err, chunk_sq);
         if (more) {
             /* One item twice in a row: the prefetched row (and bias) is older than the
@@ -397,7 +402,7 @@ __global__ void __launch_bounds__(256) epoch_group_kernel(epoch_args a)
             cur = nxt, r_cur = r_nxt;
             nxt = e2.item, r_nxt = e2.rating;
         } else {
-            io::store(U + (int64_t)user * a.kp, gl, u);
+            io::store(U + (int64_t)user * KP, gl, u);
             if (BIASED)
                 store_bias(a.bu, user, bu, gl);
             sq += chunk_sq;
