@@ -21,7 +21,8 @@
 // usage: bench_sgd [--k 32,64,128,256] [--epochs N] [--lr R] [--decay B] [--lambda L]
 //                  [--case NAME[,key=value,...]]... [--scale F] [--seed S]
 //                  [--train FILE --test FILE] [--workers W] [--fp32-only | --fp16-only]
-//                  [--no-biases | --both-biases] [--lanes LIST] [--repeat N]
+//                  [--no-biases | --both-biases] [--lanes LIST] [--replicas LIST]
+//                  [--repeat N]
 // --both-biases runs each configuration with and without the bias terms. --lanes takes a
 // list of 0 (the engine's rule, the default) and 32 (every user-chunk update on a whole
 // warp: the engine before update groups), a row each. --repeat N runs each N times and
@@ -94,8 +95,9 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
 int main(int argc, char **argv)
 {
     std::vector<int> ks = {32, 64, 128, 256};
-    std::vector<int> bias_modes = {1}; // --no-biases: {0}; --both-biases: {1, 0}
-    std::vector<int> lanes_list = {0}; // --lanes
+    std::vector<int> bias_modes = {1};     // --no-biases: {0}; --both-biases: {1, 0}
+    std::vector<int> lanes_list = {0};     // --lanes
+    std::vector<int> replicas_list = {-1}; // --replicas
     int epochs = 20;
     float lr = 0.08f, decay = 0.3f, lambda = 0.05f;
     double scale = 1.0;
@@ -141,6 +143,8 @@ int main(int argc, char **argv)
             g_repeat = atoi(v) > 0 ? atoi(v) : 1, i++;
         else if (!strcmp(a, "--lanes"))
             lanes_list = parse_ints(v), i++;
+        else if (!strcmp(a, "--replicas"))
+            replicas_list = parse_ints(v), i++;
         else {
             fprintf(stderr,
                     "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
@@ -190,11 +194,11 @@ int main(int argc, char **argv)
         const double per_chunk = (double)chunks / (double)ntrain;
         print_ratings_case(ctx, c, made, oracle, train, test, seconds);
         printf("%.1f ratings per user chunk\n", 1.0 / per_chunk);
-        printf(
-            "\n| case | k | factors | biases | order | lanes | workers | s / epoch | G updates/s "
-            "| vs cuMF order | vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy "
-            "bandwidth |\n"
-            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("\n| case | k | factors | biases | order | lanes | replicas | workers | s / epoch | "
+               "G updates/s "
+               "| vs cuMF order | vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy "
+               "bandwidth |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int k : ks)
             for (int h = fp16_only ? 1 : 0; h < (fp32_only ? 1 : 2); h++)
                 for (int b : bias_modes) {
@@ -202,32 +206,40 @@ int main(int argc, char **argv)
                     mf_sgd_debug_lanes = 0;
                     result peer = run(ctx, train, test, k, h, MF_SGD_ORDER_RATINGS, epochs, lr,
                                       decay, lambda);
-                    std::vector<std::pair<int, result>> rows;
-                    for (int lanes : lanes_list) {
-                        mf_sgd_debug_lanes = lanes;
-                        result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS, epochs,
-                                          lr, decay, lambda);
-                        const double row = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
-                        ours.bytes += per_chunk * (2 * row + 8);
-                        rows.push_back({lanes, ours});
-                    }
-                    rows.insert(rows.begin(), {-1, peer});
-                    for (const auto &lr_row : rows) {
-                        const result &x = lr_row.second;
-                        const bool mine = lr_row.first >= 0;
-                        char lanes[16];
-                        if (!mine)
-                            snprintf(lanes, sizeof lanes, "32");
-                        else if (lr_row.first == 0)
-                            snprintf(lanes, sizeof lanes, "rule");
-                        else
-                            snprintf(lanes, sizeof lanes, "%d", lr_row.first);
-                        printf("| %s | %d | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx | %.2fx | "
-                               "%.4f | %.0f | %.2f |\n",
+                    struct row {
+                        int lanes, replicas; // lanes -1: the peer order
+                        result r;
+                    };
+                    std::vector<row> rows = {{-1, 0, peer}};
+                    for (int lanes : lanes_list)
+                        for (int reps : replicas_list) {
+                            mf_sgd_debug_lanes = lanes;
+                            mf_sgd_debug_replicas = reps;
+                            result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS,
+                                              epochs, lr, decay, lambda);
+                            const double row_bytes = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
+                            ours.bytes += per_chunk * (2 * row_bytes + 8);
+                            rows.push_back({lanes, reps, ours});
+                        }
+                    mf_sgd_debug_lanes = 0;
+                    mf_sgd_debug_replicas = -1;
+                    for (const row &x : rows) {
+                        const bool mine = x.lanes >= 0;
+                        char lanes[16], reps[16];
+                        snprintf(lanes, sizeof lanes, "%s",
+                                 !mine          ? "32"
+                                 : x.lanes == 0 ? "rule"
+                                                : std::to_string(x.lanes).c_str());
+                        snprintf(reps, sizeof reps, "%s",
+                                 !mine            ? "-"
+                                 : x.replicas < 0 ? "rule"
+                                                  : std::to_string(x.replicas).c_str());
+                        printf("| %s | %d | %s | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx | "
+                               "%.2fx | %.4f | %.0f | %.2f |\n",
                                c.label.c_str(), k, h ? "fp16" : "fp32", b ? "on" : "off",
-                               mine ? "user chunks" : "ratings (cuMF)", lanes, x.workers, x.epoch_s,
-                               x.ups / 1e9, x.ups / peer.ups, x.ups / 3.35e9, x.test_rmse, x.bytes,
-                               x.bytes * x.ups / bw);
+                               mine ? "user chunks" : "ratings (cuMF)", lanes, reps, x.r.workers,
+                               x.r.epoch_s, x.r.ups / 1e9, x.r.ups / peer.ups, x.r.ups / 3.35e9,
+                               x.r.test_rmse, x.r.bytes, x.r.bytes * x.r.ups / bw);
                     }
                     fflush(stdout);
                 }

@@ -34,6 +34,12 @@ void sx_run(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, mf_status exp
 void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_t seed,
               mf_sparse **train, mf_sparse **test)
 {
+    sx_popular(ctx, users, items, density, 0, seed, train, test);
+}
+
+void sx_popular(mf_ctx *ctx, int32_t users, int32_t items, double density, int32_t popular,
+                uint64_t seed, mf_sparse **train, mf_sparse **test)
+{
     enum { RANK = 4 };
     uint64_t s = seed;
     size_t cap = (size_t)users * items;
@@ -50,7 +56,7 @@ void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_
     int64_t a = 0, b = 0;
     for (int32_t u = 0; u < users; u++)
         for (int32_t i = 0; i < items; i++) {
-            if (tu_unit(&s) >= density && i != u % items && u != i % users)
+            if (tu_unit(&s) >= density && i >= popular && i != u % items && u != i % users)
                 continue;
             double d = 3.0;
             for (int t = 0; t < RANK; t++)

@@ -17,6 +17,9 @@ void sx_run(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, mf_status exp
  * *train and *test of the same shape. */
 void sx_noisy(mf_ctx *ctx, int32_t users, int32_t items, double density, uint64_t seed,
               mf_sparse **train, mf_sparse **test);
+/* The same with items [0, popular) rated by every user (a train or test rating each). */
+void sx_popular(mf_ctx *ctx, int32_t users, int32_t items, double density, int32_t popular,
+                uint64_t seed, mf_sparse **train, mf_sparse **test);
 
 /* The sequence of updates one worker makes, replayed in float from the documented plan
  * (mf_sgd_plan_build and the epoch permutations): U and V hold the start and receive the

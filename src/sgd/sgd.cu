@@ -8,10 +8,12 @@
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm.h"
+#include "sgd/sgd_hot.cuh"
 #include "sgd/sgd_internal.h"
 #include "sgd/sgd_kernels.cuh"
 
 int mf_sgd_debug_lanes = 0;
+int mf_sgd_debug_replicas = -1;
 
 namespace
 {
@@ -35,6 +37,11 @@ struct cuda_engine {
     mf_dbuf bu, bi; /* biased model only */
     int64_t *parts; /* nparts + 1 chunk boundaries (sgd_internal.h) */
     int nparts;
+    /* Popular items' replicas (sgd_hot.cuh): hot items, hot_items[h] the item of replica
+     * rows cols + h * replicas + r; none when hot is 0. */
+    int32_t hot;
+    int replicas;
+    mf_dbuf hot_items;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -112,6 +119,27 @@ const void *rmse_half_kernel_for(const cuda_engine *e)
     }
 }
 
+/* The hot items' replicas from their rows (gather 0), or their rows from the replicas'
+ * mean (gather 1). */
+mf_status hot_rows(cuda_engine *e, int gather)
+{
+    if (e->hot == 0)
+        return MF_OK;
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)e->hot * (e->kp + 1), 256, 4);
+    float *bi = e->biases ? (float *)e->bi.ptr : NULL;
+    const int32_t *items = (const int32_t *)e->hot_items.ptr;
+    if (e->half)
+        sgd::hot_rows_kernel<true><<<grid, 256, 0, stream>>>(e->V.ptr, bi, items, e->hot,
+                                                             e->replicas, e->cols, e->kp, gather);
+    else
+        sgd::hot_rows_kernel<false><<<grid, 256, 0, stream>>>(e->V.ptr, bi, items, e->hot,
+                                                              e->replicas, e->cols, e->kp, gather);
+    MF_CUDA_TRY(ctx, cudaGetLastError());
+    return MF_OK;
+}
+
 mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -142,8 +170,10 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     a.groups = e->groups;
     if (nchunks > 0) {
         void *args[] = {&a};
+        MF_TRY(hot_rows(e, 0));
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
                                           args, 0, stream));
+        MF_TRY(hot_rows(e, 1));
     }
     MF_CUDA_TRY(ctx,
                 cudaMemcpyAsync(sq_err, a.sq_err, sizeof *sq_err, cudaMemcpyDeviceToHost, stream));
@@ -294,17 +324,20 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->scratch);
     mf_dmem_free(ctx, &e->bu);
     mf_dmem_free(ctx, &e->bi);
+    mf_dmem_free(ctx, &e->hot_items);
     free(e->parts);
     free(e);
 }
 
-/* The working factor X (rows x kp storage) from the host floats X0 (rows x k). */
-mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, const float *X0, const char *what)
+/* The working factor X (rows x kp storage) from the host floats X0 (rows x k), with `spare`
+ * rows after them (the hot items' replicas, filled before each epoch). */
+mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, int64_t spare, const float *X0,
+                  const char *what)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
     const size_t elem = e->half ? 2 : 4;
-    MF_TRY(mf_dmem_alloc(ctx, X, (size_t)rows * e->kp * elem, what));
+    MF_TRY(mf_dmem_alloc(ctx, X, ((size_t)rows + (size_t)spare) * e->kp * elem, what));
     if (rows == 0)
         return MF_OK;
     mf_dbuf tmp = {NULL, 0};
@@ -338,20 +371,89 @@ mf_status upload(cuda_engine *e, mf_dbuf *dst, const void *src, size_t bytes, co
     return MF_OK;
 }
 
+/* Replicas for the items that more than MF_SGD_HOT_CONCURRENCY of the e->groups concurrent
+ * updates would hold at once (sgd_hot.cuh), under the user-chunk order only (the ratings
+ * order is the in-process peer's design, kept as it is). Counts the uploaded entries, then
+ * rewrites the hot items' entries to name their replicas. */
+mf_status hot_setup(cuda_engine *e, int64_t nnz, int64_t nchunks)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    e->replicas = mf_sgd_debug_replicas >= 0 ? mf_sgd_debug_replicas : MF_SGD_HOT_REPLICAS;
+    if (!e->resident || e->replicas < 2 || nnz == 0 || e->cols == 0)
+        return MF_OK;
+    /* Replica rows are numbered past the items in int32 (the entries' item field). */
+    const int64_t room = ((int64_t)INT32_MAX - e->cols) / e->replicas;
+    const double least = MF_SGD_HOT_CONCURRENCY * (double)nnz / (double)e->groups;
+    if (least >= (double)nnz) /* no item can be hot: skip the count */
+        return MF_OK;
+    mf_dbuf counts = {NULL, 0}, index = {NULL, 0};
+    unsigned *host = (unsigned *)malloc((size_t)e->cols * sizeof *host);
+    int32_t *hot = (int32_t *)malloc((size_t)e->cols * sizeof *hot);
+    mf_status st = host && hot ? MF_OK
+                               : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                         "mf_sgd_hogwild_run: "
+                                         "out of host memory");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &counts, (size_t)e->cols * sizeof(unsigned), "SGD item counts");
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK) {
+        err = cudaMemsetAsync(counts.ptr, 0, counts.bytes, stream);
+        if (err == cudaSuccess)
+            sgd::count_items_kernel<<<mf_cuda_grid(ctx->link.cuda, nnz, 256, 8), 256, 0, stream>>>(
+                (const mf_sgd_entry *)e->entries.ptr, nnz, (unsigned *)counts.ptr);
+        if (err == cudaSuccess)
+            err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(host, counts.ptr, counts.bytes, cudaMemcpyDeviceToHost, stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+    }
+    int32_t n = 0;
+    if (st == MF_OK && err == cudaSuccess)
+        for (int32_t i = 0; i < e->cols; i++)
+            hot[i] = (double)host[i] > least && n < room ? n++ : -1;
+    int32_t *items = n > 0 && st == MF_OK ? (int32_t *)malloc((size_t)n * sizeof *items) : NULL;
+    if (n > 0 && st == MF_OK && !items)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    if (items)
+        for (int32_t i = 0; i < e->cols; i++)
+            if (hot[i] >= 0)
+                items[hot[i]] = i;
+    if (n > 0 && st == MF_OK && err == cudaSuccess) {
+        st = mf_dmem_alloc(ctx, &index, (size_t)e->cols * sizeof(int32_t), "SGD hot items");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->hot_items, (size_t)n * sizeof(int32_t), "SGD hot items");
+        if (st == MF_OK) {
+            err = cudaMemcpyAsync(index.ptr, hot, index.bytes, cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(e->hot_items.ptr, items, e->hot_items.bytes,
+                                      cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess && nchunks > 0)
+                sgd::remap_hot_kernel<<<mf_cuda_grid(ctx->link.cuda, nchunks * 32, 256, 8), 256, 0,
+                                        stream>>>((mf_sgd_entry *)e->entries.ptr,
+                                                  (const int64_t *)e->chunk_begin.ptr, nchunks,
+                                                  (const int32_t *)index.ptr, e->cols, e->replicas);
+            if (err == cudaSuccess)
+                err = cudaGetLastError();
+            if (err == cudaSuccess) /* the host arrays are freed below */
+                err = cudaStreamSynchronize(stream);
+        }
+    }
+    if (st == MF_OK && err != cudaSuccess)
+        st = mf_cuda_fail(ctx, err, "SGD hot items", __FILE__, __LINE__);
+    if (st == MF_OK)
+        e->hot = n;
+    mf_dmem_free(ctx, &counts);
+    mf_dmem_free(ctx, &index);
+    free(host), free(hot), free(items);
+    return st;
+}
+
 mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
 {
     mf_ctx *ctx = e->ctx;
     const mf_sgd_plan *p = s->plan;
-    MF_TRY(copy_in(e, &e->U, e->rows, s->U0, "SGD user factors"));
-    MF_TRY(copy_in(e, &e->V, e->cols, s->V0, "SGD item factors"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
-    if (e->biases) {                                           /* zero to start */
-        const size_t per = MF_SGD_BIAS_STRIDE * sizeof(float); /* one sector each */
-        MF_TRY(mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * per, "SGD user biases"));
-        MF_TRY(mf_dmem_alloc(ctx, &e->bi, ((size_t)e->cols + 1) * per, "SGD item biases"));
-        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bu.ptr, 0, e->bu.bytes, ctx->link.cuda->stream));
-        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bi.ptr, 0, e->bi.bytes, ctx->link.cuda->stream));
-    }
     mf_status st =
         upload(e, &e->entries, p->entry, (size_t)p->nnz * sizeof *p->entry, "SGD ratings");
     if (st == MF_OK)
@@ -381,6 +483,19 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
         e->threads = 32, e->blocks = (unsigned)warps;
     e->groups = groups;
     e->base.workers = (int)groups;
+
+    MF_TRY(hot_setup(e, p->nnz, p->nchunks));
+    const int64_t spare = (int64_t)e->hot * e->replicas;
+    MF_TRY(copy_in(e, &e->U, e->rows, 0, s->U0, "SGD user factors"));
+    MF_TRY(copy_in(e, &e->V, e->cols, spare, s->V0, "SGD item factors"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
+    if (e->biases) {                                           /* zero to start */
+        const size_t per = MF_SGD_BIAS_STRIDE * sizeof(float); /* one sector each */
+        MF_TRY(mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * per, "SGD user biases"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->bi, ((size_t)e->cols + spare + 1) * per, "SGD item biases"));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bu.ptr, 0, e->bu.bytes, ctx->link.cuda->stream));
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(e->bi.ptr, 0, e->bi.bytes, ctx->link.cuda->stream));
+    }
     return MF_OK;
 }
 

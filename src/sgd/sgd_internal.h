@@ -94,6 +94,15 @@ struct mf_sgd_engine {
 /* Benchmarks only (bench_sgd --lanes): 32 makes the CUDA engine run every user-chunk update
  * on a whole warp, as before update groups; 0 (the default) follows the engine's rule. */
 extern int mf_sgd_debug_lanes;
+/* The CUDA engine's replicas of popular items' rows (sgd_hot.cuh): an item that more than
+ * MF_SGD_HOT_CONCURRENCY concurrent updates would hold at once (workers x its share of the
+ * ratings) gets MF_SGD_HOT_REPLICAS working rows. */
+#define MF_SGD_HOT_CONCURRENCY 2.0
+#define MF_SGD_HOT_REPLICAS    16
+
+/* Benchmarks and tests only (bench_sgd --replicas): the working rows of each popular item in the
+ * CUDA engine (sgd_hot.cuh); 0 or 1: none; -1 (the default): the engine's rule. */
+extern int mf_sgd_debug_replicas;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */
