@@ -151,6 +151,7 @@ int main(int argc, char **argv)
                     "[--lambda L] [--case NAME[,key=value,...]]... [--scale F] "
                     "[--seed S] [--train FILE --test FILE] [--workers W] "
                     "[--fp32-only | --fp16-only] [--no-biases | --both-biases] [--lanes LIST] "
+                    "[--replicas LIST] "
                     "[--repeat N] [--write-cumf DIR]\n");
             return 2;
         }

@@ -77,7 +77,8 @@ template <int G, int KPL, bool HALF> const void *group_fn(bool biased)
 
 /* Lanes per update under the user-chunk order: 16 bytes of a row a lane (one vector
  * access) where that leaves fewer than 32, at least 4. Rows of 512 bytes and more (fp32 from
- * k = 97, fp16 from k = 129) take a whole warp. Against whole warps in one run (bench_sgd
+ * k = 65, since rows are 32 times a power of two; fp16 from k = 129) take a whole warp. Against
+ * whole warps in one run (bench_sgd
  * --lanes 32,0, H100): k = 128 fp16 with biases 3-9% more updates per second on the three
  * shapes; k = 32 and 64, fp16 and fp32, -2% to +4%. 8 lanes of 32 bytes at k = 128 fp16
  * were 0-20% slower than 16 (98 registers). */
