@@ -23,7 +23,9 @@
 //                  [--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S]
 //                  [--limit-gb G] [--train FILE --test FILE]
 //                  [--no-biases] [--lambda-bias L] [--write-cumf DIR]
-//                  [--solver auto|exact|cg] [--cg-steps N]
+//                  [--solver auto|exact|cg] [--cg-steps N] [--no-tf32]
+//                  [--gram auto|fp32|tc|tf32|tf32-long]
+// --gram forces one Gram kernel (als_internal.h) on every run: a knob for measuring them.
 // --limit-gb caps the context's device memory and skips the solver comparison.
 // --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
 #include <cuda_runtime.h>
@@ -172,6 +174,7 @@ int main(int argc, char **argv)
     int biases = 1; // --no-biases: the plain model (the cost of the bias terms)
     mf_als_solver solver = MF_ALS_SOLVER_AUTO; // --solver
     int cg_steps = 6;                          // --cg-steps
+    int tf32 = 1;                              // --no-tf32
     float lambda_bias = -1.0f;                 // --lambda-bias; default: lambda (weighted alike)
     double scale = 1.0, limit_gb = 0.0;
     uint64_t seed = 1;
@@ -199,7 +202,21 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--cg-steps"))
             cg_steps = atoi(argv[++i]);
-        else if (!strcmp(a, "--no-biases"))
+        else if (!strcmp(a, "--no-tf32")) // CG's systems from float-accurate products
+            tf32 = 0;
+        else if (!strcmp(a, "--gram")) { // the Gram kernel of every run (als_internal.h)
+            const char *names[] = {"auto", "fp32", "tc", "tf32", "tf32-long"};
+            int g = -1;
+            for (int n = 0; n < 5; n++)
+                if (!strcmp(v, names[n]))
+                    g = n;
+            if (g < 0) {
+                fprintf(stderr, "bench_als: --gram takes auto, fp32, tc, tf32 or tf32-long\n");
+                return 2;
+            }
+            mf_als_debug_gram = g;
+            i++;
+        } else if (!strcmp(a, "--no-biases"))
             biases = 0;
         else if (!strcmp(a, "--lambda-bias"))
             lambda_bias = (float)atof(v), i++;
@@ -225,7 +242,8 @@ int main(int argc, char **argv)
                 "usage: bench_als [--k LIST] [--init mean,uniform] [--iterations N] [--lambda L] "
                 "[--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S] "
                 "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--lambda-bias L] "
-                "[--write-cumf DIR] [--solver auto|exact|cg] [--cg-steps N]\n");
+                "[--write-cumf DIR] [--solver auto|exact|cg] [--cg-steps N] [--no-tf32] "
+                "[--gram auto|fp32|tc|tf32|tf32-long]\n");
             return 2;
         }
     }
@@ -269,7 +287,7 @@ int main(int argc, char **argv)
                 o.weighting = MF_ALS_WEIGHT_COUNT; /* cuMF_als's weighted lambda */
                 o.lambda_bias = lambda_bias >= 0.0f ? lambda_bias : lambda;
                 o.init = init, o.biases = biases;
-                o.solver = solver, o.cg_steps = cg_steps;
+                o.solver = solver, o.cg_steps = cg_steps, o.tf32 = tf32;
                 mf_als_report rep;
                 rep.struct_size = sizeof rep;
                 MF_CHECK(ctx, mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &rep));

@@ -18,6 +18,7 @@ typedef struct als_args {
     mf_als_weighting weighting;
     mf_als_solver solver;
     long long cg_steps;
+    int tf32;
     long long gpus;
     cli_model_args model;
 } als_args;
@@ -28,7 +29,8 @@ static void als_help(void)
     mf_als_opts_init(&d);
     printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
            "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
-           "                [--solver auto|exact|cg] [--cg-steps S] [--auto | --auto-rank]\n"
+           "                [--solver auto|exact|cg] [--cg-steps S] [--no-tf32]\n"
+           "                [--auto | --auto-rank]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [--gpus N] [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
@@ -42,7 +44,9 @@ static void als_help(void)
            "times each row's count of ratings (count, ALS-WR) or as they are (none).\n"
            "--solver: each row's system solved exactly (LDL^T) or by S conjugate-gradient\n"
            "steps from the previous iteration's row (cg; S default %d); auto (default) takes\n"
-           "cg from rank 64. --gpus N: one fit over N GPUs (--device and the N - 1 after it),\n"
+           "cg from rank 64, and cg builds its systems from TF32 products on tensor cores\n"
+           "(sm_80 and later) unless --no-tf32 (float-accurate products). --gpus N:\n"
+           "one fit over N GPUs (--device and the N - 1 after it),\n"
            "each solving its share of the rows; the factors are those of one GPU.\n%s%s",
            d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, d.cg_steps,
            cli_model_help(), cli_common_help());
@@ -58,6 +62,7 @@ static int parse(int argc, char **argv, als_args *a)
     a->init = d.init;
     a->weighting = d.weighting;
     a->solver = d.solver, a->cg_steps = d.cg_steps;
+    a->tf32 = d.tf32;
     a->gpus = 1;
     cli_model_init(&a->model);
     for (int i = 1; i < argc; i++) {
@@ -125,6 +130,8 @@ static int parse(int argc, char **argv, als_args *a)
                 cli_error("als", "--cg-steps takes an integer from 1 to 64");
                 return -1;
             }
+        } else if (!strcmp(opt, "--no-tf32")) {
+            a->tf32 = 0;
         } else if (!strcmp(opt, "--gpus") && val) {
             if (!cli_gpus_parse("als", argv[++i], &a->gpus))
                 return -1;
@@ -216,6 +223,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.init = a->init;
     o.weighting = a->weighting;
     o.solver = a->solver, o.cg_steps = (int)a->cg_steps;
+    o.tf32 = a->tf32;
     o.test = test;
     o.progress = on_iteration;
     o.biases = a->model.biases;

@@ -293,6 +293,7 @@ START_TEST(bad_arguments)
                  {"solver", "solver = 7"},
                  {"cgsteps", "cg_steps = 0"},
                  {"cgrank", "rank + biases <= 127"},
+                 {"tf32", "tf32 = 2"},
                  {"size", "struct_size"}};
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mf_als_opts_init(&o);
@@ -318,6 +319,8 @@ START_TEST(bad_arguments)
             o.cg_steps = 0;
         else if (!strcmp(f, "cgrank"))
             o.rank = 127, o.solver = MF_ALS_SOLVER_CG;
+        else if (!strcmp(f, "tf32"))
+            o.tf32 = 2;
         else
             o.struct_size = 3;
         ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, NULL),

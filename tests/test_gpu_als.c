@@ -179,6 +179,11 @@ START_TEST(gram_matches_float64)
                 ck_assert_msg(e < 1e-5, "shape %zu, k = %d, %s kernel: error %g of the largest", r,
                               ks[t], kernel == MF_ALS_GRAM_TC ? "tensor-core" : "FP32", e);
             }
+            /* One TF32 product a rating (CG's default): each product to 2^-11 of itself,
+             * the sums in FP32, so the systems to about 1e-3 of their largest entry. */
+            double e = gram_error(ctx, shapes[r], ks[t], MF_ALS_GRAM_TF32);
+            ck_assert_msg(e < 2e-3, "shape %zu, k = %d, TF32 kernel: error %g of the largest", r,
+                          ks[t], e);
         }
     mf_sparse_destroy(shapes[0]);
     mf_sparse_destroy(shapes[1]);
@@ -192,6 +197,10 @@ static mf_als_solver run_solver = MF_ALS_SOLVER_AUTO;
 /* The run's biases go to run_biases when it is not NULL (parity sets it). */
 static mf_biases *run_biases = NULL;
 
+/* opts.tf32 of run_als: 0 for the parity tests, which hold the GPU's CG to the CPU's float
+ * products (tf32_close compares the default against that). */
+static int run_tf32 = 0;
+
 static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iterations,
                     mf_als_init init, float *U, float *V, mf_als_report *rep)
 {
@@ -199,6 +208,7 @@ static void run_als(mf_ctx *ctx, mf_sparse *R, int k, float lambda, int iteratio
     mf_als_opts_init(&o);
     o.rank = k, o.lambda = lambda, o.iterations = iterations, o.init = init;
     o.solver = run_solver;
+    o.tf32 = run_tf32;
     o.bias_out = run_biases;
     o.weighting = MF_ALS_WEIGHT_COUNT; /* the lambdas below are ALS-WR's */
     rep->struct_size = sizeof *rep;
@@ -321,6 +331,78 @@ START_TEST(cg_agree)
 }
 END_TEST
 
+/* CG's default TF32 products against float-accurate ones on the same GPU, at k = 100 (AUTO:
+ * CG) on long item rows and at k = 33 (CG forced) on short ones: the fits agree where the
+ * data determine them (train RMSE, predictions at the ratings), and on a GPU with tensor
+ * cores the TF32 run did differ (the kernel ran). */
+START_TEST(tf32_close)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    int dev = 0;
+    struct cudaDeviceProp prop;
+    ck_assert_int_eq(cudaGetDevice(&dev), cudaSuccess);
+    ck_assert_int_eq(cudaGetDeviceProperties(&prop, dev), cudaSuccess);
+    struct {
+        int32_t users, items;
+        double density;
+        int k;
+        mf_als_solver solver;
+    } cases[] = {{1200, 150, 0.4, 100, MF_ALS_SOLVER_AUTO}, {400, 300, 0.1, 33, MF_ALS_SOLVER_CG}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        if (quick() && c == 0)
+            continue;
+        const int32_t users = cases[c].users, items = cases[c].items;
+        const int k = cases[c].k;
+        mf_sparse *R = ax_ratings(ctx, users, items, cases[c].density, 31, NULL, NULL);
+        const size_t ub = (size_t)users * k, vb = (size_t)items * k;
+        float *U[2], *V[2], *bu[2], *bi[2];
+        mf_biases b[2];
+        mf_als_report rep[2];
+        run_solver = cases[c].solver;
+        for (int t = 0; t < 2; t++) {
+            U[t] = malloc(ub * 4), V[t] = malloc(vb * 4);
+            bu[t] = malloc((size_t)users * 4), bi[t] = malloc((size_t)items * 4);
+            ck_assert(U[t] && V[t] && bu[t] && bi[t]);
+            b[t] = (mf_biases){0.0f, bu[t], bi[t]};
+            run_tf32 = t, run_biases = &b[t];
+            run_als(ctx, R, k, 0.05f, 5, MF_ALS_INIT_UNIFORM, U[t], V[t], &rep[t]);
+            ck_assert_int_eq(rep[t].solver, MF_ALS_SOLVER_CG);
+        }
+        run_tf32 = 0, run_solver = MF_ALS_SOLVER_AUTO, run_biases = NULL;
+        const double dr = fabs(rep[1].train_rmse - rep[0].train_rmse) / rep[0].train_rmse;
+        ck_assert_msg(dr < 2e-3, "k = %d: train RMSE %g with TF32, %g without", k,
+                      rep[1].train_rmse, rep[0].train_rmse);
+        if (prop.major >= 8)
+            ck_assert_msg(memcmp(U[0], U[1], ub * 4) != 0, "k = %d: TF32 changed nothing", k);
+        int64_t nnz = 0;
+        int32_t r_, c_;
+        ck_assert_int_eq(mf_sparse_shape(R, &r_, &c_, &nnz), MF_OK);
+        int64_t *ptr = malloc(((size_t)users + 1) * sizeof *ptr);
+        int32_t *col = malloc((size_t)nnz * sizeof *col);
+        ck_assert(ptr && col);
+        ck_assert_int_eq(mf_sparse_get_csr(R, ptr, col, NULL, MF_MEMORY_HOST), MF_OK);
+        double d = 0.0, nrm = 0.0;
+        for (int32_t u = 0; u < users; u++)
+            for (int64_t p = ptr[u]; p < ptr[u + 1]; p++) {
+                double p0 = (double)b[0].mean + bu[0][u] + bi[0][col[p]];
+                double p1 = (double)b[1].mean + bu[1][u] + bi[1][col[p]];
+                for (int t = 0; t < k; t++) {
+                    p0 += (double)U[0][(size_t)u * k + t] * V[0][(size_t)col[p] * k + t];
+                    p1 += (double)U[1][(size_t)u * k + t] * V[1][(size_t)col[p] * k + t];
+                }
+                d += (p1 - p0) * (p1 - p0), nrm += p0 * p0;
+            }
+        ck_assert_msg(sqrt(d / nrm) < 5e-3, "k = %d: predictions at the ratings differ by %g", k,
+                      sqrt(d / nrm));
+        free(ptr), free(col);
+        for (int t = 0; t < 2; t++)
+            free(U[t]), free(V[t]), free(bu[t]), free(bi[t]);
+        mf_sparse_destroy(R);
+    }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A given start on matrices no run has touched (nothing derived from them cached yet, the
  * transpose included): the GPU runs, and agrees with the CPU. */
 START_TEST(given_start_on_fresh_matrix)
@@ -440,6 +522,7 @@ int main(void)
                                   gram_matches_float64,
                                   cpu_gpu_agree,
                                   cg_agree,
+                                  tf32_close,
                                   given_start_on_fresh_matrix,
                                   planted_recovery,
                                   device_memory_batches_determinism,

@@ -172,17 +172,23 @@ mf_status plan_side(cuda_engine *e, side_plan *s, int32_t rows, const int64_t *h
 /* The tensor-core Gram kernel for kp when this device and this build run it, else NULL
  * (the FP32 kernel runs). Its architecture is checked on the kernel itself: a build for
  * an older GPU, JIT-compiled on a newer one, has an empty body there. */
-gram_kernel tc_gram(mf_ctx *ctx, int kp)
+gram_kernel tc_gram(mf_ctx *ctx, int kp, bool split)
 {
     if (ctx->link.cuda->prop.major < 8 || kp / 8 > 2 * ALS_TC_MAX_MB)
         return NULL;
-    static const gram_kernel by_t8[] = {
-        als_gram_tc_kernel<1>,  als_gram_tc_kernel<2>,  als_gram_tc_kernel<3>,
-        als_gram_tc_kernel<4>,  als_gram_tc_kernel<5>,  als_gram_tc_kernel<6>,
-        als_gram_tc_kernel<7>,  als_gram_tc_kernel<8>,  als_gram_tc_kernel<9>,
-        als_gram_tc_kernel<10>, als_gram_tc_kernel<11>, als_gram_tc_kernel<12>,
-        als_gram_tc_kernel<13>, als_gram_tc_kernel<14>, als_gram_tc_kernel<15>,
-        als_gram_tc_kernel<16>};
+#define ALS_TC_BY_T8(S)                                                                            \
+    {                                                                                              \
+        als_gram_tc_kernel<1, S>, als_gram_tc_kernel<2, S>, als_gram_tc_kernel<3, S>,              \
+            als_gram_tc_kernel<4, S>, als_gram_tc_kernel<5, S>, als_gram_tc_kernel<6, S>,          \
+            als_gram_tc_kernel<7, S>, als_gram_tc_kernel<8, S>, als_gram_tc_kernel<9, S>,          \
+            als_gram_tc_kernel<10, S>, als_gram_tc_kernel<11, S>, als_gram_tc_kernel<12, S>,       \
+            als_gram_tc_kernel<13, S>, als_gram_tc_kernel<14, S>, als_gram_tc_kernel<15, S>,       \
+            als_gram_tc_kernel<16, S>                                                              \
+    }
+    static const gram_kernel split_by_t8[] = ALS_TC_BY_T8(true);
+    static const gram_kernel tf32_by_t8[] = ALS_TC_BY_T8(false);
+#undef ALS_TC_BY_T8
+    const gram_kernel *by_t8 = split ? split_by_t8 : tf32_by_t8;
     const gram_kernel f = by_t8[kp / 8 - 1];
     cudaFuncAttributes attr;
     if (cudaFuncGetAttributes(&attr, f) != cudaSuccess) {
@@ -205,13 +211,15 @@ mf_status pick_gram(cuda_engine *e, side_plan *s, int mode)
 {
     mf_ctx *ctx = e->ctx;
     const int64_t segs = s->host_row_seg[s->rows];
-    const bool want_tc = mode == MF_ALS_GRAM_TC || (mode == MF_ALS_GRAM_AUTO && segs > 0 &&
-                                                    e->R->nnz / segs >= ALS_TC_MIN_SEGMENT);
-    gram_kernel tc = want_tc ? tc_gram(ctx, e->kp) : NULL;
-    /* heads and tails of DEPTH + 1 stages: up to 141 KB at kp = 128, past what sm_86 and
-     * sm_89 allow a block (99 KB); there the FP32 kernel runs. */
-    const size_t tc_smem =
-        (size_t)2 * (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * als_tc_stride(e->kp) * sizeof(float);
+    const bool long_rows = segs > 0 && e->R->nnz / segs >= ALS_TC_MIN_SEGMENT;
+    const bool split = mode != MF_ALS_GRAM_TF32 && mode != MF_ALS_GRAM_TF32_LONG;
+    const bool want_tc = mode == MF_ALS_GRAM_TC || mode == MF_ALS_GRAM_TF32 ||
+                         ((mode == MF_ALS_GRAM_AUTO || mode == MF_ALS_GRAM_TF32_LONG) && long_rows);
+    gram_kernel tc = want_tc ? tc_gram(ctx, e->kp, split) : NULL;
+    /* heads (and tails) of DEPTH + 1 stages: up to 141 KB at kp = 128 split, past what
+     * sm_86 and sm_89 allow a block (99 KB); there the FP32 kernel runs. */
+    const size_t tc_smem = (size_t)(split ? 2 : 1) * (ALS_TC_DEPTH + 1) * ALS_TC_ROWS *
+                           als_tc_stride(e->kp) * sizeof(float);
     cudaFuncAttributes attr;
     if (tc && (cudaFuncGetAttributes(&attr, tc) != cudaSuccess ||
                tc_smem + attr.sharedSizeBytes > ctx->link.cuda->prop.sharedMemPerBlockOptin)) {

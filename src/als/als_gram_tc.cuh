@@ -112,23 +112,27 @@ template <int T8, int W> struct als_tc_share {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 /* Column block J of the B operand at lane base p (row t, column g of the step, in the
  * heads; the tails are LO floats further): rows t and t + 4. */
-template <int LD, int LO>
+template <int LD, int LO, bool SPLIT>
 __device__ __forceinline__ void als_tc_load_b(const float *p, int J, als_tc_b *b)
 {
     b->h[0] = __float_as_uint(p[8 * J]);
     b->h[1] = __float_as_uint(p[8 * J + 4 * LD]);
-    b->l[0] = __float_as_uint(p[LO + 8 * J]);
-    b->l[1] = __float_as_uint(p[LO + 8 * J + 4 * LD]);
+    if (SPLIT) {
+        b->l[0] = __float_as_uint(p[LO + 8 * J]);
+        b->l[1] = __float_as_uint(p[LO + 8 * J + 4 * LD]);
+    } else {
+        b->l[0] = b->l[1] = 0u;
+    }
 }
 
 /* Row block I of the A operand: column blocks 2I and 2I + 1 (past the last: zeros). */
-template <int T8, int LD, int LO>
+template <int T8, int LD, int LO, bool SPLIT>
 __device__ __forceinline__ void als_tc_load_a(const float *p, int I, als_tc_a *x)
 {
     als_tc_b lo, hi = {{0, 0}, {0, 0}};
-    als_tc_load_b<LD, LO>(p, 2 * I, &lo);
+    als_tc_load_b<LD, LO, SPLIT>(p, 2 * I, &lo);
     if (2 * I + 1 < T8)
-        als_tc_load_b<LD, LO>(p, 2 * I + 1, &hi);
+        als_tc_load_b<LD, LO, SPLIT>(p, 2 * I + 1, &hi);
     x->h[0] = lo.h[0], x->h[1] = hi.h[0], x->h[2] = lo.h[1], x->h[3] = hi.h[1];
     x->l[0] = lo.l[0], x->l[1] = hi.l[0], x->l[2] = lo.l[1], x->l[3] = hi.l[1];
 }
@@ -143,9 +147,9 @@ __device__ __forceinline__ void als_tc_warp(float (*acc)[4], const float *p, int
     for (int k0 = 0; k0 < n; k0 += 8, p += 8 * LD) {
         als_tc_a xa, xb;
         if (S::s0 < S::na)
-            als_tc_load_a<T8, LD, LO>(p, S::ia, &xa);
+            als_tc_load_a<T8, LD, LO, true>(p, S::ia, &xa);
         if (S::nb > 0 && S::s0 + S::MB > S::na)
-            als_tc_load_a<T8, LD, LO>(p, S::ib, &xb);
+            als_tc_load_a<T8, LD, LO, true>(p, S::ib, &xb);
         /* The three products of each tile in three passes over the tiles, so that the
          * mma instructions on one accumulator are a pass apart instead of back to back (the
          * warps stalled on that dependency): the heads stay in registers, the tails are
@@ -180,15 +184,42 @@ __device__ __forceinline__ void als_tc_warp(float (*acc)[4], const float *p, int
     }
 }
 
+/* als_tc_warp with one TF32 product a tile (the heads alone): the kernel without SPLIT. */
+template <int T8, int W, int LD>
+__device__ __forceinline__ void als_tc_warp_tf32(float (*acc)[4], const float *p, int n)
+{
+    using S = als_tc_share<T8, W>;
+    for (int k0 = 0; k0 < n; k0 += 8, p += 8 * LD) {
+        als_tc_a xa, xb;
+        if (S::s0 < S::na)
+            als_tc_load_a<T8, LD, 0, false>(p, S::ia, &xa);
+        if (S::nb > 0 && S::s0 + S::MB > S::na)
+            als_tc_load_a<T8, LD, 0, false>(p, S::ib, &xb);
+#pragma unroll
+        for (int q = 0; q < S::MB; q++) {
+            const int s = S::s0 + q;
+            if (s < S::na + S::nb) {
+                const int J = s < S::na ? s : s - S::na;
+                const uint32_t y[2] = {__float_as_uint(p[8 * J]),
+                                       __float_as_uint(p[8 * J + 4 * LD])};
+                als_mma_tf32(acc[q], s < S::na ? xa.h : xb.h, y);
+            }
+        }
+    }
+}
+
 /* Warp `warp`'s products: one compiled path per warp. */
-template <int T8, int W, int LD, int LO>
+template <int T8, int W, int LD, int LO, bool SPLIT>
 __device__ __forceinline__ void als_tc_dispatch(int warp, float (*acc)[4], const float *p, int n)
 {
     if constexpr (W < als_tc_warps((T8 + 1) / 2)) {
-        if (warp == W)
-            als_tc_warp<T8, W, LD, LO>(acc, p, n);
-        else
-            als_tc_dispatch<T8, W + 1, LD, LO>(warp, acc, p, n);
+        if (warp == W) {
+            if constexpr (SPLIT)
+                als_tc_warp<T8, W, LD, LO>(acc, p, n);
+            else
+                als_tc_warp_tf32<T8, W, LD>(acc, p, n);
+        } else
+            als_tc_dispatch<T8, W + 1, LD, LO, SPLIT>(warp, acc, p, n);
     }
 }
 #endif
@@ -235,15 +266,24 @@ __device__ __forceinline__ void als_tc_flush_dispatch(int warp, float (*acc)[4],
     }
 }
 
-/* The kernel for kp = 8 T8. */
-template <int T8>
-__global__ void __launch_bounds__(32 * als_tc_warps((T8 + 1) / 2), 16 / als_tc_warps((T8 + 1) / 2))
+/* Blocks an SM the kernel is compiled for: the split kernel holds twice the operands. */
+__host__ __device__ constexpr int als_tc_min_blocks(int t8, bool split)
+{
+    return (split ? 16 : 24) / als_tc_warps((t8 + 1) / 2);
+}
+
+/* The kernel for kp = 8 T8: SPLIT, 3xTF32 (float accuracy); else one TF32 product a tile
+ * (products to 10 mantissa bits, sums in FP32), for half-steps whose solve is approximate
+ * anyway (als.cu says when). */
+template <int T8, bool SPLIT>
+__global__ void __launch_bounds__(32 * als_tc_warps((T8 + 1) / 2), als_tc_min_blocks(T8, SPLIT))
     als_gram_tc_kernel(als_gram_args a)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     constexpr int MB = (T8 + 1) / 2, KP = 8 * T8, LD = als_tc_stride(KP);
-    /* The stages' heads, then their tails: the stream's NB buffers of rows, then as many. */
-    constexpr int LO = (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * LD;
+    /* The stages' heads, then (SPLIT) their tails: the stream's NB buffers of rows, then as
+     * many. */
+    constexpr int LO = SPLIT ? (ALS_TC_DEPTH + 1) * ALS_TC_ROWS * LD : 0;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3; /* the fragment's group and thread in group */
     float acc[MB][4];                      /* this warp's tiles: half a share's 2MB at most */
@@ -272,11 +312,12 @@ __global__ void __launch_bounds__(32 * als_tc_warps((T8 + 1) / 2), 16 / als_tc_w
                 (&l.x)[j] = __uint_as_float(lb);
             }
             *at = h;
-            *reinterpret_cast<float4 *>(st + LO + r * LD + c) = l;
+            if (SPLIT)
+                *reinterpret_cast<float4 *>(st + LO + r * LD + c) = l;
         }
     };
     auto multiply = [&](const float *st, int n) {
-        als_tc_dispatch<T8, 0, LD, LO>(warp, acc, st + t * LD + g, n);
+        als_tc_dispatch<T8, 0, LD, LO, SPLIT>(warp, acc, st + t * LD + g, n);
     };
     const int lc = 2 * g + (t >> 1), off = 2 * (t & 1);
     auto flush = [&](float *out) { als_tc_flush_dispatch<T8, 0>(warp, acc, out, lc, off); };

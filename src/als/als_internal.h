@@ -77,8 +77,18 @@ typedef struct mf_als_setup {
 int mf_cg_solve(int k, const float *A, int64_t lda, const float *b, float *x, int n, double *work);
 
 /* mf_als_setup.gram_kernel: AUTO takes the tensor cores (3xTF32) for a side whose Gram
- * segments are long, FP32 otherwise; TC falls back to FP32 where tensor cores cannot run. */
-enum { MF_ALS_GRAM_AUTO = 0, MF_ALS_GRAM_FP32 = 1, MF_ALS_GRAM_TC = 2 };
+ * segments are long, FP32 otherwise; TC falls back to FP32 where tensor cores cannot run.
+ * TF32: one TF32 product a tile on both sides; TF32_LONG: that where AUTO takes the tensor
+ * cores, FP32 elsewhere. */
+enum {
+    MF_ALS_GRAM_AUTO = 0,
+    MF_ALS_GRAM_FP32 = 1,
+    MF_ALS_GRAM_TC = 2,
+    MF_ALS_GRAM_TF32 = 3,
+    MF_ALS_GRAM_TF32_LONG = 4
+};
+/* Debug knob (bench_als --gram): the gram_kernel of every mf_als_run; 0 leaves it to AUTO. */
+extern int mf_als_debug_gram;
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out);
 /* CUDA builds: als.cu; without CUDA the stub in als_absent.c. */
