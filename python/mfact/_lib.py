@@ -83,7 +83,7 @@ class AlsOpts(Structure):
                 ("iterations", c_int), ("init", c_int), ("test", c_void_p),
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p), ("biases", c_int),
                 ("lambda_bias", c_float), ("bias_out", POINTER(Biases)), ("tune", c_uint),
-                ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int)]
+                ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int), ("tf32", c_int)]
 
 
 class AlsReport(Structure):

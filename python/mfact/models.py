@@ -276,10 +276,11 @@ class ALS(_Ratings):
 
     def __init__(self, rank=None, lambda_=None, iterations=None, init=None, biases=None,
                  lambda_bias=None, weighting=None, solver=None, cg_steps=None, tune=None,
-                 show_progress=False, callback=None, ctx=None):
+                 show_progress=False, callback=None, ctx=None, tf32=None):
         self.rank, self.lambda_, self.iterations, self.init = rank, lambda_, iterations, init
         self.biases, self.lambda_bias, self.weighting = biases, lambda_bias, weighting
         self.solver, self.cg_steps, self.tune = solver, cg_steps, tune
+        self.tf32 = tf32
         self.show_progress, self.callback = show_progress, callback
         self.ctx = resolve(ctx)
         self.report = None
@@ -305,6 +306,8 @@ class ALS(_Ratings):
             o.solver = _choice(_SOLVER, self.solver, "solver")
         if self.cg_steps is not None:
             o.cg_steps = int(self.cg_steps)
+        if self.tf32 is not None:
+            o.tf32 = 1 if self.tf32 else 0
         o.tune = _choice(_TUNE, self.tune, "tune")
         return o
 
