@@ -1,6 +1,8 @@
-/* Status strings and version queries. */
+/* Status strings, version queries, and the option initializers' size contract. */
 #include <stdio.h>
+#include <string.h>
 
+#include "core/opts.h" /* MF_OPTS_END */
 #include "testutil.h"
 
 #ifdef MFACT_HAVE_CUDA
@@ -54,10 +56,112 @@ START_TEST(version_matches_the_header)
 }
 END_TEST
 
+/* An initializer given `size` bytes of a buffer full of 0xA5: it writes the defaults' first
+ * `size` bytes (struct_size = size) and nothing past them, zeros past the library's struct
+ * when the caller's is larger, and nothing at all below the size of struct_size. `full` is
+ * the struct filled by the macro; `ours` its size. */
+typedef void (*init_sized_fn)(void *, size_t);
+
+static void check_sized(const char *name, init_sized_fn init, const void *full, size_t ours)
+{
+    unsigned char buf[4096];
+    ck_assert_uint_lt(ours + 64, sizeof buf);
+    const size_t sizes[] = {0,        4,    sizeof(size_t), sizeof(size_t) + 4, ours / 2,
+                            ours - 1, ours, ours + 8,       ours + 64};
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++) {
+        const size_t size = sizes[t];
+        memset(buf, 0xA5, sizeof buf);
+        init(buf, size);
+        const size_t touched = size < sizeof(size_t) ? 0 : size;
+        for (size_t b = touched; b < sizeof buf; b++)
+            ck_assert_msg(buf[b] == 0xA5, "%s_init_sized(%zu) wrote byte %zu", name, size, b);
+        if (touched == 0)
+            continue;
+        size_t got;
+        memcpy(&got, buf, sizeof got);
+        ck_assert_uint_eq(got, size);
+        const size_t same = size < ours ? size : ours;
+        ck_assert_msg(memcmp(buf + sizeof(size_t), (const unsigned char *)full + sizeof(size_t),
+                             same - sizeof(size_t)) == 0,
+                      "%s_init_sized(%zu): not the defaults", name, size);
+        for (size_t b = ours; b < size; b++)
+            ck_assert_msg(buf[b] == 0, "%s_init_sized(%zu): byte %zu past the struct not zero",
+                          name, size, b);
+    }
+}
+
+/* The exported *_init symbol of binaries built before the _sized initializers writes the
+ * struct as their header had it, through `end`, and no further. */
+typedef void (*init_legacy_fn)(void *);
+
+static void check_legacy(const char *name, init_legacy_fn init, size_t end)
+{
+    unsigned char buf[4096];
+    memset(buf, 0xA5, sizeof buf);
+    init(buf);
+    size_t got;
+    memcpy(&got, buf, sizeof got);
+    ck_assert_msg(got == end, "%s_init: struct_size %zu, not %zu", name, got, end);
+    for (size_t b = end; b < sizeof buf; b++)
+        ck_assert_msg(buf[b] == 0xA5, "%s_init wrote byte %zu past %zu", name, b, end);
+}
+
+#define CHECK_INIT(T, fn, last)                                                                    \
+    do {                                                                                           \
+        T full;                                                                                    \
+        fn(&full);                                                                                 \
+        ck_assert_uint_eq(full.struct_size, sizeof full);                                          \
+        check_sized(#fn, (init_sized_fn)fn##_sized, &full, sizeof full);                           \
+        check_legacy(#fn, (init_legacy_fn)(fn), MF_OPTS_END(T, last));                             \
+    } while (0)
+
+START_TEST(initializers_write_only_the_callers_struct)
+{
+    CHECK_INIT(mf_ctx_opts, mf_ctx_opts_init, allocator_user);
+    CHECK_INIT(mf_read_opts, mf_read_opts_init, flags);
+    CHECK_INIT(mf_model, mf_model_init, where);
+    CHECK_INIT(mf_als_opts, mf_als_opts_init, cg_steps);
+    CHECK_INIT(mf_sgd_opts, mf_sgd_opts_init, tune);
+    CHECK_INIT(mf_bmf_opts, mf_bmf_opts_init, temperature_decay);
+    CHECK_INIT(mf_asd_opts, mf_asd_opts_init, rank_continuation);
+    CHECK_INIT(mf_ials_opts, mf_ials_opts_init, fp16);
+}
+END_TEST
+
+/* A struct from an older header (ALS options through cg_steps, as the exported symbol
+ * fills them) runs, with the newer fields at their defaults; one from a newer header with
+ * zeros past ours runs too. */
+START_TEST(older_and_newer_structs_run)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    const int32_t r[] = {0, 0, 1, 2, 2}, c[] = {0, 1, 1, 0, 2};
+    const float v[] = {4.0f, 3.0f, 5.0f, 1.0f, 2.0f};
+    mf_sparse *R = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, 3, 3, 5, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    float U[3 * 2], V[3 * 2];
+    union {
+        mf_als_opts o;
+        unsigned char bytes[sizeof(mf_als_opts) + 32];
+    } old, newer;
+    (mf_als_opts_init)(&old.o);
+    old.o.rank = 2;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_als_run(ctx, R, &old.o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
+    mf_als_opts_init_sized(&newer.o, sizeof newer.bytes);
+    newer.o.rank = 2;
+    ck_assert_int_eq(mf_als_run(ctx, R, &newer.o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
+    newer.bytes[sizeof newer.bytes - 1] = 1; /* a field this version does not know, set */
+    ck_assert_int_eq(mf_als_run(ctx, R, &newer.o, U, V, MF_MEMORY_HOST, &rep), MF_ERR_UNSUPPORTED);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "status"};
-    const TTest *const tests[] = {every_status_has_its_own_string, status_values_are_the_abi,
-                                  version_matches_the_header};
+    const TTest *const tests[] = {
+        every_status_has_its_own_string, status_values_are_the_abi, version_matches_the_header,
+        initializers_write_only_the_callers_struct, older_and_newer_structs_run};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -179,11 +179,19 @@ def _proto(name, restype, *argtypes):
     return f
 
 
+def _init_sized(name, struct):
+    """The struct's initializer through `name`_sized with ctypes.sizeof(struct): the library
+    writes no byte past this binding's struct, whichever version it is."""
+    f = _proto(name + "_sized", None, POINTER(struct), c_size_t)
+    size = ctypes.sizeof(struct)
+    return lambda p: f(p, size)
+
+
 P = c_void_p
 mf_version_string = _proto("mf_version_string", c_char_p)
 mf_build_info = _proto("mf_build_info", c_char_p)
 mf_status_string = _proto("mf_status_string", c_char_p, c_int)
-mf_ctx_opts_init = _proto("mf_ctx_opts_init", None, POINTER(CtxOpts))
+mf_ctx_opts_init = _init_sized("mf_ctx_opts_init", CtxOpts)
 mf_ctx_create = _proto("mf_ctx_create", c_int, POINTER(P), POINTER(CtxOpts))
 mf_ctx_destroy = _proto("mf_ctx_destroy", None, P)
 mf_ctx_last_error = _proto("mf_ctx_last_error", c_char_p, P)
@@ -198,28 +206,28 @@ mf_sparse_shape = _proto("mf_sparse_shape", c_int, P, POINTER(c_int32), POINTER(
                          POINTER(c_int64))
 mf_sparse_has_values = _proto("mf_sparse_has_values", c_int, P)
 mf_sparse_get_csr = _proto("mf_sparse_get_csr", c_int, P, P, P, P, c_int)
-mf_read_opts_init = _proto("mf_read_opts_init", None, POINTER(ReadOpts))
+mf_read_opts_init = _init_sized("mf_read_opts_init", ReadOpts)
 mf_sparse_read = _proto("mf_sparse_read", c_int, P, POINTER(P), c_char_p, POINTER(ReadOpts))
 mf_sddmm = _proto("mf_sddmm", c_int, P, P, c_int, P, c_int64, P, c_int64, c_float, c_float, P,
                   c_int, c_uint)
 mf_spmm = _proto("mf_spmm", c_int, P, c_int, P, c_int64, c_float, P, c_int64, c_float, P,
                  c_int64, c_int)
-mf_model_init = _proto("mf_model_init", None, POINTER(Model))
+mf_model_init = _init_sized("mf_model_init", Model)
 mf_predict_pairs = _proto("mf_predict_pairs", c_int, P, POINTER(Model), c_int64, P, P, P)
 mf_model_rmse = _proto("mf_model_rmse", c_int, P, POINTER(Model), P, POINTER(c_double))
-mf_als_opts_init = _proto("mf_als_opts_init", None, POINTER(AlsOpts))
+mf_als_opts_init = _init_sized("mf_als_opts_init", AlsOpts)
 mf_als_run = _proto("mf_als_run", c_int, P, P, POINTER(AlsOpts), P, P, c_int,
                     POINTER(AlsReport))
-mf_sgd_opts_init = _proto("mf_sgd_opts_init", None, POINTER(SgdOpts))
+mf_sgd_opts_init = _init_sized("mf_sgd_opts_init", SgdOpts)
 mf_sgd_hogwild_run = _proto("mf_sgd_hogwild_run", c_int, P, P, POINTER(SgdOpts), P, P, c_int,
                             POINTER(SgdReport))
-mf_bmf_opts_init = _proto("mf_bmf_opts_init", None, POINTER(BmfOpts))
+mf_bmf_opts_init = _init_sized("mf_bmf_opts_init", BmfOpts)
 mf_bmf_run = _proto("mf_bmf_run", c_int, P, P, POINTER(BmfOpts), P, P, c_int,
                     POINTER(BmfReport))
-mf_asd_opts_init = _proto("mf_asd_opts_init", None, POINTER(AsdOpts))
+mf_asd_opts_init = _init_sized("mf_asd_opts_init", AsdOpts)
 mf_asd_run = _proto("mf_asd_run", c_int, P, P, POINTER(AsdOpts), P, P, c_int,
                     POINTER(AsdReport))
-mf_ials_opts_init = _proto("mf_ials_opts_init", None, POINTER(IalsOpts))
+mf_ials_opts_init = _init_sized("mf_ials_opts_init", IalsOpts)
 mf_ials_run = _proto("mf_ials_run", c_int, P, P, POINTER(IalsOpts), P, P, c_int,
                      POINTER(IalsReport))
 mf_ials_fold_in = _proto("mf_ials_fold_in", c_int, P, P, POINTER(IalsOpts), P, P, c_int)

@@ -10,6 +10,7 @@
 #include "core/clock.h"
 #include "core/ctx.h"
 #include "core/fit.h"
+#include "core/opts.h"
 #include "core/random.h"
 #include "core/ranks.h"
 #include "core/run.h"
@@ -18,7 +19,8 @@
 /* The Philox stream of the initial factors: fixed, so that a seed means one start. */
 #define ALS_INIT_STREAM 0x414c53u
 
-void mf_als_opts_init(mf_als_opts *opts)
+/* The defaults, whole. */
+static void als_opts_defaults(mf_als_opts *opts)
 {
     if (!opts)
         return;
@@ -35,6 +37,20 @@ void mf_als_opts_init(mf_als_opts *opts)
     opts->solver = MF_ALS_SOLVER_AUTO;
     opts->cg_steps = 6;
     opts->tf32 = 1;
+}
+
+void mf_als_opts_init_sized(mf_als_opts *opts, size_t size)
+{
+    mf_als_opts d;
+    als_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `cg_steps`), never a byte more. */
+void(mf_als_opts_init)(mf_als_opts *opts)
+{
+    mf_als_opts_init_sized(opts, MF_OPTS_END(mf_als_opts, cg_steps));
 }
 
 int mf_als_debug_gram = 0;

@@ -14,12 +14,14 @@
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
 #include "core/device_memory.h"
+#include "core/opts.h"
 #include "core/random.h"
 #include "core/ranks.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
-void mf_asd_opts_init(mf_asd_opts *opts)
+/* The defaults, whole. */
+static void asd_opts_defaults(mf_asd_opts *opts)
 {
     if (!opts)
         return;
@@ -32,6 +34,20 @@ void mf_asd_opts_init(mf_asd_opts *opts)
     opts->stagnation_rate = 1e-4;
     opts->max_iterations = 1000;
     opts->init = MF_ASD_INIT_RANDOM;
+}
+
+void mf_asd_opts_init_sized(mf_asd_opts *opts, size_t size)
+{
+    mf_asd_opts d;
+    asd_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `rank_continuation`), never a byte more. */
+void(mf_asd_opts_init)(mf_asd_opts *opts)
+{
+    mf_asd_opts_init_sized(opts, MF_OPTS_END(mf_asd_opts, rank_continuation));
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *o)

@@ -11,10 +11,12 @@
 #include "bool/bmf_rules.h"
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "core/opts.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
-void mf_bmf_opts_init(mf_bmf_opts *opts)
+/* The defaults, whole. */
+static void bmf_opts_defaults(mf_bmf_opts *opts)
 {
     if (!opts)
         return;
@@ -26,6 +28,20 @@ void mf_bmf_opts_init(mf_bmf_opts *opts)
     opts->patience = 30;
     opts->flip = MF_BMF_FLIP_SINGLE;
     opts->init = MF_BMF_INIT_AUTO;
+}
+
+void mf_bmf_opts_init_sized(mf_bmf_opts *opts, size_t size)
+{
+    mf_bmf_opts d;
+    bmf_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `temperature_decay`), never a byte more. */
+void(mf_bmf_opts_init)(mf_bmf_opts *opts)
+{
+    mf_bmf_opts_init_sized(opts, MF_OPTS_END(mf_bmf_opts, temperature_decay));
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)

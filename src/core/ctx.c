@@ -17,7 +17,8 @@
 _Static_assert(offsetof(mf_ctx, link) == 0,
                "src/cuda finds the device link at the start of mf_ctx");
 
-void mf_ctx_opts_init(mf_ctx_opts *opts)
+/* The defaults, whole. */
+static void ctx_opts_defaults(mf_ctx_opts *opts)
 {
     if (!opts)
         return;
@@ -25,6 +26,20 @@ void mf_ctx_opts_init(mf_ctx_opts *opts)
     opts->struct_size = sizeof *opts;
     opts->backend = MF_BACKEND_AUTO;
     opts->log_level = MF_LOG_WARNING;
+}
+
+void mf_ctx_opts_init_sized(mf_ctx_opts *opts, size_t size)
+{
+    mf_ctx_opts d;
+    ctx_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `allocator_user`), never a byte more. */
+void(mf_ctx_opts_init)(mf_ctx_opts *opts)
+{
+    mf_ctx_opts_init_sized(opts, MF_OPTS_END(mf_ctx_opts, allocator_user));
 }
 
 /* The most CPU threads a context takes: 4 per processor. Far more only slows the work

@@ -47,3 +47,14 @@ mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, si
     *writable = caller_size < our_size ? caller_size : our_size;
     return MF_OK;
 }
+
+void mf_opts_init_into(void *dst, size_t size, const void *def, size_t our_size)
+{
+    if (!dst || size < sizeof(size_t))
+        return;
+    unsigned char *out = (unsigned char *)dst;
+    memcpy(out, def, size < our_size ? size : our_size);
+    if (size > our_size)
+        memset(out + our_size, 0, size - our_size);
+    memcpy(out, &size, sizeof size);
+}

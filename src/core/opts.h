@@ -13,6 +13,16 @@
  * `name` is the struct's type name, for messages. */
 mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, const void *src);
 
+/* The end of `field` in `type`: the size of the struct as it was when `field` was its last. */
+#define MF_OPTS_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
+
+/* What every *_init_sized() does: write the defaults `def` (our_size bytes, struct_size
+ * first) into the caller's struct of `size` bytes (its sizeof), and not a byte past it. A
+ * smaller struct (an older header) gets the prefix; a larger one (a newer header) gets the
+ * defaults and zeros in the fields this version does not know, which mf_opts_load accepts.
+ * struct_size becomes `size`. dst NULL, or too small to hold struct_size: nothing. */
+void mf_opts_init_into(void *dst, size_t size, const void *def, size_t our_size);
+
 /* For output structs (stats, info): check struct_size and return how many bytes of a
  * fully filled struct of our_size may be written back. */
 mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, size_t our_size,

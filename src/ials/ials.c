@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/ctx.h"
 #include "core/fit.h"
+#include "core/opts.h"
 #include "core/random.h"
 #include "core/ranks.h"
 #include "core/run.h"
@@ -18,7 +19,8 @@
 #define IALS_STREAM_U 0x69414c5355ull
 #define IALS_STREAM_V 0x69414c5356ull
 
-void mf_ials_opts_init(mf_ials_opts *opts)
+/* The defaults, whole. */
+static void ials_opts_defaults(mf_ials_opts *opts)
 {
     if (!opts)
         return;
@@ -33,6 +35,20 @@ void mf_ials_opts_init(mf_ials_opts *opts)
     opts->init = MF_IALS_INIT_RANDOM;
     opts->solver = MF_ALS_SOLVER_AUTO;
     opts->cg_steps = 3;
+}
+
+void mf_ials_opts_init_sized(mf_ials_opts *opts, size_t size)
+{
+    mf_ials_opts d;
+    ials_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `fp16`), never a byte more. */
+void(mf_ials_opts_init)(mf_ials_opts *opts)
+{
+    mf_ials_opts_init_sized(opts, MF_OPTS_END(mf_ials_opts, fp16));
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, int run)

@@ -8,6 +8,7 @@
 #include "core/clock.h"
 #include "core/ctx.h"
 #include "core/fit.h"
+#include "core/opts.h"
 #include "core/random.h"
 #include "core/ranks.h"
 #include "core/run.h"
@@ -19,7 +20,8 @@
 #define SGD_U_STREAM 0x5347445550ull
 #define SGD_V_STREAM 0x5347445651ull
 
-void mf_sgd_opts_init(mf_sgd_opts *opts)
+/* The defaults, whole. */
+static void sgd_opts_defaults(mf_sgd_opts *opts)
 {
     if (!opts)
         return;
@@ -38,6 +40,20 @@ void mf_sgd_opts_init(mf_sgd_opts *opts)
     opts->biases = 1;
     opts->lambda_bias = 0.03f;
     opts->tune = MF_TUNE_NONE;
+}
+
+void mf_sgd_opts_init_sized(mf_sgd_opts *opts, size_t size)
+{
+    mf_sgd_opts d;
+    sgd_opts_defaults(&d);
+    mf_opts_init_into(opts, size, &d, sizeof d);
+}
+
+/* The symbol that binaries built before the _sized initializers call: it fills the struct
+ * as their header had it (through `tune`), never a byte more. */
+void(mf_sgd_opts_init)(mf_sgd_opts *opts)
+{
+    mf_sgd_opts_init_sized(opts, MF_OPTS_END(mf_sgd_opts, tune));
 }
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sgd_opts *o)
