@@ -39,19 +39,7 @@ static void als_opts_defaults(mf_als_opts *opts)
     opts->tf32 = 1;
 }
 
-void mf_als_opts_init_sized(mf_als_opts *opts, size_t size)
-{
-    mf_als_opts d;
-    als_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `cg_steps`), never a byte more. */
-void(mf_als_opts_init)(mf_als_opts *opts)
-{
-    mf_als_opts_init_sized(opts, MF_OPTS_END(mf_als_opts, cg_steps));
-}
+MF_OPTS_INITIALIZERS(mf_als_opts, mf_als_opts_init, als_opts_defaults, cg_steps)
 
 int mf_als_debug_gram = 0;
 

@@ -36,19 +36,7 @@ static void asd_opts_defaults(mf_asd_opts *opts)
     opts->init = MF_ASD_INIT_RANDOM;
 }
 
-void mf_asd_opts_init_sized(mf_asd_opts *opts, size_t size)
-{
-    mf_asd_opts d;
-    asd_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `rank_continuation`), never a byte more. */
-void(mf_asd_opts_init)(mf_asd_opts *opts)
-{
-    mf_asd_opts_init_sized(opts, MF_OPTS_END(mf_asd_opts, rank_continuation));
-}
+MF_OPTS_INITIALIZERS(mf_asd_opts, mf_asd_opts_init, asd_opts_defaults, rank_continuation)
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *o)
 {

@@ -30,19 +30,7 @@ static void bmf_opts_defaults(mf_bmf_opts *opts)
     opts->init = MF_BMF_INIT_AUTO;
 }
 
-void mf_bmf_opts_init_sized(mf_bmf_opts *opts, size_t size)
-{
-    mf_bmf_opts d;
-    bmf_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `temperature_decay`), never a byte more. */
-void(mf_bmf_opts_init)(mf_bmf_opts *opts)
-{
-    mf_bmf_opts_init_sized(opts, MF_OPTS_END(mf_bmf_opts, temperature_decay));
-}
+MF_OPTS_INITIALIZERS(mf_bmf_opts, mf_bmf_opts_init, bmf_opts_defaults, temperature_decay)
 
 static mf_status check_opts(mf_ctx *ctx, const mf_bmf_opts *o)
 {

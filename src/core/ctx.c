@@ -28,19 +28,7 @@ static void ctx_opts_defaults(mf_ctx_opts *opts)
     opts->log_level = MF_LOG_WARNING;
 }
 
-void mf_ctx_opts_init_sized(mf_ctx_opts *opts, size_t size)
-{
-    mf_ctx_opts d;
-    ctx_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `allocator_user`), never a byte more. */
-void(mf_ctx_opts_init)(mf_ctx_opts *opts)
-{
-    mf_ctx_opts_init_sized(opts, MF_OPTS_END(mf_ctx_opts, allocator_user));
-}
+MF_OPTS_INITIALIZERS(mf_ctx_opts, mf_ctx_opts_init, ctx_opts_defaults, allocator_user)
 
 /* The most CPU threads a context takes: 4 per processor. Far more only slows the work
  * down, and libgomp crashes when it cannot create what it was asked for (100,000). */

@@ -18,19 +18,7 @@ static void model_defaults(mf_model *model)
     model->where = MF_MEMORY_HOST;
 }
 
-void mf_model_init_sized(mf_model *model, size_t size)
-{
-    mf_model d;
-    model_defaults(&d);
-    mf_opts_init_into(model, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `where`), never a byte more. */
-void(mf_model_init)(mf_model *model)
-{
-    mf_model_init_sized(model, MF_OPTS_END(mf_model, where));
-}
+MF_OPTS_INITIALIZERS(mf_model, mf_model_init, model_defaults, where)
 
 mf_status mf_model_check(mf_ctx *ctx, const mf_model *model, const char *fn, mf_model *m)
 {

@@ -23,6 +23,22 @@ mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size
  * struct_size becomes `size`. dst NULL, or too small to hold struct_size: nothing. */
 void mf_opts_init_into(void *dst, size_t size, const void *def, size_t our_size);
 
+/* Defines the exported pair of an options struct T: fn_sized(p, size), the defaults that
+ * `defaults` fills written into the caller's `size` bytes, and the symbol fn(p) that binaries
+ * built before the sized initializers call, which fills T through `last` (the struct as their
+ * header had it), never more. The header's fn(p) is a macro for fn_sized(p, sizeof *p). */
+#define MF_OPTS_INITIALIZERS(T, fn, defaults, last)                                                \
+    void fn##_sized(T *p, size_t size)                                                             \
+    {                                                                                              \
+        T d;                                                                                       \
+        defaults(&d);                                                                              \
+        mf_opts_init_into(p, size, &d, sizeof d);                                                  \
+    }                                                                                              \
+    void(fn)(T * p)                                                                                \
+    {                                                                                              \
+        fn##_sized(p, MF_OPTS_END(T, last));                                                       \
+    }
+
 /* For output structs (stats, info): check struct_size and return how many bytes of a
  * fully filled struct of our_size may be written back. */
 mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, size_t our_size,

@@ -23,19 +23,7 @@ static void read_opts_defaults(mf_read_opts *opts)
     opts->index_base = -1;
 }
 
-void mf_read_opts_init_sized(mf_read_opts *opts, size_t size)
-{
-    mf_read_opts d;
-    read_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `flags`), never a byte more. */
-void(mf_read_opts_init)(mf_read_opts *opts)
-{
-    mf_read_opts_init_sized(opts, MF_OPTS_END(mf_read_opts, flags));
-}
+MF_OPTS_INITIALIZERS(mf_read_opts, mf_read_opts_init, read_opts_defaults, flags)
 
 static bool has_suffix(const char *path, const char *suffix)
 {

@@ -37,19 +37,7 @@ static void ials_opts_defaults(mf_ials_opts *opts)
     opts->cg_steps = 3;
 }
 
-void mf_ials_opts_init_sized(mf_ials_opts *opts, size_t size)
-{
-    mf_ials_opts d;
-    ials_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `fp16`), never a byte more. */
-void(mf_ials_opts_init)(mf_ials_opts *opts)
-{
-    mf_ials_opts_init_sized(opts, MF_OPTS_END(mf_ials_opts, fp16));
-}
+MF_OPTS_INITIALIZERS(mf_ials_opts, mf_ials_opts_init, ials_opts_defaults, fp16)
 
 static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, int run)
 {

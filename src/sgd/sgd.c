@@ -42,19 +42,7 @@ static void sgd_opts_defaults(mf_sgd_opts *opts)
     opts->tune = MF_TUNE_NONE;
 }
 
-void mf_sgd_opts_init_sized(mf_sgd_opts *opts, size_t size)
-{
-    mf_sgd_opts d;
-    sgd_opts_defaults(&d);
-    mf_opts_init_into(opts, size, &d, sizeof d);
-}
-
-/* The symbol that binaries built before the _sized initializers call: it fills the struct
- * as their header had it (through `tune`), never a byte more. */
-void(mf_sgd_opts_init)(mf_sgd_opts *opts)
-{
-    mf_sgd_opts_init_sized(opts, MF_OPTS_END(mf_sgd_opts, tune));
-}
+MF_OPTS_INITIALIZERS(mf_sgd_opts, mf_sgd_opts_init, sgd_opts_defaults, tune)
 
 static mf_status check_opts(mf_ctx *ctx, const mf_sgd_opts *o)
 {
