@@ -12,7 +12,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-#include "sgd/sgd_internal.h" /* mf_sgd_debug_replicas, MF_SGD_HOT_CONCURRENCY */
+#include "sgd/sgd_internal.h" /* mf_sgd_debug_replicas, mf_sgd_debug_hot_items */
 
 static int quick(void)
 {
@@ -119,15 +119,20 @@ START_TEST(popular_items_agree_with_cpu)
             o.storage = half ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
             o.test = run == 0 ? Tc : Tg;
             mf_sgd_debug_replicas = run == 2 ? 0 : -1;
+            mf_sgd_debug_hot_items = -1;
             mf_sgd_report rep;
             sx_run(run == 0 ? cpu : gpu, run == 0 ? Rc : Rg, &o, MF_OK, &rep, NULL, NULL);
             mf_sgd_debug_replicas = -1;
             rmse[run] = rep.test_rmse;
-            /* The popular items (about nnz / 8 ratings each) pass the engine's bar. */
+            /* Working rows were made: for the two items every user rated at least (the
+             * others may pass the engine's bar too, by the worker count), and none without
+             * replicas. */
             if (run == 1)
-                ck_assert_msg((double)users > MF_SGD_HOT_CONCURRENCY * nnz / rep.workers,
-                              "%d workers leave the popular items below the replica bar",
-                              rep.workers);
+                ck_assert_msg(mf_sgd_debug_hot_items >= 2 && mf_sgd_debug_hot_items <= items,
+                              "%lld items got working rows (%d workers, %lld ratings)",
+                              (long long)mf_sgd_debug_hot_items, rep.workers, (long long)nnz);
+            if (run == 2)
+                ck_assert_int_eq(mf_sgd_debug_hot_items, 0);
         }
         printf("popular_items_agree_with_cpu (half %d): test RMSE cpu %.4f, gpu %.4f, gpu "
                "without replicas %.4f\n",

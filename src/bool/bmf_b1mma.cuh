@@ -62,6 +62,8 @@ struct bmf_b1_args {
     int tau;
     unsigned long long *gains; // BMF_B1_GAIN
     const int *skip;           // optional: nothing to do when *skip < 0 (a finished search)
+    int negate;                // BMF_B1_GAIN: subtract the rows' gains (modulo 2^64: the
+                               // totals stay exact and end non-negative)
 };
 
 #define BMF_B1_WARPS 4
@@ -173,7 +175,8 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
     }
     __syncthreads();
     if (threadIdx.x < BMF_B1_TILE && c0 + threadIdx.x < P.cols && block_gain[threadIdx.x])
-        atomicAdd(&P.gains[c0 + threadIdx.x], block_gain[threadIdx.x]);
+        atomicAdd(&P.gains[c0 + threadIdx.x],
+                  P.negate ? 0ull - block_gain[threadIdx.x] : block_gain[threadIdx.x]);
 }
 
 #endif

@@ -14,6 +14,7 @@
 
 int mf_sgd_debug_lanes = 0;
 int mf_sgd_debug_replicas = -1;
+int64_t mf_sgd_debug_hot_items = 0;
 
 namespace
 {
@@ -381,6 +382,7 @@ mf_status hot_setup(cuda_engine *e, int64_t nnz, int64_t nchunks)
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
     e->replicas = mf_sgd_debug_replicas >= 0 ? mf_sgd_debug_replicas : MF_SGD_HOT_REPLICAS;
+    mf_sgd_debug_hot_items = 0;
     if (!e->resident || e->replicas < 2 || nnz == 0 || e->cols == 0)
         return MF_OK;
     /* Replica rows are numbered past the items in int32 (the entries' item field). */
@@ -444,7 +446,7 @@ mf_status hot_setup(cuda_engine *e, int64_t nnz, int64_t nchunks)
     if (st == MF_OK && err != cudaSuccess)
         st = mf_cuda_fail(ctx, err, "SGD hot items", __FILE__, __LINE__);
     if (st == MF_OK)
-        e->hot = n;
+        e->hot = n, mf_sgd_debug_hot_items = n;
     mf_dmem_free(ctx, &counts);
     mf_dmem_free(ctx, &index);
     free(host), free(hot), free(items);

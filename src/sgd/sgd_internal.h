@@ -103,6 +103,8 @@ extern int mf_sgd_debug_lanes;
 /* Benchmarks and tests only (bench_sgd --replicas): the working rows of each popular item in the
  * CUDA engine (sgd_hot.cuh); 0 or 1: none; -1 (the default): the engine's rule. */
 extern int mf_sgd_debug_replicas;
+/* Tests only: the popular items that the last CUDA engine set up gave working rows. */
+extern int64_t mf_sgd_debug_hot_items;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */
