@@ -109,22 +109,38 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
     // 512 bits (16 words) per iteration, two MMA K steps: lane t loads words 4t .. 4t+3 of
     // each line with one 16-byte load and feeds words 4t, 4t+1 to the first step (as its
     // "t" and "4+t" words) and 4t+2, 4t+3 to the second. A and B use the same assignment,
-    // so every word of an A line still meets the same word of a B line.
+    // so every word of an A line still meets the same word of a B line. The next
+    // iteration's words are loaded before this one's products, so that the loads' latency
+    // (L2, mostly) runs under the tensor-core work instead of before it.
     const uint4 zero = make_uint4(0u, 0u, 0u, 0u);
-    for (int64_t kw = 0; kw < P.lda; kw += 16) {
-        const uint4 xa = pa ? __ldg(reinterpret_cast<const uint4 *>(pa + kw) + t) : zero;
-        const uint4 xb = pb ? __ldg(reinterpret_cast<const uint4 *>(pb + kw) + t) : zero;
-        uint4 uva = zero, uvb = zero;
+    struct words {
+        uint4 xa, xb, ua, ub, b[8];
+    };
+    auto load = [&](int64_t kw, words &w) {
+        w.xa = pa ? __ldg(reinterpret_cast<const uint4 *>(pa + kw) + t) : zero;
+        w.xb = pb ? __ldg(reinterpret_cast<const uint4 *>(pb + kw) + t) : zero;
+        w.ua = w.ub = zero;
         if (MODE == BMF_B1_GAIN) {
-            uva = ua ? __ldg(reinterpret_cast<const uint4 *>(ua + kw) + t) : zero;
-            uvb = ub ? __ldg(reinterpret_cast<const uint4 *>(ub + kw) + t) : zero;
+            w.ua = ua ? __ldg(reinterpret_cast<const uint4 *>(ua + kw) + t) : zero;
+            w.ub = ub ? __ldg(reinterpret_cast<const uint4 *>(ub + kw) + t) : zero;
         }
-        const uint32_t a0[4] = {xa.x, xb.x, xa.y, xb.y}, a1[4] = {xa.z, xb.z, xa.w, xb.w};
-        const uint32_t u0[4] = {uva.x, uvb.x, uva.y, uvb.y}, u1[4] = {uva.z, uvb.z, uva.w, uvb.w};
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+            w.b[nt] = bp[nt] ? __ldg(reinterpret_cast<const uint4 *>(bp[nt] + kw) + t) : zero;
+    };
+    words cur, next;
+    if (P.lda > 0)
+        load(0, cur);
+    for (int64_t kw = 0; kw < P.lda; kw += 16) {
+        if (kw + 16 < P.lda)
+            load(kw + 16, next);
+        const uint32_t a0[4] = {cur.xa.x, cur.xb.x, cur.xa.y, cur.xb.y},
+                       a1[4] = {cur.xa.z, cur.xb.z, cur.xa.w, cur.xb.w};
+        const uint32_t u0[4] = {cur.ua.x, cur.ub.x, cur.ua.y, cur.ub.y},
+                       u1[4] = {cur.ua.z, cur.ub.z, cur.ua.w, cur.ub.w};
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) {
-            const uint4 bv =
-                bp[nt] ? __ldg(reinterpret_cast<const uint4 *>(bp[nt] + kw) + t) : zero;
+            const uint4 bv = cur.b[nt];
             const uint32_t b0[2] = {bv.x, bv.y}, b1[2] = {bv.z, bv.w};
             bmf_mma_b1(acc[nt], a0, b0);
             bmf_mma_b1(acc[nt], a1, b1);
@@ -133,6 +149,7 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
                 bmf_mma_b1(accu[nt], u1, b1);
             }
         }
+        cur = next;
     }
 
     if (MODE == BMF_B1_MEMBER) {
