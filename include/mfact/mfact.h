@@ -15,8 +15,8 @@
  *   values are `float`. Dense matrices are row-major with an explicit leading dimension.
  * - A context is used by one thread at a time. Separate contexts are independent.
  * - Option structs start with `size_t struct_size` and are filled by their `*_init()`
- *   macro, which passes the caller's `sizeof` to `*_init_sized()`: the library writes no
- *   byte past it and reads only the fields that fit in `struct_size`, so a program
+ *   macro, which passes the struct's `sizeof` in the caller's header to `*_init_sized()`: the
+ * library writes no byte past it and reads only the fields that fit in `struct_size`, so a program
  *   compiled against an older header keeps working when fields are added at the end. (The
  *   `*_init()` functions of the same names stay exported for binaries built before 0.4's
  *   `_sized` initializers, and fill exactly the struct those binaries knew. Bindings that
@@ -152,7 +152,7 @@ typedef struct mf_ctx_opts {
 /* Fill `opts` with the defaults above, struct_size included. */
 MF_API void mf_ctx_opts_init(mf_ctx_opts *opts);
 MF_API void mf_ctx_opts_init_sized(mf_ctx_opts *opts, size_t size);
-#define mf_ctx_opts_init(opts) mf_ctx_opts_init_sized((opts), sizeof *(opts))
+#define mf_ctx_opts_init(opts) mf_ctx_opts_init_sized((opts), sizeof(mf_ctx_opts))
 
 /* Create a context. `opts` NULL means the defaults. On success *ctx is set; on failure it
  * is left untouched and the message is mf_ctx_last_error(NULL) on the same thread.
@@ -319,7 +319,7 @@ typedef struct mf_read_opts {
 
 MF_API void mf_read_opts_init(mf_read_opts *opts);
 MF_API void mf_read_opts_init_sized(mf_read_opts *opts, size_t size);
-#define mf_read_opts_init(opts) mf_read_opts_init_sized((opts), sizeof *(opts))
+#define mf_read_opts_init(opts) mf_read_opts_init_sized((opts), sizeof(mf_read_opts))
 
 /* Read a matrix file into a new mf_sparse. `opts` NULL means the defaults. A file that
  * cannot be opened or read is MF_ERR_IO; malformed content is MF_ERR_INVALID_DATA with the
@@ -434,7 +434,7 @@ typedef struct mf_model {
 /* Zeroes the model and sets struct_size and where (MF_MEMORY_HOST). */
 MF_API void mf_model_init(mf_model *model);
 MF_API void mf_model_init_sized(mf_model *model, size_t size);
-#define mf_model_init(model) mf_model_init_sized((model), sizeof *(model))
+#define mf_model_init(model) mf_model_init_sized((model), sizeof(mf_model))
 
 /* Predictions at every stored entry of `at` (its values are not read), in canonical order,
  * into out (nnz floats in model->where memory). `at` may be larger than the model: a user
@@ -571,7 +571,7 @@ typedef struct mf_als_report {
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);
 MF_API void mf_als_opts_init_sized(mf_als_opts *opts, size_t size);
-#define mf_als_opts_init(opts) mf_als_opts_init_sized((opts), sizeof *(opts))
+#define mf_als_opts_init(opts) mf_als_opts_init_sized((opts), sizeof(mf_als_opts))
 
 /* Alternating least squares (ALS-WR: Zhou et al., "Large-scale Parallel Collaborative
  * Filtering for the Netflix Prize"), with biases by default: minimize
@@ -676,7 +676,7 @@ typedef struct mf_sgd_report {
 
 MF_API void mf_sgd_opts_init(mf_sgd_opts *opts);
 MF_API void mf_sgd_opts_init_sized(mf_sgd_opts *opts, size_t size);
-#define mf_sgd_opts_init(opts) mf_sgd_opts_init_sized((opts), sizeof *(opts))
+#define mf_sgd_opts_init(opts) mf_sgd_opts_init_sized((opts), sizeof(mf_sgd_opts))
 
 /* Stochastic gradient descent without locks (Hogwild!, Recht et al.; the GPU design of
  * cuMF_SGD, Xie et al.), with Koren's biases by default. For each visited rating (u, i, r),
@@ -817,7 +817,7 @@ typedef struct mf_bmf_report {
 
 MF_API void mf_bmf_opts_init(mf_bmf_opts *opts);
 MF_API void mf_bmf_opts_init_sized(mf_bmf_opts *opts, size_t size);
-#define mf_bmf_opts_init(opts) mf_bmf_opts_init_sized((opts), sizeof *(opts))
+#define mf_bmf_opts_init(opts) mf_bmf_opts_init_sized((opts), sizeof(mf_bmf_opts))
 
 /* Boolean matrix factorization: find A (rows x k) and B (k x cols) over ({0,1}, OR, AND)
  * minimizing the Hamming distance fp + fn between the pattern C and A∘B. C is an
@@ -916,7 +916,7 @@ typedef struct mf_asd_report {
 
 MF_API void mf_asd_opts_init(mf_asd_opts *opts);
 MF_API void mf_asd_opts_init_sized(mf_asd_opts *opts, size_t size);
-#define mf_asd_opts_init(opts) mf_asd_opts_init_sized((opts), sizeof *(opts))
+#define mf_asd_opts_init(opts) mf_asd_opts_init_sized((opts), sizeof(mf_asd_opts))
 
 /* Low-rank matrix completion (Tanner & Wei, "Low rank matrix completion by alternating
  * steepest descent methods", 2016): find X (rows x r) and Y (cols x r) minimizing
@@ -991,7 +991,7 @@ typedef struct mf_ials_report {
 
 MF_API void mf_ials_opts_init(mf_ials_opts *opts);
 MF_API void mf_ials_opts_init_sized(mf_ials_opts *opts, size_t size);
-#define mf_ials_opts_init(opts) mf_ials_opts_init_sized((opts), sizeof *(opts))
+#define mf_ials_opts_init(opts) mf_ials_opts_init_sized((opts), sizeof(mf_ials_opts))
 
 /* Implicit-feedback ALS (Hu, Koren & Volinsky, "Collaborative Filtering for Implicit
  * Feedback Datasets", 2008): minimize over U (users x k) and V (items x k)

@@ -28,7 +28,10 @@ static int by_key(const void *x, const void *y)
  * about ASSO_DEVICE_LATER_ROUND of a whole one: measured on the H100 (k = 20, 16 instances),
  * basket-like 88K x 16K with 1M ones 27.9 -> 7.0 s, check-in-like 30K x 41K 44.9 -> 11.6 s,
  * the same factors; with the product kernel's loads a step ahead, 4.8 and 7.7 s (the rate
- * below is the dense pass's, now 1.45x the 2.8e14 measured before). */
+ * below is the dense pass's, now 1.45x the 2.8e14 measured before). On dense data where a
+ * factor changes more than a quarter of the rows, every round is a whole recount and this
+ * is low by up to 4x: the backend picked may then be the slower one (the cover is the
+ * same). */
 #define ASSO_CPU_SECONDS_PER_WORK      1.7e-9
 #define ASSO_CPU_PARALLEL              4
 #define ASSO_CPU_SECONDS_PER_LIST_WORK 2e-9

@@ -132,7 +132,8 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
     if (P.lda > 0)
         load(0, cur);
     for (int64_t kw = 0; kw < P.lda; kw += 16) {
-        if (kw + 16 < P.lda)
+        const bool more = kw + 16 < P.lda;
+        if (more)
             load(kw + 16, next);
         const uint32_t a0[4] = {cur.xa.x, cur.xb.x, cur.xa.y, cur.xb.y},
                        a1[4] = {cur.xa.z, cur.xb.z, cur.xa.w, cur.xb.w};
@@ -149,7 +150,8 @@ __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P
                 bmf_mma_b1(accu[nt], u1, b1);
             }
         }
-        cur = next;
+        if (more)
+            cur = next;
     }
 
     if (MODE == BMF_B1_MEMBER) {
