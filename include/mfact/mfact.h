@@ -15,12 +15,13 @@
  *   values are `float`. Dense matrices are row-major with an explicit leading dimension.
  * - A context is used by one thread at a time. Separate contexts are independent.
  * - Option structs start with `size_t struct_size` and are filled by their `*_init()`
- *   macro, which passes the struct's `sizeof` in the caller's header to `*_init_sized()`: the
- * library writes no byte past it and reads only the fields that fit in `struct_size`, so a program
- *   compiled against an older header keeps working when fields are added at the end. (The
- *   `*_init()` functions of the same names stay exported for binaries built before 0.4's
- *   `_sized` initializers, and fill exactly the struct those binaries knew. Bindings that
- *   call the library by symbol, such as ctypes, call `*_init_sized()` with their size.)
+ *   macro, which passes the struct's `sizeof` in the caller's header to `*_init_sized()`:
+ *   the library writes no byte past it and reads only the fields that fit in
+ *   `struct_size`, so a program compiled against an older header keeps working when
+ *   fields are added at the end. (The `*_init()` functions of the same names stay
+ *   exported for binaries built before 0.4's `_sized` initializers, and fill exactly the
+ *   struct those binaries knew. Bindings that call the library by symbol, such as ctypes,
+ *   call `*_init_sized()` with their size.)
  *
  * Stability
  * ---------

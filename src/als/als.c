@@ -19,11 +19,9 @@
 /* The Philox stream of the initial factors: fixed, so that a seed means one start. */
 #define ALS_INIT_STREAM 0x414c53u
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void als_opts_defaults(mf_als_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->rank = 32;

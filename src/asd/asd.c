@@ -20,11 +20,9 @@
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void asd_opts_defaults(mf_asd_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->rank = 10;

@@ -15,11 +15,9 @@
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void bmf_opts_defaults(mf_bmf_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->rank = 20;

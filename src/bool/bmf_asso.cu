@@ -50,18 +50,13 @@ __global__ void asso_all_uncovered(uint32_t *U, int64_t m, int64_t n, int64_t rw
 }
 
 // The round's choice: the largest gain, ties to the lowest candidate; -1 when none is
-// positive (that factor and every later one stay empty).
+// positive (run() then stops: that factor and every later one stay empty).
 __global__ void asso_choose(const unsigned long long *gains, int P, int *choice, int l)
 {
     __shared__ unsigned long long best_gain[1024];
     __shared__ int best_c[1024];
     unsigned long long bg = 0;
     int bc = -1;
-    if (l > 0 && choice[l - 1] < 0) {
-        if (threadIdx.x == 0)
-            choice[l] = -1;
-        return;
-    }
     for (int c = threadIdx.x; c < P; c += blockDim.x)
         if (gains[c] > bg) {
             bg = gains[c];

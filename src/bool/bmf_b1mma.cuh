@@ -61,7 +61,6 @@ struct bmf_b1_args {
     const int64_t *row_count;
     int tau;
     unsigned long long *gains; // BMF_B1_GAIN
-    const int *skip;           // optional: nothing to do when *skip < 0 (a finished search)
     int negate;                // BMF_B1_GAIN: subtract the rows' gains (modulo 2^64: the
                                // totals stay exact and end non-negative)
 };
@@ -74,8 +73,6 @@ struct bmf_b1_args {
 template <int MODE>
 __global__ void __launch_bounds__(BMF_B1_WARPS * 32) bmf_b1_kernel(bmf_b1_args P)
 {
-    if (P.skip && *P.skip < 0)
-        return;
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
     const int64_t r0 = (int64_t)blockIdx.x * BMF_B1_TILE + warp * 16;
     const int64_t c0 = (int64_t)blockIdx.y * BMF_B1_TILE;

@@ -17,11 +17,9 @@
 _Static_assert(offsetof(mf_ctx, link) == 0,
                "src/cuda finds the device link at the start of mf_ctx");
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void ctx_opts_defaults(mf_ctx_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->backend = MF_BACKEND_AUTO;

@@ -8,11 +8,9 @@
 #include "core/model.h"
 #include "core/opts.h"
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void model_defaults(mf_model *model)
 {
-    if (!model)
-        return;
     memset(model, 0, sizeof *model);
     model->struct_size = sizeof *model;
     model->where = MF_MEMORY_HOST;

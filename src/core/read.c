@@ -12,11 +12,9 @@
 #include "core/readers.h"
 #include "core/sparse.h"
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void read_opts_defaults(mf_read_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->format = MF_FORMAT_AUTO;

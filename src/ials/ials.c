@@ -19,11 +19,9 @@
 #define IALS_STREAM_U 0x69414c5355ull
 #define IALS_STREAM_V 0x69414c5356ull
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void ials_opts_defaults(mf_ials_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->rank = 64;

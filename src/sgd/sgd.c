@@ -20,11 +20,9 @@
 #define SGD_U_STREAM 0x5347445550ull
 #define SGD_V_STREAM 0x5347445651ull
 
-/* The defaults, whole. */
+/* The defaults, whole (MF_OPTS_INITIALIZERS copies what fits the caller's struct). */
 static void sgd_opts_defaults(mf_sgd_opts *opts)
 {
-    if (!opts)
-        return;
     memset(opts, 0, sizeof *opts);
     opts->struct_size = sizeof *opts;
     opts->rank = 100;
