@@ -16,10 +16,14 @@
 //      stop) with 16 instances.
 //   5. --case NAME[,key=value...]: generated sparse matrices of given shape (basket-like,
 //      check-in-like and Amazon-like presets at about 1M ones): the default start, the
-//      sampled and the Asso start at k = 20 and 128, next to the Asso peer (k = 20).
+//      sampled and the Asso start at k = 20 and 128, next to the Asso peer (k = 20). With
+//      --covers, the Asso start's cover alone from each backend instead (dense tensor-core,
+//      sparse device, CPU), and whether their factors agree; --write DIR writes the
+//      matrices as pairs files and runs nothing.
 // Usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] [--skip-scale]
 //                  [--skip-sets] [--case NAME[,rows=R,cols=C,ones=N,row-sigma=S,zipf=A,
-//                   bundles=B,bundle-size=S,bundle-p=P,seed=S]]...
+//                   bundles=B,bundle-size=S,bundle-p=P,seed=S]]... [--covers
+//                   [--no-cpu-cover]] [--write DIR]
 //                  [--scale ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]]...
 #include <math.h>
 #include <omp.h>
@@ -30,6 +34,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "bool/bmf_asso.h"
 #include "bool/bmf_internal.h"
 
 static double now()
@@ -485,6 +490,93 @@ static void sparse_cases(mf_ctx *ctx, const std::vector<sparse_shape> &cases, in
     }
 }
 
+// --write DIR: the --case matrices as pairs files DIR/NAME-SEED.pairs (for `mfact bmf`, other
+// tools and the CPU), on a CPU context; nothing is run.
+static int write_cases(const std::vector<sparse_shape> &cases, const char *dir)
+{
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CPU;
+    mf_ctx *ctx = NULL;
+    MF_CHECK(NULL, mf_ctx_create(&ctx, &co));
+    for (const sparse_shape &s : cases) {
+        mf_sparse *C = generate(ctx, s);
+        int64_t nnz;
+        MF_CHECK(ctx, mf_sparse_shape(C, NULL, NULL, &nnz));
+        std::vector<int32_t> r((size_t)nnz), c((size_t)nnz);
+        MF_CHECK(ctx, mf_sparse_get_coo(C, r.data(), c.data(), NULL, MF_MEMORY_HOST));
+        std::string path =
+            std::string(dir) + "/" + s.name + "-" + std::to_string(s.seed) + ".pairs";
+        FILE *f = fopen(path.c_str(), "w");
+        if (!f) {
+            fprintf(stderr, "bench_bmf: cannot write %s\n", path.c_str());
+            return 1;
+        }
+        fprintf(f, "%d %d %lld\n", s.rows, s.cols, (long long)nnz);
+        for (int64_t t = 0; t < nnz; t++)
+            fprintf(f, "%d %d\n", r[(size_t)t], c[(size_t)t]);
+        fclose(f);
+        printf("%s: %d x %d, %lld ones\n", path.c_str(), s.rows, s.cols, (long long)nnz);
+        mf_sparse_destroy(C);
+    }
+    mf_ctx_destroy(ctx);
+    return 0;
+}
+
+// --covers: the Asso start's cover alone (mf_bmf_asso, every instance's) from each backend
+// on the --case matrices: the dense tensor-core cover (k = 20 only: its later rounds cost a
+// fifth of the first each, so k = 128 takes minutes), the sparse one on the device, and the
+// CPU's (16 threads; k = 20, skipped with --no-cpu-cover). The factors must be identical.
+static void cover_cases(mf_ctx *ctx, const std::vector<sparse_shape> &cases, int instances,
+                        bool cpu_cover)
+{
+    if (cases.empty())
+        return;
+    printf(
+        "\n## the Asso start's cover alone, %d instances: seconds by backend (CPU: %d threads)\n\n"
+        "| case | rows | cols | ones | k | dense (tensor cores) | sparse (device) | CPU | "
+        "sparse vs dense | same factors |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        instances, omp_get_max_threads());
+    for (const sparse_shape &s : cases) {
+        mf_sparse *C = generate(ctx, s);
+        int64_t ones;
+        MF_CHECK(ctx, mf_sparse_shape(C, NULL, NULL, &ones));
+        for (int k : {20, 128}) {
+            const size_t kw = (size_t)(k + 63) / 64;
+            const size_t ab = (size_t)instances * s.rows * kw, bb = (size_t)instances * s.cols * kw;
+            std::vector<uint64_t> A0(ab), B0(bb), A1(ab), B1(bb);
+            double dense = NAN, cpu = NAN;
+            bool same = true;
+            /* warm: the device CSR and CSC uploads, the transposes, the pool */
+            MF_CHECK(ctx,
+                     mf_bmf_asso(ctx, C, k, 1, MF_BMF_ASSO_DEVICE_SPARSE, A1.data(), B1.data()));
+            double t = now();
+            MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE_SPARSE, A1.data(),
+                                      B1.data()));
+            const double sparse = now() - t;
+            if (k == 20) {
+                t = now();
+                MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE, A0.data(),
+                                          B0.data()));
+                dense = now() - t;
+                same = A0 == A1 && B0 == B1;
+                if (cpu_cover) {
+                    t = now();
+                    MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_CPU, A0.data(),
+                                              B0.data()));
+                    cpu = now() - t;
+                    same = same && A0 == A1 && B0 == B1;
+                }
+            }
+            printf("| %s | %d | %d | %lld | %d | %.3f | %.3f | %.2f | %.1fx | %s |\n",
+                   s.name.c_str(), s.rows, s.cols, (long long)ones, k, dense, sparse, cpu,
+                   dense / sparse, k == 20 ? (same ? "yes" : "NO") : "");
+            fflush(stdout);
+        }
+        mf_sparse_destroy(C);
+    }
+}
+
 struct scale_shape {
     int32_t rows, cols;
     int64_t ones;
@@ -602,6 +694,8 @@ int main(int argc, char **argv)
     bool skip_planted = false, skip_scale = false, skip_sets = false;
     std::vector<sparse_shape> cases;
     std::vector<scale_shape> scales;
+    const char *write_dir = NULL;
+    bool covers = false, cpu_cover = true;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
@@ -613,6 +707,12 @@ int main(int argc, char **argv)
             skip_scale = true;
         else if (!strcmp(argv[i], "--skip-sets"))
             skip_sets = true;
+        else if (!strcmp(argv[i], "--write") && i + 1 < argc)
+            write_dir = argv[++i];
+        else if (!strcmp(argv[i], "--covers"))
+            covers = true;
+        else if (!strcmp(argv[i], "--no-cpu-cover"))
+            cpu_cover = false;
         else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
             sparse_shape sh;
             if (!parse_shape(argv[++i], &sh))
@@ -627,11 +727,14 @@ int main(int argc, char **argv)
             fprintf(
                 stderr,
                 "usage: bench_bmf [--data DIR] [--instances N] [--skip-planted] "
-                "[--skip-scale] [--skip-sets] [--case NAME[,key=value...]]... "
+                "[--skip-scale] [--skip-sets] [--case NAME[,key=value...]]... [--write DIR] "
+                "[--covers [--no-cpu-cover]] "
                 "[--scale ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]]...\n");
             return 2;
         }
     }
+    if (write_dir)
+        return write_cases(cases, write_dir);
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
     co.backend = MF_BACKEND_CUDA;
@@ -646,7 +749,10 @@ int main(int argc, char **argv)
     printf("# bench_bmf on %s (mfact %s)\n", info.name, mf_version_string());
     if (!skip_sets)
         datasets(ctx, dir, instances);
-    sparse_cases(ctx, cases, instances);
+    if (covers)
+        cover_cases(ctx, cases, instances, cpu_cover);
+    else
+        sparse_cases(ctx, cases, instances);
     if (!skip_planted)
         planted_cases(ctx, 4);
     mf_ctx_destroy(ctx);

@@ -1,6 +1,6 @@
 /* mf_bmf_run on the CUDA backend: the same factors as the CPU engine for the same seed
  * (ranks around word boundaries, both move kinds, Metropolis, every init), the Asso cover
- * of the tensor-core path against the CPU's, the incremental
+ * of the tensor-core and sparse device paths against the CPU's, the incremental
  * error against a full recount after every sweep, C held dense and as its nonzero words,
  * device-memory factors, the context's memory limit, noise-free and noisy planted recovery, and the
  * APatio quality bar. */
@@ -78,8 +78,109 @@ START_TEST(cpu_gpu_same_factors)
 }
 END_TEST
 
-/* The tensor-core Asso (b1 MMA products, forced) picks the same cover as the CPU's sparse
- * one, and so does the automatic choice on the CUDA context:
+/* The covers of one matrix on the CPU (AUTO on a CPU context: the sparse cover) and on the
+ * device by `where`: identical factors. */
+static void check_cover(mf_ctx *cpu, mf_ctx *gpu, mf_sparse *Cc, mf_sparse *Cg, int k, int inst,
+                        mf_bmf_asso_where where, const char *name)
+{
+    int32_t m, n;
+    ck_assert_int_eq(mf_sparse_shape(Cc, &m, &n, NULL), MF_OK);
+    int kw = (k + 63) / 64;
+    size_t ab = (size_t)inst * m * kw * 8, bb = (size_t)inst * n * kw * 8;
+    uint64_t *A1 = malloc(ab), *B1 = malloc(bb), *A2 = malloc(ab), *B2 = malloc(bb);
+    ck_assert(A1 && B1 && A2 && B2);
+    ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, A1, B1), MF_OK);
+    memset(A2, 0xff, ab), memset(B2, 0xff, bb);
+    ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, where, A2, B2) == MF_OK, "%s",
+                  mf_ctx_last_error(gpu));
+    int nonzero = 0;
+    for (size_t t = 0; t < bb / 8; t++)
+        nonzero |= B1[t] != 0;
+    ck_assert_msg(nonzero, "%s: the cover chose nothing (the test would prove nothing)", name);
+    ck_assert_msg(memcmp(A1, A2, ab) == 0, "%s (where %d): A differs", name, (int)where);
+    ck_assert_msg(memcmp(B1, B2, bb) == 0, "%s (where %d): B differs", name, (int)where);
+    free(A1), free(B1), free(A2), free(B2);
+}
+
+/* A basket-like pattern: row lengths 1..len_max, columns drawn with a skewed popularity
+ * (the cube of a uniform), plus `bundles` fixed column sets some rows take whole; row
+ * `long_row` (or none, -1) holds `long_len` ones, columns 0 .. long_len - 1. */
+static mf_sparse *skewed(mf_ctx *ctx, int32_t m, int32_t n, int len_max, int bundles,
+                         int32_t long_row, int32_t long_len, uint64_t seed)
+{
+    int64_t cap = (int64_t)m * (len_max + 8) + long_len;
+    int32_t *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    ck_assert(r && c);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    int64_t nnz = 0;
+    for (int32_t i = 0; i < m; i++) {
+        if (i == long_row) {
+            for (int32_t j = 0; j < long_len; j++)
+                r[nnz] = i, c[nnz++] = j;
+            continue;
+        }
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        int len = 1 + (int)((s >> 33) % (uint64_t)len_max);
+        for (int t = 0; t < len; t++) {
+            s = s * 6364136223846793005ull + 1442695040888963407ull;
+            double u = (double)(s >> 11) * 0x1.0p-53;
+            r[nnz] = i, c[nnz++] = (int32_t)(u * u * u * n);
+        }
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        if (bundles > 0 && (s >> 40) % 3 == 0) {
+            int b = (int)((s >> 20) % (uint64_t)bundles);
+            for (int t = 0; t < 5; t++)
+                r[nnz] = i, c[nnz++] = (int32_t)((b * 7919 + t * 104729) % n);
+        }
+    }
+    mf_sparse *C = NULL;
+    ck_assert_msg(mf_sparse_from_coo(ctx, &C, m, n, nnz, r, c, NULL, MF_MEMORY_HOST,
+                                     MF_SPARSE_SUM_DUPLICATES | MF_SPARSE_PATTERN) == MF_OK,
+                  "%s", mf_ctx_last_error(ctx));
+    free(r), free(c);
+    return C;
+}
+
+/* The device's sparse cover (a block per row, 16-bit counters, ranks by size) on skewed
+ * sparse matrices: popular columns in most candidates, bundles, a row of 3,000 ones, ranks
+ * around word boundaries; and again with long rows' 32-bit counters taking most rows. */
+START_TEST(asso_sparse_device_same_cover)
+{
+    mf_ctx *cpu = tu_cpu_ctx(), *gpu = tu_cuda_ctx(0);
+    struct {
+        int32_t m, n;
+        int len_max, bundles;
+        int32_t long_row, long_len;
+        int k, inst;
+    } cases[] = {{3000, 900, 30, 40, -1, 0, 20, 4},
+                 {2000, 5000, 12, 100, -1, 0, 65, 3},
+                 {400, 7000, 8, 20, 7, 3000, 20, 2},
+                 {1, 3, 3, 0, -1, 0, 1, 2},
+                 {500, 300, 40, 10, -1, 0, 128, 2}};
+    for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
+        mf_sparse *Cc = skewed(cpu, cases[t].m, cases[t].n, cases[t].len_max, cases[t].bundles,
+                               cases[t].long_row, cases[t].long_len, 70 + t);
+        mf_sparse *Cg = skewed(gpu, cases[t].m, cases[t].n, cases[t].len_max, cases[t].bundles,
+                               cases[t].long_row, cases[t].long_len, 70 + t);
+        char name[64];
+        snprintf(name, sizeof name, "skewed case %zu", t);
+        check_cover(cpu, gpu, Cc, Cg, cases[t].k, cases[t].inst, MF_BMF_ASSO_DEVICE_SPARSE, name);
+        /* rows past 4 uncovered ones count in 32-bit counters, as past 65535 they would */
+        mf_bmf_asso_sparse_debug_narrow(4);
+        snprintf(name, sizeof name, "skewed case %zu, wide counters", t);
+        check_cover(cpu, gpu, Cc, Cg, cases[t].k, cases[t].inst, MF_BMF_ASSO_DEVICE_SPARSE, name);
+        mf_bmf_asso_sparse_debug_narrow(-1);
+        check_cover(cpu, gpu, Cc, Cg, cases[t].k, cases[t].inst, MF_BMF_ASSO_AUTO, name);
+        mf_sparse_destroy(Cc);
+        mf_sparse_destroy(Cg);
+    }
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
+/* The tensor-core Asso (b1 MMA products, forced) and the sparse device cover pick the same
+ * cover as the CPU's sparse one, and so does the automatic choice on the CUDA context:
  * shapes spanning several 64 x 64 tiles, columns not a multiple of 256, fewer rows than a
  * fragment, many seeds. */
 START_TEST(asso_same_cover)
@@ -114,6 +215,7 @@ START_TEST(asso_same_cover)
         ck_assert_msg(memcmp(A1, A2, ab) == 0 && memcmp(B1, B2, bb) == 0, "case %zu: AUTO differs",
                       c);
         free(A1), free(B1), free(A2), free(B2);
+        check_cover(cpu, gpu, Cc, Cg, k, inst, MF_BMF_ASSO_DEVICE_SPARSE, "planted");
         mf_sparse_destroy(Cc);
         mf_sparse_destroy(Cg);
     }
@@ -295,7 +397,12 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_bmf", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {cpu_gpu_same_factors, asso_same_cover,  device_factors_and_limit,
-                                  sparse_c_layout,      planted_recovery, apatio_quality};
+    const TTest *const tests[] = {cpu_gpu_same_factors,
+                                  asso_same_cover,
+                                  asso_sparse_device_same_cover,
+                                  device_factors_and_limit,
+                                  sparse_c_layout,
+                                  planted_recovery,
+                                  apatio_quality};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -37,6 +37,11 @@ static int by_key(const void *x, const void *y)
 #define ASSO_CPU_SECONDS_PER_LIST_WORK 2e-9
 #define ASSO_DEVICE_BIT_OPS_PER_SECOND 4.0e14
 #define ASSO_DEVICE_LATER_ROUND        0.22
+/* The device's sparse cover (bmf_asso_sparse.cu) runs the CPU's algorithm with a block per
+ * row: seconds per unit of the same work estimate for one instance, and per round (the
+ * round's eight launches). */
+#define ASSO_SPARSE_SECONDS_PER_WORK  3e-12
+#define ASSO_SPARSE_SECONDS_PER_ROUND 3e-5
 /* The estimate builds the CPU's lists only below this many seconds of their own work. */
 #define ASSO_ESTIMATE_LIMIT 1.0
 
@@ -57,18 +62,25 @@ static double device_seconds(const mf_bmf_asso_plan *p)
            ASSO_DEVICE_BIT_OPS_PER_SECOND;
 }
 
-/* What the choice between the backends rests on: the device cover's seconds (INFINITY on a
- * CPU context), and, when the CPU's lists cost less than that and than `limit` to build,
- * those lists with the seconds of building them and of the covers from them. */
+static double sparse_device_seconds(const mf_bmf_asso_plan *p, double work)
+{
+    return (double)p->instances *
+           (work * ASSO_SPARSE_SECONDS_PER_WORK + p->k * ASSO_SPARSE_SECONDS_PER_ROUND);
+}
+
+/* What the choice between the backends rests on: the dense device cover's seconds (INFINITY
+ * on a CPU context), and, when the CPU's lists cost less than that and than `limit` to
+ * build, those lists with the seconds of building them and of the covers from them, on the
+ * CPU and on the device (INFINITY on a CPU context). */
 typedef struct asso_choice {
-    double device, lists_seconds, cover_seconds;
-    mf_bmf_asso_lists *lists; /* NULL: not built (both seconds INFINITY) */
+    double device, lists_seconds, cover_seconds, sparse_seconds;
+    mf_bmf_asso_lists *lists; /* NULL: not built (all three seconds INFINITY) */
 } asso_choice;
 
 static mf_status choose(mf_bmf_asso_plan *p, double limit, asso_choice *c)
 {
     c->device = p->ctx->backend == MF_BACKEND_CUDA ? device_seconds(p) : INFINITY;
-    c->lists_seconds = c->cover_seconds = INFINITY;
+    c->lists_seconds = c->cover_seconds = c->sparse_seconds = INFINITY;
     c->lists = NULL;
     const double lists = mf_bmf_asso_cpu_lists_cost(p) * ASSO_CPU_SECONDS_PER_LIST_WORK;
     if (lists < c->device && lists < limit) {
@@ -76,19 +88,36 @@ static mf_status choose(mf_bmf_asso_plan *p, double limit, asso_choice *c)
         MF_TRY(mf_bmf_asso_cpu_lists(p, &c->lists, &work));
         c->lists_seconds = lists;
         c->cover_seconds = cpu_seconds(p->ctx, p->instances, work);
+        if (p->ctx->backend == MF_BACKEND_CUDA)
+            c->sparse_seconds = sparse_device_seconds(p, work);
     }
     return MF_OK;
 }
 
-/* On a CUDA context: the cover from the CPU's sparse backend when it is estimated faster
- * than the dense one on the tensor cores (sparse matrices: ATools about 40x), else from the
- * tensor cores, unless their buffers would pass the context's device-memory limit. */
+/* A cover from the lists on the device, or on the CPU when the device's buffers would pass
+ * the context's device-memory limit (the CPU's cover needs none). */
+static mf_status cover_sparse_device(mf_bmf_asso_plan *p, mf_bmf_asso_lists *lists, uint64_t *A,
+                                     uint64_t *B)
+{
+    mf_status st = mf_cuda_bmf_asso_sparse(p, lists, A, B);
+    if (st == MF_ERR_OUT_OF_MEMORY) {
+        memset(A, 0, (size_t)p->instances * p->C->rows * p->kw * 8);
+        memset(B, 0, (size_t)p->instances * p->C->cols * p->kw * 8);
+        st = mf_bmf_asso_cpu_cover(p, lists, A, B);
+    }
+    return st;
+}
+
+/* On a CUDA context: the cover from the lists (on the device, or on the CPU) when one of
+ * those is estimated faster than the dense one on the tensor cores (sparse matrices), else
+ * from the tensor cores, unless their buffers would pass the context's device-memory limit. */
 static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
 {
     asso_choice c;
     MF_TRY(choose(p, INFINITY, &c));
-    if (c.lists && c.cover_seconds < c.device) {
-        mf_status st = mf_bmf_asso_cpu_cover(p, c.lists, A, B);
+    if (c.lists && (c.cover_seconds < c.device || c.sparse_seconds < c.device)) {
+        mf_status st = c.sparse_seconds < c.cover_seconds ? cover_sparse_device(p, c.lists, A, B)
+                                                          : mf_bmf_asso_cpu_cover(p, c.lists, A, B);
         mf_bmf_asso_lists_free(c.lists);
         return st;
     }
@@ -148,12 +177,13 @@ mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, 
 {
     mf_bmf_asso_plan p;
     MF_TRY(plan_make(ctx, C, k, instances, &p));
-    asso_choice c = {INFINITY, INFINITY, INFINITY, NULL};
+    asso_choice c = {INFINITY, INFINITY, INFINITY, INFINITY, NULL};
     mf_status st = p.P == 0 ? MF_OK : choose(&p, ASSO_ESTIMATE_LIMIT, &c);
     mf_bmf_asso_lists_free(c.lists);
     plan_free(&p);
-    const double cpu = c.lists_seconds + c.cover_seconds;
-    *seconds = p.P == 0 ? 0.0 : cpu < c.device ? cpu : c.device;
+    const double cpu = c.lists_seconds + c.cover_seconds,
+                 sparse = c.lists_seconds + c.sparse_seconds, lists = cpu < sparse ? cpu : sparse;
+    *seconds = p.P == 0 ? 0.0 : lists < c.device ? lists : c.device;
     return st;
 }
 
@@ -170,7 +200,14 @@ mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_as
             st = mf_bmf_asso_cpu(&p, A, B);
         else if (where == MF_BMF_ASSO_DEVICE)
             st = mf_cuda_bmf_asso(&p, A, B);
-        else
+        else if (where == MF_BMF_ASSO_DEVICE_SPARSE) {
+            mf_bmf_asso_lists *l = NULL;
+            double work = 0.0;
+            st = mf_bmf_asso_cpu_lists(&p, &l, &work);
+            if (st == MF_OK)
+                st = mf_cuda_bmf_asso_sparse(&p, l, A, B);
+            mf_bmf_asso_lists_free(l);
+        } else
             st = cover_auto(&p, A, B);
     }
     plan_free(&p);

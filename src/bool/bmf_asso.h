@@ -58,7 +58,12 @@ typedef struct mf_bmf_asso_plan {
 /* Where the cover is computed: AUTO takes, on a CUDA context, whichever of the CPU's sparse
  * backend and the tensor cores' dense one is estimated faster (the same cover either way);
  * a CPU context always computes on the CPU. */
-typedef enum { MF_BMF_ASSO_AUTO, MF_BMF_ASSO_CPU, MF_BMF_ASSO_DEVICE } mf_bmf_asso_where;
+typedef enum {
+    MF_BMF_ASSO_AUTO,
+    MF_BMF_ASSO_CPU,
+    MF_BMF_ASSO_DEVICE,       /* dense, tensor cores (bmf_asso.cu) */
+    MF_BMF_ASSO_DEVICE_SPARSE /* from the ones, the CPU's algorithm (bmf_asso_sparse.cu) */
+} mf_bmf_asso_where;
 
 /* Fill A (instances x rows x kw words) and B (instances x cols x kw words) on the host,
  * instance q's factors at offset q * rows * kw and q * cols * kw. */
@@ -79,8 +84,17 @@ mf_status mf_bmf_asso_cpu_lists(const mf_bmf_asso_plan *p, mf_bmf_asso_lists **o
 mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *lists, uint64_t *A,
                                 uint64_t *B);
 void mf_bmf_asso_lists_free(mf_bmf_asso_lists *l);
+/* The lists' arrays: seed c's columns col[ptr[c] .. ptr[c + 1]) ascending, co their counts. */
+void mf_bmf_asso_lists_arrays(const mf_bmf_asso_lists *l, const int64_t **ptr, const int32_t **col,
+                              const int32_t **co);
 /* CUDA builds: bmf_asso.cu; without CUDA the stub in bmf_absent.c. */
 mf_status mf_cuda_bmf_asso(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B);
+/* The device's sparse cover from the CPU's lists (bmf_asso_sparse.cu). */
+mf_status mf_cuda_bmf_asso_sparse(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists,
+                                  uint64_t *A, uint64_t *B);
+/* Tests: rows with more than `max` uncovered ones take the sparse cover's 32-bit counters
+ * (a negative or too large value restores the default, 65535). Not thread-safe. */
+void mf_bmf_asso_sparse_debug_narrow(int64_t max);
 
 #ifdef __cplusplus
 }

@@ -297,6 +297,14 @@ void mf_bmf_asso_lists_free(mf_bmf_asso_lists *l)
     free(l);
 }
 
+void mf_bmf_asso_lists_arrays(const mf_bmf_asso_lists *l, const int64_t **ptr, const int32_t **col,
+                              const int32_t **co)
+{
+    *ptr = l->as.ptr;
+    *col = l->as.col;
+    *co = l->as.co;
+}
+
 double mf_bmf_asso_cpu_lists_cost(const mf_bmf_asso_plan *p)
 {
     const mf_sparse *C = p->C;
