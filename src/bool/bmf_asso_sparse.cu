@@ -45,6 +45,8 @@ struct cover {
     const int64_t *rptr; // candidate r's columns: rcol[rptr[r] .. rptr[r + 1]), ascending
     const int32_t *rcol;
     const int32_t *rsize; // rptr[r + 1] - rptr[r], ascending in r
+    const int32_t *below; // below[s]: the ranks of size < s, for s in 0 .. below_max
+    int32_t below_max;    // the largest size + 1 (every rank is below any larger s)
     const int32_t *orig;
     const int64_t *iptr; // column j's candidates: icand[iptr[j] .. iptr[j + 1]), ranks ascending
     const int32_t *icand;
@@ -59,6 +61,12 @@ struct cover {
     uint32_t *wide; // gridDim.x x P counters for long rows; NULL when no row needs them
     int64_t narrow_max;
 };
+
+// The ranks of candidates smaller than s: a prefix [0, ranks_below(s)).
+__device__ __forceinline__ int ranks_below(const cover &a, int64_t s)
+{
+    return s <= 0 ? 0 : s > a.below_max ? a.P : __ldg(a.below + s);
+}
 
 __device__ __forceinline__ bool covered(const uint64_t *Ai, const uint64_t *__restrict__ B,
                                         int32_t j, int kw)
@@ -84,10 +92,10 @@ __device__ int64_t covered_in(const cover &a, const uint64_t *Ai, int r)
 __global__ void __launch_bounds__(EVAL_THREADS) asso_eval(cover a, bool listed, int l, int sign)
 {
     extern __shared__ uint32_t cnt[]; // (P + 1) / 2 words of two 16-bit counters
-    using scan = cub::BlockScan<int64_t, EVAL_THREADS>;
+    using scan = cub::BlockScan<int, EVAL_THREADS>;
     __shared__ typename scan::TempStorage scan_tmp;
     __shared__ uint64_t Ai[MAX_KW];
-    __shared__ int64_t first[EVAL_THREADS], before[EVAL_THREADS];
+    __shared__ int first[EVAL_THREADS], before[EVAL_THREADS]; /* the lists are < 2^31 long */
     __shared__ unsigned long long u_sum;
     if (listed && a.choice[l] < 0)
         return;
@@ -116,31 +124,21 @@ __global__ void __launch_bounds__(EVAL_THREADS) asso_eval(cover a, bool listed, 
             __syncthreads(); /* u_sum is reset by the next row */
             continue;
         }
-        // ranks [0, rcut) have size < 2 u + covn
-        const int64_t bound = 2 * u + covn;
-        int lo = 0, hi = a.P;
-        while (lo < hi) {
-            const int mid = (lo + hi) / 2;
-            if (a.rsize[mid] < bound)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        const int rcut = lo;
+        const int rcut = ranks_below(a, 2 * u + covn); /* the others cannot gain */
         const bool wide = u > a.narrow_max;
         // The hits, a block of the row's ones at a time: each thread's column gives a range
         // of its inverted list; the ranges are flattened over the block by a prefix sum.
         for (int64_t base = b; base < e; base += blockDim.x) {
             const int64_t p = base + threadIdx.x;
-            int64_t s = 0, len = 0;
+            int s = 0, len = 0;
             if (p < e) {
                 const int32_t j = a.col[p];
                 if (covn == 0 || !covered(Ai, a.B, j, a.kw)) {
-                    int64_t x = a.iptr[j], y = a.iptr[j + 1];
+                    int x = (int)a.iptr[j], y = (int)a.iptr[j + 1];
                     s = x;
                     while (x < y) {
-                        const int64_t mid = (x + y) / 2;
-                        if (a.icand[mid] < rcut)
+                        const int mid = (int)(((int64_t)x + y) / 2);
+                        if (__ldg(a.icand + mid) < rcut)
                             x = mid + 1;
                         else
                             y = mid;
@@ -148,27 +146,38 @@ __global__ void __launch_bounds__(EVAL_THREADS) asso_eval(cover a, bool listed, 
                     len = x - s;
                 }
             }
-            int64_t excl, total;
+            int excl, total;
             scan(scan_tmp).ExclusiveSum(len, excl, total);
             first[threadIdx.x] = s;
             before[threadIdx.x] = excl;
             __syncthreads();
-            for (int64_t h = threadIdx.x; h < total; h += blockDim.x) {
-                // the last slot starting at or before h holds it (empty slots start where
-                // the next one does)
-                int x = 0, y = EVAL_THREADS - 1;
-                while (x < y) {
-                    const int mid = (x + y + 1) / 2;
-                    if (before[mid] <= h)
-                        x = mid;
-                    else
-                        y = mid - 1;
+            // Thread t takes hits t, t + 256, ...: neighbouring threads read neighbouring list
+            // entries, and the slot holding a hit (the last one starting at or before it:
+            // empty slots start where the next one does) only moves forward. HITS loads are
+            // issued before their counts, so that they are in flight together.
+            constexpr int HITS = 4;
+            int x = 0;
+            for (int h0 = threadIdx.x; h0 < total; h0 += HITS * EVAL_THREADS) {
+                int r[HITS];
+#pragma unroll
+                for (int z = 0; z < HITS; z++) {
+                    const int h = h0 + z * EVAL_THREADS;
+                    r[z] = -1;
+                    if (h < total) {
+                        while (x + 1 < EVAL_THREADS && before[x + 1] <= h)
+                            x++;
+                        r[z] = __ldg(a.icand + first[x] + (h - before[x]));
+                    }
                 }
-                const int r = a.icand[first[x] + (h - before[x])];
-                if (wide)
-                    atomicAdd(wcnt + r, 1u);
-                else
-                    atomicAdd(cnt + r / 2, 1u << (r % 2 * 16));
+#pragma unroll
+                for (int z = 0; z < HITS; z++) {
+                    if (r[z] < 0)
+                        continue;
+                    if (wide)
+                        atomicAdd(wcnt + r[z], 1u);
+                    else
+                        atomicAdd(cnt + r[z] / 2, 1u << (r[z] % 2 * 16));
+                }
             }
             __syncthreads(); /* first, before and scan_tmp are reused */
         }
@@ -185,11 +194,10 @@ __global__ void __launch_bounds__(EVAL_THREADS) asso_eval(cover a, bool listed, 
             for (int half = 0; half < (wide ? 1 : 2); half++) {
                 const int r = wide ? w : 2 * w + half;
                 const int64_t x1 = wide ? x : half ? x >> 16 : x & 0xffffu;
-                if (x1 == 0)
+                /* 2 x1 - size + covn <= 0, that is size >= 2 x1 + covn: cannot gain */
+                if (x1 == 0 || r >= ranks_below(a, 2 * x1 + covn))
                     continue;
                 const int64_t size = a.rsize[r];
-                if (2 * x1 - size + covn <= 0)
-                    continue;
                 const int64_t g = 2 * x1 - size + (covn ? covered_in(a, Ai, r) : 0);
                 if (g > 0)
                     atomicAdd(a.gain + r, (unsigned long long)(sign * g));
@@ -334,28 +342,28 @@ __global__ void asso_fill(const int64_t *ptr, const int32_t *col, const int32_t 
 }
 
 struct buffers {
-    mf_dbuf lptr, lcol, lco, seed_count, size, order, rptr, rcol, rsize, iptr, icand, scratch, A, B,
-        covn, gain, choice, changed, count, stamp, mark, wide;
+    mf_dbuf lptr, lcol, lco, seed_count, size, order, rptr, rcol, rsize, below, iptr, icand,
+        scratch, A, B, covn, gain, choice, changed, count, stamp, mark, wide;
 };
 
 void release(mf_ctx *ctx, buffers *b)
 {
-    mf_dbuf *all[] = {&b->lptr,  &b->lcol,  &b->lco,   &b->seed_count, &b->size,   &b->order,
-                      &b->rptr,  &b->rcol,  &b->rsize, &b->iptr,       &b->icand,  &b->scratch,
-                      &b->A,     &b->B,     &b->covn,  &b->gain,       &b->choice, &b->changed,
-                      &b->count, &b->stamp, &b->mark,  &b->wide};
+    mf_dbuf *all[] = {&b->lptr,    &b->lcol,  &b->lco,   &b->seed_count, &b->size, &b->order,
+                      &b->rptr,    &b->rcol,  &b->rsize, &b->below,      &b->iptr, &b->icand,
+                      &b->scratch, &b->A,     &b->B,     &b->covn,       &b->gain, &b->choice,
+                      &b->changed, &b->count, &b->stamp, &b->mark,       &b->wide};
     for (mf_dbuf *d : all)
         mf_dmem_free(ctx, d);
 }
 
 // Host scratch of one instance's ranking.
 struct host_rank {
-    int32_t *size, *order, *rsize, *bucket;
+    int32_t *size, *order, *rsize, *bucket, *below;
     int64_t *rptr;
 };
 
 // order: the seeds by ascending candidate size, ties in seed order (a counting sort);
-// rptr and rsize in that order.
+// rptr and rsize in that order; below[s] for s in 0 .. max_size + 1.
 void rank_by_size(const host_rank &h, int P, int64_t max_size)
 {
     memset(h.bucket, 0, (size_t)(max_size + 2) * sizeof *h.bucket);
@@ -363,6 +371,7 @@ void rank_by_size(const host_rank &h, int P, int64_t max_size)
         h.bucket[h.size[c] + 1]++;
     for (int64_t s = 0; s <= max_size; s++)
         h.bucket[s + 1] += h.bucket[s];
+    memcpy(h.below, h.bucket, (size_t)(max_size + 2) * sizeof *h.below);
     for (int c = 0; c < P; c++)
         h.order[h.bucket[h.size[c]]++] = c;
     h.rptr[0] = 0;
@@ -384,6 +393,9 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
     const int32_t *lcol, *lco;
     mf_bmf_asso_lists_arrays(lists, &lptr, &lcol, &lco);
     const int64_t total = lptr[P];
+    int64_t list_max = 0;
+    for (int c = 0; c < P; c++)
+        list_max = lptr[c + 1] - lptr[c] > list_max ? lptr[c + 1] - lptr[c] : list_max;
     if (total > INT32_MAX || mf_cuda_csr_transpose_scratch(total, (int32_t)n) == 0)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                        "mf_bmf_run: Asso's lists are too long for "
@@ -411,6 +423,7 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
     MF_TRY(mf_dmem_alloc(ctx, &b->rptr, (size_t)(P + 1) * 8, "Asso: candidates"));
     MF_TRY(mf_dmem_alloc(ctx, &b->rcol, (size_t)total * 4, "Asso: candidates"));
     MF_TRY(mf_dmem_alloc(ctx, &b->rsize, (size_t)P * 4, "Asso: candidate sizes"));
+    MF_TRY(mf_dmem_alloc(ctx, &b->below, (size_t)(list_max + 2) * 4, "Asso: candidate sizes"));
     MF_TRY(mf_dmem_alloc(ctx, &b->iptr, (size_t)(n + 1) * 8, "Asso: inverted lists"));
     MF_TRY(mf_dmem_alloc(ctx, &b->icand, (size_t)total * 4, "Asso: inverted lists"));
     MF_TRY(mf_dmem_alloc(ctx, &b->scratch, mf_cuda_csr_transpose_scratch(total, (int32_t)n),
@@ -451,6 +464,7 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
     a.rptr = (const int64_t *)b->rptr.ptr;
     a.rcol = (const int32_t *)b->rcol.ptr;
     a.rsize = (const int32_t *)b->rsize.ptr;
+    a.below = (const int32_t *)b->below.ptr;
     a.orig = (const int32_t *)b->order.ptr;
     a.iptr = (const int64_t *)b->iptr.ptr;
     a.icand = (const int32_t *)b->icand.ptr;
@@ -480,6 +494,9 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
         for (int c = 0; c < P; c++)
             max_size = h->size[c] > max_size ? h->size[c] : max_size;
         rank_by_size(*h, P, max_size);
+        MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->below.ptr, h->below, (size_t)(max_size + 2) * 4,
+                                         cudaMemcpyHostToDevice, st));
+        a.below_max = (int32_t)(max_size + 1);
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->order.ptr, h->order, (size_t)P * 4,
                                          cudaMemcpyHostToDevice, st));
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(b->rptr.ptr, h->rptr, (size_t)(P + 1) * 8,
@@ -555,11 +572,12 @@ extern "C" mf_status mf_cuda_bmf_asso_sparse(const mf_bmf_asso_plan *p,
     h.order = (int32_t *)malloc((size_t)P * 4);
     h.rsize = (int32_t *)malloc((size_t)P * 4);
     h.bucket = (int32_t *)malloc((size_t)(max_size + 2) * 4);
+    h.below = (int32_t *)malloc((size_t)(max_size + 2) * 4);
     h.rptr = (int64_t *)malloc((size_t)(P + 1) * 8);
     mf_status st = MF_OK;
     buffers b;
     memset(&b, 0, sizeof b);
-    if (!h.size || !h.order || !h.rsize || !h.bucket || !h.rptr)
+    if (!h.size || !h.order || !h.rsize || !h.bucket || !h.below || !h.rptr)
         st = mf_fail(p->ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory for Asso");
     else
         st = run(p, lists, &b, &h, A, B);
@@ -570,6 +588,7 @@ extern "C" mf_status mf_cuda_bmf_asso_sparse(const mf_bmf_asso_plan *p,
     free(h.order);
     free(h.rsize);
     free(h.bucket);
+    free(h.below);
     free(h.rptr);
     return st;
 }
