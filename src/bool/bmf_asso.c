@@ -38,10 +38,11 @@ static int by_key(const void *x, const void *y)
 #define ASSO_DEVICE_BIT_OPS_PER_SECOND 4.0e14
 #define ASSO_DEVICE_LATER_ROUND        0.22
 /* The device's sparse cover (bmf_asso_sparse.cu) runs the CPU's algorithm with a block per
- * row: seconds per unit of the same work estimate for one instance, and per round (the
- * round's eight launches). */
-#define ASSO_SPARSE_SECONDS_PER_WORK  3e-12
-#define ASSO_SPARSE_SECONDS_PER_ROUND 3e-5
+ * row, every instance side by side: seconds per unit of the same work estimate for one
+ * instance (H100, 16 instances at k = 20: basket-like 88K x 16K 0.61 s, check-in-like 30K x
+ * 41K 1.50 s, measured with bench_bmf --covers), and per round (its eight launches). */
+#define ASSO_SPARSE_SECONDS_PER_WORK  1.2e-11
+#define ASSO_SPARSE_SECONDS_PER_ROUND 5e-5
 /* The estimate builds the CPU's lists only below this many seconds of their own work. */
 #define ASSO_ESTIMATE_LIMIT 1.0
 
@@ -64,8 +65,8 @@ static double device_seconds(const mf_bmf_asso_plan *p)
 
 static double sparse_device_seconds(const mf_bmf_asso_plan *p, double work)
 {
-    return (double)p->instances *
-           (work * ASSO_SPARSE_SECONDS_PER_WORK + p->k * ASSO_SPARSE_SECONDS_PER_ROUND);
+    return (double)p->instances * work * ASSO_SPARSE_SECONDS_PER_WORK +
+           p->k * ASSO_SPARSE_SECONDS_PER_ROUND;
 }
 
 /* What the choice between the backends rests on: the dense device cover's seconds (INFINITY
