@@ -11,8 +11,9 @@
  *    - (uncovered zeros it holds); its gain is the sum over rows of max(0, g_ic). The
  *    candidate with the largest gain (ties: lowest c) becomes factor l of B, and the rows
  *    with g_ic > 0 take it in A. When no gain is positive the remaining factors stay empty.
- * Every count is an exact integer, so the CPU (sparse, incremental) and the CUDA backend
- * (dense, tensor-core b1 MMA) pick the same factors. */
+ * Every count is an exact integer, so the CPU (sparse, incremental), the device's sparse cover
+ * (the same algorithm, a block per row) and the dense tensor-core one (b1 MMA) pick the same
+ * factors. */
 #ifndef MF_BMF_ASSO_H
 #define MF_BMF_ASSO_H
 #include <stdint.h>
@@ -56,8 +57,8 @@ typedef struct mf_bmf_asso_plan {
 } mf_bmf_asso_plan;
 
 /* Where the cover is computed: AUTO takes, on a CUDA context, whichever of the CPU's sparse
- * backend and the tensor cores' dense one is estimated faster (the same cover either way);
- * a CPU context always computes on the CPU. */
+ * backend, the device's sparse one and the tensor cores' dense one is estimated fastest (the
+ * same cover either way); a CPU context always computes on the CPU. */
 typedef enum {
     MF_BMF_ASSO_AUTO,
     MF_BMF_ASSO_CPU,
