@@ -548,22 +548,22 @@ static void cover_cases(mf_ctx *ctx, const std::vector<sparse_shape> &cases, int
             double dense = NAN, cpu = NAN;
             bool same = true;
             /* warm: the device CSR and CSC uploads, the transposes, the pool */
-            MF_CHECK(ctx,
-                     mf_bmf_asso(ctx, C, k, 1, MF_BMF_ASSO_DEVICE_SPARSE, A1.data(), B1.data()));
-            double t = now();
-            MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE_SPARSE, A1.data(),
+            MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, 1, MF_BMF_ASSO_DEVICE_SPARSE, NULL, A1.data(),
                                       B1.data()));
+            double t = now();
+            MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE_SPARSE, NULL,
+                                      A1.data(), B1.data()));
             const double sparse = now() - t;
             if (k == 20) {
                 t = now();
-                MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE, A0.data(),
+                MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_DEVICE, NULL, A0.data(),
                                           B0.data()));
                 dense = now() - t;
                 same = A0 == A1 && B0 == B1;
                 if (cpu_cover) {
                     t = now();
-                    MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_CPU, A0.data(),
-                                              B0.data()));
+                    MF_CHECK(ctx, mf_bmf_asso(ctx, C, k, instances, MF_BMF_ASSO_CPU, NULL,
+                                              A0.data(), B0.data()));
                     cpu = now() - t;
                     same = same && A0 == A1 && B0 == B1;
                 }

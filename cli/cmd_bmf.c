@@ -34,10 +34,11 @@ static void bmf_help(void)
            "from Asso's greedy cover when it is estimated to take at most ~2 s, else from\n"
            "sampled rows.\n"
            "--output-a/--output-b write the factors, as text or with --packed as the 64-bit\n"
-           "words of mfact's bit order. On a terminal a line on stderr shows the search's\n"
-           "progress; --verbose prints every sweep instead. --time-limit is checked after\n"
-           "each half-sweep of an instance (CPU) or each sweep (GPU): a run ends within one\n"
-           "sweep of it; the Asso start itself is not interrupted.\n\n%s",
+           "words of mfact's bit order. On a terminal a line on stderr shows the progress\n"
+           "of the Asso start and of the search; --verbose prints every round of the start\n"
+           "and every sweep instead. --time-limit is checked after each half-sweep of an\n"
+           "instance (CPU) or each sweep (GPU): a run ends within one sweep of it; the Asso\n"
+           "start checks it after each of its rounds and keeps the rounds done.\n\n%s",
            cli_common_help());
 }
 
@@ -133,6 +134,11 @@ static int parse(int argc, char **argv, bmf_args *a)
 static int on_sweep(void *user, const mf_bmf_progress *p)
 {
     (void)user;
+    if (p->sweep == 0) { /* building the Asso start */
+        fprintf(stderr, "Asso start: %.0f%% of its rounds (%.2f s)\n", 100.0 * p->start_done,
+                p->seconds);
+        return 0;
+    }
     fprintf(stderr, "sweep %d: error %" PRId64 " (relative %.4e), F1 %.4f, weight %.3f (%.2f s)\n",
             p->sweep, p->error, p->relative_error, p->f1, p->weight, p->seconds);
     return 0;
@@ -149,6 +155,11 @@ static int on_sweep_line(void *user, const mf_bmf_progress *p)
 {
     bmf_watch *w = user;
     char what[96];
+    if (p->sweep == 0) {
+        snprintf(what, sizeof what, "Asso start: %.0f%% of its rounds", 100.0 * p->start_done);
+        cli_progress_update(&w->line, what, p->start_done);
+        return 0;
+    }
     snprintf(what, sizeof what, "sweep %d: relative error %.4e, F1 %.4f", p->sweep,
              p->relative_error, p->f1);
     cli_progress_update(&w->line, what,

@@ -261,3 +261,53 @@ void bx_asso_reference(const mf_sparse *C, int k, int q, uint64_t *A, uint64_t *
     }
     free(ptr), free(col), free(d), free(cov), free(cnt), free(seeds), free(taken), free(S);
 }
+
+typedef struct rounds_seen {
+    int64_t calls, last_done, total;
+} rounds_seen;
+
+static int stop_after_three(void *user, int64_t done, int64_t total)
+{
+    rounds_seen *r = user;
+    ck_assert_int_eq(done, r->last_done + 1); /* one instance: one round a call */
+    r->calls++;
+    r->last_done = done;
+    r->total = total;
+    return done >= 3;
+}
+
+void bx_check_asso_watch(mf_ctx *ctx, mf_sparse *C, int k, int where)
+{
+    int32_t m, n;
+    ck_assert_int_eq(mf_sparse_shape(C, &m, &n, NULL), MF_OK);
+    const int kw = (k + 63) / 64;
+    const size_t ab = (size_t)m * kw, bb = (size_t)n * kw;
+    uint64_t *A = malloc(ab * 8), *B = malloc(bb * 8), *Ap = malloc(ab * 8), *Bp = malloc(bb * 8);
+    ck_assert(A && B && Ap && Bp);
+    ck_assert_msg(mf_bmf_asso(ctx, C, k, 1, (mf_bmf_asso_where)where, NULL, A, B) == MF_OK, "%s",
+                  mf_ctx_last_error(ctx));
+    rounds_seen seen = {0, 0, 0};
+    mf_bmf_asso_watch w = {.round = stop_after_three, .user = &seen};
+    ck_assert_int_eq(mf_bmf_asso(ctx, C, k, 1, (mf_bmf_asso_where)where, &w, Ap, Bp), MF_OK);
+    ck_assert_int_eq(w.stopped, 1);
+    ck_assert_int_eq(seen.calls, 3);
+    ck_assert_int_eq(seen.total, k);
+    /* the whole cover's first three factors, and nothing after them */
+    for (size_t t = 0; t < ab; t++)
+        ck_assert_msg(Ap[t] == (t % kw == 0 ? A[t] & 7u : 0), "where %d: A word %zu", where, t);
+    for (size_t t = 0; t < bb; t++)
+        ck_assert_msg(Bp[t] == (t % kw == 0 ? B[t] & 7u : 0), "where %d: B word %zu", where, t);
+    int some = 0;
+    for (size_t t = 0; t < bb; t += kw)
+        some |= (B[t] >> 3) != 0;
+    ck_assert_msg(some, "the whole cover has no fourth factor: the test would prove nothing");
+    /* a deadline already past: nothing built */
+    mf_bmf_asso_watch late = {.deadline = 1e-9};
+    ck_assert_int_eq(mf_bmf_asso(ctx, C, k, 1, (mf_bmf_asso_where)where, &late, Ap, Bp), MF_OK);
+    ck_assert_int_eq(late.stopped, 2);
+    for (size_t t = 0; t < ab; t++)
+        ck_assert(Ap[t] == 0);
+    for (size_t t = 0; t < bb; t++)
+        ck_assert(Bp[t] == 0);
+    free(A), free(B), free(Ap), free(Bp);
+}

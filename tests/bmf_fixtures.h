@@ -42,4 +42,10 @@ void bx_check_apatio(mf_ctx *ctx, const char *label, int instances, mf_bmf_init 
  * definition: A (rows x kw words) and B (cols x kw words). */
 void bx_asso_reference(const mf_sparse *C, int k, int q, uint64_t *A, uint64_t *B);
 
+/* A watched Asso cover (an mf_bmf_asso_where) of one instance on ctx: stopped by its callback
+ * after 3 rounds, it is the whole cover's first 3 factors (the greedy rounds are sequential)
+ * with the callback told 1, 2, 3 of k rounds; past its deadline before it begins, it is
+ * empty. C needs at least 4 factors of positive gain. */
+void bx_check_asso_watch(mf_ctx *ctx, mf_sparse *C, int k, int where);
+
 #endif

@@ -11,6 +11,19 @@
 #include "bool/bmf_rules.h"
 #include "testutil.h"
 
+/* A CPU context on one thread: timing that a busy machine slows evenly, and the Asso cover's
+ * instances on the calling thread. */
+static mf_ctx *one_thread_ctx(void)
+{
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CPU;
+    co.cpu_threads = 1;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &co), MF_OK);
+    return ctx;
+}
+
 static mf_bmf_opts opts(int k)
 {
     mf_bmf_opts o;
@@ -335,6 +348,8 @@ END_TEST
 static int stop_at_three(void *user, const mf_bmf_progress *p)
 {
     int *calls = user;
+    if (p->sweep == 0) /* the default start's rounds (asso_start_progress_and_cancel) */
+        return 0;
     ++*calls;
     ck_assert_int_eq(p->sweep, *calls);
     ck_assert(p->error >= 0 && p->relative_error >= 0 && p->weight >= 1.0);
@@ -364,6 +379,83 @@ START_TEST(cancellation)
 }
 END_TEST
 
+/* The Asso start's rounds: a watched cover stops where told and keeps what it built (one
+ * thread: the instance runs on the calling thread, where the watch is told), and a run
+ * reports the start's rounds as sweep 0 and can be cancelled there. */
+typedef struct start_calls {
+    int start_calls, sweeps, stop_at_round;
+    double last_done;
+    int64_t ones;
+} start_calls;
+
+static int watch_start(void *user, const mf_bmf_progress *p)
+{
+    start_calls *c = user;
+    if (p->sweep == 0) {
+        ck_assert_int_eq(c->sweeps, 0); /* the start comes first */
+        ck_assert(p->start_done > c->last_done && p->start_done <= 1.0);
+        ck_assert_int_eq(p->error, c->ones); /* the empty factorization's counts */
+        ck_assert_double_eq(p->recall, 0.0);
+        c->last_done = p->start_done;
+        return ++c->start_calls == c->stop_at_round;
+    }
+    ck_assert_double_eq(p->start_done, 1.0);
+    c->sweeps++;
+    return 0;
+}
+
+START_TEST(asso_start_progress_and_cancel)
+{
+    mf_ctx *ctx = one_thread_ctx();
+    mf_sparse *C = bx_planted(ctx, 200, 150, 8, 0.15, 0.02, 21, NULL, NULL, NULL);
+    int64_t ones;
+    ck_assert_int_eq(mf_sparse_shape(C, NULL, NULL, &ones), MF_OK);
+    bx_check_asso_watch(ctx, C, 10, MF_BMF_ASSO_CPU);
+
+    /* a run that watches: the start's rounds (sweep 0), then the sweeps */
+    mf_bmf_opts o = opts(10);
+    o.init = MF_BMF_INIT_ASSO;
+    o.instances = 2;
+    o.max_sweeps = 4;
+    start_calls c = {0, 0, -1, 0.0, ones};
+    o.progress = watch_start;
+    o.progress_user = &c;
+    uint64_t *A = calloc(200 * 2, 8), *B = calloc(150 * 2, 8);
+    mf_bmf_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep), MF_OK);
+    ck_assert_int_ge(c.start_calls, 3); /* rank 8 planted: several rounds take a factor */
+    ck_assert_int_eq(c.sweeps, rep.sweeps);
+
+    /* cancelled at the start's second round: the factors of the rounds done, reported */
+    c = (start_calls){0, 0, 2, 0.0, ones};
+    memset(A, 0xA5, 200 * 8), memset(B, 0xA5, 150 * 8);
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);
+    tu_assert_error_has(ctx, "after Asso start round 2");
+    ck_assert_int_eq(c.start_calls, 2);
+    ck_assert_int_eq(c.sweeps, 0);
+    ck_assert_int_eq(rep.sweeps, 0);
+    int64_t fp, fn;
+    bx_count(C, 10, A, B, &fp, &fn);
+    ck_assert(fp == rep.fp && fn == rep.fn);
+    ck_assert_int_lt(rep.error, ones); /* two factors cover something */
+    for (int i = 0; i < 200; i++)
+        ck_assert((A[i] & ~(uint64_t)3) == 0); /* at most the first two factors */
+
+    /* a time limit already spent when the start begins: the run still ends well, at once,
+     * from what the start had built (nothing) */
+    o.progress = NULL;
+    o.time_limit = 1e-9;
+    o.max_sweeps = 1000;
+    ck_assert_int_eq(mf_bmf_run(ctx, C, &o, A, B, MF_MEMORY_HOST, &rep), MF_OK);
+    ck_assert_int_lt(rep.sweeps, 1000);
+    bx_count(C, 10, A, B, &fp, &fn);
+    ck_assert(fp == rep.fp && fn == rep.fn);
+    free(A), free(B);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 static void expect_bad(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, uint64_t *A,
                        uint64_t *B, mf_memory where, mf_status want, const char *needle)
 {
@@ -384,12 +476,7 @@ static void expect_bad(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o, ui
  * overrun by up to 16 d. One thread, so that a busy CI machine slows the run evenly. */
 START_TEST(time_limit_within_a_sweep)
 {
-    mf_ctx_opts co;
-    mf_ctx_opts_init(&co);
-    co.backend = MF_BACKEND_CPU;
-    co.cpu_threads = 1;
-    mf_ctx *ctx = NULL;
-    ck_assert_int_eq(mf_ctx_create(&ctx, &co), MF_OK);
+    mf_ctx *ctx = one_thread_ctx();
     mf_sparse *C = bx_planted(ctx, 1200, 1000, 24, 0.06, 0.02, 4, NULL, NULL, NULL);
     mf_bmf_opts o;
     mf_bmf_opts_init(&o);
@@ -511,7 +598,7 @@ START_TEST(asso_matches_reference)
             uint64_t *A = malloc(inst * ab * 8), *B = malloc(inst * bb * 8);
             uint64_t *Ar = malloc(ab * 8), *Br = malloc(bb * 8);
             ck_assert(A && B && Ar && Br);
-            ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, A, B), MF_OK);
+            ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, NULL, A, B), MF_OK);
             for (int q = 0; q < inst; q++) {
                 bx_asso_reference(C, k, q, Ar, Br);
                 ck_assert_msg(
@@ -536,7 +623,7 @@ START_TEST(asso_start_never_worse)
         mf_sparse *C = bx_planted(ctx, m, n, k, 0.15, noisy ? 0.05 : 0.0, 9, NULL, NULL, NULL);
         uint64_t *A0 = malloc((size_t)inst * m * 8), *B0 = malloc((size_t)inst * n * 8);
         ck_assert(A0 && B0);
-        ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, A0, B0), MF_OK);
+        ck_assert_int_eq(mf_bmf_asso(ctx, C, k, inst, MF_BMF_ASSO_AUTO, NULL, A0, B0), MF_OK);
         int64_t cover = INT64_MAX;
         for (int q = 0; q < inst; q++) {
             int64_t fp, fn;
@@ -579,6 +666,7 @@ int main(void)
                                   warm_start_and_determinism,
                                   metropolis_rule,
                                   cancellation,
+                                  asso_start_progress_and_cancel,
                                   time_limit_within_a_sweep,
                                   bad_arguments,
                                   apatio_quality,

@@ -89,9 +89,9 @@ static void check_cover(mf_ctx *cpu, mf_ctx *gpu, mf_sparse *Cc, mf_sparse *Cg, 
     size_t ab = (size_t)inst * m * kw * 8, bb = (size_t)inst * n * kw * 8;
     uint64_t *A1 = malloc(ab), *B1 = malloc(bb), *A2 = malloc(ab), *B2 = malloc(bb);
     ck_assert(A1 && B1 && A2 && B2);
-    ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, A1, B1), MF_OK);
+    ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, NULL, A1, B1), MF_OK);
     memset(A2, 0xff, ab), memset(B2, 0xff, bb);
-    ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, where, A2, B2) == MF_OK, "%s",
+    ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, where, NULL, A2, B2) == MF_OK, "%s",
                   mf_ctx_last_error(gpu));
     int nonzero = 0;
     for (size_t t = 0; t < bb / 8; t++)
@@ -179,6 +179,20 @@ START_TEST(asso_sparse_device_same_cover)
 }
 END_TEST
 
+/* Both device covers stop where their watch tells them, after a round, keeping what they
+ * built (bx_check_asso_watch); the same as the CPU's (test_bmf). */
+START_TEST(asso_watch_on_device)
+{
+    mf_ctx *gpu = tu_cuda_ctx(0);
+    mf_sparse *C = bx_planted(gpu, 200, 150, 8, 0.15, 0.02, 21, NULL, NULL, NULL);
+    bx_check_asso_watch(gpu, C, 10, MF_BMF_ASSO_DEVICE);
+    bx_check_asso_watch(gpu, C, 10, MF_BMF_ASSO_DEVICE_SPARSE);
+    bx_check_asso_watch(gpu, C, 70, MF_BMF_ASSO_DEVICE_SPARSE);
+    mf_sparse_destroy(C);
+    mf_ctx_destroy(gpu);
+}
+END_TEST
+
 /* The tensor-core Asso (b1 MMA products, forced) and the sparse device cover pick the same
  * cover as the CPU's sparse one, and so does the automatic choice on the CUDA context:
  * shapes spanning several 64 x 64 tiles, columns not a multiple of 256, fewer rows than a
@@ -204,14 +218,14 @@ START_TEST(asso_same_cover)
         size_t ab = (size_t)inst * cases[c].m * kw * 8, bb = (size_t)inst * cases[c].n * kw * 8;
         uint64_t *A1 = malloc(ab), *B1 = malloc(bb), *A2 = malloc(ab), *B2 = malloc(bb);
         ck_assert(A1 && B1 && A2 && B2);
-        ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, A1, B1), MF_OK);
-        ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_DEVICE, A2, B2) == MF_OK, "%s",
-                      mf_ctx_last_error(gpu));
+        ck_assert_int_eq(mf_bmf_asso(cpu, Cc, k, inst, MF_BMF_ASSO_AUTO, NULL, A1, B1), MF_OK);
+        ck_assert_msg(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_DEVICE, NULL, A2, B2) == MF_OK,
+                      "%s", mf_ctx_last_error(gpu));
         ck_assert_msg(memcmp(A1, A2, ab) == 0, "case %zu: A differs", c);
         ck_assert_msg(memcmp(B1, B2, bb) == 0, "case %zu: B differs", c);
         /* AUTO on the CUDA context (the CPU's sparse cover where it is cheaper): the same. */
         memset(A2, 0xff, ab), memset(B2, 0xff, bb);
-        ck_assert_int_eq(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_AUTO, A2, B2), MF_OK);
+        ck_assert_int_eq(mf_bmf_asso(gpu, Cg, k, inst, MF_BMF_ASSO_AUTO, NULL, A2, B2), MF_OK);
         ck_assert_msg(memcmp(A1, A2, ab) == 0 && memcmp(B1, B2, bb) == 0, "case %zu: AUTO differs",
                       c);
         free(A1), free(B1), free(A2), free(B2);
@@ -400,6 +414,7 @@ int main(void)
     const TTest *const tests[] = {cpu_gpu_same_factors,
                                   asso_same_cover,
                                   asso_sparse_device_same_cover,
+                                  asso_watch_on_device,
                                   device_factors_and_limit,
                                   sparse_c_layout,
                                   planted_recovery,

@@ -762,10 +762,16 @@ typedef struct mf_bmf_progress {
     double relative_error; /* error / (rows * cols)                                      */
     double precision, recall, f1;
     double weight; /* the false-negative weight this sweep used                          */
+    /* Since 0.4: the share of the Asso start's greedy rounds done. A run with that start
+     * (MF_BMF_INIT_ASSO, or AUTO choosing it) calls the callback while it builds it, with
+     * sweep 0, start_done in [0, 1] and the counts of the empty factorization; from the
+     * first sweep on start_done is 1. */
+    double start_done;
 } mf_bmf_progress;
 
 /* Return nonzero to stop: the run then returns MF_ERR_CANCELLED with the best factors so
- * far written out and the report filled. */
+ * far written out and the report filled (stopped during the Asso start: the factors of the
+ * greedy rounds done). */
 typedef int (*mf_bmf_progress_fn)(void *user, const mf_bmf_progress *progress);
 
 typedef struct mf_bmf_opts {
@@ -779,8 +785,9 @@ typedef struct mf_bmf_opts {
     int patience;
     double target_error; /* stop at a relative error <= this; default 0 (only an exact fit) */
     double time_limit;   /* seconds, 0 = none; checked after each half-sweep (CPU) or   */
-                         /* sweep (GPU): a run ends within one sweep of it; the start  */
-                         /* (MF_BMF_INIT_ASSO's cover) is not interrupted              */
+                         /* sweep (GPU): a run ends within one sweep of it; the Asso   */
+                         /* start checks it after each greedy round and then keeps the */
+                         /* rounds done (the run still makes one sweep)                */
     /* The error minimized is weight * fn + fp, with weight = max(floor, w0 * decay^s) in
      * sweep s (0-based): a high early weight keeps the search from collapsing to the
      * all-zero factorization of sparse data. 0 picks the cuTeBool defaults:
@@ -789,7 +796,7 @@ typedef struct mf_bmf_opts {
      * The weight is used in steps of 1/256. */
     float weight, weight_decay, weight_floor;
     mf_bmf_init init;            /* default MF_BMF_INIT_AUTO                                */
-    mf_bmf_progress_fn progress; /* optional, called after every sweep                      */
+    mf_bmf_progress_fn progress; /* optional, called after every sweep (and Asso start round) */
     void *progress_user;
     /* EXPERIMENTAL (the section at the end of this header): the moves of the search. */
     int flip;               /* an mf_bmf_flip; default MF_BMF_FLIP_SINGLE                   */

@@ -114,7 +114,7 @@ class SgdReport(Structure):
 class BmfProgress(Structure):
     _fields_ = [("sweep", c_int), ("seconds", c_double), ("error", c_int64),
                 ("relative_error", c_double), ("precision", c_double), ("recall", c_double),
-                ("f1", c_double), ("weight", c_double)]
+                ("f1", c_double), ("weight", c_double), ("start_done", c_double)]
 
 
 BMF_PROGRESS_FN = CFUNCTYPE(c_int, c_void_p, POINTER(BmfProgress))

@@ -30,7 +30,8 @@ class Progress:
         try:
             rec = {name: getattr(p.contents, attr) for name, attr in self.fields}
             self.history.append(rec)
-            if self.bar is not None:
+            # BMF's Asso start reports its rounds as sweep 0: not a step of the bar
+            if self.bar is not None and rec.get("sweep", 1) != 0:
                 self.bar.update(1)
                 self.bar.set_postfix({k: v for k, v in rec.items() if "rmse" in k or
                                       k in ("error", "loss")}, refresh=False)

@@ -576,7 +576,7 @@ class BMF:
         if self.show_progress or self.callback is not None:
             tracker = _progress.Progress(o.max_sweeps, "sweep", self.show_progress,
                                          self.callback, ("sweep", "seconds", "error",
-                                                         "relative_error", "f1"))
+                                                         "relative_error", "f1", "start_done"))
         fn = _progress.make(_lib.BMF_PROGRESS_FN, tracker)
         o.progress = fn
         rep = _lib.BmfReport()

@@ -311,7 +311,8 @@ static mf_status search(run_state *s)
                 mf_bmf_progress p = {sweep + 1,   mf_run_seconds(&s->run),
                                      r.error,     r.relative_error,
                                      r.precision, r.recall,
-                                     r.f1,        (double)plan[g].wq / BMF_WSCALE};
+                                     r.f1,        (double)plan[g].wq / BMF_WSCALE,
+                                     1.0};
                 st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "sweep",
                                       sweep + 1);
             }
@@ -325,11 +326,41 @@ static mf_status search(run_state *s)
     return st;
 }
 
+/* The Asso start's watch: the run's time limit, and its progress callback after the start's
+ * greedy rounds, with sweep 0 and the counts of the empty factorization. */
+typedef struct start_watch {
+    mf_bmf_asso_watch w;
+    const run_state *s;
+} start_watch;
+
+static int on_start_round(void *user, int64_t done, int64_t total)
+{
+    const start_watch *sw = user;
+    const run_state *s = sw->s;
+    run_state empty = *s;
+    empty.best_fp = 0;
+    empty.best_fn = s->C->nnz;
+    mf_bmf_report r;
+    fill_counts(&empty, &r);
+    int floor_flag;
+    const double w = (double)llround(sweep_weight(&s->sch, 0, &floor_flag) * BMF_WSCALE);
+    mf_bmf_progress p = {0,
+                         mf_run_seconds(&s->run),
+                         r.error,
+                         r.relative_error,
+                         r.precision,
+                         r.recall,
+                         r.f1,
+                         w / BMF_WSCALE,
+                         total > 0 ? (double)done / (double)total : 0.0};
+    return s->o->progress(s->o->progress_user, &p);
+}
+
 /* Host inputs of the engine's initialization; freed by the caller. */
 static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts *o,
-                              const uint64_t *A, const uint64_t *B, mf_memory where,
-                              mf_bmf_setup *setup, sample_lists *samples, uint64_t **A0,
-                              uint64_t **B0)
+                              mf_bmf_asso_watch *watch, const uint64_t *A, const uint64_t *B,
+                              mf_memory where, mf_bmf_setup *setup, sample_lists *samples,
+                              uint64_t **A0, uint64_t **B0)
 {
     int k = o->rank, kw = mf_bmf_words(k);
     if (o->init == MF_BMF_INIT_SAMPLE && C->nnz > 0) {
@@ -350,7 +381,8 @@ static mf_status prepare_init(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts
         if (!*A0 || !*B0)
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_bmf_run: out of host memory");
         if (asso)
-            MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, MF_BMF_ASSO_AUTO, *A0, *B0));
+            MF_TRY(mf_bmf_asso(ctx, (mf_sparse *)C, k, o->instances, MF_BMF_ASSO_AUTO, watch, *A0,
+                               *B0));
         else
             MF_TRY(load_given(ctx, C, k, A, B, where, *A0, *B0));
         setup->A0 = *A0;
@@ -400,7 +432,15 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
     setup.flip_p24 = bmf_prob24(p);
     sample_lists samples = {NULL, NULL};
     uint64_t *A0 = NULL, *B0 = NULL;
-    mf_status st = prepare_init(ctx, C, &o, A_bits, B_bits, where, &setup, &samples, &A0, &B0);
+    /* Watched when someone looks (a callback, a time limit): the device covers then wait
+     * for each round. */
+    start_watch sw = {.w = {.deadline = o.time_limit > 0.0 ? s.run.start + o.time_limit : 0.0,
+                            .round = o.progress ? on_start_round : NULL},
+                      .s = &s};
+    sw.w.user = &sw;
+    const int watched = o.progress || o.time_limit > 0.0;
+    mf_status st = prepare_init(ctx, C, &o, watched ? &sw.w : NULL, A_bits, B_bits, where, &setup,
+                                &samples, &A0, &B0);
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s.run, mf_bmf_cpu_engine, mf_cuda_bmf_engine, &setup, &s.e);
     free(samples.ptr);
@@ -418,7 +458,9 @@ mf_status mf_bmf_run_checked(mf_ctx *ctx, const mf_sparse *C, const mf_bmf_opts 
         for (int q = 0; q < o.instances; q++)
             s.best[q] = INT64_MAX;
         take_counts(&s, s.e->initial);
-        if (!((double)(s.best_fp + s.best_fn) / s.cells <= o.target_error))
+        if (sw.w.stopped == 1) /* the callback stopped the start: its rounds are the result */
+            st = mf_run_cancelled(&s.run, 1, "Asso start round", (long long)sw.w.done);
+        else if (!((double)(s.best_fp + s.best_fn) / s.cells <= o.target_error))
             st = search(&s);
         if (mf_run_has_result(st))
             st = mf_run_then(st, s.e->finish(s.e, s.best_q, A_bits, B_bits, where));

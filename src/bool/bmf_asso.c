@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bool/bmf_internal.h"
+#include "core/clock.h"
 #include "core/ctx.h"
 
 /* Keys sort ascending as (count descending, index ascending): a total order. */
@@ -95,16 +96,24 @@ static mf_status choose(mf_bmf_asso_plan *p, double limit, asso_choice *c)
     return MF_OK;
 }
 
-/* A cover from the lists on the device, or on the CPU when the device's buffers would pass
- * the context's device-memory limit (the CPU's cover needs none). */
-static mf_status cover_sparse_device(mf_bmf_asso_plan *p, mf_bmf_asso_lists *lists, uint64_t *A,
+/* A cover from the lists on the device; when its buffers would pass the context's
+ * device-memory limit, the next fastest that fits: the dense device cover (its own buffers)
+ * or the CPU's (none). */
+static mf_status cover_sparse_device(mf_bmf_asso_plan *p, const asso_choice *c, uint64_t *A,
                                      uint64_t *B)
 {
-    mf_status st = mf_cuda_bmf_asso_sparse(p, lists, A, B);
+    const size_t ab = (size_t)p->instances * p->C->rows * p->kw * 8,
+                 bb = (size_t)p->instances * p->C->cols * p->kw * 8;
+    mf_status st = mf_cuda_bmf_asso_sparse(p, c->lists, A, B);
+    if (st == MF_ERR_OUT_OF_MEMORY && c->device < c->cover_seconds) {
+        memset(A, 0, ab);
+        memset(B, 0, bb);
+        st = mf_cuda_bmf_asso(p, A, B);
+    }
     if (st == MF_ERR_OUT_OF_MEMORY) {
-        memset(A, 0, (size_t)p->instances * p->C->rows * p->kw * 8);
-        memset(B, 0, (size_t)p->instances * p->C->cols * p->kw * 8);
-        st = mf_bmf_asso_cpu_cover(p, lists, A, B);
+        memset(A, 0, ab);
+        memset(B, 0, bb);
+        st = mf_bmf_asso_cpu_cover(p, c->lists, A, B);
     }
     return st;
 }
@@ -117,7 +126,7 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
     asso_choice c;
     MF_TRY(choose(p, INFINITY, &c));
     if (c.lists && (c.cover_seconds < c.device || c.sparse_seconds < c.device)) {
-        mf_status st = c.sparse_seconds < c.cover_seconds ? cover_sparse_device(p, c.lists, A, B)
+        mf_status st = c.sparse_seconds < c.cover_seconds ? cover_sparse_device(p, &c, A, B)
                                                           : mf_bmf_asso_cpu_cover(p, c.lists, A, B);
         mf_bmf_asso_lists_free(c.lists);
         return st;
@@ -132,6 +141,30 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
         st = mf_bmf_asso_cpu(p, A, B);
     }
     return st;
+}
+
+int mf_bmf_asso_rounds_done(const mf_bmf_asso_plan *p, int n, int caller)
+{
+    mf_bmf_asso_watch *w = p->watch;
+    if (!w)
+        return 0;
+    int64_t done;
+    int stopped;
+#pragma omp atomic capture
+    done = w->done += n;
+    if (w->deadline > 0.0 && mf_seconds() >= w->deadline) {
+#pragma omp atomic write
+        w->stopped = 2;
+    }
+#pragma omp atomic read
+    stopped = w->stopped;
+    if (!stopped && n > 0 && caller && w->round &&
+        w->round(w->user, done, (int64_t)p->instances * p->k) != 0) {
+#pragma omp atomic write
+        w->stopped = 1;
+        stopped = 1;
+    }
+    return stopped != 0;
 }
 
 static void plan_free(mf_bmf_asso_plan *p)
@@ -189,10 +222,15 @@ mf_status mf_bmf_asso_estimate(mf_ctx *ctx, mf_sparse *C, int k, int instances, 
 }
 
 mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
-                      uint64_t *A, uint64_t *B)
+                      mf_bmf_asso_watch *watch, uint64_t *A, uint64_t *B)
 {
     mf_bmf_asso_plan p;
     MF_TRY(plan_make(ctx, C, k, instances, &p));
+    p.watch = watch;
+    if (watch) {
+        watch->stopped = 0;
+        watch->done = 0;
+    }
     memset(A, 0, (size_t)instances * C->rows * p.kw * 8);
     memset(B, 0, (size_t)instances * C->cols * p.kw * 8);
     mf_status st = MF_OK;

@@ -230,7 +230,8 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
     gain.gains = (unsigned long long *)b->gains.ptr;
     const dim3 gain_grid(blocks_for(m, BMF_B1_TILE), blocks_for(P, BMF_B1_TILE));
     int *choice = (int *)b->choice.ptr;
-    for (int q = 0; q < p->instances; q++) {
+    bool stop = mf_bmf_asso_rounds_done(p, 0, 1) != 0; /* the watch, if any */
+    for (int q = 0; q < p->instances && !stop; q++) {
         co.tau = bmf_asso_tau(q);
         MF_CUDA_TRY(ctx, cudaMemsetAsync(b->S.ptr, 0, b->S.bytes, st));
         bmf_b1_kernel<BMF_B1_MEMBER><<<co_grid, BMF_B1_WARPS * 32, 0, st>>>(co);
@@ -284,6 +285,13 @@ mf_status run(const mf_bmf_asso_plan *p, asso_buffers *b, uint64_t *A, uint64_t 
             asso_write_b<<<blocks_for(n, 256), 256, 0, st>>>((const uint32_t *)b->S.ptr, n, rw,
                                                              choice, l, (uint64_t *)b->B.ptr, kw);
             MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_write_b"));
+            if (p->watch) {
+                MF_CUDA_TRY(ctx, cudaStreamSynchronize(st));
+                if (mf_bmf_asso_rounds_done(p, 1, 1)) {
+                    stop = true; /* this instance keeps its rounds, later ones stay empty */
+                    break;
+                }
+            }
         }
         MF_CUDA_TRY(ctx, cudaMemcpyAsync(A + (size_t)q * m * kw, b->A.ptr, abytes,
                                          cudaMemcpyDeviceToHost, st));

@@ -46,15 +46,36 @@ MF_HD int bmf_asso_member(int64_t co, int64_t seed_count, int tau)
     return co * BMF_ASSO_TAU_ONE >= (int64_t)tau * seed_count;
 }
 
+/* Watching a cover (NULL: none). After greedy rounds, on the calling thread, `round` is told
+ * the rounds done over all instances and their total (instances x k), and returns nonzero
+ * to stop; every backend also stops at `deadline` (mf_seconds(); 0 = none), checked after
+ * each round. A stopped cover is a valid one: each instance keeps the factors of the rounds
+ * it finished, the later ones empty. `stopped` says why: 0 not stopped, 1 by `round`, 2 by
+ * the deadline. */
+typedef struct mf_bmf_asso_watch {
+    double deadline;
+    int (*round)(void *user, int64_t done, int64_t total);
+    void *user;
+    int stopped;
+    int64_t done; /* rounds so far, kept by mf_bmf_asso_rounds_done */
+} mf_bmf_asso_watch;
+
 /* What both backends start from: the seeds and the factor layout. */
 typedef struct mf_bmf_asso_plan {
     mf_ctx *ctx;
     mf_sparse *C; /* host CSR and CSC (transpose) ready */
     int k, kw, instances;
-    int P;              /* seeds */
-    int32_t *seeds;     /* P column indices, most frequent first */
-    int64_t *col_count; /* ones per column, n */
+    int P;                    /* seeds */
+    int32_t *seeds;           /* P column indices, most frequent first */
+    int64_t *col_count;       /* ones per column, n */
+    mf_bmf_asso_watch *watch; /* NULL: none */
 } mf_bmf_asso_plan;
+
+/* After `n` more greedy rounds: counts them and, with a watch, checks its deadline and (when
+ * n > 0 and `caller`, the thread that called mf_bmf_asso) tells it. Nonzero: the cover must
+ * stop (n = 0 asks only that).
+ * Thread-safe (OpenMP atomics); `round` is only called from the caller's thread. */
+int mf_bmf_asso_rounds_done(const mf_bmf_asso_plan *p, int n, int caller);
 
 /* Where the cover is computed: AUTO takes, on a CUDA context, whichever of the CPU's sparse
  * backend, the device's sparse one and the tensor cores' dense one is estimated fastest (the
@@ -69,7 +90,7 @@ typedef enum {
 /* Fill A (instances x rows x kw words) and B (instances x cols x kw words) on the host,
  * instance q's factors at offset q * rows * kw and q * cols * kw. */
 mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_asso_where where,
-                      uint64_t *A, uint64_t *B);
+                      mf_bmf_asso_watch *watch, uint64_t *A, uint64_t *B);
 
 /* Estimated seconds of mf_bmf_asso's AUTO cover here (builds and drops the CPU's lists when
  * they are cheap enough to tell): what MF_BMF_INIT_AUTO decides by. */

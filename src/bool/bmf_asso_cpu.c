@@ -8,6 +8,9 @@
  * of its covered cells outright. */
 #include <stdlib.h>
 #include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "bool/bmf_asso.h"
 #include "bool/bmf_rules.h"
@@ -184,11 +187,23 @@ static int cmp_u64(const void *x, const void *y)
     return (a > b) - (a < b);
 }
 
+/* Whether this thread is the one that called mf_bmf_asso (the watch's callbacks run there). */
+static int on_caller(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num() == 0;
+#else
+    return 1;
+#endif
+}
+
 static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_t *B)
 {
     const mf_bmf_asso_plan *p = g->p;
     const mf_sparse *C = p->C;
     const int P = p->P, kw = p->kw, tau = bmf_asso_tau(q);
+    if (mf_bmf_asso_rounds_done(p, 0, on_caller()))
+        return; /* the watch stopped the cover: this instance stays empty */
     /* candidates */
     int64_t used = 0;
     g->cptr[0] = 0;
@@ -263,6 +278,8 @@ static void run_instance(greedy *g, int q, const assoc *as, uint64_t *A, uint64_
         }
         for (int64_t u = b0; u < b1; u++)
             g->chosen_mark[g->ccol[u]] = 0;
+        if (mf_bmf_asso_rounds_done(p, 1, on_caller()))
+            break;
     }
 }
 

@@ -58,9 +58,10 @@ struct cover {
     int *choice;              // the rank chosen in round l, -1: none positive
     int32_t *changed;         // the rows that take round l's factor
     int *count;
-    int32_t *stamp; // rows: the last round that listed them
-    uint8_t *mark;  // columns of the chosen candidate
-    uint32_t *wide; // gridDim.x x P counters for long rows; NULL when no row needs them
+    int32_t *stamp;      // rows: the last round that listed them
+    uint8_t *mark;       // columns of the chosen candidate
+    uint32_t *wide;      // wide_blocks x P counters an instance for long rows; NULL when none needs
+    int64_t wide_blocks; // asso_eval's blocks an instance
     int64_t narrow_max;
     // The instances side by side (grid.y): the arrays above hold each instance's in turn,
     // and instance q's candidates start at loff[q] in rcol and icand.
@@ -79,7 +80,7 @@ struct cover {
         a.below += q * below_stride;
         a.below_max = below_maxes[q];
         a.orig += (int64_t)q * P;
-        a.iptr += (int64_t)q * (n + 1);
+        a.iptr += (int64_t)q * (n + 1LL);
         a.icand += o;
         a.A += (int64_t)q * m * kw;
         a.B += (int64_t)q * n * kw;
@@ -91,7 +92,7 @@ struct cover {
         a.stamp += (int64_t)q * m;
         a.mark += (int64_t)q * n;
         if (a.wide)
-            a.wide += (int64_t)q * gridDim.x * P;
+            a.wide += (int64_t)q * wide_blocks * P;
         return a;
     }
 };
@@ -454,6 +455,8 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
         if (C->row_ptr[i + 1] - C->row_ptr[i] > longest)
             longest = C->row_ptr[i + 1] - C->row_ptr[i];
 
+    if (mf_bmf_asso_rounds_done(p, 0, 1))
+        return MF_OK; /* stopped before it began: the covers stay empty */
     /* Every instance's candidate sizes, then their ranks on the host. */
     ALLOC(lptr, (P + 1) * 8, "Asso: lists");
     ALLOC(lcol, total * 4, "Asso: lists");
@@ -480,13 +483,13 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
         rank_by_size(*h, q, P, below_stride);
         most = h->loff[q + 1] - h->loff[q] > most ? h->loff[q + 1] - h->loff[q] : most;
     }
-    if (most > INT32_MAX || h->loff[I] > INT32_MAX)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                       "mf_bmf_run: Asso's candidates are too many for the device's sparse cover");
+    /* (each instance's candidates are a subset of the lists, below 2^31: checked by the caller) */
 
+    /* The attribute is the function's, shared by every thread: set to the largest P any call
+     * can have, so that no call lowers it under another's launch. */
     const size_t smem = (size_t)(P + 1) / 2 * 4;
     MF_CUDA_TRY(ctx, cudaFuncSetAttribute(asso_eval, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)smem));
+                                          (BMF_ASSO_CANDIDATES + 1) / 2 * 4));
     int per_sm = 0;
     MF_CUDA_TRY(
         ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, asso_eval, EVAL_THREADS, smem));
@@ -570,6 +573,7 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
     a.mark = (uint8_t *)b->mark.ptr;
     a.wide = (uint32_t *)b->wide.ptr;
     a.narrow_max = narrow_max;
+    a.wide_blocks = per_instance;
 
     /* The rounds, every instance side by side, without the host: a round whose choice is -1
      * (no positive gain) and every later one (the same gains) leave the factors alone. */
@@ -591,6 +595,11 @@ mf_status run(const mf_bmf_asso_plan *p, const mf_bmf_asso_lists *lists, buffers
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_eval (in)"));
         asso_mark<<<few, 256, 0, st>>>(a, l, false);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asso_mark"));
+        if (p->watch) { /* watched: the host waits for each round */
+            MF_CUDA_TRY(ctx, cudaStreamSynchronize(st));
+            if (mf_bmf_asso_rounds_done(p, (int)I, 1))
+                break; /* the rounds done are a valid cover */
+        }
     }
     /* The instances' factors are laid out as mf_bmf_asso returns them. */
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(A, b->A.ptr, b->A.bytes, cudaMemcpyDeviceToHost, st));
@@ -615,6 +624,11 @@ extern "C" mf_status mf_cuda_bmf_asso_sparse(const mf_bmf_asso_plan *p,
 {
     mf_device_guard guard(p->ctx->link.cuda->device);
     const int64_t P = p->P, I = p->instances;
+    if (P == 0)
+        return MF_OK; /* no column has a one: the covers stay empty */
+    if (p->kw > MAX_KW)
+        return mf_fail(p->ctx, MF_ERR_UNSUPPORTED,
+                       "mf_bmf_run: the device's Asso cover takes k <= %d", MAX_KW * 64);
     const int64_t *lptr;
     const int32_t *lcol, *lco;
     mf_bmf_asso_lists_arrays(lists, &lptr, &lcol, &lco);
