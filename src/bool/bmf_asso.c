@@ -96,23 +96,27 @@ static mf_status choose(mf_bmf_asso_plan *p, double limit, asso_choice *c)
     return MF_OK;
 }
 
+/* Every instance's factors empty: where a cover starts, and starts again after a backend
+ * that did not fit. */
+static void clear_covers(const mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
+{
+    memset(A, 0, (size_t)p->instances * p->C->rows * p->kw * 8);
+    memset(B, 0, (size_t)p->instances * p->C->cols * p->kw * 8);
+}
+
 /* A cover from the lists on the device; when its buffers would pass the context's
  * device-memory limit, the next fastest that fits: the dense device cover (its own buffers)
  * or the CPU's (none). */
 static mf_status cover_sparse_device(mf_bmf_asso_plan *p, const asso_choice *c, uint64_t *A,
                                      uint64_t *B)
 {
-    const size_t ab = (size_t)p->instances * p->C->rows * p->kw * 8,
-                 bb = (size_t)p->instances * p->C->cols * p->kw * 8;
     mf_status st = mf_cuda_bmf_asso_sparse(p, c->lists, A, B);
     if (st == MF_ERR_OUT_OF_MEMORY && c->device < c->cover_seconds) {
-        memset(A, 0, ab);
-        memset(B, 0, bb);
+        clear_covers(p, A, B);
         st = mf_cuda_bmf_asso(p, A, B);
     }
     if (st == MF_ERR_OUT_OF_MEMORY) {
-        memset(A, 0, ab);
-        memset(B, 0, bb);
+        clear_covers(p, A, B);
         st = mf_bmf_asso_cpu_cover(p, c->lists, A, B);
     }
     return st;
@@ -136,8 +140,7 @@ static mf_status cover_auto(mf_bmf_asso_plan *p, uint64_t *A, uint64_t *B)
     if (st == MF_ERR_OUT_OF_MEMORY) {
         /* The dense cover does not fit the context's device-memory limit; the sparse one
          * needs none. */
-        memset(A, 0, (size_t)p->instances * p->C->rows * p->kw * 8);
-        memset(B, 0, (size_t)p->instances * p->C->cols * p->kw * 8);
+        clear_covers(p, A, B);
         st = mf_bmf_asso_cpu(p, A, B);
     }
     return st;
@@ -231,8 +234,7 @@ mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_as
         watch->stopped = 0;
         watch->done = 0;
     }
-    memset(A, 0, (size_t)instances * C->rows * p.kw * 8);
-    memset(B, 0, (size_t)instances * C->cols * p.kw * 8);
+    clear_covers(&p, A, B);
     mf_status st = MF_OK;
     if (p.P > 0) {
         if (ctx->backend != MF_BACKEND_CUDA || where == MF_BMF_ASSO_CPU)
@@ -241,7 +243,7 @@ mf_status mf_bmf_asso(mf_ctx *ctx, mf_sparse *C, int k, int instances, mf_bmf_as
             st = mf_cuda_bmf_asso(&p, A, B);
         else if (where == MF_BMF_ASSO_DEVICE_SPARSE) {
             mf_bmf_asso_lists *l = NULL;
-            double work = 0.0;
+            double work;
             st = mf_bmf_asso_cpu_lists(&p, &l, &work);
             if (st == MF_OK)
                 st = mf_cuda_bmf_asso_sparse(&p, l, A, B);
