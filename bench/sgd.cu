@@ -44,12 +44,13 @@
 #include "bench_util.h"
 #include "cumf_files.h"
 #include "mfact/mfact.h"
-#include "sgd/sgd_internal.h" // mf_sgd_debug_lanes (--lanes)
+#include "sgd/sgd_internal.h" // mf_sgd_debug_lanes (--lanes), _replicas, _local_bias
 #include "synthetic_ratings.h"
 
 struct result {
     double epoch_s, ups, test_rmse, bytes;
     int workers;
+    int64_t local; // item biases held per block (mf_sgd_debug_local_items), 0: global
 };
 
 static int g_workers = 0; // --workers: 0 = all the device holds at once
@@ -89,7 +90,8 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     if (order == MF_SGD_ORDER_RATINGS)
         bytes += 2 * row + 4; // the user row in and out, the user index
     // (user chunks: the caller adds the chunk's share of the user row)
-    return {secs[secs.size() / 2], ups[ups.size() / 2], rep.test_rmse, bytes, rep.workers};
+    return {secs[secs.size() / 2], ups[ups.size() / 2],     rep.test_rmse, bytes,
+            rep.workers,           mf_sgd_debug_local_items};
 }
 
 int main(int argc, char **argv)
@@ -98,6 +100,7 @@ int main(int argc, char **argv)
     std::vector<int> bias_modes = {1};     // --no-biases: {0}; --both-biases: {1, 0}
     std::vector<int> lanes_list = {0};     // --lanes
     std::vector<int> replicas_list = {-1}; // --replicas
+    std::vector<int> local_list = {-1};    // --local-bias
     int epochs = 20;
     float lr = 0.08f, decay = 0.3f, lambda = 0.05f;
     double scale = 1.0;
@@ -145,13 +148,15 @@ int main(int argc, char **argv)
             lanes_list = parse_ints(v), i++;
         else if (!strcmp(a, "--replicas"))
             replicas_list = parse_ints(v), i++;
+        else if (!strcmp(a, "--local-bias"))
+            local_list = parse_ints(v), i++;
         else {
             fprintf(stderr,
                     "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
                     "[--lambda L] [--case NAME[,key=value,...]]... [--scale F] "
                     "[--seed S] [--train FILE --test FILE] [--workers W] "
                     "[--fp32-only | --fp16-only] [--no-biases | --both-biases] [--lanes LIST] "
-                    "[--replicas LIST] "
+                    "[--replicas LIST] [--local-bias LIST] "
                     "[--repeat N] [--write-cumf DIR]\n");
             return 2;
         }
@@ -195,11 +200,12 @@ int main(int argc, char **argv)
         const double per_chunk = (double)chunks / (double)ntrain;
         print_ratings_case(ctx, c, made, oracle, train, test, seconds);
         printf("%.1f ratings per user chunk\n", 1.0 / per_chunk);
-        printf("\n| case | k | factors | biases | order | lanes | replicas | workers | s / epoch | "
-               "G updates/s "
-               "| vs cuMF order | vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy "
-               "bandwidth |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        printf(
+            "\n| case | k | factors | biases | item biases | order | lanes | replicas | workers | "
+            "s / epoch | G updates/s "
+            "| vs cuMF order | vs cuMF_SGD 3.35 G | test RMSE | bytes / update | traffic / copy "
+            "bandwidth |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (int k : ks)
             for (int h = fp16_only ? 1 : 0; h < (fp32_only ? 1 : 2); h++)
                 for (int b : bias_modes) {
@@ -212,18 +218,23 @@ int main(int argc, char **argv)
                         result r;
                     };
                     std::vector<row> rows = {{-1, 0, peer}};
+                    // without biases there is nothing to hold locally: one run
+                    const std::vector<int> locals = b ? local_list : std::vector<int>{-1};
                     for (int lanes : lanes_list)
-                        for (int reps : replicas_list) {
-                            mf_sgd_debug_lanes = lanes;
-                            mf_sgd_debug_replicas = reps;
-                            result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS,
-                                              epochs, lr, decay, lambda);
-                            const double row_bytes = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
-                            ours.bytes += per_chunk * (2 * row_bytes + 8);
-                            rows.push_back({lanes, reps, ours});
-                        }
+                        for (int reps : replicas_list)
+                            for (int local : locals) {
+                                mf_sgd_debug_lanes = lanes;
+                                mf_sgd_debug_replicas = reps;
+                                mf_sgd_debug_local_bias = local;
+                                result ours = run(ctx, train, test, k, h, MF_SGD_ORDER_USER_CHUNKS,
+                                                  epochs, lr, decay, lambda);
+                                const double row_bytes = (double)((k + 31) / 32 * 32) * (h ? 2 : 4);
+                                ours.bytes += per_chunk * (2 * row_bytes + 8);
+                                rows.push_back({lanes, reps, ours});
+                            }
                     mf_sgd_debug_lanes = 0;
                     mf_sgd_debug_replicas = -1;
+                    mf_sgd_debug_local_bias = -1;
                     for (const row &x : rows) {
                         const bool mine = x.lanes >= 0;
                         char lanes[16], reps[16];
@@ -235,12 +246,17 @@ int main(int argc, char **argv)
                                  !mine            ? "-"
                                  : x.replicas < 0 ? "rule"
                                                   : std::to_string(x.replicas).c_str());
-                        printf("| %s | %d | %s | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx | "
-                               "%.2fx | %.4f | %.0f | %.2f |\n",
+                        const std::string held = !b ? "-"
+                                                 : x.r.local > 0
+                                                     ? "local (" + std::to_string(x.r.local) + ")"
+                                                     : "global";
+                        printf("| %s | %d | %s | %s | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx "
+                               "| %.2fx | %.4f | %.0f | %.2f |\n",
                                c.label.c_str(), k, h ? "fp16" : "fp32", b ? "on" : "off",
-                               mine ? "user chunks" : "ratings (cuMF)", lanes, reps, x.r.workers,
-                               x.r.epoch_s, x.r.ups / 1e9, x.r.ups / peer.ups, x.r.ups / 3.35e9,
-                               x.r.test_rmse, x.r.bytes, x.r.bytes * x.r.ups / bw);
+                               held.c_str(), mine ? "user chunks" : "ratings (cuMF)", lanes, reps,
+                               x.r.workers, x.r.epoch_s, x.r.ups / 1e9, x.r.ups / peer.ups,
+                               x.r.ups / 3.35e9, x.r.test_rmse, x.r.bytes,
+                               x.r.bytes * x.r.ups / bw);
                     }
                     fflush(stdout);
                 }

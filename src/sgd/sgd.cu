@@ -15,6 +15,8 @@
 int mf_sgd_debug_lanes = 0;
 int mf_sgd_debug_replicas = -1;
 int64_t mf_sgd_debug_hot_items = 0;
+int mf_sgd_debug_local_bias = -1;
+int64_t mf_sgd_debug_local_items = 0;
 
 namespace
 {
@@ -43,6 +45,12 @@ struct cuda_engine {
     int32_t hot;
     int replicas;
     mf_dbuf hot_items;
+    /* Block-local item biases (sgd_local_bias.cuh), when local: `slots` in shared memory,
+     * their owners, the owners' ratings per part (nparts x slots) and the merge's
+     * accumulators (slots floats, then slots counts). */
+    int local; /* sgd::LOCAL_NONE, _SOME or _ALL */
+    int32_t slots;
+    mf_dbuf local_owner, local_count, local_acc;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -58,20 +66,35 @@ template <int KPL, bool HALF, bool RESIDENT> const void *epoch_fn()
 {
     return reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, RESIDENT>);
 }
+template <int KPL, bool HALF> const void *local_epoch_fn(int local)
+{
+    return local == sgd::LOCAL_ALL
+               ? reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, true, sgd::LOCAL_ALL>)
+               : reinterpret_cast<const void *>(
+                     &sgd::epoch_kernel<KPL, HALF, true, sgd::LOCAL_SOME>);
+}
 template <int KPL> const void *rmse_fn()
 {
     return reinterpret_cast<const void *>(&sgd::rmse_half_kernel<KPL>);
 }
 
-template <int KPL> const void *pick_epoch(bool half, bool resident)
+template <int KPL> const void *pick_epoch(bool half, bool resident, int local)
 {
+    if (local)
+        return half ? local_epoch_fn<KPL, true>(local) : local_epoch_fn<KPL, false>(local);
     if (half)
         return resident ? epoch_fn<KPL, true, true>() : epoch_fn<KPL, true, false>();
     return resident ? epoch_fn<KPL, false, true>() : epoch_fn<KPL, false, false>();
 }
 
-template <int G, int KPL, bool HALF> const void *group_fn(bool biased)
+template <int G, int KPL, bool HALF> const void *group_fn(bool biased, int local)
 {
+    if (local == sgd::LOCAL_ALL)
+        return reinterpret_cast<const void *>(
+            &sgd::epoch_group_kernel<G, KPL, HALF, true, sgd::LOCAL_ALL>);
+    if (local == sgd::LOCAL_SOME)
+        return reinterpret_cast<const void *>(
+            &sgd::epoch_group_kernel<G, KPL, HALF, true, sgd::LOCAL_SOME>);
     return biased ? reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, true>)
                   : reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, false>);
 }
@@ -91,24 +114,30 @@ int group_lanes(int kp, bool half)
     return g >= 32 ? 32 : g < 4 ? 4 : g;
 }
 
-/* The kernel for the engine's lane width, storage and order. */
-const void *epoch_kernel_for(const cuda_engine *e)
+/* The kernel for the engine's lane width, storage, order and biases (local: held in each
+ * block's shared memory). */
+const void *epoch_kernel_for(const cuda_engine *e, int local)
 {
     if (e->lanes < 32) {
         const bool bias = e->biases != 0;
         if (e->half)
-            return e->lanes == 4   ? group_fn<4, 8, true>(bias)
-                   : e->lanes == 8 ? group_fn<8, 8, true>(bias)
-                                   : group_fn<16, 8, true>(bias);
-        return e->lanes == 8 ? group_fn<8, 4, false>(bias) : group_fn<16, 4, false>(bias);
+            return e->lanes == 4   ? group_fn<4, 8, true>(bias, local)
+                   : e->lanes == 8 ? group_fn<8, 8, true>(bias, local)
+                                   : group_fn<16, 8, true>(bias, local);
+        return e->lanes == 8 ? group_fn<8, 4, false>(bias, local)
+                             : group_fn<16, 4, false>(bias, local);
     }
     switch (e->kpl) {
-    case 1: return pick_epoch<1>(e->half, e->resident);
-    case 2: return pick_epoch<2>(e->half, e->resident);
-    case 4: return pick_epoch<4>(e->half, e->resident);
-    case 8: return pick_epoch<8>(e->half, e->resident);
-    default: return pick_epoch<16>(e->half, e->resident);
+    case 1: return pick_epoch<1>(e->half, e->resident, local);
+    case 2: return pick_epoch<2>(e->half, e->resident, local);
+    case 4: return pick_epoch<4>(e->half, e->resident, local);
+    case 8: return pick_epoch<8>(e->half, e->resident, local);
+    default: return pick_epoch<16>(e->half, e->resident, local);
     }
+}
+const void *epoch_kernel_for(const cuda_engine *e)
+{
+    return epoch_kernel_for(e, e->local);
 }
 const void *rmse_half_kernel_for(const cuda_engine *e)
 {
@@ -169,12 +198,30 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     a.bu = e->biases ? (float *)e->bu.ptr : NULL;
     a.bi = e->biases ? (float *)e->bi.ptr : NULL;
     a.lambda_bias = e->lambda_bias;
+    memset(&a.local, 0, sizeof a.local);
+    if (e->local) {
+        const double contract = (double)lr * (1.0 + (double)e->lambda_bias);
+        a.local.slots = e->slots;
+        a.local.mask = (uint32_t)e->slots - 1u;
+        a.local.owner = (const int32_t *)e->local_owner.ptr;
+        a.local.count = (const unsigned *)e->local_count.ptr + (size_t)part * e->slots;
+        a.local.moved = (float *)e->local_acc.ptr;
+        a.local.touched = (unsigned *)(a.local.moved + e->slots);
+        a.local.log_keep = contract < 1.0 ? (float)log1p(-contract) : -INFINITY;
+    }
     a.groups = e->groups;
     if (nchunks > 0) {
         void *args[] = {&a};
+        const size_t smem = e->local ? (size_t)e->slots * sizeof(float) : 0;
         MF_TRY(hot_rows(e, 0));
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
-                                          args, 0, stream));
+                                          args, smem, stream));
+        if (e->local) {
+            sgd::merge_local_bias_kernel<<<mf_cuda_grid(ctx->link.cuda, e->slots, 256, 4), 256, 0,
+                                           stream>>>(a.local, (float *)e->bi.ptr,
+                                                     MF_SGD_BIAS_STRIDE);
+            MF_CUDA_TRY(ctx, cudaGetLastError());
+        }
         MF_TRY(hot_rows(e, 1));
     }
     MF_CUDA_TRY(ctx,
@@ -327,6 +374,9 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->bu);
     mf_dmem_free(ctx, &e->bi);
     mf_dmem_free(ctx, &e->hot_items);
+    mf_dmem_free(ctx, &e->local_owner);
+    mf_dmem_free(ctx, &e->local_count);
+    mf_dmem_free(ctx, &e->local_acc);
     free(e->parts);
     free(e);
 }
@@ -453,6 +503,158 @@ mf_status hot_setup(cuda_engine *e, int64_t nnz, int64_t nchunks)
     return st;
 }
 
+/* The persistent grid of the epoch kernel: as many workers (update groups) as fit at once,
+ * or the caller's number. Plain kernels run blocks of 256 threads (32 when the workers
+ * are not a multiple of 8 warps); local-bias kernels one block per multiprocessor, whose
+ * shared memory holds the item biases (sgd::local_block_threads). */
+mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
+{
+    mf_ctx *ctx = e->ctx;
+    const int block = local ? sgd::local_block_threads(e->lanes, e->kpl) : 256;
+    const size_t smem = local ? (size_t)e->slots * sizeof(float) : 0;
+    int per_sm = 0;
+    MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                         &per_sm, epoch_kernel_for(e, local), block, smem));
+    const int per_warp = 32 / e->lanes, block_warps = block / 32;
+    int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount *
+                   block_warps * per_warp;
+    int64_t groups = s->workers > 0 && s->workers < most ? s->workers : most;
+    groups = groups < s->max_workers ? groups : s->max_workers;
+    const int64_t warps = (groups + per_warp - 1) / per_warp;
+    if (local) /* the last block's surplus warps take no chunk (a.groups) */
+        e->threads = (unsigned)block,
+        e->blocks = (unsigned)((warps + block_warps - 1) / block_warps);
+    else if (warps % 8 == 0)
+        e->threads = 256, e->blocks = (unsigned)(warps / 8);
+    else
+        e->threads = 32, e->blocks = (unsigned)warps;
+    e->groups = groups;
+    e->base.workers = (int)groups;
+    return MF_OK;
+}
+
+/* Block-local item biases (sgd_local_bias.cuh) where the model has biases, the order keeps a
+ * user's row resident (the kernels that have them) and each block's copy would see
+ * MF_SGD_LOCAL_BIAS_RATINGS ratings an epoch or more (below that the biases cost little
+ * time, and a copy's share of an item is too small to learn from alone);
+ * mf_sgd_debug_local_bias 0 turns them off, 1 on whatever the size. All of them where the
+ * items and working rows fit in one block's shared memory (about 58,000 on an H100), else
+ * the largest power of two of slots, each going to the item with the most ratings among
+ * those that map to it. Counts the entries of every part, picks the owners on the host,
+ * flags the owners' entries on the device (LOCAL_SOME), and shapes the grid anew. */
+mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    e->local = sgd::LOCAL_NONE;
+    mf_sgd_debug_local_items = 0;
+    const int64_t nb = (int64_t)e->cols + spare, nnz = s->plan->nnz;
+    const int64_t fit = (int64_t)(ctx->link.cuda->prop.sharedMemPerBlockOptin / sizeof(float));
+    const double sms = ctx->link.cuda->prop.multiProcessorCount;
+    const bool wanted = mf_sgd_debug_local_bias == 1 ||
+                        (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);
+    if (!e->biases || !e->resident || !wanted || nb == 0 || nnz == 0)
+        return MF_OK;
+    int32_t slots = (int32_t)(nb <= fit ? nb : 1);
+    while (nb > fit && 2 * (int64_t)slots <= fit)
+        slots *= 2;
+    const int mode = nb <= fit ? sgd::LOCAL_ALL : sgd::LOCAL_SOME;
+    const int np = e->nparts;
+    const int64_t *begin = s->plan->chunk_begin;
+    mf_dbuf counts = {NULL, 0}, owned = {NULL, 0};
+    unsigned *host = (unsigned *)calloc((size_t)np * nb, sizeof *host);
+    int32_t *owner = (int32_t *)malloc((size_t)slots * sizeof *owner);
+    unsigned *best = (unsigned *)calloc((size_t)slots, sizeof *best);
+    unsigned *per = (unsigned *)calloc((size_t)np * slots, sizeof *per);
+    unsigned char *own = (unsigned char *)calloc((size_t)nb, 1);
+    mf_status st =
+        host && owner && best && per && own
+            ? MF_OK
+            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &counts, (size_t)np * nb * sizeof(unsigned), "SGD item counts");
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK) {
+        err = cudaMemsetAsync(counts.ptr, 0, counts.bytes, stream);
+        for (int p = 0; p < np && err == cudaSuccess; p++) {
+            const int64_t from = begin[e->parts[p]], to = begin[e->parts[p + 1]];
+            if (to > from)
+                sgd::count_items_kernel<<<mf_cuda_grid(ctx->link.cuda, to - from, 256, 8), 256, 0,
+                                          stream>>>((const mf_sgd_entry *)e->entries.ptr + from,
+                                                    to - from, (unsigned *)counts.ptr + p * nb);
+            err = cudaGetLastError();
+        }
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(host, counts.ptr, counts.bytes, cudaMemcpyDeviceToHost, stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+    }
+    if (st == MF_OK && err == cudaSuccess) {
+        /* Each slot's owner: the most ratings over all parts, the lowest number on ties. */
+        for (int32_t t = 0; t < slots; t++)
+            owner[t] = -1;
+        for (int64_t i = 0; i < nb; i++) {
+            unsigned total = 0;
+            for (int p = 0; p < np; p++)
+                total += host[(size_t)p * nb + i];
+            const int32_t t = (int32_t)(i % slots);
+            if (total > 0 && (owner[t] < 0 || total > best[t]))
+                owner[t] = (int32_t)i, best[t] = total;
+        }
+        for (int32_t t = 0; t < slots; t++)
+            if (owner[t] >= 0) {
+                own[owner[t]] = 1;
+                for (int p = 0; p < np; p++)
+                    per[(size_t)p * slots + t] = host[(size_t)p * nb + owner[t]];
+            }
+        st = mf_dmem_alloc(ctx, &owned, (size_t)nb, "SGD local item flags");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->local_owner, (size_t)slots * sizeof(int32_t),
+                               "SGD local item owners");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->local_count, (size_t)np * slots * sizeof(unsigned),
+                               "SGD local item counts");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->local_acc, (size_t)slots * 2 * sizeof(float),
+                               "SGD local item merge");
+        if (st == MF_OK) {
+            err = cudaMemcpyAsync(owned.ptr, own, owned.bytes, cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(e->local_owner.ptr, owner, e->local_owner.bytes,
+                                      cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess)
+                err = cudaMemcpyAsync(e->local_count.ptr, per, e->local_count.bytes,
+                                      cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess)
+                err = cudaMemsetAsync(e->local_acc.ptr, 0, e->local_acc.bytes, stream);
+            if (err == cudaSuccess && mode == sgd::LOCAL_SOME)
+                sgd::flag_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nnz, 256, 8), 256, 0,
+                                         stream>>>((mf_sgd_entry *)e->entries.ptr, nnz,
+                                                   (const unsigned char *)owned.ptr);
+            if (err == cudaSuccess)
+                err = cudaGetLastError();
+            if (err == cudaSuccess) /* the host arrays are freed below */
+                err = cudaStreamSynchronize(stream);
+        }
+    }
+    mf_dmem_free(ctx, &counts);
+    mf_dmem_free(ctx, &owned);
+    free(host), free(owner), free(best), free(per), free(own);
+    MF_TRY(st);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "SGD local item biases", __FILE__, __LINE__);
+    /* The largest size once, for every local kernel: a context in another thread never
+     * lowers it under this one's launch. */
+    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
+    e->slots = slots;
+    MF_TRY(launch_shape(e, s, mode));
+    e->local = mode;
+    mf_sgd_debug_local_items = slots;
+    return MF_OK;
+}
+
 mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
 {
     mf_ctx *ctx = e->ctx;
@@ -470,25 +672,10 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD plan upload", __FILE__, __LINE__);
 
-    /* A persistent grid: as many warps as fit at once, or the caller's number. */
-    int per_sm = 0;
-    MF_CUDA_TRY(
-        ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, epoch_kernel_for(e), 256, 0));
-    const int per_warp = 32 / e->lanes;
-    int64_t most = (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount *
-                   8 * per_warp;
-    int64_t groups = s->workers > 0 && s->workers < most ? s->workers : most;
-    groups = groups < s->max_workers ? groups : s->max_workers;
-    const int64_t warps = (groups + per_warp - 1) / per_warp;
-    if (warps % 8 == 0)
-        e->threads = 256, e->blocks = (unsigned)(warps / 8);
-    else
-        e->threads = 32, e->blocks = (unsigned)warps;
-    e->groups = groups;
-    e->base.workers = (int)groups;
-
+    MF_TRY(launch_shape(e, s, sgd::LOCAL_NONE));
     MF_TRY(hot_setup(e, p->nnz, p->nchunks));
     const int64_t spare = (int64_t)e->hot * e->replicas;
+    MF_TRY(local_bias_setup(e, s, spare));
     MF_TRY(copy_in(e, &e->U, e->rows, 0, s->U0, "SGD user factors"));
     MF_TRY(copy_in(e, &e->V, e->cols, spare, s->V0, "SGD item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));

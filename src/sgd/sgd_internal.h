@@ -105,6 +105,15 @@ extern int mf_sgd_debug_lanes;
 extern int mf_sgd_debug_replicas;
 /* Tests only: the popular items that the last CUDA engine set up gave working rows. */
 extern int64_t mf_sgd_debug_hot_items;
+/* Benchmarks and tests only (bench_sgd --local-bias): 0 keeps the CUDA engine's item biases in
+ * global memory, updated in place by every update; 1 holds them in each block's shared memory
+ * (sgd_local_bias.cuh) whatever the size of the ratings; -1 (the default) where each block
+ * would see MF_SGD_LOCAL_BIAS_RATINGS ratings an epoch or more. */
+#define MF_SGD_LOCAL_BIAS_RATINGS 20000.0
+extern int mf_sgd_debug_local_bias;
+/* Tests and benchmarks: the item bias slots the last CUDA engine set up in each block's
+ * shared memory, 0 when it kept them all in global memory. */
+extern int64_t mf_sgd_debug_local_items;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "sgd/sgd_internal.h"
+#include "sgd/sgd_local_bias.cuh"
 #include "sgd/sgd_rules.h"
 
 namespace sgd
@@ -122,7 +123,8 @@ struct epoch_args {
      * r - mean. */
     float *bu, *bi;
     float lambda_bias;
-    int64_t groups; /* epoch_group_kernel: the groups that take part (the worker count) */
+    local_bias_args local; /* LOCAL kernels: the item biases in shared memory */
+    int64_t groups;        /* epoch_group_kernel: the groups that take part (the worker count) */
 };
 
 /* Biases sit one per 32-byte sector (MF_SGD_BIAS_STRIDE floats apart): packed, the 32 items
@@ -148,6 +150,36 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
                make_float4(lane == 0 ? x : 0.0f, 0.0f, 0.0f, 0.0f));
 }
 
+/* The row of an entry's item: LOCAL_SOME kernels' entries may carry MF_SGD_LOCAL_FLAG. */
+template <int LOCAL> __device__ __forceinline__ int32_t row_of(int32_t item)
+{
+    return LOCAL == LOCAL_SOME ? entry_row(item) : item;
+}
+
+/* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
+ * one, lanes 0 and 1 a global one's sector). */
+template <int LOCAL>
+__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item)
+{
+    if (LOCAL == LOCAL_NONE)
+        return load_bias(a.bi, item);
+    return lb.get<LOCAL>(a.local, a.bi, MF_SGD_BIAS_STRIDE, item);
+}
+template <int LOCAL>
+__device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &lb, int32_t item,
+                                              float x, int lane)
+{
+    if (LOCAL == LOCAL_ALL) {
+        if (lane == 0)
+            relaxed_store(lb.b + item, x);
+    } else if (LOCAL == LOCAL_SOME && ((uint32_t)item & MF_SGD_LOCAL_FLAG)) {
+        if (lane == 0)
+            relaxed_store(lb.b + ((uint32_t)item & a.local.mask), x);
+    } else {
+        store_bias(a.bi, item, x, lane);
+    }
+}
+
 /* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
  * counter (so long chunks never leave a multiprocessor idle) and visiting chunk
  * perm(slot). RESIDENT (MF_SGD_ORDER_USER_CHUNKS): a chunk is one user's ratings, and the
@@ -157,15 +189,31 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
  * the same start, and on MovieLens 100K that diverged at the default rate.) Otherwise
  * each update loads and stores both rows. The next item's row is fetched while the
  * current update computes. */
-template <int KPL, bool HALF, bool RESIDENT>
-__global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
+/* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
+ * holds the item biases): as many warps as the plain kernel's registers leave room for, or
+ * the most a block may have (at most 64 registers a thread, which rows of 16 elements a lane
+ * would spill). sgd.cu shapes the grid with the same numbers. */
+__host__ __device__ constexpr int local_block_threads(int lanes, int kpl)
 {
+    return lanes < 32 ? 768 : kpl >= 16 ? 512 : 1024;
+}
+
+template <int KPL, bool HALF, bool RESIDENT, int LOCAL = LOCAL_NONE>
+__global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
+    epoch_kernel(epoch_args a)
+{
+    static_assert(!LOCAL || RESIDENT, "block-local item biases under the user-chunk order");
     using io = row_io<KPL, HALF>;
     using elem = typename io::elem;
     elem *U = static_cast<elem *>(a.U), *V = static_cast<elem *>(a.V);
     const int lane = threadIdx.x & 31;
     double sq = 0.0;
-    for (;;) {
+    local_bias lb;
+    if (LOCAL)
+        lb.begin(a.local, a.bi, MF_SGD_BIAS_STRIDE);
+    /* A local kernel's blocks are whole multiprocessors: the last one's surplus warps idle. */
+    const int64_t warp = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    while (!LOCAL || warp < a.groups) {
         unsigned long long slot = 0;
         if (lane == 0)
             slot = atomicAdd(a.next, 1ull);
@@ -197,9 +245,9 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 bu = load_bias(a.bu, user);
         }
         const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
-        io::load(V + (int64_t)first * a.kp, lane, v);
+        io::load(V + (int64_t)row_of<LOCAL>(first) * a.kp, lane, v);
         if (biased)
-            bi = load_bias(a.bi, first);
+            bi = item_bias<LOCAL>(a, lb, first);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
@@ -208,9 +256,9 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
             int32_t next = -1;
             if (q + 1 < n) {
                 next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, (q + 1) & 31);
-                io::load(V + (int64_t)next * a.kp, lane, v_next);
+                io::load(V + (int64_t)row_of<LOCAL>(next) * a.kp, lane, v_next);
                 if (biased)
-                    bi_next = load_bias(a.bi, next);
+                    bi_next = item_bias<LOCAL>(a, lb, next);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
@@ -226,7 +274,7 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 err -= bu + bi;
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                store_bias(a.bi, cur, bi, lane);
+                put_item_bias<LOCAL>(a, lb, cur, bi, lane);
                 if (!RESIDENT)
                     store_bias(a.bu, user, bu, lane);
             }
@@ -235,7 +283,7 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
                 u[j] = uj + a.lr * (err * vj - a.lambda_u * uj);
                 v[j] = vj + a.lr * (err * uj - a.lambda_v * vj);
             }
-            io::store(V + (int64_t)cur * a.kp, lane, v);
+            io::store(V + (int64_t)row_of<LOCAL>(cur) * a.kp, lane, v);
             if (!RESIDENT)
                 io::store(U + (int64_t)user * a.kp, lane, u);
             chunk_sq = fmaf(err, err, chunk_sq);
@@ -254,6 +302,8 @@ __global__ void __launch_bounds__(256) epoch_kernel(epoch_args a)
         }
         sq += chunk_sq;
     }
+    if (LOCAL)
+        lb.end(a.local, a.bi, MF_SGD_BIAS_STRIDE);
     if (lane == 0 && sq != 0.0)
         atomicAdd(a.sq_err, sq);
 }
@@ -276,10 +326,12 @@ __device__ __forceinline__ mf_sgd_entry load_entry(const mf_sgd_entry *p)
  * and the two iterations after that bring the claimed chunk's entries into L1 and its
  * user's row into L2, so that starting a chunk waits on no chain of loads. Group g of the
  * grid takes part while g < a.groups (the worker count). */
-template <int G, int KPL, bool HALF, bool BIASED, int MINB = 3>
-__global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
+template <int G, int KPL, bool HALF, bool BIASED, int LOCAL = LOCAL_NONE>
+__global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOCAL ? 1 : 3)
+    epoch_group_kernel(epoch_args a)
 {
     static_assert(G == 4 || G == 8 || G == 16, "a group is a power of two below a warp");
+    static_assert(!LOCAL || BIASED, "block-local item biases need biases");
     using io = row_io<KPL, HALF>;
     using elem = typename io::elem;
     elem *U = static_cast<elem *>(a.U), *V = static_cast<elem *>(a.V);
@@ -303,6 +355,9 @@ __global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
     int32_t user_ahead = 0;
     int stage = 0;
     bool ahead = false;
+    local_bias lb;
+    if (LOCAL)
+        lb.begin(a.local, a.bi, MF_SGD_BIAS_STRIDE);
 
     auto claim = [&]() {
         unsigned long long slot = 0;
@@ -328,10 +383,10 @@ __global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
         if (p + 1 < end)
             e1 = load_entry(a.entries + p + 1);
         io::load(U + (int64_t)user * KP, gl, u);
-        io::load(V + (int64_t)e0.item * KP, gl, v);
+        io::load(V + (int64_t)row_of<LOCAL>(e0.item) * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
-            bi = load_bias(a.bi, e0.item);
+            bi = item_bias<LOCAL>(a, lb, e0.item);
         }
         cur = e0.item, r_cur = e0.rating;
         nxt = e1.item, r_nxt = e1.rating;
@@ -364,9 +419,9 @@ __global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
         const bool more = p + 1 < end;
         mf_sgd_entry e2 = {0, 0.0f};
         if (more) {
-            io::load(V + (int64_t)nxt * KP, gl, v_next);
+            io::load(V + (int64_t)row_of<LOCAL>(nxt) * KP, gl, v_next);
             if (BIASED)
-                bi_next = load_bias(a.bi, nxt);
+                bi_next = item_bias<LOCAL>(a, lb, nxt);
             if (p + 2 < end)
                 e2 = load_entry(a.entries + p + 2);
         }
@@ -376,19 +431,20 @@ __global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
         for (int m = G / 2; m > 0; m >>= 1)
             part += __shfl_xor_sync(gmask, part, m, G);
         float err = r_cur - part;
-        if (BIASED) {
+        if (BIASED)
             err -= bu + bi;
-            bu = fmaf(a.lr, err, keep_b * bu);
-            bi = fmaf(a.lr, err, keep_b * bi);
-            store_bias(a.bi, cur, bi, gl);
-        }
         const float step = a.lr * err;
+        if (BIASED) { /* keep_b b + lr err: one operation each, with the factors' step */
+            bu = fmaf(keep_b, bu, step);
+            bi = fmaf(keep_b, bi, step);
+            put_item_bias<LOCAL>(a, lb, cur, bi, gl);
+        }
         for (int j = 0; j < KPL; j++) {
             const float uj = u[j], vj = v[j];
             u[j] = fmaf(step, vj, keep_u * uj);
             v[j] = fmaf(step, uj, keep_v * vj);
         }
-        io::store(V + (int64_t)cur * KP, gl, v);
+        io::store(V + (int64_t)row_of<LOCAL>(cur) * KP, gl, v);
         chunk_sq = fmaf(err, err, chunk_sq);
         if (more) {
             /* One item twice in a row: the prefetched row (and bias) is older than the
@@ -409,6 +465,8 @@ __global__ void __launch_bounds__(256, MINB) epoch_group_kernel(epoch_args a)
             live = start();
         }
     }
+    if (LOCAL)
+        lb.end(a.local, a.bi, MF_SGD_BIAS_STRIDE);
     if (gl == 0 && sq != 0.0)
         atomicAdd(a.sq_err, sq);
 }
