@@ -171,10 +171,10 @@ __device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &l
 {
     if (LOCAL == LOCAL_ALL) {
         if (lane == 0)
-            relaxed_store(lb.b + item, x);
+            racy_store(lb.b + item, x);
     } else if (LOCAL == LOCAL_SOME && ((uint32_t)item & MF_SGD_LOCAL_FLAG)) {
         if (lane == 0)
-            relaxed_store(lb.b + ((uint32_t)item & a.local.mask), x);
+            racy_store(lb.b + ((uint32_t)item & a.local.mask), x);
     } else {
         store_bias(a.bi, item, x, lane);
     }
