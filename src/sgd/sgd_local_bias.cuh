@@ -130,7 +130,9 @@ __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int st
             continue;
         const float n = (float)(l.count[s] > r ? l.count[s] : r);
         const float all = -expm1f(n * l.log_keep), each = -expm1f(n / (float)r * l.log_keep);
-        global[(int64_t)l.owner[s] * stride] += all / ((float)r * each) * l.moved[s];
+        /* each == 0 only where lr (1 + lambda_bias) underflows: the steps then add up */
+        const float scale = each > 0.0f ? all / ((float)r * each) : 1.0f;
+        global[(int64_t)l.owner[s] * stride] += scale * l.moved[s];
         l.moved[s] = 0.0f;
         l.touched[s] = 0u;
     }
