@@ -521,10 +521,18 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
     int64_t groups = s->workers > 0 && s->workers < most ? s->workers : most;
     groups = groups < s->max_workers ? groups : s->max_workers;
     const int64_t warps = (groups + per_warp - 1) / per_warp;
-    if (local) /* the last block's surplus warps take no chunk (a.groups) */
-        e->threads = (unsigned)block,
-        e->blocks = (unsigned)((warps + block_warps - 1) / block_warps);
-    else if (warps % 8 == 0)
+    if (local) {
+        /* Every multiprocessor a block (each holds its own copy of the biases), the warps
+         * spread over them: fewer workers than the device holds (the rule of one per 128
+         * chunks, or the caller's number) still reach every multiprocessor. The last block's
+         * surplus warps take no chunk (a.groups). */
+        const int64_t sms =
+            (int64_t)(per_sm > 0 ? per_sm : 1) * ctx->link.cuda->prop.multiProcessorCount;
+        const int64_t blocks = warps < sms ? warps : sms;
+        const int64_t per_block = (warps + blocks - 1) / blocks;
+        e->threads = (unsigned)(32 * per_block);
+        e->blocks = (unsigned)((warps + per_block - 1) / per_block);
+    } else if (warps % 8 == 0)
         e->threads = 256, e->blocks = (unsigned)(warps / 8);
     else
         e->threads = 32, e->blocks = (unsigned)warps;
@@ -559,6 +567,14 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     while (nb > fit && 2 * (int64_t)slots <= fit)
         slots *= 2;
     const int mode = nb <= fit ? sgd::LOCAL_ALL : sgd::LOCAL_SOME;
+    /* The grid first: nothing below can fail once the entries are flagged. The largest
+     * shared size once, for every local kernel: a context in another thread never lowers it
+     * under this one's launch. */
+    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
+                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
+    e->slots = slots;
+    MF_TRY(launch_shape(e, s, mode));
     const int np = e->nparts;
     const int64_t *begin = s->plan->chunk_begin;
     mf_dbuf counts = {NULL, 0}, owned = {NULL, 0};
@@ -643,13 +659,6 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD local item biases", __FILE__, __LINE__);
-    /* The largest size once, for every local kernel: a context in another thread never
-     * lowers it under this one's launch. */
-    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
-                                          cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                          (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
-    e->slots = slots;
-    MF_TRY(launch_shape(e, s, mode));
     e->local = mode;
     mf_sgd_debug_local_items = slots;
     return MF_OK;

@@ -109,7 +109,7 @@ extern int64_t mf_sgd_debug_hot_items;
  * global memory, updated in place by every update; 1 holds them in each block's shared memory
  * (sgd_local_bias.cuh) whatever the size of the ratings; -1 (the default) where each block
  * would see MF_SGD_LOCAL_BIAS_RATINGS ratings an epoch or more. */
-#define MF_SGD_LOCAL_BIAS_RATINGS 20000.0
+#define MF_SGD_LOCAL_BIAS_RATINGS 150000.0
 extern int mf_sgd_debug_local_bias;
 /* Tests and benchmarks: the item bias slots the last CUDA engine set up in each block's
  * shared memory, 0 when it kept them all in global memory. */
