@@ -180,15 +180,6 @@ __device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &l
     }
 }
 
-/* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
- * counter (so long chunks never leave a multiprocessor idle) and visiting chunk
- * perm(slot). RESIDENT (MF_SGD_ORDER_USER_CHUNKS): a chunk is one user's ratings, and the
- * user's row stays in registers (float) through it and is stored once at its end, a plain
- * Hogwild write. (Adding the chunk's change atomically instead was measured and
- * rejected: two chunks of one user in flight at once then both apply a full step from
- * the same start, and on MovieLens 100K that diverged at the default rate.) Otherwise
- * each update loads and stores both rows. The next item's row is fetched while the
- * current update computes. */
 /* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
  * holds the item biases): as many warps as the plain kernel's registers leave room for, or
  * the most a block may have (at most 64 registers a thread, which rows of 16 elements a lane
@@ -198,6 +189,15 @@ __host__ __device__ constexpr int local_block_threads(int lanes, int kpl)
     return lanes < 32 ? 768 : kpl >= 16 ? 512 : 1024;
 }
 
+/* One epoch: a persistent grid of warps, each taking chunk slots in turn from a global
+ * counter (so long chunks never leave a multiprocessor idle) and visiting chunk
+ * perm(slot). RESIDENT (MF_SGD_ORDER_USER_CHUNKS): a chunk is one user's ratings, and the
+ * user's row stays in registers (float) through it and is stored once at its end, a plain
+ * Hogwild write. (Adding the chunk's change atomically instead was measured and
+ * rejected: two chunks of one user in flight at once then both apply a full step from
+ * the same start, and on MovieLens 100K that diverged at the default rate.) Otherwise
+ * each update loads and stores both rows. The next item's row is fetched while the
+ * current update computes. */
 template <int KPL, bool HALF, bool RESIDENT, int LOCAL = LOCAL_NONE>
 __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
     epoch_kernel(epoch_args a)
