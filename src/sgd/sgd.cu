@@ -46,11 +46,11 @@ struct cuda_engine {
     int replicas;
     mf_dbuf hot_items;
     /* Block-local item biases (sgd_local_bias.cuh), when local: `slots` in shared memory,
-     * their owners, the owners' ratings per part (nparts x slots) and the merge's
-     * accumulators (slots floats, then slots counts). */
+     * their owners, the owners' ratings per part (nparts x slots) and the blocks' copies
+     * (blocks x slots floats) that the merge sums. */
     int local; /* sgd::LOCAL_NONE, _SOME or _ALL */
     int32_t slots;
-    mf_dbuf local_owner, local_count, local_acc;
+    mf_dbuf local_owner, local_count, local_copies;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -205,8 +205,8 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
         a.local.mask = (uint32_t)e->slots - 1u;
         a.local.owner = (const int32_t *)e->local_owner.ptr;
         a.local.count = (const unsigned *)e->local_count.ptr + (size_t)part * e->slots;
-        a.local.moved = (float *)e->local_acc.ptr;
-        a.local.touched = (unsigned *)(a.local.moved + e->slots);
+        a.local.copies = (float *)e->local_copies.ptr;
+        a.local.blocks = (int32_t)e->blocks;
         a.local.log_keep = contract < 1.0 ? (float)log1p(-contract) : -INFINITY;
     }
     a.groups = e->groups;
@@ -376,7 +376,7 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->hot_items);
     mf_dmem_free(ctx, &e->local_owner);
     mf_dmem_free(ctx, &e->local_count);
-    mf_dmem_free(ctx, &e->local_acc);
+    mf_dmem_free(ctx, &e->local_copies);
     free(e->parts);
     free(e);
 }
@@ -631,8 +631,9 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             st = mf_dmem_alloc(ctx, &e->local_count, (size_t)np * slots * sizeof(unsigned),
                                "SGD local item counts");
         if (st == MF_OK)
-            st = mf_dmem_alloc(ctx, &e->local_acc, (size_t)slots * 2 * sizeof(float),
-                               "SGD local item merge");
+            /* at most the device's shared memory (30 MB on an H100) */
+            st = mf_dmem_alloc(ctx, &e->local_copies, (size_t)e->blocks * slots * sizeof(float),
+                               "SGD local item copies");
         if (st == MF_OK) {
             err = cudaMemcpyAsync(owned.ptr, own, owned.bytes, cudaMemcpyHostToDevice, stream);
             if (err == cudaSuccess)
@@ -641,8 +642,6 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             if (err == cudaSuccess)
                 err = cudaMemcpyAsync(e->local_count.ptr, per, e->local_count.bytes,
                                       cudaMemcpyHostToDevice, stream);
-            if (err == cudaSuccess)
-                err = cudaMemsetAsync(e->local_acc.ptr, 0, e->local_acc.bytes, stream);
             if (err == cudaSuccess && mode == sgd::LOCAL_SOME)
                 sgd::flag_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nnz, 256, 8), 256, 0,
                                          stream>>>((mf_sgd_entry *)e->entries.ptr, nnz,

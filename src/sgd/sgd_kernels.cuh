@@ -150,31 +150,27 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
                make_float4(lane == 0 ? x : 0.0f, 0.0f, 0.0f, 0.0f));
 }
 
-/* The row of an entry's item: LOCAL_SOME kernels' entries may carry MF_SGD_LOCAL_FLAG. */
-template <int LOCAL> __device__ __forceinline__ int32_t row_of(int32_t item)
-{
-    return LOCAL == LOCAL_SOME ? entry_row(item) : item;
-}
-
 /* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
- * one, lanes 0 and 1 a global one's sector). */
+ * one, lanes 0 and 1 a global one's sector). LOCAL_SOME: the entry's rating says whether the
+ * item owns its slot. */
 template <int LOCAL>
-__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item)
+__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item,
+                                           float rating)
 {
     if (LOCAL == LOCAL_NONE)
         return load_bias(a.bi, item);
-    return lb.get<LOCAL>(a.local, a.bi, MF_SGD_BIAS_STRIDE, item);
+    return lb.get<LOCAL>(a.local, a.bi, MF_SGD_BIAS_STRIDE, item, rating);
 }
 template <int LOCAL>
 __device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &lb, int32_t item,
-                                              float x, int lane)
+                                              float rating, float x, int lane)
 {
     if (LOCAL == LOCAL_ALL) {
         if (lane == 0)
-            racy_store(lb.b + item, x);
-    } else if (LOCAL == LOCAL_SOME && ((uint32_t)item & MF_SGD_LOCAL_FLAG)) {
+            lb.store((uint32_t)item, x);
+    } else if (LOCAL == LOCAL_SOME && owns_slot(rating)) {
         if (lane == 0)
-            racy_store(lb.b + ((uint32_t)item & a.local.mask), x);
+            lb.store((uint32_t)item & a.local.mask, x);
     } else {
         store_bias(a.bi, item, x, lane);
     }
@@ -245,9 +241,10 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
                 bu = load_bias(a.bu, user);
         }
         const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
-        io::load(V + (int64_t)row_of<LOCAL>(first) * a.kp, lane, v);
-        if (biased)
-            bi = item_bias<LOCAL>(a, lb, first);
+        io::load(V + (int64_t)first * a.kp, lane, v);
+        if (biased) /* LOCAL_SOME: the flag in the first rating */
+            bi = item_bias<LOCAL>(
+                a, lb, first, LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, e0.rating, 0) : 0.0f);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
@@ -256,9 +253,14 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             int32_t next = -1;
             if (q + 1 < n) {
                 next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, (q + 1) & 31);
-                io::load(V + (int64_t)row_of<LOCAL>(next) * a.kp, lane, v_next);
+                io::load(V + (int64_t)next * a.kp, lane, v_next);
                 if (biased)
-                    bi_next = item_bias<LOCAL>(a, lb, next);
+                    bi_next = item_bias<LOCAL>(a, lb, next,
+                                               LOCAL == LOCAL_SOME
+                                                   ? __shfl_sync(0xffffffffu,
+                                                                 q + 1 < 32 ? e0.rating : e1.rating,
+                                                                 (q + 1) & 31)
+                                                   : 0.0f);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
@@ -269,12 +271,13 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             float part = 0.0f;
             for (int j = 0; j < KPL; j++)
                 part = fmaf(u[j], v[j], part);
-            float err = r - warp_sum(part);
+            /* r - (bu + bi) is ready before the dot product: the biases add no step to
+             * the chain from the dot product through the error to the next update's rows. */
+            const float err = (biased ? r - (bu + bi) : r) - warp_sum(part);
             if (biased) {
-                err -= bu + bi;
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                put_item_bias<LOCAL>(a, lb, cur, bi, lane);
+                put_item_bias<LOCAL>(a, lb, cur, r, bi, lane);
                 if (!RESIDENT)
                     store_bias(a.bu, user, bu, lane);
             }
@@ -283,7 +286,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
                 u[j] = uj + a.lr * (err * vj - a.lambda_u * uj);
                 v[j] = vj + a.lr * (err * uj - a.lambda_v * vj);
             }
-            io::store(V + (int64_t)row_of<LOCAL>(cur) * a.kp, lane, v);
+            io::store(V + (int64_t)cur * a.kp, lane, v);
             if (!RESIDENT)
                 io::store(U + (int64_t)user * a.kp, lane, u);
             chunk_sq = fmaf(err, err, chunk_sq);
@@ -303,7 +306,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
         sq += chunk_sq;
     }
     if (LOCAL)
-        lb.end(a.local, a.bi, MF_SGD_BIAS_STRIDE);
+        lb.end(a.local);
     if (lane == 0 && sq != 0.0)
         atomicAdd(a.sq_err, sq);
 }
@@ -383,10 +386,10 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (p + 1 < end)
             e1 = load_entry(a.entries + p + 1);
         io::load(U + (int64_t)user * KP, gl, u);
-        io::load(V + (int64_t)row_of<LOCAL>(e0.item) * KP, gl, v);
+        io::load(V + (int64_t)e0.item * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
-            bi = item_bias<LOCAL>(a, lb, e0.item);
+            bi = item_bias<LOCAL>(a, lb, e0.item, e0.rating);
         }
         cur = e0.item, r_cur = e0.rating;
         nxt = e1.item, r_nxt = e1.rating;
@@ -419,9 +422,9 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         const bool more = p + 1 < end;
         mf_sgd_entry e2 = {0, 0.0f};
         if (more) {
-            io::load(V + (int64_t)row_of<LOCAL>(nxt) * KP, gl, v_next);
+            io::load(V + (int64_t)nxt * KP, gl, v_next);
             if (BIASED)
-                bi_next = item_bias<LOCAL>(a, lb, nxt);
+                bi_next = item_bias<LOCAL>(a, lb, nxt, r_nxt);
             if (p + 2 < end)
                 e2 = load_entry(a.entries + p + 2);
         }
@@ -430,21 +433,20 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
             part = fmaf(u[j], v[j], part);
         for (int m = G / 2; m > 0; m >>= 1)
             part += __shfl_xor_sync(gmask, part, m, G);
-        float err = r_cur - part;
-        if (BIASED)
-            err -= bu + bi;
+        /* r - (bu + bi) off the chain from the dot product to the error (epoch_kernel) */
+        const float err = (BIASED ? r_cur - (bu + bi) : r_cur) - part;
         const float step = a.lr * err;
         if (BIASED) { /* keep_b b + lr err: one operation each, with the factors' step */
             bu = fmaf(keep_b, bu, step);
             bi = fmaf(keep_b, bi, step);
-            put_item_bias<LOCAL>(a, lb, cur, bi, gl);
+            put_item_bias<LOCAL>(a, lb, cur, r_cur, bi, gl);
         }
         for (int j = 0; j < KPL; j++) {
             const float uj = u[j], vj = v[j];
             u[j] = fmaf(step, vj, keep_u * uj);
             v[j] = fmaf(step, uj, keep_v * vj);
         }
-        io::store(V + (int64_t)row_of<LOCAL>(cur) * KP, gl, v);
+        io::store(V + (int64_t)cur * KP, gl, v);
         chunk_sq = fmaf(err, err, chunk_sq);
         if (more) {
             /* One item twice in a row: the prefetched row (and bias) is older than the
@@ -466,7 +468,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         }
     }
     if (LOCAL)
-        lb.end(a.local, a.bi, MF_SGD_BIAS_STRIDE);
+        lb.end(a.local);
     if (gl == 0 && sq != 0.0)
         atomicAdd(a.sq_err, sq);
 }

@@ -9,13 +9,13 @@
  * in each block's shared memory. Where they all fit (LOCAL_ALL), slot = item. Otherwise
  * (LOCAL_SOME) there are M slots, a power of two, slot = item mod M, each owned by the item
  * with the most ratings among those that map to it, and the plan's entries of owned items
- * carry MF_SGD_LOCAL_FLAG in their item field, set once on the device. Each block of the persistent
+ * carry MF_SGD_LOCAL_FLAG in their rating, set once on the device. Each block of the persistent
  * grid copies the owners' biases when it starts and applies its updates' bias steps to that copy,
  * Hogwild among its own warps; other items' biases stay in global memory, updated in place. When
- * the block ends, each slot whose bias it moved adds that move to an accumulator and counts itself,
- * and a merge kernel after the epoch moves the global bias. Every copy is Koren's SGD on its share
- * of an item's ratings from the same start: local SGD over the blocks, as the working rows are for
- * factors.
+ * the block ends, it writes its copy to its own row of a blocks x slots array (coalesced, no
+ * atomics), and a merge kernel after the epoch sums each slot's moves over the blocks, in a fixed
+ * order, and moves the global bias. Every copy is Koren's SGD on its share of an item's ratings
+ * from the same start: local SGD over the blocks, as the working rows are for factors.
  *
  * The merge: with c = lr (1 + lambda_bias), n steps on one bias contract it towards their
  * target by f(n) = 1 - (1 - c)^n. The item's N ratings of the epoch (or part) taken in one
@@ -35,13 +35,16 @@
 namespace sgd
 {
 
-/* The item field's flag: the item owns its shared-memory slot. Item and working-row numbers
- * are below 2^31. */
-#define MF_SGD_LOCAL_FLAG 0x80000000u
+/* LOCAL_SOME: the entry's item owns its slot where the lowest bit of its rating (a float) is
+ * set; the bit is cleared in every other entry. That moves a rating by at most one unit in
+ * the last place (2^-23 of it), far below what fp32 SGD resolves; a flag in the item field
+ * instead cost four instructions at each row address (the bit cleared, the 64-bit product
+ * rebuilt), twice an update, on top of the test. */
+#define MF_SGD_LOCAL_FLAG 1u
 
-__device__ __forceinline__ int32_t entry_row(int32_t item)
+__device__ __forceinline__ bool owns_slot(float rating)
 {
-    return (int32_t)((uint32_t)item & ~MF_SGD_LOCAL_FLAG);
+    return (__float_as_uint(rating) & MF_SGD_LOCAL_FLAG) != 0u;
 }
 
 /* The kernels' LOCAL parameter: item biases in global memory, some in shared memory (flagged
@@ -56,95 +59,133 @@ struct local_bias_args {
     uint32_t mask;         /* LOCAL_SOME: M - 1 */
     const int32_t *owner;  /* M: the item of each slot, -1 for none */
     const unsigned *count; /* M: the owner's ratings in this epoch's part (N) */
-    float *moved;          /* M: sum of the blocks' moves */
-    unsigned *touched;     /* M: blocks that moved it (R) */
+    float *copies;         /* blocks x M: each block's copy when it ended */
+    int32_t blocks;        /* the epoch kernel's grid */
     float log_keep;        /* log(1 - c) */
 };
 
-/* The block's copies race by design (Hogwild among its warps), as the global rows do, with
- * plain (volatile) shared-memory loads and stores. compute-sanitizer's racecheck reports these
- * races (it checks shared memory only, so the global rows' races never showed); it reports them as
- * well when they are relaxed atomics at block scope, which ran 2% slower at k = 128 fp16 (one
- * run each, within the spread between runs). */
-__device__ __forceinline__ float racy_load(const float *p)
-{
-    return *(const volatile float *)p; /* one load where the source has one */
-}
-__device__ __forceinline__ void racy_store(float *p, float x)
-{
-    *(volatile float *)p = x;
-}
+/* Slots a thread copies in or out at once: the loads of a batch are in flight together (one
+ * at a time, a block's 768 threads took 43 round trips through L2 for 32,768 slots). */
+constexpr int local_batch = 8;
 
+/* The block's copies race by design (Hogwild among its warps), as the global rows do: a
+ * plain (volatile) load, the step, and an atomic exchange. With plain stores compute-sanitizer's
+ * racecheck reported the races (it checks shared memory only, so the global rows' races never
+ * showed), and as well with relaxed atomic loads and stores at block scope (which compile to
+ * plain ones); it does not report a plain load racing with an atomic exchange. The exchange
+ * keeps Hogwild's semantics (the last writer wins): an atomic add of the step instead applies
+ * every concurrent step from the same start, which diverged for the global biases.
+ *
+ * The copy's address in the shared window is taken once, through an opaque move: from the array
+ * or a pointer to it, the compiler rebuilt the window's address (a special register read and
+ * three more instructions) at each load and store of every update rather than hold it. */
 struct local_bias {
-    float *b;
+    uint32_t base; /* the shared-window address of local_bias_smem */
+
+    __device__ __forceinline__ float load(uint32_t slot) const
+    {
+        float x;
+        asm volatile("ld.volatile.shared.f32 %0, [%1];" : "=f"(x) : "r"(base + 4u * slot));
+        return x;
+    }
+    /* An exchange: a plain store where racecheck looks (it reports races between plain
+     * stores and loads, not between an atomic and a plain load: measured on the H100). */
+    __device__ __forceinline__ void store(uint32_t slot, float x) const
+    {
+        asm volatile(
+            "{ .reg .b32 old; atom.shared.exch.b32 old, [%0], %1; }" ::"r"(base + 4u * slot),
+            "r"(__float_as_uint(x))
+            : "memory");
+    }
 
     /* The block's copy of the owners' biases (global stride `stride` floats). */
     __device__ __forceinline__ void begin(const local_bias_args &l, const float *global, int stride)
     {
-        b = local_bias_smem;
-        for (int32_t s = threadIdx.x; s < l.slots; s += blockDim.x) {
-            const int32_t o = l.owner[s];
-            b[s] = o >= 0 ? __ldcg(global + (int64_t)o * stride) : 0.0f;
+        const uint32_t window = (uint32_t)__cvta_generic_to_shared(local_bias_smem);
+        asm volatile("mov.b32 %0, %1;" : "=r"(base) : "r"(window));
+        float *b = local_bias_smem;
+        const int32_t step = (int32_t)blockDim.x;
+        for (int32_t s0 = threadIdx.x; s0 < l.slots; s0 += local_batch * step) {
+            int32_t o[local_batch];
+            float x[local_batch];
+#pragma unroll
+            for (int j = 0; j < local_batch; j++)
+                o[j] = s0 + j * step < l.slots ? __ldg(l.owner + s0 + j * step) : -1;
+#pragma unroll
+            for (int j = 0; j < local_batch; j++)
+                x[j] = o[j] >= 0 ? __ldcg(global + (int64_t)o[j] * stride) : 0.0f;
+#pragma unroll
+            for (int j = 0; j < local_batch; j++)
+                if (s0 + j * step < l.slots)
+                    b[s0 + j * step] = x[j];
         }
         __syncthreads();
     }
 
-    /* An update's item bias: the block's copy where it has one, else global memory. */
+    /* An update's item bias (its entry's rating carries the flag): the block's copy where it
+     * has one, else global memory. */
     template <int MODE>
     __device__ __forceinline__ float get(const local_bias_args &l, const float *global, int stride,
-                                         int32_t item) const
+                                         int32_t item, float rating) const
     {
         if (MODE == LOCAL_ALL)
-            return racy_load(b + item);
-        if ((uint32_t)item & MF_SGD_LOCAL_FLAG)
-            return racy_load(b + ((uint32_t)item & l.mask));
+            return load((uint32_t)item);
+        if (owns_slot(rating))
+            return load((uint32_t)item & l.mask);
         return __ldcg(global + (int64_t)item * stride);
     }
 
-    /* Every thread of the block, once its updates are done: the moved slots into the
-     * merge's accumulators. */
-    __device__ __forceinline__ void end(const local_bias_args &l, const float *global, int stride)
+    /* Every thread of the block, once its updates are done: the copy into the block's row
+     * of the merge's array. */
+    __device__ __forceinline__ void end(const local_bias_args &l)
     {
+        const float *b = local_bias_smem;
+        float *row = l.copies + (int64_t)blockIdx.x * l.slots;
         __syncthreads();
-        for (int32_t s = threadIdx.x; s < l.slots; s += blockDim.x) {
-            const int32_t o = l.owner[s];
-            if (o < 0)
-                continue;
-            const float d = b[s] - __ldcg(global + (int64_t)o * stride);
-            if (d != 0.0f) {
-                atomicAdd(l.moved + s, d);
-                atomicAdd(l.touched + s, 1u);
-            }
-        }
+        for (int32_t s = threadIdx.x; s < l.slots; s += blockDim.x)
+            __stcg(row + s, b[s]);
     }
 };
 
-/* After the epoch (or part): each moved owner's global bias takes the merge, and the
- * accumulators return to zero. */
+/* After the epoch (or part), a thread a slot: the blocks' moves of the owner's bias (their
+ * copies against the global bias, which the epoch left alone), summed in block order, and
+ * the global bias moved by the merge. */
 __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int stride)
 {
     for (int32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < l.slots;
          s += gridDim.x * blockDim.x) {
-        const unsigned r = l.touched[s];
+        const int32_t o = l.owner[s];
+        if (o < 0)
+            continue;
+        const float g = global[(int64_t)o * stride];
+        float moved = 0.0f;
+        unsigned r = 0u; /* the blocks that moved it */
+#pragma unroll local_batch
+        for (int32_t blk = 0; blk < l.blocks; blk++) {
+            const float d = __ldcg(l.copies + (int64_t)blk * l.slots + s) - g;
+            moved += d;
+            r += d != 0.0f;
+        }
         if (r == 0u)
             continue;
         const float n = (float)(l.count[s] > r ? l.count[s] : r);
         const float all = -expm1f(n * l.log_keep), each = -expm1f(n / (float)r * l.log_keep);
         /* each == 0 only where lr (1 + lambda_bias) underflows: the steps then add up */
         const float scale = each > 0.0f ? all / ((float)r * each) : 1.0f;
-        global[(int64_t)l.owner[s] * stride] += scale * l.moved[s];
-        l.moved[s] = 0.0f;
-        l.touched[s] = 0u;
+        global[(int64_t)o * stride] = g + scale * moved;
     }
 }
 
-/* LOCAL_SOME: flag the entries whose item owns its slot (owned[row] != 0). */
+/* LOCAL_SOME: flag the entries whose item owns its slot (owned[item] != 0), clear the flag
+ * bit of the others. */
 __global__ void flag_local_kernel(mf_sgd_entry *e, int64_t nnz, const unsigned char *owned)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nnz;
-         i += (int64_t)gridDim.x * blockDim.x)
-        if (owned[e[i].item])
-            e[i].item = (int32_t)((uint32_t)e[i].item | MF_SGD_LOCAL_FLAG);
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const unsigned bits = __float_as_uint(e[i].rating);
+        e[i].rating = __uint_as_float(owned[e[i].item] ? bits | MF_SGD_LOCAL_FLAG
+                                                       : bits & ~MF_SGD_LOCAL_FLAG);
+    }
 }
 
 } // namespace sgd
