@@ -212,7 +212,7 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     a.groups = e->groups;
     if (nchunks > 0) {
         void *args[] = {&a};
-        const size_t smem = e->local ? (size_t)e->slots * sizeof(float) : 0;
+        const size_t smem = e->local ? (size_t)(MF_SGD_LOCAL_SINK + e->slots) * sizeof(float) : 0;
         MF_TRY(hot_rows(e, 0));
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
                                           args, smem, stream));
@@ -511,7 +511,7 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
 {
     mf_ctx *ctx = e->ctx;
     const int block = local ? sgd::local_block_threads(e->lanes, e->kpl) : 256;
-    const size_t smem = local ? (size_t)e->slots * sizeof(float) : 0;
+    const size_t smem = local ? (size_t)(MF_SGD_LOCAL_SINK + e->slots) * sizeof(float) : 0;
     int per_sm = 0;
     MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                          &per_sm, epoch_kernel_for(e, local), block, smem));
@@ -557,7 +557,8 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     e->local = sgd::LOCAL_NONE;
     mf_sgd_debug_local_items = 0;
     const int64_t nb = (int64_t)e->cols + spare, nnz = s->plan->nnz;
-    const int64_t fit = (int64_t)(ctx->link.cuda->prop.sharedMemPerBlockOptin / sizeof(float));
+    const int64_t fit =
+        (int64_t)(ctx->link.cuda->prop.sharedMemPerBlockOptin / sizeof(float)) - MF_SGD_LOCAL_SINK;
     const double sms = ctx->link.cuda->prop.multiProcessorCount;
     const bool wanted = mf_sgd_debug_local_bias == 1 ||
                         (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);

@@ -142,12 +142,15 @@ __device__ __forceinline__ float load_bias(const float *b, int64_t i)
 
 /* Lanes 0 and 1 of the update write bias i's whole sector (the bias, then zeros). A 4-byte
  * store is a partial-sector write, which L2 merges into the sector it holds: with one, the
- * biases cost k = 128 fp16 29% of its updates per second; with whole sectors, 15%. */
-__device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lane)
+ * biases cost k = 128 fp16 29% of its updates per second; with whole sectors, 15%. Only
+ * where `on` (LOCAL_SOME: the item has no slot), predicated rather than branched. */
+__device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lane, bool on = true)
 {
-    if (lane < 2)
-        __stcg(reinterpret_cast<float4 *>(b + i * MF_SGD_BIAS_STRIDE) + lane,
-               make_float4(lane == 0 ? x : 0.0f, 0.0f, 0.0f, 0.0f));
+    float4 *p = reinterpret_cast<float4 *>(b + i * MF_SGD_BIAS_STRIDE) + (lane & 1);
+    asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0;"
+                 " @p st.global.cg.v4.f32 [%0], {%2, %3, %3, %3}; }" ::"l"(p),
+                 "r"((unsigned)(on && lane < 2)), "f"(lane == 0 ? x : 0.0f), "f"(0.0f)
+                 : "memory");
 }
 
 /* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
@@ -166,11 +169,11 @@ __device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &l
                                               float rating, float x, int lane)
 {
     if (LOCAL == LOCAL_ALL) {
-        if (lane == 0)
-            lb.store((uint32_t)item, x);
-    } else if (LOCAL == LOCAL_SOME && owns_slot(rating)) {
-        if (lane == 0)
-            lb.store((uint32_t)item & a.local.mask, x);
+        lb.store_if(lane == 0, (uint32_t)item, x, lane);
+    } else if (LOCAL == LOCAL_SOME) {
+        const bool own = owns_slot(rating);
+        lb.store_if(own && lane == 0, (uint32_t)item & a.local.mask, x, lane);
+        store_bias(a.bi, item, x, lane, !own);
     } else {
         store_bias(a.bi, item, x, lane);
     }

@@ -51,8 +51,11 @@ __device__ __forceinline__ bool owns_slot(float rating)
  * entries), or all of them there. */
 enum { LOCAL_NONE = 0, LOCAL_SOME = 1, LOCAL_ALL = 2 };
 
-/* The dynamic shared memory of the local epoch kernels: one float a slot. */
+/* The dynamic shared memory of the local epoch kernels: MF_SGD_LOCAL_SINK words that take
+ * the exchanges of the lanes that write no bias (one a lane of a warp, never read), then one
+ * float a slot. */
 extern __shared__ __align__(16) float local_bias_smem[];
+#define MF_SGD_LOCAL_SINK 32
 
 struct local_bias_args {
     int32_t slots;         /* M; 0: every bias in global memory */
@@ -80,20 +83,28 @@ constexpr int local_batch = 8;
  * or a pointer to it, the compiler rebuilt the window's address (a special register read and
  * three more instructions) at each load and store of every update rather than hold it. */
 struct local_bias {
-    uint32_t base; /* the shared-window address of local_bias_smem */
+    uint32_t base; /* the shared-window address of local_bias_smem (the sink) */
 
-    __device__ __forceinline__ float load(uint32_t slot) const
+    /* Slot `slot` where `on` (else x unchanged). The predicate is inside the instruction: the
+     * compiler branches around an asm statement it may not move, and that branch (taken by one
+     * lane of each update) diverged at every update. */
+    __device__ __forceinline__ float load_if(bool on, uint32_t slot, float x) const
     {
-        float x;
-        asm volatile("ld.volatile.shared.f32 %0, [%1];" : "=f"(x) : "r"(base + 4u * slot));
+        asm volatile("{ .reg .pred p; setp.ne.b32 p, %2, 0; @p ld.volatile.shared.f32 %0, [%1]; }"
+                     : "+f"(x)
+                     : "r"(base + 4u * (MF_SGD_LOCAL_SINK + slot)), "r"((unsigned)on));
         return x;
     }
-    /* An exchange: a plain store where racecheck looks (it reports races between plain
-     * stores and loads, not between an atomic and a plain load: measured on the H100). */
-    __device__ __forceinline__ void store(uint32_t slot, float x) const
+    /* The update's exchange, by every lane: slot `slot` from the lane where `on`, the lane's
+     * sink word from the others. An exchange is a plain store where racecheck looks (it reports
+     * races between plain stores and loads, not between an atomic and a plain load: measured
+     * on the H100); ptxas branches around an atomic that only some lanes make (it predicates
+     * no atomic), and that branch diverged at every update. */
+    __device__ __forceinline__ void store_if(bool on, uint32_t slot, float x, int lane) const
     {
+        const uint32_t word = on ? MF_SGD_LOCAL_SINK + slot : (uint32_t)lane;
         asm volatile(
-            "{ .reg .b32 old; atom.shared.exch.b32 old, [%0], %1; }" ::"r"(base + 4u * slot),
+            "{ .reg .b32 old; atom.shared.exch.b32 old, [%0], %1; }" ::"r"(base + 4u * word),
             "r"(__float_as_uint(x))
             : "memory");
     }
@@ -103,7 +114,7 @@ struct local_bias {
     {
         const uint32_t window = (uint32_t)__cvta_generic_to_shared(local_bias_smem);
         asm volatile("mov.b32 %0, %1;" : "=r"(base) : "r"(window));
-        float *b = local_bias_smem;
+        float *b = local_bias_smem + MF_SGD_LOCAL_SINK;
         const int32_t step = (int32_t)blockDim.x;
         for (int32_t s0 = threadIdx.x; s0 < l.slots; s0 += local_batch * step) {
             int32_t o[local_batch];
@@ -129,17 +140,19 @@ struct local_bias {
                                          int32_t item, float rating) const
     {
         if (MODE == LOCAL_ALL)
-            return load((uint32_t)item);
-        if (owns_slot(rating))
-            return load((uint32_t)item & l.mask);
-        return __ldcg(global + (int64_t)item * stride);
+            return load_if(true, (uint32_t)item, 0.0f);
+        const bool own = owns_slot(rating);
+        float x = 0.0f;
+        if (!own)
+            x = __ldcg(global + (int64_t)item * stride);
+        return load_if(own, (uint32_t)item & l.mask, x);
     }
 
     /* Every thread of the block, once its updates are done: the copy into the block's row
      * of the merge's array. */
     __device__ __forceinline__ void end(const local_bias_args &l)
     {
-        const float *b = local_bias_smem;
+        const float *b = local_bias_smem + MF_SGD_LOCAL_SINK;
         float *row = l.copies + (int64_t)blockIdx.x * l.slots;
         __syncthreads();
         for (int32_t s = threadIdx.x; s < l.slots; s += blockDim.x)
