@@ -82,9 +82,9 @@ static float dot(int k, const float *u, const float *v)
 static float update(int k, float *u, float *v, float r, float lr, float lu, float lv, float *bu,
                     float *bi, float lb)
 {
-    float err = r - dot(k, u, v);
+    /* the GPU kernels' order: r - (bu + bi) first, then the dot product */
+    const float err = (bu ? r - (*bu + *bi) : r) - dot(k, u, v);
     if (bu) {
-        err -= *bu + *bi;
         const float b_u = *bu, b_i = *bi;
         *bu = b_u + lr * (err - lb * b_u);
         *bi = b_i + lr * (err - lb * b_i);
