@@ -154,8 +154,8 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
 }
 
 /* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
- * one, lanes 0 and 1 a global one's sector). LOCAL_SOME: the entry's rating says whether the
- * item owns its slot. */
+ * one, and every other lane exchanges into the sink; lanes 0 and 1 write a global one's
+ * sector). LOCAL_SOME: the entry's rating says whether the item owns its slot. */
 template <int LOCAL>
 __device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item,
                                            float rating)

@@ -52,8 +52,10 @@ __device__ __forceinline__ bool owns_slot(float rating)
 enum { LOCAL_NONE = 0, LOCAL_SOME = 1, LOCAL_ALL = 2 };
 
 /* The dynamic shared memory of the local epoch kernels: MF_SGD_LOCAL_SINK words that take
- * the exchanges of the lanes that write no bias (one a lane of a warp, never read), then one
- * float a slot. */
+ * the exchanges of the lanes that write no bias (word = the lane's number in its update,
+ * never read), then one float a slot. Update groups of G < 32 lanes share the first G words:
+ * their exchanges to one word replay (2-way at G = 16, 8-way at G = 4); indexing the sink by
+ * the warp's lane instead is the known fix, not yet measured on the device. */
 extern __shared__ __align__(16) float local_bias_smem[];
 #define MF_SGD_LOCAL_SINK 32
 
@@ -95,11 +97,11 @@ struct local_bias {
                      : "r"(base + 4u * (MF_SGD_LOCAL_SINK + slot)), "r"((unsigned)on));
         return x;
     }
-    /* The update's exchange, by every lane: slot `slot` from the lane where `on`, the lane's
-     * sink word from the others. An exchange is a plain store where racecheck looks (it reports
-     * races between plain stores and loads, not between an atomic and a plain load: measured
-     * on the H100); ptxas branches around an atomic that only some lanes make (it predicates
-     * no atomic), and that branch diverged at every update. */
+    /* The update's exchange, by every lane: slot `slot` from the lane where `on`, sink word
+     * `lane` (its lane in the update) from the others. An exchange is a plain store where racecheck
+     * looks (it reports races between plain stores and loads, not between an atomic and a plain
+     * load: measured on the H100); ptxas branches around an atomic that only some lanes make (it
+     * predicates no atomic), and that branch diverged at every update. */
     __device__ __forceinline__ void store_if(bool on, uint32_t slot, float x, int lane) const
     {
         const uint32_t word = on ? MF_SGD_LOCAL_SINK + slot : (uint32_t)lane;
