@@ -150,6 +150,13 @@ const void *rmse_half_kernel_for(const cuda_engine *e)
     }
 }
 
+/* The dynamic shared memory of the epoch kernel: the sink and the bias slots of a local one
+ * (sgd_local_bias.cuh), none otherwise. */
+size_t epoch_smem_bytes(const cuda_engine *e, int local)
+{
+    return local ? (size_t)(MF_SGD_LOCAL_SINK + e->slots) * sizeof(float) : 0;
+}
+
 /* The hot items' replicas from their rows (gather 0), or their rows from the replicas'
  * mean (gather 1). */
 mf_status hot_rows(cuda_engine *e, int gather)
@@ -212,7 +219,7 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     a.groups = e->groups;
     if (nchunks > 0) {
         void *args[] = {&a};
-        const size_t smem = e->local ? (size_t)(MF_SGD_LOCAL_SINK + e->slots) * sizeof(float) : 0;
+        const size_t smem = epoch_smem_bytes(e, e->local);
         MF_TRY(hot_rows(e, 0));
         MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
                                           args, smem, stream));
@@ -511,7 +518,7 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
 {
     mf_ctx *ctx = e->ctx;
     const int block = local ? sgd::local_block_threads(e->lanes, e->kpl) : 256;
-    const size_t smem = local ? (size_t)(MF_SGD_LOCAL_SINK + e->slots) * sizeof(float) : 0;
+    const size_t smem = epoch_smem_bytes(e, local);
     int per_sm = 0;
     MF_CUDA_TRY(ctx, cudaOccupancyMaxActiveBlocksPerMultiprocessor(
                          &per_sm, epoch_kernel_for(e, local), block, smem));

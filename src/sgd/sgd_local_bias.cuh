@@ -69,7 +69,7 @@ struct local_bias_args {
     float log_keep;        /* log(1 - c) */
 };
 
-/* Slots a thread copies in or out at once: the loads of a batch are in flight together (one
+/* Slots a thread copies in at once (begin): the loads of a batch are in flight together (one
  * at a time, a block's 768 threads took 43 round trips through L2 for 32,768 slots). */
 constexpr int local_batch = 8;
 
