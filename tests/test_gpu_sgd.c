@@ -21,7 +21,10 @@ static int quick(void)
 }
 
 /* One worker on each side visits the same sequence; only the dot product's summation
- * order differs (a warp's butterfly against a loop), so the factors agree closely. */
+ * order differs (a warp's butterfly against a loop), so the factors agree closely. With the
+ * item biases held in the block's shared memory (forced on; the user-chunk order only), one
+ * block is the whole sequence of bias steps and the merge moves each bias by its copy's
+ * change (scale 1), so that holds too. */
 START_TEST(one_worker_matches_cpu)
 {
     mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -30,8 +33,9 @@ START_TEST(one_worker_matches_cpu)
     sx_noisy(cpu, 60, 40, 0.25, 21, &Rc, &Tc);
     static const int ks[] = {1, 7, 32, 33, 100, 300};
     for (size_t t = 0; t < sizeof ks / sizeof *ks; t++)
-        for (int order = 0; order < 2; order++)
+        for (int mode = 0; mode < 3; mode++) /* user chunks, ratings, user chunks local */
             for (int half = 0; half < 2; half++) {
+                const int order = mode == 1, local = mode == 2;
                 mf_sgd_opts o;
                 mf_sgd_opts_init(&o);
                 o.rank = ks[t], o.epochs = 3, o.workers = 1, o.order = (mf_sgd_order)order;
@@ -39,14 +43,21 @@ START_TEST(one_worker_matches_cpu)
                 o.learning_rate = 0.02f;
                 float *Ug, *Vg, *Uc, *Vc;
                 mf_sgd_report rg, rc;
+                mf_sgd_debug_local_bias = local ? 1 : -1;
+                mf_sgd_debug_local_items = -1;
                 sx_run(gpu, Rg, &o, MF_OK, &rg, &Ug, &Vg);
+                mf_sgd_debug_local_bias = -1;
                 sx_run(cpu, Rc, &o, MF_OK, &rc, &Uc, &Vc);
                 ck_assert_int_eq(rg.workers, 1);
+                if (local) /* every item's bias in the block */
+                    ck_assert_int_ge(mf_sgd_debug_local_items, 40);
+                else
+                    ck_assert_int_eq(mf_sgd_debug_local_items, 0);
                 /* fp16: one rounding apart flips a stored half by one unit (2^-11). */
                 double tol = half ? 2e-3 : 1e-5;
                 double du = tu_rel_diff(60 * ks[t], Ug, Uc), dv = tu_rel_diff(40 * ks[t], Vg, Vc);
-                ck_assert_msg(du < tol && dv < tol, "k %d order %d half %d: U %g, V %g", ks[t],
-                              order, half, du, dv);
+                ck_assert_msg(du < tol && dv < tol, "k %d mode %d half %d: U %g, V %g", ks[t], mode,
+                              half, du, dv);
                 ck_assert_msg(fabs(rg.train_rmse - rc.train_rmse) < 10 * tol * rc.train_rmse,
                               "k %d: train RMSE %g vs %g", ks[t], rg.train_rmse, rc.train_rmse);
                 free(Ug), free(Vg), free(Uc), free(Vc);

@@ -33,6 +33,9 @@ struct cuda_engine {
     uint64_t seed;
     int64_t nchunks;
     unsigned blocks, threads; /* of the epoch launch */
+    /* LOCAL_SOME's second pass, the kernel with global biases: its grid (launch_shape). */
+    unsigned plain_blocks, plain_threads;
+    int64_t plain_groups;
     mf_dbuf chunk_begin, entries, user, U, V, scratch;
     /* scratch: the chunk counter, then the squared-error sum (double) */
     int biases;
@@ -51,6 +54,12 @@ struct cuda_engine {
     int local; /* sgd::LOCAL_NONE, _SOME or _ALL */
     int32_t slots;
     mf_dbuf local_owner, local_count, local_copies;
+    /* LOCAL_SOME: every chunk split in two (the owners' entries, then the others), the
+     * non-empty halves listed per pass: `split` holds the first pass's begins and ends (n1
+     * each), then the second's (n2 each); split_part[p] and split_part[nparts + 1 + p] are
+     * part p's first chunk in each list. */
+    mf_dbuf split;
+    int64_t n1, n2, *split_part;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -135,10 +144,6 @@ const void *epoch_kernel_for(const cuda_engine *e, int local)
     default: return pick_epoch<16>(e->half, e->resident, local);
     }
 }
-const void *epoch_kernel_for(const cuda_engine *e)
-{
-    return epoch_kernel_for(e, e->local);
-}
 const void *rmse_half_kernel_for(const cuda_engine *e)
 {
     switch (e->kpl) {
@@ -178,6 +183,36 @@ mf_status hot_rows(cuda_engine *e, int gather)
     return MF_OK;
 }
 
+/* One pass of the epoch kernel (local: sgd::LOCAL_*) over n chunks, chunk c being entries
+ * [begin[c], end[c]), in the order of the permutation (seed, order); a local pass's block
+ * copies are merged into the global biases after it. */
+mf_status run_pass(cuda_engine *e, sgd::epoch_args &a, const int64_t *begin, const int64_t *end,
+                   int64_t n, int local, uint64_t seed, uint32_t order)
+{
+    if (n == 0)
+        return MF_OK;
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(a.next, 0, sizeof *a.next, stream));
+    a.chunk_begin = begin;
+    a.chunk_end = end;
+    a.nchunks = n;
+    a.perm = mf_sgd_perm_make((uint64_t)n, seed, order);
+    const bool plain = local == sgd::LOCAL_NONE && e->local != sgd::LOCAL_NONE;
+    a.groups = plain ? e->plain_groups : e->groups;
+    void *args[] = {&a};
+    MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e, local),
+                                      dim3(plain ? e->plain_blocks : e->blocks),
+                                      dim3(plain ? e->plain_threads : e->threads), args,
+                                      epoch_smem_bytes(e, local), stream));
+    if (local) {
+        sgd::merge_local_bias_kernel<<<mf_cuda_grid(ctx->link.cuda, e->slots, 256, 4), 256, 0,
+                                       stream>>>(a.local, (float *)e->bi.ptr, MF_SGD_BIAS_STRIDE);
+        MF_CUDA_TRY(ctx, cudaGetLastError());
+    }
+    return MF_OK;
+}
+
 mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
 {
     cuda_engine *e = (cuda_engine *)base;
@@ -189,15 +224,12 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     cudaStream_t stream = ctx->link.cuda->stream;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
-    a.chunk_begin = (const int64_t *)e->chunk_begin.ptr + first;
     a.entries = (const mf_sgd_entry *)e->entries.ptr;
     a.user = (const int32_t *)e->user.ptr;
     a.U = e->U.ptr;
     a.V = e->V.ptr;
-    a.nchunks = nchunks;
     a.next = (unsigned long long *)e->scratch.ptr;
     a.sq_err = (double *)((char *)e->scratch.ptr + 8);
-    a.perm = mf_sgd_perm_make((uint64_t)(nchunks ? nchunks : 1), e->seed, order);
     a.lr = lr;
     a.lambda_u = e->lambda_u;
     a.lambda_v = e->lambda_v;
@@ -216,18 +248,21 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
         a.local.blocks = (int32_t)e->blocks;
         a.local.log_keep = contract < 1.0 ? (float)log1p(-contract) : -INFINITY;
     }
-    a.groups = e->groups;
     if (nchunks > 0) {
-        void *args[] = {&a};
-        const size_t smem = epoch_smem_bytes(e, e->local);
         MF_TRY(hot_rows(e, 0));
-        MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e), dim3(e->blocks), dim3(e->threads),
-                                          args, smem, stream));
-        if (e->local) {
-            sgd::merge_local_bias_kernel<<<mf_cuda_grid(ctx->link.cuda, e->slots, 256, 4), 256, 0,
-                                           stream>>>(a.local, (float *)e->bi.ptr,
-                                                     MF_SGD_BIAS_STRIDE);
-            MF_CUDA_TRY(ctx, cudaGetLastError());
+        if (e->local == sgd::LOCAL_SOME) {
+            /* The owners' halves of the chunks with the local kernel, then the others' with
+             * the global one, in an order of their own. */
+            const int64_t *b1 = (const int64_t *)e->split.ptr, *b2 = b1 + 2 * e->n1;
+            const int64_t *p1 = e->split_part, *p2 = e->split_part + e->nparts + 1;
+            MF_TRY(run_pass(e, a, b1 + p1[part], b1 + e->n1 + p1[part], p1[part + 1] - p1[part],
+                            sgd::LOCAL_SOME, e->seed, order));
+            memset(&a.local, 0, sizeof a.local);
+            MF_TRY(run_pass(e, a, b2 + p2[part], b2 + e->n2 + p2[part], p2[part + 1] - p2[part],
+                            sgd::LOCAL_NONE, e->seed ^ 0x9e3779b97f4a7c15ull, order));
+        } else {
+            const int64_t *b = (const int64_t *)e->chunk_begin.ptr + first;
+            MF_TRY(run_pass(e, a, b, b + 1, nchunks, e->local, e->seed, order));
         }
         MF_TRY(hot_rows(e, 1));
     }
@@ -384,6 +419,8 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->local_owner);
     mf_dmem_free(ctx, &e->local_count);
     mf_dmem_free(ctx, &e->local_copies);
+    mf_dmem_free(ctx, &e->split);
+    free(e->split_part);
     free(e->parts);
     free(e);
 }
@@ -548,6 +585,72 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
     return MF_OK;
 }
 
+/* LOCAL_SOME: every chunk's entries reordered on the device, those of the items that own
+ * their slot (owned[item]) first, and the non-empty halves listed for each pass of the epoch
+ * (cuda_engine's split, n1, n2, split_part). */
+mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const unsigned char *owned)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    const int64_t nchunks = plan->nchunks, *begin = plan->chunk_begin;
+    const int np = e->nparts;
+    mf_dbuf counts = {NULL, 0};
+    int32_t *owners = (int32_t *)malloc((size_t)(nchunks > 0 ? nchunks : 1) * sizeof *owners);
+    int64_t *list = (int64_t *)malloc((size_t)(nchunks > 0 ? nchunks : 1) * 4 * sizeof *list);
+    e->split_part = (int64_t *)malloc(2 * ((size_t)np + 1) * sizeof *e->split_part);
+    mf_status st =
+        owners && list && e->split_part
+            ? MF_OK
+            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &counts, (size_t)nchunks * sizeof(int32_t), "SGD chunk owners");
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK && nchunks > 0) {
+        sgd::partition_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nchunks * 32, 256, 8), 256, 0,
+                                      stream>>>((mf_sgd_entry *)e->entries.ptr,
+                                                (const int64_t *)e->chunk_begin.ptr, nchunks, owned,
+                                                (int32_t *)counts.ptr);
+        err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(owners, counts.ptr, counts.bytes, cudaMemcpyDeviceToHost, stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+    }
+    if (st == MF_OK && err == cudaSuccess) {
+        /* The lists in place: first pass's begins at 0 and ends at nchunks, the second's at
+         * 2 nchunks and 3 nchunks; packed when each length is known. */
+        int64_t n1 = 0, n2 = 0;
+        for (int p = 0; p < np; p++) {
+            e->split_part[p] = n1, e->split_part[np + 1 + p] = n2;
+            for (int64_t c = e->parts[p]; c < e->parts[p + 1]; c++) {
+                const int64_t mid = begin[c] + owners[c];
+                if (mid > begin[c])
+                    list[n1] = begin[c], list[nchunks + n1] = mid, n1++;
+                if (begin[c + 1] > mid)
+                    list[2 * nchunks + n2] = mid, list[3 * nchunks + n2] = begin[c + 1], n2++;
+            }
+        }
+        e->split_part[np] = n1, e->split_part[2 * np + 1] = n2;
+        e->n1 = n1, e->n2 = n2;
+        memmove(list + n1, list + nchunks, (size_t)n1 * sizeof *list);
+        memmove(list + 2 * n1, list + 2 * nchunks, (size_t)n2 * sizeof *list);
+        memmove(list + 2 * n1 + n2, list + 3 * nchunks, (size_t)n2 * sizeof *list);
+        st = mf_dmem_alloc(ctx, &e->split, (size_t)(2 * (n1 + n2)) * sizeof *list,
+                           "SGD split chunks");
+        if (st == MF_OK && e->split.bytes > 0)
+            err =
+                cudaMemcpyAsync(e->split.ptr, list, e->split.bytes, cudaMemcpyHostToDevice, stream);
+        if (st == MF_OK && err == cudaSuccess) /* list is freed below */
+            err = cudaStreamSynchronize(stream);
+    }
+    mf_dmem_free(ctx, &counts);
+    free(owners), free(list);
+    MF_TRY(st);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "SGD split chunks", __FILE__, __LINE__);
+    return MF_OK;
+}
+
 /* Block-local item biases (sgd_local_bias.cuh) where the model has biases, the order keeps a
  * user's row resident (the kernels that have them) and each block's copy would see
  * MF_SGD_LOCAL_BIAS_RATINGS ratings an epoch or more (below that the biases cost little
@@ -556,7 +659,7 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
  * items and working rows fit in one block's shared memory (about 58,000 on an H100), else
  * the largest power of two of slots, each going to the item with the most ratings among
  * those that map to it. Counts the entries of every part, picks the owners on the host,
- * flags the owners' entries on the device (LOCAL_SOME), and shapes the grid anew. */
+ * shapes the grid anew, and (LOCAL_SOME) splits the chunks (split_chunks). */
 mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
 {
     mf_ctx *ctx = e->ctx;
@@ -575,12 +678,12 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     while (nb > fit && 2 * (int64_t)slots <= fit)
         slots *= 2;
     const int mode = nb <= fit ? sgd::LOCAL_ALL : sgd::LOCAL_SOME;
-    /* The grid first: nothing below can fail once the entries are flagged. The largest
-     * shared size once, for every local kernel: a context in another thread never lowers it
-     * under this one's launch. */
+    /* The largest shared size once, for every local kernel: a context in another thread never
+     * lowers it under this one's launch. */
     MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
+    e->plain_blocks = e->blocks, e->plain_threads = e->threads, e->plain_groups = e->groups;
     e->slots = slots;
     MF_TRY(launch_shape(e, s, mode));
     const int np = e->nparts;
@@ -650,16 +753,12 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             if (err == cudaSuccess)
                 err = cudaMemcpyAsync(e->local_count.ptr, per, e->local_count.bytes,
                                       cudaMemcpyHostToDevice, stream);
-            if (err == cudaSuccess && mode == sgd::LOCAL_SOME)
-                sgd::flag_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nnz, 256, 8), 256, 0,
-                                         stream>>>((mf_sgd_entry *)e->entries.ptr, nnz,
-                                                   (const unsigned char *)owned.ptr);
-            if (err == cudaSuccess)
-                err = cudaGetLastError();
             if (err == cudaSuccess) /* the host arrays are freed below */
                 err = cudaStreamSynchronize(stream);
         }
     }
+    if (st == MF_OK && err == cudaSuccess && mode == sgd::LOCAL_SOME)
+        st = split_chunks(e, s->plan, (const unsigned char *)owned.ptr);
     mf_dmem_free(ctx, &counts);
     mf_dmem_free(ctx, &owned);
     free(host), free(owner), free(best), free(per), free(own);

@@ -109,7 +109,9 @@ __device__ __forceinline__ float warp_sum(float x)
 }
 
 struct epoch_args {
-    const int64_t *chunk_begin;  /* nchunks + 1 */
+    /* Chunk c is entries [chunk_begin[c], chunk_end[c]): chunk_end is chunk_begin + 1 but
+     * where LOCAL_SOME splits the chunks (sgd_local_bias.cuh). Never empty. */
+    const int64_t *chunk_begin, *chunk_end;
     const mf_sgd_entry *entries; /* nnz */
     const int32_t *user;         /* nnz */
     void *U, *V;                 /* users x kp, items x kp */
@@ -142,41 +144,32 @@ __device__ __forceinline__ float load_bias(const float *b, int64_t i)
 
 /* Lanes 0 and 1 of the update write bias i's whole sector (the bias, then zeros). A 4-byte
  * store is a partial-sector write, which L2 merges into the sector it holds: with one, the
- * biases cost k = 128 fp16 29% of its updates per second; with whole sectors, 15%. Only
- * where `on` (LOCAL_SOME: the item has no slot), predicated rather than branched. */
-__device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lane, bool on = true)
+ * biases cost k = 128 fp16 29% of its updates per second; with whole sectors, 15%. */
+__device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lane)
 {
-    float4 *p = reinterpret_cast<float4 *>(b + i * MF_SGD_BIAS_STRIDE) + (lane & 1);
-    asm volatile("{ .reg .pred p; setp.ne.b32 p, %1, 0;"
-                 " @p st.global.cg.v4.f32 [%0], {%2, %3, %3, %3}; }" ::"l"(p),
-                 "r"((unsigned)(on && lane < 2)), "f"(lane == 0 ? x : 0.0f), "f"(0.0f)
-                 : "memory");
+    if (lane < 2)
+        __stcg(reinterpret_cast<float4 *>(b + i * MF_SGD_BIAS_STRIDE) + lane,
+               make_float4(lane == 0 ? x : 0.0f, 0.0f, 0.0f, 0.0f));
 }
 
 /* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
  * one, and every other lane exchanges into the sink; lanes 0 and 1 write a global one's
- * sector). LOCAL_SOME: the entry's rating says whether the item owns its slot. */
+ * sector). */
 template <int LOCAL>
-__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item,
-                                           float rating)
+__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item)
 {
     if (LOCAL == LOCAL_NONE)
         return load_bias(a.bi, item);
-    return lb.get<LOCAL>(a.local, a.bi, MF_SGD_BIAS_STRIDE, item, rating);
+    return lb.get<LOCAL>(a.local, item);
 }
 template <int LOCAL>
-__device__ __forceinline__ void put_item_bias(const epoch_args &a, local_bias &lb, int32_t item,
-                                              float rating, float x, int lane)
+__device__ __forceinline__ void put_item_bias(const epoch_args &a, const local_bias &lb,
+                                              int32_t item, float x, int lane)
 {
-    if (LOCAL == LOCAL_ALL) {
-        lb.store_if(lane == 0, (uint32_t)item, x, lane);
-    } else if (LOCAL == LOCAL_SOME) {
-        const bool own = owns_slot(rating);
-        lb.store_if(own && lane == 0, (uint32_t)item & a.local.mask, x, lane);
-        store_bias(a.bi, item, x, lane, !own);
-    } else {
+    if (LOCAL == LOCAL_NONE)
         store_bias(a.bi, item, x, lane);
-    }
+    else
+        lb.put<LOCAL>(a.local, item, x, lane == 0);
 }
 
 /* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
@@ -221,7 +214,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             break;
         const int64_t c = (int64_t)mf_sgd_perm_apply(&a.perm, slot);
         const int64_t b = a.chunk_begin[c];
-        const int n = (int)(a.chunk_begin[c + 1] - b); /* 1..MF_SGD_CHUNK */
+        const int n = (int)(a.chunk_end[c] - b); /* 1..MF_SGD_CHUNK */
         mf_sgd_entry e0 = {0, 0.0f}, e1 = {0, 0.0f};
         int32_t u0 = 0, u1 = 0;
         if (lane < n)
@@ -245,9 +238,8 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
         }
         const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
         io::load(V + (int64_t)first * a.kp, lane, v);
-        if (biased) /* LOCAL_SOME: the flag in the first rating */
-            bi = item_bias<LOCAL>(
-                a, lb, first, LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, e0.rating, 0) : 0.0f);
+        if (biased)
+            bi = item_bias<LOCAL>(a, lb, first);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
@@ -258,12 +250,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
                 next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, (q + 1) & 31);
                 io::load(V + (int64_t)next * a.kp, lane, v_next);
                 if (biased)
-                    bi_next = item_bias<LOCAL>(a, lb, next,
-                                               LOCAL == LOCAL_SOME
-                                                   ? __shfl_sync(0xffffffffu,
-                                                                 q + 1 < 32 ? e0.rating : e1.rating,
-                                                                 (q + 1) & 31)
-                                                   : 0.0f);
+                    bi_next = item_bias<LOCAL>(a, lb, next);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
@@ -280,7 +267,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             if (biased) {
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                put_item_bias<LOCAL>(a, lb, cur, r, bi, lane);
+                put_item_bias<LOCAL>(a, lb, cur, bi, lane);
                 if (!RESIDENT)
                     store_bias(a.bu, user, bu, lane);
             }
@@ -374,7 +361,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (ahead) {
             const int64_t c = (int64_t)mf_sgd_perm_apply(&a.perm, slot);
             p_ahead = a.chunk_begin[c];
-            end_ahead = a.chunk_begin[c + 1];
+            end_ahead = a.chunk_end[c];
             stage = 1;
         }
     };
@@ -392,7 +379,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         io::load(V + (int64_t)e0.item * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
-            bi = item_bias<LOCAL>(a, lb, e0.item, e0.rating);
+            bi = item_bias<LOCAL>(a, lb, e0.item);
         }
         cur = e0.item, r_cur = e0.rating;
         nxt = e1.item, r_nxt = e1.rating;
@@ -427,7 +414,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (more) {
             io::load(V + (int64_t)nxt * KP, gl, v_next);
             if (BIASED)
-                bi_next = item_bias<LOCAL>(a, lb, nxt, r_nxt);
+                bi_next = item_bias<LOCAL>(a, lb, nxt);
             if (p + 2 < end)
                 e2 = load_entry(a.entries + p + 2);
         }
@@ -442,7 +429,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (BIASED) { /* keep_b b + lr err: one operation each, with the factors' step */
             bu = fmaf(keep_b, bu, step);
             bi = fmaf(keep_b, bi, step);
-            put_item_bias<LOCAL>(a, lb, cur, r_cur, bi, gl);
+            put_item_bias<LOCAL>(a, lb, cur, bi, gl);
         }
         for (int j = 0; j < KPL; j++) {
             const float uj = u[j], vj = v[j];
