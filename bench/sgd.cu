@@ -51,6 +51,7 @@ struct result {
     double epoch_s, ups, test_rmse, bytes;
     int workers;
     int64_t local; // item biases held per block (mf_sgd_debug_local_items), 0: global
+    double rest;   // of the ratings, the share whose item had none of those (second pass)
 };
 
 static int g_workers = 0; // --workers: 0 = all the device holds at once
@@ -90,8 +91,13 @@ static result run(mf_ctx *ctx, mf_sparse *train, mf_sparse *test, int k, bool fp
     if (order == MF_SGD_ORDER_RATINGS)
         bytes += 2 * row + 4; // the user row in and out, the user index
     // (user chunks: the caller adds the chunk's share of the user row)
-    return {secs[secs.size() / 2], ups[ups.size() / 2],     rep.test_rmse, bytes,
-            rep.workers,           mf_sgd_debug_local_items};
+    return {secs[secs.size() / 2],
+            ups[ups.size() / 2],
+            rep.test_rmse,
+            bytes,
+            rep.workers,
+            mf_sgd_debug_local_items,
+            nnz > 0 ? (double)mf_sgd_debug_local_rest / (double)nnz : 0.0};
 }
 
 int main(int argc, char **argv)
@@ -246,10 +252,13 @@ int main(int argc, char **argv)
                                  !mine            ? "-"
                                  : x.replicas < 0 ? "rule"
                                                   : std::to_string(x.replicas).c_str());
-                        const std::string held = !b ? "-"
-                                                 : x.r.local > 0
-                                                     ? "local (" + std::to_string(x.r.local) + ")"
-                                                     : "global";
+                        char rest[48] = "";
+                        if (x.r.rest > 0)
+                            snprintf(rest, sizeof rest, ", %.1f%% global", 100.0 * x.r.rest);
+                        const std::string held =
+                            !b              ? "-"
+                            : x.r.local > 0 ? "local (" + std::to_string(x.r.local) + rest + ")"
+                                            : "global";
                         printf("| %s | %d | %s | %s | %s | %s | %s | %s | %d | %.4f | %.2f | %.2fx "
                                "| %.2fx | %.4f | %.0f | %.2f |\n",
                                c.label.c_str(), k, h ? "fp16" : "fp32", b ? "on" : "off",

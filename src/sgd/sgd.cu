@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <algorithm>
+
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm.h"
@@ -17,6 +19,7 @@ int mf_sgd_debug_replicas = -1;
 int64_t mf_sgd_debug_hot_items = 0;
 int mf_sgd_debug_local_bias = -1;
 int64_t mf_sgd_debug_local_items = 0;
+int64_t mf_sgd_debug_local_rest = 0;
 
 namespace
 {
@@ -54,11 +57,13 @@ struct cuda_engine {
     int local; /* sgd::LOCAL_NONE, _SOME or _ALL */
     int32_t slots;
     mf_dbuf local_owner, local_count, local_copies;
-    /* LOCAL_SOME: every chunk split in two (the owners' entries, then the others), the
-     * non-empty halves listed per pass: `split` holds the first pass's begins and ends (n1
-     * each), then the second's (n2 each); split_part[p] and split_part[nparts + 1 + p] are
-     * part p's first chunk in each list. */
-    mf_dbuf split;
+    /* LOCAL_SOME: every chunk split in two (the entries with a slot, then the rest), the
+     * rest gathered into one array (`rest`, `rest_user`), and the chunks of each pass listed:
+     * `split` holds the first pass's begins and ends (n1 each, into `entries`), then the
+     * second's (n2 each, into `rest`); split_part[p] and split_part[nparts + 1 + p] are part
+     * p's first chunk in each list. */
+    mf_dbuf split, slot;     /* slot: each entry's bias slot (sgd_local_bias.cuh) */
+    mf_dbuf rest, rest_user; /* the second pass's entries and their users */
     int64_t n1, n2, *split_part;
 };
 
@@ -225,6 +230,7 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
     a.entries = (const mf_sgd_entry *)e->entries.ptr;
+    a.slot = (const uint16_t *)e->slot.ptr;
     a.user = (const int32_t *)e->user.ptr;
     a.U = e->U.ptr;
     a.V = e->V.ptr;
@@ -241,7 +247,6 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     if (e->local) {
         const double contract = (double)lr * (1.0 + (double)e->lambda_bias);
         a.local.slots = e->slots;
-        a.local.mask = (uint32_t)e->slots - 1u;
         a.local.owner = (const int32_t *)e->local_owner.ptr;
         a.local.count = (const unsigned *)e->local_count.ptr + (size_t)part * e->slots;
         a.local.copies = (float *)e->local_copies.ptr;
@@ -258,6 +263,8 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
             MF_TRY(run_pass(e, a, b1 + p1[part], b1 + e->n1 + p1[part], p1[part + 1] - p1[part],
                             sgd::LOCAL_SOME, e->seed, order));
             memset(&a.local, 0, sizeof a.local);
+            a.entries = (const mf_sgd_entry *)e->rest.ptr;
+            a.user = (const int32_t *)e->rest_user.ptr;
             MF_TRY(run_pass(e, a, b2 + p2[part], b2 + e->n2 + p2[part], p2[part + 1] - p2[part],
                             sgd::LOCAL_NONE, e->seed ^ 0x9e3779b97f4a7c15ull, order));
         } else {
@@ -420,6 +427,9 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->local_count);
     mf_dmem_free(ctx, &e->local_copies);
     mf_dmem_free(ctx, &e->split);
+    mf_dmem_free(ctx, &e->slot);
+    mf_dmem_free(ctx, &e->rest);
+    mf_dmem_free(ctx, &e->rest_user);
     free(e->split_part);
     free(e->parts);
     free(e);
@@ -585,10 +595,10 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
     return MF_OK;
 }
 
-/* LOCAL_SOME: every chunk's entries reordered on the device, those of the items that own
- * their slot (owned[item]) first, and the non-empty halves listed for each pass of the epoch
- * (cuda_engine's split, n1, n2, split_part). */
-mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const unsigned char *owned)
+/* LOCAL_SOME: every chunk's entries reordered on the device, those of the rows that have a
+ * slot (slot_of[row], device) first, each entry's slot beside it (cuda_engine's slot), and the
+ * non-empty halves listed for each pass of the epoch (split, n1, n2, split_part). */
+mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const uint16_t *slot_of)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
@@ -604,30 +614,81 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const unsigned c
             : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     if (st == MF_OK)
         st = mf_dmem_alloc(ctx, &counts, (size_t)nchunks * sizeof(int32_t), "SGD chunk owners");
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &e->slot, (size_t)plan->nnz * sizeof(uint16_t),
+                           "SGD rating bias slots");
     cudaError_t err = cudaSuccess;
     if (st == MF_OK && nchunks > 0) {
         sgd::partition_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nchunks * 32, 256, 8), 256, 0,
-                                      stream>>>((mf_sgd_entry *)e->entries.ptr,
-                                                (const int64_t *)e->chunk_begin.ptr, nchunks, owned,
-                                                (int32_t *)counts.ptr);
+                                      stream>>>(
+            (mf_sgd_entry *)e->entries.ptr, (uint16_t *)e->slot.ptr,
+            (const int64_t *)e->chunk_begin.ptr, nchunks, slot_of, (int32_t *)counts.ptr);
         err = cudaGetLastError();
         if (err == cudaSuccess)
             err = cudaMemcpyAsync(owners, counts.ptr, counts.bytes, cudaMemcpyDeviceToHost, stream);
         if (err == cudaSuccess)
             err = cudaStreamSynchronize(stream);
     }
+    /* The rest: each chunk's second half, at rest_at[c] of one array (in chunk order, so a
+     * user's are together) */
+    int64_t *rest_at = NULL;
+    mf_dbuf rest_at_dev = {NULL, 0};
     if (st == MF_OK && err == cudaSuccess) {
-        /* The lists in place: first pass's begins at 0 and ends at nchunks, the second's at
-         * 2 nchunks and 3 nchunks; packed when each length is known. */
+        rest_at = (int64_t *)malloc(((size_t)nchunks + 1) * sizeof *rest_at);
+        if (!rest_at)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    }
+    if (st == MF_OK && err == cudaSuccess) {
+        rest_at[0] = 0;
+        for (int64_t c = 0; c < nchunks; c++)
+            rest_at[c + 1] = rest_at[c] + (begin[c + 1] - begin[c] - owners[c]);
+        const int64_t nrest = rest_at[nchunks];
+        mf_sgd_debug_local_rest = nrest;
+        st = mf_dmem_alloc(ctx, &rest_at_dev, ((size_t)nchunks + 1) * sizeof *rest_at,
+                           "SGD rest offsets");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->rest, (size_t)nrest * sizeof(mf_sgd_entry), "SGD rest");
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->rest_user, (size_t)nrest * sizeof(int32_t),
+                               "SGD rest users");
+        if (st == MF_OK && nrest > 0) {
+            err = cudaMemcpyAsync(rest_at_dev.ptr, rest_at, rest_at_dev.bytes,
+                                  cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess) {
+                sgd::gather_rest_kernel<<<mf_cuda_grid(ctx->link.cuda, nchunks * 32, 256, 8), 256,
+                                          0, stream>>>(
+                    (const mf_sgd_entry *)e->entries.ptr, (const int32_t *)e->user.ptr,
+                    (const int64_t *)e->chunk_begin.ptr, nchunks, (const int32_t *)counts.ptr,
+                    (const int64_t *)rest_at_dev.ptr, (mf_sgd_entry *)e->rest.ptr,
+                    (int32_t *)e->rest_user.ptr);
+                err = cudaGetLastError();
+            }
+        }
+    }
+    if (st == MF_OK && err == cudaSuccess) {
+        /* The lists in place: the first pass's begins at 0 and ends at nchunks (the chunks'
+         * first halves), the second's at 2 nchunks and 3 nchunks (runs of the rest array of
+         * one user, at most MF_SGD_CHUNK entries: a user's second halves together, where each
+         * chunk's alone held one or two entries); packed when each length is known. */
         int64_t n1 = 0, n2 = 0;
         for (int p = 0; p < np; p++) {
             e->split_part[p] = n1, e->split_part[np + 1 + p] = n2;
+            bool open = false;
+            int32_t run_user = 0;
             for (int64_t c = e->parts[p]; c < e->parts[p + 1]; c++) {
-                const int64_t mid = begin[c] + owners[c];
-                if (mid > begin[c])
-                    list[n1] = begin[c], list[nchunks + n1] = mid, n1++;
-                if (begin[c + 1] > mid)
-                    list[2 * nchunks + n2] = mid, list[3 * nchunks + n2] = begin[c + 1], n2++;
+                if (owners[c] > 0)
+                    list[n1] = begin[c], list[nchunks + n1] = begin[c] + owners[c], n1++;
+                const int64_t r0 = rest_at[c], r1 = rest_at[c + 1];
+                if (r1 == r0)
+                    continue;
+                const int32_t u = plan->user[begin[c]];
+                if (open && run_user == u && list[3 * nchunks + n2 - 1] == r0 &&
+                    r1 - list[2 * nchunks + n2 - 1] <= MF_SGD_CHUNK) {
+                    list[3 * nchunks + n2 - 1] = r1;
+                } else {
+                    list[2 * nchunks + n2] = r0, list[3 * nchunks + n2] = r1, n2++;
+                    open = true, run_user = u;
+                }
             }
         }
         e->split_part[np] = n1, e->split_part[2 * np + 1] = n2;
@@ -640,9 +701,11 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const unsigned c
         if (st == MF_OK && e->split.bytes > 0)
             err =
                 cudaMemcpyAsync(e->split.ptr, list, e->split.bytes, cudaMemcpyHostToDevice, stream);
-        if (st == MF_OK && err == cudaSuccess) /* list is freed below */
+        if (st == MF_OK && err == cudaSuccess) /* the host arrays are freed below */
             err = cudaStreamSynchronize(stream);
     }
+    mf_dmem_free(ctx, &rest_at_dev);
+    free(rest_at);
     mf_dmem_free(ctx, &counts);
     free(owners), free(list);
     MF_TRY(st);
@@ -657,15 +720,16 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const unsigned c
  * time, and a copy's share of an item is too small to learn from alone);
  * mf_sgd_debug_local_bias 0 turns them off, 1 on whatever the size. All of them where the
  * items and working rows fit in one block's shared memory (about 58,000 on an H100), else
- * the largest power of two of slots, each going to the item with the most ratings among
- * those that map to it. Counts the entries of every part, picks the owners on the host,
- * shapes the grid anew, and (LOCAL_SOME) splits the chunks (split_chunks). */
+ * the rows with the most ratings, as many as fit. Counts the entries of every part, picks the
+ * owners on the host, shapes the grid anew, and (LOCAL_SOME) splits the chunks
+ * (split_chunks). */
 mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
     e->local = sgd::LOCAL_NONE;
     mf_sgd_debug_local_items = 0;
+    mf_sgd_debug_local_rest = 0;
     const int64_t nb = (int64_t)e->cols + spare, nnz = s->plan->nnz;
     const int64_t fit =
         (int64_t)(ctx->link.cuda->prop.sharedMemPerBlockOptin / sizeof(float)) - MF_SGD_LOCAL_SINK;
@@ -674,9 +738,8 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
                         (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);
     if (!e->biases || !e->resident || !wanted || nb == 0 || nnz == 0)
         return MF_OK;
-    int32_t slots = (int32_t)(nb <= fit ? nb : 1);
-    while (nb > fit && 2 * (int64_t)slots <= fit)
-        slots *= 2;
+    /* LOCAL_SOME's slots are 16-bit numbers, one value kept for none */
+    const int32_t slots = (int32_t)(nb <= fit ? nb : fit < MF_SGD_NO_SLOT ? fit : MF_SGD_NO_SLOT);
     const int mode = nb <= fit ? sgd::LOCAL_ALL : sgd::LOCAL_SOME;
     /* The largest shared size once, for every local kernel: a context in another thread never
      * lowers it under this one's launch. */
@@ -688,14 +751,15 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     MF_TRY(launch_shape(e, s, mode));
     const int np = e->nparts;
     const int64_t *begin = s->plan->chunk_begin;
-    mf_dbuf counts = {NULL, 0}, owned = {NULL, 0};
+    mf_dbuf counts = {NULL, 0}, slot_of = {NULL, 0};
     unsigned *host = (unsigned *)calloc((size_t)np * nb, sizeof *host);
     int32_t *owner = (int32_t *)malloc((size_t)slots * sizeof *owner);
-    unsigned *best = (unsigned *)calloc((size_t)slots, sizeof *best);
+    unsigned *total = (unsigned *)calloc((size_t)nb, sizeof *total);
+    int32_t *rank = (int32_t *)malloc((size_t)nb * sizeof *rank);
     unsigned *per = (unsigned *)calloc((size_t)np * slots, sizeof *per);
-    unsigned char *own = (unsigned char *)calloc((size_t)nb, 1);
+    uint16_t *slot_host = (uint16_t *)malloc((size_t)nb * sizeof *slot_host);
     mf_status st =
-        host && owner && best && per && own
+        host && owner && total && rank && per && slot_host
             ? MF_OK
             : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     if (st == MF_OK)
@@ -717,24 +781,28 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             err = cudaStreamSynchronize(stream);
     }
     if (st == MF_OK && err == cudaSuccess) {
-        /* Each slot's owner: the most ratings over all parts, the lowest number on ties. */
-        for (int32_t t = 0; t < slots; t++)
-            owner[t] = -1;
+        /* LOCAL_ALL: slot = row. LOCAL_SOME: the rows with the most ratings over all parts
+         * (the lower number on ties) get the slots, in that order. */
         for (int64_t i = 0; i < nb; i++) {
-            unsigned total = 0;
             for (int p = 0; p < np; p++)
-                total += host[(size_t)p * nb + i];
-            const int32_t t = (int32_t)(i % slots);
-            if (total > 0 && (owner[t] < 0 || total > best[t]))
-                owner[t] = (int32_t)i, best[t] = total;
+                total[i] += host[(size_t)p * nb + i];
+            rank[i] = (int32_t)i;
+            slot_host[i] = MF_SGD_NO_SLOT;
         }
-        for (int32_t t = 0; t < slots; t++)
+        if (mode == sgd::LOCAL_SOME)
+            std::sort(rank, rank + nb, [total](int32_t x, int32_t y) {
+                return total[x] != total[y] ? total[x] > total[y] : x < y;
+            });
+        for (int32_t t = 0; t < slots; t++) {
+            const int32_t row = rank[t];
+            owner[t] = total[row] > 0 ? row : -1;
             if (owner[t] >= 0) {
-                own[owner[t]] = 1;
+                slot_host[row] = (uint16_t)t;
                 for (int p = 0; p < np; p++)
-                    per[(size_t)p * slots + t] = host[(size_t)p * nb + owner[t]];
+                    per[(size_t)p * slots + t] = host[(size_t)p * nb + row];
             }
-        st = mf_dmem_alloc(ctx, &owned, (size_t)nb, "SGD local item flags");
+        }
+        st = mf_dmem_alloc(ctx, &slot_of, (size_t)nb * sizeof *slot_host, "SGD local item slots");
         if (st == MF_OK)
             st = mf_dmem_alloc(ctx, &e->local_owner, (size_t)slots * sizeof(int32_t),
                                "SGD local item owners");
@@ -746,7 +814,8 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             st = mf_dmem_alloc(ctx, &e->local_copies, (size_t)e->blocks * slots * sizeof(float),
                                "SGD local item copies");
         if (st == MF_OK) {
-            err = cudaMemcpyAsync(owned.ptr, own, owned.bytes, cudaMemcpyHostToDevice, stream);
+            err = cudaMemcpyAsync(slot_of.ptr, slot_host, slot_of.bytes, cudaMemcpyHostToDevice,
+                                  stream);
             if (err == cudaSuccess)
                 err = cudaMemcpyAsync(e->local_owner.ptr, owner, e->local_owner.bytes,
                                       cudaMemcpyHostToDevice, stream);
@@ -758,10 +827,10 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
         }
     }
     if (st == MF_OK && err == cudaSuccess && mode == sgd::LOCAL_SOME)
-        st = split_chunks(e, s->plan, (const unsigned char *)owned.ptr);
+        st = split_chunks(e, s->plan, (const uint16_t *)slot_of.ptr);
     mf_dmem_free(ctx, &counts);
-    mf_dmem_free(ctx, &owned);
-    free(host), free(owner), free(best), free(per), free(own);
+    mf_dmem_free(ctx, &slot_of);
+    free(host), free(owner), free(total), free(rank), free(per), free(slot_host);
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD local item biases", __FILE__, __LINE__);

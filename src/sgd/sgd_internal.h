@@ -114,6 +114,10 @@ extern int mf_sgd_debug_local_bias;
 /* Tests and benchmarks: the item bias slots the last CUDA engine set up in each block's
  * shared memory, 0 when it kept them all in global memory. */
 extern int64_t mf_sgd_debug_local_items;
+/* Tests and benchmarks: of those, the ratings whose item had no slot (when there were fewer
+ * slots than items and working rows), which the CUDA engine ran in a second pass with the
+ * biases in global memory. */
+extern int64_t mf_sgd_debug_local_rest;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */

@@ -113,6 +113,7 @@ struct epoch_args {
      * where LOCAL_SOME splits the chunks (sgd_local_bias.cuh). Never empty. */
     const int64_t *chunk_begin, *chunk_end;
     const mf_sgd_entry *entries; /* nnz */
+    const uint16_t *slot;        /* LOCAL_SOME: each entry's bias slot (sgd_local_bias.cuh) */
     const int32_t *user;         /* nnz */
     void *U, *V;                 /* users x kp, items x kp */
     int64_t nchunks;
@@ -156,20 +157,21 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
  * one, and every other lane exchanges into the sink; lanes 0 and 1 write a global one's
  * sector). */
 template <int LOCAL>
-__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item)
+__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item,
+                                           uint32_t slot)
 {
     if (LOCAL == LOCAL_NONE)
         return load_bias(a.bi, item);
-    return lb.get<LOCAL>(a.local, item);
+    return lb.load(LOCAL == LOCAL_SOME ? slot : (uint32_t)item);
 }
 template <int LOCAL>
 __device__ __forceinline__ void put_item_bias(const epoch_args &a, const local_bias &lb,
-                                              int32_t item, float x, int lane)
+                                              int32_t item, uint32_t slot, float x, int lane)
 {
     if (LOCAL == LOCAL_NONE)
         store_bias(a.bi, item, x, lane);
     else
-        lb.put<LOCAL>(a.local, item, x, lane == 0);
+        lb.store_if(lane == 0, LOCAL == LOCAL_SOME ? slot : (uint32_t)item, x);
 }
 
 /* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
@@ -221,11 +223,16 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             e0 = a.entries[b + lane];
         if (lane + 32 < n)
             e1 = a.entries[b + 32 + lane];
-        if (!RESIDENT) {
+        if (!RESIDENT) { /* the entries' users */
             if (lane < n)
                 u0 = a.user[b + lane];
             if (lane + 32 < n)
                 u1 = a.user[b + 32 + lane];
+        } else if (LOCAL == LOCAL_SOME) { /* the entries' slots */
+            if (lane < n)
+                u0 = a.slot[b + lane];
+            if (lane + 32 < n)
+                u1 = a.slot[b + 32 + lane];
         }
         float u[KPL], v[KPL], v_next[KPL];
         int32_t user = RESIDENT ? a.user[b] : 0;
@@ -239,18 +246,25 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
         const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
         io::load(V + (int64_t)first * a.kp, lane, v);
         if (biased)
-            bi = item_bias<LOCAL>(a, lb, first);
+            bi = item_bias<LOCAL>(a, lb, first,
+                                  LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, u0, 0) : 0u);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
             const float r = __shfl_sync(0xffffffffu, q < 32 ? e0.rating : e1.rating, src);
             const int32_t cur = __shfl_sync(0xffffffffu, q < 32 ? e0.item : e1.item, src);
+            const uint32_t cur_slot =
+                LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src) : 0u;
             int32_t next = -1;
             if (q + 1 < n) {
-                next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, (q + 1) & 31);
+                const int nsrc = (q + 1) & 31;
+                next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, nsrc);
                 io::load(V + (int64_t)next * a.kp, lane, v_next);
                 if (biased)
-                    bi_next = item_bias<LOCAL>(a, lb, next);
+                    bi_next = item_bias<LOCAL>(
+                        a, lb, next,
+                        LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, q + 1 < 32 ? u0 : u1, nsrc)
+                                            : 0u);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
@@ -267,7 +281,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             if (biased) {
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                put_item_bias<LOCAL>(a, lb, cur, bi, lane);
+                put_item_bias<LOCAL>(a, lb, cur, cur_slot, bi, lane);
                 if (!RESIDENT)
                     store_bias(a.bu, user, bu, lane);
             }
@@ -342,6 +356,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
     int64_t p = 0, end = 0; /* the current update and the chunk's end */
     int32_t user = 0, cur = 0, nxt = 0;
     float r_cur = 0.0f, r_nxt = 0.0f;
+    uint32_t s_cur = 0, s_nxt = 0; /* LOCAL_SOME: their bias slots */
     /* The claimed chunk: [p_ahead, end_ahead) of user_ahead; stage 1 and 2 are the
      * iterations that prefetch its entries and its user's row; none once the slots ran out. */
     int64_t p_ahead = 0, end_ahead = 0;
@@ -375,11 +390,15 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         mf_sgd_entry e1 = {0, 0.0f};
         if (p + 1 < end)
             e1 = load_entry(a.entries + p + 1);
+        if (LOCAL == LOCAL_SOME) {
+            s_cur = a.slot[p];
+            s_nxt = p + 1 < end ? a.slot[p + 1] : 0u;
+        }
         io::load(U + (int64_t)user * KP, gl, u);
         io::load(V + (int64_t)e0.item * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
-            bi = item_bias<LOCAL>(a, lb, e0.item);
+            bi = item_bias<LOCAL>(a, lb, e0.item, s_cur);
         }
         cur = e0.item, r_cur = e0.rating;
         nxt = e1.item, r_nxt = e1.rating;
@@ -401,6 +420,10 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
                 const int64_t at = min(p_ahead + gl * 16, end_ahead - 1);
                 asm volatile("prefetch.global.L1 [%0];" ::"l"(a.entries + at));
             }
+            if (LOCAL == LOCAL_SOME && gl * 64 < end_ahead - p_ahead + 64) { /* their slots */
+                const int64_t at = min(p_ahead + gl * 64, end_ahead - 1);
+                asm volatile("prefetch.global.L1 [%0];" ::"l"(a.slot + at));
+            }
             user_ahead = __ldg(a.user + p_ahead);
             stage = 2;
         } else if (stage == 2) { /* its user's row into L2, a line a lane */
@@ -411,12 +434,16 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         }
         const bool more = p + 1 < end;
         mf_sgd_entry e2 = {0, 0.0f};
+        uint32_t s2 = 0u;
         if (more) {
             io::load(V + (int64_t)nxt * KP, gl, v_next);
             if (BIASED)
-                bi_next = item_bias<LOCAL>(a, lb, nxt);
-            if (p + 2 < end)
+                bi_next = item_bias<LOCAL>(a, lb, nxt, s_nxt);
+            if (p + 2 < end) {
                 e2 = load_entry(a.entries + p + 2);
+                if (LOCAL == LOCAL_SOME)
+                    s2 = a.slot[p + 2];
+            }
         }
         float part = 0.0f;
         for (int j = 0; j < KPL; j++)
@@ -429,7 +456,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (BIASED) { /* keep_b b + lr err: one operation each, with the factors' step */
             bu = fmaf(keep_b, bu, step);
             bi = fmaf(keep_b, bi, step);
-            put_item_bias<LOCAL>(a, lb, cur, bi, gl);
+            put_item_bias<LOCAL>(a, lb, cur, s_cur, bi, gl);
         }
         for (int j = 0; j < KPL; j++) {
             const float uj = u[j], vj = v[j];
@@ -447,8 +474,8 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
                 bi = bi_next;
             }
             p++;
-            cur = nxt, r_cur = r_nxt;
-            nxt = e2.item, r_nxt = e2.rating;
+            cur = nxt, r_cur = r_nxt, s_cur = s_nxt;
+            nxt = e2.item, r_nxt = e2.rating, s_nxt = s2;
         } else {
             io::store(U + (int64_t)user * KP, gl, u);
             if (BIASED)

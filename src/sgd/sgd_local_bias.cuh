@@ -7,14 +7,15 @@
  *
  * How: the item biases (items and the popular items' working rows, sgd_hot.cuh) get slots
  * in each block's shared memory. Where they all fit (LOCAL_ALL), slot = item. Otherwise
- * (LOCAL_SOME) there are M slots, a power of two, slot = item mod M, each owned by the item
- * with the most ratings among those that map to it; at setup every chunk's entries are
- * reordered on the device, the owners' first (partition_local_kernel), and each epoch (or part)
- * runs the owners' sub-chunks through the local kernel, then the rest through the kernel whose
- * biases are all global. Neither kernel tests anything per update: a flag per entry, tested at
- * every update, cost zipf's 100,000 items 14% of the updates per second where Netflix's
- * 17,770 (all local) lost 5%. By the zipf generator's
- * expected counts the rest is about 2% of its ratings.
+ * (LOCAL_SOME) the rows with the most ratings get the M slots the shared memory holds, and at
+ * setup a kernel (partition_local_kernel) reorders every chunk's entries on the device, those
+ * with a slot first, and writes each one's slot beside it (2 bytes an entry, loaded with the
+ * entry). Each epoch (or part) runs the first halves of the chunks through the local kernel,
+ * then the rest through the kernel whose biases are all global. Neither kernel tests anything
+ * per update: a flag per entry, tested at every update, cost zipf's 100,000 items 14% of the
+ * updates per second. Slot = item mod M (M a power of two), owned by the most rated item that
+ * maps to it, left 2-8% of zipf's ratings to the second pass, whose halves of a chunk hold one
+ * or two entries each, and that cost 15%.
  * Each block of the persistent grid copies the owners' biases when it starts and applies its
  * updates' bias steps to that copy, Hogwild among its own warps. When the block ends, it writes
  * its copy to its own row of a blocks x slots array (coalesced, no atomics), and a merge kernel
@@ -41,8 +42,8 @@
 namespace sgd
 {
 
-/* The kernels' LOCAL parameter: item biases in global memory, in shared memory at slot
- * item mod M (the owners' sub-chunks), or all of them there at slot item. */
+/* The kernels' LOCAL parameter: item biases in global memory, in shared memory at the slot
+ * beside each entry (the entries that have one), or all of them there at slot item. */
 enum { LOCAL_NONE = 0, LOCAL_SOME = 1, LOCAL_ALL = 2 };
 
 /* The dynamic shared memory of the local epoch kernels: MF_SGD_LOCAL_SINK words that take
@@ -54,7 +55,6 @@ extern __shared__ __align__(16) float local_bias_smem[];
 
 struct local_bias_args {
     int32_t slots;         /* M; 0: every bias in global memory */
-    uint32_t mask;         /* LOCAL_SOME: M - 1 */
     const int32_t *owner;  /* M: the item of each slot, -1 for none */
     const unsigned *count; /* M: the owner's ratings in this epoch's part (N) */
     float *copies;         /* blocks x M: each block's copy when it ended */
@@ -127,19 +127,6 @@ struct local_bias {
         __syncthreads();
     }
 
-    /* An update's item bias: its item's slot. */
-    template <int MODE>
-    __device__ __forceinline__ float get(const local_bias_args &l, int32_t item) const
-    {
-        return load(MODE == LOCAL_SOME ? (uint32_t)item & l.mask : (uint32_t)item);
-    }
-    template <int MODE>
-    __device__ __forceinline__ void put(const local_bias_args &l, int32_t item, float x,
-                                        bool writer) const
-    {
-        store_if(writer, MODE == LOCAL_SOME ? (uint32_t)item & l.mask : (uint32_t)item, x);
-    }
-
     /* Every thread of the block, once its updates are done: the copy into the block's row
      * of the merge's array. */
     __device__ __forceinline__ void end(const local_bias_args &l)
@@ -181,12 +168,16 @@ __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int st
     }
 }
 
+/* LOCAL_SOME: the slot of a row without one. */
+#define MF_SGD_NO_SLOT 0xffffu
+
 /* LOCAL_SOME: a warp a chunk (at most 64 entries, MF_SGD_CHUNK), its entries reordered in
- * place, those whose item owns its slot (owned[item] != 0) first, each side in its order;
- * owned_count[c] = how many. */
+ * place, those whose item has a slot (slot_of[item] != MF_SGD_NO_SLOT) first, each side in
+ * its order, with their slots at the same places of `slot`; owned_count[c] = how many. */
 static_assert(MF_SGD_CHUNK <= 64, "partition_local_kernel holds a chunk in two entries a lane");
-__global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_begin, int64_t nchunks,
-                                       const unsigned char *owned, int32_t *owned_count)
+__global__ void partition_local_kernel(mf_sgd_entry *e, uint16_t *slot, const int64_t *chunk_begin,
+                                       int64_t nchunks, const uint16_t *slot_of,
+                                       int32_t *owned_count)
 {
     const int lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
@@ -195,14 +186,16 @@ __global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_beg
         const int64_t b = chunk_begin[c];
         const int n = (int)(chunk_begin[c + 1] - b);
         mf_sgd_entry x[2];
-        bool own[2];
+        uint16_t at_slot[2];
         unsigned vote[2];
         for (int h = 0; h < 2; h++) {
             const bool in = h * 32 + lane < n;
-            if (in)
+            at_slot[h] = MF_SGD_NO_SLOT;
+            if (in) {
                 x[h] = e[b + h * 32 + lane];
-            own[h] = in && owned[x[h].item];
-            vote[h] = __ballot_sync(0xffffffffu, own[h]);
+                at_slot[h] = slot_of[x[h].item];
+            }
+            vote[h] = __ballot_sync(0xffffffffu, at_slot[h] != MF_SGD_NO_SLOT);
         }
         const int owners = __popc(vote[0]) + __popc(vote[1]);
         __syncwarp();
@@ -212,10 +205,30 @@ __global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_beg
                 continue;
             /* owners before this entry, and the others before it */
             const int ob = (h ? __popc(vote[0]) : 0) + __popc(vote[h] & below);
-            e[b + (own[h] ? ob : owners + at - ob)] = x[h];
+            const int64_t to = b + (at_slot[h] != MF_SGD_NO_SLOT ? ob : owners + at - ob);
+            e[to] = x[h];
+            slot[to] = at_slot[h];
         }
         if (lane == 0)
             owned_count[c] = owners;
+    }
+}
+
+/* LOCAL_SOME: a warp a chunk, its second half (after owned_count[c] entries) and their users
+ * into rest and rest_user at rest_at[c]. */
+__global__ void gather_rest_kernel(const mf_sgd_entry *e, const int32_t *user,
+                                   const int64_t *chunk_begin, int64_t nchunks,
+                                   const int32_t *owned_count, const int64_t *rest_at,
+                                   mf_sgd_entry *rest, int32_t *rest_user)
+{
+    const int lane = threadIdx.x & 31;
+    for (int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < nchunks;
+         c += ((int64_t)gridDim.x * blockDim.x) >> 5) {
+        const int64_t from = chunk_begin[c] + owned_count[c], n = chunk_begin[c + 1] - from;
+        for (int64_t i = lane; i < n; i += 32) {
+            rest[rest_at[c] + i] = e[from + i];
+            rest_user[rest_at[c] + i] = user[from + i];
+        }
     }
 }
 
