@@ -36,7 +36,8 @@ struct cuda_engine {
     uint64_t seed;
     int64_t nchunks;
     unsigned blocks, threads; /* of the epoch launch */
-    /* LOCAL_SOME's second pass, the kernel with global biases: its grid (launch_shape). */
+    /* The grid of the kernel with global biases (launch_shape): the same as blocks, threads
+     * and groups but where the item biases are local (LOCAL_SOME's second pass). */
     unsigned plain_blocks, plain_threads;
     int64_t plain_groups;
     mf_dbuf chunk_begin, entries, user, U, V, scratch;
@@ -203,12 +204,11 @@ mf_status run_pass(cuda_engine *e, sgd::epoch_args &a, const int64_t *begin, con
     a.chunk_end = end;
     a.nchunks = n;
     a.perm = mf_sgd_perm_make((uint64_t)n, seed, order);
-    const bool plain = local == sgd::LOCAL_NONE && e->local != sgd::LOCAL_NONE;
-    a.groups = plain ? e->plain_groups : e->groups;
+    a.groups = local ? e->groups : e->plain_groups;
     void *args[] = {&a};
     MF_CUDA_TRY(ctx, cudaLaunchKernel(epoch_kernel_for(e, local),
-                                      dim3(plain ? e->plain_blocks : e->blocks),
-                                      dim3(plain ? e->plain_threads : e->threads), args,
+                                      dim3(local ? e->blocks : e->plain_blocks),
+                                      dim3(local ? e->threads : e->plain_threads), args,
                                       epoch_smem_bytes(e, local), stream));
     if (local) {
         sgd::merge_local_bias_kernel<<<mf_cuda_grid(ctx->link.cuda, e->slots, 256, 4), 256, 0,
@@ -592,6 +592,8 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
         e->threads = 32, e->blocks = (unsigned)warps;
     e->groups = groups;
     e->base.workers = (int)groups;
+    if (!local)
+        e->plain_blocks = e->blocks, e->plain_threads = e->threads, e->plain_groups = groups;
     return MF_OK;
 }
 
@@ -746,7 +748,6 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
-    e->plain_blocks = e->blocks, e->plain_threads = e->threads, e->plain_groups = e->groups;
     e->slots = slots;
     MF_TRY(launch_shape(e, s, mode));
     const int np = e->nparts;
