@@ -37,7 +37,7 @@ struct cuda_engine {
     int64_t nchunks;
     unsigned blocks, threads; /* of the epoch launch */
     /* The grid of the kernel with global biases (launch_shape): the same as blocks, threads
-     * and groups but where the item biases are local (LOCAL_SOME's second pass). */
+     * and groups but where the item biases are local (the second pass of renumbered rows). */
     unsigned plain_blocks, plain_threads;
     int64_t plain_groups;
     mf_dbuf chunk_begin, entries, user, U, V, scratch;
@@ -55,17 +55,20 @@ struct cuda_engine {
     /* Block-local item biases (sgd_local_bias.cuh), when local: `slots` in shared memory,
      * their owners, the owners' ratings per part (nparts x slots) and the blocks' copies
      * (blocks x slots floats) that the merge sums. */
-    int local; /* sgd::LOCAL_NONE, _SOME or _ALL */
+    int local; /* sgd::LOCAL_NONE or _ALL */
     int32_t slots;
     mf_dbuf local_owner, local_count, local_copies;
-    /* LOCAL_SOME: every chunk split in two (the entries with a slot, then the rest), the
-     * rest gathered into one array (`rest`, `rest_user`), and the chunks of each pass listed:
-     * `split` holds the first pass's begins and ends (n1 each, into `entries`), then the
-     * second's (n2 each, into `rest`); split_part[p] and split_part[nparts + 1 + p] are part
-     * p's first chunk in each list. */
-    mf_dbuf split, slot;     /* slot: each entry's bias slot (sgd_local_bias.cuh) */
-    mf_dbuf rest, rest_user; /* the second pass's entries and their users */
-    int64_t n1, n2, *split_part;
+    /* Renumbered rows (more rows than slots, one part, sgd_local_bias.cuh): row_of[x] is the
+     * working row of item (or working row) x, the most rated first; empty when the rows keep
+     * their numbers. Every chunk is split in two (the entries of rows below `slots`, then the
+     * rest), the rest turned around into chunks of one row (`rest`: each entry's user and
+     * rating; `rest_row`: its row), and the chunks of each pass listed: `split` holds the
+     * first pass's begins and ends (n1 each, into `entries`), then the second's (n2 each, into
+     * `rest`). */
+    mf_dbuf row_of;
+    mf_dbuf split;
+    mf_dbuf rest, rest_row;
+    int64_t n1, n2;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -81,12 +84,9 @@ template <int KPL, bool HALF, bool RESIDENT> const void *epoch_fn()
 {
     return reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, RESIDENT>);
 }
-template <int KPL, bool HALF> const void *local_epoch_fn(int local)
+template <int KPL, bool HALF> const void *local_epoch_fn()
 {
-    return local == sgd::LOCAL_ALL
-               ? reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, true, sgd::LOCAL_ALL>)
-               : reinterpret_cast<const void *>(
-                     &sgd::epoch_kernel<KPL, HALF, true, sgd::LOCAL_SOME>);
+    return reinterpret_cast<const void *>(&sgd::epoch_kernel<KPL, HALF, true, sgd::LOCAL_ALL>);
 }
 template <int KPL> const void *rmse_fn()
 {
@@ -96,7 +96,7 @@ template <int KPL> const void *rmse_fn()
 template <int KPL> const void *pick_epoch(bool half, bool resident, int local)
 {
     if (local)
-        return half ? local_epoch_fn<KPL, true>(local) : local_epoch_fn<KPL, false>(local);
+        return half ? local_epoch_fn<KPL, true>() : local_epoch_fn<KPL, false>();
     if (half)
         return resident ? epoch_fn<KPL, true, true>() : epoch_fn<KPL, true, false>();
     return resident ? epoch_fn<KPL, false, true>() : epoch_fn<KPL, false, false>();
@@ -104,12 +104,9 @@ template <int KPL> const void *pick_epoch(bool half, bool resident, int local)
 
 template <int G, int KPL, bool HALF> const void *group_fn(bool biased, int local)
 {
-    if (local == sgd::LOCAL_ALL)
+    if (local)
         return reinterpret_cast<const void *>(
             &sgd::epoch_group_kernel<G, KPL, HALF, true, sgd::LOCAL_ALL>);
-    if (local == sgd::LOCAL_SOME)
-        return reinterpret_cast<const void *>(
-            &sgd::epoch_group_kernel<G, KPL, HALF, true, sgd::LOCAL_SOME>);
     return biased ? reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, true>)
                   : reinterpret_cast<const void *>(&sgd::epoch_group_kernel<G, KPL, HALF, false>);
 }
@@ -179,12 +176,13 @@ mf_status hot_rows(cuda_engine *e, int gather)
     unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)e->hot * (e->kp + 1), 256, 4);
     float *bi = e->biases ? (float *)e->bi.ptr : NULL;
     const int32_t *items = (const int32_t *)e->hot_items.ptr;
+    const int32_t *map = (const int32_t *)e->row_of.ptr;
     if (e->half)
-        sgd::hot_rows_kernel<true><<<grid, 256, 0, stream>>>(e->V.ptr, bi, items, e->hot,
-                                                             e->replicas, e->cols, e->kp, gather);
+        sgd::hot_rows_kernel<true><<<grid, 256, 0, stream>>>(
+            e->V.ptr, bi, items, e->hot, e->replicas, e->cols, e->kp, gather, map);
     else
-        sgd::hot_rows_kernel<false><<<grid, 256, 0, stream>>>(e->V.ptr, bi, items, e->hot,
-                                                              e->replicas, e->cols, e->kp, gather);
+        sgd::hot_rows_kernel<false><<<grid, 256, 0, stream>>>(
+            e->V.ptr, bi, items, e->hot, e->replicas, e->cols, e->kp, gather, map);
     MF_CUDA_TRY(ctx, cudaGetLastError());
     return MF_OK;
 }
@@ -230,7 +228,6 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
     a.entries = (const mf_sgd_entry *)e->entries.ptr;
-    a.slot = (const uint16_t *)e->slot.ptr;
     a.user = (const int32_t *)e->user.ptr;
     a.U = e->U.ptr;
     a.V = e->V.ptr;
@@ -255,18 +252,21 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     }
     if (nchunks > 0) {
         MF_TRY(hot_rows(e, 0));
-        if (e->local == sgd::LOCAL_SOME) {
-            /* The owners' halves of the chunks with the local kernel, then the others' with
-             * the global one, in an order of their own. */
+        if (e->row_of.ptr) {
+            /* The owners' halves of the chunks with the local kernel, then the rest with the
+             * global one, the sides swapped: a chunk is a row's ratings, the item row (and
+             * bias) resident, the users' loaded and stored at each update. One part. */
             const int64_t *b1 = (const int64_t *)e->split.ptr, *b2 = b1 + 2 * e->n1;
-            const int64_t *p1 = e->split_part, *p2 = e->split_part + e->nparts + 1;
-            MF_TRY(run_pass(e, a, b1 + p1[part], b1 + e->n1 + p1[part], p1[part + 1] - p1[part],
-                            sgd::LOCAL_SOME, e->seed, order));
-            memset(&a.local, 0, sizeof a.local);
-            a.entries = (const mf_sgd_entry *)e->rest.ptr;
-            a.user = (const int32_t *)e->rest_user.ptr;
-            MF_TRY(run_pass(e, a, b2 + p2[part], b2 + e->n2 + p2[part], p2[part + 1] - p2[part],
-                            sgd::LOCAL_NONE, e->seed ^ 0x9e3779b97f4a7c15ull, order));
+            MF_TRY(run_pass(e, a, b1, b1 + e->n1, e->n1, e->local, e->seed, order));
+            sgd::epoch_args t = a;
+            memset(&t.local, 0, sizeof t.local);
+            t.entries = (const mf_sgd_entry *)e->rest.ptr;
+            t.user = (const int32_t *)e->rest_row.ptr;
+            t.U = e->V.ptr, t.V = e->U.ptr;
+            t.bu = a.bi, t.bi = a.bu;
+            t.lambda_u = a.lambda_v, t.lambda_v = a.lambda_u;
+            MF_TRY(run_pass(e, t, b2, b2 + e->n2, e->n2, sgd::LOCAL_NONE,
+                            e->seed ^ 0x9e3779b97f4a7c15ull, order));
         } else {
             const int64_t *b = (const int64_t *)e->chunk_begin.ptr + first;
             MF_TRY(run_pass(e, a, b, b + 1, nchunks, e->local, e->seed, order));
@@ -295,18 +295,54 @@ void engine_shared(mf_sgd_engine *base, int side, void **factors, size_t *row_by
 }
 
 /* The strided biases (MF_SGD_BIAS_STRIDE) into packed arrays bu and bi (host or device;
- * either may be NULL); waits for the copies. */
+ * either may be NULL), the items' in their own numbers; waits for the copies. */
 mf_status unstride_biases(cuda_engine *e, float *bu, float *bi)
 {
-    cudaStream_t stream = e->ctx->link.cuda->stream;
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
     const size_t pitch = MF_SGD_BIAS_STRIDE * sizeof(float);
     if (bu && e->rows > 0)
-        MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(bu, sizeof(float), e->bu.ptr, pitch, sizeof(float),
-                                              (size_t)e->rows, cudaMemcpyDefault, stream));
-    if (bi && e->cols > 0)
-        MF_CUDA_TRY(e->ctx, cudaMemcpy2DAsync(bi, sizeof(float), e->bi.ptr, pitch, sizeof(float),
-                                              (size_t)e->cols, cudaMemcpyDefault, stream));
-    MF_CUDA_TRY(e->ctx, cudaStreamSynchronize(stream));
+        MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(bu, sizeof(float), e->bu.ptr, pitch, sizeof(float),
+                                           (size_t)e->rows, cudaMemcpyDefault, stream));
+    if (bi && e->cols > 0 && !e->row_of.ptr)
+        MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(bi, sizeof(float), e->bi.ptr, pitch, sizeof(float),
+                                           (size_t)e->cols, cudaMemcpyDefault, stream));
+    if (bi && e->cols > 0 && e->row_of.ptr) { /* renumbered rows: gathered on the device */
+        mf_dbuf tmp = {NULL, 0};
+        MF_TRY(mf_dmem_alloc(ctx, &tmp, (size_t)e->cols * sizeof(float), "SGD item biases"));
+        sgd::gather_bias_kernel<<<mf_cuda_grid(ctx->link.cuda, e->cols, 256, 8), 256, 0, stream>>>(
+            (const float *)e->bi.ptr, (const int32_t *)e->row_of.ptr, e->cols, (float *)tmp.ptr);
+        cudaError_t err = cudaGetLastError();
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(bi, tmp.ptr, tmp.bytes, cudaMemcpyDefault, stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+        mf_dmem_free(ctx, &tmp);
+        if (err != cudaSuccess)
+            return mf_cuda_fail(ctx, err, "SGD item bias copy-out", __FILE__, __LINE__);
+    }
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    return MF_OK;
+}
+
+/* The working factor X (rows x kp storage) as floats in `out` (rows x k, allocated here),
+ * row r from row map[r] of X (NULL: r). */
+mf_status unpack_rows(cuda_engine *e, const mf_dbuf *X, int32_t rows, const int32_t *map,
+                      mf_dbuf *out, const char *what)
+{
+    mf_ctx *ctx = e->ctx;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    MF_TRY(mf_dmem_alloc(ctx, out, (size_t)rows * e->k * sizeof(float), what));
+    if (rows == 0)
+        return MF_OK;
+    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)rows * e->k, 256, 8);
+    if (e->half)
+        sgd::unpack_kernel<true>
+            <<<grid, 256, 0, stream>>>(X->ptr, (float *)out->ptr, rows, e->k, e->kp, map);
+    else
+        sgd::unpack_kernel<false>
+            <<<grid, 256, 0, stream>>>(X->ptr, (float *)out->ptr, rows, e->k, e->kp, map);
+    MF_CUDA_TRY(ctx, cudaGetLastError());
     return MF_OK;
 }
 
@@ -323,8 +359,16 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     mf_bias_terms terms = {e->mean, bu, bi};
     if (!e->half) {
         mf_dbuf packed = {NULL, 0}; /* the strided biases, packed for the shared RMSE */
+        mf_dbuf items = {NULL, 0};  /* renumbered rows: V in the items' order (cols x k) */
+        const float *V = (const float *)e->V.ptr;
+        int64_t ldv = e->kp;
         mf_status st = MF_OK;
-        if (e->biases) {
+        if (e->row_of.ptr) {
+            st = unpack_rows(e, &e->V, e->cols, (const int32_t *)e->row_of.ptr, &items,
+                             "SGD item factors for the RMSE");
+            V = (const float *)items.ptr, ldv = e->k;
+        }
+        if (st == MF_OK && e->biases) {
             st = mf_dmem_alloc(ctx, &packed, ((size_t)e->rows + e->cols + 2) * sizeof(float),
                                "SGD biases for the RMSE");
             if (st == MF_OK)
@@ -333,10 +377,10 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
             terms.item = (const float *)packed.ptr + e->rows + 1;
         }
         if (st == MF_OK)
-            st = mf_rmse_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                                 (const float *)e->V.ptr, e->kp, e->biases ? &terms : NULL,
-                                 MF_MEMORY_DEVICE, rmse);
+            st = mf_rmse_compute(ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp, V, ldv,
+                                 e->biases ? &terms : NULL, MF_MEMORY_DEVICE, rmse);
         mf_dmem_free(ctx, &packed);
+        mf_dmem_free(ctx, &items);
         return st;
     }
     mf_device_guard guard(ctx->link.cuda->device);
@@ -355,6 +399,7 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     a.mean = e->mean;
     a.bu = bu;
     a.bi = bi;
+    a.map = (const int32_t *)e->row_of.ptr;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(a.sum, 0, sizeof(double), stream));
     void *args[] = {&a};
     unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)R->rows * 32, 256, 8);
@@ -367,29 +412,24 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     return MF_OK;
 }
 
-/* The working factor X (rows x kp storage) as floats (rows x k) at dst (leading dimension
- * ld), host or device. */
-mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, float *dst, int64_t ld)
+/* The working factor X (rows x kp storage, row r at row map[r], NULL: r) as floats (rows x k)
+ * at dst (leading dimension ld), host or device. */
+mf_status copy_out(cuda_engine *e, const mf_dbuf *X, int32_t rows, const int32_t *map, float *dst,
+                   int64_t ld)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
-    const size_t bytes = (size_t)rows * e->k * sizeof(float);
-    if (bytes == 0)
+    if ((size_t)rows * e->k == 0)
         return MF_OK;
     mf_dbuf tmp = {NULL, 0};
-    MF_TRY(mf_dmem_alloc(ctx, &tmp, bytes, "SGD factors for the caller"));
-    unsigned grid = mf_cuda_grid(ctx->link.cuda, (int64_t)rows * e->k, 256, 8);
-    if (e->half)
-        sgd::unpack_kernel<true>
-            <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
-    else
-        sgd::unpack_kernel<false>
-            <<<grid, 256, 0, stream>>>(X->ptr, (float *)tmp.ptr, rows, e->k, e->kp);
-    cudaError_t err = cudaGetLastError();
-    if (err == cudaSuccess)
-        err = cudaMemcpy2DAsync(dst, (size_t)ld * sizeof(float), tmp.ptr,
-                                (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
-                                (size_t)rows, cudaMemcpyDefault, stream);
+    mf_status st = unpack_rows(e, X, rows, map, &tmp, "SGD factors for the caller");
+    if (st != MF_OK) {
+        mf_dmem_free(ctx, &tmp);
+        return st;
+    }
+    cudaError_t err =
+        cudaMemcpy2DAsync(dst, (size_t)ld * sizeof(float), tmp.ptr, (size_t)e->k * sizeof(float),
+                          (size_t)e->k * sizeof(float), (size_t)rows, cudaMemcpyDefault, stream);
     if (err == cudaSuccess)
         err = cudaStreamSynchronize(stream);
     mf_dmem_free(ctx, &tmp);
@@ -402,8 +442,8 @@ mf_status engine_finish(mf_sgd_engine *base, float *U, float *V, int64_t ld, flo
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_device_guard guard(e->ctx->link.cuda->device);
-    MF_TRY(copy_out(e, &e->U, e->rows, U, ld));
-    MF_TRY(copy_out(e, &e->V, e->cols, V, ld));
+    MF_TRY(copy_out(e, &e->U, e->rows, NULL, U, ld));
+    MF_TRY(copy_out(e, &e->V, e->cols, (const int32_t *)e->row_of.ptr, V, ld));
     if (e->biases)
         MF_TRY(unstride_biases(e, bu, bi));
     return MF_OK;
@@ -427,18 +467,18 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->local_count);
     mf_dmem_free(ctx, &e->local_copies);
     mf_dmem_free(ctx, &e->split);
-    mf_dmem_free(ctx, &e->slot);
+    mf_dmem_free(ctx, &e->row_of);
     mf_dmem_free(ctx, &e->rest);
-    mf_dmem_free(ctx, &e->rest_user);
-    free(e->split_part);
+    mf_dmem_free(ctx, &e->rest_row);
     free(e->parts);
     free(e);
 }
 
-/* The working factor X (rows x kp storage) from the host floats X0 (rows x k), with `spare`
- * rows after them (the hot items' replicas, filled before each epoch). */
-mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, int64_t spare, const float *X0,
-                  const char *what)
+/* The working factor X (rows x kp storage) from the host floats X0 (rows x k), row r at row
+ * map[r] (NULL: r), with `spare` rows more (the hot items' replicas, filled before each
+ * epoch). */
+mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, int64_t spare, const int32_t *map,
+                  const float *X0, const char *what)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
@@ -454,10 +494,10 @@ mf_status copy_in(cuda_engine *e, mf_dbuf *X, int32_t rows, int64_t spare, const
     if (err == cudaSuccess) {
         if (e->half)
             sgd::pack_kernel<true>
-                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp);
+                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp, map);
         else
             sgd::pack_kernel<false>
-                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp);
+                <<<grid, 256, 0, stream>>>((const float *)tmp.ptr, X->ptr, rows, e->k, e->kp, map);
         err = cudaGetLastError();
     }
     if (err == cudaSuccess) /* X0 is the caller's to free when this returns */
@@ -597,62 +637,76 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
     return MF_OK;
 }
 
-/* LOCAL_SOME: every chunk's entries reordered on the device, those of the rows that have a
- * slot (slot_of[row], device) first, each entry's slot beside it (cuda_engine's slot), and the
- * non-empty halves listed for each pass of the epoch (split, n1, n2, split_part). */
-mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const uint16_t *slot_of)
+/* The rest turned around (sgd_local_bias.cuh): the entries of rows [slots, nb) (rest, their
+ * users in user; nrest of them, host) as chunks of one row's entries, at most MF_SGD_CHUNK:
+ * entry i of t_entry names the user and rating, t_row[i] the row, and runs [begin, end) are
+ * appended to the list at *n (begin at list[*n], end at list[cap + *n]). */
+void turn_rest(const mf_sgd_entry *rest, const int32_t *user, int64_t nrest, int32_t slots,
+               int64_t nb, int64_t *at, mf_sgd_entry *t_entry, int32_t *t_row, int64_t *list,
+               int64_t cap, int64_t *n)
+{
+    const int64_t rows = nb - slots;
+    memset(at, 0, ((size_t)rows + 1) * sizeof *at);
+    for (int64_t i = 0; i < nrest; i++)
+        at[rest[i].item - slots + 1]++;
+    for (int64_t r = 0; r < rows; r++)
+        at[r + 1] += at[r];
+    for (int64_t r = 0; r < rows; r++) /* the runs, from the row's first entry */
+        for (int64_t b = at[r]; b < at[r + 1]; b += MF_SGD_CHUNK)
+            list[*n] = b, list[cap + *n] = std::min(at[r + 1], b + MF_SGD_CHUNK), (*n)++;
+    for (int64_t i = 0; i < nrest; i++) { /* at[r] moves to the row's end */
+        const int64_t to = at[rest[i].item - slots]++;
+        t_entry[to].item = user[i], t_entry[to].rating = rest[i].rating;
+        t_row[to] = rest[i].item;
+    }
+}
+
+/* Renumbered rows (one part, local_bias_setup): every chunk's entries reordered on the
+ * device, those of rows below e->slots first, the rest gathered and turned around (turn_rest)
+ * into e->rest and e->rest_row, and the chunks of both passes listed (split, n1, n2). nb: the
+ * rows. */
+mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = ctx->link.cuda->stream;
     const int64_t nchunks = plan->nchunks, *begin = plan->chunk_begin;
-    const int np = e->nparts;
-    mf_dbuf counts = {NULL, 0};
+    mf_dbuf counts = {NULL, 0}, rest_at_dev = {NULL, 0}, rest = {NULL, 0}, rest_user = {NULL, 0};
     int32_t *owners = (int32_t *)malloc((size_t)(nchunks > 0 ? nchunks : 1) * sizeof *owners);
-    int64_t *list = (int64_t *)malloc((size_t)(nchunks > 0 ? nchunks : 1) * 4 * sizeof *list);
-    e->split_part = (int64_t *)malloc(2 * ((size_t)np + 1) * sizeof *e->split_part);
-    mf_status st =
-        owners && list && e->split_part
-            ? MF_OK
-            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    int64_t *rest_at = (int64_t *)malloc(((size_t)nchunks + 1) * sizeof *rest_at);
+    mf_status st = owners && rest_at ? MF_OK
+                                     : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                               "mf_sgd_hogwild_run: out of host memory");
     if (st == MF_OK)
         st = mf_dmem_alloc(ctx, &counts, (size_t)nchunks * sizeof(int32_t), "SGD chunk owners");
-    if (st == MF_OK)
-        st = mf_dmem_alloc(ctx, &e->slot, (size_t)plan->nnz * sizeof(uint16_t),
-                           "SGD rating bias slots");
     cudaError_t err = cudaSuccess;
     if (st == MF_OK && nchunks > 0) {
         sgd::partition_local_kernel<<<mf_cuda_grid(ctx->link.cuda, nchunks * 32, 256, 8), 256, 0,
-                                      stream>>>(
-            (mf_sgd_entry *)e->entries.ptr, (uint16_t *)e->slot.ptr,
-            (const int64_t *)e->chunk_begin.ptr, nchunks, slot_of, (int32_t *)counts.ptr);
+                                      stream>>>((mf_sgd_entry *)e->entries.ptr,
+                                                (const int64_t *)e->chunk_begin.ptr, nchunks,
+                                                e->slots, (int32_t *)counts.ptr);
         err = cudaGetLastError();
         if (err == cudaSuccess)
             err = cudaMemcpyAsync(owners, counts.ptr, counts.bytes, cudaMemcpyDeviceToHost, stream);
         if (err == cudaSuccess)
             err = cudaStreamSynchronize(stream);
     }
-    /* The rest: each chunk's second half, at rest_at[c] of one array (in chunk order, so a
-     * user's are together) */
-    int64_t *rest_at = NULL;
-    mf_dbuf rest_at_dev = {NULL, 0};
-    if (st == MF_OK && err == cudaSuccess) {
-        rest_at = (int64_t *)malloc(((size_t)nchunks + 1) * sizeof *rest_at);
-        if (!rest_at)
-            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
-    }
+    /* The rest: each chunk's second half, at rest_at[c] of one array, to the host */
+    int64_t nrest = 0;
+    mf_sgd_entry *host_rest = NULL, *t_entry = NULL;
+    int32_t *host_user = NULL, *t_row = NULL;
+    int64_t *at = NULL, *list = NULL;
     if (st == MF_OK && err == cudaSuccess) {
         rest_at[0] = 0;
         for (int64_t c = 0; c < nchunks; c++)
             rest_at[c + 1] = rest_at[c] + (begin[c + 1] - begin[c] - owners[c]);
-        const int64_t nrest = rest_at[nchunks];
+        nrest = rest_at[nchunks];
         mf_sgd_debug_local_rest = nrest;
         st = mf_dmem_alloc(ctx, &rest_at_dev, ((size_t)nchunks + 1) * sizeof *rest_at,
                            "SGD rest offsets");
         if (st == MF_OK)
-            st = mf_dmem_alloc(ctx, &e->rest, (size_t)nrest * sizeof(mf_sgd_entry), "SGD rest");
+            st = mf_dmem_alloc(ctx, &rest, (size_t)nrest * sizeof(mf_sgd_entry), "SGD rest");
         if (st == MF_OK)
-            st = mf_dmem_alloc(ctx, &e->rest_user, (size_t)nrest * sizeof(int32_t),
-                               "SGD rest users");
+            st = mf_dmem_alloc(ctx, &rest_user, (size_t)nrest * sizeof(int32_t), "SGD rest users");
         if (st == MF_OK && nrest > 0) {
             err = cudaMemcpyAsync(rest_at_dev.ptr, rest_at, rest_at_dev.bytes,
                                   cudaMemcpyHostToDevice, stream);
@@ -661,55 +715,71 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const uint16_t *
                                           0, stream>>>(
                     (const mf_sgd_entry *)e->entries.ptr, (const int32_t *)e->user.ptr,
                     (const int64_t *)e->chunk_begin.ptr, nchunks, (const int32_t *)counts.ptr,
-                    (const int64_t *)rest_at_dev.ptr, (mf_sgd_entry *)e->rest.ptr,
-                    (int32_t *)e->rest_user.ptr);
+                    (const int64_t *)rest_at_dev.ptr, (mf_sgd_entry *)rest.ptr,
+                    (int32_t *)rest_user.ptr);
                 err = cudaGetLastError();
             }
         }
     }
+    /* The lists: the first pass's begins at list[0] and ends at list[cap] (the chunks' first
+     * halves, at most nchunks), the second's at list[nchunks] and list[cap + nchunks] (the
+     * rest's rows' runs, at most nrest); then packed, each list's begins and ends. */
+    const int64_t cap = nchunks + nrest;
+    int64_t *packed = NULL;
     if (st == MF_OK && err == cudaSuccess) {
-        /* The lists in place: the first pass's begins at 0 and ends at nchunks (the chunks'
-         * first halves), the second's at 2 nchunks and 3 nchunks (runs of the rest array of
-         * one user, at most MF_SGD_CHUNK entries: a user's second halves together, where each
-         * chunk's alone held one or two entries); packed when each length is known. */
+        host_rest = (mf_sgd_entry *)malloc((size_t)(nrest > 0 ? nrest : 1) * sizeof *host_rest);
+        t_entry = (mf_sgd_entry *)malloc((size_t)(nrest > 0 ? nrest : 1) * sizeof *t_entry);
+        host_user = (int32_t *)malloc((size_t)(nrest > 0 ? nrest : 1) * sizeof *host_user);
+        t_row = (int32_t *)malloc((size_t)(nrest > 0 ? nrest : 1) * sizeof *t_row);
+        at = (int64_t *)malloc(((size_t)(nb - e->slots) + 1) * sizeof *at);
+        list = (int64_t *)malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof *list);
+        packed = (int64_t *)malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof *packed);
+        if (!host_rest || !t_entry || !host_user || !t_row || !at || !list || !packed)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+    }
+    if (st == MF_OK && err == cudaSuccess && nrest > 0) {
+        err = cudaMemcpyAsync(host_rest, rest.ptr, rest.bytes, cudaMemcpyDeviceToHost, stream);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(host_user, rest_user.ptr, rest_user.bytes, cudaMemcpyDeviceToHost,
+                                  stream);
+        if (err == cudaSuccess)
+            err = cudaStreamSynchronize(stream);
+    }
+    if (st == MF_OK && err == cudaSuccess) {
         int64_t n1 = 0, n2 = 0;
-        for (int p = 0; p < np; p++) {
-            e->split_part[p] = n1, e->split_part[np + 1 + p] = n2;
-            bool open = false;
-            int32_t run_user = 0;
-            for (int64_t c = e->parts[p]; c < e->parts[p + 1]; c++) {
-                if (owners[c] > 0)
-                    list[n1] = begin[c], list[nchunks + n1] = begin[c] + owners[c], n1++;
-                const int64_t r0 = rest_at[c], r1 = rest_at[c + 1];
-                if (r1 == r0)
-                    continue;
-                const int32_t u = plan->user[begin[c]];
-                if (open && run_user == u && list[3 * nchunks + n2 - 1] == r0 &&
-                    r1 - list[2 * nchunks + n2 - 1] <= MF_SGD_CHUNK) {
-                    list[3 * nchunks + n2 - 1] = r1;
-                } else {
-                    list[2 * nchunks + n2] = r0, list[3 * nchunks + n2] = r1, n2++;
-                    open = true, run_user = u;
-                }
-            }
-        }
-        e->split_part[np] = n1, e->split_part[2 * np + 1] = n2;
+        for (int64_t c = 0; c < nchunks; c++)
+            if (owners[c] > 0)
+                list[n1] = begin[c], list[cap + n1] = begin[c] + owners[c], n1++;
+        turn_rest(host_rest, host_user, nrest, e->slots, nb, at, t_entry, t_row, list + nchunks,
+                  cap, &n2);
+        memcpy(packed, list, (size_t)n1 * sizeof *list);
+        memcpy(packed + n1, list + cap, (size_t)n1 * sizeof *list);
+        memcpy(packed + 2 * n1, list + nchunks, (size_t)n2 * sizeof *list);
+        memcpy(packed + 2 * n1 + n2, list + cap + nchunks, (size_t)n2 * sizeof *list);
         e->n1 = n1, e->n2 = n2;
-        memmove(list + n1, list + nchunks, (size_t)n1 * sizeof *list);
-        memmove(list + 2 * n1, list + 2 * nchunks, (size_t)n2 * sizeof *list);
-        memmove(list + 2 * n1 + n2, list + 3 * nchunks, (size_t)n2 * sizeof *list);
         st = mf_dmem_alloc(ctx, &e->split, (size_t)(2 * (n1 + n2)) * sizeof *list,
                            "SGD split chunks");
-        if (st == MF_OK && e->split.bytes > 0)
-            err =
-                cudaMemcpyAsync(e->split.ptr, list, e->split.bytes, cudaMemcpyHostToDevice, stream);
+        if (st == MF_OK) /* the rest arrays, turned around, in place */
+            err = cudaMemcpyAsync(rest.ptr, t_entry, rest.bytes, cudaMemcpyHostToDevice, stream);
+        if (st == MF_OK && err == cudaSuccess)
+            err = cudaMemcpyAsync(rest_user.ptr, t_row, rest_user.bytes, cudaMemcpyHostToDevice,
+                                  stream);
+        if (st == MF_OK && err == cudaSuccess && e->split.bytes > 0)
+            err = cudaMemcpyAsync(e->split.ptr, packed, e->split.bytes, cudaMemcpyHostToDevice,
+                                  stream);
         if (st == MF_OK && err == cudaSuccess) /* the host arrays are freed below */
             err = cudaStreamSynchronize(stream);
     }
+    if (st == MF_OK && err == cudaSuccess) {
+        e->rest = rest, e->rest_row = rest_user;
+        rest.ptr = rest_user.ptr = NULL;
+    }
+    mf_dmem_free(ctx, &rest);
+    mf_dmem_free(ctx, &rest_user);
     mf_dmem_free(ctx, &rest_at_dev);
-    free(rest_at);
     mf_dmem_free(ctx, &counts);
-    free(owners), free(list);
+    free(owners), free(rest_at), free(host_rest), free(t_entry), free(host_user), free(t_row);
+    free(at), free(list), free(packed);
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD split chunks", __FILE__, __LINE__);
@@ -722,9 +792,11 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, const uint16_t *
  * time, and a copy's share of an item is too small to learn from alone);
  * mf_sgd_debug_local_bias 0 turns them off, 1 on whatever the size. All of them where the
  * items and working rows fit in one block's shared memory (about 58,000 on an H100), else
- * the rows with the most ratings, as many as fit. Counts the entries of every part, picks the
- * owners on the host, shapes the grid anew, and (LOCAL_SOME) splits the chunks
- * (split_chunks). */
+ * the rows with the most ratings, as many as fit, renumbered to come first (row_of). Counts
+ * the entries of every part, picks the owners on the host, shapes the grid anew, and where it
+ * renumbers, rewrites the entries' rows and splits the chunks (split_chunks). A group's ranks
+ * (several parts) exchange item blocks in the items' own numbers (mf_shares_gather), so there
+ * the rows are never renumbered: the item biases stay global where they do not all fit. */
 mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
 {
     mf_ctx *ctx = e->ctx;
@@ -738,29 +810,28 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     const double sms = ctx->link.cuda->prop.multiProcessorCount;
     const bool wanted = mf_sgd_debug_local_bias == 1 ||
                         (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);
-    if (!e->biases || !e->resident || !wanted || nb == 0 || nnz == 0)
+    const bool renumber = nb > fit;
+    if (!e->biases || !e->resident || !wanted || nb == 0 || nnz == 0 || (renumber && e->nparts > 1))
         return MF_OK;
-    /* LOCAL_SOME's slots are 16-bit numbers, one value kept for none */
-    const int32_t slots = (int32_t)(nb <= fit ? nb : fit < MF_SGD_NO_SLOT ? fit : MF_SGD_NO_SLOT);
-    const int mode = nb <= fit ? sgd::LOCAL_ALL : sgd::LOCAL_SOME;
+    const int32_t slots = (int32_t)(renumber ? fit : nb);
     /* The largest shared size once, for every local kernel: a context in another thread never
      * lowers it under this one's launch. */
-    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, mode),
+    MF_CUDA_TRY(ctx, cudaFuncSetAttribute(epoch_kernel_for(e, sgd::LOCAL_ALL),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize,
                                           (int)ctx->link.cuda->prop.sharedMemPerBlockOptin));
     e->slots = slots;
-    MF_TRY(launch_shape(e, s, mode));
+    MF_TRY(launch_shape(e, s, sgd::LOCAL_ALL));
     const int np = e->nparts;
     const int64_t *begin = s->plan->chunk_begin;
-    mf_dbuf counts = {NULL, 0}, slot_of = {NULL, 0};
+    mf_dbuf counts = {NULL, 0};
     unsigned *host = (unsigned *)calloc((size_t)np * nb, sizeof *host);
     int32_t *owner = (int32_t *)malloc((size_t)slots * sizeof *owner);
     unsigned *total = (unsigned *)calloc((size_t)nb, sizeof *total);
     int32_t *rank = (int32_t *)malloc((size_t)nb * sizeof *rank);
     unsigned *per = (unsigned *)calloc((size_t)np * slots, sizeof *per);
-    uint16_t *slot_host = (uint16_t *)malloc((size_t)nb * sizeof *slot_host);
+    int32_t *row_of = (int32_t *)malloc((size_t)nb * sizeof *row_of);
     mf_status st =
-        host && owner && total && rank && per && slot_host
+        host && owner && total && rank && per && row_of
             ? MF_OK
             : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     if (st == MF_OK)
@@ -782,28 +853,27 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             err = cudaStreamSynchronize(stream);
     }
     if (st == MF_OK && err == cudaSuccess) {
-        /* LOCAL_ALL: slot = row. LOCAL_SOME: the rows with the most ratings over all parts
-         * (the lower number on ties) get the slots, in that order. */
+        /* Slot = row. Renumbered: the rows with the most ratings over all parts (the lower
+         * number on ties) first, rank[t] becoming row t. */
         for (int64_t i = 0; i < nb; i++) {
             for (int p = 0; p < np; p++)
                 total[i] += host[(size_t)p * nb + i];
             rank[i] = (int32_t)i;
-            slot_host[i] = MF_SGD_NO_SLOT;
         }
-        if (mode == sgd::LOCAL_SOME)
+        if (renumber)
             std::sort(rank, rank + nb, [total](int32_t x, int32_t y) {
                 return total[x] != total[y] ? total[x] > total[y] : x < y;
             });
+        for (int32_t t = 0; t < nb; t++)
+            row_of[rank[t]] = t;
         for (int32_t t = 0; t < slots; t++) {
-            const int32_t row = rank[t];
-            owner[t] = total[row] > 0 ? row : -1;
-            if (owner[t] >= 0) {
-                slot_host[row] = (uint16_t)t;
-                for (int p = 0; p < np; p++)
-                    per[(size_t)p * slots + t] = host[(size_t)p * nb + row];
-            }
+            owner[t] = total[rank[t]] > 0 ? t : -1;
+            for (int p = 0; p < np && owner[t] >= 0; p++)
+                per[(size_t)p * slots + t] = host[(size_t)p * nb + rank[t]];
         }
-        st = mf_dmem_alloc(ctx, &slot_of, (size_t)nb * sizeof *slot_host, "SGD local item slots");
+        if (renumber)
+            st =
+                mf_dmem_alloc(ctx, &e->row_of, (size_t)nb * sizeof *row_of, "SGD item row numbers");
         if (st == MF_OK)
             st = mf_dmem_alloc(ctx, &e->local_owner, (size_t)slots * sizeof(int32_t),
                                "SGD local item owners");
@@ -815,11 +885,18 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
             st = mf_dmem_alloc(ctx, &e->local_copies, (size_t)e->blocks * slots * sizeof(float),
                                "SGD local item copies");
         if (st == MF_OK) {
-            err = cudaMemcpyAsync(slot_of.ptr, slot_host, slot_of.bytes, cudaMemcpyHostToDevice,
-                                  stream);
-            if (err == cudaSuccess)
-                err = cudaMemcpyAsync(e->local_owner.ptr, owner, e->local_owner.bytes,
+            err = cudaMemcpyAsync(e->local_owner.ptr, owner, e->local_owner.bytes,
+                                  cudaMemcpyHostToDevice, stream);
+            if (err == cudaSuccess && renumber) {
+                err = cudaMemcpyAsync(e->row_of.ptr, row_of, e->row_of.bytes,
                                       cudaMemcpyHostToDevice, stream);
+                if (err == cudaSuccess)
+                    sgd::renumber_kernel<<<mf_cuda_grid(ctx->link.cuda, nnz, 256, 8), 256, 0,
+                                           stream>>>((mf_sgd_entry *)e->entries.ptr, nnz,
+                                                     (const int32_t *)e->row_of.ptr);
+                if (err == cudaSuccess)
+                    err = cudaGetLastError();
+            }
             if (err == cudaSuccess)
                 err = cudaMemcpyAsync(e->local_count.ptr, per, e->local_count.bytes,
                                       cudaMemcpyHostToDevice, stream);
@@ -827,15 +904,14 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
                 err = cudaStreamSynchronize(stream);
         }
     }
-    if (st == MF_OK && err == cudaSuccess && mode == sgd::LOCAL_SOME)
-        st = split_chunks(e, s->plan, (const uint16_t *)slot_of.ptr);
+    if (st == MF_OK && err == cudaSuccess && renumber)
+        st = split_chunks(e, s->plan, nb);
     mf_dmem_free(ctx, &counts);
-    mf_dmem_free(ctx, &slot_of);
-    free(host), free(owner), free(total), free(rank), free(per), free(slot_host);
+    free(host), free(owner), free(total), free(rank), free(per), free(row_of);
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD local item biases", __FILE__, __LINE__);
-    e->local = mode;
+    e->local = sgd::LOCAL_ALL;
     mf_sgd_debug_local_items = slots;
     return MF_OK;
 }
@@ -861,8 +937,9 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
     MF_TRY(hot_setup(e, p->nnz, p->nchunks));
     const int64_t spare = (int64_t)e->hot * e->replicas;
     MF_TRY(local_bias_setup(e, s, spare));
-    MF_TRY(copy_in(e, &e->U, e->rows, 0, s->U0, "SGD user factors"));
-    MF_TRY(copy_in(e, &e->V, e->cols, spare, s->V0, "SGD item factors"));
+    MF_TRY(copy_in(e, &e->U, e->rows, 0, NULL, s->U0, "SGD user factors"));
+    MF_TRY(copy_in(e, &e->V, e->cols, spare, (const int32_t *)e->row_of.ptr, s->V0,
+                   "SGD item factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
     if (e->biases) {                                           /* zero to start */
         const size_t per = MF_SGD_BIAS_STRIDE * sizeof(float); /* one sector each */

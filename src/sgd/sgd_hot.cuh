@@ -56,10 +56,11 @@ __global__ void remap_hot_kernel(mf_sgd_entry *e, const int64_t *chunk_begin, in
 
 /* gather = 0: every replica of hot row h (rows cols + h R + r) and its bias take item
  * items[h]'s values; gather = 1: the item's row and bias take the mean of its replicas.
- * Element kp of a row stands for its bias (bi NULL: none). */
+ * Element kp of a row stands for its bias (bi NULL: none). Where the engine renumbered its
+ * rows (sgd_local_bias.cuh), row x of these numbers is row map[x] of V and bi (NULL: x). */
 template <bool HALF>
 __global__ void hot_rows_kernel(void *V, float *bi, const int32_t *items, int32_t hot, int replicas,
-                                int32_t cols, int kp, int gather)
+                                int32_t cols, int kp, int gather, const int32_t *map)
 {
     using elem = typename std::conditional<HALF, __half, float>::type;
     elem *X = static_cast<elem *>(V);
@@ -68,27 +69,29 @@ __global__ void hot_rows_kernel(void *V, float *bi, const int32_t *items, int32_
          i += (int64_t)gridDim.x * blockDim.x) {
         const int32_t h = (int32_t)(i / (kp + 1));
         const int t = (int)(i - (int64_t)h * (kp + 1));
-        const int64_t item = items[h], first = (int64_t)cols + (int64_t)h * replicas;
+        const int64_t first = (int64_t)cols + (int64_t)h * replicas;
+        const int64_t item = map ? map[items[h]] : items[h];
+        auto row = [&](int r) -> int64_t { return map ? map[first + r] : first + r; };
         if (t < kp) {
             if (gather) {
                 float s = 0.0f;
                 for (int r = 0; r < replicas; r++)
-                    s += (float)X[(first + r) * kp + t];
+                    s += (float)X[row(r) * kp + t];
                 X[item * kp + t] = (elem)(s / (float)replicas);
             } else {
                 const elem m = X[item * kp + t];
                 for (int r = 0; r < replicas; r++)
-                    X[(first + r) * kp + t] = m;
+                    X[row(r) * kp + t] = m;
             }
         } else if (bi) {
             if (gather) {
                 float s = 0.0f;
                 for (int r = 0; r < replicas; r++)
-                    s += bi[(first + r) * MF_SGD_BIAS_STRIDE];
+                    s += bi[row(r) * MF_SGD_BIAS_STRIDE];
                 bi[item * MF_SGD_BIAS_STRIDE] = s / (float)replicas;
             } else {
                 for (int r = 0; r < replicas; r++)
-                    bi[(first + r) * MF_SGD_BIAS_STRIDE] = bi[item * MF_SGD_BIAS_STRIDE];
+                    bi[row(r) * MF_SGD_BIAS_STRIDE] = bi[item * MF_SGD_BIAS_STRIDE];
             }
         }
     }

@@ -110,10 +110,10 @@ __device__ __forceinline__ float warp_sum(float x)
 
 struct epoch_args {
     /* Chunk c is entries [chunk_begin[c], chunk_end[c]): chunk_end is chunk_begin + 1 but
-     * where LOCAL_SOME splits the chunks (sgd_local_bias.cuh). Never empty. */
+     * where the rows with a bias slot are split from the rest (sgd_local_bias.cuh). Never
+     * empty. */
     const int64_t *chunk_begin, *chunk_end;
     const mf_sgd_entry *entries; /* nnz */
-    const uint16_t *slot;        /* LOCAL_SOME: each entry's bias slot (sgd_local_bias.cuh) */
     const int32_t *user;         /* nnz */
     void *U, *V;                 /* users x kp, items x kp */
     int64_t nchunks;
@@ -154,24 +154,23 @@ __device__ __forceinline__ void store_bias(float *b, int64_t i, float x, int lan
 }
 
 /* An update's item bias, and its new value from the update's lanes (lane 0 writes a local
- * one, and every other lane exchanges into the sink; lanes 0 and 1 write a global one's
- * sector). */
+ * one, at slot = row, and every other lane exchanges into the sink; lanes 0 and 1 write a
+ * global one's sector). */
 template <int LOCAL>
-__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item,
-                                           uint32_t slot)
+__device__ __forceinline__ float item_bias(const epoch_args &a, const local_bias &lb, int32_t item)
 {
     if (LOCAL == LOCAL_NONE)
         return load_bias(a.bi, item);
-    return lb.load(LOCAL == LOCAL_SOME ? slot : (uint32_t)item);
+    return lb.load((uint32_t)item);
 }
 template <int LOCAL>
 __device__ __forceinline__ void put_item_bias(const epoch_args &a, const local_bias &lb,
-                                              int32_t item, uint32_t slot, float x, int lane)
+                                              int32_t item, float x, int lane)
 {
     if (LOCAL == LOCAL_NONE)
         store_bias(a.bi, item, x, lane);
     else
-        lb.store_if(lane == 0, LOCAL == LOCAL_SOME ? slot : (uint32_t)item, x);
+        lb.store_if(lane == 0, (uint32_t)item, x);
 }
 
 /* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
@@ -228,11 +227,6 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
                 u0 = a.user[b + lane];
             if (lane + 32 < n)
                 u1 = a.user[b + 32 + lane];
-        } else if (LOCAL == LOCAL_SOME) { /* the entries' slots */
-            if (lane < n)
-                u0 = a.slot[b + lane];
-            if (lane + 32 < n)
-                u1 = a.slot[b + 32 + lane];
         }
         float u[KPL], v[KPL], v_next[KPL];
         int32_t user = RESIDENT ? a.user[b] : 0;
@@ -246,25 +240,19 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
         const int32_t first = __shfl_sync(0xffffffffu, e0.item, 0);
         io::load(V + (int64_t)first * a.kp, lane, v);
         if (biased)
-            bi = item_bias<LOCAL>(a, lb, first,
-                                  LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, u0, 0) : 0u);
+            bi = item_bias<LOCAL>(a, lb, first);
         float chunk_sq = 0.0f;
         for (int q = 0; q < n; q++) {
             const int src = q & 31;
             const float r = __shfl_sync(0xffffffffu, q < 32 ? e0.rating : e1.rating, src);
             const int32_t cur = __shfl_sync(0xffffffffu, q < 32 ? e0.item : e1.item, src);
-            const uint32_t cur_slot =
-                LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src) : 0u;
             int32_t next = -1;
             if (q + 1 < n) {
                 const int nsrc = (q + 1) & 31;
                 next = __shfl_sync(0xffffffffu, q + 1 < 32 ? e0.item : e1.item, nsrc);
                 io::load(V + (int64_t)next * a.kp, lane, v_next);
                 if (biased)
-                    bi_next = item_bias<LOCAL>(
-                        a, lb, next,
-                        LOCAL == LOCAL_SOME ? __shfl_sync(0xffffffffu, q + 1 < 32 ? u0 : u1, nsrc)
-                                            : 0u);
+                    bi_next = item_bias<LOCAL>(a, lb, next);
             }
             if (!RESIDENT) {
                 user = __shfl_sync(0xffffffffu, q < 32 ? u0 : u1, src);
@@ -281,7 +269,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(32, KPL) : 256)
             if (biased) {
                 bu += a.lr * (err - a.lambda_bias * bu);
                 bi += a.lr * (err - a.lambda_bias * bi);
-                put_item_bias<LOCAL>(a, lb, cur, cur_slot, bi, lane);
+                put_item_bias<LOCAL>(a, lb, cur, bi, lane);
                 if (!RESIDENT)
                     store_bias(a.bu, user, bu, lane);
             }
@@ -356,7 +344,6 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
     int64_t p = 0, end = 0; /* the current update and the chunk's end */
     int32_t user = 0, cur = 0, nxt = 0;
     float r_cur = 0.0f, r_nxt = 0.0f;
-    uint32_t s_cur = 0, s_nxt = 0; /* LOCAL_SOME: their bias slots */
     /* The claimed chunk: [p_ahead, end_ahead) of user_ahead; stage 1 and 2 are the
      * iterations that prefetch its entries and its user's row; none once the slots ran out. */
     int64_t p_ahead = 0, end_ahead = 0;
@@ -390,15 +377,11 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         mf_sgd_entry e1 = {0, 0.0f};
         if (p + 1 < end)
             e1 = load_entry(a.entries + p + 1);
-        if (LOCAL == LOCAL_SOME) {
-            s_cur = a.slot[p];
-            s_nxt = p + 1 < end ? a.slot[p + 1] : 0u;
-        }
         io::load(U + (int64_t)user * KP, gl, u);
         io::load(V + (int64_t)e0.item * KP, gl, v);
         if (BIASED) {
             bu = load_bias(a.bu, user);
-            bi = item_bias<LOCAL>(a, lb, e0.item, s_cur);
+            bi = item_bias<LOCAL>(a, lb, e0.item);
         }
         cur = e0.item, r_cur = e0.rating;
         nxt = e1.item, r_nxt = e1.rating;
@@ -420,10 +403,6 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
                 const int64_t at = min(p_ahead + gl * 16, end_ahead - 1);
                 asm volatile("prefetch.global.L1 [%0];" ::"l"(a.entries + at));
             }
-            if (LOCAL == LOCAL_SOME && gl * 64 < end_ahead - p_ahead + 64) { /* their slots */
-                const int64_t at = min(p_ahead + gl * 64, end_ahead - 1);
-                asm volatile("prefetch.global.L1 [%0];" ::"l"(a.slot + at));
-            }
             user_ahead = __ldg(a.user + p_ahead);
             stage = 2;
         } else if (stage == 2) { /* its user's row into L2, a line a lane */
@@ -434,16 +413,12 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         }
         const bool more = p + 1 < end;
         mf_sgd_entry e2 = {0, 0.0f};
-        uint32_t s2 = 0u;
         if (more) {
             io::load(V + (int64_t)nxt * KP, gl, v_next);
             if (BIASED)
-                bi_next = item_bias<LOCAL>(a, lb, nxt, s_nxt);
-            if (p + 2 < end) {
+                bi_next = item_bias<LOCAL>(a, lb, nxt);
+            if (p + 2 < end)
                 e2 = load_entry(a.entries + p + 2);
-                if (LOCAL == LOCAL_SOME)
-                    s2 = a.slot[p + 2];
-            }
         }
         float part = 0.0f;
         for (int j = 0; j < KPL; j++)
@@ -456,7 +431,7 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
         if (BIASED) { /* keep_b b + lr err: one operation each, with the factors' step */
             bu = fmaf(keep_b, bu, step);
             bi = fmaf(keep_b, bi, step);
-            put_item_bias<LOCAL>(a, lb, cur, s_cur, bi, gl);
+            put_item_bias<LOCAL>(a, lb, cur, bi, gl);
         }
         for (int j = 0; j < KPL; j++) {
             const float uj = u[j], vj = v[j];
@@ -474,8 +449,8 @@ __global__ void __launch_bounds__(LOCAL ? local_block_threads(G, KPL) : 256, LOC
                 bi = bi_next;
             }
             p++;
-            cur = nxt, r_cur = r_nxt, s_cur = s_nxt;
-            nxt = e2.item, r_nxt = e2.rating, s_nxt = s2;
+            cur = nxt, r_cur = r_nxt;
+            nxt = e2.item, r_nxt = e2.rating;
         } else {
             io::store(U + (int64_t)user * KP, gl, u);
             if (BIASED)
@@ -500,6 +475,7 @@ struct rmse_args {
     double *sum; /* += the squared residuals */
     float mean;
     const float *bu, *bi; /* NULL: no biases */
+    const int32_t *map;   /* the engine's row of each item (renumbered rows); NULL: the item */
 };
 
 /* The RMSE of fp16 working factors (fp32 ones go through SDDMM: sgd.cu's engine_rmse says
@@ -521,13 +497,14 @@ template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_
         io::load(U + r * a.kp, lane, u);
         const float base = a.bu ? a.mean + a.bu[r * MF_SGD_BIAS_STRIDE] : 0.0f;
         for (int64_t p = b; p < e; p++) {
-            io::load(V + (int64_t)a.col[p] * a.kp, lane, v);
+            const int64_t row = a.map ? a.map[a.col[p]] : a.col[p];
+            io::load(V + row * a.kp, lane, v);
             float part = 0.0f;
             for (int j = 0; j < KPL; j++)
                 part = fmaf(u[j], v[j], part);
             float pred = warp_sum(part);
             if (a.bu)
-                pred += base + a.bi[(int64_t)a.col[p] * MF_SGD_BIAS_STRIDE];
+                pred += base + a.bi[row * MF_SGD_BIAS_STRIDE];
             const double d = (double)(a.val ? a.val[p] : 1.0f) - (double)pred;
             sum += d * d;
         }
@@ -536,9 +513,11 @@ template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_
         atomicAdd(a.sum, sum);
 }
 
-/* dst (rows x kp storage, zero past k) from src (rows x k floats). */
+/* dst (rows x kp storage, zero past k) from src (rows x k floats); row r of src goes to row
+ * map[r] of dst (NULL: r). */
 template <bool HALF>
-__global__ void pack_kernel(const float *src, void *dst, int64_t rows, int k, int kp)
+__global__ void pack_kernel(const float *src, void *dst, int64_t rows, int k, int kp,
+                            const int32_t *map)
 {
     using elem = typename std::conditional<HALF, __half, float>::type;
     elem *d = static_cast<elem *>(dst);
@@ -548,16 +527,19 @@ __global__ void pack_kernel(const float *src, void *dst, int64_t rows, int k, in
         const int64_t r = i / kp;
         const int t = (int)(i - r * kp);
         const float x = t < k ? src[r * k + t] : 0.0f;
+        const int64_t at = (map ? map[r] : r) * kp + t;
         if constexpr (HALF)
-            d[i] = __float2half_rn(x);
+            d[at] = __float2half_rn(x);
         else
-            d[i] = x;
+            d[at] = x;
     }
 }
 
-/* dst (rows x k floats) from src (rows x kp storage). */
+/* dst (rows x k floats) from src (rows x kp storage); row r of dst from row map[r] of src
+ * (NULL: r). */
 template <bool HALF>
-__global__ void unpack_kernel(const void *src, float *dst, int64_t rows, int k, int kp)
+__global__ void unpack_kernel(const void *src, float *dst, int64_t rows, int k, int kp,
+                              const int32_t *map)
 {
     using elem = typename std::conditional<HALF, __half, float>::type;
     const elem *s = static_cast<const elem *>(src);
@@ -566,11 +548,20 @@ __global__ void unpack_kernel(const void *src, float *dst, int64_t rows, int k, 
          i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t r = i / k;
         const int t = (int)(i - r * k);
+        const int64_t at = (map ? map[r] : r) * kp + t;
         if constexpr (HALF)
-            dst[i] = __half2float(s[r * kp + t]);
+            dst[i] = __half2float(s[at]);
         else
-            dst[i] = s[r * kp + t];
+            dst[i] = s[at];
     }
+}
+
+/* dst[i] = the bias of row map[i] (NULL: i) of the strided biases, i < n. */
+__global__ void gather_bias_kernel(const float *strided, const int32_t *map, int64_t n, float *dst)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = strided[(map ? (int64_t)map[i] : i) * MF_SGD_BIAS_STRIDE];
 }
 
 } // namespace sgd

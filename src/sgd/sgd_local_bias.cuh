@@ -6,17 +6,25 @@
  * 5% wanted, and no layout of a global bias avoids that sector (bench/README.md).
  *
  * How: the item biases (items and the popular items' working rows, sgd_hot.cuh) get slots
- * in each block's shared memory. Where they all fit (LOCAL_ALL), slot = item. Otherwise
- * (LOCAL_SOME) the rows with the most ratings get the M slots the shared memory holds, and at
- * setup a kernel (partition_local_kernel) reorders every chunk's entries on the device, those
- * with a slot first, and writes each one's slot beside it (2 bytes an entry, loaded with the
- * entry). The rest (their second halves) is gathered into one array, a user's entries
- * together. Each epoch (or part) runs the first halves through the local kernel, then the
- * rest, in runs of one user, through the kernel whose biases are all global. Neither kernel
- * tests anything per update. Measured on zipf's 100,000 items (fp16, k = 128, H100): a flag per
- * entry, tested at every update, cost 13.8% of the updates per second; slot = item mod 32,768
- * with a second pass over each chunk's own second half (one or two entries) 15.5%; this,
- * with 0.9% of the ratings in the rest, 6.3% (bench/README.md).
+ * in each block's shared memory, slot = row, so that an update finds its bias where it finds
+ * its row. Where they all fit, the rows keep their numbers. Otherwise the engine renumbers
+ * its rows (the working factors, their biases and the entries' item fields, once at setup:
+ * renumber_kernel): the rows with the most ratings become rows [0, M), M the slots the
+ * shared memory holds, and the rest follow. A kernel (partition_local_kernel) then reorders
+ * every chunk's entries on the device, those of rows below M first. The rest (their second
+ * halves, the ratings of the least rated rows) is gathered and turned around on the host:
+ * chunks of one row's ratings (at most MF_SGD_CHUNK), each entry naming its user. Each epoch
+ * (or part) runs the first halves through the local kernel, then the rest through the kernel
+ * whose biases are all global with the two sides swapped: the item row (and bias) stays in
+ * registers through its chunk, the users' rows are loaded and stored at each update. A rest
+ * row holds about ten ratings where a user's rest held one or two, and the per-chunk work
+ * (the claim, the resident row's load and store) paced the pass in runs of a user (150 us
+ * for 0.9% of zipf's ratings against 7.2 ms for the whole epoch, H200). Neither kernel tests
+ * anything per update, nor loads anything that the biases alone need. Measured on zipf's
+ * 100,000 items (fp16, k = 128, H100): a flag per entry, tested at every update, cost 13.8%
+ * of the updates per second; slot = item mod 32,768 with a second pass over each chunk's own
+ * second half (one or two entries) 15.5%; each entry's slot (2 bytes) beside it and the rest
+ * in runs of a user 6.3% (bench/README.md has these and what renumbering measured).
  * Each block of the persistent grid copies the owners' biases when it starts and applies its
  * updates' bias steps to that copy, Hogwild among its own warps. When the block ends, it writes
  * its copy to its own row of a blocks x slots array (coalesced, no atomics), and a merge kernel
@@ -43,9 +51,9 @@
 namespace sgd
 {
 
-/* The kernels' LOCAL parameter: item biases in global memory, in shared memory at the slot
- * beside each entry (the entries that have one), or all of them there at slot item. */
-enum { LOCAL_NONE = 0, LOCAL_SOME = 1, LOCAL_ALL = 2 };
+/* The kernels' LOCAL parameter: item biases in global memory, or those of every row the pass
+ * meets in shared memory at slot = row. */
+enum { LOCAL_NONE = 0, LOCAL_ALL = 1 };
 
 /* The dynamic shared memory of the local epoch kernels: MF_SGD_LOCAL_SINK words that take
  * the exchanges of the lanes that write no bias (word = the lane's number in its warp, so that
@@ -169,16 +177,20 @@ __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int st
     }
 }
 
-/* LOCAL_SOME: the slot of a row without one. */
-#define MF_SGD_NO_SLOT 0xffffu
+/* Renumbered rows: every entry's item field through map (old row -> new row). */
+__global__ void renumber_kernel(mf_sgd_entry *e, int64_t nnz, const int32_t *map)
+{
+    for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nnz;
+         i += (int64_t)gridDim.x * blockDim.x)
+        e[i].item = map[e[i].item];
+}
 
-/* LOCAL_SOME: a warp a chunk (at most 64 entries, MF_SGD_CHUNK), its entries reordered in
- * place, those whose item has a slot (slot_of[item] != MF_SGD_NO_SLOT) first, each side in
- * its order, with their slots at the same places of `slot`; owned_count[c] = how many. */
+/* Renumbered rows: a warp a chunk (at most 64 entries, MF_SGD_CHUNK), its entries reordered in
+ * place, those of rows below `slots` first, each side in its order; owned_count[c] = how
+ * many. */
 static_assert(MF_SGD_CHUNK <= 64, "partition_local_kernel holds a chunk in two entries a lane");
-__global__ void partition_local_kernel(mf_sgd_entry *e, uint16_t *slot, const int64_t *chunk_begin,
-                                       int64_t nchunks, const uint16_t *slot_of,
-                                       int32_t *owned_count)
+__global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_begin, int64_t nchunks,
+                                       int32_t slots, int32_t *owned_count)
 {
     const int lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
@@ -187,16 +199,16 @@ __global__ void partition_local_kernel(mf_sgd_entry *e, uint16_t *slot, const in
         const int64_t b = chunk_begin[c];
         const int n = (int)(chunk_begin[c + 1] - b);
         mf_sgd_entry x[2];
-        uint16_t at_slot[2];
+        bool owned[2];
         unsigned vote[2];
         for (int h = 0; h < 2; h++) {
             const bool in = h * 32 + lane < n;
-            at_slot[h] = MF_SGD_NO_SLOT;
+            owned[h] = false;
             if (in) {
                 x[h] = e[b + h * 32 + lane];
-                at_slot[h] = slot_of[x[h].item];
+                owned[h] = x[h].item < slots;
             }
-            vote[h] = __ballot_sync(0xffffffffu, at_slot[h] != MF_SGD_NO_SLOT);
+            vote[h] = __ballot_sync(0xffffffffu, owned[h]);
         }
         const int owners = __popc(vote[0]) + __popc(vote[1]);
         __syncwarp();
@@ -206,17 +218,15 @@ __global__ void partition_local_kernel(mf_sgd_entry *e, uint16_t *slot, const in
                 continue;
             /* owners before this entry, and the others before it */
             const int ob = (h ? __popc(vote[0]) : 0) + __popc(vote[h] & below);
-            const int64_t to = b + (at_slot[h] != MF_SGD_NO_SLOT ? ob : owners + at - ob);
-            e[to] = x[h];
-            slot[to] = at_slot[h];
+            e[b + (owned[h] ? ob : owners + at - ob)] = x[h];
         }
         if (lane == 0)
             owned_count[c] = owners;
     }
 }
 
-/* LOCAL_SOME: a warp a chunk, its second half (after owned_count[c] entries) and their users
- * into rest and rest_user at rest_at[c]. */
+/* Renumbered rows: a warp a chunk, its second half (after owned_count[c] entries) and their
+ * users into rest and rest_user at rest_at[c]. */
 __global__ void gather_rest_kernel(const mf_sgd_entry *e, const int32_t *user,
                                    const int64_t *chunk_begin, int64_t nchunks,
                                    const int32_t *owned_count, const int64_t *rest_at,
