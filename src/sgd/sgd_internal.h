@@ -115,8 +115,8 @@ extern int mf_sgd_debug_local_bias;
  * shared memory, 0 when it kept them all in global memory. */
 extern int64_t mf_sgd_debug_local_items;
 /* Tests and benchmarks: of those, the ratings whose item had no slot (when there were fewer
- * slots than items and working rows), which the CUDA engine ran in a second pass with the
- * biases in global memory. */
+ * slots than items and working rows, and the engine renumbered its rows), which the CUDA
+ * engine runs in a second pass, a row's ratings together, with the biases in global memory. */
 extern int64_t mf_sgd_debug_local_rest;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
