@@ -308,7 +308,8 @@ static double host_rmse(const mf_sparse *T, const float *U, const float *V, int 
  * slots (100,000): the engine renumbers its rows, the most rated first and local, the rest
  * global (a second pass, rated less than their share of the items), and the same bars hold at
  * correlation 0.9; the factors and biases come back in the items' own numbers (the test RMSE
- * of the returned model, computed here, is the engine's, fp32 and fp16). One worker: the local
+ * of the returned model, computed here, is the engine's: fp32, fp16, and fp32 with a whole
+ * warp an update, the other kernel). One worker: the local
  * copy is exactly the sequence of updates (one_worker_matches_cpu holds it to the CPU). */
 START_TEST(local_item_biases_agree)
 {
@@ -380,7 +381,8 @@ START_TEST(local_item_biases_agree)
     ck_assert_int_eq(mf_sparse_shape(R, &raters, NULL, NULL), MF_OK);
     float *bu = malloc((size_t)raters * sizeof *bu);
     ck_assert(bu);
-    for (int half = 0; half < 2; half++) {
+    for (int mode = 0; mode < 3; mode++) { /* fp32, fp16, fp32 with a whole warp an update */
+        const int half = mode == 1;
         mf_sgd_opts o;
         mf_sgd_opts_init(&o);
         o.rank = 16, o.epochs = 10;
@@ -389,15 +391,20 @@ START_TEST(local_item_biases_agree)
         mf_biases out = {0.0f, bu, bl};
         o.bias_out = &out;
         mf_sgd_debug_local_bias = 1;
+        mf_sgd_debug_lanes = mode == 2 ? 32 : 0;
         mf_sgd_report rep;
         float *U = NULL, *V = NULL;
         sx_run(gpu, R, &o, MF_OK, &rep, &U, &V);
         mf_sgd_debug_local_bias = -1;
+        mf_sgd_debug_lanes = 0;
         ck_assert_int_eq(mf_sgd_debug_local_items, slots_l);
         const double mine = host_rmse(T, U, V, 16, &out);
-        printf("local_item_biases_agree (100,000 items, half %d): test RMSE reported %.5f, of the "
+        printf("local_item_biases_agree (100,000 items, %s): test RMSE reported %.5f, of the "
                "returned model %.5f\n",
-               half, rep.test_rmse, mine);
+               mode == 0   ? "fp32"
+               : mode == 1 ? "fp16"
+                           : "fp32, whole warps",
+               rep.test_rmse, mine);
         ck_assert_msg(fabs(mine - rep.test_rmse) <= 1e-4 * rep.test_rmse,
                       "reported %.6f, returned model %.6f", rep.test_rmse, mine);
         ck_assert_msg(fabs(rep.test_rmse - global) <= 0.05 * global, "test RMSE %.4f global %.4f",

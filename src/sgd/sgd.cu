@@ -69,6 +69,10 @@ struct cuda_engine {
     mf_dbuf split;
     mf_dbuf rest, rest_row;
     int64_t n1, n2;
+    /* The second pass in launches of one piece of each row (turn_rest): launch j runs its
+     * chunks [rest_sub[j], rest_sub[j + 1]). */
+    int64_t *rest_sub;
+    int rest_passes;
 };
 
 /* The smallest lane width that holds k: rows of 32 * kpl elements. */
@@ -265,8 +269,12 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
             t.U = e->V.ptr, t.V = e->U.ptr;
             t.bu = a.bi, t.bi = a.bu;
             t.lambda_u = a.lambda_v, t.lambda_v = a.lambda_u;
-            MF_TRY(run_pass(e, t, b2, b2 + e->n2, e->n2, sgd::LOCAL_NONE,
-                            e->seed ^ 0x9e3779b97f4a7c15ull, order));
+            for (int j = 0; j < e->rest_passes; j++) {
+                const int64_t *r = b2 + e->rest_sub[j];
+                MF_TRY(run_pass(e, t, r, r + e->n2, e->rest_sub[j + 1] - e->rest_sub[j],
+                                sgd::LOCAL_NONE, e->seed ^ (0x9e3779b97f4a7c15ull + (uint64_t)j),
+                                order));
+            }
         } else {
             const int64_t *b = (const int64_t *)e->chunk_begin.ptr + first;
             MF_TRY(run_pass(e, a, b, b + 1, nchunks, e->local, e->seed, order));
@@ -354,6 +362,7 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->link.cuda->device);
     const float *bu = e->biases ? (const float *)e->bu.ptr : NULL;
     const float *bi = e->biases ? (const float *)e->bi.ptr : NULL;
     mf_bias_terms terms = {e->mean, bu, bi};
@@ -383,7 +392,6 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
         mf_dmem_free(ctx, &items);
         return st;
     }
-    mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
     if (R->nnz == 0) {
         *rmse = 0.0;
@@ -470,6 +478,7 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->row_of);
     mf_dmem_free(ctx, &e->rest);
     mf_dmem_free(ctx, &e->rest_row);
+    free(e->rest_sub);
     free(e->parts);
     free(e);
 }
@@ -639,21 +648,41 @@ mf_status launch_shape(cuda_engine *e, const mf_sgd_setup *s, int local)
 
 /* The rest turned around (sgd_local_bias.cuh): the entries of rows [slots, nb) (rest, their
  * users in user; nrest of them, host) as chunks of one row's entries, at most MF_SGD_CHUNK:
- * entry i of t_entry names the user and rating, t_row[i] the row, and runs [begin, end) are
- * appended to the list at *n (begin at list[*n], end at list[cap + *n]). */
+ * entry i of t_entry names the user and rating, t_row[i] the row. A row with more entries
+ * than a chunk holds has pieces 0, 1, ...; the runs [begin, end) go to list (begin at
+ * list[i], end at list[cap + i]) piece by piece: every row's piece 0, then every piece 1, and
+ * so on, piece j's runs from sub[j] to sub[j + 1] (sub has *passes + 1 entries, at most
+ * nrest + 1). Each piece runs in a launch of its own: two pieces of a row in flight at once
+ * would each store the row they hold, and the last store would drop the other's steps. */
 void turn_rest(const mf_sgd_entry *rest, const int32_t *user, int64_t nrest, int32_t slots,
                int64_t nb, int64_t *at, mf_sgd_entry *t_entry, int32_t *t_row, int64_t *list,
-               int64_t cap, int64_t *n)
+               int64_t cap, int64_t *sub, int *passes)
 {
     const int64_t rows = nb - slots;
     memset(at, 0, ((size_t)rows + 1) * sizeof *at);
     for (int64_t i = 0; i < nrest; i++)
         at[rest[i].item - slots + 1]++;
-    for (int64_t r = 0; r < rows; r++)
+    int64_t most = 0; /* pieces of the row with the most */
+    for (int64_t r = 0; r < rows; r++) {
+        most = std::max(most, (at[r + 1] + MF_SGD_CHUNK - 1) / MF_SGD_CHUNK);
         at[r + 1] += at[r];
-    for (int64_t r = 0; r < rows; r++) /* the runs, from the row's first entry */
-        for (int64_t b = at[r]; b < at[r + 1]; b += MF_SGD_CHUNK)
-            list[*n] = b, list[cap + *n] = std::min(at[r + 1], b + MF_SGD_CHUNK), (*n)++;
+    }
+    /* sub[j + 1] - sub[j]: the rows with more than j pieces */
+    memset(sub, 0, ((size_t)most + 1) * sizeof *sub);
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t j = 0; j * MF_SGD_CHUNK < at[r + 1] - at[r]; j++)
+            sub[j + 1]++;
+    for (int64_t j = 0; j < most; j++)
+        sub[j + 1] += sub[j];
+    for (int64_t r = 0; r < rows; r++) /* sub[j] moves to piece j's end */
+        for (int64_t j = 0, b = at[r]; b < at[r + 1]; j++, b += MF_SGD_CHUNK) {
+            const int64_t n = sub[j]++;
+            list[n] = b, list[cap + n] = std::min(at[r + 1], b + MF_SGD_CHUNK);
+        }
+    for (int64_t j = most; j > 0; j--) /* back to the starts */
+        sub[j] = sub[j - 1];
+    sub[0] = 0;
+    *passes = (int)most;
     for (int64_t i = 0; i < nrest; i++) { /* at[r] moves to the row's end */
         const int64_t to = at[rest[i].item - slots]++;
         t_entry[to].item = user[i], t_entry[to].rating = rest[i].rating;
@@ -694,7 +723,7 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
     int64_t nrest = 0;
     mf_sgd_entry *host_rest = NULL, *t_entry = NULL;
     int32_t *host_user = NULL, *t_row = NULL;
-    int64_t *at = NULL, *list = NULL;
+    int64_t *at = NULL, *list = NULL, *sub = NULL;
     if (st == MF_OK && err == cudaSuccess) {
         rest_at[0] = 0;
         for (int64_t c = 0; c < nchunks; c++)
@@ -734,7 +763,8 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
         at = (int64_t *)malloc(((size_t)(nb - e->slots) + 1) * sizeof *at);
         list = (int64_t *)malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof *list);
         packed = (int64_t *)malloc((size_t)(cap > 0 ? cap : 1) * 2 * sizeof *packed);
-        if (!host_rest || !t_entry || !host_user || !t_row || !at || !list || !packed)
+        sub = (int64_t *)malloc(((size_t)nrest + 1) * sizeof *sub);
+        if (!host_rest || !t_entry || !host_user || !t_row || !at || !list || !packed || !sub)
             st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     }
     if (st == MF_OK && err == cudaSuccess && nrest > 0) {
@@ -750,18 +780,26 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
         for (int64_t c = 0; c < nchunks; c++)
             if (owners[c] > 0)
                 list[n1] = begin[c], list[cap + n1] = begin[c] + owners[c], n1++;
+        int passes = 0;
         turn_rest(host_rest, host_user, nrest, e->slots, nb, at, t_entry, t_row, list + nchunks,
-                  cap, &n2);
+                  cap, sub, &passes);
+        n2 = sub[passes];
         memcpy(packed, list, (size_t)n1 * sizeof *list);
         memcpy(packed + n1, list + cap, (size_t)n1 * sizeof *list);
         memcpy(packed + 2 * n1, list + nchunks, (size_t)n2 * sizeof *list);
         memcpy(packed + 2 * n1 + n2, list + cap + nchunks, (size_t)n2 * sizeof *list);
         e->n1 = n1, e->n2 = n2;
-        st = mf_dmem_alloc(ctx, &e->split, (size_t)(2 * (n1 + n2)) * sizeof *list,
-                           "SGD split chunks");
-        if (st == MF_OK) /* the rest arrays, turned around, in place */
+        e->rest_sub = (int64_t *)malloc(((size_t)passes + 1) * sizeof *e->rest_sub);
+        if (!e->rest_sub)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
+        else
+            memcpy(e->rest_sub, sub, ((size_t)passes + 1) * sizeof *sub), e->rest_passes = passes;
+        if (st == MF_OK)
+            st = mf_dmem_alloc(ctx, &e->split, (size_t)(2 * (n1 + n2)) * sizeof *list,
+                               "SGD split chunks");
+        if (st == MF_OK && nrest > 0) /* the rest arrays, turned around, in place */
             err = cudaMemcpyAsync(rest.ptr, t_entry, rest.bytes, cudaMemcpyHostToDevice, stream);
-        if (st == MF_OK && err == cudaSuccess)
+        if (st == MF_OK && err == cudaSuccess && nrest > 0)
             err = cudaMemcpyAsync(rest_user.ptr, t_row, rest_user.bytes, cudaMemcpyHostToDevice,
                                   stream);
         if (st == MF_OK && err == cudaSuccess && e->split.bytes > 0)
@@ -779,7 +817,7 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
     mf_dmem_free(ctx, &rest_at_dev);
     mf_dmem_free(ctx, &counts);
     free(owners), free(rest_at), free(host_rest), free(t_entry), free(host_user), free(t_row);
-    free(at), free(list), free(packed);
+    free(at), free(list), free(packed), free(sub);
     MF_TRY(st);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "SGD split chunks", __FILE__, __LINE__);
