@@ -12,10 +12,12 @@
  *
  * In a group (asd_internal.h) the engine holds its rank's rows of X and of Ω, and all of Y.
  * NCCL sums on the device, in the stream, what spans the rows' shares: X's step sums, the
- * Y gradient, X's Gram matrix, Y's step denominator and |R|^2. What every rank computes
- * alike from replicated data (Y's Gram, |G_Y|^2 and <D, G_Y>, whose sums run in atomic
- * order) is rank 0's: zero elsewhere before the sum. So Y stays the same bits on every rank
- * and X's rows are each computed by their rank alone. */
+ * Y gradient, X's Gram matrix, Y's step denominator and |R|^2. The sums over Y's lines
+ * (Y's Gram, |G_Y|^2 and <D, G_Y>) are split too: each rank sums an even slice of the lines
+ * [ylo, yhi) and NCCL adds the slices, the same bits on every rank. So Y stays the same bits
+ * on every rank, X's rows are each computed by their rank alone, and no rank repeats
+ * another's work beyond Y's elementwise step and direction. (These sums had been rank 0's
+ * alone, zero elsewhere: every other rank then waited for rank 0's whole-Y passes.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,8 +47,9 @@ struct cuda_engine {
     mf_ctx *ctx;
     int r, ld, scaled;
     int32_t m, n;
-    int L, C;   /* the pass kernels' lanes per entry and float4s per lane */
-    side by[2]; /* by rows (CSR), by columns (CSC) */
+    int32_t ylo, yhi; /* the slice of Y's lines whose sums are this rank's (all of Y alone) */
+    int L, C;         /* the pass kernels' lanes per entry and float4s per lane */
+    side by[2];       /* by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
     double *host;      /* pinned: the scalars read back per iteration */
     int singular_seen; /* the device count already reported */
@@ -57,17 +60,6 @@ struct cuda_engine {
 mf_status group_sum(cuda_engine *e, void *buf, size_t count, int is_double)
 {
     return e->comm ? e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double) : MF_OK;
-}
-
-/* In a group, on ranks other than 0: zero count doubles (values every rank computed alike,
- * which the next group_sum then makes rank 0's everywhere). */
-mf_status not_rank0(cuda_engine *e, double *buf, int count)
-{
-    if (!e->comm || e->comm->rank == 0)
-        return MF_OK;
-    MF_CUDA_TRY(e->ctx, cudaMemsetAsync(buf, 0, (size_t)count * sizeof(double),
-                                        mf_cuda_of(e->ctx)->stream));
-    return MF_OK;
 }
 
 template <bool GRAD> const void *pass_fn(int L, int C)
@@ -123,13 +115,19 @@ mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool
 }
 
 /* D = G (F^T F)^-1 for the side whose other factor is F (other_lines x ld), <D, G> into
- * the side's num; a singular Gram gives the plain direction. */
+ * the side's num; a singular Gram gives the plain direction. In a group, X's step takes
+ * Y's Gram from this rank's slice of Y's lines and Y's step sums <D, G> over that slice
+ * (the group sums add the slices). */
 mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_lines)
 {
     mf_ctx *ctx = e->ctx;
     mf_cuda *c = mf_cuda_of(ctx);
     const int r = e->r, tiles = (r + 31) / 32;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->gram.ptr, 0, (size_t)r * r * sizeof(double), c->stream));
+    if (s == 0) { /* Y's Gram: this rank's slice of Y's lines (all of them alone) */
+        F += (size_t)e->ylo * e->ld;
+        other_lines = e->yhi - e->ylo;
+    }
     if (other_lines > 0) {
         int64_t slices = (int64_t)c->prop.multiProcessorCount * 2 / (tiles * tiles) + 1;
         int64_t per = ((other_lines + slices - 1) / slices + 31) / 32 * 32;
@@ -138,9 +136,7 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
             F, other_lines, e->ld, r, per, (double *)e->gram.ptr);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_kernel"));
     }
-    /* In a group: Y's Gram (for X's step) from rank 0, X's summed over the rows' shares. */
-    if (s == 0)
-        MF_TRY(not_rank0(e, (double *)e->gram.ptr, r * r));
+    /* In a group: Y's Gram summed over the slices, X's over the rows' shares. */
     MF_TRY(group_sum(e, e->gram.ptr, (size_t)r * r, 1));
     int *flags = (int *)sums(e, S_FLAGS);
     double *L = (double *)e->chol.ptr;
@@ -151,7 +147,8 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
     const int64_t lines = e->by[s].lines;
     const unsigned gx = mf_cuda_grid(c, lines, 8, 16);
     asd::direction_kernel<<<dim3(gx, (unsigned)((e->ld + 31) / 32)), dim3(32, 8), 0, c->stream>>>(
-        fp(e->G), fp(e->inv), flags, lines, e->ld, r, fp(e->D), sums(e, s * S_SIDE + S_NUM));
+        fp(e->G), fp(e->inv), flags, lines, e->ld, r, fp(e->D), sums(e, s * S_SIDE + S_NUM),
+        s == 0 ? (int64_t)0 : (int64_t)e->ylo, s == 0 ? lines : (int64_t)e->yhi);
     return MF_CUDA_LAUNCHED(ctx, "asd direction_kernel");
 }
 
@@ -169,9 +166,6 @@ mf_status half_step(cuda_engine *e, int s)
         dir = fp(e->D);
         num = s * S_SIDE + S_NUM;
     }
-    /* Y's <D, G> is the same on every rank (from rank 0 in a group) */
-    if (s == 1 && e->scaled)
-        MF_TRY(not_rank0(e, sums(e, S_SIDE + S_NUM), 1));
     MF_TRY(pass(e, s, dir, other, false, s * S_SIDE + S_DEN));
     /* the side's |G|^2, <D, G> and denominator over the ranks */
     MF_TRY(group_sum(e, sums(e, s * S_SIDE + S_GG), 3, 1));
@@ -223,14 +217,15 @@ mf_status engine_iterate(mf_asd_engine *base, double *res2, int *singular)
     MF_TRY(half_step(e, 0));
     MF_TRY(pass(e, 1, fp(e->Y), fp(e->X), true, S_SIDE + S_RES));
     if (e->comm) {
-        /* The Y gradient summed over the rows' shares; its |G|^2 then from rank 0. */
+        /* The Y gradient summed over the rows' shares; its |G|^2 over this rank's slice
+         * of the lines (half_step's group sum adds the slices). */
         MF_TRY(group_sum(e, e->G.ptr, (size_t)e->n * e->ld, 0));
         MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_SIDE + S_GG), 0, sizeof(double), stream));
-        if (e->comm->rank == 0 && e->n > 0) {
+        if (e->yhi > e->ylo) {
             mf_cuda *c = mf_cuda_of(ctx);
-            const int64_t n = (int64_t)e->n * e->ld;
+            const int64_t n = (int64_t)(e->yhi - e->ylo) * e->ld;
             asd::sumsq_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, stream>>>(
-                fp(e->G), n, sums(e, S_SIDE + S_GG));
+                fp(e->G) + (size_t)e->ylo * e->ld, n, sums(e, S_SIDE + S_GG));
             MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd sumsq_kernel"));
         }
     }
@@ -397,6 +392,12 @@ extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **o
     e->scaled = s->scaled;
     e->m = s->M->rows;
     e->n = s->M->cols;
+    e->ylo = 0, e->yhi = e->n;
+    if (e->comm) { /* an even slice of Y's lines per rank */
+        const int64_t n = e->n, rank = e->comm->rank, size = e->comm->size;
+        e->ylo = (int32_t)(n * rank / size);
+        e->yhi = (int32_t)(n * (rank + 1) / size);
+    }
     const int q4 = e->ld / 4;
     e->L = 1;
     while (e->L < q4 && e->L < 32)

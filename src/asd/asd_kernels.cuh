@@ -271,11 +271,13 @@ __global__ void cholesky_inverse_kernel(const double *A, int r, double *L, doubl
     }
 }
 
-/* D = G A^-1 (lines x ld, zeros past r) and *num += <D, G>; when the Gram matrix was
+/* D = G A^-1 (lines x ld, zeros past r) and *num += <D, G> over the lines [sum_lo, sum_hi)
+ * (a group's rank sums its own slice of a replicated side); when the Gram matrix was
  * singular, D = G and *num += |G|^2 (the plain step). Threads: x over D's columns in
  * tiles of 32 (grid.y), y over lines. */
 __global__ void direction_kernel(const float *G, const float *inv, const int *singular,
-                                 int64_t lines, int ld, int r, float *D, double *num)
+                                 int64_t lines, int ld, int r, float *D, double *num,
+                                 int64_t sum_lo, int64_t sum_hi)
 {
     const int b = blockIdx.y * 32 + threadIdx.x;
     const bool plain = *singular != 0;
@@ -293,7 +295,8 @@ __global__ void direction_kernel(const float *G, const float *inv, const int *si
                         d += g[a] * __ldg(inv + (int64_t)a * r + b);
             }
             D[i * ld + b] = d;
-            s += (double)d * g[b];
+            if (i >= sum_lo && i < sum_hi)
+                s += (double)d * g[b];
         }
     const int t = threadIdx.y * blockDim.x + threadIdx.x;
     __shared__ double part[256];
