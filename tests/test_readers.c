@@ -1,8 +1,15 @@
 /* Every reader on good and malformed files written by the test itself. Malformed input must
  * give the documented status with the file name and line (or record) in the message. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, mkfifo, fork */
+#include <fcntl.h>
 #include <math.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "testutil.h"
 
@@ -345,6 +352,143 @@ START_TEST(binary_triplets)
 }
 END_TEST
 
+/* ---- streams ----------------------------------------------------------------------------- */
+
+/* A file's text grown line by line. */
+typedef struct text {
+    char *s;
+    size_t len, cap;
+} text;
+
+static void add_line(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_line(text *t, const char *fmt, ...)
+{
+    if (t->cap - t->len < 128) {
+        t->cap = t->cap ? 2 * t->cap : 1 << 16;
+        t->s = realloc(t->s, t->cap);
+        ck_assert_ptr_nonnull(t->s);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    t->len += (size_t)vsnprintf(t->s + t->len, t->cap - t->len, fmt, ap);
+    va_end(ap);
+}
+
+/* Read `size` bytes through a FIFO named `name` (the suffix counts for detection) in a new
+ * directory, written by a child process: a path that can be read once, as /dev/stdin, a
+ * pipe or a shell's <(...) can. The test keeps a reader of its own open that never reads,
+ * so that the writer neither waits for the library nor dies of SIGPIPE if the library
+ * closes the FIFO early: a stream read twice then loses entries instead of hanging. Data
+ * of more than a pipe's buffer (64 KiB) keeps the writer there until the library reads. */
+static mf_status read_fifo(const char *name, const void *data, size_t size, mf_sparse **out)
+{
+    const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[4096], path[4200];
+    snprintf(dir, sizeof dir, "%s/mfact-fifo-XXXXXX", tmp);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    int keep = open(path, O_RDONLY | O_NONBLOCK);
+    ck_assert_int_ge(keep, 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        signal(SIGPIPE, SIG_IGN);
+        int fd = open(path, O_WRONLY);
+        const char *p = data;
+        size_t left = size;
+        while (fd >= 0 && left > 0) {
+            ssize_t w = write(fd, p, left);
+            if (w <= 0)
+                break;
+            p += w;
+            left -= (size_t)w;
+        }
+        _exit(left == 0 ? 0 : 1);
+    }
+    mf_status st = mf_sparse_read(ctx, out, path, NULL);
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    close(keep);
+    unlink(path);
+    rmdir(dir);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the FIFO's writer failed");
+    return st;
+}
+
+/* The same file on disk and through a FIFO (format auto): every entry arrives. */
+static void expect_fifo_reads_whole(const char *name, const char *suffix, const void *data,
+                                    size_t size, int64_t nnz)
+{
+    mf_sparse *disk = read_ok(tu_write_file(suffix, data, size), NULL), *fifo = NULL;
+    mf_status st = read_fifo(name, data, size, &fifo);
+    ck_assert_msg(st == MF_OK, "%s: %s", name, mf_ctx_last_error(ctx));
+    int32_t rows, cols;
+    mf_sparse_shape(disk, &rows, &cols, NULL);
+    tu_expect_shape(disk, rows, cols, nnz);
+    tu_expect_shape(fifo, rows, cols, nnz);
+    ck_assert_int_eq(mf_sparse_has_values(fifo), mf_sparse_has_values(disk));
+    int32_t *r[2], *c[2];
+    float *v[2];
+    for (int k = 0; k < 2; k++) {
+        r[k] = malloc((size_t)nnz * sizeof *r[k]);
+        c[k] = malloc((size_t)nnz * sizeof *c[k]);
+        v[k] = malloc((size_t)nnz * sizeof *v[k]);
+        ck_assert_int_eq(mf_sparse_get_coo(k ? fifo : disk, r[k], c[k], v[k], MF_MEMORY_HOST),
+                         MF_OK);
+    }
+    ck_assert_msg(memcmp(r[0], r[1], (size_t)nnz * sizeof *r[0]) == 0 &&
+                      memcmp(c[0], c[1], (size_t)nnz * sizeof *c[0]) == 0 &&
+                      memcmp(v[0], v[1], (size_t)nnz * sizeof *v[0]) == 0,
+                  "%s: the FIFO's entries differ from the file's", name);
+    for (int k = 0; k < 2; k++)
+        free(r[k]), free(c[k]), free(v[k]);
+    mf_sparse_destroy(disk);
+    mf_sparse_destroy(fifo);
+}
+
+START_TEST(streams_are_read_once)
+{
+    enum { N = 30000 }; /* about 300 KiB of text: more than a pipe holds */
+    text t = {0};
+    /* Triplets with a header, 1-based: the base decided from the data. */
+    add_line(&t, "user\titem\trating\n");
+    for (long k = 0; k < N; k++)
+        add_line(&t, "%ld\t%ld\t%ld\n", k % 500 + 1, k / 500 + 1, k % 5 + 1);
+    expect_fifo_reads_whole("ratings.tsv", ".tsv", t.s, t.len, N);
+    /* MatrixMarket, found by its banner alone (the FIFO's name has no suffix). */
+    t.len = 0;
+    add_line(&t, "%%%%MatrixMarket matrix coordinate real general\n%d %d %d\n", 500, N / 500, N);
+    for (long k = 0; k < N; k++)
+        add_line(&t, "%ld %ld %ld\n", k % 500 + 1, k / 500 + 1, k % 7 - 3);
+    expect_fifo_reads_whole("matrix", ".mtx", t.s, t.len, N);
+    /* Pairs: its count line first. */
+    t.len = 0;
+    add_line(&t, "%d %d %d\n", 500, N / 500, N);
+    for (long k = 0; k < N; k++)
+        add_line(&t, "%ld %ld\n", k % 500, k / 500);
+    expect_fifo_reads_whole("graph.in", ".in", t.s, t.len, N);
+    /* A repeat through a FIFO: named without a second pass (which would wait for a writer
+     * that is gone). */
+    t.len = 0;
+    for (long k = 0; k < N; k++)
+        add_line(&t, "%ld %ld 1\n", k % 500, k / 500);
+    add_line(&t, "0 0 2\n");
+    mf_sparse *m = SENTINEL;
+    ck_assert_int_eq(read_fifo("dup.txt", t.s, t.len, &m), MF_ERR_INVALID_DATA);
+    ck_assert_ptr_eq(m, SENTINEL);
+    tu_assert_error_has(ctx, "duplicate entry");
+    tu_assert_error_has(ctx, "row 0, column 0 as the file numbers them");
+    free(t.s);
+    /* Binary records, found by the FIFO's suffix. */
+    unsigned char *buf = malloc(12 * N);
+    for (int i = 0; i < N; i++)
+        put_record(buf + 12 * i, i % 500, i / 500, (float)i * 0.25f);
+    expect_fifo_reads_whole("ratings.bin", ".bin", buf, 12 * N, N);
+    free(buf);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
@@ -352,6 +496,7 @@ int main(void)
         mm_general_real,           mm_symmetric_is_expanded, mm_malformed,
         triplets_movielens_styles, triplets_options,         triplets_duplicates,
         triplets_malformed,        long_lines_are_read,      pairs_with_both_count_lines,
-        pairs_repeats_merge,       pairs_malformed,          binary_triplets};
+        pairs_repeats_merge,       pairs_malformed,          binary_triplets,
+        streams_are_read_once};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

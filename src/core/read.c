@@ -29,22 +29,21 @@ static bool has_suffix(const char *path, const char *suffix)
     return n >= k && strcmp(path + n - k, suffix) == 0;
 }
 
-static mf_format detect_format(const char *path)
+/* The format from the file's first bytes and its name. The bytes looked at stay in `in` for
+ * the reader: a pipe cannot be opened again. */
+static mf_format detect_format(mf_input *in)
 {
-    FILE *f = fopen(path, "rb");
-    if (f) {
-        char head[20] = "";
-        size_t got = fread(head, 1, 17, f);
-        fclose(f);
-        size_t skip = got >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* UTF-8 BOM */
-        if (got >= skip + 14 && memcmp(head + skip, "%%MatrixMarket", 14) == 0)
-            return MF_FORMAT_MATRIX_MARKET;
-    }
-    if (has_suffix(path, ".mtx"))
+    mf_input_peek(in, 17);
+    const unsigned char *head = in->head;
+    size_t got = in->head_len;
+    size_t skip = got >= 3 && memcmp(head, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0; /* UTF-8 BOM */
+    if (got >= skip + 14 && memcmp(head + skip, "%%MatrixMarket", 14) == 0)
         return MF_FORMAT_MATRIX_MARKET;
-    if (has_suffix(path, ".in"))
+    if (has_suffix(in->path, ".mtx"))
+        return MF_FORMAT_MATRIX_MARKET;
+    if (has_suffix(in->path, ".in"))
         return MF_FORMAT_PAIRS;
-    if (has_suffix(path, ".bin"))
+    if (has_suffix(in->path, ".bin"))
         return MF_FORMAT_BINARY_TRIPLETS;
     return MF_FORMAT_TRIPLETS;
 }
@@ -126,7 +125,8 @@ static mf_status parse_file(mf_read_job *job, mf_format format)
 
 /* The builder refused a repeated (row, col): read the file again, keeping nothing, to
  * name the two places that give it, in the file's own numbering. A file that cannot be
- * read twice (a pipe) keeps the builder's message and gains the file's indices. */
+ * read twice (a pipe: nothing would come, or a FIFO's open would wait for a new writer)
+ * keeps the builder's message and gains the file's indices. */
 static mf_status explain_repeat(const mf_read_job *first, mf_format format, const int32_t dup[2],
                                 unsigned flags)
 {
@@ -140,7 +140,7 @@ static mf_status explain_repeat(const mf_read_job *first, mf_format format, cons
     char first_error[MF_ERROR_CAPACITY];
     snprintf(first_error, sizeof first_error, "%s", mf_ctx_last_error(ctx));
     long long r = (long long)dup[0] + job.base, c = (long long)dup[1] + job.base;
-    if (parse_file(&job, format) != MF_OK || job.dup_seen < 2)
+    if (!mf_input_rewind(job.in) || parse_file(&job, format) != MF_OK || job.dup_seen < 2)
         return mf_fail(ctx, MF_ERR_INVALID_DATA,
                        "%s (row %lld, column %lld as the file numbers them)", first_error, r, c);
     /* Readers add entries in file order, but for a first line held back (read_triplets.c). */
@@ -182,13 +182,17 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     MF_REQUIRE(ctx, !(o.flags & MF_SPARSE_SUM_DUPLICATES) || !(o.flags & MF_SPARSE_KEEP_LAST),
                "%s: MF_SPARSE_SUM_DUPLICATES and MF_SPARSE_KEEP_LAST exclude each other", fn);
 
-    mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(path) : o.format;
+    /* One open for detection and reader alike (input_file.h). */
+    mf_input in;
+    MF_TRY(mf_input_open(ctx, path, &in));
+    mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(&in) : o.format;
     mf_read_job job;
     memset(&job, 0, sizeof job);
     job.ctx = ctx;
     job.path = path;
+    job.in = &in;
     job.unit = format == MF_FORMAT_BINARY_TRIPLETS ? "record" : "line";
-    job.size = -1;
+    job.size = in.size;
     job.base = o.index_base;
     job.rows = o.rows;
     job.cols = o.cols;
@@ -212,6 +216,7 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
         if (st == MF_ERR_INVALID_DATA && dup[0] >= 0)
             st = explain_repeat(&job, format, dup, flags);
     }
+    mf_input_close(&in);
     free(job.row);
     free(job.col);
     free(job.val);

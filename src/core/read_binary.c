@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/input_file.h"
 #include "core/readers.h"
 
 #define MF_RECORD_BYTES      12
@@ -19,8 +18,7 @@ static uint32_t load_le32(const unsigned char *p)
 
 mf_status mf_read_binary_triplets(mf_read_job *job)
 {
-    FILE *f;
-    MF_TRY(mf_input_open(job->ctx, job->path, &f, &job->size));
+    mf_input *in = job->in;
     if (job->base < 0)
         job->base = 0;
     mf_status st = MF_OK;
@@ -36,8 +34,8 @@ mf_status mf_read_binary_triplets(mf_read_job *job)
         st = mf_fail(job->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", job->path);
     int64_t record = 0;
     while (st == MF_OK) {
-        size_t got = fread(block, 1, MF_RECORD_BYTES * MF_RECORDS_PER_BLOCK, f);
-        if (got % MF_RECORD_BYTES != 0 && !ferror(f))
+        size_t got = mf_input_read(in, block, MF_RECORD_BYTES * MF_RECORDS_PER_BLOCK);
+        if (got % MF_RECORD_BYTES != 0 && !mf_input_error(in))
             st = mf_fail(job->ctx, MF_ERR_INVALID_DATA, "%s: record %lld is incomplete", job->path,
                          (long long)(record + (int64_t)(got / MF_RECORD_BYTES) + 1));
         for (size_t k = 0; st == MF_OK && k + MF_RECORD_BYTES <= got; k += MF_RECORD_BYTES) {
@@ -51,13 +49,12 @@ mf_status mf_read_binary_triplets(mf_read_job *job)
         if (st != MF_OK)
             break;
         if (got < MF_RECORD_BYTES * MF_RECORDS_PER_BLOCK) {
-            if (ferror(f))
+            if (mf_input_error(in))
                 st = mf_fail(job->ctx, MF_ERR_IO, "%s: read error after record %lld: %s", job->path,
                              (long long)record, strerror(errno));
             break;
         }
     }
     free(block);
-    fclose(f);
     return st;
 }

@@ -116,8 +116,7 @@ static mf_status read_entries(mf_read_job *job, mf_text_reader *r, bool pattern,
 mf_status mf_read_matrix_market(mf_read_job *job)
 {
     mf_text_reader r;
-    MF_TRY(mf_text_open(job->ctx, &r, job->path));
-    job->size = r.size;
+    MF_TRY(mf_text_open(job->ctx, &r, job->in));
     if (job->base < 0)
         job->base = 1;
     bool pattern = false;

@@ -35,8 +35,7 @@ static mf_status parse_count_line(mf_read_job *job, int64_t at, const char *line
 mf_status mf_read_pairs(mf_read_job *job)
 {
     mf_text_reader r;
-    MF_TRY(mf_text_open(job->ctx, &r, job->path));
-    job->size = r.size;
+    MF_TRY(mf_text_open(job->ctx, &r, job->in));
     if (job->base < 0)
         job->base = 0;
     int64_t entries = -1, seen = 0;

@@ -82,8 +82,7 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
 mf_status mf_read_triplets(mf_read_job *job)
 {
     mf_text_reader r;
-    MF_TRY(mf_text_open(job->ctx, &r, job->path));
-    job->size = r.size;
+    MF_TRY(mf_text_open(job->ctx, &r, job->in));
     mf_status st = MF_OK;
     int fields = 0; /* 2 or 3, fixed by the first entry */
     bool first = true;

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/input_file.h"
 #include "mfact/mfact.h"
 
 /* The most entries a file may hold: keeps every size computation far from overflow. */
@@ -23,8 +24,9 @@
 typedef struct mf_read_job {
     mf_ctx *ctx;
     const char *path;
+    mf_input *in;       /* open, detection's bytes still unread: the reader reads it once */
     const char *unit;   /* "line" or "record", for messages */
-    int64_t size;       /* the file's size in bytes, -1 unknown: set by the format reader */
+    int64_t size;       /* the file's size in bytes, -1 unknown (in->size) */
     int base;           /* 0 or 1; -1 while it is to be decided from the data (triplets) */
     int32_t rows, cols; /* known shape (options, else header); 0 = from the data */
     bool rows_from_opts, cols_from_opts;

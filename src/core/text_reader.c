@@ -5,30 +5,25 @@
 #include <string.h>
 
 #include "core/error.h"
-#include "core/input_file.h"
 
 #define MF_TEXT_BLOCK    (1u << 20)
 #define MF_TEXT_MAX_LINE (64u << 20) /* a longer "line" is not a matrix file */
 
-mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, const char *path)
+mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, mf_input *in)
 {
     memset(r, 0, sizeof *r);
-    r->path = path;
-    MF_TRY(mf_input_open(ctx, path, &r->file, &r->size));
+    r->in = in;
+    r->path = in->path;
+    r->size = in->size;
     r->cap = MF_TEXT_BLOCK;
     r->buf = malloc(r->cap);
-    if (!r->buf) {
-        fclose(r->file);
-        r->file = NULL;
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
-    }
+    if (!r->buf)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", in->path);
     return MF_OK;
 }
 
 void mf_text_close(mf_text_reader *r)
 {
-    if (r->file)
-        fclose(r->file);
     free(r->buf);
     memset(r, 0, sizeof *r);
 }
@@ -66,9 +61,9 @@ static int refill(mf_ctx *ctx, mf_text_reader *r)
         r->cap *= 2;
     }
     /* One byte stays free for the terminator of a last line without "\n". */
-    size_t got = fread(r->buf + r->end, 1, r->cap - 1 - r->end, r->file);
+    size_t got = mf_input_read(r->in, r->buf + r->end, r->cap - 1 - r->end);
     if (got == 0) {
-        if (ferror(r->file)) {
+        if (mf_input_error(r->in)) {
             r->status = mf_fail(ctx, MF_ERR_IO, "%s: read error after line %lld: %s", r->path,
                                 (long long)r->line, strerror(errno));
             return -1;

@@ -7,10 +7,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/input_file.h"
 #include "mfact/mfact.h"
 
 typedef struct mf_text_reader {
-    FILE *file;
+    mf_input *in; /* the caller's, open: the reader does not close it */
     const char *path;
     char *buf;
     size_t cap, begin, end; /* unread bytes are buf[begin, end) */
@@ -21,12 +22,13 @@ typedef struct mf_text_reader {
     mf_status status; /* why mf_text_next returned -1 */
 } mf_text_reader;
 
-/* MF_ERR_IO naming the path and the system's reason when the file cannot be opened (see
- * mf_input_open). */
-mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, const char *path);
+/* Read lines of `in` from where it stands (bytes held by mf_input_peek first). Fails only
+ * for want of host memory. */
+mf_status mf_text_open(mf_ctx *ctx, mf_text_reader *r, mf_input *in);
 /* The next line without its "\n" or "\r\n", NUL-terminated and writable until the next
  * call: 1 when there is one, 0 at the end, -1 on failure (r->status, message on ctx). */
 int mf_text_next(mf_ctx *ctx, mf_text_reader *r, char **line);
+/* Frees the reader's block; `in` stays open. */
 void mf_text_close(mf_text_reader *r);
 
 #endif
