@@ -18,8 +18,9 @@ typedef struct cli_common {
     int threads;
     bool json;
     bool help;
-    /* How a FILE argument is read: --format and --sum-duplicates. */
+    /* How a FILE argument is read: --format, --index-base (-1: auto) and --sum-duplicates. */
     mf_format format;
+    int index_base;
     bool sum_duplicates;
 } cli_common;
 
@@ -41,8 +42,8 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_op
 double cli_run_fraction(int done, long long most, double seconds, double time_limit);
 /* The help text of the common flags. */
 const char *cli_common_help(void);
-/* mf_read_opts from the common flags: --format, and --sum-duplicates (or `sum` set, for
- * subcommands whose data sums repeats by nature). */
+/* mf_read_opts from the common flags: --format, --index-base, and --sum-duplicates (or
+ * `sum` set, for subcommands whose data sums repeats by nature). */
 void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro);
 /* A context from the common flags; prints the failure and returns NULL. */
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
@@ -88,9 +89,9 @@ void cli_progress_end(cli_progress *p);
 double cli_seconds(void);
 
 /* The ratings of FILE (read as the common flags say), and a held-out part: test_file's
- * ratings (read with FILE's shape), or a random fraction of FILE's drawn with the common
- * seed (0 < fraction < 1), or none (*test NULL). On failure the message is on ctx and both
- * handles are NULL or the caller's to destroy. */
+ * ratings (read with FILE's shape and FILE's index base), or a random fraction of FILE's drawn with
+ * the common seed (0 < fraction < 1), or none (*test NULL). On failure the message is on ctx and
+ * both handles are NULL or the caller's to destroy. */
 mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
                            const char *test_file, double fraction, mf_sparse **train,
                            mf_sparse **test);

@@ -11,6 +11,7 @@ void cli_common_init(cli_common *c)
 {
     memset(c, 0, sizeof *c);
     c->backend = MF_BACKEND_AUTO;
+    c->index_base = -1;
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -64,6 +65,9 @@ const char *cli_common_help(void)
            "  --format auto|mtx|triplets|pairs|bin\n"
            "                            how FILE is read (default auto: by its banner, suffix\n"
            "                            and first line; see docs/formats.md)\n"
+           "  --index-base auto|0|1     the index base of FILE (default auto: the format's\n"
+           "                            convention; triplets 0 if any index is 0, else 1); a\n"
+           "                            --test file takes FILE's\n"
            "  --sum-duplicates          sum repeated (row, col) entries of FILE instead of\n"
            "                            rejecting them\n"
            "  --help                    this text\n";
@@ -102,6 +106,19 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
             }
         cli_error(cmd, "--format must be auto, mtx, triplets, pairs or bin, not '%s'", v);
         return -1;
+    }
+    if (strcmp(flag, "--index-base") == 0) {
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        if (strcmp(v, "auto") == 0)
+            c->index_base = -1;
+        else if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
+            c->index_base = v[0] - '0';
+        else {
+            cli_error(cmd, "--index-base must be auto, 0 or 1, not '%s'", v);
+            return -1;
+        }
+        return 1;
     }
     if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
         c->help = true;
@@ -145,6 +162,7 @@ void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro)
 {
     mf_read_opts_init(ro);
     ro->format = c->format;
+    ro->index_base = c->index_base;
     ro->flags = sum || c->sum_duplicates ? MF_SPARSE_SUM_DUPLICATES : MF_SPARSE_DEFAULT;
 }
 

@@ -72,7 +72,10 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     *train = all;
     if (!test_file)
         return MF_OK;
+    /* The test set is numbered as the training set: detected on its own, a test file that
+     * happens to hold no 0 index would be taken as 1-based and every entry shifted. */
     mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
+    ro.index_base = mf_sparse_index_base(all);
     return mf_sparse_read(ctx, test, test_file, &ro);
 }
 

@@ -352,7 +352,54 @@ START_TEST(binary_triplets)
 }
 END_TEST
 
-/* ---- streams ----------------------------------------------------------------------------- */
+/* ---- what a read used, and streams ------------------------------------------------------- */
+
+START_TEST(index_base_of_a_read)
+{
+    /* A 0-based training set, and a test set of the same numbering that happens to hold no
+     * 0 index: read on its own it is taken as 1-based and every entry moves. */
+    const char *train_path = tu_write_text(".txt", "0 0 1\n1 2 2\n2 1 3\n3 3 4\n");
+    const char *test_path = tu_write_text(".txt", "1 1 5\n3 2 4\n");
+    mf_sparse *train = read_ok(train_path, NULL);
+    ck_assert_int_eq(mf_sparse_index_base(train), 0);
+    mf_sparse *alone = read_ok(test_path, NULL);
+    ck_assert_int_eq(mf_sparse_index_base(alone), 1);
+    expect_entry(alone, 0, 0, 0, 5);
+    mf_sparse_destroy(alone);
+    /* Read with the training file's base (and shape), the test entries stay where they are. */
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.index_base = mf_sparse_index_base(train);
+    mf_sparse_shape(train, &o.rows, &o.cols, NULL);
+    mf_sparse *test = read_ok(test_path, &o);
+    tu_expect_shape(test, 4, 4, 2);
+    expect_entry(test, 0, 1, 1, 5);
+    expect_entry(test, 1, 3, 2, 4);
+    ck_assert_int_eq(mf_sparse_index_base(test), 0);
+    mf_sparse_destroy(test);
+    mf_sparse_destroy(train);
+
+    /* The formats' conventions, a base given, arrays and NULL. */
+    mf_sparse *m = read_ok(tu_write_text(".mtx", "%%MatrixMarket matrix coordinate real general\n"
+                                                 "2 2 1\n2 2 1\n"),
+                           NULL);
+    ck_assert_int_eq(mf_sparse_index_base(m), 1);
+    mf_sparse_destroy(m);
+    m = read_ok(tu_write_text(".in", "2 2 1\n1 1\n"), NULL);
+    ck_assert_int_eq(mf_sparse_index_base(m), 0);
+    mf_sparse_destroy(m);
+    mf_read_opts_init(&o);
+    o.index_base = 0;
+    m = read_ok(tu_write_text(".txt", "1 1 2\n"), &o);
+    ck_assert_int_eq(mf_sparse_index_base(m), 0);
+    mf_sparse_destroy(m);
+    const int32_t r[1] = {0}, c[1] = {0};
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, 1, 1, 1, r, c, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_index_base(m), 0);
+    mf_sparse_destroy(m);
+    ck_assert_int_eq(mf_sparse_index_base(NULL), -1);
+}
+END_TEST
 
 /* A file's text grown line by line. */
 typedef struct text {
@@ -428,6 +475,7 @@ static void expect_fifo_reads_whole(const char *name, const char *suffix, const 
     tu_expect_shape(disk, rows, cols, nnz);
     tu_expect_shape(fifo, rows, cols, nnz);
     ck_assert_int_eq(mf_sparse_has_values(fifo), mf_sparse_has_values(disk));
+    ck_assert_int_eq(mf_sparse_index_base(fifo), mf_sparse_index_base(disk));
     int32_t *r[2], *c[2];
     float *v[2];
     for (int k = 0; k < 2; k++) {
@@ -497,6 +545,6 @@ int main(void)
         triplets_movielens_styles, triplets_options,         triplets_duplicates,
         triplets_malformed,        long_lines_are_read,      pairs_with_both_count_lines,
         pairs_repeats_merge,       pairs_malformed,          binary_triplets,
-        streams_are_read_once};
+        index_base_of_a_read,      streams_are_read_once};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -328,6 +328,11 @@ MF_API void mf_read_opts_init_sized(mf_read_opts *opts, size_t size);
  * in blocks: its text is never held in memory whole. */
 MF_API mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
                                 const mf_read_opts *opts);
+/* The index base (0 or 1) that mf_sparse_read read m's file with: index_base as given, or
+ * the one the format's convention or the data decided. Read a second file of the same
+ * numbering (a test set) with it, so that a file that happens to hold no 0 index is not
+ * taken as 1-based. 0 for a matrix built from arrays; -1 for NULL. */
+MF_API int mf_sparse_index_base(const mf_sparse *m);
 
 /* ------------------------------------------------------------------------------------- */
 /* Random numbers                                                                       */

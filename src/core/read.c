@@ -215,10 +215,17 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
         st = mf_sparse_build_coo(ctx, out, &coo, flags, path, dup);
         if (st == MF_ERR_INVALID_DATA && dup[0] >= 0)
             st = explain_repeat(&job, format, dup, flags);
+        if (st == MF_OK)
+            (*out)->index_base = job.base;
     }
     mf_input_close(&in);
     free(job.row);
     free(job.col);
     free(job.val);
     return st;
+}
+
+int mf_sparse_index_base(const mf_sparse *m)
+{
+    return m ? m->index_base : -1;
 }

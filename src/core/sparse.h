@@ -31,6 +31,7 @@ struct mf_sparse {
         float *val;   /* NULL for a pattern */
     } transpose;
     struct mf_sparse_cache_entry *cache; /* see mf_sparse_cache_get */
+    int index_base; /* the base mf_sparse_read read the file with; 0 when built from arrays */
 };
 
 /* Host COO arrays as a builder hands them over: the matrix takes ownership of nothing. */

@@ -282,6 +282,30 @@ sys.stdout.buffer.write(b"".join(struct.pack("<iif", k % 100, k // 100, 1 + k % 
 n=$("$mfact" demo --backend cpu "$fifos/r.bin" 2>&1 | sed -n 's/^nnz //p')
 wait
 [ "$n" = 20000 ] || fail "a binary FIFO read '$n' entries, not 20000"
+# A --test file takes FILE's index base: a 0-based training file and a test file that holds
+# no 0 index score as the same data 1-based, and as with --index-base 0 (its own detection
+# took it as 1-based and moved every test rating)
+base=$(mktemp -d)
+trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa" "$dup" "$snap" "$big"; rm -rf "$fifos" "$base"' EXIT
+awk 'NR % 4 != 0 || $1 == 0 || $2 == 0 || $1 >= 30 || $2 >= 20' "$ratings" >"$base/train0.txt"
+awk 'NR % 4 == 0 && $1 > 0 && $2 > 0 && $1 < 30 && $2 < 20' "$ratings" >"$base/test0.txt"
+for f in train test; do awk '{ print $1 + 1, $2 + 1, $3 }' "$base/${f}0.txt" >"$base/${f}1.txt"; done
+head -1 "$base/train0.txt" | grep -q "^0 " || fail "the training file has no 0 index"
+grep -q "^0 \| 0 " "$base/test0.txt" && fail "the test file has a 0 index"
+rmse() { "$mfact" als --backend cpu --rank 2 --iterations 5 "$@" 2>/dev/null | sed -n 's/^test RMSE //p'; }
+auto=$(rmse "$base/train0.txt" --test "$base/test0.txt")
+[ -n "$auto" ] || fail "als --test on a 0-based pair failed"
+[ "$auto" = "$(rmse "$base/train1.txt" --test "$base/test1.txt")" ] ||
+  fail "test RMSE $auto of the 0-based files is not that of the same data 1-based"
+[ "$auto" = "$(rmse "$base/train0.txt" --test "$base/test0.txt" --index-base 0)" ] ||
+  fail "test RMSE $auto is not that with --index-base 0"
+"$mfact" demo --backend cpu "$base/train0.txt" --index-base 1 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
+  grep -q "row index 0 is below the index base 1" /tmp/mfact-cli-err.$$ ||
+  fail "--index-base 1 on a 0-based file: $(cat /tmp/mfact-cli-err.$$)"
+rows=$(awk '$1 >= n { n = $1 + 1 } END { print n }' "$base/test0.txt")
+"$mfact" demo --backend cpu "$base/test0.txt" --index-base 0 | grep -q "^rows $rows$" || fail "demo --index-base 0"
+"$mfact" demo --backend cpu "$base/test0.txt" | grep -q "^rows $((rows - 1))$" || fail "demo without --index-base"
+"$mfact" demo "$base/train0.txt" --index-base 2 2>/dev/null; [ $? -eq 2 ] || fail "--index-base 2 is not a usage error"
 # Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
 "$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
   fail "bmf wrote to stderr off a terminal: $(cat /tmp/mfact-cli-err.$$)"
