@@ -1,7 +1,10 @@
 /* Shared by the suites of grouped contexts (test_ranks: CPU ranks in threads; test_gpu_ranks:
- * NCCL ranks): a collective run, one thread per rank. */
+ * NCCL ranks; test_mpi_ranks: CPU ranks in processes): a collective run, one thread per rank
+ * (or the calling thread). */
 #ifndef MF_RANKS_FIXTURES_H
 #define MF_RANKS_FIXTURES_H
+
+#include <stdint.h>
 
 #include "mfact/mfact.h"
 
@@ -26,7 +29,13 @@ typedef struct rk_job {
     char error[1024]; /* mf_ctx_last_error(ctx) after the call */
 } rk_job;
 
+/* One job's call, in this thread (a rank of its own process: tests/test_mpi_ranks.c). */
+void rk_run_job(rk_job *j);
+
 /* Every job's call at once, a thread each; returns when all have returned. */
 void rk_run_als(rk_job *jobs, int n);
+
+/* The relative difference of two factors of n entries: max |a - b| over max |b|. */
+double rk_max_rel_diff(const float *a, const float *b, int64_t n);
 
 #endif

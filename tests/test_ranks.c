@@ -457,17 +457,6 @@ static void asd_group(rk_job *jobs, int n, const mf_asd_opts *ao)
     }
 }
 
-/* The relative difference of two factors: max |a - b| over max |b|. */
-static double rel_diff(const float *a, const float *b, int64_t n)
-{
-    double d = 0.0, m = 0.0;
-    for (int64_t p = 0; p < n; p++) {
-        d = fmax(d, fabs((double)a[p] - b[p]));
-        m = fmax(m, fabs((double)b[p]));
-    }
-    return d / (m > 0.0 ? m : 1.0);
-}
-
 START_TEST(asd_group_matches_one_context)
 {
     static const struct {
@@ -530,8 +519,8 @@ START_TEST(asd_group_matches_one_context)
             }
         }
         /* one context's result, up to the order of the sums */
-        const double dx = rel_diff(jobs[0].U, X, (int64_t)USERS * r),
-                     dy = rel_diff(jobs[0].V, Y, (int64_t)ITEMS * r);
+        const double dx = rk_max_rel_diff(jobs[0].U, X, (int64_t)USERS * r),
+                     dy = rk_max_rel_diff(jobs[0].V, Y, (int64_t)ITEMS * r);
         const double dres = fabs(jobs[0].arep.relative_residual - rep1.relative_residual) /
                             rep1.relative_residual,
                      dtest = fabs(jobs[0].arep.test_rmse - rep1.test_rmse) / rep1.test_rmse;
@@ -681,6 +670,23 @@ START_TEST(group_calls_check_arguments)
     ck_assert(rank == 0 && size == 1);
     ck_assert_int_eq(mf_ctx_rank(a, &rank, &size), MF_OK);
     ck_assert(rank == 0 && size == 2);
+    /* MPI (test_mpi_ranks runs the groups under mpiexec): this process never started it, or
+     * the build has none; either way MF_ERR_UNSUPPORTED, saying which. The context checks
+     * come first; NULL leaves a group of either kind. */
+    int not_a_comm = 0;
+    ck_assert_int_eq(mf_ctx_set_mpi_comm(b, &not_a_comm), MF_ERR_UNSUPPORTED);
+#ifdef MFACT_HAVE_MPI
+    tu_assert_error_has(b, "mf_ctx_set_mpi_comm: MPI is not initialized");
+#else
+    tu_assert_error_has(b, "mf_ctx_set_mpi_comm: this build of mfact has no MPI");
+#endif
+    ck_assert_int_eq(mf_ctx_set_mpi_comm(NULL, &not_a_comm), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_set_mpi_comm(NULL, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_set_mpi_comm(a, &not_a_comm), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "already in a group");
+    ck_assert_int_eq(mf_ctx_set_mpi_comm(a, NULL), MF_OK);
+    ck_assert_int_eq(mf_ctx_rank(a, &rank, &size), MF_OK);
+    ck_assert(rank == 0 && size == 1);
     mf_ctx_destroy(a);
     mf_ctx_destroy(b);
 }

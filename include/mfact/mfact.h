@@ -1110,7 +1110,7 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * values of the option fields below an EXPERIMENTAL line. They are plain ints in their
  * structs, so that the stable part of a struct names no experimental type. */
 
-/* ---- Groups of contexts: one fit over several GPUs ---------------------------------
+/* ---- Groups of contexts: one fit over several GPUs or processes --------------------
  * A group's contexts run one fit together. Each context is a rank, driven by its own
  * thread (or process, or host). A collective entry point (mf_als_run, mf_ials_run,
  * mf_sgd_hogwild_run, mf_asd_run) is called on every rank at the same time with the same data (each
@@ -1127,7 +1127,7 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * A collective call first checks that the ranks agree on shapes, options and seed
  * (MF_ERR_INVALID_ARGUMENT on every rank when they do not); a failure on one rank fails
  * the call on every rank. A call made on some ranks only waits for the others forever, as
- * may the others when NCCL itself fails on one rank. The run that is not collective yet
+ * may the others when NCCL or MPI itself fails on one rank. The run that is not collective yet
  * (mf_bmf_run) returns MF_ERR_UNSUPPORTED on a context in a group of more than one; every
  * other call (mf_ials_fold_in among them) works on its own context alone. */
 
@@ -1148,6 +1148,27 @@ MF_API mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n);
  * context or without NCCL; MF_ERR_INVALID_ARGUMENT when the communicator is on another
  * device. */
 MF_API mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm);
+
+/* Make the CPU context ctx a rank of the caller's MPI communicator, one rank per process:
+ * mpi_comm points to an MPI_Comm (a pointer to the handle, so that this header needs no
+ * mpi.h). Collective: every process of the communicator calls it at once, after MPI_Init.
+ * The rank and size are the communicator's. The library works on its own duplicate
+ * (MPI_Comm_dup), so its messages never meet the caller's; the caller may free its
+ * communicator at once. Host buffers travel through MPI collectives; the sums are made in
+ * rank order, so every rank gets the same bits as a group of threads of that size
+ * (mf_ctx_join_local). The library calls MPI only from the thread that calls it, never
+ * from its worker threads (MPI_THREAD_FUNNELED is enough from the main thread; several
+ * threads of one process using mfact's MPI groups at once need MPI_THREAD_MULTIPLE). The
+ * context lets go of the duplicate (MPI_Comm_free, collective in MPI) when it is destroyed
+ * or leaves: destroy a group's contexts on every rank, before MPI_Finalize. NULL leaves the
+ * group (of either kind), as with mf_ctx_set_nccl_comm. A failure on one rank fails the call
+ * on every rank (the others: "rank r of n failed"), and no rank joins.
+ * MF_ERR_INVALID_ARGUMENT: ctx NULL, already in a group, MPI_COMM_NULL or an
+ * intercommunicator. MF_ERR_UNSUPPORTED: a CUDA context (CUDA contexts exchange through
+ * NCCL), a library built without MPI (the MFACT_MPI build option), MPI not initialized or
+ * already finalized. A failed MPI call, then or during a collective run, is MF_ERR_IO with
+ * MPI's message. */
+MF_API mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm);
 
 /* ctx's rank and its group's size: 0 and 1 outside a group. */
 MF_API mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size);

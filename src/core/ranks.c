@@ -1,12 +1,13 @@
 /* Groups of contexts: the public calls that make them (mf_ctx_join_local,
- * mf_ctx_set_nccl_comm, mf_ctx_rank), and what a collective algorithm needs from them
- * (ranks.h). The exchange itself is cuda/comm.h's. */
+ * mf_ctx_set_nccl_comm, mf_ctx_set_mpi_comm, mf_ctx_rank), and what a collective algorithm needs
+ * from them (ranks.h). The exchange itself is cuda/comm.h's. */
 #include "core/ranks.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/comm_local.h"
+#include "core/comm_mpi.h"
 #include "core/error.h"
 #include "core/sparse.h"
 
@@ -82,6 +83,35 @@ mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm)
                        "(mf_ctx_join_local groups CPU contexts)");
     MF_REQUIRE(ctx, !ctx->comm, "mf_ctx_set_nccl_comm: the context is already in a group");
     return mf_nccl_comm_wrap(ctx, nccl_comm, &ctx->comm);
+}
+
+/* Collective over the caller's communicator (core/comm_mpi.h): the checks of ctx are this
+ * rank's status, which the ranks agree on before any of them joins. */
+mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm)
+{
+    static const char fn[] = "mf_ctx_set_mpi_comm";
+    MF_REQUIRE(NULL, ctx || mpi_comm, "%s: ctx is NULL", fn);
+    if (!mpi_comm) {
+        if (ctx->comm)
+            ctx->comm->ops->release(ctx->comm);
+        ctx->comm = NULL;
+        return MF_OK;
+    }
+    mf_status st = MF_OK;
+    if (!ctx)
+        st = mf_fail(NULL, MF_ERR_INVALID_ARGUMENT, "%s: ctx is NULL", fn);
+    else if (ctx->backend == MF_BACKEND_CUDA)
+        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                     "%s: a CUDA context cannot take an MPI communicator (CUDA contexts "
+                     "exchange through NCCL: mf_ctx_set_nccl_comm, mf_ctx_join_local)",
+                     fn);
+    else if (ctx->comm)
+        st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "%s: the context is already in a group", fn);
+    mf_comm *made = NULL;
+    st = mf_comm_mpi_join(ctx, fn, mpi_comm, st, &made);
+    if (st == MF_OK)
+        ctx->comm = made;
+    return st;
 }
 
 mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
