@@ -276,9 +276,9 @@ int main(int argc, char **argv)
         const host_csr htrain = to_host(ctx, train), htest = to_host(ctx, test);
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
-        printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | test "
-               "RMSE | "
-               "ranks agree | factors = 1 GPU's |\n|---|---|---|---|---|---|---|---|---|\n",
+        printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
+               "whole call s | test RMSE | ranks agree | factors = 1 GPU's |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n",
                asd   ? "ASD (Scaled; the RMSE column holds the relative residual)"
                : sgd ? "Hogwild SGD (an iteration is an epoch)"
                      : "ALS");

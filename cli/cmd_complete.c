@@ -318,7 +318,7 @@ done:
 static int run_synthetic(const complete_args *a)
 {
     demo_set_command("complete");
-    mf_ctx *ctx = cli_make_ctx("complete", &a->common);
+    mf_ctx *ctx = cli_make_group_ctx("complete", &a->common);
     if (!ctx)
         return CLI_FAILED;
     demo_planted p;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gpus.h"
 
 /* Whether rating (row, col) is held out: a seeded hash of its coordinates, so that the split
  * does not depend on the order of the file's lines. The library's tuning split
@@ -156,6 +157,8 @@ int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, con
 {
     int32_t users, items;
     mf_sparse_shape(train, &users, &items, NULL);
+    if (cli_launched_rank() != 0) /* rank 0 writes what every rank holds */
+        return 0;
     if (out_u && write_rows(cmd, out_u, U, users, k) != 0)
         return -1;
     if (out_v && write_rows(cmd, out_v, V, items, k) != 0)
@@ -191,7 +194,7 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
                        const char *test_file, double fraction, cli_ratings_run run,
                        const void *args)
 {
-    mf_ctx *ctx = cli_make_ctx(cmd, common);
+    mf_ctx *ctx = cli_make_group_ctx(cmd, common);
     if (!ctx)
         return CLI_FAILED;
     mf_sparse *train = NULL, *test = NULL;

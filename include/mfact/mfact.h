@@ -1173,6 +1173,31 @@ MF_API mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm);
 /* ctx's rank and its group's size: 0 and 1 outside a group. */
 MF_API mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size);
 
+/* ---- One process per GPU, started by a launcher ------------------------------------
+ * What the usual launchers tell each process they start, tried in this order: torchrun
+ * (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI's mpirun (OMPI_COMM_WORLD_RANK, _SIZE,
+ * _LOCAL_RANK), MPICH's and Intel MPI's (PMI_RANK, PMI_SIZE, MPI_LOCALRANKID) and Slurm's
+ * srun (SLURM_PROCID, SLURM_STEP_NUM_TASKS, SLURM_LOCALID). MF_OK with rank 0 of size 1
+ * (local rank 0) when none is found; MF_ERR_INVALID_ARGUMENT naming the variable when one
+ * is malformed (not an integer, a rank outside 0..size-1). Any output may be NULL. The
+ * local rank is the usual choice of device (mf_ctx_opts.device). */
+MF_API mf_status mf_launch_detect(int *rank, int *size, int *local_rank);
+
+/* Make ctx a rank of the processes a launcher started (mf_launch_detect; MF_OK and no
+ * group when it started one). Every rank calls it; on a CUDA context rank 0 makes an NCCL
+ * id and writes it to the file `rendezvous` (NULL: the environment's MFACT_RENDEZVOUS),
+ * which every rank must see (a path under /tmp on one host, a shared file system across
+ * hosts); the other ranks wait for it up to timeout_seconds (0: 300 s) and then every
+ * rank joins the communicator (ncclCommInitRank, owned by the context). Rank 0 creates the
+ * file exclusively and removes it once the ranks have joined: a file left by a crashed
+ * launch fails rank 0 with MF_ERR_IO naming it. The file carries the launch's id where the
+ * launcher gives one (TORCHELASTIC_RUN_ID, Open MPI's job id, PMIX_NAMESPACE, Slurm's job
+ * and step, or the caller's MFACT_RUN_ID), so a rank never takes a stale file's id.
+ * MF_ERR_UNSUPPORTED on a CPU context (CPU processes join through mf_ctx_set_mpi_comm) or
+ * without NCCL; MF_ERR_IO when the file cannot be written or the wait times out. As with
+ * mf_ctx_set_nccl_comm, a rank whose NCCL fails may leave the others waiting inside NCCL. */
+MF_API mf_status mf_ctx_join_launched(mf_ctx *ctx, const char *rendezvous, double timeout_seconds);
+
 /* mf_sgd_opts.order: the order in which an epoch visits the ratings. */
 typedef enum mf_sgd_order {
     /* Each user's ratings are shuffled once per run and cut into chunks of at most 64;

@@ -54,6 +54,16 @@ struct mf_comm {
 mf_status mf_nccl_comm_wrap(mf_ctx *ctx, void *nccl_comm, mf_comm **out);
 mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out);
 
+/* The bytes of an NCCL unique id (ncclUniqueId: NCCL_UNIQUE_ID_BYTES, 128 since NCCL 2.0). */
+#define MF_NCCL_ID_BYTES 128
+
+/* One process per GPU: rank 0 makes the id (ncclGetUniqueId) and hands it to the others by
+ * any means; every rank then makes its communicator on ctx's device (ncclCommInitRank,
+ * collective: it returns once all `size` ranks called it), owned by the rank. */
+mf_status mf_nccl_unique_id(mf_ctx *ctx, unsigned char id[MF_NCCL_ID_BYTES]);
+mf_status mf_nccl_comm_init_rank(mf_ctx *ctx, const unsigned char id[MF_NCCL_ID_BYTES], int rank,
+                                 int size, mf_comm **out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,3 +130,21 @@ mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out)
     return mf_device_fail(ctxs[0], MF_ERR_UNSUPPORTED,
                           "mf_ctx_join_local: mfact was built without CUDA support");
 }
+
+mf_status mf_nccl_unique_id(mf_ctx *ctx, unsigned char id[MF_NCCL_ID_BYTES])
+{
+    (void)id;
+    return mf_device_fail(ctx, MF_ERR_UNSUPPORTED,
+                          "mf_ctx_join_launched: mfact was built without CUDA support");
+}
+
+mf_status mf_nccl_comm_init_rank(mf_ctx *ctx, const unsigned char id[MF_NCCL_ID_BYTES], int rank,
+                                 int size, mf_comm **out)
+{
+    (void)id;
+    (void)rank;
+    (void)size;
+    (void)out;
+    return mf_device_fail(ctx, MF_ERR_UNSUPPORTED,
+                          "mf_ctx_join_launched: mfact was built without CUDA support");
+}

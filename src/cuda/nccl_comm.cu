@@ -14,11 +14,16 @@
 
 typedef struct ncclComm *ncclComm_t;
 typedef int ncclResult_t; // ncclSuccess = 0
+typedef struct {
+    char internal[MF_NCCL_ID_BYTES];
+} ncclUniqueId;
 enum { nccl_int8 = 0, nccl_int64 = 4, nccl_float32 = 7, nccl_float64 = 8 };
 enum { nccl_sum = 0, nccl_max = 2 };
 
 struct nccl_api {
     ncclResult_t (*comm_init_all)(ncclComm_t *, int, const int *);
+    ncclResult_t (*get_unique_id)(ncclUniqueId *);
+    ncclResult_t (*comm_init_rank)(ncclComm_t *, int, ncclUniqueId, int);
     ncclResult_t (*comm_destroy)(ncclComm_t);
     ncclResult_t (*comm_count)(ncclComm_t, int *);
     ncclResult_t (*comm_user_rank)(ncclComm_t, int *);
@@ -42,6 +47,8 @@ static void load(void)
     nccl_api api;
     const mf_dl_symbol table[] = {
         {(void **)&api.comm_init_all, "ncclCommInitAll"},
+        {(void **)&api.get_unique_id, "ncclGetUniqueId"},
+        {(void **)&api.comm_init_rank, "ncclCommInitRank"},
         {(void **)&api.comm_destroy, "ncclCommDestroy"},
         {(void **)&api.comm_count, "ncclCommCount"},
         {(void **)&api.comm_user_rank, "ncclCommUserRank"},
@@ -232,5 +239,42 @@ mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out)
             loaded.comm_destroy(comms[i]);
     }
     free(comms);
+    return st;
+}
+
+mf_status mf_nccl_unique_id(mf_ctx *ctx, unsigned char id[MF_NCCL_ID_BYTES])
+{
+    static const char fn[] = "mf_ctx_join_launched";
+    const mf_status st = get_api(ctx, fn);
+    if (st != MF_OK)
+        return st;
+    ncclUniqueId made;
+    NCCL_TRY(ctx, loaded.get_unique_id(&made));
+    memcpy(id, made.internal, MF_NCCL_ID_BYTES);
+    return MF_OK;
+}
+
+mf_status mf_nccl_comm_init_rank(mf_ctx *ctx, const unsigned char id[MF_NCCL_ID_BYTES], int rank,
+                                 int size, mf_comm **out)
+{
+    static const char fn[] = "mf_ctx_join_launched";
+    const mf_status loaded_st = get_api(ctx, fn);
+    if (loaded_st != MF_OK)
+        return loaded_st;
+    ncclUniqueId given;
+    memcpy(given.internal, id, MF_NCCL_ID_BYTES);
+    ncclComm_t comm = NULL;
+    const int device = mf_device_link_of(ctx)->cuda->device;
+    ncclResult_t r;
+    {
+        mf_device_guard guard(device);
+        r = loaded.comm_init_rank(&comm, size, given, rank);
+    }
+    if (r != 0)
+        return mf_device_fail(ctx, MF_ERR_CUDA, "%s: ncclCommInitRank (rank %d of %d) failed: %s",
+                              fn, rank, size, loaded.error_string(r));
+    mf_status st = make_rank(ctx, comm, 1, fn, out);
+    if (st != MF_OK)
+        loaded.comm_destroy(comm);
     return st;
 }

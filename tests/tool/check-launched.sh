@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One process per GPU, started by a launcher (mf_launch_detect, mf_ctx_join_launched): the
+# mfact tool run by torchrun (and by Open MPI's mpirun where it is installed) on 2 GPUs
+# must give what `--gpus 2` gives in one process: ALS's factors bit for bit (a group's ALS
+# factors are one GPU's), one result printed (rank 0's), the factors written once, and
+# the rendezvous file gone afterwards. Skips (77) without 2 GPUs or torchrun.
+# usage: check-launched.sh MFACT
+set -euo pipefail
+mfact=$(realpath "$1")
+n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+if [ "${n:-0}" -lt 2 ] || ! command -v torchrun >/dev/null; then
+  echo "check-launched: needs 2 GPUs and torchrun (found ${n:-0} GPUs)"; exit 77
+fi
+export NCCL_NVLS_ENABLE=0 # never NVLink multicast on a shared host
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$tmp"
+fail() { echo "check-launched: FAIL: $*"; exit 1; }
+
+# Ratings with a planted rank-4 structure: 4,000 users x 600 items, about 120,000 ratings.
+awk 'BEGIN { srand(7); for (u = 1; u <= 4000; u++) for (t = 0; t < 30; t++) {
+  i = int(rand() * 600) + 1; if (seen[u "," i]++) continue
+  v = 3 + sin(u * 0.37 + i * 0.11) + cos(u * 0.05 - i * 0.23); print u, i, v } }' > r.tsv
+
+export MFACT_RENDEZVOUS=$tmp/rdv
+als="als r.tsv --rank 16 --iterations 4 --test-fraction 0.1"
+"$mfact" $als --gpus 2 --output-u g.u --output-v g.v > g.out
+torchrun --standalone --nproc_per_node 2 --no-python "$mfact" $als --output-u t.u --output-v t.v \
+  > t.out 2> t.err || { cat t.err; fail "als under torchrun"; }
+cmp -s g.u t.u && cmp -s g.v t.v || fail "torchrun's ALS factors differ from --gpus 2's"
+[ "$(grep -c 'test RMSE' t.out)" = "$(grep -c 'test RMSE' g.out)" ] ||
+  fail "torchrun printed $(grep -c 'test RMSE' t.out) RMSE lines, --gpus 2 $(grep -c 'test RMSE' g.out)"
+[ ! -e "$MFACT_RENDEZVOUS" ] || fail "the rendezvous file was left behind"
+echo "als: torchrun's factors = --gpus 2's ($(tail -n 3 t.out | tr '\n' ' '))"
+
+# The other collective commands: one JSON result, from rank 0.
+for cmd in "sgd r.tsv --rank 16 --epochs 5 --test-fraction 0.1" \
+           "ials r.tsv --rank 16 --iterations 3" \
+           "complete r.tsv --rank 4 --max-iterations 20 --test-fraction 0.1"; do
+  torchrun --standalone --nproc_per_node 2 --no-python "$mfact" $cmd --json > c.out 2> c.err ||
+    { cat c.err; fail "$cmd under torchrun"; }
+  python3 -c 'import json, sys; json.load(open(sys.argv[1]))' c.out ||
+    { cat c.out; fail "$cmd: rank 0's output is not one JSON object"; }
+  echo "${cmd%% *}: one JSON result under torchrun"
+done
+
+# A stale file is refused on rank 0, naming it.
+echo stale > "$MFACT_RENDEZVOUS"
+if torchrun --standalone --nproc_per_node 2 --no-python "$mfact" $als > s.out 2> s.err; then
+  fail "a stale rendezvous file was taken"
+fi
+grep -q "exists" s.err || { cat s.err; fail "no word of the stale rendezvous file"; }
+rm -f "$MFACT_RENDEZVOUS"
+echo "stale rendezvous file: refused"
+
+if command -v mpirun >/dev/null; then
+  mpirun --allow-run-as-root --oversubscribe -np 2 -x MFACT_RENDEZVOUS -x NCCL_NVLS_ENABLE \
+    "$mfact" $als --output-u m.u --output-v m.v > m.out 2> m.err || { cat m.err; fail "als under mpirun"; }
+  cmp -s g.u m.u && cmp -s g.v m.v || fail "mpirun's ALS factors differ from --gpus 2's"
+  echo "als: mpirun's factors = --gpus 2's"
+fi
+echo "check-launched: ok"
