@@ -198,7 +198,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
     const ials_args *a = args;
     const bool to_stdout = !strcmp(a->cmd, "recommend") && !a->out_rec;
-    FILE *log = to_stdout ? stderr : stdout; /* the recommendations own stdout */
+    FILE *log = stderr; /* progress on stderr, as every command's: stdout is the results' */
     int32_t users, items;
     mf_sparse_shape(train, &users, &items, NULL);
     const int k = (int)a->rank;

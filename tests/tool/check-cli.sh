@@ -185,7 +185,12 @@ for u in range(60):
 ' >"$plays"
 out=$("$mfact" ials --backend cpu "$plays" --rank 4 --iterations 6 --test-fraction 0.2 --seed 2 \
       --top 5 2>/tmp/mfact-cli-err.$$) || fail "ials exited $?: $(cat /tmp/mfact-cli-err.$$)"
-echo "$out" | grep -q "^iteration 6 (.*precision@5" || fail "ials per-iteration metrics: $out"
+# progress on stderr (stdout holds the results alone, so that --json stays one object)
+grep -q "^iteration 6 (.*precision@5" /tmp/mfact-cli-err.$$ ||
+  fail "ials per-iteration metrics: $(cat /tmp/mfact-cli-err.$$)"
+! echo "$out" | grep -q "^iteration [0-9]* (" || fail "ials progress on stdout: $out"
+"$mfact" ials --backend cpu "$plays" --rank 4 --iterations 2 --json 2>/dev/null |
+  python3 -c 'import json, sys; json.load(sys.stdin)' || fail "ials --json is not one JSON object"
 p=$(echo "$out" | awk '/^precision@5 /{print $2}')
 python3 -c "import sys; sys.exit(0 if float('$p') > 0.3 else 1)" || fail "ials precision@5 $p: $out"
 "$mfact" recommend --backend cpu "$plays" --rank 4 --iterations 6 --top 3 --output "$recs" >/dev/null ||
