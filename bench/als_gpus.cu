@@ -1,4 +1,5 @@
-// bench_als_gpus: mf_als_run (or, with --sgd, mf_sgd_hogwild_run; with --asd, mf_asd_run) over
+// bench_als_gpus: mf_als_run (or, with --sgd, mf_sgd_hogwild_run; with --asd, mf_asd_run; with
+// --ials, mf_ials_run) over
 // the GPUs of one host (a
 // group of contexts, one per device, mf_ctx_join_local over NCCL) against the same fit on one GPU,
 // measured in the same run on the same data: seconds per iteration (the slowest rank's), the
@@ -8,7 +9,7 @@
 //
 // usage: bench_als_gpus [--gpus 1,2,4,8] [--k 100] [--iterations N] [--lambda L] [--repeat R]
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
-//                       [--seed S] [--train FILE --test FILE] [--sgd | --asd]
+//                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
 // --sgd: Hogwild SGD instead (bench_sgd's settings: fp16 factors, biases, lr 0.08, decay 0.3,
 // lambda 0.05; --iterations counts epochs). Its group's factors are not one GPU's (Hogwild's
 // order differs), so that column says whether the test RMSE is within 0.5% of one GPU's.
@@ -16,6 +17,9 @@
 // other stop); seconds per iteration from every rank's progress calls (the setup left out;
 // the slowest rank's), the relative residual in the RMSE column, and the last column whether
 // it is within 0.1% of one GPU's (a group's sums run in another order).
+// --ials: implicit ALS (bench_ials's settings: alpha 1, lambda 0.01, CG 3 steps) on the
+// training entries as interactions, e.g. --case lastfm; the factors must be one GPU's bit
+// for bit, and the RMSE column holds the loss (NaN: not computed).
 // Every table also gives the whole call's seconds (the slowest rank's: setup, iterations and
 // the factors handed back), so that a setup that does not scale shows.
 // The data are bench_als's (synthetic_ratings.h); group sizes above the machine's device
@@ -64,7 +68,9 @@ struct rank_job {
     mf_ctx *ctx;
     mf_sparse *train, *test;
     mf_als_opts o;
-    bool sgd, asd;
+    bool sgd, asd, ials;
+    mf_ials_opts io;
+    mf_ials_report irep;
     mf_sgd_opts so;
     mf_sgd_report srep;
     mf_asd_opts ao;
@@ -92,6 +98,13 @@ static void *run_rank(void *arg)
         j->rep.iterations = n > 1 ? (int)n - 1 : 1;
         j->rep.iteration_seconds = n > 1 ? j->ends[n - 1] - j->ends[0] : j->arep.seconds;
         j->rep.test_rmse = j->arep.relative_residual;
+    } else if (j->ials) {
+        j->irep.struct_size = sizeof j->irep;
+        j->st = mf_ials_run(j->ctx, j->train, &j->io, j->U.data(), j->V.data(), MF_MEMORY_HOST,
+                            &j->irep);
+        j->rep.iterations = j->irep.iterations;
+        j->rep.iteration_seconds = j->irep.iteration_seconds;
+        j->rep.test_rmse = j->irep.loss;
     } else if (j->sgd) {
         j->st = mf_sgd_hogwild_run(j->ctx, j->train, &j->so, j->U.data(), j->V.data(),
                                    MF_MEMORY_HOST, &j->srep);
@@ -133,7 +146,7 @@ static int record_end(void *user, const mf_progress *p)
 }
 
 static fit_result fit(int ranks, const host_csr &train, const host_csr &test, const mf_als_opts &o,
-                      const mf_sgd_opts *so, const mf_asd_opts *ao)
+                      const mf_sgd_opts *so, const mf_asd_opts *ao, const mf_ials_opts *io)
 {
     const int n = ranks > 0 ? ranks : 1;
     std::vector<rank_job> jobs(n);
@@ -149,6 +162,9 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         jobs[i].test = from_host(ctxs[i], test);
         jobs[i].o = o;
         jobs[i].sgd = so != NULL;
+        jobs[i].ials = io != NULL;
+        if (io)
+            jobs[i].io = *io;
         if (so)
             jobs[i].so = *so;
         jobs[i].asd = ao != NULL;
@@ -189,11 +205,12 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
 }
 
 static fit_result median_fit(int ranks, int repeat, const host_csr &train, const host_csr &test,
-                             const mf_als_opts &o, const mf_sgd_opts *so, const mf_asd_opts *ao)
+                             const mf_als_opts &o, const mf_sgd_opts *so, const mf_asd_opts *ao,
+                             const mf_ials_opts *io)
 {
     std::vector<fit_result> runs;
     for (int r = 0; r < repeat; r++)
-        runs.push_back(fit(ranks, train, test, o, so, ao));
+        runs.push_back(fit(ranks, train, test, o, so, ao, io));
     std::sort(runs.begin(), runs.end(), [](const fit_result &a, const fit_result &b) {
         return a.seconds_per_iteration < b.seconds_per_iteration;
     });
@@ -209,7 +226,7 @@ int main(int argc, char **argv)
     double scale = 1.0;
     uint64_t seed = 2024;
     const char *train_file = NULL, *test_file = NULL;
-    bool sgd = false, asd = false;
+    bool sgd = false, asd = false, ials = false;
     std::vector<std::string> specs;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -240,13 +257,15 @@ int main(int argc, char **argv)
             test_file = argv[++i];
         else if (!strcmp(a, "--sgd"))
             sgd = true;
+        else if (!strcmp(a, "--ials"))
+            ials = true;
         else if (!strcmp(a, "--asd"))
             asd = true;
         else {
             fprintf(stderr,
                     "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
                     "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
-                    "[--scale F] [--seed S] [--train FILE --test FILE] [--sgd | --asd]\n");
+                    "[--scale F] [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]\n");
             return 2;
         }
     }
@@ -279,9 +298,10 @@ int main(int argc, char **argv)
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
                "whole call s | test RMSE | ranks agree | factors = 1 GPU's |\n"
                "|---|---|---|---|---|---|---|---|---|---|\n",
-               asd   ? "ASD (Scaled; the RMSE column holds the relative residual)"
-               : sgd ? "Hogwild SGD (an iteration is an epoch)"
-                     : "ALS");
+               asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
+               : sgd  ? "Hogwild SGD (an iteration is an epoch)"
+               : ials ? "implicit ALS (the RMSE column holds the loss)"
+                      : "ALS");
         for (int k : ks) {
             mf_als_opts o;
             mf_als_opts_init(&o);
@@ -293,18 +313,25 @@ int main(int argc, char **argv)
             so.lambda_u = so.lambda_v = so.lambda_bias = 0.05f;
             so.storage = MF_SGD_STORAGE_FP16;
             const mf_sgd_opts *use_sgd = sgd ? &so : NULL;
+            mf_ials_opts io;
+            mf_ials_opts_init(&io);
+            io.rank = k, io.iterations = iterations, io.alpha = 1.0f, io.lambda = 0.01f;
+            io.cg_steps = 3;
+            const mf_ials_opts *use_ials = ials ? &io : NULL;
             mf_asd_opts ao;
             mf_asd_opts_init(&ao);
             ao.rank = k, ao.max_iterations = iterations, ao.tolerance = 1e-12;
             ao.stagnation_window = 0;
             const mf_asd_opts *use_asd = asd ? &ao : NULL;
-            const fit_result one = median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd);
+            const fit_result one =
+                median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
             printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.4f | - | - |\n",
                    c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds, one.test_rmse);
             for (int g : gpus) {
                 if (g > devices)
                     continue;
-                const fit_result r = median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd);
+                const fit_result r =
+                    median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
                 const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
                 printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.4f | %s | %s |\n",
                        c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,

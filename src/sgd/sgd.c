@@ -313,8 +313,12 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
      * 100K with 8,448 warps the test RMSE was 0.957 against 0.927 with 64; on FilmTrust
      * (H100, the defaults) 47 warps gave 0.8023, 16 gave 0.7967 and 8 gave 0.7957. At most
      * one worker per MF_SGD_MIN_WAVES chunks keeps every epoch many waves long; Netflix-sized
-     * data has far more chunks than any device has warps, so it runs at full width. */
-    int64_t cap = plan.nchunks / ranks / MF_SGD_MIN_WAVES; /* a group's: per sub-step */
+     * data has far more chunks than any device has warps, so it runs at full width. In a
+     * group the rule holds for the rank's epoch (all of its sub-steps, plan.nchunks), so a
+     * sub-step runs at least MF_SGD_MIN_WAVES / ranks waves. (Taken per sub-step, it had
+     * left 63% of an H100's workers idle on Netflix's shape over 2 GPUs and 17% over 4: a
+     * group was no faster than one GPU.) */
+    int64_t cap = plan.nchunks / MF_SGD_MIN_WAVES;
     mf_sgd_setup setup = {ctx,
                           R,
                           &plan,
