@@ -110,6 +110,35 @@ START_TEST(join_refuses_what_it_cannot_do)
 }
 END_TEST
 
+START_TEST(nccl_id_calls_check_their_arguments)
+{
+    unsigned char id[MF_NCCL_ID_BYTES + 8];
+    memset(id, 0x5a, sizeof id);
+    ck_assert_int_eq(mf_nccl_make_id(NULL, id, sizeof id), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_nccl_id(NULL, id, sizeof id, 0, 2), MF_ERR_INVALID_ARGUMENT);
+    mf_ctx *ctx = tu_cpu_ctx();
+    ck_assert_int_eq(mf_nccl_make_id(ctx, NULL, sizeof id), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_nccl_make_id(ctx, id, MF_NCCL_ID_BYTES - 1), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_nccl_make_id(ctx, id, sizeof id), MF_ERR_UNSUPPORTED); /* CPU */
+    for (size_t i = 0; i < sizeof id; i++)
+        ck_assert_int_eq(id[i], 0x5a); /* untouched */
+    ck_assert_int_eq(mf_ctx_join_nccl_id(ctx, NULL, sizeof id, 0, 2), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_join_nccl_id(ctx, id, 16, 0, 2), MF_ERR_INVALID_ARGUMENT);
+    static const int bad[][2] = {{-1, 2}, {2, 2}, {0, 0}, {5, 3}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        ck_assert_int_eq(mf_ctx_join_nccl_id(ctx, id, sizeof id, bad[i][0], bad[i][1]),
+                         MF_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "rank"));
+    }
+    ck_assert_int_eq(mf_ctx_join_nccl_id(ctx, id, sizeof id, 0, 2), MF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "mf_ctx_set_mpi_comm"));
+    int rank, size;
+    ck_assert_int_eq(mf_ctx_rank(ctx, &rank, &size), MF_OK);
+    ck_assert_int_eq(size, 1); /* no group was made */
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A scratch path that does not exist yet. */
 static void scratch_path(char *out, size_t cap, const char *what)
 {
@@ -170,7 +199,7 @@ int main(void)
 {
     static const tu_suite suite = {"launch", false, false, 60, NULL, NULL};
     const TTest *tests[] = {detect_reads_each_launcher, detect_refuses_malformed_variables,
-                            join_refuses_what_it_cannot_do,
+                            join_refuses_what_it_cannot_do, nccl_id_calls_check_their_arguments,
                             rendezvous_hands_the_id_to_another_process};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

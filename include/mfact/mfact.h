@@ -1173,6 +1173,25 @@ MF_API mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm);
 /* ctx's rank and its group's size: 0 and 1 outside a group. */
 MF_API mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size);
 
+/* ---- One process per GPU ----------------------------------------------------------
+ * The caller's own hand-over: rank 0 makes an NCCL id (mf_nccl_make_id), the caller carries
+ * its MF_NCCL_ID_BYTES bytes to every rank (MPI_Bcast, torch.distributed's
+ * broadcast_object_list, a file), and every rank joins with it (mf_ctx_join_nccl_id). */
+#define MF_NCCL_ID_BYTES 128
+
+/* A new NCCL id (ncclGetUniqueId) into id[0..bytes), bytes >= MF_NCCL_ID_BYTES (the rest
+ * zeroed). ctx takes the failure: MF_ERR_UNSUPPORTED without NCCL or on a CPU context,
+ * MF_ERR_INVALID_ARGUMENT for a NULL id or too few bytes. */
+MF_API mf_status mf_nccl_make_id(mf_ctx *ctx, void *id, size_t bytes);
+
+/* Make ctx rank `rank` of `size` over rank 0's NCCL id (ncclCommInitRank on ctx's device;
+ * collective: it returns once every rank has called it). The communicator is the
+ * context's, destroyed with it. MF_ERR_INVALID_ARGUMENT (rank outside 0..size-1, size < 1,
+ * NULL id, bytes < MF_NCCL_ID_BYTES, a context already in a group), MF_ERR_UNSUPPORTED (a
+ * CPU context, no NCCL), MF_ERR_CUDA (NCCL failed; the other ranks may then wait inside
+ * NCCL). */
+MF_API mf_status mf_ctx_join_nccl_id(mf_ctx *ctx, const void *id, size_t bytes, int rank, int size);
+
 /* ---- One process per GPU, started by a launcher ------------------------------------
  * What the usual launchers tell each process they start, tried in this order: torchrun
  * (RANK, WORLD_SIZE, LOCAL_RANK), Open MPI's mpirun (OMPI_COMM_WORLD_RANK, _SIZE,

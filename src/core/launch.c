@@ -1,8 +1,9 @@
-/* One process per GPU, started by a launcher (mf_launch_detect, mf_ctx_join_launched): the
- * rank, size and local rank the launcher put in the environment, and the hand-over of
- * rank 0's NCCL id to the other ranks through a rendezvous file. The file is the only
- * thing shared: NCCL itself then connects the ranks (ncclCommInitRank), so mfact carries
- * no transport of its own. */
+/* One process per GPU: the caller's hand-over of rank 0's NCCL id (mf_nccl_make_id,
+ * mf_ctx_join_nccl_id), or a launcher's start (mf_launch_detect, mf_ctx_join_launched): the
+ * rank, size and local rank the launcher put in the environment, and the hand-over of the
+ * id to the other ranks through a rendezvous file. The file is the only thing shared: NCCL
+ * itself then connects the ranks (ncclCommInitRank), so mfact carries no transport of its
+ * own. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <fcntl.h>
@@ -200,6 +201,39 @@ static mf_status await(mf_ctx *ctx, const char *path, const char *token, double 
         const struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
+}
+
+mf_status mf_nccl_make_id(mf_ctx *ctx, void *id, size_t bytes)
+{
+    static const char fn[] = "mf_nccl_make_id";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, id, "%s: id is NULL", fn);
+    MF_REQUIRE(ctx, bytes >= MF_NCCL_ID_BYTES, "%s: %zu bytes, fewer than MF_NCCL_ID_BYTES (%d)",
+               fn, bytes, MF_NCCL_ID_BYTES);
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED, "%s: a CPU context makes no NCCL id", fn);
+    unsigned char made[MF_NCCL_ID_BYTES];
+    MF_TRY(mf_nccl_unique_id(ctx, made));
+    memset(id, 0, bytes);
+    memcpy(id, made, sizeof made);
+    return MF_OK;
+}
+
+mf_status mf_ctx_join_nccl_id(mf_ctx *ctx, const void *id, size_t bytes, int rank, int size)
+{
+    static const char fn[] = "mf_ctx_join_nccl_id";
+    MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
+    MF_REQUIRE(ctx, id, "%s: id is NULL", fn);
+    MF_REQUIRE(ctx, bytes >= MF_NCCL_ID_BYTES, "%s: %zu bytes, fewer than MF_NCCL_ID_BYTES (%d)",
+               fn, bytes, MF_NCCL_ID_BYTES);
+    MF_REQUIRE(ctx, size >= 1 && rank >= 0 && rank < size, "%s: rank %d of %d is outside 0..%d", fn,
+               rank, size, size - 1);
+    MF_REQUIRE(ctx, !ctx->comm, "%s: the context is already in a group", fn);
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "%s: a CPU context joins its processes through MPI (mf_ctx_set_mpi_comm)",
+                       fn);
+    return mf_nccl_comm_init_rank(ctx, (const unsigned char *)id, rank, size, &ctx->comm);
 }
 
 mf_status mf_launch_share_id(mf_ctx *ctx, const char *path, int rank, double timeout_seconds,

@@ -54,8 +54,8 @@ struct mf_comm {
 mf_status mf_nccl_comm_wrap(mf_ctx *ctx, void *nccl_comm, mf_comm **out);
 mf_status mf_nccl_comm_init_all(mf_ctx *const *ctxs, int n, mf_comm **out);
 
-/* The bytes of an NCCL unique id (ncclUniqueId: NCCL_UNIQUE_ID_BYTES, 128 since NCCL 2.0). */
-#define MF_NCCL_ID_BYTES 128
+/* MF_NCCL_ID_BYTES (mfact.h): the bytes of an NCCL unique id (ncclUniqueId:
+ * NCCL_UNIQUE_ID_BYTES, 128 since NCCL 2.0). */
 
 /* One process per GPU: rank 0 makes the id (ncclGetUniqueId) and hands it to the others by
  * any means; every rank then makes its communicator on ctx's device (ncclCommInitRank,
