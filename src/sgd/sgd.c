@@ -314,11 +314,14 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
      * (H100, the defaults) 47 warps gave 0.8023, 16 gave 0.7967 and 8 gave 0.7957. At most
      * one worker per MF_SGD_MIN_WAVES chunks keeps every epoch many waves long; Netflix-sized
      * data has far more chunks than any device has warps, so it runs at full width. In a
-     * group the rule holds for the rank's epoch (all of its sub-steps, plan.nchunks), so a
-     * sub-step runs at least MF_SGD_MIN_WAVES / ranks waves. (Taken per sub-step, it had
-     * left 63% of an H100's workers idle on Netflix's shape over 2 GPUs and 17% over 4: a
-     * group was no faster than one GPU.) */
-    int64_t cap = plan.nchunks / MF_SGD_MIN_WAVES;
+     * group the rule holds for each sub-step; where a sub-step alone would already run
+     * MF_SGD_WIDE_STEP workers (large data), it holds for the rank's epoch (all of its
+     * sub-steps, plan.nchunks) instead, so that a sub-step runs at least MF_SGD_MIN_WAVES /
+     * ranks waves. (Per sub-step alone, it had left 37% of an H100's workers idle on
+     * Netflix's shape over 2 GPUs and 83% over 4: a group was no faster than one GPU. Per
+     * epoch on small data, test_gpu_ranks's SGD over 2 ranks fit 2% worse than one GPU.) */
+    const int64_t per_step = plan.nchunks / ranks / MF_SGD_MIN_WAVES;
+    int64_t cap = per_step >= MF_SGD_WIDE_STEP ? plan.nchunks / MF_SGD_MIN_WAVES : per_step;
     mf_sgd_setup setup = {ctx,
                           R,
                           &plan,

@@ -17,6 +17,10 @@
 /* An epoch's chunks per concurrent worker, at least (see sgd.c). */
 #define MF_SGD_MIN_WAVES 128
 
+/* A group's sub-step that fills this many workers by MF_SGD_MIN_WAVES alone is large data:
+ * the rule then holds per epoch (see sgd.c). */
+#define MF_SGD_WIDE_STEP 512
+
 /* A 32-bit mixing function (the finalizer of MurmurHash3): the Feistel round function. */
 MF_HD uint32_t mf_sgd_mix32(uint32_t x)
 {
