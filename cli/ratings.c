@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "gpus.h"
@@ -52,6 +53,23 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
     return st;
 }
 
+/* Whether path is read as MatrixMarket: the format given, or with auto a regular file that
+ * opens with the banner (a stream is not peeked at: reading would consume it). */
+static bool is_matrix_market(const char *path, mf_format format)
+{
+    if (format != MF_FORMAT_AUTO)
+        return format == MF_FORMAT_MATRIX_MARKET;
+    struct stat st;
+    if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+        return false;
+    FILE *f = fopen(path, "rb");
+    char head[15] = {0};
+    const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
+    if (f)
+        fclose(f);
+    return n == 14 && !strncmp(head, "%%MatrixMarket", 14);
+}
+
 mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
                            const char *test_file, double fraction, mf_sparse **train,
                            mf_sparse **test)
@@ -74,9 +92,11 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     if (!test_file)
         return MF_OK;
     /* The test set is numbered as the training set: detected on its own, a test file that
-     * happens to hold no 0 index would be taken as 1-based and every entry shifted. */
+     * happens to hold no 0 index would be taken as 1-based and every entry shifted. A
+     * MatrixMarket test file keeps its own convention (1-based by definition). */
     mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
-    ro.index_base = mf_sparse_index_base(all);
+    if (ro.index_base < 0 && !is_matrix_market(test_file, ro.format))
+        ro.index_base = mf_sparse_index_base(all);
     return mf_sparse_read(ctx, test, test_file, &ro);
 }
 

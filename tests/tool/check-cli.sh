@@ -304,6 +304,12 @@ auto=$(rmse "$base/train0.txt" --test "$base/test0.txt")
   fail "test RMSE $auto of the 0-based files is not that of the same data 1-based"
 [ "$auto" = "$(rmse "$base/train0.txt" --test "$base/test0.txt" --index-base 0)" ] ||
   fail "test RMSE $auto is not that with --index-base 0"
+# ... but a MatrixMarket test file keeps its own convention (1-based by definition)
+shape=$(awk '$1 >= r { r = $1 + 1 } $2 >= c { c = $2 + 1 } END { print r, c }' "$base/train0.txt")
+{ echo "%%MatrixMarket matrix coordinate real general"; echo "$shape $(wc -l <"$base/test1.txt")"
+  cat "$base/test1.txt"; } >"$base/test.mtx"
+[ "$auto" = "$(rmse "$base/train0.txt" --test "$base/test.mtx")" ] ||
+  fail "a MatrixMarket test file beside a 0-based training file was renumbered"
 "$mfact" demo --backend cpu "$base/train0.txt" --index-base 1 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
   grep -q "row index 0 is below the index base 1" /tmp/mfact-cli-err.$$ ||
   fail "--index-base 1 on a 0-based file: $(cat /tmp/mfact-cli-err.$$)"
