@@ -9,6 +9,7 @@
 
 #include "demo.h"
 #include "gpus.h"
+#include "launched.h"
 
 /* Entries of X Y^T - A B^T sampled to estimate the error against the planted matrix (all of
  * them when the matrix has fewer). */

@@ -1,52 +1,11 @@
 #include "gpus.h"
 
+#include "launched.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static int launched_rank, launched_size = 1;
-
-int cli_launched_rank(void)
-{
-    return launched_rank;
-}
-
-mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c)
-{
-    int rank, size, local;
-    if (mf_launch_detect(&rank, &size, &local) != MF_OK) {
-        cli_error(cmd, "%s", mf_ctx_last_error(NULL));
-        return NULL;
-    }
-    if (size == 1)
-        return cli_make_ctx(cmd, c);
-    cli_common on = *c;
-    on.device = c->device + local;
-    mf_ctx *ctx = cli_make_ctx(cmd, &on);
-    if (!ctx)
-        return NULL;
-    char fallback[64];
-    const char *rendezvous = getenv("MFACT_RENDEZVOUS");
-    if (!rendezvous || !*rendezvous) {
-        snprintf(fallback, sizeof fallback, "/tmp/mfact-rendezvous.%ld", (long)getuid());
-        rendezvous = fallback;
-    }
-    if (mf_ctx_join_launched(ctx, rendezvous, 0.0) != MF_OK) {
-        cli_error(cmd, "rank %d of %d: %s", rank, size, mf_ctx_last_error(ctx));
-        mf_ctx_destroy(ctx);
-        return NULL;
-    }
-    launched_rank = rank, launched_size = size;
-    const char *all = getenv("MFACT_LOG_ALL_RANKS");
-    if (rank != 0 && !(all && !strcmp(all, "1"))) {
-        fflush(NULL);
-        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
-            return ctx; /* the rank still takes part; it only prints */
-    }
-    return ctx;
-}
 
 bool cli_gpus_parse(const char *cmd, const char *val, long long *n)
 {
@@ -90,11 +49,11 @@ int cli_gpus_open(const char *cmd, const cli_common *c, mf_ctx *ctx, int n, mf_s
     g->ranks[0] = (cli_rank){0, ctx, train, test, U, V};
     if (n == 1)
         return 0;
-    if (launched_size > 1) {
+    if (cli_launched_size() > 1) {
         cli_error(cmd,
                   "--gpus N takes the GPUs of one process; a launcher already started %d "
                   "processes (one GPU each)",
-                  launched_size);
+                  cli_launched_size());
         return -1;
     }
     if (mf_ctx_backend(ctx) != MF_BACKEND_CUDA) {

@@ -42,16 +42,4 @@ mf_status cli_gpus_call(const char *cmd, const cli_gpus *g,
 /* Everything cli_gpus_open made (not rank 0's own), and rank 0 leaves the group. */
 void cli_gpus_close(cli_gpus *g);
 
-/* The tool's context for a collective command. Started once (no launcher): cli_make_ctx.
- * Started by a launcher as one of N processes (mf_launch_detect: torchrun, mpirun, srun):
- * the context opens on device --device + the local rank and joins the launch's group
- * (mf_ctx_join_launched, the rendezvous file MFACT_RENDEZVOUS, else /tmp/mfact-rendezvous.UID
- * on one host); every rank then reads the input and makes the call, and only rank 0
- * writes: the other ranks' stdout and stderr go to /dev/null (MFACT_LOG_ALL_RANKS=1 keeps
- * them) and cli_write_factors writes nothing there. Prints the failure and returns NULL. */
-mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c);
-
-/* This process's rank among the launched ones (0 when started once). */
-int cli_launched_rank(void);
-
 #endif

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
-#include "gpus.h"
+#include "launched.h"
 
 /* Whether rating (row, col) is held out: a seeded hash of its coordinates, so that the split
  * does not depend on the order of the file's lines. The library's tuning split

@@ -327,5 +327,23 @@ if command -v script >/dev/null; then
         --max-sweeps 100000000" /dev/null </dev/null)
   echo "$tty" | grep -aq "sweep [0-9]*: relative error" || fail "bmf shows no progress on a terminal"
 fi
+# Launched as 2 CPU processes by mpirun, the tool fits one group over MPI: ALS's factors are
+# one process's bit for bit, and rank 0 alone prints. Skipped without mpirun or MPI in the build.
+if command -v mpirun >/dev/null; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # Open MPI's guard for root
+  over=$(mpirun --version 2>&1 | grep -q "Open MPI" && echo --oversubscribe || true)
+  als=(als --backend cpu "$base/train1.txt" --rank 4 --iterations 4)
+  "$mfact" "${als[@]}" --output-u "$base/one.u" --output-v "$base/one.v" >"$base/one.out" 2>/dev/null ||
+    fail "als for the MPI comparison"
+  if mpirun $over -np 2 "$mfact" "${als[@]}" --output-u "$base/mpi.u" --output-v "$base/mpi.v"       >"$base/mpi.out" 2>/tmp/mfact-cli-err.$$; then
+    cmp -s "$base/one.u" "$base/mpi.u" && cmp -s "$base/one.v" "$base/mpi.v" ||
+      fail "mpirun -np 2: the factors are not one process's"
+    [ "$(grep -c '^train RMSE' "$base/mpi.out")" = 1 ] || fail "mpirun -np 2: not one result: $(cat "$base/mpi.out")"
+  elif grep -q "built without" /tmp/mfact-cli-err.$$; then
+    echo "cli: this mfact has no MPI; mpirun's case skipped"
+  else
+    fail "als under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+  fi
+fi
 rm -f /tmp/mfact-cli-err.$$
 echo "cli ok"
