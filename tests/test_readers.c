@@ -250,6 +250,45 @@ START_TEST(triplets_malformed)
 }
 END_TEST
 
+/* Lines that used to be read into something else without a word (issue 44, row 4). */
+START_TEST(mixed_lines_are_errors_at_their_line)
+{
+    /* A pattern line among rated ones, first or later: the file had become a pattern. */
+    const char *p = tu_write_text(".txt", "1 1\n2 2 4\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));
+    tu_assert_error_has(ctx, "found 2");
+    p = tu_write_text(".txt", "1 1\n2 2\n3 3 4\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 3));
+    tu_assert_error_has(ctx, "a value in a pattern file");
+    p = tu_write_text(".txt", "% a comment\n1 2\n2 1 5\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, "found 2");
+    /* A first line that reads as a number is data, not a header to skip. */
+    p = tu_write_text(".txt", "1.5 1 5\n2 2 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));
+    tu_assert_error_has(ctx, "row index \"1.5\" is not an integer");
+    p = tu_write_text(".txt", "0x10 1 5\n2 2 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));
+    p = tu_write_text(".txt", "-3 1 5\n2 2 3\n");
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));
+    /* A real header still is one. */
+    mf_sparse *m = read_ok(tu_write_text(".csv", "userId,movieId,rating\n1,1,5\n2,3,4\n"), NULL);
+    tu_expect_shape(m, 2, 3, 2);
+    mf_sparse_destroy(m);
+    /* A NUL byte ends no text silently: in triplets, MatrixMarket and pairs. */
+    static const char tri[] = "1 1 5\n2 2 3\0003 3 1\n4 4 2\n";
+    p = tu_write_file(".txt", tri, sizeof tri - 1);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 2));
+    tu_assert_error_has(ctx, "NUL byte");
+    static const char mtx[] =
+        "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1\n2 2\0002\n";
+    p = tu_write_file(".mtx", mtx, sizeof mtx - 1);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 4));
+    static const char pairs[] = "3 4 3\n0 0\n2 3\0001 1\n";
+    p = tu_write_file(".in", pairs, sizeof pairs - 1);
+    read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 3));
+}
+END_TEST
+
 START_TEST(long_lines_are_read)
 {
     /* A comment longer than the reader's block forces it to grow. */
@@ -540,11 +579,13 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
-    const TTest *const tests[] = {
-        mm_general_real,           mm_symmetric_is_expanded, mm_malformed,
-        triplets_movielens_styles, triplets_options,         triplets_duplicates,
-        triplets_malformed,        long_lines_are_read,      pairs_with_both_count_lines,
-        pairs_repeats_merge,       pairs_malformed,          binary_triplets,
-        index_base_of_a_read,      streams_are_read_once};
+    const TTest *const tests[] = {mm_general_real,      mm_symmetric_is_expanded,
+                                  mm_malformed,         triplets_movielens_styles,
+                                  triplets_options,     triplets_duplicates,
+                                  triplets_malformed,   mixed_lines_are_errors_at_their_line,
+                                  long_lines_are_read,  pairs_with_both_count_lines,
+                                  pairs_repeats_merge,  pairs_malformed,
+                                  binary_triplets,      index_base_of_a_read,
+                                  streams_are_read_once};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -43,8 +43,9 @@ static bool is_count_line(const mf_read_job *job, const candidate *c, int64_t af
 }
 
 /* At the end: the held line becomes the shape, or the first entry it was after all, and
- * then, as a first entry does, it fixes the fields every line must have. */
-static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t after)
+ * then, as a first entry does, it fixes the fields every line must have: `fields` is what
+ * the lines after it had (0: none). */
+static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t after, int fields)
 {
     if (!c->held)
         return MF_OK;
@@ -60,6 +61,10 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
     }
     if (c->short_at > 0)
         return mf_read_bad(job, c->short_at, "expected 3 fields (as on the first entry), found 2");
+    /* "1 1" then "2 2 4": a pattern line among rated ones is an error, not a pattern file
+     * (which would drop every value). */
+    if (c->n == 2 && fields == 3)
+        return mf_read_bad(job, c->at, "expected 3 fields (as on the entries after it), found 2");
     job->pattern = job->pattern || c->n == 2;
     int64_t before = job->nnz;
     MF_TRY(mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f));
@@ -77,6 +82,14 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
         }
     }
     return MF_OK;
+}
+
+/* Whether a first field could be meant as a number (a digit, a sign or a point first): such
+ * a first line is data, and an error if it is not an index ("1.5", "0x10"), never a header
+ * to skip. */
+static bool looks_numeric(const char *s, const char *e)
+{
+    return s < e && ((*s >= '0' && *s <= '9') || *s == '-' || *s == '+' || *s == '.');
 }
 
 mf_status mf_read_triplets(mf_read_job *job)
@@ -98,7 +111,7 @@ mf_status mf_read_triplets(mf_read_job *job)
         int n = mf_split_fields(line, s, e, 3);
         int64_t i, j;
         bool numeric = mf_parse_int64(s[0], e[0], &i) == 0;
-        if (first && !numeric) {
+        if (first && !looks_numeric(s[0], e[0])) {
             first = false; /* a header such as "userId,movieId,rating,timestamp" */
             continue;
         }
@@ -123,6 +136,12 @@ mf_status mf_read_triplets(mf_read_job *job)
                              fields, n);
             break;
         }
+        if (fields == 2 && n > 2) { /* a rated line in a pattern: its value would be dropped */
+            st = mf_read_bad(job, r.line,
+                             "expected 2 fields (as on the first entry), found 3 or "
+                             "more (a value in a pattern file)");
+            break;
+        }
         float v = 1.0f;
         char q[MF_EXCERPT_CAP];
         if (!numeric)
@@ -142,7 +161,7 @@ mf_status mf_read_triplets(mf_read_job *job)
     if (st == MF_OK && got < 0)
         st = r.status;
     if (st == MF_OK)
-        st = settle_candidate(job, &cand, after);
+        st = settle_candidate(job, &cand, after, fields);
     mf_text_close(&r);
     return st;
 }

@@ -79,18 +79,33 @@ static int refill(mf_ctx *ctx, mf_text_reader *r)
     return 0;
 }
 
+/* A NUL byte inside the line [r->begin, stop): the text would end there, and the rest of
+ * the line (or file) be silently ignored. */
+static int has_nul(mf_ctx *ctx, mf_text_reader *r, size_t stop)
+{
+    if (!memchr(r->buf + r->begin, '\0', stop - r->begin))
+        return 0;
+    r->status = mf_fail(ctx, MF_ERR_INVALID_DATA, "%s:%lld: a NUL byte (not a text file?)", r->path,
+                        (long long)r->line + 1);
+    return 1;
+}
+
 int mf_text_next(mf_ctx *ctx, mf_text_reader *r, char **line)
 {
     for (;;) {
         char *nl = memchr(r->buf + r->begin, '\n', r->end - r->begin);
         if (nl) {
             size_t stop = (size_t)(nl - r->buf);
+            if (has_nul(ctx, r, stop))
+                return -1;
             *line = finish_line(r, stop, stop + 1);
             return 1;
         }
         if (r->eof) {
             if (r->begin == r->end)
                 return 0;
+            if (has_nul(ctx, r, r->end))
+                return -1;
             *line = finish_line(r, r->end, r->end);
             return 1;
         }
