@@ -6,12 +6,13 @@
     model.predict([0, 1], [10, 20])
     ials = mfact.ImplicitALS(rank=64).fit(plays)  # implicit feedback
     ids, scores = ials.recommend([0, 1], N=10)
+    ctx = mfact.Context(process_group="torch")    # one fit across processes (Context.join)
 
 See docs/python.md in the repository.
 """
 from . import _lib
 from ._arrays import Matrix
-from ._context import Context, default_context
+from ._context import Context, Launch, default_context, launch_info
 from ._errors import (Cancelled, CudaError, Error, FileError, InternalError, InvalidArgument,
                       InvalidData, NoDevice, NumericError, OutOfMemory, Unsupported)
 from .models import ALS, BMF, SGD, ImplicitALS, complete, ranking_metrics
@@ -27,6 +28,7 @@ def build_info():
 
 
 __all__ = ["ALS", "BMF", "SGD", "ImplicitALS", "complete", "ranking_metrics", "Context",
-           "Matrix", "read", "sddmm", "spmm", "default_context", "build_info", "Error",
+           "Matrix", "read", "sddmm", "spmm", "default_context", "launch_info", "Launch",
+           "build_info", "Error",
            "InvalidArgument", "InvalidData", "OutOfMemory", "NoDevice", "Unsupported",
            "CudaError", "FileError", "Cancelled", "NumericError", "InternalError"]

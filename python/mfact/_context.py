@@ -1,10 +1,39 @@
-"""mfact.Context: one mf_ctx (a backend, a device, a memory limit, a seed)."""
+"""mfact.Context: one mf_ctx (a backend, a device, a memory limit, a seed), alone or a rank
+of a group of processes (Context.join: torch.distributed, mpi4py, a launcher's environment,
+or the caller's own hand-over of an NCCL id)."""
+import collections
+import contextlib
 import ctypes
+import math
+import operator
+import os
 import threading
 import weakref
 
 from . import _lib
-from ._errors import check
+from ._errors import _BY_STATUS, Error, InvalidArgument, Unsupported, check
+
+Launch = collections.namedtuple("Launch", "rank world_size local_rank")
+
+
+def launch_info():
+    """What the launcher that started this process says (mf_launch_detect): Launch(rank,
+    world_size, local_rank) from torchrun's, Open MPI's, MPICH's or srun's variables, tried in
+    that order; Launch(0, 1, 0) when no launcher started it. A malformed variable is
+    mfact.InvalidArgument naming it."""
+    fn = _experimental("mf_launch_detect")
+    rank, size, local = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    check(fn(ctypes.byref(rank), ctypes.byref(size), ctypes.byref(local)), None,
+          "mfact.launch_info")
+    return Launch(rank.value, size.value, local.value)
+
+
+def _experimental(name):
+    fn = getattr(_lib, name)
+    if fn is None:
+        raise Unsupported(f"mfact: the loaded libmfact ({_lib.library_path}) has no {name} "
+                          "(groups of processes need a newer library)")
+    return fn
 
 
 class Context:
@@ -13,11 +42,27 @@ class Context:
 
     >>> with mfact.Context(backend="cpu", threads=2, seed=7) as ctx:
     ...     model = mfact.ALS(rank=32, ctx=ctx).fit(ratings)
+
+    One fit across processes (one per GPU, or CPU ranks under mpirun): every process makes
+    its context with the same seed and joins the group, then calls the same fit on the same
+    data, and every rank gets the whole model:
+
+    >>> ctx = mfact.Context(backend="cuda", process_group="torch")  # after init_process_group
+    >>> model = mfact.ALS(rank=64, ctx=ctx).fit(ratings)            # on every rank
+
+    `process_group` joins at once (see `join`); `device` then defaults to the launcher's local
+    rank (LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK, ...), else to 0. `rendezvous` and `timeout`
+    go to `join`.
     """
 
-    def __init__(self, backend="auto", device=0, memory_limit=0, threads=0, seed=0):
+    def __init__(self, backend="auto", device=None, memory_limit=0, threads=0, seed=0,
+                 process_group=None, rendezvous=None, timeout=None):
         if backend not in _lib.BACKENDS:
             raise ValueError(f"backend must be one of {sorted(_lib.BACKENDS)}, not {backend!r}")
+        if process_group is None and (rendezvous is not None or timeout is not None):
+            raise ValueError("mfact.Context: rendezvous and timeout go with process_group")
+        if device is None:
+            device = launch_info().local_rank if process_group is not None else 0
         opts = _lib.CtxOpts()
         _lib.mf_ctx_opts_init(ctypes.byref(opts))
         opts.backend = _lib.BACKENDS[backend]
@@ -35,6 +80,14 @@ class Context:
         # must be read by the thread whose call failed); matrices die before the context.
         self.lock = threading.RLock()
         self._matrices = weakref.WeakSet()
+        self.device = int(device)  # meaningful on a CUDA context
+        self._group = None  # how it joined its group (said in refusals); None: alone
+        if process_group is not None:
+            try:
+                self.join(process_group, rendezvous=rendezvous, timeout=timeout)
+            except BaseException:
+                self.close()
+                raise
 
     @property
     def handle(self):
@@ -46,6 +99,211 @@ class Context:
     def backend(self):
         """"cpu" or "cuda": what "auto" resolved to."""
         return _lib.BACKEND_NAMES[_lib.mf_ctx_backend(self.handle)]
+
+    @property
+    def rank(self):
+        """This context's rank in its group: 0 outside a group (mf_ctx_rank)."""
+        return self._place()[0]
+
+    @property
+    def world_size(self):
+        """The size of this context's group: 1 outside a group (mf_ctx_rank)."""
+        return self._place()[1]
+
+    def _place(self):
+        if _lib.mf_ctx_rank is None:  # a library from before groups: always alone
+            return 0, 1
+        rank, size = ctypes.c_int(), ctypes.c_int()
+        check(_lib.mf_ctx_rank(self.handle, ctypes.byref(rank), ctypes.byref(size)),
+              self.handle, "mfact.Context.rank")
+        return rank.value, size.value
+
+    def join(self, process_group="launch", *, rank=None, world_size=None, nccl_id=None,
+             rendezvous=None, timeout=None):
+        """Make this context a rank of a group of processes, so that a collective fit
+        (ALS, ImplicitALS, SGD, complete) runs across them: every rank then calls the same
+        fit with the same data, options and seed, and gets the whole model. Returns the
+        context. Every process of the group calls join at the same point.
+
+        process_group:
+          "launch" (the default): the processes a launcher started (torchrun, mpirun,
+            srun; `launch_info`). A CUDA context meets the others through NCCL, rank 0
+            handing its id over in the file `rendezvous` (default: MFACT_RENDEZVOUS, else
+            /tmp/mfact-rendezvous.<uid>; across hosts, a path every host sees), waited for
+            up to `timeout` seconds (default 300). A CPU context joins MPI's world through
+            mpi4py (under mpirun or srun). Started by no launcher: nothing to join, the
+            context stays alone.
+          "torch" or True: torch.distributed's default group; or a ProcessGroup of
+            torch.distributed (dist.new_group(...)). CUDA contexts: rank 0's NCCL id goes
+            to the group's other ranks through torch.distributed; rank and size are the
+            group's.
+          "mpi": mpi4py's MPI.COMM_WORLD; or an mpi4py communicator (an Intracomm). CPU
+            contexts: the library exchanges over its own duplicate of it.
+        nccl_id: the caller's own hand-over instead (CUDA contexts): the bytes rank 0's
+          `make_nccl_id` returned, carried to every rank by the caller; `rank` and
+          `world_size` are then required.
+        rank, world_size: with a group, what this process expects to be; a group or
+          launcher that says otherwise is mfact.InvalidArgument.
+
+        Errors are raised before any rank waits where they can be: a context already in a
+        group, rank or world_size outside their ranges (InvalidArgument), a CPU context with
+        torch.distributed or an NCCL id, a CUDA context with MPI (Unsupported). With
+        torch.distributed and mpi4py a failure on one rank fails every rank's join.
+        """
+        rank, world_size = _place_args(rank, world_size)
+        launched = _is_str(process_group, "launch")
+        if nccl_id is not None and not launched:
+            raise ValueError("mfact.Context.join: nccl_id is a hand-over of its own: give "
+                             "it without process_group")
+        if (rendezvous is not None or timeout is not None) and \
+                (not launched or nccl_id is not None):
+            raise ValueError("mfact.Context.join: rendezvous and timeout go with the "
+                             "launcher's processes (process_group=\"launch\")")
+        with self.lock:
+            if nccl_id is not None:
+                self._join_nccl_id(nccl_id, rank, world_size)
+            elif launched:
+                self._join_launched(rank, world_size, rendezvous, timeout)
+            elif _is_str(process_group, "mpi") or _is_mpi_comm(process_group):
+                self._join_mpi(process_group, rank, world_size)
+            elif process_group is True or _is_str(process_group, "torch") or \
+                    _is_torch_group(process_group):
+                self._join_torch(process_group, rank, world_size)
+            else:
+                raise TypeError("mfact.Context.join: process_group must be \"launch\", "
+                                "\"torch\" (or True), a torch.distributed ProcessGroup, "
+                                f"\"mpi\" or an mpi4py communicator, not {process_group!r}")
+        return self
+
+    def make_nccl_id(self):
+        """Rank 0's part of the caller's own hand-over (CUDA contexts): a new NCCL id, as
+        bytes (MF_NCCL_ID_BYTES of them), for every rank's join(nccl_id=..., rank=...,
+        world_size=...)."""
+        fn = _experimental("mf_nccl_make_id")
+        buf = ctypes.create_string_buffer(_lib.NCCL_ID_BYTES)
+        with self.lock:
+            check(fn(self.handle, buf, _lib.NCCL_ID_BYTES), self.handle,
+                  "mfact.Context.make_nccl_id")
+        return buf.raw
+
+    # ---- the ways in ---------------------------------------------------------------------
+    def _refuse_second_join(self, how):
+        """Already in a group: the library refuses too; saying it here, before any rank
+        waits for another, keeps one rank's mistake from leaving the others waiting."""
+        if self._group is not None:
+            raise InvalidArgument(f"mfact.Context.join: the context is already in a group "
+                                  f"(joined through {self._group}); make a new context to "
+                                  f"join {how}")
+
+    def _need_cuda(self, how):
+        if self.backend != "cuda":
+            raise Unsupported(f"mfact.Context.join: {how} joins CUDA contexts (NCCL); a CPU "
+                              "context joins its processes through MPI (process_group="
+                              "\"mpi\" or an mpi4py communicator, under mpirun)")
+
+    def _join_nccl_id(self, nccl_id, rank, world_size):
+        if rank is None or world_size is None:
+            raise InvalidArgument("mfact.Context.join: nccl_id needs rank and world_size")
+        try:
+            raw = bytes(nccl_id)
+        except TypeError:
+            raise TypeError("mfact.Context.join: nccl_id must be bytes (make_nccl_id's), not "
+                            f"{type(nccl_id).__name__}") from None
+        self._refuse_second_join("through an NCCL id")
+        self._need_cuda("an NCCL id")
+        fn = _experimental("mf_ctx_join_nccl_id")
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        check(fn(self.handle, buf, len(raw), rank, world_size), self.handle,
+              "mfact.Context.join")
+        self._group = "an NCCL id"
+
+    def _join_launched(self, rank, world_size, rendezvous, timeout):
+        timeout = _timeout(timeout)
+        launch = launch_info()
+        _expect(rank, world_size, launch.rank, launch.world_size,
+                "the launcher's" if launch.world_size > 1 else "started by no launcher")
+        if launch.world_size == 1:
+            return  # no launcher, or one process: alone, as the library leaves it
+        if self.backend != "cuda":  # its checks agree over the world first
+            return self._join_mpi(_launched_mpi_world(launch), None, None)
+        self._refuse_second_join("the launcher's processes")
+        if rendezvous is None:
+            rendezvous = os.environ.get("MFACT_RENDEZVOUS") or \
+                f"/tmp/mfact-rendezvous.{os.getuid()}"
+        fn = _experimental("mf_ctx_join_launched")
+        check(fn(self.handle, os.fsencode(rendezvous), timeout), self.handle,
+              "mfact.Context.join")
+        self._group = "the launcher's processes"
+
+    def _join_mpi(self, comm, rank, world_size):
+        try:  # a communicator of mpi4py's came in, or "mpi" asks for its world
+            from mpi4py import MPI
+        except ImportError:
+            raise ImportError("mfact.Context.join: process_group=\"mpi\" needs mpi4py (pip "
+                              "install mpi4py)") from None
+        if _is_str(comm, "mpi"):
+            comm = MPI.COMM_WORLD
+        if not isinstance(comm, MPI.Intracomm) or comm == MPI.COMM_NULL:
+            raise InvalidArgument("mfact.Context.join: the MPI communicator must be an "
+                                  f"intracommunicator (one group of ranks), not {comm!r}")
+        me, size = comm.Get_rank(), comm.Get_size()
+        # This side's checks agree over the communicator before the library's join (a
+        # collective, which agrees on its own checks): one rank's refusal then fails every
+        # rank instead of leaving the others waiting inside MPI.
+        problem = None
+        try:
+            _expect(rank, world_size, me, size, "the communicator's")
+            self._refuse_second_join("an MPI communicator")
+            _experimental("mf_ctx_set_mpi_comm")
+        except Error as e:
+            problem = e
+        _settle(comm.allgather(_report(problem)), problem, me)
+        handle = ctypes.c_void_p(MPI._addressof(comm))
+        check(_lib.mf_ctx_set_mpi_comm(self.handle, handle), self.handle,
+              "mfact.Context.join")
+        self._group = "an MPI communicator"
+
+    def _join_torch(self, group, rank, world_size):
+        try:
+            import torch
+            import torch.distributed as dist
+        except ImportError:
+            self._need_cuda("a torch.distributed group")
+            raise ImportError("mfact.Context.join: process_group=\"torch\" needs PyTorch "
+                              "(torch.distributed)") from None
+        if not (dist.is_available() and dist.is_initialized()):
+            raise InvalidArgument("mfact.Context.join: torch.distributed is not initialized "
+                                  "(call torch.distributed.init_process_group first)")
+        group = None if group is True or _is_str(group, "torch") else group
+        me, size = dist.get_rank(group), dist.get_world_size(group)
+        if me < 0:
+            raise InvalidArgument("mfact.Context.join: this process is not in process_group")
+
+        def rank0_id():
+            _expect(rank, world_size, me, size, "the process group's")
+            self._refuse_second_join("a torch.distributed group")
+            self._need_cuda("a torch.distributed group")
+            _experimental("mf_ctx_join_nccl_id")
+            return self.make_nccl_id() if me == 0 else None
+
+        problem, nccl_id = None, None
+        try:
+            nccl_id = rank0_id()
+        except Error as e:  # the library's refusals and this side's, for every rank
+            problem = e
+        # One collective carries rank 0's id and every rank's verdict (where
+        # broadcast_object_list would carry the id alone, and a rank that refused would
+        # leave the others waiting in NCCL's join). Object collectives of an NCCL group go
+        # through the current CUDA device: the context's, so no two ranks share one.
+        gathered = [None] * size
+        on_device = self.backend == "cuda" and torch.cuda.is_available()
+        with torch.cuda.device(self.device) if on_device else contextlib.nullcontext():
+            dist.all_gather_object(gathered, (_report(problem), nccl_id), group=group)
+        _settle([g[0] for g in gathered], problem, me)
+        buf = ctypes.create_string_buffer(gathered[0][1], len(gathered[0][1]))
+        check(_lib.mf_ctx_join_nccl_id(self.handle, buf, len(buf.raw), me, size), self.handle,
+              "mfact.Context.join")
+        self._group = "a torch.distributed group"
 
     @property
     def last_error(self):
@@ -78,8 +336,110 @@ class Context:
             pass
 
     def __repr__(self):
-        state = self.backend if self._handle is not None else "closed"
-        return f"mfact.Context({state}, seed={self.seed})"
+        if self._handle is None:
+            return f"mfact.Context(closed, seed={self.seed})"
+        rank, size = self._place()
+        group = f", rank {rank} of {size}" if self._group is not None else ""
+        return f"mfact.Context({self.backend}, seed={self.seed}{group})"
+
+
+# ---- join's arguments and agreements -------------------------------------------------------
+def _is_str(x, name):
+    return isinstance(x, str) and x == name
+
+
+def _is_mpi_comm(x):
+    return type(x).__module__.startswith("mpi4py")
+
+
+def _is_torch_group(x):
+    return type(x).__module__.startswith("torch") and "ProcessGroup" in type(x).__name__
+
+
+def _place_args(rank, world_size):
+    """rank and world_size as ints (None stays None): 1 <= world_size, 0 <= rank <
+    world_size."""
+    def as_int(x, name):
+        if x is None:
+            return None
+        try:
+            return operator.index(x)
+        except TypeError:
+            raise TypeError(f"mfact.Context.join: {name} must be an integer, not "
+                            f"{type(x).__name__}") from None
+    rank, world_size = as_int(rank, "rank"), as_int(world_size, "world_size")
+    if world_size is not None and not 1 <= world_size <= 2**31 - 1:
+        raise InvalidArgument(f"mfact.Context.join: world_size = {world_size} is not a count "
+                              "of processes (1 or more)")
+    if rank is not None and rank < 0:
+        raise InvalidArgument(f"mfact.Context.join: rank = {rank} is negative")
+    if rank is not None and world_size is not None and rank >= world_size:
+        raise InvalidArgument(f"mfact.Context.join: rank {rank} of {world_size} is outside "
+                              f"0..{world_size - 1}")
+    return rank, world_size
+
+
+def _expect(rank, world_size, got_rank, got_size, what):
+    """The caller's rank and world_size (None: anything) against the group's."""
+    if (rank is not None and rank != got_rank) or \
+            (world_size is not None and world_size != got_size):
+        want = f"rank {'?' if rank is None else rank} of " \
+            f"{'?' if world_size is None else world_size}"
+        raise InvalidArgument(f"mfact.Context.join: this process is rank {got_rank} of "
+                              f"{got_size} ({what}), not {want}")
+
+
+def _timeout(timeout):
+    if timeout is None:
+        return 0.0  # the library's default, 300 s
+    try:
+        t = float(timeout)
+    except (TypeError, ValueError):
+        raise TypeError("mfact.Context.join: timeout must be a number of seconds") from None
+    if math.isnan(t) or t <= 0:
+        raise InvalidArgument(f"mfact.Context.join: timeout = {timeout!r} is not a positive "
+                              "number of seconds")
+    return t
+
+
+def _launched_mpi_world(launch):
+    """A CPU context under a launcher joins MPI's world: mpi4py's COMM_WORLD, when mpi4py is
+    there and its world is the launcher's (mpirun's, srun's; not torchrun's, which starts
+    no MPI)."""
+    head = "mfact.Context.join: a CPU context joins its processes through MPI"
+    if os.environ.get("RANK") is not None and os.environ.get("WORLD_SIZE") is not None:
+        raise Unsupported(f"{head}, and torchrun starts no MPI: start them with mpirun "
+                          "(mpi4py installed), or use CUDA contexts")
+    try:
+        from mpi4py import MPI
+    except ImportError:
+        raise Unsupported(f"{head}, here through mpi4py, which is not installed (pip install "
+                          "mpi4py)") from None
+    if MPI.COMM_WORLD.Get_size() != launch.world_size:
+        raise Unsupported(f"{head}, but MPI's world has {MPI.COMM_WORLD.Get_size()} "
+                          f"processes where the launcher started {launch.world_size}: pass "
+                          "the communicator (process_group=comm)")
+    return MPI.COMM_WORLD
+
+
+def _report(problem):
+    """What a rank tells the others of its checks: None, or (status, message)."""
+    return None if problem is None else (problem.status, str(problem))
+
+
+def _settle(reports, problem, me):
+    """Raise on every rank when one refused: its own error on that rank, its status and
+    message on the others; nothing when all agreed."""
+    if problem is not None:
+        raise problem
+    for r, rep in enumerate(reports):
+        if rep is not None and r != me:
+            status, message = rep
+            message = message.replace("mfact.Context.join: ", "", 1)
+            err = _BY_STATUS.get(status, Error)(
+                f"mfact.Context.join: rank {r} of {len(reports)} failed: {message}")
+            err.status = status
+            raise err
 
 
 _default = None

@@ -172,11 +172,23 @@ class Ranking(Structure):
 
 
 # ---- prototypes --------------------------------------------------------------------------
+# Every bound function by its C name (tests/test_abi.py checks each against mfact.h).
+PROTOTYPES = {}
+
+
 def _proto(name, restype, *argtypes):
     f = getattr(lib, name)
     f.restype = restype
     f.argtypes = list(argtypes)
+    PROTOTYPES[name] = f
     return f
+
+
+def _proto_experimental(name, restype, *argtypes):
+    """A function of the header's EXPERIMENTAL section, or None when the loaded library
+    lacks it (a library of this major version from before it: the package still loads,
+    and the Python call that needs it says so)."""
+    return _proto(name, restype, *argtypes) if hasattr(lib, name) else None
 
 
 def _init_sized(name, struct):
@@ -236,3 +248,16 @@ mf_similar_items = _proto("mf_similar_items", c_int, P, POINTER(Model), c_int64,
                           P)
 mf_ranking_evaluate = _proto("mf_ranking_evaluate", c_int, P, POINTER(Model), P, P, c_int,
                              POINTER(Ranking))
+
+# EXPERIMENTAL: groups of processes (the header's "Groups of contexts" and "One process per
+# GPU"; mfact.Context.join).
+NCCL_ID_BYTES = 128  # MF_NCCL_ID_BYTES
+mf_ctx_rank = _proto_experimental("mf_ctx_rank", c_int, P, POINTER(c_int), POINTER(c_int))
+mf_ctx_set_mpi_comm = _proto_experimental("mf_ctx_set_mpi_comm", c_int, P, P)
+mf_nccl_make_id = _proto_experimental("mf_nccl_make_id", c_int, P, P, c_size_t)
+mf_ctx_join_nccl_id = _proto_experimental("mf_ctx_join_nccl_id", c_int, P, P, c_size_t, c_int,
+                                          c_int)
+mf_launch_detect = _proto_experimental("mf_launch_detect", c_int, POINTER(c_int),
+                                       POINTER(c_int), POINTER(c_int))
+mf_ctx_join_launched = _proto_experimental("mf_ctx_join_launched", c_int, P, c_char_p,
+                                           c_double)

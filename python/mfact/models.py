@@ -36,6 +36,12 @@ def _choice(table, value, name):
         raise ValueError(f"mfact: {name} must be one of {names}, not {value!r}") from None
 
 
+def _bar(ctx, show_progress):
+    """Whether to draw the progress bar: on rank 0 alone in a group of processes (every
+    rank runs the same iterations; a callback still runs on every rank)."""
+    return bool(show_progress) and ctx.rank == 0
+
+
 def _report(rep, skip=("struct_size",)):
     out = {}
     for name, _ in rep._fields_:
@@ -239,7 +245,8 @@ class _Ratings(_Recommender):
         21 ms of a 0.58 s fit on the H100), kept only when the run produced them."""
         tracker = None
         if self.show_progress or self.callback is not None:
-            tracker = _progress.Progress(total, unit, self.show_progress, self.callback,
+            tracker = _progress.Progress(total, unit, _bar(self.ctx, self.show_progress),
+                                         self.callback,
                                          ("iteration", "seconds", "train_rmse", "test_rmse"))
         users, items = R.shape
         fw = R.framework
@@ -424,7 +431,8 @@ class ImplicitALS(_Recommender):
         o = self._opts()
         tracker = None
         if show_progress or callback is not None:
-            tracker = _progress.Progress(o.iterations, "it", show_progress, callback,
+            tracker = _progress.Progress(o.iterations, "it", _bar(self.ctx, show_progress),
+                                         callback,
                                          ("iteration", "seconds", ("loss", "train_rmse")))
         users, items = R.shape
         fw = R.framework
@@ -647,7 +655,8 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
         fw.sync_current()
     tracker = None
     if show_progress or callback is not None:
-        tracker = _progress.Progress(o.max_iterations, "it", show_progress, callback,
+        tracker = _progress.Progress(o.max_iterations, "it", _bar(ctx, show_progress),
+                                     callback,
                                      ("iteration", "seconds", "train_rmse", "test_rmse"))
     o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
     rep = _lib.AsdReport()
