@@ -10,6 +10,7 @@
 #include "demo.h"
 #include "gpus.h"
 #include "launched.h"
+#include "outputs.h"
 
 /* Entries of X Y^T - A B^T sampled to estimate the error against the planted matrix (all of
  * them when the matrix has fewer). */
@@ -373,6 +374,10 @@ int cmd_complete(int argc, char **argv)
         complete_help();
         return CLI_OK;
     }
+    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_x, a.out_y};
+    const int out_rc = cli_check_outputs("complete", inputs, 2, outputs, 2);
+    if (out_rc != CLI_OK)
+        return out_rc;
     if (a.synthetic)
         return run_synthetic(&a);
     demo_set_command("complete");

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "outputs.h"
 
 typedef struct ials_args {
     cli_common common;
@@ -283,6 +284,11 @@ static int main_of(const char *cmd, int argc, char **argv)
         ials_help(cmd);
         return CLI_OK;
     }
+    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
+                                                                            a.out_rec};
+    const int out_rc = cli_check_outputs(cmd, inputs, 2, outputs, 3);
+    if (out_rc != CLI_OK)
+        return out_rc;
     return cli_run_on_ratings(cmd, &a.common, a.file, a.test_file, a.test_fraction, run, &a);
 }
 

@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "outputs.h"
 
 typedef struct sgd_args {
     cli_common common;
@@ -228,5 +229,9 @@ int cmd_sgd(int argc, char **argv)
         sgd_help();
         return CLI_OK;
     }
+    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v};
+    const int out_rc = cli_check_outputs("sgd", inputs, 2, outputs, 2);
+    if (out_rc != CLI_OK)
+        return out_rc;
     return cli_run_on_ratings("sgd", &a.common, a.file, a.test_file, a.test_fraction, run, &a);
 }

@@ -1,5 +1,6 @@
 /* What the ratings subcommands (als, sgd) share: reading the ratings with their held-out
  * part, and writing factors as text. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -159,14 +160,15 @@ static int write_rows(const char *cmd, const char *path, const float *X, int32_t
 {
     FILE *f = fopen(path, "w");
     if (!f) {
-        cli_error(cmd, "cannot write %s", path);
+        cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
     for (int32_t r = 0; r < rows; r++)
         for (long long t = 0; t < k; t++)
             fprintf(f, "%.7g%c", (double)X[(size_t)r * k + t], t + 1 < k ? ' ' : '\n');
-    if (fclose(f) != 0) {
-        cli_error(cmd, "cannot write %s", path);
+    const int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        cli_error(cmd, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
         return -1;
     }
     return 0;

@@ -327,6 +327,26 @@ if command -v script >/dev/null; then
         --max-sweeps 100000000" /dev/null </dev/null)
   echo "$tty" | grep -aq "sweep [0-9]*: relative error" || fail "bmf shows no progress on a terminal"
 fi
+# Outputs are checked before anything is read or trained (issue 44 row 5): an output that is
+# the input (under any name), two outputs to one file, an unwritable one: never a fit that
+# overwrites its data or fails at its end without the reason.
+cp "$base/train1.txt" "$base/in.txt"
+ln -s "$base/in.txt" "$base/alias.txt"
+before=$(cksum <"$base/in.txt")
+for bad in "--output-u $base/in.txt" "--output-v $base/alias.txt" "--output-u $base/../$(basename "$base")/in.txt" \
+           "--output-u $base/o.txt --output-v $base/o.txt"; do
+  "$mfact" als --backend cpu "$base/in.txt" --iterations 1 $bad >/dev/null 2>/tmp/mfact-cli-err.$$
+  rc=$?
+  [ $rc -eq 2 ] || fail "als $bad exited $rc, not 2 (usage)"
+  grep -q "overwritten\|one file" /tmp/mfact-cli-err.$$ || fail "als $bad: $(cat /tmp/mfact-cli-err.$$)"
+done
+[ "$(cksum <"$base/in.txt")" = "$before" ] || fail "the input was changed"
+"$mfact" complete --backend cpu "$base/in.txt" --output-x "$base/x" --output-y "$base/x" 2>/dev/null
+[ $? -eq 2 ] || fail "complete with one file for X and Y is not a usage error"
+"$mfact" sgd --backend cpu "$base/in.txt" --output-v "$base/none/v.txt" 2>/tmp/mfact-cli-err.$$ >/dev/null
+[ $? -eq 1 ] && grep -q "cannot create .*none/v.txt: No such file or directory" /tmp/mfact-cli-err.$$ ||
+  fail "an output in a missing directory: $(cat /tmp/mfact-cli-err.$$)"
+! grep -q "epoch\|iteration" /tmp/mfact-cli-err.$$ || fail "sgd trained before finding its output unwritable"
 # Launched as 2 CPU processes by mpirun, the tool fits one group over MPI: ALS's factors are
 # one process's bit for bit, and rank 0 alone prints. Skipped without mpirun or MPI in the build.
 if command -v mpirun >/dev/null; then
