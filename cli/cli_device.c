@@ -41,3 +41,13 @@ int cli_sync(mf_ctx *ctx)
 #endif
     return 0;
 }
+
+int cli_device_count(void)
+{
+#ifdef MFACT_CLI_CUDA
+    int n = 0;
+    return cudaGetDeviceCount(&n) == cudaSuccess ? n : 0;
+#else
+    return 0;
+#endif
+}

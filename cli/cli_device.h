@@ -14,5 +14,7 @@ void *cli_alloc(mf_memory where, size_t bytes);
 void cli_free(mf_memory where, void *p);
 /* Wait for the context's stream (a no-op on the CPU); 0 on success. */
 int cli_sync(mf_ctx *ctx);
+/* CUDA devices this process sees (0 without the runtime or a driver). */
+int cli_device_count(void);
 
 #endif

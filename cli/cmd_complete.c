@@ -185,6 +185,8 @@ static int parse(int argc, char **argv, complete_args *a)
 static int on_iteration(void *user, const mf_progress *p)
 {
     (void)user;
+    if (cli_quiet())
+        return 0;
     fprintf(stderr, "iteration %d: relative residual %.4e", p->iteration, p->train_rmse);
     if (!isnan(p->test_rmse))
         fprintf(stderr, ", test RMSE %.4g", p->test_rmse);
@@ -201,6 +203,8 @@ typedef struct complete_watch {
 static int on_iteration_line(void *user, const mf_progress *p)
 {
     complete_watch *w = user;
+    if (cli_quiet())
+        return 0;
     char what[96];
     snprintf(what, sizeof what, "iteration %d: relative residual %.3e", p->iteration,
              p->train_rmse);

@@ -1,8 +1,13 @@
+#define _DEFAULT_SOURCE
 #include "launched.h"
 
+#include "cli_device.h"
+
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef MFACT_CLI_MPI
@@ -10,6 +15,9 @@
 #endif
 
 static int launched_rank, launched_size = 1;
+#ifdef MFACT_CLI_MPI
+static int joined_mpi; /* this process joined MPI_COMM_WORLD: a failure aborts the job */
+#endif
 
 int cli_launched_rank(void)
 {
@@ -58,17 +66,59 @@ static int join_mpi(const char *cmd, mf_ctx *ctx, int rank, int size)
         cli_error(cmd, "rank %d of %d: %s", rank, size, mf_ctx_last_error(ctx));
         return -1;
     }
+    joined_mpi = 1;
     return 0;
 }
 #endif
 
+/* The processes of this host, where the launcher says (torchrun, Open MPI): 0 unknown. */
+static int local_size(void)
+{
+    static const char *const names[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v)
+            return atoi(v);
+    }
+    return 0;
+}
+
+/* The default rendezvous, for ranks of one host: a directory of this user's alone under
+ * /tmp (another user could plant a file or a FIFO at a fixed path in /tmp itself). */
+static int default_rendezvous(const char *cmd, char *path, size_t cap)
+{
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/mfact-%ld", (long)geteuid());
+    if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+        cli_error(cmd, "cannot create %s: %s", dir, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+        (st.st_mode & 077)) {
+        cli_error(cmd, "%s is not a directory of this user's alone: set MFACT_RENDEZVOUS", dir);
+        return -1;
+    }
+    snprintf(path, cap, "%s/rendezvous", dir);
+    return 0;
+}
+
 /* A CUDA rank: NCCL, rank 0's id through the rendezvous file. */
 static int join_nccl(const char *cmd, mf_ctx *ctx, int rank, int size)
 {
-    char fallback[64];
+    char fallback[128];
     const char *rendezvous = getenv("MFACT_RENDEZVOUS");
     if (!rendezvous || !*rendezvous) {
-        snprintf(fallback, sizeof fallback, "/tmp/mfact-rendezvous.%ld", (long)getuid());
+        const int local = local_size();
+        if (local > 0 && local < size) {
+            cli_error(cmd,
+                      "rank %d of %d: the processes span several hosts (%d here): set "
+                      "MFACT_RENDEZVOUS to a file on a file system they share",
+                      rank, size, local);
+            return -1;
+        }
+        if (default_rendezvous(cmd, fallback, sizeof fallback) != 0)
+            return -1;
         rendezvous = fallback;
     }
     if (mf_ctx_join_launched(ctx, rendezvous, 0.0) != MF_OK) {
@@ -88,7 +138,10 @@ mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c)
     if (size == 1)
         return cli_make_ctx(cmd, c);
     cli_common on = *c;
-    on.device = c->device + local;
+    /* The local rank's device, among those this process sees: a launcher that gives each
+     * process one GPU (CUDA_VISIBLE_DEVICES) leaves it device 0. */
+    const int devices = cli_device_count();
+    on.device = devices > 0 ? (int)((c->device + local) % devices) : c->device + local;
     mf_ctx *ctx = cli_make_ctx(cmd, &on);
     if (!ctx)
         return NULL;
@@ -112,11 +165,32 @@ mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c)
         return NULL;
     }
     launched_rank = rank, launched_size = size;
+    /* Rank 0 prints the results: the others' stdout goes, their errors stay (a failure one
+     * rank alone meets must be seen), their progress is not printed (cli_quiet). */
     const char *all = getenv("MFACT_LOG_ALL_RANKS");
     if (rank != 0 && !(all && !strcmp(all, "1"))) {
-        fflush(NULL);
-        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr))
+        fflush(stdout);
+        if (!freopen("/dev/null", "w", stdout))
             return ctx; /* the rank still takes part; it only prints */
     }
     return ctx;
+}
+
+bool cli_quiet(void)
+{
+    const char *all = getenv("MFACT_LOG_ALL_RANKS");
+    return launched_rank != 0 && !(all && !strcmp(all, "1"));
+}
+
+int cli_launched_finish(int rc)
+{
+#ifdef MFACT_CLI_MPI
+    /* A rank that failed alone must not wait in MPI_Finalize (at exit) while the others wait
+     * for it inside a collective: the job ends with it. */
+    if (joined_mpi && rc != CLI_OK) {
+        fflush(NULL);
+        MPI_Abort(MPI_COMM_WORLD, rc);
+    }
+#endif
+    return rc;
 }

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "launched.h"
 
 typedef struct command {
     const char *name;
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
+            return cli_launched_finish(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "mfact: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return CLI_USAGE;

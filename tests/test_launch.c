@@ -2,6 +2,7 @@
  * rendezvous file between two processes, and every refusal. The NCCL join itself needs
  * GPUs: tests/tool/check-launched.sh runs the CLI under torchrun on the device. */
 #define _POSIX_C_SOURCE 200809L
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -195,11 +196,100 @@ START_TEST(rendezvous_hands_the_id_to_another_process)
 }
 END_TEST
 
+/* A rendezvous file written by hand: token, writer host and pid, an id of byte `fill`;
+ * `mode` its permissions. */
+static void write_rendezvous(const char *path, const char *token, long pid, int fill, mode_t mode)
+{
+    char host[256];
+    ck_assert_int_eq(gethostname(host, sizeof host), 0);
+    host[sizeof host - 1] = '\0';
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "mfact-rendezvous 2\n%s\n%s %ld\n", token, host, pid);
+    for (int i = 0; i < MF_NCCL_ID_BYTES; i++)
+        fprintf(f, "%02x", fill);
+    fputc('\n', f);
+    fclose(f);
+    ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+/* A pid that no process has: a child's, once it is reaped. */
+static long dead_pid(void)
+{
+    const pid_t child = fork();
+    ck_assert_int_ge(child, 0);
+    if (child == 0)
+        _exit(0);
+    ck_assert_int_eq(waitpid(child, NULL, 0), child);
+    return (long)child;
+}
+
+START_TEST(rendezvous_files_that_are_not_this_launchs)
+{
+    clear_launch_env();
+    setenv("MFACT_RUN_ID", "test-launch-3", 1);
+    const char *token = "MFACT_RUN_ID=test-launch-3";
+    char path[128];
+    scratch_path(path, sizeof path, "stale");
+    mf_ctx *ctx = tu_cpu_ctx();
+    unsigned char id[MF_NCCL_ID_BYTES], got[MF_NCCL_ID_BYTES];
+    memset(id, 0x42, sizeof id);
+    /* Left by a crashed launch on this host (its writer is gone): a waiting rank does not
+     * take it, and rank 0 replaces it. */
+    write_rendezvous(path, token, dead_pid(), 0x17, 0600);
+    memset(got, 0, sizeof got);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 0.2, got), MF_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "a launch that is over"));
+    ck_assert_int_eq(got[0], 0);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 0, 0, id), MF_OK);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 5, got), MF_OK);
+    ck_assert_int_eq(memcmp(got, id, sizeof id), 0);
+    /* The file of a live writer is never replaced. */
+    write_rendezvous(path, token, (long)getppid(), 0x18, 0600);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 0, 0, id), MF_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "exists"));
+    /* One that others may read or write, or a FIFO: never read (a FIFO would block). */
+    write_rendezvous(path, token, (long)getppid(), 0x19, 0644);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 0.2, got), MF_ERR_IO);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "private regular file"));
+    unlink(path);
+    ck_assert_int_eq(mkfifo(path, 0600), 0);
+    const double t0 = (double)time(NULL);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 0.3, got), MF_ERR_IO);
+    ck_assert((double)time(NULL) - t0 < 10.0);
+    unlink(path);
+    /* Malformed text (odd hex, a short id, no writer line): never taken. */
+    static const char *const bad[] = {"mfact-rendezvous 2\nMFACT_RUN_ID=test-launch-3\nh 1\nabc\n",
+                                      "mfact-rendezvous 2\nMFACT_RUN_ID=test-launch-3\n0102\n",
+                                      "mfact-rendezvous 1\nMFACT_RUN_ID=test-launch-3\n0102\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        FILE *f = fopen(path, "w");
+        ck_assert_ptr_nonnull(f);
+        fputs(bad[i], f);
+        fclose(f);
+        ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 0.1, got), MF_ERR_IO);
+        unlink(path);
+    }
+    /* torchrun's default run id "none" names no launch. */
+    clear_launch_env();
+    setenv("TORCHELASTIC_RUN_ID", "none", 1);
+    write_rendezvous(path, "", (long)getppid(), 0x21, 0600);
+    ck_assert_int_eq(mf_launch_share_id(ctx, path, 1, 5, got), MF_OK);
+    ck_assert_int_eq(got[0], 0x21);
+    unlink(path);
+    clear_launch_env();
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {"launch", false, false, 60, NULL, NULL};
-    const TTest *tests[] = {detect_reads_each_launcher, detect_refuses_malformed_variables,
-                            join_refuses_what_it_cannot_do, nccl_id_calls_check_their_arguments,
+    const TTest *tests[] = {detect_reads_each_launcher,
+                            detect_refuses_malformed_variables,
+                            join_refuses_what_it_cannot_do,
+                            nccl_id_calls_check_their_arguments,
+                            rendezvous_files_that_are_not_this_launchs,
                             rendezvous_hands_the_id_to_another_process};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -1208,10 +1208,14 @@ MF_API mf_status mf_launch_detect(int *rank, int *size, int *local_rank);
  * which every rank must see (a path under /tmp on one host, a shared file system across
  * hosts); the other ranks wait for it up to timeout_seconds (0: 300 s) and then every
  * rank joins the communicator (ncclCommInitRank, owned by the context). Rank 0 creates the
- * file exclusively and removes it once the ranks have joined: a file left by a crashed
- * launch fails rank 0 with MF_ERR_IO naming it. The file carries the launch's id where the
- * launcher gives one (TORCHELASTIC_RUN_ID, Open MPI's job id, PMIX_NAMESPACE, Slurm's job
- * and step, or the caller's MFACT_RUN_ID), so a rank never takes a stale file's id.
+ * file exclusively (mode 0600) and removes it once the ranks have joined. A file is taken
+ * only when it is a regular file of this user's that no one else may read or write, of
+ * this launch (the launcher's job id where it gives a real one: TORCHELASTIC_RUN_ID but
+ * "none", Open MPI's job id, PMIX_NAMESPACE, Slurm's job and step, with the restart count;
+ * or the caller's MFACT_RUN_ID), and, when written on this host, by a process still alive.
+ * A crashed launch's file on this host is replaced; one from another host fails rank 0
+ * with MF_ERR_IO naming it, and with no launch id a waiting rank on another host cannot
+ * tell a stale file from a fresh one: give such launches a fresh path or MFACT_RUN_ID.
  * MF_ERR_UNSUPPORTED on a CPU context (CPU processes join through mf_ctx_set_mpi_comm) or
  * without NCCL; MF_ERR_IO when the file cannot be written or the wait times out. As with
  * mf_ctx_set_nccl_comm, a rank whose NCCL fails may leave the others waiting inside NCCL. */

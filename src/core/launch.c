@@ -4,13 +4,15 @@
  * id to the other ranks through a rendezvous file. The file is the only thing shared: NCCL
  * itself then connects the ranks (ncclCommInitRank), so mfact carries no transport of its
  * own. */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -81,76 +83,171 @@ mf_status mf_launch_detect(int *rank, int *size, int *local_rank)
     return MF_OK;
 }
 
-/* What names one launch, so that a rank never takes the id of another (a stale file): the
- * launcher's job id where it gives one, else MFACT_RUN_ID, else nothing. */
+/* What names one launch, so that a rank does not take the id of another (a file left by a
+ * crash): the launcher's job id where it gives a real one (torchrun's "none", its default,
+ * is none), with the launcher's restart count (an elastic restart keeps its job id), else
+ * MFACT_RUN_ID. Without one, a stale file is still recognised on its own host (its writer
+ * is gone: see stale()). */
 static void launch_token(char *out, size_t cap)
 {
     static const char *const names[] = {"MFACT_RUN_ID", "TORCHELASTIC_RUN_ID",
                                         "OMPI_MCA_ess_base_jobid", "PMIX_NAMESPACE"};
+    static const char *const restarts[] = {"TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT"};
     out[0] = '\0';
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-        if (getenv(names[i]) && *getenv(names[i])) {
-            snprintf(out, cap, "%s=%s", names[i], getenv(names[i]));
-            return;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = getenv(names[i]);
+        if (v && *v && strcmp(v, "none") != 0) {
+            snprintf(out, cap, "%s=%s", names[i], v);
+            break;
         }
-    if (getenv("SLURM_JOB_ID"))
+    }
+    if (!out[0] && getenv("SLURM_JOB_ID"))
         snprintf(out, cap, "SLURM=%s.%s", getenv("SLURM_JOB_ID"),
                  getenv("SLURM_STEP_ID") ? getenv("SLURM_STEP_ID") : "");
+    for (size_t i = 0; i < sizeof restarts / sizeof *restarts; i++) {
+        const char *v = getenv(restarts[i]);
+        const size_t n = strlen(out);
+        if (v && *v && n + 1 < cap)
+            snprintf(out + n, cap - n, " %s=%s", restarts[i], v);
+    }
     /* A token is one line: anything unprintable would break the file's format. */
     for (char *p = out; *p; p++)
         if (*p < ' ' || *p > '~')
             *p = '_';
 }
 
-#define RENDEZVOUS_MAGIC "mfact-rendezvous 1"
+#define RENDEZVOUS_MAGIC "mfact-rendezvous 2"
 #define TOKEN_CAP        256
+#define HOST_CAP         256
+#define TEXT_CAP         (2 * MF_NCCL_ID_BYTES + TOKEN_CAP + HOST_CAP + 96)
 
-/* The file's text: magic, token, the id in hex, one line each. */
-static size_t format_rendezvous(char *buf, size_t cap, const char *token,
-                                const unsigned char id[MF_NCCL_ID_BYTES])
+/* What a rendezvous file says. */
+typedef struct rendezvous_file {
+    char token[TOKEN_CAP];
+    char host[HOST_CAP];
+    long pid;
+    unsigned char id[MF_NCCL_ID_BYTES];
+} rendezvous_file;
+
+static void this_host(char *out, size_t cap)
 {
-    int n = snprintf(buf, cap, "%s\n%s\n", RENDEZVOUS_MAGIC, token);
+    if (gethostname(out, cap) != 0)
+        snprintf(out, cap, "?");
+    out[cap - 1] = '\0';
+    for (char *p = out; *p; p++)
+        if (*p <= ' ' || *p > '~')
+            *p = '_';
+}
+
+/* The file's text: magic, token, writer ("host pid"), the id in hex, one line each. */
+static size_t format_rendezvous(char *buf, size_t cap, const rendezvous_file *r)
+{
+    int n = snprintf(buf, cap, "%s\n%s\n%s %ld\n", RENDEZVOUS_MAGIC, r->token, r->host, r->pid);
     for (int i = 0; i < MF_NCCL_ID_BYTES && n > 0 && (size_t)n + 3 < cap; i++)
-        n += snprintf(buf + n, cap - (size_t)n, "%02x", id[i]);
+        n += snprintf(buf + n, cap - (size_t)n, "%02x", r->id[i]);
     if (n > 0 && (size_t)n + 1 < cap)
         buf[n++] = '\n';
     return n > 0 ? (size_t)n : 0;
 }
 
-/* 1 when text is a whole rendezvous of launch `token` (the id into id), 0 when it is one
- * of another launch or not whole yet. */
-static int parse_rendezvous(const char *text, const char *token, unsigned char id[MF_NCCL_ID_BYTES])
+static int hex_digit(char c)
 {
-    const size_t magic = strlen(RENDEZVOUS_MAGIC), tl = strlen(token);
-    if (strncmp(text, RENDEZVOUS_MAGIC "\n", magic + 1) != 0)
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
+}
+
+/* One line of text (up to '\n') copied into out (cap bytes); the text after it, or NULL
+ * when there is no whole line or it does not fit. */
+static const char *take_line(const char *text, char *out, size_t cap)
+{
+    const char *nl = strchr(text, '\n');
+    if (!nl || (size_t)(nl - text) >= cap)
+        return NULL;
+    memcpy(out, text, (size_t)(nl - text));
+    out[nl - text] = '\0';
+    return nl + 1;
+}
+
+/* 1 when text is a whole rendezvous file (into *r), 0 when it is not (yet). */
+static int parse_rendezvous(const char *text, rendezvous_file *r)
+{
+    char line[TEXT_CAP];
+    if (!(text = take_line(text, line, sizeof line)) || strcmp(line, RENDEZVOUS_MAGIC) != 0)
         return 0;
-    text += magic + 1;
-    if (strncmp(text, token, tl) != 0 || text[tl] != '\n')
+    if (!(text = take_line(text, r->token, sizeof r->token)))
         return 0;
-    text += tl + 1;
+    if (!(text = take_line(text, line, sizeof line)))
+        return 0;
+    char *space = strrchr(line, ' ');
+    if (!space || space == line || (size_t)(space - line) >= sizeof r->host)
+        return 0;
+    *space = '\0';
+    memcpy(r->host, line, (size_t)(space - line) + 1); /* checked to fit, with its NUL */
+    char *end;
+    r->pid = strtol(space + 1, &end, 10);
+    if (end == space + 1 || *end != '\0' || r->pid <= 0)
+        return 0;
     for (int i = 0; i < MF_NCCL_ID_BYTES; i++) {
-        unsigned v;
-        if (sscanf(text + 2 * i, "%2x", &v) != 1)
+        const int hi = hex_digit(text[2 * i]), lo = hi < 0 ? -1 : hex_digit(text[2 * i + 1]);
+        if (hi < 0 || lo < 0)
             return 0;
-        id[i] = (unsigned char)v;
+        r->id[i] = (unsigned char)(hi * 16 + lo);
     }
     return text[2 * MF_NCCL_ID_BYTES] == '\n';
 }
 
-/* Rank 0: publish the id at path, exclusively (a file already there fails) and whole (the
- * text goes to a private file first, then takes the name by link(2), which never
- * replaces a file). */
-static mf_status publish(mf_ctx *ctx, const char *path, const char *token,
-                         const unsigned char id[MF_NCCL_ID_BYTES])
+/* A file left by a launch that is over: written on this host by a process that is gone. */
+static int stale(const rendezvous_file *r)
+{
+    char host[HOST_CAP];
+    this_host(host, sizeof host);
+    return strcmp(host, r->host) == 0 && kill((pid_t)r->pid, 0) != 0 && errno == ESRCH;
+}
+
+/* The text of the file at path, read only when it is a regular file of this user's that
+ * no one else may read or write (the path is shared: a FIFO would block the read, a file
+ * another user planted would hand this rank a stranger's NCCL id). 1 read, 0 absent or not
+ * such a file (*why says which), -1 a read error. */
+static int read_private(const char *path, char *text, size_t cap, const char **why)
+{
+    const int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        *why = errno == ENOENT ? NULL : "cannot be opened";
+        return 0;
+    }
+    struct stat st;
+    int ok = fstat(fd, &st) == 0;
+    if (ok && (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077))) {
+        *why = "not a private regular file of this user's";
+        close(fd);
+        return 0;
+    }
+    size_t n = 0;
+    ssize_t got = 0;
+    while (ok && n + 1 < cap && (got = read(fd, text + n, cap - 1 - n)) > 0)
+        n += (size_t)got;
+    close(fd);
+    text[n] = '\0';
+    return ok && got >= 0 ? 1 : -1;
+}
+
+/* Rank 0: publish *r at path, exclusively (a file already there fails, unless it is a
+ * stale one of this user's on this host) and whole (the text goes to a private file first
+ * and takes the name by link(2), which never replaces a file; where the file system has no
+ * hard links, the file is created exclusively and written in place: a reader takes only a
+ * whole text). */
+static mf_status publish(mf_ctx *ctx, const char *path, const rendezvous_file *r)
 {
     static const char fn[] = "mf_ctx_join_launched";
-    char text[2 * MF_NCCL_ID_BYTES + TOKEN_CAP + 64];
-    const size_t len = format_rendezvous(text, sizeof text, token, id);
+    char text[TEXT_CAP];
+    const size_t len = format_rendezvous(text, sizeof text, r);
     char *tmp = malloc(strlen(path) + 32);
     if (!tmp)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    sprintf(tmp, "%s.%ld.tmp", path, (long)getpid());
-    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0600);
+    snprintf(tmp, strlen(path) + 32, "%s.%ld.tmp", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     mf_status st = MF_OK;
     if (fd < 0)
         st = mf_fail(ctx, MF_ERR_IO, "%s: cannot create %s: %s", fn, tmp, strerror(errno));
@@ -160,44 +257,68 @@ static mf_status publish(mf_ctx *ctx, const char *path, const char *token,
         if (close(fd) != 0 || w != (ssize_t)len)
             st = mf_fail(ctx, MF_ERR_IO, "%s: cannot write %s: %s", fn, tmp,
                          strerror(w < 0 ? err : EIO));
-        if (st == MF_OK && link(tmp, path) != 0) {
-            if (errno == EEXIST)
-                st = mf_fail(ctx, MF_ERR_IO,
-                             "%s: the rendezvous file %s exists (left by an earlier launch? "
-                             "remove it, or name another)",
-                             fn, path);
-            else
-                st = mf_fail(ctx, MF_ERR_IO, "%s: cannot create the rendezvous file %s: %s", fn,
-                             path, strerror(errno));
-        }
-        unlink(tmp);
     }
+    for (int attempt = 0; st == MF_OK && attempt < 2; attempt++) {
+        if (link(tmp, path) == 0)
+            break;
+        if (errno == EPERM || errno == EOPNOTSUPP || errno == ENOSYS || errno == EXDEV) {
+            /* No hard links here: the name itself, created exclusively. */
+            fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+            if (fd >= 0) {
+                const ssize_t w = write(fd, text, len);
+                if (close(fd) != 0 || w != (ssize_t)len)
+                    st = mf_fail(ctx, MF_ERR_IO, "%s: cannot write %s", fn, path);
+                break;
+            }
+        }
+        if (errno != EEXIST) {
+            st = mf_fail(ctx, MF_ERR_IO, "%s: cannot create the rendezvous file %s: %s", fn, path,
+                         strerror(errno));
+            break;
+        }
+        char old_text[TEXT_CAP];
+        const char *why = NULL;
+        rendezvous_file old;
+        if (attempt == 0 && read_private(path, old_text, sizeof old_text, &why) == 1 &&
+            parse_rendezvous(old_text, &old) && stale(&old) && unlink(path) == 0)
+            continue; /* a crashed launch's: gone, and the link is tried again */
+        st = mf_fail(ctx, MF_ERR_IO,
+                     "%s: the rendezvous file %s exists (a launch under way, or one that "
+                     "crashed on another host: remove it, or name another)",
+                     fn, path);
+    }
+    unlink(tmp);
     free(tmp);
     return st;
 }
 
-/* The other ranks: wait for rank 0's id of this launch at path, up to `timeout` seconds. */
+/* The other ranks: wait for rank 0's id of this launch at path, up to `timeout` seconds: a
+ * whole file of this launch's token whose writer, on this host, is alive. */
 static mf_status await(mf_ctx *ctx, const char *path, const char *token, double timeout,
                        unsigned char id[MF_NCCL_ID_BYTES])
 {
     static const char fn[] = "mf_ctx_join_launched";
     const double start = mf_seconds();
-    int seen_other = 0;
+    const char *seen = NULL;
     for (;;) {
-        FILE *f = fopen(path, "r");
-        if (f) {
-            char text[2 * MF_NCCL_ID_BYTES + TOKEN_CAP + 64];
-            const size_t n = fread(text, 1, sizeof text - 1, f);
-            fclose(f);
-            text[n] = '\0';
-            if (parse_rendezvous(text, token, id))
+        char text[TEXT_CAP];
+        const char *why = NULL;
+        const int got = read_private(path, text, sizeof text, &why);
+        rendezvous_file r;
+        if (got == 1 && parse_rendezvous(text, &r)) {
+            if (strcmp(r.token, token) != 0)
+                seen = "the file there is of another launch";
+            else if (stale(&r))
+                seen = "the file there was left by a launch that is over";
+            else {
+                memcpy(id, r.id, MF_NCCL_ID_BYTES);
                 return MF_OK;
-            seen_other = 1;
-        }
+            }
+        } else if (why)
+            seen = why;
         if (mf_seconds() - start > timeout)
-            return mf_fail(ctx, MF_ERR_IO, "%s: waited %.0f s for rank 0's NCCL id in %s%s", fn,
-                           timeout, path,
-                           seen_other ? " (the file there is of another launch)" : "");
+            return mf_fail(ctx, MF_ERR_IO, "%s: waited %.0f s for rank 0's NCCL id in %s%s%s", fn,
+                           timeout, path, seen ? ": " : "", seen ? seen : "");
         const struct timespec pause = {0, 10 * 1000 * 1000};
         nanosleep(&pause, NULL);
     }
@@ -239,11 +360,14 @@ mf_status mf_ctx_join_nccl_id(mf_ctx *ctx, const void *id, size_t bytes, int ran
 mf_status mf_launch_share_id(mf_ctx *ctx, const char *path, int rank, double timeout_seconds,
                              unsigned char id[MF_NCCL_ID_BYTES])
 {
-    char token[TOKEN_CAP];
-    launch_token(token, sizeof token);
-    if (rank == 0)
-        return publish(ctx, path, token, id);
-    return await(ctx, path, token, timeout_seconds > 0 ? timeout_seconds : 300.0, id);
+    rendezvous_file r;
+    launch_token(r.token, sizeof r.token);
+    if (rank != 0)
+        return await(ctx, path, r.token, timeout_seconds > 0 ? timeout_seconds : 300.0, id);
+    this_host(r.host, sizeof r.host);
+    r.pid = (long)getpid();
+    memcpy(r.id, id, MF_NCCL_ID_BYTES);
+    return publish(ctx, path, &r);
 }
 
 mf_status mf_ctx_join_launched(mf_ctx *ctx, const char *rendezvous, double timeout_seconds)

@@ -359,6 +359,15 @@ if command -v mpirun >/dev/null; then
     cmp -s "$base/one.u" "$base/mpi.u" && cmp -s "$base/one.v" "$base/mpi.v" ||
       fail "mpirun -np 2: the factors are not one process's"
     [ "$(grep -c '^train RMSE' "$base/mpi.out")" = 1 ] || fail "mpirun -np 2: not one result: $(cat "$base/mpi.out")"
+    # One rank failing alone (its input missing) ends the job with its message, never a
+    # hang: the others wait inside a collective for it.
+    rc=0
+    timeout 120 mpirun $over -np 1 "$mfact" "${als[@]}" : -np 1 "$mfact" als --backend cpu \
+      "$base/missing.txt" >/dev/null 2>/tmp/mfact-cli-err.$$ || rc=$?
+    [ $rc -ne 0 ] || fail "mpirun with one rank's input missing succeeded"
+    [ $rc -ne 124 ] || fail "mpirun with one rank's input missing hung"
+    grep -q "missing.txt: cannot open" /tmp/mfact-cli-err.$$ ||
+      fail "the failing rank's message was not shown: $(cat /tmp/mfact-cli-err.$$)"
   elif grep -q "built without" /tmp/mfact-cli-err.$$; then
     echo "cli: this mfact has no MPI; mpirun's case skipped"
   else
