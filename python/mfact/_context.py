@@ -36,6 +36,24 @@ def _experimental(name):
     return fn
 
 
+def _default_rendezvous():
+    """The rendezvous of ranks on one host, as the mfact tool makes it: a file in a
+    directory of this user's alone under /tmp (a fixed path in /tmp itself could be a
+    file or FIFO another user planted)."""
+    import stat
+
+    directory = f"/tmp/mfact-{os.geteuid()}"
+    try:
+        os.mkdir(directory, 0o700)
+    except FileExistsError:
+        pass
+    st = os.lstat(directory)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        raise InvalidArgument(
+            f"{directory} is not a directory of this user's alone: set MFACT_RENDEZVOUS")
+    return os.path.join(directory, "rendezvous")
+
+
 class Context:
     """A library context. Every call takes one (`ctx=`); without it, the default context
     (backend "auto": CUDA when a device is usable, else the CPU; seed 0) is used.
@@ -129,7 +147,8 @@ class Context:
           "launch" (the default): the processes a launcher started (torchrun, mpirun,
             srun; `launch_info`). A CUDA context meets the others through NCCL, rank 0
             handing its id over in the file `rendezvous` (default: MFACT_RENDEZVOUS, else
-            /tmp/mfact-rendezvous.<uid>; across hosts, a path every host sees), waited for
+            /tmp/mfact-<uid>/rendezvous, a directory of the user's alone, as the mfact tool
+            uses; across hosts, a path every host sees), waited for
             up to `timeout` seconds (default 300). A CPU context joins MPI's world through
             mpi4py (under mpirun or srun). Started by no launcher: nothing to join, the
             context stays alone.
@@ -228,8 +247,7 @@ class Context:
             return self._join_mpi(_launched_mpi_world(launch), None, None)
         self._refuse_second_join("the launcher's processes")
         if rendezvous is None:
-            rendezvous = os.environ.get("MFACT_RENDEZVOUS") or \
-                f"/tmp/mfact-rendezvous.{os.getuid()}"
+            rendezvous = os.environ.get("MFACT_RENDEZVOUS") or _default_rendezvous()
         fn = _experimental("mf_ctx_join_launched")
         check(fn(self.handle, os.fsencode(rendezvous), timeout), self.handle,
               "mfact.Context.join")
