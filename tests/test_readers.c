@@ -262,6 +262,13 @@ START_TEST(mixed_lines_are_errors_at_their_line)
     tu_assert_error_has(ctx, "a value in a pattern file");
     p = tu_write_text(".txt", "% a comment\n1 2\n2 1 5\n");
     read_fails(p, NULL, MF_ERR_INVALID_DATA, "found 2");
+    /* ... unless the caller asked for a pattern: then values are not read at all. */
+    mf_read_opts po;
+    mf_read_opts_init(&po);
+    po.flags = MF_SPARSE_PATTERN;
+    mf_sparse *pm = read_ok(tu_write_text(".txt", "1 2\n2 3 7\n3 1\n"), &po);
+    ck_assert_int_eq(mf_sparse_has_values(pm), 0);
+    mf_sparse_destroy(pm);
     /* A first line that reads as a number is data, not a header to skip. */
     p = tu_write_text(".txt", "1.5 1 5\n2 2 3\n");
     read_fails(p, NULL, MF_ERR_INVALID_DATA, at(p, 1));

@@ -45,7 +45,8 @@ static bool is_count_line(const mf_read_job *job, const candidate *c, int64_t af
 /* At the end: the held line becomes the shape, or the first entry it was after all, and
  * then, as a first entry does, it fixes the fields every line must have: `fields` is what
  * the lines after it had (0: none). */
-static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t after, int fields)
+static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t after, int fields,
+                                  bool values_wanted)
 {
     if (!c->held)
         return MF_OK;
@@ -63,7 +64,7 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
         return mf_read_bad(job, c->short_at, "expected 3 fields (as on the first entry), found 2");
     /* "1 1" then "2 2 4": a pattern line among rated ones is an error, not a pattern file
      * (which would drop every value). */
-    if (c->n == 2 && fields == 3)
+    if (c->n == 2 && fields == 3 && values_wanted)
         return mf_read_bad(job, c->at, "expected 3 fields (as on the entries after it), found 2");
     job->pattern = job->pattern || c->n == 2;
     int64_t before = job->nnz;
@@ -96,6 +97,8 @@ mf_status mf_read_triplets(mf_read_job *job)
 {
     mf_text_reader r;
     MF_TRY(mf_text_open(job->ctx, &r, job->in));
+    /* Values the caller reads (not MF_SPARSE_PATTERN): only then can a line lose one. */
+    const bool values_wanted = !job->pattern;
     mf_status st = MF_OK;
     int fields = 0; /* 2 or 3, fixed by the first entry */
     bool first = true;
@@ -125,18 +128,19 @@ mf_status mf_read_triplets(mf_read_job *job)
                 st = mf_read_bad(job, r.line, "expected \"row col [value]\", found 1 field");
                 break;
             }
-            fields = n >= 3 ? 3 : 2;
+            fields = n >= 3 && values_wanted ? 3 : 2; /* a pattern asked for reads two */
             if (fields == 2)
                 job->pattern = true;
         }
-        if (cand.held && n < cand.n && cand.short_at == 0)
+        if (cand.held && n < cand.n && cand.short_at == 0 && values_wanted)
             cand.short_at = r.line;
         if (n < fields) {
             st = mf_read_bad(job, r.line, "expected %d fields (as on the first entry), found %d",
                              fields, n);
             break;
         }
-        if (fields == 2 && n > 2) { /* a rated line in a pattern: its value would be dropped */
+        if (fields == 2 && n > 2 &&
+            values_wanted) { /* a rated line in a pattern: its value would be dropped */
             st = mf_read_bad(job, r.line,
                              "expected 2 fields (as on the first entry), found 3 or "
                              "more (a value in a pattern file)");
@@ -161,7 +165,7 @@ mf_status mf_read_triplets(mf_read_job *job)
     if (st == MF_OK && got < 0)
         st = r.status;
     if (st == MF_OK)
-        st = settle_candidate(job, &cand, after, fields);
+        st = settle_candidate(job, &cand, after, fields, values_wanted);
     mf_text_close(&r);
     return st;
 }
