@@ -466,6 +466,66 @@ MF_API mf_status mf_model_rmse(mf_ctx *ctx, const mf_model *model, const mf_spar
                                double *rmse);
 
 /* ------------------------------------------------------------------------------------- */
+/* Saved models                                                                          */
+/* ------------------------------------------------------------------------------------- */
+
+/* A model file holds an mf_model (factors, mean, biases) and what made it: the algorithm's
+ * name, the caller's options as text and the library version that wrote it. The format
+ * (docs/model-file.md) is little-endian, versioned, and checksummed section by section and
+ * as a whole, so that any truncated or altered file is refused with a message naming what
+ * is wrong; it has room for sections that later versions add (a reader skips those it does
+ * not know unless the file marks them required). */
+typedef struct mf_saved_model mf_saved_model; /* opaque; owns host copies of its arrays */
+
+typedef struct mf_model_save_opts {
+    size_t struct_size;    /* sizeof(mf_model_save_opts), set by mf_model_save_opts_init  */
+    const char *algorithm; /* NULL or "" (none), or 1..63 of [A-Za-z0-9._-]: "als"        */
+    const char *options;   /* NULL or "" (none), or up to 1 MiB of text: "rank=32 lambda=15" */
+} mf_model_save_opts;
+
+MF_API void mf_model_save_opts_init(mf_model_save_opts *opts);
+MF_API void mf_model_save_opts_init_sized(mf_model_save_opts *opts, size_t size);
+#define mf_model_save_opts_init(opts)                                                              \
+    mf_model_save_opts_init_sized((opts), sizeof(mf_model_save_opts))
+
+/* Write `model` (its arrays in host memory, or device memory on a CUDA context: copied to
+ * the host first) to the file `path`, with opts's metadata (NULL: none). The file is written
+ * under a temporary name in the same directory, flushed to disk and renamed over `path`, so
+ * that `path` holds the old file or the whole new one, never a part. Errors: a bad model
+ * (as mf_predict), NULL ctx or path, a bad struct_size or an algorithm name outside the
+ * rule above or options over 1 MiB: MF_ERR_INVALID_ARGUMENT; the file cannot be created,
+ * written or renamed: MF_ERR_IO naming it (the temporary file removed). */
+MF_API mf_status mf_model_save(mf_ctx *ctx, const mf_model *model, const mf_model_save_opts *opts,
+                               const char *path);
+
+/* Read the model file `path` into a new handle *out. Every size the file states is checked
+ * against the file's real size before anything is allocated, and every checksum before the
+ * call returns: a file that is not a model, truncated, altered (any byte) or inconsistent
+ * is MF_ERR_INVALID_DATA with the path and what is wrong ("model.mfm: section 4 (V)
+ * checksum mismatch", "model.mfm: truncated at byte 100: the header says the file has
+ * 4160 bytes"); one written in a newer format version, or with a required section this
+ * version does not know, is MF_ERR_UNSUPPORTED; a file that cannot be opened or read (or
+ * is not a regular file) is MF_ERR_IO; NULL arguments are MF_ERR_INVALID_ARGUMENT. *out is
+ * untouched on failure. The handle does not depend on ctx. */
+MF_API mf_status mf_model_load(mf_ctx *ctx, const char *path, mf_saved_model **out);
+
+/* An mf_model (out->struct_size set by mf_model_init) over the handle's arrays, in host
+ * memory (where = MF_MEMORY_HOST, ldu = ldv = k, NULL biases where the file has none),
+ * valid until the handle is destroyed. NULL arguments, or out->struct_size too small:
+ * MF_ERR_INVALID_ARGUMENT, message in mf_ctx_last_error(NULL), out untouched. */
+MF_API mf_status mf_saved_model_view(const mf_saved_model *saved, mf_model *out);
+
+/* What the file says besides the model, owned by the handle: the algorithm's name and the
+ * options text as saved ("" where none was saved, and for a NULL handle), and the version
+ * of the library that wrote it ("0.4.0"). Never NULL. */
+MF_API const char *mf_saved_model_algorithm(const mf_saved_model *saved);
+MF_API const char *mf_saved_model_options(const mf_saved_model *saved);
+MF_API const char *mf_saved_model_library_version(const mf_saved_model *saved);
+
+/* Release the handle and its arrays (views onto it become invalid). NULL is a no-op. */
+MF_API void mf_saved_model_destroy(mf_saved_model *saved);
+
+/* ------------------------------------------------------------------------------------- */
 /* Progress of iterative algorithms                                                      */
 /* ------------------------------------------------------------------------------------- */
 

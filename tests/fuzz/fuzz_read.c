@@ -24,23 +24,22 @@
 #define _GNU_SOURCE
 #include <limits.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <mfact/mfact.h>
+
+#include "fuzz_util.h"
 
 #ifndef FUZZ_FORMAT
 #error "FUZZ_FORMAT must name the mf_format the target reads"
 #endif
 
 #define SMALL_INPUT     4096 /* out of memory below this many bytes is a finding */
-#define MESSAGE_LIMIT   400  /* message bytes besides the path */
 #define FREE_EXTENT     (INT64_C(1) << 20)
 #define EXTENT_PER_NNZ  16
 #define BINARY_RECORD   12
@@ -51,32 +50,13 @@
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-const char *__asan_default_options(void);
-const char *__ubsan_default_options(void);
-
-/* One allocation over 1 GiB is a finding at once, with its stack: libFuzzer's
- * -malloc_limit_mb looks only after the allocation, which for many gigabytes can outlast
- * -timeout. */
-const char *__asan_default_options(void)
-{
-    return "max_allocation_size_mb=1024";
-}
-
-const char *__ubsan_default_options(void)
-{
-    return "print_stacktrace=1:halt_on_error=1";
-}
 
 static const char *const suffixes[4] = {".txt", ".mtx", ".in", ".bin"};
 static const int32_t given_extents[4] = {1, 3, 16, 1000};
 
-static mf_ctx *ctx;
-static int memfd = -1;
-static char fd_path[64];                 /* /proc/self/fd/N */
 static char link_dir[PATH_MAX];          /* fuzz_read_auto: the symlinks' directory */
-static char link_path[4][PATH_MAX + 16]; /* link_dir/f.<suffix> -> fd_path */
+static char link_path[4][PATH_MAX + 16]; /* link_dir/f.<suffix> -> fuzz_fd_path */
 static char sentinel[256];               /* the message of a call that fails on purpose */
-static bool verbose;
 
 /* The read under test, for the report of a finding. */
 static struct {
@@ -96,15 +76,6 @@ typedef struct csr {
     float *val;
 } csr;
 
-static void print_escaped(const char *s)
-{
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if (*p >= 0x20 && *p < 0x7f && *p != '\\')
-            fputc(*p, stderr);
-        else
-            fprintf(stderr, "\\x%02x", *p);
-}
-
 static void print_case(void)
 {
     fprintf(stderr,
@@ -114,23 +85,10 @@ static void print_case(void)
             cur.size, cur.path, (int)cur.status, mf_status_string(cur.status));
     if (cur.status != MF_OK) {
         fputs(", message \"", stderr);
-        print_escaped(mf_ctx_last_error(ctx));
+        fuzz_print_escaped(mf_ctx_last_error(fuzz_ctx));
         fputc('"', stderr);
     }
     fputc('\n', stderr);
-}
-
-static void finding(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void finding(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("mfact fuzz finding: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fputc('\n', stderr);
-    print_case();
-    abort();
 }
 
 static void *checked_calloc(size_t n, size_t size)
@@ -141,22 +99,6 @@ static void *checked_calloc(size_t n, size_t size)
         abort();
     }
     return p;
-}
-
-static void write_file(const uint8_t *data, size_t size)
-{
-    if (ftruncate(memfd, 0) != 0)
-        goto fail;
-    for (size_t done = 0; done < size;) {
-        ssize_t n = pwrite(memfd, data + done, size - done, (off_t)done);
-        if (n <= 0)
-            goto fail;
-        done += (size_t)n;
-    }
-    return;
-fail:
-    perror("fuzz_read: writing the memfd");
-    abort();
 }
 
 static void remove_links(void)
@@ -170,21 +112,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    verbose = getenv("MFACT_FUZZ_VERBOSE") && atoi(getenv("MFACT_FUZZ_VERBOSE")) > 0;
-    mf_ctx_opts co;
-    mf_ctx_opts_init(&co);
-    co.backend = MF_BACKEND_CPU;
-    co.cpu_threads = 1;
-    if (mf_ctx_create(&ctx, &co) != MF_OK) {
-        fprintf(stderr, "fuzz_read: mf_ctx_create: %s\n", mf_ctx_last_error(NULL));
-        abort();
-    }
-    memfd = memfd_create("mfact-fuzz", MFD_CLOEXEC);
-    if (memfd < 0) {
-        perror("fuzz_read: memfd_create");
-        abort();
-    }
-    snprintf(fd_path, sizeof fd_path, "/proc/self/fd/%d", memfd);
+    fuzz_init("fuzz_read", print_case);
     if (FUZZ_FORMAT == MF_FORMAT_AUTO) {
         const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
         snprintf(link_dir, sizeof link_dir, "%s/mfact-fuzz-XXXXXX", tmp);
@@ -194,7 +122,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
         }
         for (int i = 0; i < 4; i++) {
             snprintf(link_path[i], sizeof link_path[i], "%s/f%s", link_dir, suffixes[i]);
-            if (symlink(fd_path, link_path[i]) != 0) {
+            if (symlink(fuzz_fd_path, link_path[i]) != 0) {
                 perror("fuzz_read: symlink");
                 abort();
             }
@@ -203,59 +131,51 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     }
     /* A call that fails on purpose sets a known message: every read is preceded by one, so
      * a failure that leaves the message alone is seen. */
-    if (mf_sparse_read(ctx, NULL, fd_path, NULL) != MF_ERR_INVALID_ARGUMENT) {
+    if (mf_sparse_read(fuzz_ctx, NULL, fuzz_fd_path, NULL) != MF_ERR_INVALID_ARGUMENT) {
         fprintf(stderr, "fuzz_read: mf_sparse_read with out NULL did not fail\n");
         abort();
     }
-    snprintf(sentinel, sizeof sentinel, "%s", mf_ctx_last_error(ctx));
+    snprintf(sentinel, sizeof sentinel, "%s", mf_ctx_last_error(fuzz_ctx));
     return 0;
 }
 
 /* Read the memfd as the current case says; a finding when a failure breaks the rules. */
 static mf_sparse *read_checked(void)
 {
-    (void)mf_sparse_read(ctx, NULL, cur.path, &cur.opts);
+    (void)mf_sparse_read(fuzz_ctx, NULL, cur.path, &cur.opts);
     mf_sparse *m = NULL;
-    cur.status = mf_sparse_read(ctx, &m, cur.path, &cur.opts);
-    if (verbose)
+    cur.status = mf_sparse_read(fuzz_ctx, &m, cur.path, &cur.opts);
+    if (fuzz_verbose)
         print_case();
     if (cur.status == MF_OK) {
         if (!m)
-            finding("MF_OK with a NULL matrix");
+            fuzz_finding("MF_OK with a NULL matrix");
         return m;
     }
     if (m)
-        finding("the output is not NULL after a failure");
+        fuzz_finding("the output is not NULL after a failure");
     switch (cur.status) {
     case MF_ERR_INVALID_DATA:
     case MF_ERR_IO:
     case MF_ERR_UNSUPPORTED: break;
     case MF_ERR_OUT_OF_MEMORY:
         if (cur.size < SMALL_INPUT)
-            finding("out of memory on a %zu-byte input", cur.size);
+            fuzz_finding("out of memory on a %zu-byte input", cur.size);
         break;
-    default: finding("unexpected status");
+    default: fuzz_finding("unexpected status");
     }
-    const char *msg = mf_ctx_last_error(ctx);
-    if (strcmp(msg, "no error") == 0 || strcmp(msg, sentinel) == 0)
-        finding("the failure left the context's message as it was");
-    size_t len = strlen(msg);
-    if (len >= MESSAGE_LIMIT + strlen(cur.path))
-        finding("message of %zu bytes", len);
-    for (size_t i = 0; i < len; i++)
-        if ((unsigned char)msg[i] < 0x20 || (unsigned char)msg[i] >= 0x7f)
-            finding("message byte %zu is 0x%02x, not printable ASCII", i, (unsigned char)msg[i]);
+    fuzz_check_message(cur.path, sentinel);
     return NULL;
 }
 
 static void check_extent(const char *what, int32_t extent, int32_t given, int64_t entries)
 {
     if (extent < 1)
-        finding("%s = %d", what, extent);
+        fuzz_finding("%s = %d", what, extent);
     if (given > 0 && extent != given)
-        finding("%s = %d, but %d were given", what, extent, given);
+        fuzz_finding("%s = %d, but %d were given", what, extent, given);
     if (given == 0 && extent > FREE_EXTENT + EXTENT_PER_NNZ * entries)
-        finding("%s = %d for at most %lld entries read", what, extent, (long long)entries);
+        fuzz_finding("%s = %d for at most %lld entries read", what, extent, (long long)entries);
 }
 
 /* Check a matrix read with MF_OK and copy it out (then destroy it). */
@@ -264,11 +184,11 @@ static csr take_checked(mf_sparse *m)
     csr c;
     memset(&c, 0, sizeof c);
     if (mf_sparse_shape(m, &c.rows, &c.cols, &c.nnz) != MF_OK)
-        finding("mf_sparse_shape failed");
+        fuzz_finding("mf_sparse_shape failed");
     /* The shape first: a bad one must be a finding, not an allocation of the harness. */
     size_t per_entry = cur.kind == MF_FORMAT_BINARY_TRIPLETS ? BINARY_RECORD : 1;
     if (c.nnz < 0 || (uint64_t)c.nnz > cur.size / per_entry)
-        finding("%lld nonzeros from %zu bytes", (long long)c.nnz, cur.size);
+        fuzz_finding("%lld nonzeros from %zu bytes", (long long)c.nnz, cur.size);
     /* The bound counts entries read: where repeats merged, more than nnz, and at most one a
      * byte (a record). */
     bool merged = cur.opts.flags & MF_SPARSE_SUM_DUPLICATES || cur.kind == MF_FORMAT_PAIRS;
@@ -277,28 +197,28 @@ static csr take_checked(mf_sparse *m)
     check_extent("cols", c.cols, cur.opts.cols, entries);
     c.has_values = mf_sparse_has_values(m);
     if (c.has_values != 0 && c.has_values != 1)
-        finding("mf_sparse_has_values = %d", c.has_values);
+        fuzz_finding("mf_sparse_has_values = %d", c.has_values);
     if (c.has_values && ((cur.opts.flags & MF_SPARSE_PATTERN) || cur.kind == MF_FORMAT_PAIRS))
-        finding("values stored for a pattern");
+        fuzz_finding("values stored for a pattern");
     c.row_ptr = checked_calloc((size_t)c.rows + 1, sizeof *c.row_ptr);
     c.col = checked_calloc((size_t)c.nnz, sizeof *c.col);
     c.val = c.has_values ? checked_calloc((size_t)c.nnz, sizeof *c.val) : NULL;
     if (mf_sparse_get_csr(m, c.row_ptr, c.col, c.val, MF_MEMORY_HOST) != MF_OK)
-        finding("mf_sparse_get_csr failed: %s", mf_ctx_last_error(ctx));
+        fuzz_finding("mf_sparse_get_csr failed: %s", mf_ctx_last_error(fuzz_ctx));
     mf_sparse_destroy(m);
     if (c.row_ptr[0] != 0 || c.row_ptr[c.rows] != c.nnz)
-        finding("row_ptr runs from %lld to %lld, nnz %lld", (long long)c.row_ptr[0],
-                (long long)c.row_ptr[c.rows], (long long)c.nnz);
+        fuzz_finding("row_ptr runs from %lld to %lld, nnz %lld", (long long)c.row_ptr[0],
+                     (long long)c.row_ptr[c.rows], (long long)c.nnz);
     for (int32_t r = 0; r < c.rows; r++) {
         if (c.row_ptr[r + 1] < c.row_ptr[r])
-            finding("row_ptr decreases after row %d", r);
+            fuzz_finding("row_ptr decreases after row %d", r);
         for (int64_t i = c.row_ptr[r]; i < c.row_ptr[r + 1]; i++) {
             if (c.col[i] < 0 || c.col[i] >= c.cols)
-                finding("row %d: column %d outside [0, %d)", r, c.col[i], c.cols);
+                fuzz_finding("row %d: column %d outside [0, %d)", r, c.col[i], c.cols);
             if (i > c.row_ptr[r] && c.col[i] <= c.col[i - 1])
-                finding("row %d: column %d after %d", r, c.col[i], c.col[i - 1]);
+                fuzz_finding("row %d: column %d after %d", r, c.col[i], c.col[i - 1]);
             if (c.val && !isfinite(c.val[i]))
-                finding("row %d, column %d: value %g", r, c.col[i], (double)c.val[i]);
+                fuzz_finding("row %d, column %d: value %g", r, c.col[i], (double)c.val[i]);
         }
     }
     return c;
@@ -341,7 +261,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     cur.opts.rows = opt & 16 ? given_extents[opt >> 6] : 0;
     cur.opts.cols = opt & 32 ? given_extents[opt >> 6] : 0;
     cur.size = size;
-    cur.path = FUZZ_FORMAT == MF_FORMAT_AUTO ? link_path[opt >> 6] : fd_path;
+    cur.path = FUZZ_FORMAT == MF_FORMAT_AUTO ? link_path[opt >> 6] : fuzz_fd_path;
     cur.kind = FUZZ_FORMAT;
     if (FUZZ_FORMAT == MF_FORMAT_AUTO) { /* as docs/formats.md says AUTO detects */
         static const mf_format by_suffix[4] = {MF_FORMAT_TRIPLETS, MF_FORMAT_MATRIX_MARKET,
@@ -351,7 +271,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         cur.kind = banner ? MF_FORMAT_MATRIX_MARKET : by_suffix[opt >> 6];
     }
 
-    write_file(data, size);
+    fuzz_write(data, size);
     mf_sparse *m = read_checked();
     if (!m)
         return 0;
@@ -361,17 +281,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
      * with.) */
     if (cur.kind != MF_FORMAT_BINARY_TRIPLETS && starts_with(data, size, BOM) &&
         !starts_with(data + BOM_BYTES, size - BOM_BYTES, BOM)) {
-        write_file(data + BOM_BYTES, size - BOM_BYTES);
+        fuzz_write(data + BOM_BYTES, size - BOM_BYTES);
         cur.size = size - BOM_BYTES;
         m = read_checked();
         if (!m)
-            finding("the file reads with its UTF-8 byte-order mark, but fails without");
+            fuzz_finding("the file reads with its UTF-8 byte-order mark, but fails without");
         csr plain = take_checked(m);
         if (!csr_equal(&first, &plain))
-            finding("a UTF-8 byte-order mark changes the matrix: %d x %d, %lld nonzeros with "
-                    "it, %d x %d, %lld without",
-                    first.rows, first.cols, (long long)first.nnz, plain.rows, plain.cols,
-                    (long long)plain.nnz);
+            fuzz_finding("a UTF-8 byte-order mark changes the matrix: %d x %d, %lld nonzeros with "
+                         "it, %d x %d, %lld without",
+                         first.rows, first.cols, (long long)first.nnz, plain.rows, plain.cols,
+                         (long long)plain.nnz);
         csr_free(&plain);
     }
     csr_free(&first);
