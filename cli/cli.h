@@ -71,6 +71,8 @@ void cli_out_begin(cli_out *o, bool json);
 void cli_out_str(cli_out *o, const char *label, const char *value);
 void cli_out_int(cli_out *o, const char *label, long long value);
 void cli_out_num(cli_out *o, const char *label, double value);
+/* n floats: a JSON array, or without --json one labelled line each. */
+void cli_out_floats(cli_out *o, const char *label, const float *v, int64_t n);
 void cli_out_end(cli_out *o);
 /* The lines every ratings subcommand prints first: backend, users, items, train and test
  * ratings, rank. */
@@ -95,6 +97,11 @@ double cli_seconds(void);
 mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
                            const char *test_file, double fraction, mf_sparse **train,
                            mf_sparse **test);
+/* Whether path is read as MatrixMarket: the format given, or with auto a regular file that
+ * opens with the banner (a stream is not peeked at: reading would consume it). */
+bool cli_is_matrix_market(const char *path, mf_format format);
+/* The index base (0 or 1) that cli_read_ratings read the ratings file with. */
+int cli_ratings_base(void);
 /* The body of a ratings subcommand once its arguments are parsed: a context from `common`,
  * the ratings read as cli_read_ratings does, then run(ctx, args, train, test); everything
  * released after. Returns run's code, or CLI_FAILED (with the message printed). */
@@ -107,11 +114,12 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
 int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,
                       const float *V, const mf_sparse *train, long long k);
 /* The model flags als and sgd share: --no-biases, --lambda-bias L, --auto (tune lambda on a
- * validation split) and --auto-rank (lambda and rank). */
+ * validation split), --auto-rank (lambda and rank) and --save-model FILE. */
 typedef struct cli_model_args {
-    int biases;         /* 1 unless --no-biases */
-    double lambda_bias; /* < 0: the library's default */
-    unsigned tune;      /* mf_tune flags */
+    int biases;             /* 1 unless --no-biases */
+    double lambda_bias;     /* < 0: the library's default */
+    unsigned tune;          /* mf_tune flags */
+    const char *save_model; /* the model file to write, or NULL */
 } cli_model_args;
 void cli_model_init(cli_model_args *m);
 /* argv[*i] if it is a model flag (*i moves past its value): 1; not one: 0; bad value: -1
@@ -136,5 +144,7 @@ int cmd_sgd(int argc, char **argv);
 int cmd_complete(int argc, char **argv);
 int cmd_ials(int argc, char **argv);
 int cmd_recommend(int argc, char **argv);
+int cmd_recommend_model(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
 
 #endif

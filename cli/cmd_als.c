@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "model_file.h"
 #include "outputs.h"
 
 typedef struct als_args {
@@ -31,7 +32,7 @@ static void als_help(void)
     printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
            "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
            "                [--solver auto|exact|cg] [--cg-steps S] [--no-tf32]\n"
-           "                [--auto | --auto-rank]\n"
+           "                [--auto | --auto-rank] [--save-model FILE]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [--gpus N] [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by ALS-WR: rank K (1..256, default\n"
@@ -213,6 +214,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc((size_t)users * a->rank * sizeof *U);
     float *V = malloc((size_t)items * a->rank * sizeof *V);
+    mf_biases bias = {0.0f, NULL, NULL};
     int rc = CLI_FAILED;
     if (!U || !V) {
         cli_error("als", "out of host memory for the factors");
@@ -231,12 +233,20 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     o.tune = a->model.tune;
-    mf_biases bias = {0.0f, NULL, NULL};
+    if (a->model.save_model && a->model.biases && cli_bias_room("als", train, &bias) != 0)
+        goto done;
     o.bias_out = &bias;
     mf_als_report rep = {.struct_size = sizeof rep};
     if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
         goto done; /* printed */
     if (cli_write_factors("als", a->out_u, a->out_v, U, V, train, a->rank) != 0)
+        goto done;
+    char text[256];
+    snprintf(text, sizeof text, "rank=%d lambda=%g lambda_bias=%g iterations=%d weighting=%s",
+             rep.rank, (double)rep.lambda, (double)o.lambda_bias, rep.iterations,
+             a->weighting == MF_ALS_WEIGHT_COUNT ? "count" : "none");
+    const cli_fit fitted = {"als", text, train, rep.rank, (int)a->rank, U, V, &bias};
+    if (cli_save_model("als", ctx, a->model.save_model, &fitted) != 0)
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
@@ -254,6 +264,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 done:
     free(U);
     free(V);
+    cli_free_biases(&bias);
     return rc;
 }
 
@@ -266,8 +277,9 @@ int cmd_als(int argc, char **argv)
         als_help();
         return CLI_OK;
     }
-    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v};
-    const int out_rc = cli_check_outputs("als", inputs, 2, outputs, 2);
+    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
+                                                                            a.model.save_model};
+    const int out_rc = cli_check_outputs("als", inputs, 2, outputs, 3);
     if (out_rc != CLI_OK)
         return out_rc;
     return cli_run_on_ratings("als", &a.common, a.file, a.test_file, a.test_fraction, run, &a);

@@ -9,12 +9,14 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "model_file.h"
 #include "outputs.h"
+#include "recommendations.h"
 
 typedef struct ials_args {
     cli_common common;
     const char *cmd;
-    const char *file, *test_file, *out_u, *out_v, *out_rec;
+    const char *file, *test_file, *out_u, *out_v, *out_rec, *save_model;
     long long rank, iterations, cg_steps, top, gpus;
     double lambda, alpha, epsilon, test_fraction;
     mf_ials_confidence confidence;
@@ -29,7 +31,10 @@ static void ials_help(const char *cmd)
         "usage: mfact %s FILE [--rank K] [--lambda L] [--alpha A] [--confidence linear|log]\n"
         "                [--epsilon E] [--iterations N] [--solver auto|exact|cg] [--cg-steps S]\n"
         "                [--test FILE | --test-fraction F] [--top N] [--output FILE]\n"
-        "                [--output-u FILE] [--output-v FILE] [--gpus N] [options]\n\n"
+        "                [--output-u FILE] [--output-v FILE] [--save-model FILE] [--gpus N]\n"
+        "                [options]\n"
+        "       mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N] ...\n"
+        "                (from a saved model, without training: mfact recommend --model --help)\n\n"
         "Factorizes the interactions of FILE (users x items; repeated pairs are summed) by\n"
         "implicit-feedback ALS (Hu, Koren & Volinsky): rank K (1..512, default %d), penalty\n"
         "L (default %g), confidence 1 + A r (linear) or 1 + A log(1 + r / E) (log; A default\n"
@@ -40,7 +45,8 @@ static void ials_help(const char *cmd)
         "N, default 10) and AUC after every iteration, as implicit's ranking_metrics_at_k\n"
         "computes them. recommend writes each user's top N items, those of FILE left out,\n"
         "to --output FILE (default standard output) as 'user item score' lines, 0-based.\n"
-        "--output-u and --output-v write the factors as text, one row per line. --gpus N:\n"
+        "--output-u and --output-v write the factors as text, one row per line;\n"
+        "--save-model FILE writes the model file that mfact recommend --model reads. --gpus N:\n"
         "one fit over N GPUs (--device and the N - 1 after it), each solving its share of\n"
         "the rows; the factors are those of one GPU.\n%s",
         cmd, d.rank, (double)d.lambda, (double)d.alpha, (double)d.epsilon, d.iterations, d.cg_steps,
@@ -106,6 +112,8 @@ static int ials_option(void *args, const char *opt, const char *val)
         a->out_u = val;
     else if (!strcmp(opt, "--output-v"))
         a->out_v = val;
+    else if (!strcmp(opt, "--save-model"))
+        a->save_model = val;
     else
         return CLI_NOT_MINE;
     return CLI_TOOK_VALUE;
@@ -132,50 +140,6 @@ static int parse(int argc, char **argv, const char *cmd, ials_args *a)
     if (a->test_file && a->test_fraction > 0)
         return bad(a, "--test and --test-fraction exclude each other");
     return 0;
-}
-
-/* Every user's top N (FILE's interactions left out) as 'user item score' lines. */
-static int write_recommendations(mf_ctx *ctx, const ials_args *a, const mf_model *m,
-                                 mf_sparse *train)
-{
-    FILE *f = a->out_rec ? fopen(a->out_rec, "w") : stdout;
-    if (!f) {
-        cli_error(a->cmd, "cannot write %s", a->out_rec);
-        return CLI_FAILED;
-    }
-    const int N = (int)a->top;
-    /* Batches of up to 2^24 list entries: few calls, so that a CUDA context uploads the
-     * host factors a few times rather than once per few thousand users. */
-    const int64_t most = ((int64_t)1 << 24) / N > 0 ? ((int64_t)1 << 24) / N : 1;
-    const int32_t batch = (int32_t)(most < m->users ? most : m->users);
-    int32_t *ids = malloc((size_t)batch * sizeof *ids);
-    int32_t *items = malloc((size_t)batch * N * sizeof *items);
-    float *scores = malloc((size_t)batch * N * sizeof *scores);
-    int rc = ids && items && scores ? CLI_OK : CLI_FAILED;
-    if (rc != CLI_OK)
-        cli_error(a->cmd, "out of host memory for the recommendations");
-    for (int32_t u0 = 0; rc == CLI_OK && u0 < m->users; u0 += batch) {
-        const int32_t n = m->users - u0 < batch ? m->users - u0 : batch;
-        for (int32_t b = 0; b < n; b++)
-            ids[b] = u0 + b;
-        if (mf_recommend(ctx, m, n, ids, train, N, items, scores) != MF_OK) {
-            cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
-            rc = CLI_FAILED;
-            break;
-        }
-        for (int32_t b = 0; b < n; b++)
-            for (int j = 0; j < N && items[(size_t)b * N + j] >= 0; j++)
-                fprintf(f, "%d %d %.6g\n", ids[b], items[(size_t)b * N + j],
-                        (double)scores[(size_t)b * N + j]);
-    }
-    if (a->out_rec && fclose(f) != 0 && rc == CLI_OK) {
-        cli_error(a->cmd, "writing %s failed", a->out_rec);
-        rc = CLI_FAILED;
-    }
-    free(ids);
-    free(items);
-    free(scores);
-    return rc;
 }
 
 /* One rank's mf_ials_run (cli_gpus_call): each rank continues from its own copy of the
@@ -251,8 +215,16 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     const mf_ials_report rep = call.rep;
     if (rc == CLI_OK && (a->out_u || a->out_v))
         rc = cli_write_factors(a->cmd, a->out_u, a->out_v, U, V, train, k) ? CLI_FAILED : CLI_OK;
+    char text[256];
+    snprintf(text, sizeof text,
+             "rank=%d lambda=%g alpha=%g confidence=%s epsilon=%g iterations=%lld", k, a->lambda,
+             a->alpha, a->confidence == MF_IALS_CONFIDENCE_LOG ? "log" : "linear", a->epsilon,
+             a->iterations);
+    const cli_fit fitted = {"ials", text, train, k, k, U, V, NULL};
+    if (rc == CLI_OK && cli_save_model(a->cmd, ctx, a->save_model, &fitted) != 0)
+        rc = CLI_FAILED;
     if (rc == CLI_OK && !strcmp(a->cmd, "recommend"))
-        rc = write_recommendations(ctx, a, &m, train);
+        rc = cli_write_recommendations(a->cmd, ctx, a->out_rec, &m, NULL, 0, train, (int)a->top);
     if (rc == CLI_OK && !to_stdout) {
         cli_out out;
         cli_out_begin(&out, a->common.json);
@@ -285,8 +257,9 @@ static int main_of(const char *cmd, int argc, char **argv)
         return CLI_OK;
     }
     const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
-                                                                            a.out_rec};
-    const int out_rc = cli_check_outputs(cmd, inputs, 2, outputs, 3);
+                                                                            a.out_rec,
+                                                                            a.save_model};
+    const int out_rc = cli_check_outputs(cmd, inputs, 2, outputs, 4);
     if (out_rc != CLI_OK)
         return out_rc;
     return cli_run_on_ratings(cmd, &a.common, a.file, a.test_file, a.test_fraction, run, &a);
@@ -299,5 +272,8 @@ int cmd_ials(int argc, char **argv)
 
 int cmd_recommend(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--model")) /* from a model file, without training */
+            return cmd_recommend_model(argc, argv);
     return main_of("recommend", argc, argv);
 }

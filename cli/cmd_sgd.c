@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "model_file.h"
 #include "outputs.h"
 
 typedef struct sgd_args {
@@ -26,6 +27,7 @@ static void sgd_help(void)
     printf("usage: mfact sgd FILE [--rank K] [--lr R] [--decay B] [--constant-rate]\n"
            "                [--lambda L] [--epochs N] [--fp16] [--workers W] [--order-ratings]\n"
            "                [--no-biases] [--lambda-bias L] [--auto | --auto-rank]\n"
+           "                [--save-model FILE]\n"
            "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
            "                [--gpus N] [options]\n\n"
            "Factorizes the ratings of FILE (users x items) by lock-free (Hogwild) SGD: rank K\n"
@@ -174,6 +176,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_sparse_shape(train, &users, &items, NULL);
     float *U = malloc(((size_t)users * a->rank + 1) * sizeof *U);
     float *V = malloc(((size_t)items * a->rank + 1) * sizeof *V);
+    mf_biases bias = {0.0f, NULL, NULL};
     int rc = CLI_FAILED;
     if (!U || !V) {
         cli_error("sgd", "out of host memory for the factors");
@@ -193,12 +196,22 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     o.tune = a->model.tune;
-    mf_biases bias = {0.0f, NULL, NULL};
+    if (a->model.save_model && a->model.biases && cli_bias_room("sgd", train, &bias) != 0)
+        goto done;
     o.bias_out = &bias;
     mf_sgd_report rep = {.struct_size = sizeof rep};
     if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
         goto done; /* printed */
     if (cli_write_factors("sgd", a->out_u, a->out_v, U, V, train, a->rank) != 0)
+        goto done;
+    char text[256];
+    snprintf(text, sizeof text,
+             "rank=%d lambda=%g lambda_bias=%g learning_rate=%g decay=%g schedule=%s epochs=%d "
+             "storage=%s",
+             rep.rank, (double)rep.lambda, (double)o.lambda_bias, a->lr, a->decay,
+             a->constant ? "constant" : "inverse-time", rep.epochs, a->fp16 ? "fp16" : "fp32");
+    const cli_fit fitted = {"sgd", text, train, rep.rank, (int)a->rank, U, V, &bias};
+    if (cli_save_model("sgd", ctx, a->model.save_model, &fitted) != 0)
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
@@ -217,6 +230,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 done:
     free(U);
     free(V);
+    cli_free_biases(&bias);
     return rc;
 }
 
@@ -229,8 +243,9 @@ int cmd_sgd(int argc, char **argv)
         sgd_help();
         return CLI_OK;
     }
-    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v};
-    const int out_rc = cli_check_outputs("sgd", inputs, 2, outputs, 2);
+    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
+                                                                            a.model.save_model};
+    const int out_rc = cli_check_outputs("sgd", inputs, 2, outputs, 3);
     if (out_rc != CLI_OK)
         return out_rc;
     return cli_run_on_ratings("sgd", &a.common, a.file, a.test_file, a.test_fraction, run, &a);

@@ -20,7 +20,9 @@ static const command commands[] = {
     {"complete", cmd_complete, "complete a low-rank matrix from some of its entries (mf_asd_run)"},
     {"sgd", cmd_sgd, "factorize explicit ratings by lock-free SGD (mf_sgd_hogwild_run)"},
     {"ials", cmd_ials, "implicit-feedback ALS on interactions, with ranking metrics (mf_ials_run)"},
-    {"recommend", cmd_recommend, "train implicit ALS and write every user's top-N items"},
+    {"recommend", cmd_recommend,
+     "train implicit ALS (or load a model: --model) and write every user's top-N items"},
+    {"predict", cmd_predict, "predict ratings of (user, item) pairs from a saved model"},
     {"sddmm", cmd_sddmm, "time the sampled dense-dense product (mf_sddmm) on a matrix"},
 };
 

@@ -60,6 +60,24 @@ void cli_out_num(cli_out *o, const char *label, double value)
     }
 }
 
+void cli_out_floats(cli_out *o, const char *label, const float *v, int64_t n)
+{
+    if (!o->json) {
+        for (int64_t i = 0; i < n; i++)
+            printf("%s %.9g\n", label, (double)v[i]);
+        return;
+    }
+    key(o, label);
+    putchar('[');
+    for (int64_t i = 0; i < n; i++) {
+        if (isfinite(v[i]))
+            printf(i ? ", %.9g" : "%.9g", (double)v[i]);
+        else
+            fputs(i ? ", null" : "null", stdout);
+    }
+    putchar(']');
+}
+
 void cli_out_end(cli_out *o)
 {
     if (o->json)

@@ -54,9 +54,7 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
     return st;
 }
 
-/* Whether path is read as MatrixMarket: the format given, or with auto a regular file that
- * opens with the banner (a stream is not peeked at: reading would consume it). */
-static bool is_matrix_market(const char *path, mf_format format)
+bool cli_is_matrix_market(const char *path, mf_format format)
 {
     if (format != MF_FORMAT_AUTO)
         return format == MF_FORMAT_MATRIX_MARKET;
@@ -69,6 +67,15 @@ static bool is_matrix_market(const char *path, mf_format format)
     if (f)
         fclose(f);
     return n == 14 && !strncmp(head, "%%MatrixMarket", 14);
+}
+
+/* The index base the ratings file was read with (a split's halves, built from arrays, no
+ * longer know it). */
+static int ratings_base;
+
+int cli_ratings_base(void)
+{
+    return ratings_base;
 }
 
 mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
@@ -84,6 +91,7 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     mf_status st = mf_sparse_read(ctx, &all, file, &ro);
     if (st != MF_OK)
         return st;
+    ratings_base = mf_sparse_index_base(all);
     if (fraction > 0) {
         st = split(ctx, all, fraction, common->seed, train, test);
         mf_sparse_destroy(all);
@@ -96,7 +104,7 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
      * happens to hold no 0 index would be taken as 1-based and every entry shifted. A
      * MatrixMarket test file keeps its own convention (1-based by definition). */
     mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
-    if (ro.index_base < 0 && !is_matrix_market(test_file, ro.format))
+    if (ro.index_base < 0 && !cli_is_matrix_market(test_file, ro.format))
         ro.index_base = mf_sparse_index_base(all);
     return mf_sparse_read(ctx, test, test_file, &ro);
 }
@@ -106,6 +114,7 @@ void cli_model_init(cli_model_args *m)
     m->biases = 1;
     m->lambda_bias = -1.0;
     m->tune = MF_TUNE_NONE;
+    m->save_model = NULL;
 }
 
 int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_args *m)
@@ -121,6 +130,10 @@ int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_ar
     }
     if (!strcmp(opt, "--auto-rank")) {
         m->tune |= MF_TUNE_LAMBDA | MF_TUNE_RANK;
+        return 1;
+    }
+    if (!strcmp(opt, "--save-model") && *i + 1 < argc) {
+        m->save_model = argv[++*i];
         return 1;
     }
     if (!strcmp(opt, "--lambda-bias") && *i + 1 < argc) {
@@ -140,7 +153,8 @@ const char *cli_model_help(void)
            "--lambda-bias L sets the biases' regularization. --auto holds out 10% of FILE's\n"
            "training ratings, fits lambda x 1/4, 1/2, 1, 2, 4 on the rest, keeps the best and\n"
            "refits on all of them (--auto-rank also tries rank/2 and rank/4); the output says\n"
-           "what it chose.\n\n";
+           "what it chose. --save-model FILE writes the fitted model (factors, mean, biases,\n"
+           "options) as a model file for mfact predict and mfact recommend --model.\n\n";
 }
 
 void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, double lambda,

@@ -201,6 +201,63 @@ awk '{ if (($1 < 30) != ($2 < 20)) bad++ } END { exit bad > 9 }' "$recs" ||
 "$mfact" ials "$plays" --alpha -1 2>/dev/null; [ $? -eq 2 ] || fail "ials --alpha -1 is not a usage error"
 "$mfact" ials "$plays" --confidence square 2>/dev/null; [ $? -eq 2 ] || fail "ials --confidence square"
 "$mfact" --help | grep -q "^  recommend " || fail "mfact --help does not list recommend"
+# saved models: als --save-model, then predict in a new process gives the test RMSE the
+# training printed (recomputed from the predictions). The test pairs hold no 0 index, but
+# the model records the training file's base (0), so they are not read as 1-based.
+saved=$(mktemp -d)
+trap 'rm -f "$tmp" "$ratings" "$fu" "$fv" "$plays" "$recs"; rm -rf "$saved"' EXIT
+awk '$1 > 0 && $1 < 30 && $2 > 0 && $2 < 20 && NR % 4 == 0' "$ratings" >"$saved/held.txt"
+awk '!($1 > 0 && $1 < 30 && $2 > 0 && $2 < 20 && NR % 4 == 0)' "$ratings" >"$saved/kept.txt"
+out=$("$mfact" als --backend cpu "$saved/kept.txt" --test "$saved/held.txt" --rank 3 --iterations 4 \
+      --save-model "$saved/als.mfm" 2>/dev/null) || fail "als --save-model exited $?"
+rmse=$(echo "$out" | awk '/^test RMSE /{print $3}')
+"$mfact" predict --backend cpu "$saved/als.mfm" "$saved/held.txt" >"$saved/pred.txt" ||
+  fail "predict exited $?"
+[ "$(wc -l <"$saved/pred.txt")" -eq "$(wc -l <"$saved/held.txt")" ] || fail "predict: one line a pair"
+paste -d ' ' "$saved/pred.txt" "$saved/held.txt" |
+  awk -v want="$rmse" '{ d = $1 - $4; s += d * d; n++ }
+    END { got = sqrt(s / n); exit !(n > 0 && got - want < 2e-6 * want && want - got < 2e-6 * want) }' ||
+  fail "predict: the RMSE of the predictions is not the training run's test RMSE $rmse"
+"$mfact" predict "$saved/als.mfm" "$saved/held.txt" --json | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+assert d["algorithm"] == "als" and d["rank"] == 3 and d["pairs"] == len(d["predictions"]) > 0, d
+' || fail "predict --json"
+# sgd saves too, without biases as asked; a model file is not overwritten by predict
+"$mfact" sgd --backend cpu "$saved/kept.txt" --rank 2 --epochs 2 --no-biases \
+  --save-model "$saved/sgd.mfm" >/dev/null 2>&1 || fail "sgd --save-model exited $?"
+"$mfact" predict "$saved/sgd.mfm" "$saved/held.txt" --output "$saved/sgd.txt" | grep -q "^algorithm sgd$" ||
+  fail "predict --output summary"
+"$mfact" predict "$saved/sgd.mfm" "$saved/held.txt" --output "$saved/sgd.mfm" 2>/dev/null
+[ $? -eq 2 ] || fail "predict --output MODEL is not a usage error"
+# a changed byte, a truncated file, a file that is no model: exit 1 with what is wrong
+size=$(wc -c <"$saved/als.mfm")
+cp "$saved/als.mfm" "$saved/bad.mfm"
+printf '\377' | dd of="$saved/bad.mfm" bs=1 seek=$((size - 40)) conv=notrunc 2>/dev/null
+"$mfact" predict "$saved/bad.mfm" "$saved/held.txt" >/dev/null 2>/tmp/mfact-cli-err.$$
+[ $? -eq 1 ] && grep -q "bad.mfm: section [0-9] (.*) checksum mismatch" /tmp/mfact-cli-err.$$ ||
+  fail "corrupted model: $(cat /tmp/mfact-cli-err.$$)"
+head -c 100 "$saved/als.mfm" >"$saved/cut.mfm"
+"$mfact" predict "$saved/cut.mfm" "$saved/held.txt" >/dev/null 2>/tmp/mfact-cli-err.$$
+[ $? -eq 1 ] && grep -q "cut.mfm: truncated at byte 100" /tmp/mfact-cli-err.$$ ||
+  fail "truncated model: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" predict "$ratings" "$saved/held.txt" >/dev/null 2>/tmp/mfact-cli-err.$$
+[ $? -eq 1 ] && grep -q "not an mfact model file" /tmp/mfact-cli-err.$$ ||
+  fail "a ratings file as the model: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" --help | grep -q "^  predict " || fail "mfact --help does not list predict"
+# recommend --model: the lists a training run writes, from its saved model and the training
+# interactions left out; --users picks users
+"$mfact" recommend --backend cpu "$plays" --rank 4 --iterations 6 --top 3 --output "$recs" \
+  --save-model "$saved/ials.mfm" >/dev/null 2>&1 || fail "recommend --save-model exited $?"
+"$mfact" recommend --backend cpu --model "$saved/ials.mfm" --exclude "$plays" --top 3 \
+  --output "$saved/recs.txt" >/dev/null || fail "recommend --model exited $?"
+cmp -s "$recs" "$saved/recs.txt" || fail "recommend --model: other lists than the training run's"
+printf '7\n3\n' >"$saved/users.txt"
+[ "$("$mfact" recommend --model "$saved/ials.mfm" --exclude "$plays" --users "$saved/users.txt" \
+  --top 3 | awk '{print $1}' | uniq | tr '\n' ' ')" = "7 3 " ] || fail "recommend --users"
+"$mfact" recommend --model "$saved/ials.mfm" "$plays" 2>/dev/null
+[ $? -eq 2 ] || fail "recommend --model with a FILE to train on is not a usage error"
+rm -rf "$saved"
 rm -f "$plays" "$recs"
 # bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
 bin=$(mktemp --suffix=.in)
@@ -353,11 +410,13 @@ if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # Open MPI's guard for root
   over=$(mpirun --version 2>&1 | grep -q "Open MPI" && echo --oversubscribe || true)
   als=(als --backend cpu "$base/train1.txt" --rank 4 --iterations 4)
-  "$mfact" "${als[@]}" --output-u "$base/one.u" --output-v "$base/one.v" >"$base/one.out" 2>/dev/null ||
-    fail "als for the MPI comparison"
-  if mpirun $over -np 2 "$mfact" "${als[@]}" --output-u "$base/mpi.u" --output-v "$base/mpi.v"       >"$base/mpi.out" 2>/tmp/mfact-cli-err.$$; then
+  "$mfact" "${als[@]}" --output-u "$base/one.u" --output-v "$base/one.v" \
+    --save-model "$base/one.mfm" >"$base/one.out" 2>/dev/null || fail "als for the MPI comparison"
+  if mpirun $over -np 2 "$mfact" "${als[@]}" --output-u "$base/mpi.u" --output-v "$base/mpi.v" \
+    --save-model "$base/mpi.mfm" >"$base/mpi.out" 2>/tmp/mfact-cli-err.$$; then
     cmp -s "$base/one.u" "$base/mpi.u" && cmp -s "$base/one.v" "$base/mpi.v" ||
       fail "mpirun -np 2: the factors are not one process's"
+    cmp -s "$base/one.mfm" "$base/mpi.mfm" || fail "mpirun -np 2: the saved model is not one process's"
     [ "$(grep -c '^train RMSE' "$base/mpi.out")" = 1 ] || fail "mpirun -np 2: not one result: $(cat "$base/mpi.out")"
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.

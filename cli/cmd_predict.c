@@ -1,0 +1,155 @@
+/* mfact predict: the predictions of a saved model (mf_model_load, mf_predict_pairs) for the
+ * (user, item) pairs of a file, one a line in the file's order. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "id_lines.h"
+#include "model_file.h"
+#include "outputs.h"
+
+typedef struct predict_args {
+    cli_common common;
+    const char *model, *pairs, *out;
+} predict_args;
+
+static void predict_help(void)
+{
+    printf("usage: mfact predict MODEL PAIRS [--output FILE] [options]\n\n"
+           "Predicts a rating for each (user, item) pair of PAIRS with the model file MODEL\n"
+           "(written by mfact als, sgd or ials --save-model): mean + user bias + item bias +\n"
+           "U_u . V_i, or U_u . V_i for a model without biases. PAIRS holds one pair a line,\n"
+           "'user item', and what follows on the line is ignored, so a ratings file serves;\n"
+           "fields are separated by spaces, tabs, commas or '::'; blank lines, lines starting\n"
+           "with '#' or '%%' and a header line are skipped; a MatrixMarket file is read as one.\n"
+           "Ids are numbered as the training file was (its index base, which the model\n"
+           "records; --index-base overrides). A user or item the model has not seen is\n"
+           "predicted from what is known (the mean and the known bias).\n"
+           "Prints one prediction a line, in the order of PAIRS, or writes them to --output\n"
+           "FILE and prints a summary; --json prints one JSON object (the predictions in it\n"
+           "unless --output is given).\n%s",
+           cli_common_help());
+}
+
+static int parse(int argc, char **argv, predict_args *a)
+{
+    memset(a, 0, sizeof *a);
+    cli_common_init(&a->common);
+    for (int i = 1; i < argc; i++) {
+        const int r = cli_common_parse("predict", argc, argv, &i, &a->common);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        if (!strcmp(argv[i], "--output") && i + 1 < argc)
+            a->out = argv[++i];
+        else if (argv[i][0] == '-') {
+            cli_error("predict", "unknown option '%s' (or it lacks its value)", argv[i]);
+            return -1;
+        } else if (!a->model)
+            a->model = argv[i];
+        else if (!a->pairs)
+            a->pairs = argv[i];
+        else {
+            cli_error("predict", "MODEL and PAIRS, no more files");
+            return -1;
+        }
+    }
+    if (!a->common.help && !a->pairs) {
+        cli_error("predict", "a MODEL file and a PAIRS file are required");
+        return -1;
+    }
+    return 0;
+}
+
+/* The predictions as lines to `path` (NULL: standard output). */
+static int write_lines(const char *path, const float *p, int64_t n)
+{
+    FILE *f = path ? fopen(path, "w") : stdout;
+    if (!f) {
+        cli_error("predict", "cannot write %s: %s", path, strerror(errno));
+        return CLI_FAILED;
+    }
+    for (int64_t i = 0; i < n; i++)
+        fprintf(f, "%.9g\n", (double)p[i]);
+    const int failed = ferror(f);
+    if ((path ? fclose(f) : fflush(f)) != 0 || failed) {
+        cli_error("predict", "cannot write %s: %s", path ? path : "the standard output",
+                  strerror(errno ? errno : EIO));
+        return CLI_FAILED;
+    }
+    return CLI_OK;
+}
+
+static int predict(mf_ctx *ctx, const predict_args *a)
+{
+    mf_saved_model *saved;
+    mf_model m;
+    int base;
+    if (cli_load_model("predict", ctx, a->model, a->common.index_base, &saved, &m, &base) != 0)
+        return CLI_FAILED;
+    int32_t *ids = NULL;
+    int64_t n = 0;
+    int rc = cli_read_ids("predict", a->pairs, 2, base, &ids, &n);
+    float *out = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *out) : NULL;
+    int32_t *user = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *user) : NULL;
+    int32_t *item = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *item) : NULL;
+    if (rc == CLI_OK && (!out || !user || !item)) {
+        cli_error("predict", "out of host memory for %lld pairs", (long long)n);
+        rc = CLI_FAILED;
+    }
+    int64_t unseen = 0;
+    for (int64_t p = 0; rc == CLI_OK && p < n; p++) {
+        user[p] = ids[2 * p], item[p] = ids[2 * p + 1];
+        unseen += user[p] >= m.users || item[p] >= m.items;
+    }
+    if (rc == CLI_OK && mf_predict_pairs(ctx, &m, n, user, item, out) != MF_OK) {
+        cli_error("predict", "%s", mf_ctx_last_error(ctx));
+        rc = CLI_FAILED;
+    }
+    const bool lines = rc == CLI_OK && (a->out || !a->common.json);
+    if (lines)
+        rc = write_lines(a->out, out, n);
+    if (rc == CLI_OK && (a->out || a->common.json)) {
+        cli_out o;
+        cli_out_begin(&o, a->common.json);
+        cli_out_str(&o, "model", a->model);
+        cli_out_str(&o, "algorithm", mf_saved_model_algorithm(saved));
+        cli_out_int(&o, "users", m.users);
+        cli_out_int(&o, "items", m.items);
+        cli_out_int(&o, "rank", m.k);
+        cli_out_int(&o, "pairs", n);
+        cli_out_int(&o, "unseen pairs", unseen);
+        if (a->out)
+            cli_out_str(&o, "output", a->out);
+        else
+            cli_out_floats(&o, "predictions", out, n);
+        cli_out_end(&o);
+    }
+    free(ids), free(user), free(item), free(out);
+    mf_saved_model_destroy(saved);
+    return rc;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    predict_args a;
+    if (parse(argc, argv, &a) < 0)
+        return CLI_USAGE;
+    if (a.common.help) {
+        predict_help();
+        return CLI_OK;
+    }
+    const char *const inputs[] = {a.model, a.pairs}, *const outputs[] = {a.out};
+    const int out_rc = cli_check_outputs("predict", inputs, 2, outputs, 1);
+    if (out_rc != CLI_OK)
+        return out_rc;
+    mf_ctx *ctx = cli_make_ctx("predict", &a.common);
+    if (!ctx)
+        return CLI_FAILED;
+    const int rc = predict(ctx, &a);
+    mf_ctx_destroy(ctx);
+    return rc;
+}

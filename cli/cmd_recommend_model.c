@@ -1,0 +1,146 @@
+/* mfact recommend --model: top-N lists from a saved model (mf_model_load, mf_recommend),
+ * without training: for every user of the model or those of --users FILE, the items of
+ * --exclude FILE (the training interactions, which the model file does not hold) left out. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "id_lines.h"
+#include "model_file.h"
+#include "outputs.h"
+#include "recommendations.h"
+
+typedef struct rec_args {
+    cli_common common;
+    const char *model, *users, *exclude, *out;
+    long long top;
+} rec_args;
+
+static void rec_help(void)
+{
+    printf("usage: mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N]\n"
+           "                [--output FILE] [options]\n\n"
+           "Writes the top N items (default 10) of each user by the model file MODEL (written\n"
+           "by mfact als, sgd or ials --save-model), as 'user item score' lines, 0-based, to\n"
+           "--output FILE (default standard output), as mfact recommend does after training.\n"
+           "--users FILE: the users, one id a line (default every user of the model); a user\n"
+           "the model has not seen gets the items of the highest mean + item bias. --exclude\n"
+           "FILE: interactions (user item lines, as the training file) whose items are left\n"
+           "out of their user's list; without it nothing is left out, not even the training\n"
+           "items, which the model file does not hold. Ids in both files are numbered as the\n"
+           "training file was (the model records its index base; --index-base overrides).\n%s",
+           cli_common_help());
+}
+
+static int parse(int argc, char **argv, rec_args *a)
+{
+    memset(a, 0, sizeof *a);
+    cli_common_init(&a->common);
+    a->common.sum_duplicates = true; /* interactions: repeated pairs add up */
+    a->top = 10;
+    for (int i = 1; i < argc; i++) {
+        const int r = cli_common_parse("recommend", argc, argv, &i, &a->common);
+        if (r < 0)
+            return -1;
+        if (r > 0)
+            continue;
+        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
+        const char **slot = !strcmp(opt, "--model")     ? &a->model
+                            : !strcmp(opt, "--users")   ? &a->users
+                            : !strcmp(opt, "--exclude") ? &a->exclude
+                            : !strcmp(opt, "--output")  ? &a->out
+                                                        : NULL;
+        if (slot && val)
+            *slot = argv[++i];
+        else if (!strcmp(opt, "--top") && val) {
+            if (!cli_parse_ll(argv[++i], &a->top) || a->top < 1 || a->top > 100000) {
+                cli_error("recommend", "--top takes an integer from 1 to 100000");
+                return -1;
+            }
+        } else {
+            if (opt[0] != '-')
+                cli_error("recommend", "'%s': with --model nothing is trained, so no FILE", opt);
+            else if (slot || !strcmp(opt, "--top"))
+                cli_error("recommend", "%s needs a value", opt);
+            else
+                cli_error("recommend", "unknown option '%s'", opt);
+            return -1;
+        }
+    }
+    if (!a->common.help && !a->model) {
+        cli_error("recommend", "--model needs a MODEL file");
+        return -1;
+    }
+    return 0;
+}
+
+/* --exclude FILE as the model's users x items, numbered as the model says. */
+static int read_exclude(mf_ctx *ctx, const rec_args *a, const mf_model *m, int base,
+                        mf_sparse **out)
+{
+    mf_read_opts ro;
+    cli_read_opts(&a->common, true, &ro);
+    ro.cols = m->items;
+    if (ro.index_base < 0 && base >= 0 && !cli_is_matrix_market(a->exclude, ro.format))
+        ro.index_base = base;
+    if (mf_sparse_read(ctx, out, a->exclude, &ro) != MF_OK) {
+        cli_error("recommend", "%s", mf_ctx_last_error(ctx));
+        return CLI_FAILED;
+    }
+    return CLI_OK;
+}
+
+static int recommend(mf_ctx *ctx, const rec_args *a)
+{
+    mf_saved_model *saved;
+    mf_model m;
+    int base;
+    if (cli_load_model("recommend", ctx, a->model, a->common.index_base, &saved, &m, &base) != 0)
+        return CLI_FAILED;
+    int32_t *users = NULL;
+    int64_t n = 0;
+    mf_sparse *exclude = NULL;
+    int rc = a->users ? cli_read_ids("recommend", a->users, 1, base, &users, &n) : CLI_OK;
+    if (rc == CLI_OK && a->exclude)
+        rc = read_exclude(ctx, a, &m, base, &exclude);
+    static const int32_t none[1] = {0}; /* --users FILE that lists nobody: no lists */
+    if (rc == CLI_OK)
+        rc = cli_write_recommendations("recommend", ctx, a->out, &m,
+                                       a->users && !users ? none : users, n, exclude, (int)a->top);
+    if (rc == CLI_OK && a->out) {
+        cli_out o;
+        cli_out_begin(&o, a->common.json);
+        cli_out_str(&o, "model", a->model);
+        cli_out_str(&o, "algorithm", mf_saved_model_algorithm(saved));
+        cli_out_int(&o, "users", a->users ? n : m.users);
+        cli_out_int(&o, "top", a->top);
+        cli_out_str(&o, "output", a->out);
+        cli_out_end(&o);
+    }
+    free(users);
+    mf_sparse_destroy(exclude);
+    mf_saved_model_destroy(saved);
+    return rc;
+}
+
+int cmd_recommend_model(int argc, char **argv)
+{
+    rec_args a;
+    if (parse(argc, argv, &a) < 0)
+        return CLI_USAGE;
+    if (a.common.help) {
+        rec_help();
+        return CLI_OK;
+    }
+    const char *const inputs[] = {a.model, a.users, a.exclude}, *const outputs[] = {a.out};
+    const int out_rc = cli_check_outputs("recommend", inputs, 3, outputs, 1);
+    if (out_rc != CLI_OK)
+        return out_rc;
+    mf_ctx *ctx = cli_make_ctx("recommend", &a.common);
+    if (!ctx)
+        return CLI_FAILED;
+    const int rc = recommend(ctx, &a);
+    mf_ctx_destroy(ctx);
+    return rc;
+}
