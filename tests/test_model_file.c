@@ -602,6 +602,19 @@ START_TEST(bad_arguments)
     mf_saved_model *s = load_ok(ctx, path, &v);
     ck_assert_uint_eq(strlen(mf_saved_model_options(s)), 1u << 20);
     free(text);
+    /* Options from an older header (the algorithm alone) and from a newer one (zeros past
+     * ours run; a field this version does not know, set, is refused). */
+    mf_model_save_opts_init_sized(&o, offsetof(mf_model_save_opts, options));
+    o.algorithm = "als";
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, in_dir("older.mfm")), MF_OK);
+    union {
+        mf_model_save_opts o;
+        unsigned char bytes[sizeof(mf_model_save_opts) + 16];
+    } newer;
+    mf_model_save_opts_init_sized(&newer.o, sizeof newer);
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &newer.o, in_dir("newer.mfm")), MF_OK);
+    newer.bytes[sizeof(mf_model_save_opts) + 3] = 1;
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &newer.o, in_dir("newer.mfm")), MF_ERR_UNSUPPORTED);
     /* A model in device memory on a CPU context. */
     mf_model dev = t.m;
     dev.where = MF_MEMORY_DEVICE;

@@ -124,6 +124,7 @@ INIT_WRAPPERS(mf_sgd_opts, mf_sgd_opts_init)
 INIT_WRAPPERS(mf_bmf_opts, mf_bmf_opts_init)
 INIT_WRAPPERS(mf_asd_opts, mf_asd_opts_init)
 INIT_WRAPPERS(mf_ials_opts, mf_ials_opts_init)
+INIT_WRAPPERS(mf_model_save_opts, mf_model_save_opts_init)
 
 #define CHECK_INIT(T, fn, last)                                                                    \
     do {                                                                                           \
@@ -144,6 +145,7 @@ START_TEST(initializers_write_only_the_callers_struct)
     CHECK_INIT(mf_bmf_opts, mf_bmf_opts_init, temperature_decay);
     CHECK_INIT(mf_asd_opts, mf_asd_opts_init, rank_continuation);
     CHECK_INIT(mf_ials_opts, mf_ials_opts_init, fp16);
+    CHECK_INIT(mf_model_save_opts, mf_model_save_opts_init, options);
 }
 END_TEST
 
