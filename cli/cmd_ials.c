@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "launched.h"
 #include "model_file.h"
 #include "outputs.h"
 #include "recommendations.h"
@@ -199,17 +200,20 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
         }
         call.o.init = MF_IALS_INIT_GIVEN;
         seconds += call.rep.iteration_seconds;
-        fprintf(log, "iteration %lld (%.3f s)", it, call.rep.iteration_seconds);
+        if (!cli_quiet()) /* a launched rank other than 0 prints no progress */
+            fprintf(log, "iteration %lld (%.3f s)", it, call.rep.iteration_seconds);
         if (test) {
             if (mf_ranking_evaluate(ctx, &m, train, test, (int)a->top, &r) != MF_OK) {
                 cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
                 rc = CLI_FAILED;
                 break;
             }
-            fprintf(log, ": precision@%lld %.4f  MAP %.4f  NDCG %.4f  AUC %.4f", a->top,
-                    r.precision, r.map, r.ndcg, r.auc);
+            if (!cli_quiet())
+                fprintf(log, ": precision@%lld %.4f  MAP %.4f  NDCG %.4f  AUC %.4f", a->top,
+                        r.precision, r.map, r.ndcg, r.auc);
         }
-        fprintf(log, "\n");
+        if (!cli_quiet())
+            fprintf(log, "\n");
     }
     cli_gpus_close(&g);
     const mf_ials_report rep = call.rep;
@@ -223,7 +227,8 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     const cli_fit fitted = {"ials", text, train, k, k, U, V, NULL};
     if (rc == CLI_OK && cli_save_model(a->cmd, ctx, a->save_model, &fitted) != 0)
         rc = CLI_FAILED;
-    if (rc == CLI_OK && !strcmp(a->cmd, "recommend"))
+    /* rank 0 writes the lists: every rank holds the same model */
+    if (rc == CLI_OK && !strcmp(a->cmd, "recommend") && cli_launched_rank() == 0)
         rc = cli_write_recommendations(a->cmd, ctx, a->out_rec, &m, NULL, 0, train, (int)a->top);
     if (rc == CLI_OK && !to_stdout) {
         cli_out out;

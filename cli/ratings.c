@@ -58,15 +58,21 @@ bool cli_is_matrix_market(const char *path, mf_format format)
 {
     if (format != MF_FORMAT_AUTO)
         return format == MF_FORMAT_MATRIX_MARKET;
+    /* As mf_sparse_read's detection: the banner (after a UTF-8 byte-order mark), else the
+     * name's .mtx. */
+    const size_t len = strlen(path);
+    if (len >= 4 && !strcmp(path + len - 4, ".mtx"))
+        return true;
     struct stat st;
     if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
         return false;
     FILE *f = fopen(path, "rb");
-    char head[15] = {0};
+    char head[18] = {0};
     const size_t n = f ? fread(head, 1, sizeof head - 1, f) : 0;
     if (f)
         fclose(f);
-    return n == 14 && !strncmp(head, "%%MatrixMarket", 14);
+    const size_t skip = n >= 3 && !memcmp(head, "\xEF\xBB\xBF", 3) ? 3 : 0;
+    return n >= skip + 14 && !strncmp(head + skip, "%%MatrixMarket", 14);
 }
 
 /* The index base the ratings file was read with (a split's halves, built from arrays, no
@@ -220,6 +226,8 @@ void cli_out_ratings(cli_out *out, mf_ctx *ctx, const mf_sparse *train, const mf
 
 void cli_print_progress(const char *unit, const mf_progress *p)
 {
+    if (cli_quiet()) /* a launched rank other than 0 */
+        return;
     fprintf(stderr, "%s %d: train RMSE %.4f", unit, p->iteration, p->train_rmse);
     if (!isnan(p->test_rmse))
         fprintf(stderr, ", test RMSE %.4f", p->test_rmse);

@@ -367,6 +367,9 @@ shape=$(awk '$1 >= r { r = $1 + 1 } $2 >= c { c = $2 + 1 } END { print r, c }' "
   cat "$base/test1.txt"; } >"$base/test.mtx"
 [ "$auto" = "$(rmse "$base/train0.txt" --test "$base/test.mtx")" ] ||
   fail "a MatrixMarket test file beside a 0-based training file was renumbered"
+{ printf '\357\273\277'; cat "$base/test.mtx"; } >"$base/test-bom.txt" # a byte-order mark first
+[ "$auto" = "$(rmse "$base/train0.txt" --test "$base/test-bom.txt")" ] ||
+  fail "a MatrixMarket test file after a byte-order mark was renumbered"
 "$mfact" demo --backend cpu "$base/train0.txt" --index-base 1 2>/tmp/mfact-cli-err.$$ >/dev/null; [ $? -eq 1 ] &&
   grep -q "row index 0 is below the index base 1" /tmp/mfact-cli-err.$$ ||
   fail "--index-base 1 on a 0-based file: $(cat /tmp/mfact-cli-err.$$)"
