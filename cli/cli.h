@@ -18,11 +18,17 @@ typedef struct cli_common {
     int threads;
     bool json;
     bool help;
-    /* How a FILE argument is read: --format, --index-base (-1: auto) and --sum-duplicates. */
+    /* How a FILE argument is read: --format, --index-base (-1: auto) and --duplicates
+     * (CLI_DUP_*, or -1: the command's rule, cli_read_opts). */
     mf_format format;
     int index_base;
-    bool sum_duplicates;
+    int duplicates;
 } cli_common;
+
+/* What a repeated (row, col) entry of a file becomes, one rule for every command
+ * (--duplicates): the last one kept (ratings: a rating entered again replaces the earlier
+ * one), the values summed (interactions: plays add up), or an error naming both lines. */
+enum { CLI_DUP_LAST = 0, CLI_DUP_SUM = 1, CLI_DUP_ERROR = 2 };
 
 void cli_common_init(cli_common *c);
 /* Consume argv[*i] (and its value) when it is a common flag: 1 consumed, 0 not a common
@@ -42,9 +48,9 @@ int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_op
 double cli_run_fraction(int done, long long most, double seconds, double time_limit);
 /* The help text of the common flags. */
 const char *cli_common_help(void);
-/* mf_read_opts from the common flags: --format, --index-base, and --sum-duplicates (or
- * `sum` set, for subcommands whose data sums repeats by nature). */
-void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro);
+/* mf_read_opts from the common flags: --format, --index-base, and --duplicates, or the
+ * command's own rule `dflt` (CLI_DUP_*) when --duplicates is not given. */
+void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro);
 /* A context from the common flags; prints the failure and returns NULL. */
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
 /* "mfact CMD: message" on stderr. */

@@ -268,7 +268,7 @@ int cmd_bmf(int argc, char **argv)
     if (!ctx)
         return CLI_FAILED;
     mf_read_opts ro;
-    cli_read_opts(&a.common, true, &ro); /* a repeated 1 is the same 1 */
+    cli_read_opts(&a.common, CLI_DUP_SUM, &ro); /* a repeated 1 is the same 1 */
     ro.flags |= MF_SPARSE_PATTERN;
     mf_sparse *C = NULL;
     int rc = CLI_FAILED;

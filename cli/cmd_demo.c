@@ -49,8 +49,8 @@ static void demo_help(void)
            "matrix instead (DENSITY: the share of rated entries). The same --seed gives the\n"
            "same data.\n\n"
            "With FILE (MatrixMarket, triplets, .in pairs, .bin binary triplets): loads it and\n"
-           "reports its shape and statistics. Repeated entries in FILE are an error unless\n"
-           "--sum-duplicates is given.\n\n%s",
+           "reports its shape and statistics. A repeated entry in FILE keeps its last value, as\n"
+           "the fits read it (--duplicates sum|error for the others).\n\n%s",
            CUDA_USERS, CUDA_ITEMS, CUDA_PER_USER, CPU_USERS, CPU_ITEMS, CPU_PER_USER,
            cli_common_help());
 }

@@ -126,7 +126,7 @@ static int parse(int argc, char **argv, const char *cmd, ials_args *a)
     mf_ials_opts_init(&d);
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
-    a->common.sum_duplicates = true; /* interactions: repeated pairs add up */
+    a->common.duplicates = CLI_DUP_SUM; /* interactions: repeated pairs add up */
     a->cmd = cmd;
     a->rank = d.rank, a->iterations = d.iterations, a->cg_steps = d.cg_steps, a->top = 10;
     a->lambda = d.lambda, a->alpha = d.alpha, a->epsilon = d.epsilon;

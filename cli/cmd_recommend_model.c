@@ -37,7 +37,7 @@ static int parse(int argc, char **argv, rec_args *a)
 {
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
-    a->common.sum_duplicates = true; /* interactions: repeated pairs add up */
+    a->common.duplicates = CLI_DUP_SUM; /* interactions: repeated pairs add up */
     a->top = 10;
     for (int i = 1; i < argc; i++) {
         const int r = cli_common_parse("recommend", argc, argv, &i, &a->common);
@@ -80,7 +80,7 @@ static int read_exclude(mf_ctx *ctx, const rec_args *a, const mf_model *m, int b
                         mf_sparse **out)
 {
     mf_read_opts ro;
-    cli_read_opts(&a->common, true, &ro);
+    cli_read_opts(&a->common, CLI_DUP_SUM, &ro);
     ro.cols = m->items;
     if (ro.index_base < 0 && base >= 0 && !cli_is_matrix_market(a->exclude, ro.format))
         ro.index_base = base;

@@ -167,7 +167,7 @@ int cmd_sddmm(int argc, char **argv)
         return CLI_FAILED;
     mf_sparse *S = NULL;
     mf_read_opts ro;
-    cli_read_opts(&a.common, true, &ro); /* only the pattern is used */
+    cli_read_opts(&a.common, CLI_DUP_SUM, &ro); /* only the pattern is used */
     mf_status st = a.file ? mf_sparse_read(ctx, &S, a.file, &ro) : generate(ctx, &a, &S);
     int rc = CLI_FAILED;
     if (st != MF_OK)

@@ -12,6 +12,7 @@ void cli_common_init(cli_common *c)
     memset(c, 0, sizeof *c);
     c->backend = MF_BACKEND_AUTO;
     c->index_base = -1;
+    c->duplicates = -1;
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -68,8 +69,11 @@ const char *cli_common_help(void)
            "  --index-base auto|0|1     the index base of FILE (default auto: the format's\n"
            "                            convention; triplets 0 if any index is 0, else 1); a\n"
            "                            --test file takes FILE's\n"
-           "  --sum-duplicates          sum repeated (row, col) entries of FILE instead of\n"
-           "                            rejecting them\n"
+           "  --duplicates last|sum|error\n"
+           "                            a repeated (row, col) entry of FILE: the last one kept\n"
+           "                            (ratings: als, sgd, complete, demo), the values summed\n"
+           "                            (interactions: ials, recommend; bmf, sddmm) or an error\n"
+           "                            naming both lines; --sum-duplicates is --duplicates sum\n"
            "  --help                    this text\n";
 }
 
@@ -92,8 +96,20 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
         return 1;
     }
     if (strcmp(flag, "--sum-duplicates") == 0) {
-        c->sum_duplicates = true;
+        c->duplicates = CLI_DUP_SUM;
         return 1;
+    }
+    if (strcmp(flag, "--duplicates") == 0) {
+        static const char *const names[] = {"last", "sum", "error"};
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        for (int k = 0; k < 3; k++)
+            if (strcmp(v, names[k]) == 0) {
+                c->duplicates = k;
+                return 1;
+            }
+        cli_error(cmd, "--duplicates takes last, sum or error, not '%s'", v);
+        return -1;
     }
     if (strcmp(flag, "--format") == 0) {
         static const char *const names[] = {"auto", "mtx", "triplets", "pairs", "bin"};
@@ -158,12 +174,15 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
     return 0;
 }
 
-void cli_read_opts(const cli_common *c, bool sum, mf_read_opts *ro)
+void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
 {
     mf_read_opts_init(ro);
     ro->format = c->format;
     ro->index_base = c->index_base;
-    ro->flags = sum || c->sum_duplicates ? MF_SPARSE_SUM_DUPLICATES : MF_SPARSE_DEFAULT;
+    const int rule = c->duplicates >= 0 ? c->duplicates : dflt;
+    ro->flags = rule == CLI_DUP_SUM    ? MF_SPARSE_SUM_DUPLICATES
+                : rule == CLI_DUP_LAST ? MF_SPARSE_KEEP_LAST
+                                       : MF_SPARSE_DEFAULT;
 }
 
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)

@@ -56,7 +56,7 @@ int demo_file(mf_ctx *ctx, const demo_args *a)
     double t0 = cli_seconds();
     mf_sparse *m = NULL;
     mf_read_opts ro;
-    cli_read_opts(&a->common, false, &ro);
+    cli_read_opts(&a->common, CLI_DUP_LAST, &ro); /* as the fits read it */
     if (mf_sparse_read(ctx, &m, a->file, &ro) != MF_OK) {
         cli_error("demo", "%s", mf_ctx_last_error(ctx));
         return CLI_FAILED;

@@ -91,9 +91,7 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     mf_sparse *all = NULL;
     *train = *test = NULL;
     mf_read_opts ro;
-    cli_read_opts(common, false, &ro);
-    if (!common->sum_duplicates) /* a rating entered again replaces the earlier one */
-        ro.flags |= MF_SPARSE_KEEP_LAST;
+    cli_read_opts(common, CLI_DUP_LAST, &ro); /* a rating entered again replaces the earlier one */
     mf_status st = mf_sparse_read(ctx, &all, file, &ro);
     if (st != MF_OK)
         return st;
