@@ -10,6 +10,7 @@
 #include "gpus.h"
 #include "model_file.h"
 #include "outputs.h"
+#include "test_set.h"
 
 typedef struct als_args {
     cli_common common;
@@ -233,7 +234,9 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     o.tune = a->model.tune;
-    if (a->model.save_model && a->model.biases && cli_bias_room("als", train, &bias) != 0)
+    /* The biases come back where a model file or unseen test entries need them. */
+    if ((a->model.save_model || cli_test_unseen() > 0) && a->model.biases &&
+        cli_bias_room("als", train, &bias) != 0)
         goto done;
     o.bias_out = &bias;
     mf_als_report rep = {.struct_size = sizeof rep};
@@ -255,8 +258,10 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     cli_out_int(&out, "iterations", rep.iterations);
     cli_out_str(&out, "solver", rep.solver == MF_ALS_SOLVER_CG ? "cg" : "exact");
     cli_out_num(&out, "train RMSE", rep.train_rmse);
-    if (test)
-        cli_out_num(&out, "test RMSE", rep.test_rmse);
+    if (test && cli_out_test(&out, "als", ctx, &fitted, rep.test_rmse) != 0) {
+        cli_out_end(&out);
+        goto done;
+    }
     cli_out_num(&out, "seconds per iteration", rep.iteration_seconds / rep.iterations);
     cli_out_num(&out, "seconds", rep.seconds);
     cli_out_end(&out);

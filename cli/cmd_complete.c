@@ -11,6 +11,7 @@
 #include "gpus.h"
 #include "launched.h"
 #include "outputs.h"
+#include "test_set.h"
 
 /* Entries of X Y^T - A B^T sampled to estimate the error against the planted matrix (all of
  * them when the matrix has fewer). */
@@ -310,6 +311,8 @@ static int run_file(mf_ctx *ctx, const void *args, mf_sparse *M, mf_sparse *test
     cli_out_int(&out, "cols", cols);
     cli_out_int(&out, "observed", nnz);
     cli_out_int(&out, "test entries", ntest);
+    if (cli_test_unseen() > 0) /* rows or columns the file lacks: left out of the test RMSE */
+        cli_out_int(&out, "test entries unseen", cli_test_unseen());
     out_run(&out, a, &rep);
     if (test)
         cli_out_num(&out, "test RMSE", rep.test_rmse);

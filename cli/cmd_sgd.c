@@ -10,6 +10,7 @@
 #include "gpus.h"
 #include "model_file.h"
 #include "outputs.h"
+#include "test_set.h"
 
 typedef struct sgd_args {
     cli_common common;
@@ -196,7 +197,9 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     o.tune = a->model.tune;
-    if (a->model.save_model && a->model.biases && cli_bias_room("sgd", train, &bias) != 0)
+    /* The biases come back where a model file or unseen test entries need them. */
+    if ((a->model.save_model || cli_test_unseen() > 0) && a->model.biases &&
+        cli_bias_room("sgd", train, &bias) != 0)
         goto done;
     o.bias_out = &bias;
     mf_sgd_report rep = {.struct_size = sizeof rep};
@@ -221,8 +224,10 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
     cli_out_int(&out, "epochs", rep.epochs);
     cli_out_num(&out, "train RMSE", rep.train_rmse);
-    if (test)
-        cli_out_num(&out, "test RMSE", rep.test_rmse);
+    if (test && cli_out_test(&out, "sgd", ctx, &fitted, rep.test_rmse) != 0) {
+        cli_out_end(&out);
+        goto done;
+    }
     cli_out_num(&out, "updates per second", rep.updates_per_second);
     cli_out_num(&out, "seconds", rep.seconds);
     cli_out_end(&out);

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "launched.h"
+#include "test_set.h"
 
 /* Whether rating (row, col) is held out: a seeded hash of its coordinates, so that the split
  * does not depend on the order of the file's lines. The library's tuning split
@@ -107,10 +108,17 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     /* The test set is numbered as the training set: detected on its own, a test file that
      * happens to hold no 0 index would be taken as 1-based and every entry shifted. A
      * MatrixMarket test file keeps its own convention (1-based by definition). */
-    mf_sparse_shape(all, &ro.rows, &ro.cols, NULL);
     if (ro.index_base < 0 && !cli_is_matrix_market(test_file, ro.format))
         ro.index_base = mf_sparse_index_base(all);
-    return mf_sparse_read(ctx, test, test_file, &ro);
+    /* Read with a shape of its own: users or items the training file lacks are unseen,
+     * predicted from what is known (cli_out_test), never an error. */
+    mf_sparse *full = NULL;
+    st = mf_sparse_read(ctx, &full, test_file, &ro);
+    if (st != MF_OK)
+        return st;
+    int32_t users, items;
+    mf_sparse_shape(all, &users, &items, NULL);
+    return cli_test_split(ctx, full, users, items, test);
 }
 
 void cli_model_init(cli_model_args *m)
@@ -219,6 +227,8 @@ void cli_out_ratings(cli_out *out, mf_ctx *ctx, const mf_sparse *train, const mf
     cli_out_int(out, "items", items);
     cli_out_int(out, "train ratings", nnz);
     cli_out_int(out, "test ratings", ntest);
+    if (cli_test_unseen() > 0) /* outside the training shape: in the test RMSE of als, sgd */
+        cli_out_int(out, "test ratings unseen", cli_test_unseen());
     cli_out_int(out, "rank", rank);
 }
 
@@ -248,6 +258,7 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
         rc = run(ctx, args, train, test);
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
+    cli_test_release();
     mf_ctx_destroy(ctx);
     return rc;
 }

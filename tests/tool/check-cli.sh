@@ -397,6 +397,21 @@ if command -v script >/dev/null; then
         --max-sweeps 100000000" /dev/null </dev/null)
   echo "$tty" | grep -aq "sweep [0-9]*: relative error" || fail "bmf shows no progress on a terminal"
 fi
+# A test file with users and items the training file lacks (issue 44 row 3): counted, and
+# predicted from the mean and the known biases, never an error. The test RMSE over all of
+# them equals what mfact predict gives from the saved model in a new process.
+awk '{ print $1 + 1, $2 + 1, $3 }' "$base/test0.txt" >"$base/test-new.txt"
+users=$(awk '$1 > n { n = $1 } END { print n }' "$base/train1.txt")
+items=$(awk '$2 > n { n = $2 } END { print n }' "$base/train1.txt")
+printf '%d 1 4\n1 %d 2\n%d %d 5\n' $((users + 1)) $((items + 1)) $((users + 2)) $((items + 2)) >>"$base/test-new.txt"
+out=$("$mfact" als --backend cpu "$base/train1.txt" --test "$base/test-new.txt" --rank 2 \
+      --iterations 5 --save-model "$base/unseen.mfm" 2>/dev/null) || fail "als with unseen test users and items: exit $?"
+echo "$out" | grep -q "^test ratings unseen 3$" || fail "the unseen test ratings are not counted: $out"
+reported=$(echo "$out" | sed -n 's/^test RMSE //p')
+"$mfact" predict "$base/unseen.mfm" "$base/test-new.txt" >"$base/unseen.pred" || fail "predict on unseen pairs"
+paste -d' ' "$base/test-new.txt" "$base/unseen.pred" |
+  awk -v r="$reported" '{ e = $3 - $4; s += e * e; n++ } END { d = sqrt(s / n) - r; exit (d < 0 ? -d : d) > 2e-5 }' ||
+  fail "test RMSE $reported is not the RMSE of the saved model's predictions"
 # Outputs are checked before anything is read or trained (issue 44 row 5): an output that is
 # the input (under any name), two outputs to one file, an unwritable one: never a fit that
 # overwrites its data or fails at its end without the reason.
