@@ -23,6 +23,7 @@ typedef struct cli_common {
     mf_format format;
     int index_base;
     int duplicates;
+    int32_t rows, cols; /* --rows, --cols: FILE's shape (0: from the file) */
 } cli_common;
 
 /* What a repeated (row, col) entry of a file becomes, one rule for every command

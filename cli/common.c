@@ -1,4 +1,5 @@
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -74,6 +75,8 @@ const char *cli_common_help(void)
            "                            (ratings: als, sgd, complete, demo), the values summed\n"
            "                            (interactions: ials, recommend; bmf, sddmm) or an error\n"
            "                            naming both lines; --sum-duplicates is --duplicates sum\n"
+           "  --rows N, --cols N        FILE's shape, when it has more rows or columns than\n"
+           "                            its entries reach (default: from the file)\n"
            "  --help                    this text\n";
 }
 
@@ -97,6 +100,16 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
     }
     if (strcmp(flag, "--sum-duplicates") == 0) {
         c->duplicates = CLI_DUP_SUM;
+        return 1;
+    }
+    if (strcmp(flag, "--rows") == 0 || strcmp(flag, "--cols") == 0) {
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        if (!cli_parse_ll(v, &n) || n < 1 || n > INT32_MAX) {
+            cli_error(cmd, "%s takes an integer from 1 to %d, not '%s'", flag, INT32_MAX, v);
+            return -1;
+        }
+        *(flag[2] == 'r' ? &c->rows : &c->cols) = (int32_t)n;
         return 1;
     }
     if (strcmp(flag, "--duplicates") == 0) {
@@ -179,6 +192,7 @@ void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
     mf_read_opts_init(ro);
     ro->format = c->format;
     ro->index_base = c->index_base;
+    ro->rows = c->rows, ro->cols = c->cols;
     const int rule = c->duplicates >= 0 ? c->duplicates : dflt;
     ro->flags = rule == CLI_DUP_SUM    ? MF_SPARSE_SUM_DUPLICATES
                 : rule == CLI_DUP_LAST ? MF_SPARSE_KEEP_LAST

@@ -113,6 +113,7 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     /* Read with a shape of its own: users or items the training file lacks are unseen,
      * predicted from what is known (cli_out_test), never an error. */
     mf_sparse *full = NULL;
+    ro.rows = ro.cols = 0; /* --rows/--cols are FILE's: the test file's shape is its own */
     st = mf_sparse_read(ctx, &full, test_file, &ro);
     if (st != MF_OK)
         return st;

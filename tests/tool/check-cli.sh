@@ -412,6 +412,16 @@ reported=$(echo "$out" | sed -n 's/^test RMSE //p')
 paste -d' ' "$base/test-new.txt" "$base/unseen.pred" |
   awk -v r="$reported" '{ e = $3 - $4; s += e * e; n++ } END { d = sqrt(s / n) - r; exit (d < 0 ? -d : d) > 2e-5 }' ||
   fail "test RMSE $reported is not the RMSE of the saved model's predictions"
+# One way to write options on every command (issue 44 row 13): --name=value is --name value,
+# "--" ends the options (a file may then start with '-'), --rows/--cols give FILE's shape.
+spaced=$("$mfact" als --backend cpu "$base/train1.txt" --rank 3 --iterations 2 2>/dev/null | grep "^train RMSE")
+[ -n "$spaced" ] && [ "$spaced" = "$("$mfact" als --backend=cpu "$base/train1.txt" --rank=3 --iterations=2 2>/dev/null | grep "^train RMSE")" ] ||
+  fail "--name=value differs from --name value"
+cp "$base/train1.txt" "$base/-dash.txt"
+[ "$spaced" = "$(cd "$base" && "$mfact" als --backend cpu --rank 3 --iterations 2 -- -dash.txt 2>/dev/null | grep "^train RMSE")" ] ||
+  fail "a file after -- that starts with '-'"
+"$mfact" demo --backend cpu "$base/train1.txt" --rows 1000 --cols=900 | grep -q "^rows 1000$" || fail "demo --rows"
+"$mfact" demo "$base/train1.txt" --rows 0 2>/dev/null; [ $? -eq 2 ] || fail "--rows 0 is not a usage error"
 # Outputs are checked before anything is read or trained (issue 44 row 5): an output that is
 # the input (under any name), two outputs to one file, an unwritable one: never a fit that
 # overwrites its data or fails at its end without the reason.
