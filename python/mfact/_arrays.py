@@ -8,8 +8,7 @@ import scipy.sparse as sp
 
 from . import _device, _lib
 from ._errors import check
-
-_INT32_MAX = 2**31 - 1
+from ._ints import INT32_MAX as _INT32_MAX, RangeError
 
 
 class Matrix:
@@ -117,14 +116,15 @@ def _checked_index(a, bound, name):
     if a.dtype.kind not in "iu":
         raise TypeError(f"mfact: {name} must be integers, not {a.dtype}")
     if a.size and (a.max() > _INT32_MAX or (a.dtype.kind == "i" and a.min() < -2**31)):
-        raise ValueError(f"mfact: {name} holds an index past {_INT32_MAX}: the matrix "
+        raise RangeError(f"mfact: {name} holds an index past {_INT32_MAX}: the matrix "
                          f"has {bound}")
     return as_c(a, np.int32, name)
 
 
 def _shape(rows, cols):
     if not (0 < rows <= _INT32_MAX and 0 < cols <= _INT32_MAX):
-        raise ValueError(f"mfact: a matrix of {rows} x {cols}: both sides must be 1..{_INT32_MAX}")
+        raise RangeError(f"mfact: a matrix of {rows} x {cols}: both sides must be "
+                         f"1..{_INT32_MAX}")
     return int(rows), int(cols)
 
 
@@ -168,7 +168,7 @@ def _device_index(fw, a, name):
     else:
         wide = a.dtype != np.int32 and a.size > 0
     if wide and (int(a.max()) > _INT32_MAX or int(a.min()) < -2**31):
-        raise ValueError(f"mfact: {name} holds an index outside int32")
+        raise RangeError(f"mfact: {name} holds an index outside int32")
     return fw.convert(a, np.int32)
 
 

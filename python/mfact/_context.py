@@ -12,6 +12,7 @@ import weakref
 
 from . import _lib
 from ._errors import _BY_STATUS, Error, InvalidArgument, Unsupported, check
+from ._ints import INT32, SIZE, UINT64, to_c
 
 Launch = collections.namedtuple("Launch", "rank world_size local_rank")
 
@@ -84,21 +85,23 @@ class Context:
         opts = _lib.CtxOpts()
         _lib.mf_ctx_opts_init(ctypes.byref(opts))
         opts.backend = _lib.BACKENDS[backend]
-        opts.device = int(device)
-        opts.device_memory_limit = int(memory_limit)
-        opts.cpu_threads = int(threads)
-        opts.seed = int(seed)
+        device = to_c(device, "Context(device=...)", INT32)
+        seed = to_c(seed, "Context(seed=...)", UINT64)
+        opts.device = device
+        opts.device_memory_limit = to_c(memory_limit, "Context(memory_limit=...)", SIZE)
+        opts.cpu_threads = to_c(threads, "Context(threads=...)", INT32)
+        opts.seed = seed
         handle = ctypes.c_void_p()
         status = _lib.mf_ctx_create(ctypes.byref(handle), ctypes.byref(opts))
         # The failure's message is on the context when one was made, else in the status.
         check(status, handle.value, "mfact.Context")
         self._handle = handle.value
-        self.seed = int(seed)
+        self.seed = seed
         # One call at a time (the library allows one thread per context, and its last error
         # must be read by the thread whose call failed); matrices die before the context.
         self.lock = threading.RLock()
         self._matrices = weakref.WeakSet()
-        self.device = int(device)  # meaningful on a CUDA context
+        self.device = device  # meaningful on a CUDA context
         self._group = None  # how it joined its group (said in refusals); None: alone
         if process_group is not None:
             try:
@@ -341,6 +344,19 @@ class Context:
                 _lib.mf_ctx_destroy(self._handle)
                 self._handle = None
 
+    # A context is the library's handle (a device, its memory pool, a group's
+    # communicators): copies share it (sklearn.base.clone deep-copies the parameters, ctx
+    # among them), and it cannot be pickled (a model pickles without its context).
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("mfact.Context cannot be pickled (it holds the library's handle); "
+                        "pickle the model, which leaves its context behind")
+
     def __enter__(self):
         return self
 
@@ -391,6 +407,8 @@ def _place_args(rank, world_size):
                               "of processes (1 or more)")
     if rank is not None and rank < 0:
         raise InvalidArgument(f"mfact.Context.join: rank = {rank} is negative")
+    if rank is not None:  # an int of C (its world_size is checked above)
+        to_c(rank, "Context.join(rank=...)", INT32)
     if rank is not None and world_size is not None and rank >= world_size:
         raise InvalidArgument(f"mfact.Context.join: rank {rank} of {world_size} is outside "
                               f"0..{world_size - 1}")

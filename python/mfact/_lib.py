@@ -78,6 +78,10 @@ class Model(Structure):
                 ("where", c_int)]
 
 
+class ModelSaveOpts(Structure):
+    _fields_ = [("struct_size", c_size_t), ("algorithm", c_char_p), ("options", c_char_p)]
+
+
 class AlsOpts(Structure):
     _fields_ = [("struct_size", c_size_t), ("rank", c_int), ("lambda_", c_float),
                 ("iterations", c_int), ("init", c_int), ("test", c_void_p),
@@ -185,9 +189,10 @@ def _proto(name, restype, *argtypes):
 
 
 def _proto_experimental(name, restype, *argtypes):
-    """A function of the header's EXPERIMENTAL section, or None when the loaded library
-    lacks it (a library of this major version from before it: the package still loads,
-    and the Python call that needs it says so)."""
+    """A function of the header's EXPERIMENTAL section, or one newer than some libraries
+    of this major version (the saved models'), or None when the loaded library lacks it (a
+    library from before it: the package still loads, and the Python call that needs it
+    says so)."""
     return _proto(name, restype, *argtypes) if hasattr(lib, name) else None
 
 
@@ -227,6 +232,19 @@ mf_spmm = _proto("mf_spmm", c_int, P, c_int, P, c_int64, c_float, P, c_int64, c_
 mf_model_init = _init_sized("mf_model_init", Model)
 mf_predict_pairs = _proto("mf_predict_pairs", c_int, P, POINTER(Model), c_int64, P, P, P)
 mf_model_rmse = _proto("mf_model_rmse", c_int, P, POINTER(Model), P, POINTER(c_double))
+# Saved models (mf_model_save, mf_model_load): optional, so that the package still loads a
+# library of this major version from before them (save and load then say so).
+mf_model_save_opts_init = _init_sized("mf_model_save_opts_init", ModelSaveOpts) \
+    if hasattr(lib, "mf_model_save_opts_init_sized") else None
+mf_model_save = _proto_experimental("mf_model_save", c_int, P, POINTER(Model),
+                                    POINTER(ModelSaveOpts), c_char_p)
+mf_model_load = _proto_experimental("mf_model_load", c_int, P, c_char_p, POINTER(P))
+mf_saved_model_view = _proto_experimental("mf_saved_model_view", c_int, P, POINTER(Model))
+mf_saved_model_algorithm = _proto_experimental("mf_saved_model_algorithm", c_char_p, P)
+mf_saved_model_options = _proto_experimental("mf_saved_model_options", c_char_p, P)
+mf_saved_model_library_version = _proto_experimental("mf_saved_model_library_version",
+                                                     c_char_p, P)
+mf_saved_model_destroy = _proto_experimental("mf_saved_model_destroy", None, P)
 mf_als_opts_init = _init_sized("mf_als_opts_init", AlsOpts)
 mf_als_run = _proto("mf_als_run", c_int, P, P, POINTER(AlsOpts), P, P, c_int,
                     POINTER(AlsReport))

@@ -8,14 +8,18 @@ mf_*_opts_init, so the two never drift apart. After `fit`, the fitted parts are 
 is `report` (a dict of mf_*_report's fields). Every factor model recommends through the
 library (mf_recommend, mf_similar_items), and `ranking_metrics` scores it on held-out
 interactions (mf_ranking_evaluate)."""
+import copy
 import ctypes
+import inspect
+import os
 
 import numpy as np
 
 from . import _lib, _progress
 from ._arrays import _checked_index, _device_index, as_c, as_matrix, on_device, on_device_any, ptr
-from ._context import resolve
+from ._context import default_context, resolve
 from ._errors import Cancelled, InvalidData, check
+from ._ints import IdError, to_c
 
 _ALS_INIT = {"mean": 0, "uniform": 2}
 _WEIGHTING = {"count": 0, "none": 1}
@@ -40,6 +44,16 @@ def _bar(ctx, show_progress):
     """Whether to draw the progress bar: on rank 0 alone in a group of processes (every
     rank runs the same iterations; a callback still runs on every rank)."""
     return bool(show_progress) and ctx.rank == 0
+
+
+def _set_ints(o, owner, names, prefix=None):
+    """The integer options among `names` that are set on `owner` (None: the library's
+    default), checked against their C fields' range and stored in the struct `o`."""
+    prefix = prefix or type(owner).__name__
+    for name in names:
+        value = getattr(owner, name)
+        if value is not None:
+            setattr(o, name, to_c(value, f"{prefix}({name}=...)"))
 
 
 def _report(rep, skip=("struct_size",)):
@@ -73,7 +87,81 @@ def _factor_arrays(fw, arrays):
     return [None if a is None else conv(a, n) for a, n in arrays]
 
 
-class _Recommender:
+class _Estimator:
+    """What every model shares: scikit-learn's get_params / set_params (the constructor's
+    parameters, so that sklearn.base.clone and searches work), pickling and deepcopy (the
+    parameters and the fitted arrays; the context, which holds the library's handle and
+    its lock, stays behind: an unpickled model uses the default context)."""
+
+    # Attributes that are not state to pickle: the context, and what is rebuilt from it.
+    _UNPICKLED = ("ctx", "_fw", "_train")
+
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p.name for p in sig.parameters.values()
+                if p.name != "self" and p.kind == p.POSITIONAL_OR_KEYWORD]
+
+    def get_params(self, deep=True):
+        """The constructor's parameters as a dict (scikit-learn's convention; `deep` has
+        nothing to descend into: no parameter is an estimator)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params):
+        """Set constructor parameters by name (scikit-learn's convention) and return self.
+        An unknown name is a ValueError naming the valid ones; a fitted model keeps its
+        factors until the next fit."""
+        valid = self._param_names()
+        for name in params:
+            if name not in valid:
+                raise ValueError(f"mfact.{type(self).__name__}.set_params: invalid parameter "
+                                 f"{name!r}; valid parameters are {', '.join(valid)}")
+        for name, value in params.items():
+            if name == "ctx":
+                value = resolve(value)
+            elif name == "fp16":
+                value = bool(value)
+            setattr(self, name, value)
+        return self
+
+    def __repr__(self):
+        given = {k: v for k, v in self.get_params().items()
+                 if k != "ctx" and v is not None and v is not False}
+        return f"mfact.{type(self).__name__}(" + \
+            ", ".join(f"{k}={v!r}" for k, v in given.items()) + ")"
+
+    def __getstate__(self):
+        state = {k: v for k, v in self.__dict__.items() if k not in self._UNPICKLED}
+        fw = self.__dict__.get("_fw")
+        state["_device"] = fw is not None  # device factors: rebuilt on the same library
+        train = self.__dict__.get("_train")
+        state["_train_csr"] = train.to_scipy() if train is not None else None
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        on_device = state.pop("_device", False)
+        train = state.pop("_train_csr", None)
+        self.__dict__.update(state)
+        self.ctx = default_context()
+        if "user_factors" in state or on_device:
+            from ._device import Framework
+            self._fw = Framework(self.user_factors) if on_device else None
+        if train is not None:
+            self._train = as_matrix(train, self.ctx)
+
+    def __deepcopy__(self, memo):
+        """A copy on the same context (pickling's state, without the round trip through
+        the default context)."""
+        new = type(self).__new__(type(self))
+        memo[id(self)] = new
+        for k, v in self.__dict__.items():
+            shared = k in self._UNPICKLED or k == "callback"
+            new.__dict__[k] = v if shared else copy.deepcopy(v, memo)
+        return new
+
+
+class _Recommender(_Estimator):
     """Top-N lists of a fitted factor model through the library, with implicit's method
     names and conventions: `recommend` (mf_recommend) and `similar_items`
     (mf_similar_items). Ids and results live where the model's factors do: NumPy arrays on
@@ -81,25 +169,68 @@ class _Recommender:
 
     _fw = None  # the device arrays' library, None on the host
     _train = None  # the interactions kept from fit (mfact.Matrix), or None
+    _ALGORITHM = None  # the name a model file gives the algorithm ("als", "sgd", "ials")
+    _UNSEEN_USERS = False  # whether recommend scores ids past the model's users (biases)
+    saved = None  # after mfact.load: what the file said besides the model
+
+    def save(self, path):
+        """Write the fitted model to the file `path` (mf_model_save: the factors, the mean
+        and the biases, with the algorithm's name and the parameters as "name=value" text;
+        docs/model-file.md). The file is replaced whole or not at all. `mfact.load` reads
+        it back, as does the mfact tool (`mfact predict`, `mfact recommend --model`)."""
+        fn = _lib.mf_model_save
+        if fn is None or _lib.mf_model_save_opts_init is None:
+            raise _saved_models_missing("save")
+        m = self._model()
+        o = _lib.ModelSaveOpts()
+        _lib.mf_model_save_opts_init(ctypes.byref(o))
+        o.algorithm = self._ALGORITHM.encode()
+        o.options = _options_text(self, m.k).encode()
+        if self._fw is not None:
+            self._fw.sync_current()
+        with self.ctx.lock:
+            check(fn(self.ctx.handle, ctypes.byref(m), ctypes.byref(o), os.fsencode(path)),
+                  self.ctx.handle, f"mfact.{type(self).__name__}.save")
+        return self
+
+    @classmethod
+    def load(cls, path, ctx=None):
+        """A fitted model of this class from a model file (see `mfact.load`, which picks the
+        class from the file)."""
+        return load(path, ctx=ctx, cls=cls)
 
     @property
     def _where(self):
         return _lib.MEMORY_DEVICE if self._fw is not None else _lib.MEMORY_HOST
 
-    def _ids(self, ids, name):
+    def _ids(self, ids, name, count, what, call):
         """Scalar or 1-D ids as a 1-D int32 array where the model lives, and whether the
-        caller gave a scalar."""
+        caller gave a scalar. Every id must be one of the model's `count` users or items
+        (`what`): an IdError (an IndexError and a ValueError) names the first that is not,
+        where the library would score an id it has not seen as zeros (or wrap one past
+        int32)."""
         scalar = np.ndim(ids) == 0
         if scalar:
             ids = np.array([ids])
         if np.ndim(ids) != 1:
             raise ValueError(f"mfact: {name} must be an id or a 1-D array of ids")
         if self._fw is None:
-            return _checked_index(ids, "int32", name), scalar
-        return _device_index(self._fw, on_device_any(ids, self._fw), name), scalar
+            out = _checked_index(ids, "int32", name)
+        else:
+            out = _device_index(self._fw, on_device_any(ids, self._fw), name)
+        n = int(out.shape[0])
+        if n and (int(out.min()) < 0 or int(out.max()) >= count):
+            host = out if self._fw is None else \
+                out.cpu().numpy() if self._fw.name == "torch" else out.get()
+            b = int(np.nonzero((host < 0) | (host >= count))[0][0])
+            where = name if scalar else f"{name}[{b}]"
+            v = int(host[b])
+            state = "negative" if v < 0 else f"outside the model's {what} (0..{count - 1})"
+            raise IdError(f"mfact.{type(self).__name__}.{call}: {where} = {v} is {state}")
+        return out, scalar
 
     def _outputs(self, n, N):
-        N = max(int(N), 0)  # the library refuses N < 1 with its own message
+        N = max(N, 0)  # the library refuses N < 1 with its own message
         if self._fw is None:
             return np.empty((n, N), np.int32), np.empty((n, N), np.float32)
         return self._fw.empty((n, N), np.int32), self._fw.empty((n, N), np.float32)
@@ -145,9 +276,16 @@ class _Recommender:
         filter_already_liked_items, the items of `user_items` are never returned: a sparse
         matrix with one row per user of `userid` (implicit's convention), or None for the
         interactions the model was fitted to (kept by ImplicitALS.fit). A user with fewer
-        than N candidates gets item -1 and score -inf in the places left."""
+        than N candidates gets item -1 and score -inf in the places left. A negative id, and
+        for ImplicitALS an id past the model's users (which it could not score), is an
+        IdError (IndexError and ValueError) naming it; ALS and SGD score an unseen user by
+        mean + item bias."""
         m = self._model()
-        ids, scalar = self._ids(userid, "userid")
+        N = to_c(N, "recommend(N=...)")
+        # An explicit model scores a user it has not seen by mean + item bias (the
+        # library's rule); an implicit one has nothing to score it with: an error.
+        users = 2**31 if self._UNSEEN_USERS else m.users
+        ids, scalar = self._ids(userid, "userid", users, "users", "recommend")
         n = int(ids.shape[0])
         exclude = None
         if filter_already_liked_items:
@@ -168,7 +306,7 @@ class _Recommender:
         items, scores = self._outputs(n, N)
         ex = exclude.handle if exclude is not None else None
         self._call(lambda: _lib.mf_recommend(self.ctx.handle, ctypes.byref(m), n, ptr(ids), ex,
-                                             int(N), ptr(items), ptr(scores)), "recommend")
+                                             N, ptr(items), ptr(scores)), "recommend")
         return (items[0], scores[0]) if scalar else (items, scores)
 
     def similar_items(self, itemid, N=10):
@@ -176,11 +314,12 @@ class _Recommender:
         similar_items, except that the item itself is left out): (ids, scores) as
         recommend gives them."""
         m = self._model()
-        ids, scalar = self._ids(itemid, "itemid")
+        N = to_c(N, "similar_items(N=...)")
+        ids, scalar = self._ids(itemid, "itemid", m.items, "items", "similar_items")
         n = int(ids.shape[0])
         items, scores = self._outputs(n, N)
         self._call(lambda: _lib.mf_similar_items(self.ctx.handle, ctypes.byref(m), n, ptr(ids),
-                                                 int(N), ptr(items), ptr(scores)),
+                                                 N, ptr(items), ptr(scores)),
                    "similar_items")
         return (items[0], scores[0]) if scalar else (items, scores)
 
@@ -192,6 +331,7 @@ class _Ratings(_Recommender):
 
     user_factors = item_factors = user_biases = item_biases = None
     mean = 0.0
+    _UNSEEN_USERS = True
 
     def _model(self):
         if self.user_factors is None:
@@ -243,11 +383,6 @@ class _Ratings(_Recommender):
         """The run shared by ALS and SGD: outputs made uninitialized (the library writes
         every element, the biases too, zeros without biases; np.zeros of the factors cost
         21 ms of a 0.58 s fit on the H100), kept only when the run produced them."""
-        tracker = None
-        if self.show_progress or self.callback is not None:
-            tracker = _progress.Progress(total, unit, _bar(self.ctx, self.show_progress),
-                                         self.callback,
-                                         ("iteration", "seconds", "train_rmse", "test_rmse"))
         users, items = R.shape
         fw = R.framework
         empty = np.empty if fw is None else fw.empty
@@ -259,9 +394,12 @@ class _Ratings(_Recommender):
         b.user, b.item = ptr(bu), ptr(bi)
         o.bias_out = ctypes.pointer(b)
         o.test = T.handle if T is not None else None
-        o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
         where = _lib.MEMORY_DEVICE if fw is not None else _lib.MEMORY_HOST
-        with self.ctx.lock:
+        with _progress.sigint() as sig, self.ctx.lock:
+            tracker = _progress.tracker(sig, total, unit, _bar(self.ctx, self.show_progress),
+                                        self.callback,
+                                        ("iteration", "seconds", "train_rmse", "test_rmse"))
+            o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
             status, rep = run(self.ctx.handle, R.handle, o, ptr(U), ptr(V), where)
             if tracker is not None:
                 tracker.close()
@@ -271,7 +409,7 @@ class _Ratings(_Recommender):
                 self.user_biases, self.item_biases = bu, bi
                 self.mean = float(b.mean)
                 self.report = _report(rep)
-                self.history = tracker.history if tracker is not None else None
+                self.history = tracker.records if tracker is not None else None
             if tracker is not None:
                 status = tracker.settle(status, Cancelled.status)
             check(status, self.ctx.handle, what)
@@ -280,6 +418,8 @@ class _Ratings(_Recommender):
 
 class ALS(_Ratings):
     """Alternating least squares with biases (mf_als_run)."""
+
+    _ALGORITHM = "als"
 
     def __init__(self, rank=None, lambda_=None, iterations=None, init=None, biases=None,
                  lambda_bias=None, weighting=None, solver=None, cg_steps=None, tune=None,
@@ -295,12 +435,9 @@ class ALS(_Ratings):
     def _opts(self):
         o = _lib.AlsOpts()
         _lib.mf_als_opts_init(ctypes.byref(o))
-        if self.rank is not None:
-            o.rank = int(self.rank)
+        _set_ints(o, self, ("rank", "iterations", "cg_steps"))
         if self.lambda_ is not None:
             o.lambda_ = float(self.lambda_)
-        if self.iterations is not None:
-            o.iterations = int(self.iterations)
         if self.init is not None:
             o.init = _choice(_ALS_INIT, self.init, "init")
         if self.biases is not None:
@@ -311,8 +448,6 @@ class ALS(_Ratings):
             o.weighting = _choice(_WEIGHTING, self.weighting, "weighting")
         if self.solver is not None:
             o.solver = _choice(_SOLVER, self.solver, "solver")
-        if self.cg_steps is not None:
-            o.cg_steps = int(self.cg_steps)
         if self.tf32 is not None:
             o.tf32 = 1 if self.tf32 else 0
         o.tune = _choice(_TUNE, self.tune, "tune")
@@ -339,6 +474,8 @@ class ALS(_Ratings):
 class SGD(_Ratings):
     """Lock-free (Hogwild) SGD with Koren's biases (mf_sgd_hogwild_run)."""
 
+    _ALGORITHM = "sgd"
+
     def __init__(self, rank=None, learning_rate=None, schedule=None, decay=None, lambda_u=None,
                  lambda_v=None, epochs=None, storage=None, workers=None, biases=None,
                  lambda_bias=None, tune=None, show_progress=False, callback=None, ctx=None):
@@ -355,9 +492,7 @@ class SGD(_Ratings):
     def _opts(self):
         o = _lib.SgdOpts()
         _lib.mf_sgd_opts_init(ctypes.byref(o))
-        for name in ("rank", "epochs", "workers"):
-            if getattr(self, name) is not None:
-                setattr(o, name, int(getattr(self, name)))
+        _set_ints(o, self, ("rank", "epochs", "workers"))
         for name in ("learning_rate", "decay", "lambda_u", "lambda_v", "lambda_bias"):
             if getattr(self, name) is not None:
                 setattr(o, name, float(getattr(self, name)))
@@ -396,6 +531,8 @@ class ImplicitALS(_Recommender):
     to fit is kept (`recommend` filters its items by default). fp16=True keeps the factors
     in half precision during the run (half the memory; mf_ials_opts.fp16)."""
 
+    _ALGORITHM = "ials"
+
     def __init__(self, rank=None, lambda_=None, alpha=None, confidence=None, epsilon=None,
                  iterations=None, solver=None, cg_steps=None, fp16=False, ctx=None):
         self.rank, self.lambda_, self.alpha = rank, lambda_, alpha
@@ -409,9 +546,7 @@ class ImplicitALS(_Recommender):
     def _opts(self):
         o = _lib.IalsOpts()
         _lib.mf_ials_opts_init(ctypes.byref(o))
-        for name in ("rank", "iterations", "cg_steps"):
-            if getattr(self, name) is not None:
-                setattr(o, name, int(getattr(self, name)))
+        _set_ints(o, self, ("rank", "iterations", "cg_steps"))
         for name in ("lambda_", "alpha", "epsilon"):
             if getattr(self, name) is not None:
                 setattr(o, name, float(getattr(self, name)))
@@ -429,11 +564,6 @@ class ImplicitALS(_Recommender):
         pairs; asking for it makes the library compute it); returning True stops the run."""
         R = as_matrix(interactions, self.ctx)
         o = self._opts()
-        tracker = None
-        if show_progress or callback is not None:
-            tracker = _progress.Progress(o.iterations, "it", _bar(self.ctx, show_progress),
-                                         callback,
-                                         ("iteration", "seconds", ("loss", "train_rmse")))
         users, items = R.shape
         fw = R.framework
         empty = np.empty if fw is None else fw.empty
@@ -441,11 +571,14 @@ class ImplicitALS(_Recommender):
         U, V = empty((users, k), np.float32), empty((items, k), np.float32)
         if fw is not None:
             fw.sync_current()
-        o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
         rep = _lib.IalsReport()
         rep.struct_size = ctypes.sizeof(rep)
         where = _lib.MEMORY_DEVICE if fw is not None else _lib.MEMORY_HOST
-        with self.ctx.lock:
+        with _progress.sigint() as sig, self.ctx.lock:
+            tracker = _progress.tracker(sig, o.iterations, "it", _bar(self.ctx, show_progress),
+                                        callback,
+                                        ("iteration", "seconds", ("loss", "train_rmse")))
+            o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
             status = _lib.mf_ials_run(self.ctx.handle, R.handle, ctypes.byref(o), ptr(U),
                                       ptr(V), where, ctypes.byref(rep))
             if tracker is not None:
@@ -455,7 +588,7 @@ class ImplicitALS(_Recommender):
                 self.user_factors, self.item_factors = U, V
                 self.report = _report(rep)
                 self.report["solver"] = _SOLVER_NAMES.get(rep.solver, rep.solver)
-                self.history = tracker.history if tracker is not None else None
+                self.history = tracker.records if tracker is not None else None
             if tracker is not None:
                 status = tracker.settle(status, Cancelled.status)
             check(status, self.ctx.handle, "mfact.ImplicitALS.fit")
@@ -503,6 +636,115 @@ class ImplicitALS(_Recommender):
         return out[0] if scalar else out
 
 
+# ---- model files ----------------------------------------------------------------------------
+_NOT_OPTIONS = ("ctx", "callback", "show_progress")
+
+
+def _saved_models_missing(what):
+    from ._errors import Unsupported
+    return Unsupported(f"mfact: the loaded libmfact ({_lib.library_path}) has no saved models "
+                       f"(mf_model_save, mf_model_load): {what} needs a newer library")
+
+
+def _options_text(model, k):
+    """The parameters given (None: the library's default, left out) as the tool writes its
+    options: "rank=32 lambda=0.05 ...", C's names (lambda_ is lambda), rank the model's."""
+    words = [f"rank={k}"]
+    for name, value in model.get_params().items():
+        if name in _NOT_OPTIONS or name == "rank" or value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, (int, np.integer)):
+            text = str(int(value))
+        elif isinstance(value, (float, np.floating)):
+            text = repr(float(value))
+        elif isinstance(value, str) and value and not any(c.isspace() for c in value):
+            text = value
+        else:
+            continue  # not a value the text can carry
+        words.append(f"{name.rstrip('_')}={text}")
+    return " ".join(words)
+
+
+def _parse_options(text, cls):
+    """The "name=value" words of a model file's options that are `cls`'s parameters, as
+    Python values (the tool's files too: rank, lambda, iterations, ...; index_base and other
+    words that are not parameters are left out)."""
+    names = {n.rstrip("_"): n for n in cls._param_names() if n not in _NOT_OPTIONS}
+    out = {}
+    for word in text.split():
+        key, eq, value = word.partition("=")
+        if not eq or key not in names:
+            continue
+        if value in ("true", "false"):
+            out[names[key]] = value == "true"
+            continue
+        for conv in (int, float):
+            try:
+                out[names[key]] = conv(value)
+                break
+            except ValueError:
+                pass
+        else:
+            out[names[key]] = value
+    return out
+
+
+def _host_array(address, shape):
+    """A NumPy copy of `shape` floats at `address` (the saved model's, freed after)."""
+    n = int(np.prod(shape))
+    buf = (ctypes.c_float * n).from_address(address)
+    return np.frombuffer(buf, np.float32, n).reshape(shape).copy()
+
+
+def load(path, ctx=None, cls=None):
+    """A fitted model from a model file (mf_model_load; one that `model.save` or the mfact
+    tool's --save-model wrote): an ALS, SGD or ImplicitALS as the file's algorithm says (a
+    file that names none: ALS when it has biases, else ImplicitALS), its parameters from
+    the file's options, its factors (NumPy, on the host) predicting and recommending as the
+    saved model did. `saved` holds what the file says besides: {"algorithm", "options",
+    "library_version"}. A file that is not a whole, valid model is mfact.InvalidData with
+    the library's message (what is wrong, at which byte or section); one that cannot be
+    read, mfact.FileError; one of a newer format, mfact.Unsupported. An ImplicitALS keeps
+    no training matrix: recommend then filters through `user_items`."""
+    fn = _lib.mf_model_load
+    if fn is None:
+        raise _saved_models_missing("load")
+    ctx = resolve(ctx)
+    handle = ctypes.c_void_p()
+    with ctx.lock:
+        check(fn(ctx.handle, os.fsencode(path), ctypes.byref(handle)), ctx.handle,
+              "mfact.load")
+    try:
+        view = _lib.Model()
+        _lib.mf_model_init(ctypes.byref(view))
+        check(_lib.mf_saved_model_view(handle, ctypes.byref(view)), None, "mfact.load")
+        info = {"algorithm": _lib.mf_saved_model_algorithm(handle).decode("utf-8", "replace"),
+                "options": _lib.mf_saved_model_options(handle).decode("utf-8", "replace"),
+                "library_version":
+                    _lib.mf_saved_model_library_version(handle).decode("utf-8", "replace")}
+        users, items, k = view.users, view.items, view.k
+        U = _host_array(view.U, (users, k))
+        V = _host_array(view.V, (items, k))
+        bu = _host_array(view.user_bias, (users,)) if view.user_bias else None
+        bi = _host_array(view.item_bias, (items,)) if view.item_bias else None
+        mean = float(view.mean)
+    finally:
+        _lib.mf_saved_model_destroy(handle)
+    if cls is None:
+        cls = {"als": ALS, "sgd": SGD, "ials": ImplicitALS}.get(info["algorithm"]) or \
+            (ALS if bu is not None or bi is not None or mean != 0.0 else ImplicitALS)
+    model = cls(ctx=ctx, **_parse_options(info["options"], cls))
+    model.user_factors, model.item_factors = U, V
+    if isinstance(model, _Ratings):  # a file without biases: zeros, as a fit without them
+        model.user_biases = bu if bu is not None else np.zeros(users, np.float32)
+        model.item_biases = bi if bi is not None else np.zeros(items, np.float32)
+        model.mean = mean
+    model.saved = info
+    return model
+
+
 def ranking_metrics(model_or_factors, train, test, K=10, ctx=None):
     """Ranking quality on held-out interactions as implicit's ranking_metrics_at_k
     computes it (mf_ranking_evaluate): for each user with items in `test`, the top K
@@ -529,6 +771,7 @@ def ranking_metrics(model_or_factors, train, test, K=10, ctx=None):
                              "item_factors (items x k) do not agree")
         m = _make_model(U, V, 0.0, None, None,
                         _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE)
+    K = to_c(K, "ranking_metrics(K=...)")
     T = as_matrix(test, ctx)
     Tr = as_matrix(train, ctx) if train is not None else None
     r = _lib.Ranking()
@@ -537,12 +780,12 @@ def ranking_metrics(model_or_factors, train, test, K=10, ctx=None):
         fw.sync_current()
     with ctx.lock:
         check(_lib.mf_ranking_evaluate(ctx.handle, ctypes.byref(m),
-                                       Tr.handle if Tr is not None else None, T.handle, int(K),
+                                       Tr.handle if Tr is not None else None, T.handle, K,
                                        ctypes.byref(r)), ctx.handle, "mfact.ranking_metrics")
     return {"precision": r.precision, "map": r.map, "ndcg": r.ndcg, "auc": r.auc}
 
 
-class BMF:
+class BMF(_Estimator):
     """Boolean matrix factorization (mf_bmf_run): C ~ A o B over ({0, 1}, OR, AND). After
     fit, `A` (rows x rank) and `B` (rank x cols) are NumPy bool arrays and the report's
     fields (error, relative_error, precision, recall, f1, ...) are attributes too."""
@@ -562,9 +805,7 @@ class BMF:
     def _opts(self):
         o = _lib.BmfOpts()
         _lib.mf_bmf_opts_init(ctypes.byref(o))
-        for name in ("rank", "instances", "max_sweeps", "patience"):
-            if getattr(self, name) is not None:
-                setattr(o, name, int(getattr(self, name)))
+        _set_ints(o, self, ("rank", "instances", "max_sweeps", "patience"))
         for name in ("target_error", "time_limit", "weight", "weight_decay", "weight_floor"):
             if getattr(self, name) is not None:
                 setattr(o, name, float(getattr(self, name)))
@@ -580,24 +821,20 @@ class BMF:
         w = (o.rank + 63) // 64
         A_bits = np.zeros((rows, w), np.uint64)
         B_bits = np.zeros((cols, w), np.uint64)
-        tracker = None
-        if self.show_progress or self.callback is not None:
-            tracker = _progress.Progress(o.max_sweeps, "sweep", self.show_progress,
-                                         self.callback, ("sweep", "seconds", "error",
-                                                         "relative_error", "f1", "start_done"))
-        fn = _progress.make(_lib.BMF_PROGRESS_FN, tracker)
-        o.progress = fn
         rep = _lib.BmfReport()
         rep.struct_size = ctypes.sizeof(rep)
         self.A = self.B = self.report = None  # a failed fit leaves no earlier result behind
-        with self.ctx.lock:
+        with _progress.sigint() as sig, self.ctx.lock:
+            tracker = _progress.tracker(sig, o.max_sweeps, "sweep", self.show_progress,
+                                        self.callback, ("sweep", "seconds", "error",
+                                                        "relative_error", "f1", "start_done"))
+            o.progress = _progress.make(_lib.BMF_PROGRESS_FN, tracker)
             status = _lib.mf_bmf_run(self.ctx.handle, M.handle, ctypes.byref(o), ptr(A_bits),
                                      ptr(B_bits), _lib.MEMORY_HOST, ctypes.byref(rep))
-        if tracker is not None:
-            tracker.close()
-        if tracker is not None:
-            status = tracker.settle(status, Cancelled.status)
-        check(status, self.ctx.handle, "mfact.BMF.fit")
+            if tracker is not None:
+                tracker.close()
+                status = tracker.settle(status, Cancelled.status)
+            check(status, self.ctx.handle, "mfact.BMF.fit")
         self.A = _unpack(A_bits, o.rank)
         self.B = _unpack(B_bits, o.rank).T.copy()
         self.report = _report(rep)
@@ -640,8 +877,12 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
              "tolerance": tolerance, "stagnation_rate": stagnation_rate,
              "time_limit": time_limit}
     for name, value in given.items():
-        if value is not None:
-            setattr(o, name, type(getattr(o, name))(value))
+        if value is None:
+            continue
+        if isinstance(getattr(o, name), int):
+            setattr(o, name, to_c(value, f"complete({name}=...)"))
+        else:
+            setattr(o, name, float(value))
     if variant is not None:
         o.variant = _choice(_ASD_VARIANT, variant, "variant")
     if init is not None:
@@ -653,24 +894,22 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
     Y = zeros((M.shape[1], max(o.rank, 1)), np.float32)
     if fw is not None:
         fw.sync_current()
-    tracker = None
-    if show_progress or callback is not None:
-        tracker = _progress.Progress(o.max_iterations, "it", _bar(ctx, show_progress),
-                                     callback,
-                                     ("iteration", "seconds", "train_rmse", "test_rmse"))
-    o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
     rep = _lib.AsdReport()
     rep.struct_size = ctypes.sizeof(rep)
-    with ctx.lock:
+    with _progress.sigint() as sig, ctx.lock:
+        tracker = _progress.tracker(sig, o.max_iterations, "it", _bar(ctx, show_progress),
+                                    callback,
+                                    ("iteration", "seconds", "train_rmse", "test_rmse"))
+        o.progress = _progress.make(_lib.PROGRESS_FN, tracker)
         status = _lib.mf_asd_run(ctx.handle, M.handle, ctypes.byref(o), ptr(X), ptr(Y),
                                  _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE,
                                  ctypes.byref(rep))
-    if tracker is not None:
-        tracker.close()
-        status = tracker.settle(status, Cancelled.status)
-    check(status, ctx.handle, "mfact.complete")
+        if tracker is not None:
+            tracker.close()
+            status = tracker.settle(status, Cancelled.status)
+        check(status, ctx.handle, "mfact.complete")
     report = _report(rep)
     report["stopped"] = _ASD_STOP.get(rep.stopped, rep.stopped)
-    if tracker is not None:
-        report["history"] = tracker.history
+    if tracker is not None and tracker.records is not None:
+        report["history"] = tracker.records
     return X, Y, report

@@ -19,7 +19,8 @@ STRUCTS = {"mf_ctx_opts": _lib.CtxOpts, "mf_read_opts": _lib.ReadOpts,
            "mf_bmf_progress": _lib.BmfProgress, "mf_bmf_opts": _lib.BmfOpts,
            "mf_bmf_report": _lib.BmfReport, "mf_asd_opts": _lib.AsdOpts,
            "mf_asd_report": _lib.AsdReport, "mf_ials_opts": _lib.IalsOpts,
-           "mf_ials_report": _lib.IalsReport, "mf_ranking": _lib.Ranking}
+           "mf_ials_report": _lib.IalsReport, "mf_ranking": _lib.Ranking,
+           "mf_model_save_opts": _lib.ModelSaveOpts}
 
 
 # Macros of the header that the binding copies.
@@ -134,6 +135,11 @@ def test_prototypes_match_the_header():
     groups = {"mf_ctx_rank", "mf_ctx_set_mpi_comm", "mf_nccl_make_id", "mf_ctx_join_nccl_id",
               "mf_launch_detect", "mf_ctx_join_launched"}
     assert groups & set(decls) <= set(_lib.PROTOTYPES)
+    # So are the saved models (model.save, mfact.load).
+    saved = {"mf_model_save_opts_init_sized", "mf_model_save", "mf_model_load",
+             "mf_saved_model_view", "mf_saved_model_algorithm", "mf_saved_model_options",
+             "mf_saved_model_library_version", "mf_saved_model_destroy"}
+    assert saved & set(decls) <= set(_lib.PROTOTYPES)
 
 
 def test_the_prototype_check_catches_mistakes():

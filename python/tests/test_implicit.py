@@ -242,7 +242,16 @@ def test_fit_inputs_progress_and_early_stop(ctx):
     assert all(x >= y for x, y in zip(losses, losses[1:]))  # exact ALS never goes up
     assert m.history == seen and m.report["loss"] == pytest.approx(losses[-1])
     assert m.report["solver"] == "exact"
-    assert np.isnan(a.report["loss"])  # not computed without a callback
+    # Without a bar or a callable, a fit on the main thread still installs the callback
+    # that Ctrl-C stops (so the loss is computed); without those checks it is not.
+    assert np.isfinite(a.report["loss"]) and a.history is None
+    previous = mfact.set_interrupt_checks(False)
+    try:
+        d = mfact.ImplicitALS(rank=8, iterations=4, ctx=ctx).fit(M)
+    finally:
+        mfact.set_interrupt_checks(previous)
+    assert np.isnan(d.report["loss"])  # not computed without a callback
+    np.testing.assert_array_equal(d.user_factors, a.user_factors)  # the same run
 
 
 def test_explicit_models_recommend(ctx):
