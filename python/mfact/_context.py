@@ -85,11 +85,11 @@ class Context:
         opts = _lib.CtxOpts()
         _lib.mf_ctx_opts_init(ctypes.byref(opts))
         opts.backend = _lib.BACKENDS[backend]
-        device = to_c(device, "Context(device=...)", INT32)
-        seed = to_c(seed, "Context(seed=...)", UINT64)
+        device = to_c(device, "mfact.Context: device", INT32)
+        seed = to_c(seed, "mfact.Context: seed", UINT64)
         opts.device = device
-        opts.device_memory_limit = to_c(memory_limit, "Context(memory_limit=...)", SIZE)
-        opts.cpu_threads = to_c(threads, "Context(threads=...)", INT32)
+        opts.device_memory_limit = to_c(memory_limit, "mfact.Context: memory_limit", SIZE)
+        opts.cpu_threads = to_c(threads, "mfact.Context: threads", INT32)
         opts.seed = seed
         handle = ctypes.c_void_p()
         status = _lib.mf_ctx_create(ctypes.byref(handle), ctypes.byref(opts))
@@ -408,7 +408,7 @@ def _place_args(rank, world_size):
     if rank is not None and rank < 0:
         raise InvalidArgument(f"mfact.Context.join: rank = {rank} is negative")
     if rank is not None:  # an int of C (its world_size is checked above)
-        to_c(rank, "Context.join(rank=...)", INT32)
+        to_c(rank, "mfact.Context.join: rank", INT32)
     if rank is not None and world_size is not None and rank >= world_size:
         raise InvalidArgument(f"mfact.Context.join: rank {rank} of {world_size} is outside "
                               f"0..{world_size - 1}")

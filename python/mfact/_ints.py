@@ -25,7 +25,8 @@ class IdError(IndexError, ValueError):
 
 
 def to_c(value, name, ctype=INT32, lo=None, hi=None):
-    """`value` as a Python int within the C type `ctype` (INT32, INT64, UINT64, SIZE), and
+    """`value` (the parameter `name`, as messages say it: "mfact.ALS: rank") as a Python
+    int within the C type `ctype` (INT32, INT64, UINT64, SIZE), and
     within lo..hi where given (a range the binding knows better than the type: a seed is
     0..2**64-1, a shape 0..2**31-1). Integers of any kind are taken (NumPy's too), and a
     float only when it is a whole number (1e6); anything else is a TypeError."""
@@ -47,14 +48,14 @@ def to_c(value, name, ctype=INT32, lo=None, hi=None):
                 if f is not None and f.is_integer():
                     v = int(f)
                 elif f is not None:
-                    raise TypeError(f"mfact: {name} must be an integer, not {value!r}") \
+                    raise TypeError(f"{name} must be an integer, not {value!r}") \
                         from None
             if v is None:
-                raise TypeError(f"mfact: {name} must be an integer, not "
+                raise TypeError(f"{name} must be an integer, not "
                                 f"{type(value).__name__}") from None
     if not lo <= v <= hi:
         where = f"{kind}: {tmin}..{tmax}" if (lo, hi) == (tmin, tmax) else f"{lo}..{hi}"
-        raise RangeError(f"mfact: {name} = {v} is out of range ({where})")
+        raise RangeError(f"{name} = {v} is out of range ({where})")
     return v
 
 

@@ -74,6 +74,8 @@ def sigint():
         yield s
     finally:
         s.restore()
+    if s.caught:  # a run without a callback to read the flag: raised after the whole run
+        raise KeyboardInterrupt
 
 
 def tracker(sig, total, unit, show_progress, callback, fields):

@@ -53,7 +53,7 @@ def _set_ints(o, owner, names, prefix=None):
     for name in names:
         value = getattr(owner, name)
         if value is not None:
-            setattr(o, name, to_c(value, f"{prefix}({name}=...)"))
+            setattr(o, name, to_c(value, f"mfact.{prefix}: {name}"))
 
 
 def _report(rep, skip=("struct_size",)):
@@ -281,7 +281,7 @@ class _Recommender(_Estimator):
         IdError (IndexError and ValueError) naming it; ALS and SGD score an unseen user by
         mean + item bias."""
         m = self._model()
-        N = to_c(N, "recommend(N=...)")
+        N = to_c(N, f"mfact.{type(self).__name__}.recommend: N")
         # An explicit model scores a user it has not seen by mean + item bias (the
         # library's rule); an implicit one has nothing to score it with: an error.
         users = 2**31 if self._UNSEEN_USERS else m.users
@@ -314,7 +314,7 @@ class _Recommender(_Estimator):
         similar_items, except that the item itself is left out): (ids, scores) as
         recommend gives them."""
         m = self._model()
-        N = to_c(N, "similar_items(N=...)")
+        N = to_c(N, f"mfact.{type(self).__name__}.similar_items: N")
         ids, scalar = self._ids(itemid, "itemid", m.items, "items", "similar_items")
         n = int(ids.shape[0])
         items, scores = self._outputs(n, N)
@@ -771,7 +771,7 @@ def ranking_metrics(model_or_factors, train, test, K=10, ctx=None):
                              "item_factors (items x k) do not agree")
         m = _make_model(U, V, 0.0, None, None,
                         _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE)
-    K = to_c(K, "ranking_metrics(K=...)")
+    K = to_c(K, "mfact.ranking_metrics: K")
     T = as_matrix(test, ctx)
     Tr = as_matrix(train, ctx) if train is not None else None
     r = _lib.Ranking()
@@ -880,7 +880,7 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
         if value is None:
             continue
         if isinstance(getattr(o, name), int):
-            setattr(o, name, to_c(value, f"complete({name}=...)"))
+            setattr(o, name, to_c(value, f"mfact.complete: {name}"))
         else:
             setattr(o, name, float(value))
     if variant is not None:

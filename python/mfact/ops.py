@@ -23,15 +23,15 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     o = _lib.ReadOpts()
     _lib.mf_read_opts_init(ctypes.byref(o))
     o.format = _FORMATS[format]
-    o.index_base = to_c(index_base, "read(index_base=...)", INT32)
+    o.index_base = to_c(index_base, "mfact.read: index_base", INT32)
     if shape is not None:
         try:
             rows, cols = shape
         except (TypeError, ValueError):
             raise ValueError(f"mfact.read: shape must be (rows, cols), not {shape!r}") from None
         # 0: the file's own (its header, else one more than its largest index)
-        o.rows = to_c(rows, "read(shape=...) rows", INT32, 0, INT32_MAX)
-        o.cols = to_c(cols, "read(shape=...) columns", INT32, 0, INT32_MAX)
+        o.rows = to_c(rows, "mfact.read: shape rows", INT32, 0, INT32_MAX)
+        o.cols = to_c(cols, "mfact.read: shape columns", INT32, 0, INT32_MAX)
     if pattern:
         o.flags |= _lib.SPARSE_PATTERN
     out = ctypes.c_void_p()
@@ -93,7 +93,7 @@ def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
         raise ValueError(f"mfact.sddmm: out must be a writable C-contiguous float32 array of "
                          f"{M.nnz}")
     where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
-    to_c(A.shape[1], "sddmm: the columns of A and B", INT32)
+    to_c(A.shape[1], "mfact.sddmm: the columns of A and B", INT32)
     _run(ctx, fw, lambda: _lib.mf_sddmm(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1],
                                         ptr(B), B.shape[1], float(alpha), float(beta),
                                         ptr(out), where, 1 if pattern else 0), "mfact.sddmm")
