@@ -52,6 +52,8 @@ const char *cli_common_help(void);
 /* mf_read_opts from the common flags: --format, --index-base, and --duplicates, or the
  * command's own rule `dflt` (CLI_DUP_*) when --duplicates is not given. */
 void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro);
+/* Why the last context made with backend auto is a CPU one ("" when it is not). */
+const char *cli_cpu_reason(void);
 /* A context from the common flags; prints the failure and returns NULL. */
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c);
 /* "mfact CMD: message" on stderr. */

@@ -184,6 +184,8 @@ static int run_generated(mf_ctx *ctx, const demo_args *a)
     cli_out out;
     cli_out_begin(&out, a->common.json);
     cli_out_str(&out, "backend", cuda ? "cuda" : "cpu");
+    if (!cuda && cli_cpu_reason()[0])
+        cli_out_str(&out, "why not cuda", cli_cpu_reason());
     cli_out_str(&out, "device", d.name);
     if (!cuda)
         cli_out_int(&out, "cpu threads", d.cpu_threads);

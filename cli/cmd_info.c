@@ -38,6 +38,8 @@ int cmd_info(int argc, char **argv)
     cli_out_str(&o, "version", mf_version_string());
     cli_out_str(&o, "build", mf_build_info());
     cli_out_str(&o, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    if (mf_ctx_backend(ctx) == MF_BACKEND_CPU && cli_cpu_reason()[0])
+        cli_out_str(&o, "why not cuda", cli_cpu_reason());
     cli_out_int(&o, "cpu threads", d.cpu_threads);
     if (mf_ctx_backend(ctx) == MF_BACKEND_CUDA) {
         char cc[16];

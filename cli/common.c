@@ -199,10 +199,32 @@ void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
                                        : MF_SPARSE_DEFAULT;
 }
 
+/* Why backend auto settled on the CPU, as the library logs it ("" until it does). */
+static char cpu_reason[512];
+
+const char *cli_cpu_reason(void)
+{
+    return cpu_reason;
+}
+
+static void keep_cpu_reason(void *user, mf_log_level level, const char *message)
+{
+    (void)user, (void)level;
+    static const char head[] = "backend auto: using the CPU (";
+    if (strncmp(message, head, sizeof head - 1) != 0)
+        return;
+    snprintf(cpu_reason, sizeof cpu_reason, "%s", message + sizeof head - 1);
+    const size_t n = strlen(cpu_reason);
+    if (n > 0 && cpu_reason[n - 1] == ')')
+        cpu_reason[n - 1] = '\0';
+}
+
 mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)
 {
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
+    o.log = keep_cpu_reason;
+    o.log_level = MF_LOG_INFO;
     o.backend = c->backend;
     o.device = c->device;
     o.seed = c->seed;

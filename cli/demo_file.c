@@ -35,6 +35,8 @@ static int report(mf_ctx *ctx, const demo_args *a, const mf_sparse *m, double se
     cli_out o;
     cli_out_begin(&o, a->common.json);
     cli_out_str(&o, "backend", mf_ctx_backend(ctx) == MF_BACKEND_CUDA ? "cuda" : "cpu");
+    if (mf_ctx_backend(ctx) == MF_BACKEND_CPU && cli_cpu_reason()[0])
+        cli_out_str(&o, "why not cuda", cli_cpu_reason());
     cli_out_str(&o, "device", d.name);
     cli_out_str(&o, "source", a->file);
     cli_out_int(&o, "rows", rows);

@@ -1,4 +1,5 @@
 // Opening a device for a context, its stream, device queries, copies and error translation.
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +20,15 @@ extern "C" int mf_cuda_device_count(char *why, size_t why_len)
     cudaError_t err = cudaGetDeviceCount(&n);
     if (err != cudaSuccess) {
         (void)cudaGetLastError();
-        snprintf(why, why_len, "%s (%s)", cudaGetErrorString(err), cudaGetErrorName(err));
+        /* With no driver at all the runtime says "driver version is insufficient": say
+         * what is missing instead. */
+        void *driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+        if (!driver && (err == cudaErrorInsufficientDriver || err == cudaErrorNoDevice))
+            snprintf(why, why_len, "no NVIDIA driver is installed (libcuda.so.1 cannot be loaded)");
+        else
+            snprintf(why, why_len, "%s (%s)", cudaGetErrorString(err), cudaGetErrorName(err));
+        if (driver)
+            dlclose(driver);
         return 0;
     }
     if (n == 0)
