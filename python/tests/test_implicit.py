@@ -242,15 +242,15 @@ def test_fit_inputs_progress_and_early_stop(ctx):
     assert all(x >= y for x, y in zip(losses, losses[1:]))  # exact ALS never goes up
     assert m.history == seen and m.report["loss"] == pytest.approx(losses[-1])
     assert m.report["solver"] == "exact"
-    # Without a bar or a callable, a fit on the main thread still installs the callback
-    # that Ctrl-C stops (so the loss is computed); without those checks it is not.
-    assert np.isfinite(a.report["loss"]) and a.history is None
-    previous = mfact.set_interrupt_checks(False)
+    # Without a bar or a callable no callback is installed by default (the loss is not
+    # computed); with set_interrupt_checks(True) one is, for Ctrl-C, and the loss comes.
+    assert np.isnan(a.report["loss"]) and a.history is None
+    previous = mfact.set_interrupt_checks(True)
     try:
         d = mfact.ImplicitALS(rank=8, iterations=4, ctx=ctx).fit(M)
     finally:
         mfact.set_interrupt_checks(previous)
-    assert np.isnan(d.report["loss"])  # not computed without a callback
+    assert np.isfinite(d.report["loss"])
     np.testing.assert_array_equal(d.user_factors, a.user_factors)  # the same run
 
 

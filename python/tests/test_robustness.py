@@ -114,6 +114,7 @@ def test_sigint_during_a_fit_raises_keyboard_interrupt(ctx, algo):
             "sgd": lambda: mfact.SGD(rank=16, epochs=1000000, ctx=ctx),
             "ials": lambda: mfact.ImplicitALS(rank=16, iterations=100000, ctx=ctx)}[algo]
     model = make()
+    previous = mfact.set_interrupt_checks(True)  # stops a fit without a bar too
     timer = _sigint_after(0.5)
     t0 = time.monotonic()
     try:
@@ -121,6 +122,7 @@ def test_sigint_during_a_fit_raises_keyboard_interrupt(ctx, algo):
             model.fit(R)
     finally:
         timer.cancel()
+        mfact.set_interrupt_checks(previous)
     assert time.monotonic() - t0 < 60  # stopped after an iteration, not at the end
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
     done = model.report["epochs" if algo == "sgd" else "iterations"]
