@@ -245,6 +245,15 @@ static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
     cli_out_num(&out, "recall", rep.recall);
     cli_out_num(&out, "F1", rep.f1);
     cli_out_int(&out, "sweeps", rep.sweeps);
+    /* Say when the clock, not the search, ended the run, and when what it returns is no
+     * factorization at all (an all-zero A o B): a number alone read as a result. */
+    const bool timed_out = a->time_limit > 0 && rep.seconds >= a->time_limit;
+    cli_out_str(&out, "stopped", timed_out ? "time limit" : "search ended");
+    if (rep.tp == 0 && rep.fp == 0 && ones > 0)
+        cli_error("bmf", "the factors are all zero (A o B has no ones)%s",
+                  timed_out ? ": the time limit came before the search found any; raise "
+                              "--time-limit"
+                            : "");
     cli_out_int(&out, "best instance", rep.best_instance);
     cli_out_num(&out, "seconds", rep.seconds);
     cli_out_end(&out);

@@ -18,6 +18,7 @@ typedef struct ials_args {
     cli_common common;
     const char *cmd;
     const char *file, *test_file, *out_u, *out_v, *out_rec, *save_model;
+    bool eval_each; /* --eval-each: the ranking metrics after every iteration, not the last */
     long long rank, iterations, cg_steps, top, gpus;
     double lambda, alpha, epsilon, test_fraction;
     mf_ials_confidence confidence;
@@ -31,7 +32,8 @@ static void ials_help(const char *cmd)
     printf(
         "usage: mfact %s FILE [--rank K] [--lambda L] [--alpha A] [--confidence linear|log]\n"
         "                [--epsilon E] [--iterations N] [--solver auto|exact|cg] [--cg-steps S]\n"
-        "                [--test FILE | --test-fraction F] [--top N] [--output FILE]\n"
+        "                [--test FILE | --test-fraction F] [--eval-each] [--top N] [--output "
+        "FILE]\n"
         "                [--output-u FILE] [--output-v FILE] [--save-model FILE] [--gpus N]\n"
         "                [options]\n"
         "       mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N] ...\n"
@@ -43,8 +45,11 @@ static void ials_help(const char *cmd)
         "(Cholesky) or by S conjugate-gradient steps from the previous iteration (cg, the\n"
         "default through auto; S default %d). With --test FILE or a held-out fraction F of\n"
         "FILE (by a hash of the position and --seed), prints precision, MAP, NDCG (at --top\n"
-        "N, default 10) and AUC after every iteration, as implicit's ranking_metrics_at_k\n"
-        "computes them. recommend writes each user's top N items, those of FILE left out,\n"
+        "N, default 10) and AUC after the last iteration (--eval-each: after every one, which\n"
+        "can cost more than the training; the output gives the evaluation's seconds), as\n"
+        "implicit's ranking_metrics_at_k computes them. ials writes no recommendations\n"
+        "(--output is recommend's). recommend writes each user's top N items, those of FILE left "
+        "out,\n"
         "to --output FILE (default standard output) as 'user item score' lines, 0-based.\n"
         "--output-u and --output-v write the factors as text, one row per line;\n"
         "--save-model FILE writes the model file that mfact recommend --model reads. --gpus N:\n"
@@ -63,6 +68,10 @@ static int bad(const ials_args *a, const char *what)
 static int ials_option(void *args, const char *opt, const char *val)
 {
     ials_args *a = args;
+    if (!strcmp(opt, "--eval-each")) {
+        a->eval_each = true;
+        return CLI_TOOK_FLAG;
+    }
     if (!val)
         return CLI_NOT_MINE;
     if (!strcmp(opt, "--rank")) {
@@ -140,6 +149,9 @@ static int parse(int argc, char **argv, const char *cmd, ials_args *a)
         return bad(a, "an interactions FILE is required");
     if (a->test_file && a->test_fraction > 0)
         return bad(a, "--test and --test-fraction exclude each other");
+    if (a->out_rec && strcmp(cmd, "recommend") != 0) /* it had been ignored */
+        return bad(a, "--output writes recommendations, which is mfact recommend's (ials "
+                      "writes its factors with --output-u/--output-v or --save-model)");
     return 0;
 }
 
@@ -186,7 +198,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     /* One iteration a call, so that the ranking can be measured in between: each call
      * continues from the factors of the last (CG keeps nothing else between half-steps). */
     o.iterations = 1;
-    double seconds = 0.0;
+    double seconds = 0.0, evaluating = 0.0;
     mf_ranking r = {.struct_size = sizeof r};
     cli_gpus g;
     int rc = cli_gpus_open(a->cmd, &a->common, ctx, (int)a->gpus, train, NULL, k, U, V, &g) != 0
@@ -202,12 +214,16 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
         seconds += call.rep.iteration_seconds;
         if (!cli_quiet()) /* a launched rank other than 0 prints no progress */
             fprintf(log, "iteration %lld (%.3f s)", it, call.rep.iteration_seconds);
-        if (test) {
+        /* The ranking of every user costs more than an iteration: after the last one only,
+         * unless --eval-each asks, and its time is reported apart. */
+        if (test && (a->eval_each || it == a->iterations)) {
+            const double t0 = cli_seconds();
             if (mf_ranking_evaluate(ctx, &m, train, test, (int)a->top, &r) != MF_OK) {
                 cli_error(a->cmd, "%s", mf_ctx_last_error(ctx));
                 rc = CLI_FAILED;
                 break;
             }
+            evaluating += cli_seconds() - t0;
             if (!cli_quiet())
                 fprintf(log, ": precision@%lld %.4f  MAP %.4f  NDCG %.4f  AUC %.4f", a->top,
                         r.precision, r.map, r.ndcg, r.auc);
@@ -244,6 +260,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
             cli_out_num(&out, "MAP", r.map);
             cli_out_num(&out, "NDCG", r.ndcg);
             cli_out_num(&out, "AUC", r.auc);
+            cli_out_num(&out, "evaluation seconds", evaluating);
         }
         cli_out_end(&out);
     }

@@ -191,6 +191,14 @@ grep -q "^iteration 6 (.*precision@5" /tmp/mfact-cli-err.$$ ||
 ! echo "$out" | grep -q "^iteration [0-9]* (" || fail "ials progress on stdout: $out"
 "$mfact" ials --backend cpu "$plays" --rank 4 --iterations 2 --json 2>/dev/null |
   python3 -c 'import json, sys; json.load(sys.stdin)' || fail "ials --json is not one JSON object"
+# The ranking is measured after the last iteration only, unless --eval-each, and its cost is
+# reported apart (issue 44 row 11); ials --output, recommend's, is refused, not ignored (row 6).
+grep "^iteration 1 (" /tmp/mfact-cli-err.$$ | grep -q precision && fail "ials measured the ranking after iteration 1"
+echo "$out" | grep -q "^evaluation seconds " || fail "ials does not report the evaluation's seconds: $out"
+"$mfact" ials --backend cpu "$plays" --rank 4 --iterations 2 --test-fraction 0.2 --eval-each 2>&1 >/dev/null |
+  grep -c "precision@" | grep -q "^2$" || fail "ials --eval-each does not measure every iteration"
+"$mfact" ials --backend cpu "$plays" --output /tmp/mfact-recs.$$ 2>/dev/null; [ $? -eq 2 ] ||
+  fail "ials --output is not a usage error"
 p=$(echo "$out" | awk '/^precision@5 /{print $2}')
 python3 -c "import sys; sys.exit(0 if float('$p') > 0.3 else 1)" || fail "ials precision@5 $p: $out"
 "$mfact" recommend --backend cpu "$plays" --rank 4 --iterations 6 --top 3 --output "$recs" >/dev/null ||
@@ -388,6 +396,10 @@ rows=$(awk '$1 >= n { n = $1 + 1 } END { print n }' "$base/test0.txt")
 "$mfact" demo --backend cpu "$base/test0.txt" | grep -q "^rows $((rows - 1))$" || fail "demo without --index-base"
 "$mfact" demo "$base/train0.txt" --index-base 2 2>/dev/null; [ $? -eq 2 ] || fail "--index-base 2 is not a usage error"
 # Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
+# A run the clock ended says so (issue 44 row 11).
+"$mfact" bmf --backend cpu "$bin" --rank 2 | grep -q "^stopped search ended$" || fail "bmf: how it stopped"
+"$mfact" bmf --backend cpu "$bin" --rank 2 --time-limit 0.000001 2>/dev/null | grep -q "^stopped time limit$" ||
+  fail "bmf --time-limit: not reported"
 "$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
   fail "bmf wrote to stderr off a terminal: $(cat /tmp/mfact-cli-err.$$)"
 # On a terminal (script(1) makes one) a long search shows its progress line unasked.
