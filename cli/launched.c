@@ -15,6 +15,7 @@
 #endif
 
 static int launched_rank, launched_size = 1;
+static bool quiet; /* a rank other than 0, without MFACT_LOG_ALL_RANKS=1: prints no progress */
 #ifdef MFACT_CLI_MPI
 static int joined_mpi; /* this process joined MPI_COMM_WORLD: a failure aborts the job */
 #endif
@@ -168,7 +169,8 @@ mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c)
     /* Rank 0 prints the results: the others' stdout goes, their errors stay (a failure one
      * rank alone meets must be seen), their progress is not printed (cli_quiet). */
     const char *all = getenv("MFACT_LOG_ALL_RANKS");
-    if (rank != 0 && !(all && !strcmp(all, "1"))) {
+    quiet = rank != 0 && !(all && !strcmp(all, "1"));
+    if (quiet) {
         fflush(stdout);
         if (!freopen("/dev/null", "w", stdout))
             return ctx; /* the rank still takes part; it only prints */
@@ -178,8 +180,7 @@ mf_ctx *cli_make_group_ctx(const char *cmd, const cli_common *c)
 
 bool cli_quiet(void)
 {
-    const char *all = getenv("MFACT_LOG_ALL_RANKS");
-    return launched_rank != 0 && !(all && !strcmp(all, "1"));
+    return quiet;
 }
 
 int cli_launched_finish(int rc)

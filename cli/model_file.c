@@ -7,20 +7,25 @@
 
 #include "launched.h"
 
+void cli_fit_model(const cli_fit *fit, mf_model *m)
+{
+    int32_t users, items;
+    mf_sparse_shape(fit->train, &users, &items, NULL);
+    mf_model_init(m);
+    m->users = users, m->items = items, m->k = fit->k;
+    m->U = fit->U, m->ldu = fit->ld, m->V = fit->V, m->ldv = fit->ld;
+    if (fit->bias) {
+        m->mean = fit->bias->mean;
+        m->user_bias = fit->bias->user, m->item_bias = fit->bias->item;
+    }
+}
+
 int cli_save_model(const char *cmd, mf_ctx *ctx, const char *path, const cli_fit *fit)
 {
     if (!path || cli_launched_rank() != 0) /* rank 0 writes what every rank holds */
         return 0;
-    int32_t users, items;
-    mf_sparse_shape(fit->train, &users, &items, NULL);
     mf_model m;
-    mf_model_init(&m);
-    m.users = users, m.items = items, m.k = fit->k;
-    m.U = fit->U, m.ldu = fit->ld, m.V = fit->V, m.ldv = fit->ld;
-    if (fit->bias) {
-        m.mean = fit->bias->mean;
-        m.user_bias = fit->bias->user, m.item_bias = fit->bias->item;
-    }
+    cli_fit_model(fit, &m);
     char options[1024];
     snprintf(options, sizeof options, "%s index_base=%d", fit->options, cli_ratings_base());
     mf_model_save_opts o;

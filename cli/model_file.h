@@ -17,6 +17,9 @@ typedef struct cli_fit {
     const mf_biases *bias;
 } cli_fit;
 
+/* The fit as a host mf_model (a view of its arrays). */
+void cli_fit_model(const cli_fit *fit, mf_model *m);
+
 /* Save the fit to `path` (NULL: nothing) on rank 0 of a launch (the other ranks write
  * nothing), its options followed by "index_base=B", the base of the ratings file it read
  * (cli_ratings_base), so that predict and recommend number ids as the training file did.

@@ -56,16 +56,8 @@ int cli_out_test(cli_out *out, const char *cmd, mf_ctx *ctx, const cli_fit *fit,
         cli_out_num(out, "test RMSE", seen_rmse);
         return 0;
     }
-    int32_t users, items;
-    mf_sparse_shape(fit->train, &users, &items, NULL);
     mf_model m;
-    mf_model_init(&m);
-    m.users = users, m.items = items, m.k = fit->k;
-    m.U = fit->U, m.ldu = fit->ld, m.V = fit->V, m.ldv = fit->ld;
-    if (fit->bias) {
-        m.mean = fit->bias->mean;
-        m.user_bias = fit->bias->user, m.item_bias = fit->bias->item;
-    }
+    cli_fit_model(fit, &m);
     double all = 0.0;
     if (mf_model_rmse(ctx, &m, whole, &all) != MF_OK) {
         cli_error(cmd, "%s", mf_ctx_last_error(ctx));
