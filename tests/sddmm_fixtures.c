@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sddmm/sddmm_round.h"
 #include "testutil.h"
 
 const char *fx_pattern_name(fx_pattern p)
@@ -81,8 +82,40 @@ mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, d
     return m;
 }
 
-void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const float *B,
-                  int64_t ldb, double alpha, int pattern, double *ref, double *bound)
+/* x rounded as `precision` hands it to the tensor cores, split in big + small for 3xTF32
+ * (small is 0 otherwise). */
+static void fx_split(mf_precision precision, float x, double *big, double *small)
+{
+    float b = x, s = 0.0f;
+    switch (precision) {
+    case MF_PRECISION_3XTF32:
+        b = mf_round_tf32(x);
+        s = mf_round_tf32(x - b);
+        break;
+    case MF_PRECISION_TF32: b = mf_round_tf32(x); break;
+    case MF_PRECISION_BF16: b = mf_round_bf16(x); break;
+    case MF_PRECISION_FP16: b = mf_round_fp16(x); break;
+    default: break;
+    }
+    *big = b;
+    *small = s;
+}
+
+double fx_precision_bound(mf_precision precision, int k)
+{
+    const double u = ldexp(1.0, -24);
+    switch (precision) {
+    case MF_PRECISION_3XTF32: return (4.0 * k + 16.0) * u;
+    case MF_PRECISION_TF32:
+    case MF_PRECISION_FP16: return ldexp(1.0, -10) + ldexp(1.0, -22) + 2.0 * k * u;
+    case MF_PRECISION_BF16: return ldexp(1.0, -7) + ldexp(1.0, -16) + 2.0 * k * u;
+    default: return 2.0 * k * u;
+    }
+}
+
+void fx_sddmm_ref_rounded(const mf_sparse *S, int k, const float *A, int64_t lda, const float *B,
+                          int64_t ldb, double alpha, int pattern, mf_precision precision,
+                          double *ref, double *bound)
 {
     int32_t rows, cols;
     int64_t nnz;
@@ -96,9 +129,12 @@ void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const 
         for (int64_t p = ptr[i]; p < ptr[i + 1]; p++) {
             double d = 0.0, m = 0.0;
             for (int t = 0; t < k; t++) {
-                double x = (double)A[(int64_t)i * lda + t] * B[(int64_t)col[p] * ldb + t];
+                double ab, as, bb, bs;
+                fx_split(precision, A[(int64_t)i * lda + t], &ab, &as);
+                fx_split(precision, B[(int64_t)col[p] * ldb + t], &bb, &bs);
+                double x = ab * bb + ab * bs + as * bb;
                 d += x;
-                m += fabs(x);
+                m += fabs(ab * bb) + fabs(ab * bs) + fabs(as * bb);
             }
             double sv = pattern ? 1.0 : val[p];
             ref[p] = alpha * sv * d;
@@ -107,6 +143,32 @@ void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const 
     free(ptr);
     free(col);
     free(val);
+}
+
+double fx_check_relative(const char *what, int64_t nnz, const float *got, const double *ref,
+                         const double *bound, double rel, double beta, const float *before)
+{
+    const double u = ldexp(1.0, -24);
+    double worst = 0.0;
+    for (int64_t p = 0; p < nnz; p++) {
+        double want = ref[p] + (before ? beta * before[p] : 0.0);
+        double tol = rel * bound[p] + 4.0 * u * fabs(want) +
+                     (before ? 2.0 * u * fabs(beta * before[p]) : 0.0) + 1e-30;
+        ck_assert_msg(isfinite(got[p]), "%s: entry %lld is %g", what, (long long)p, (double)got[p]);
+        double err = fabs(got[p] - want);
+        ck_assert_msg(err <= tol,
+                      "%s: entry %lld is %.9g, reference %.9g (error %.3g > bound %.3g)", what,
+                      (long long)p, (double)got[p], want, err, tol);
+        if (bound[p] > 0)
+            worst = fmax(worst, err / bound[p]);
+    }
+    return worst;
+}
+
+void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const float *B,
+                  int64_t ldb, double alpha, int pattern, double *ref, double *bound)
+{
+    fx_sddmm_ref_rounded(S, k, A, lda, B, ldb, alpha, pattern, MF_PRECISION_FP32, ref, bound);
 }
 
 void fx_check_sddmm(const char *what, int64_t nnz, int k, const float *got, const double *ref,

@@ -75,7 +75,7 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
     for (int64_t p = 0; p < pr->nnz; p++)
         nan[p] = NAN;
     float *dout = to_device(nan, ob);
-    mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 0};
+    mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 0, MF_PRECISION_FP32};
     mf_status st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout,
                                     MF_MEMORY_DEVICE, 0)
                          : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);

@@ -5,6 +5,7 @@
 
 #include "core/sparse.h"
 #include "sddmm/sddmm_layout.h"
+#include "sddmm/sddmm_round.h"
 #include "sddmm/sddmm_tuning.h"
 #include "sddmm_fixtures.h"
 #include "testutil.h"
@@ -53,36 +54,117 @@ START_TEST(hand_computed)
 }
 END_TEST
 
+/* The roundings on known values: TF32 ties away from zero, bf16 and fp16 to even; fp16's
+ * subnormals and overflow. Then mf_sddmm_ex on a 1 x 1 product whose rounding shows. */
+START_TEST(precisions_known_answers)
+{
+    ck_assert_float_eq(mf_round_tf32(1.0f + 0x1p-11f), 1.0f + 0x1p-10f); /* tie: away */
+    ck_assert_float_eq(mf_round_tf32(-1.0f - 0x1p-11f), -1.0f - 0x1p-10f);
+    ck_assert_float_eq(mf_round_tf32(1.0f + 0x1p-12f), 1.0f);
+    ck_assert_float_eq(mf_round_bf16(1.0f + 0x1p-8f), 1.0f); /* tie: to even */
+    ck_assert_float_eq(mf_round_bf16(1.0f + 0x1.8p-7f), 1.0f + 0x1p-6f);
+    ck_assert_float_eq(mf_round_fp16(1.0f + 0x1p-11f), 1.0f); /* tie: to even */
+    ck_assert_float_eq(mf_round_fp16(65504.0f), 65504.0f);
+    ck_assert(isinf(mf_round_fp16(65520.0f)) && mf_round_fp16(-70000.0f) < 0);
+    ck_assert_float_eq(mf_round_fp16(0x1.8p-24f), 0x1p-23f); /* subnormal spacing 2^-24 */
+    ck_assert_float_eq(mf_round_fp16(0x1p-26f), 0.0f);
+    ck_assert(isnan(mf_round_tf32(NAN)) && isnan(mf_round_bf16(NAN)) && isnan(mf_round_fp16(NAN)));
+
+    mf_ctx *ctx = tu_cpu_ctx();
+    int32_t r[] = {0}, c[] = {0};
+    mf_sparse *S = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &S, 1, 1, 1, r, c, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    const float a[] = {1.0f + 0x1p-12f}, b[] = {1.0f};
+    const struct {
+        mf_precision p;
+        float want;
+    } cases[] = {{MF_PRECISION_FP32, 1.0f + 0x1p-12f},
+                 {MF_PRECISION_3XTF32, 1.0f + 0x1p-12f}, /* small = 2^-12 carries it */
+                 {MF_PRECISION_TF32, 1.0f},
+                 {MF_PRECISION_BF16, 1.0f},
+                 {MF_PRECISION_FP16, 1.0f}};
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        float out = NAN;
+        ck_assert_int_eq(
+            mf_sddmm_ex(ctx, S, 1, a, 1, b, 1, 1.0f, 0.0f, &out, MF_MEMORY_HOST, 0, cases[i].p),
+            MF_OK);
+        ck_assert_msg(out == cases[i].want, "precision %d: %a, want %a", (int)cases[i].p,
+                      (double)out, (double)cases[i].want);
+    }
+    const float big[] = {70000.0f};
+    float out = 0;
+    ck_assert_int_eq(mf_sddmm_ex(ctx, S, 1, big, 1, b, 1, 1.0f, 0.0f, &out, MF_MEMORY_HOST, 0,
+                                 MF_PRECISION_FP16),
+                     MF_OK);
+    ck_assert(isinf(out)); /* the header says so: beyond fp16's range */
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A reduced precision's result: within the header's bound of the float64 product of the
+ * unrounded factors, within float accumulation (2 (k + 2) 2^-24) of the float64 product of
+ * the rounded ones (the emulation is exact but for the sums), and visibly less accurate than
+ * float (the rounding did happen). */
+static void check_reduced(const char *what, const mf_sparse *S, int k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, mf_precision prec, const float *out,
+                          double beta, const float *before)
+{
+    int64_t nnz = S->nnz;
+    double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
+    fx_sddmm_ref(S, k, A, lda, B, ldb, -1.5, 0, ref, bound);
+    double worst =
+        fx_check_relative(what, nnz, out, ref, bound, fx_precision_bound(prec, k), beta, before);
+    if (prec != MF_PRECISION_3XTF32 && nnz > 100)
+        ck_assert_msg(worst > ldexp(1.0, -16), "%s: error %.3g, as if unrounded", what, worst);
+    fx_sddmm_ref_rounded(S, k, A, lda, B, ldb, -1.5, 0, prec, ref, bound);
+    fx_check_relative(what, nnz, out, ref, bound, 2.0 * (k + 2) * ldexp(1.0, -24), beta, before);
+    free(ref), free(bound);
+}
+
+/* Every precision on every pattern and k, with beta and with a NaN-poisoned out (beta = 0
+ * must never read it): float against the float64 reference, the others as check_reduced. */
 START_TEST(random_against_float64)
 {
     mf_ctx *ctx = tu_cpu_ctx();
-    for (int pi = 0; pi < FX_PATTERNS; pi++)
-        for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
-            int k = test_k[ki];
-            int32_t rows = pi == FX_DENSE ? 40 : 300, cols = pi == FX_DENSE ? 50 : 200;
-            mf_sparse *S = fx_matrix(ctx, (fx_pattern)pi, rows, cols, 0.05, 1, 11 + pi);
-            int64_t nnz;
-            mf_sparse_shape(S, NULL, NULL, &nnz);
-            int64_t lda = k + 3, ldb = k; /* a padded A, a tight B */
-            float *A = fx_floats(rows * lda, 100 + k), *B = fx_floats(cols * ldb, 200 + k);
-            float *out = fx_floats(nnz, 7), *before = malloc((size_t)nnz * sizeof *before);
-            double *ref = malloc((size_t)nnz * sizeof *ref),
-                   *bound = malloc((size_t)nnz * sizeof *bound);
-            memcpy(before, out, (size_t)nnz * sizeof *out);
-            char what[96];
-            snprintf(what, sizeof what, "cpu %s k=%d", fx_pattern_name((fx_pattern)pi), k);
-            fx_sddmm_ref(S, k, A, lda, B, ldb, -1.5, 0, ref, bound);
-            ck_assert_int_eq(
-                mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.25f, out, MF_MEMORY_HOST, 0), MF_OK);
-            fx_check_sddmm(what, nnz, k, out, ref, bound, 0.25, before);
-            for (int64_t p = 0; p < nnz; p++)
-                out[p] = NAN; /* beta = 0 must never read out */
-            ck_assert_int_eq(
-                mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, 0.0f, out, MF_MEMORY_HOST, 0), MF_OK);
-            fx_check_sddmm(what, nnz, k, out, ref, bound, 0.0, NULL);
-            free(A), free(B), free(out), free(before), free(ref), free(bound);
-            mf_sparse_destroy(S);
-        }
+    for (int prec = MF_PRECISION_FP32; prec <= MF_PRECISION_FP16; prec++)
+        for (int pi = 0; pi < FX_PATTERNS; pi++)
+            for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
+                int k = test_k[ki];
+                int32_t rows = pi == FX_DENSE ? 40 : 300, cols = pi == FX_DENSE ? 50 : 200;
+                mf_sparse *S = fx_matrix(ctx, (fx_pattern)pi, rows, cols, 0.05, 1, 11 + pi);
+                int64_t nnz;
+                mf_sparse_shape(S, NULL, NULL, &nnz);
+                int64_t lda = k + 3, ldb = k; /* a padded A, a tight B */
+                float *A = fx_floats(rows * lda, 100 + k), *B = fx_floats(cols * ldb, 200 + k);
+                float *out = fx_floats(nnz, 7), *before = malloc((size_t)nnz * sizeof *before);
+                double *ref = malloc((size_t)nnz * sizeof *ref),
+                       *bound = malloc((size_t)nnz * sizeof *bound);
+                memcpy(before, out, (size_t)nnz * sizeof *out);
+                char what[96];
+                snprintf(what, sizeof what, "cpu precision %d %s k=%d", prec,
+                         fx_pattern_name((fx_pattern)pi), k);
+                fx_sddmm_ref(S, k, A, lda, B, ldb, -1.5, 0, ref, bound);
+                for (int pass = 0; pass < 2; pass++) {
+                    float beta = pass ? 0.0f : 0.25f;
+                    if (pass)
+                        for (int64_t p = 0; p < nnz; p++)
+                            out[p] = NAN;
+                    mf_status st = prec == MF_PRECISION_FP32
+                                       ? mf_sddmm(ctx, S, k, A, lda, B, ldb, -1.5f, beta, out,
+                                                  MF_MEMORY_HOST, 0)
+                                       : mf_sddmm_ex(ctx, S, k, A, lda, B, ldb, -1.5f, beta, out,
+                                                     MF_MEMORY_HOST, 0, (mf_precision)prec);
+                    ck_assert_int_eq(st, MF_OK);
+                    if (prec == MF_PRECISION_FP32)
+                        fx_check_sddmm(what, nnz, k, out, ref, bound, beta, pass ? NULL : before);
+                    else
+                        check_reduced(what, S, k, A, lda, B, ldb, (mf_precision)prec, out, beta,
+                                      pass ? NULL : before);
+                }
+                free(A), free(B), free(out), free(before), free(ref), free(bound);
+                mf_sparse_destroy(S);
+            }
     mf_ctx_destroy(ctx);
 }
 END_TEST
@@ -114,6 +196,15 @@ START_TEST(bad_arguments_leave_out_untouched)
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 4), "unknown flags");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_DEVICE, 0), "CPU backend");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, (mf_memory)5, 0), "where = 5");
+    BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
+                    (mf_precision)5),
+        "precision = 5");
+    BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
+                    (mf_precision)-1),
+        "precision = -1");
+    BAD(mf_sddmm_ex(ctx, S, 0, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
+                    MF_PRECISION_TF32),
+        "k = 0");
     ck_assert_int_eq(mf_sddmm(NULL, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(NULL), "ctx is NULL"));
@@ -299,6 +390,7 @@ int main(void)
     static const tu_suite suite = {.name = "sddmm", .timeout = 120};
     const TTest *const tests[] = {hand_computed,
                                   random_against_float64,
+                                  precisions_known_answers,
                                   bad_arguments_leave_out_untouched,
                                   rmse_known_answer,
                                   spmm_both_ops,

@@ -383,6 +383,44 @@ MF_API mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A
                           const float *B, int64_t ldb, float alpha, float beta, float *out,
                           mf_memory where, unsigned flags);
 
+/* The arithmetic of a sampled product (mf_sddmm_ex). Values are part of the ABI. With a reduced
+ * precision the factors' entries are rounded to the narrower format on the way into the
+ * tensor cores (round to nearest: TF32 ties away from zero, as the hardware's conversion
+ * does; bf16 and fp16 ties to even), their products are exact, and the sums accumulate in
+ * float. Bounds per entry, relative to m = |alpha * S_ij| * sum_t |A_it * B_jt|, with
+ * u = 2^-24 (float's unit roundoff):
+ *   FP32    2 k u m: today's CUDA-core (and CPU) float dot product, the default.
+ *   3XTF32  (4 k + 16) u m: each entry split as big + small, big = tf32(x), small =
+ *           tf32(x - big), and big*big + big*small + small*big summed on the tensor cores;
+ *           only small*small and small's own rounding (2^-22 each) are dropped, and the
+ *           three products per term double the float sums: fp32-like.
+ *   TF32    (2^-10 + 2^-22 + 2 k u) m: 10 stored mantissa bits, 2^-11 per input.
+ *   BF16    (2^-7 + 2^-16 + 2 k u) m: 7 stored mantissa bits, 2^-8 per input.
+ *   FP16    (2^-10 + 2^-22 + 2 k u) m, while every |A_it|, |B_jt| is in [2^-14, 65504]:
+ *           10 stored mantissa bits, 2^-11 per input. Smaller entries lose relative precision
+ *           (an absolute 2^-25 per input: fp16's subnormals); entries of magnitude 65520 or
+ *           more become infinite, and so do the products they enter. Scale the factors first
+ *           when they may be that large.
+ * The CPU backend rounds the inputs the same way, so CPU and GPU results of one precision
+ * differ by the float accumulation alone (2 k u times the rounded inputs' m). */
+typedef enum mf_precision {
+    MF_PRECISION_FP32 = 0,
+    MF_PRECISION_3XTF32 = 1,
+    MF_PRECISION_TF32 = 2,
+    MF_PRECISION_BF16 = 3,
+    MF_PRECISION_FP16 = 4
+} mf_precision;
+
+/* mf_sddmm with a choice of arithmetic: mf_sddmm(...) is mf_sddmm_ex(..., MF_PRECISION_FP32).
+ * The reduced precisions run on the tensor cores on a CUDA context: the first such call on a
+ * matrix builds its condensed-column plan (one per matrix, for every k and precision; the
+ * INFO log line "mf_sddmm: tensor-core plan ..." reports its size and build time) and caches
+ * it on S. A precision that is not one of mf_precision's values is MF_ERR_INVALID_ARGUMENT
+ * and leaves out untouched; other arguments as mf_sddmm. */
+MF_API mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, float alpha, float beta, float *out,
+                             mf_memory where, unsigned flags, mf_precision precision);
+
 typedef enum mf_op {
     MF_OP_N = 0, /* S as it is   */
     MF_OP_T = 1  /* S transposed */

@@ -40,6 +40,8 @@ lib, library_path = _load()
 
 # ---- enums (values from mfact.h) ---------------------------------------------------------
 MEMORY_HOST, MEMORY_DEVICE = 0, 1
+# mf_precision, by the names mfact.sddmm takes
+PRECISIONS = {"fp32": 0, "3xtf32": 1, "tf32": 2, "bf16": 3, "fp16": 4}
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 SPARSE_SUM_DUPLICATES, SPARSE_PATTERN, SPARSE_KEEP_LAST = 1, 2, 4
@@ -227,6 +229,8 @@ mf_read_opts_init = _init_sized("mf_read_opts_init", ReadOpts)
 mf_sparse_read = _proto("mf_sparse_read", c_int, P, POINTER(P), c_char_p, POINTER(ReadOpts))
 mf_sddmm = _proto("mf_sddmm", c_int, P, P, c_int, P, c_int64, P, c_int64, c_float, c_float, P,
                   c_int, c_uint)
+mf_sddmm_ex = _proto("mf_sddmm_ex", c_int, P, P, c_int, P, c_int64, P, c_int64, c_float, c_float,
+                     P, c_int, c_uint, c_int)
 mf_spmm = _proto("mf_spmm", c_int, P, c_int, P, c_int64, c_float, P, c_int64, c_float, P,
                  c_int64, c_int)
 mf_model_init = _init_sized("mf_model_init", Model)

@@ -70,11 +70,16 @@ def _run(ctx, fw, call, what):
             fw.sync_stream(_lib.mf_ctx_stream(ctx.handle))
 
 
-def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
+def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None, precision="fp32"):
     """out[p] = alpha * S_ij * dot(A[i], B[j]) + beta * out[p] for each stored entry p of S
     (canonical order: row-major, columns ascending), as a float32 array of S.nnz. A float32
     C-contiguous `out` is written in place. A and B may be NumPy or device arrays (CuPy,
-    PyTorch: used in place, the result on the device too)."""
+    PyTorch: used in place, the result on the device too). precision: "fp32" (exact float,
+    the default), "3xtf32", "tf32", "bf16" or "fp16" (the factors rounded to that format,
+    float sums: the header's mf_precision states each one's error bound)."""
+    if precision not in _lib.PRECISIONS:
+        raise ValueError(f"mfact.sddmm: precision {precision!r} is not one of "
+                         f"{', '.join(_lib.PRECISIONS)}")
     ctx = resolve(ctx)
     M = as_matrix(S, ctx)
     fw = _framework(A, B, out)
@@ -94,9 +99,10 @@ def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None):
                          f"{M.nnz}")
     where = _lib.MEMORY_HOST if fw is None else _lib.MEMORY_DEVICE
     to_c(A.shape[1], "mfact.sddmm: the columns of A and B", INT32)
-    _run(ctx, fw, lambda: _lib.mf_sddmm(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1],
-                                        ptr(B), B.shape[1], float(alpha), float(beta),
-                                        ptr(out), where, 1 if pattern else 0), "mfact.sddmm")
+    _run(ctx, fw, lambda: _lib.mf_sddmm_ex(ctx.handle, M.handle, A.shape[1], ptr(A), A.shape[1],
+                                           ptr(B), B.shape[1], float(alpha), float(beta),
+                                           ptr(out), where, 1 if pattern else 0,
+                                           _lib.PRECISIONS[precision]), "mfact.sddmm")
     return out
 
 

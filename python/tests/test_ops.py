@@ -42,6 +42,27 @@ def test_sddmm_and_spmm_known_answers(ctx):
                                2.0 * (S.T @ Y), rtol=1e-5, atol=1e-5)
 
 
+def test_sddmm_precisions(ctx):
+    """Each precision within its bound (mfact.h, mf_precision) of float64, relative to
+    sum |a_t b_t|; an unknown name is a ValueError."""
+    S = random_ratings(60, 50, 0.2, 4)
+    rng = np.random.default_rng(1)
+    A = rng.uniform(-1, 1, (60, 32)).astype(np.float32)
+    B = rng.uniform(-1, 1, (50, 32)).astype(np.float32)
+    coo = S.tocsr().tocoo()
+    a, b = A[coo.row].astype(np.float64), B[coo.col].astype(np.float64)
+    want = coo.data * np.einsum("pk,pk->p", a, b)
+    mag = np.abs(coo.data) * np.einsum("pk,pk->p", np.abs(a), np.abs(b))
+    u, k = 2.0 ** -24, 32
+    bounds = {"fp32": 2 * k * u, "3xtf32": (4 * k + 16) * u, "tf32": 2 ** -10 + 2 ** -22 + 2 * k * u,
+              "bf16": 2 ** -7 + 2 ** -16 + 2 * k * u, "fp16": 2 ** -10 + 2 ** -22 + 2 * k * u}
+    for name, rel in bounds.items():
+        got = mfact.sddmm(S, A, B, precision=name, ctx=ctx)
+        assert np.all(np.abs(got - want) <= rel * mag + 1e-30), name
+    with pytest.raises(ValueError):
+        mfact.sddmm(S, A, B, precision="fp8", ctx=ctx)
+
+
 def test_every_input_type_gives_the_same_matrix(ctx):
     R = random_ratings(30, 20, 0.3, 8)
     want = R.toarray()

@@ -160,7 +160,8 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
         for (int32_t i = 0; i < S->rows; i++)
             for (int64_t p = S->row_ptr[i]; p < S->row_ptr[i + 1]; p++)
                 out[p] = b.mean + (b.user ? b.user[i] : 0.0f) + (b.item ? b.item[S->col[p]] : 0.0f);
-        mf_sddmm_call call = {m->k, m->U, m->ldu, m->V, m->ldv, 1.0f, 1.0f, out, 1};
+        mf_sddmm_call call = {m->k, m->U, m->ldu, m->V, m->ldv,
+                              1.0f, 1.0f, out,    1,    MF_PRECISION_FP32};
         mf_sddmm_cpu(ctx, S, &call);
         return MF_OK;
     }
@@ -176,7 +177,7 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
     }
     if (st == MF_OK)
         st = mf_cuda_bias_offsets(ctx, S, &b, 1.0f, 0, dout);
-    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 1.0f, dout, 1};
+    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 1.0f, dout, 1, MF_PRECISION_FP32};
     if (st == MF_OK)
         st = mf_cuda_sddmm(ctx, S, &call);
     if (st == MF_OK && m->where == MF_MEMORY_HOST)

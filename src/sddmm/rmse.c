@@ -95,7 +95,7 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
         *rmse = 0.0;
         return MF_OK;
     }
-    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1};
+    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1, MF_PRECISION_FP32};
     double sum = 0.0;
     if (ctx->backend == MF_BACKEND_CUDA)
         MF_TRY(rmse_cuda(ctx, R, &call, bias, where, &sum));

@@ -55,6 +55,14 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
                    const float *B, int64_t ldb, float alpha, float beta, float *out,
                    mf_memory where, unsigned flags)
 {
+    return mf_sddmm_ex(ctx, S, k, A, lda, B, ldb, alpha, beta, out, where, flags,
+                       MF_PRECISION_FP32);
+}
+
+mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float alpha, float beta, float *out,
+                      mf_memory where, unsigned flags, mf_precision precision)
+{
     static const char fn[] = "mf_sddmm";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_REQUIRE(ctx, S, "%s: S is NULL", fn);
@@ -66,6 +74,10 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
                "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, (flags & ~MF_SDDMM_KNOWN_FLAGS) == 0, "%s: unknown flags 0x%x", fn,
                flags & ~MF_SDDMM_KNOWN_FLAGS);
+    /* Read as an int: a value outside the enum is the caller's mistake, not undefined. */
+    const int prec = (int)precision;
+    MF_REQUIRE(ctx, prec >= MF_PRECISION_FP32 && prec <= MF_PRECISION_FP16,
+               "%s: precision = %d is not an mf_precision (0 to 4)", fn, prec);
     MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
     MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
     MF_REQUIRE(ctx, S->nnz == 0 || out, "%s: out is NULL", fn);
@@ -74,7 +86,7 @@ mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64
     if (S->nnz > 0)
         MF_TRY(mf_check_memory(ctx, out, where, fn, "out"));
     mf_sddmm_call call = {
-        k, A, lda, B, ldb, alpha, beta, out, (flags & MF_SDDMM_PATTERN) || !S->val};
+        k, A, lda, B, ldb, alpha, beta, out, (flags & MF_SDDMM_PATTERN) || !S->val, prec};
     /* The handle is logically const: the plan and device copies it caches do not change
      * what it represents. */
     return mf_sddmm_compute(ctx, (mf_sparse *)S, &call, where);

@@ -24,8 +24,9 @@ typedef struct mf_sddmm_call {
     const float *B; /* cols x k, leading dimension ldb */
     int64_t ldb;
     float alpha, beta;
-    float *out;  /* nnz entries; with beta == 0 only written */
-    int pattern; /* nonzero: S's values count as 1 */
+    float *out;    /* nnz entries; with beta == 0 only written */
+    int pattern;   /* nonzero: S's values count as 1 */
+    int precision; /* an mf_precision; 0 (zero-initialized calls): exact float */
 } mf_sddmm_call;
 
 /* The SDDMM of `call`, its arrays in `where` memory. On the CPU backend it runs at once;
