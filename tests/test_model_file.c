@@ -445,9 +445,8 @@ START_TEST(hand_made_files)
     ck_assert(v.users == 2 && v.items == 3 && v.k == 1 && v.mean == 2.5f);
     ck_assert(v.U[1] == 2.0f && v.V[2] == 4.0f && v.user_bias[1] == -0.25f && !v.item_bias);
     mf_saved_model_destroy(m);
-    /* Sections this version does not know, optional (an empty id map of row 8 among them):
-     * skipped. */
-    hand_section extra[5] = {{7, 0, "", 0}, {3, 1, U, 8}, {99, 0, "later", 5}, {4, 1, V, 12}};
+    /* Sections this version does not know, optional (an empty one among them): skipped. */
+    hand_section extra[5] = {{9, 0, "", 0}, {3, 1, U, 8}, {99, 0, "later", 5}, {4, 1, V, 12}};
     write_bytes(path, f, hand_file(f, 1, 2, 3, 1, 0, 0.0f, extra, 4));
     mf_saved_model_destroy(load_ok(ctx, path, &v));
     /* ... but one the file requires needs a newer mfact. */
@@ -653,6 +652,103 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* ---- id maps --------------------------------------------------------------------------- */
+
+START_TEST(id_maps_round_trip_and_are_checked)
+{
+    make_dir();
+    mf_ctx *ctx = tu_cpu_ctx();
+    test_model t = make_model(3, 2, 2, 1, 1, 11);
+    const char *users[] = {"alice", "193609", "carol, jr"}, *items[] = {"The Matrix", "7"};
+    mf_id_map *um = NULL, *im = NULL;
+    ck_assert_int_eq(mf_id_map_create(ctx, &um, 3, users), MF_OK);
+    ck_assert_int_eq(mf_id_map_create(ctx, &im, 2, items), MF_OK);
+    mf_model_save_opts o;
+    mf_model_save_opts_init(&o);
+    o.algorithm = "als";
+    o.user_ids = um, o.item_ids = im;
+    const char *path = in_dir("ids.mfm");
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_OK);
+    mf_model v;
+    mf_saved_model *s = load_ok(ctx, path, &v);
+    expect_same(&t.m, &v);
+    const mf_id_map *lu = mf_saved_model_user_ids(s), *li = mf_saved_model_item_ids(s);
+    ck_assert_int_eq(mf_id_map_count(lu), 3);
+    ck_assert_int_eq(mf_id_map_count(li), 2);
+    for (int i = 0; i < 3; i++)
+        ck_assert_str_eq(mf_id_map_id(lu, i), users[i]);
+    ck_assert_str_eq(mf_id_map_id(li, 0), "The Matrix");
+    ck_assert_int_eq(mf_id_map_index(li, "7"), 1);
+    mf_saved_model_destroy(s);
+    /* One map alone; none: the accessors say NULL. */
+    o.user_ids = NULL;
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_OK);
+    s = load_ok(ctx, path, &v);
+    ck_assert_ptr_null(mf_saved_model_user_ids(s));
+    ck_assert_int_eq(mf_id_map_count(mf_saved_model_item_ids(s)), 2);
+    mf_saved_model_destroy(s);
+    ck_assert_ptr_null(mf_saved_model_user_ids(NULL));
+    ck_assert_ptr_null(mf_saved_model_item_ids(NULL));
+    /* A map of the wrong size is refused before anything is written. */
+    o.user_ids = im;
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, in_dir("bad.mfm")), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "user_ids holds 2 ids for the model's 3 users");
+    /* Every truncation and changed byte of a file with maps is refused. */
+    o.user_ids = um;
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_OK);
+    size_t n;
+    unsigned char *b = read_bytes(path, &n);
+    const char *cut = in_dir("cut.mfm");
+    for (size_t len = 0; len < n; len++) {
+        write_bytes(cut, b, len);
+        expect_refused(ctx, cut, MF_ERR_INVALID_DATA, NULL);
+    }
+    for (size_t at = 0; at < n; at++) {
+        b[at] ^= 0x41;
+        write_bytes(cut, b, n);
+        mf_saved_model *bad = NULL;
+        mf_status st = mf_model_load(ctx, cut, &bad);
+        ck_assert_msg(st == MF_ERR_INVALID_DATA || st == MF_ERR_UNSUPPORTED, "byte %zu", at);
+        ck_assert_ptr_null(bad);
+        b[at] ^= 0x41;
+    }
+    free(b);
+    /* Id sections made by hand, checksums right, contents wrong. */
+    const float U[2] = {1.0f, 2.0f}, V[2] = {0.5f, -1.0f};
+    unsigned char f[1024];
+    struct {
+        const char *payload;
+        uint64_t length;
+        const char *words;
+    } cases[] = {
+        {"a\0b\0", 4, NULL},                          /* right: 2 users */
+        {"a\0", 2, "too few for 2 ids"},              /* one id */
+        {"a\0a\0", 4, "id 2 repeats an earlier one"}, /* repeated */
+        {"a\0\0\0", 4, "id 2 is empty"},              /* empty */
+        {"a\0b\0c\0", 6, "2 bytes after its 2 ids"},  /* one too many */
+        {"a\0bc", 4, "ends inside id 2 of 2"},        /* no last NUL */
+        {"a\0\tb\0", 5, "id 2 holds a control byte"},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        const hand_section sec[3] = {
+            {3, 1, U, 8}, {4, 1, V, 8}, {7, 1, cases[c].payload, cases[c].length}};
+        write_bytes(path, f, hand_file(f, 1, 2, 2, 1, 0, 0.0f, sec, 3));
+        if (!cases[c].words) {
+            s = load_ok(ctx, path, &v);
+            ck_assert_str_eq(mf_id_map_id(mf_saved_model_user_ids(s), 1), "b");
+            mf_saved_model_destroy(s);
+        } else {
+            expect_refused(ctx, path, MF_ERR_INVALID_DATA, cases[c].words);
+        }
+    }
+    mf_id_map_destroy(um);
+    mf_id_map_destroy(im);
+    free_model(&t);
+    mf_ctx_destroy(ctx);
+    remove_dir();
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "model_file"};
@@ -664,6 +760,7 @@ int main(void)
                                   every_byte_change_refused,
                                   hand_made_files,
                                   save_replaces_whole_or_not_at_all,
-                                  bad_arguments};
+                                  bad_arguments,
+                                  id_maps_round_trip_and_are_checked};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

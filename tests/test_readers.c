@@ -1,5 +1,7 @@
 /* Every reader on good and malformed files written by the test itself. Malformed input must
- * give the documented status with the file name and line (or record) in the message. */
+ * give the documented status with the file name and line (or record) in the message. Ids
+ * as users have them (string and sparse integer ids read into dense indices with their
+ * maps, a test set read with its training set's maps, mf_id_map_*) with known answers. */
 #define _POSIX_C_SOURCE 200809L /* mkdtemp, mkfifo, fork */
 #include <fcntl.h>
 #include <math.h>
@@ -583,16 +585,310 @@ START_TEST(streams_are_read_once)
 }
 END_TEST
 
+/* ---- ids as users have them (mf_read_opts.map_ids, columns by name or position) -------- */
+
+/* A read refused for its options: MF_ERR_INVALID_ARGUMENT, the output untouched. */
+static void args_refused(const char *path, const mf_read_opts *opts, const char *needle)
+{
+    mf_sparse *m = SENTINEL;
+    ck_assert_int_eq(mf_sparse_read(ctx, &m, path, opts), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(m, SENTINEL);
+    tu_assert_error_has(ctx, needle);
+}
+
+/* The map's ids, in index order, joined by spaces. */
+static const char *ids_of(const mf_id_map *map)
+{
+    static char buf[1024];
+    size_t n = 0;
+    buf[0] = '\0';
+    for (int32_t i = 0; i < mf_id_map_count(map); i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "%s%s", i ? " " : "", mf_id_map_id(map, i));
+    return buf;
+}
+
+/* The value at (row id, column id), or NAN when the matrix has no such entry. */
+static float value_at(const mf_sparse *m, const char *row, const char *col)
+{
+    int32_t r = mf_id_map_index(mf_sparse_row_ids(m), row);
+    int32_t c = mf_id_map_index(mf_sparse_col_ids(m), col);
+    int64_t nnz;
+    mf_sparse_shape(m, NULL, NULL, &nnz);
+    int32_t *ri = malloc((size_t)nnz * sizeof *ri), *ci = malloc((size_t)nnz * sizeof *ci);
+    float *v = malloc((size_t)nnz * sizeof *v), out = NAN;
+    ck_assert_int_eq(mf_sparse_get_coo(m, ri, ci, v, MF_MEMORY_HOST), MF_OK);
+    for (int64_t p = 0; p < nnz; p++)
+        if (ri[p] == r && ci[p] == c)
+            out = v[p];
+    free(ri), free(ci), free(v);
+    return out;
+}
+
+static const char *CSV = "userId,movieId,rating,timestamp\n"
+                         "alice,193609,4.5,1\n"
+                         "bob,1,3,2\n"
+                         "alice,1,5,3\n"
+                         "\"carol, jr\",50,2,4\n"
+                         "bob,193609,1,5\n";
+
+START_TEST(csv_with_string_ids_and_a_header)
+{
+    const char *p = tu_write_text(".csv", CSV);
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.row_column = "userId", o.col_column = "movieId", o.value_column = "rating";
+    mf_sparse *m = read_ok(p, &o);
+    tu_expect_shape(m, 3, 3, 5); /* 3 users, 3 movies: not 193,610 columns */
+    ck_assert_str_eq(ids_of(mf_sparse_row_ids(m)), "alice bob carol, jr");
+    ck_assert_str_eq(ids_of(mf_sparse_col_ids(m)), "193609 1 50");
+    ck_assert_int_eq(mf_sparse_index_base(m), 0);
+    ck_assert_float_eq(value_at(m, "alice", "193609"), 4.5f);
+    ck_assert_float_eq(value_at(m, "alice", "1"), 5.0f);
+    ck_assert_float_eq(value_at(m, "carol, jr", "50"), 2.0f);
+    ck_assert_float_eq(value_at(m, "bob", "193609"), 1.0f);
+    mf_sparse_destroy(m);
+    /* The same by position (1-based), the header told by its value field. */
+    mf_read_opts_init(&o);
+    o.row_field = 1, o.col_field = 2, o.value_field = 3;
+    m = read_ok(p, &o);
+    tu_expect_shape(m, 3, 3, 5);
+    ck_assert_str_eq(ids_of(mf_sparse_col_ids(m)), "193609 1 50");
+    ck_assert_float_eq(value_at(m, "bob", "1"), 3.0f);
+    mf_sparse_destroy(m);
+    /* map_ids alone: positions 1, 2 and the first other field as the value. */
+    mf_read_opts_init(&o);
+    o.map_ids = 1;
+    m = read_ok(p, &o);
+    tu_expect_shape(m, 3, 3, 5);
+    ck_assert_float_eq(value_at(m, "alice", "193609"), 4.5f);
+    mf_sparse_destroy(m);
+    /* Items as rows: names in another order; the timestamp as the value by name. */
+    mf_read_opts_init(&o);
+    o.row_column = "movieId", o.col_column = "userId", o.value_column = "timestamp";
+    m = read_ok(p, &o);
+    tu_expect_shape(m, 3, 3, 5);
+    ck_assert_str_eq(ids_of(mf_sparse_row_ids(m)), "193609 1 50");
+    ck_assert_float_eq(value_at(m, "1", "alice"), 3.0f);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(separators_quotes_and_patterns)
+{
+    /* Tabs (a space inside an id is kept), no header. */
+    const char *p = tu_write_text(".tsv", "u 1\tThe Matrix\t5\nu 2\tAlien\t3\nu 1\tAlien\t4\n");
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.map_ids = 1;
+    mf_sparse *m = read_ok(p, &o);
+    tu_expect_shape(m, 2, 2, 3);
+    ck_assert_str_eq(ids_of(mf_sparse_col_ids(m)), "The Matrix Alien");
+    ck_assert_float_eq(value_at(m, "u 1", "Alien"), 4.0f);
+    mf_sparse_destroy(m);
+    /* MovieLens "::", and a quoted field with a doubled quote and the separator. */
+    p = tu_write_text(".dat", "7::\"a\"\"b::c\"::2.5::99\n8::x::1::98\n");
+    m = read_ok(p, &o);
+    ck_assert_str_eq(ids_of(mf_sparse_col_ids(m)), "a\"b::c x");
+    ck_assert_float_eq(value_at(m, "7", "a\"b::c"), 2.5f);
+    mf_sparse_destroy(m);
+    /* Two fields: a pattern; spaces as the separator. */
+    p = tu_write_text(".txt", "  a   b\nb a\n");
+    m = read_ok(p, &o);
+    tu_expect_shape(m, 2, 2, 2);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    mf_sparse_destroy(m);
+    /* MF_SPARSE_PATTERN drops the values of three fields. */
+    p = tu_write_text(".csv", "a,b,5\nb,a,x\n");
+    o.flags = MF_SPARSE_PATTERN;
+    m = read_ok(p, &o);
+    ck_assert_int_eq(mf_sparse_has_values(m), 0);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
+START_TEST(test_set_takes_the_training_maps)
+{
+    const char *train_path = tu_write_text(".csv", CSV);
+    const char *test_path = tu_write_text(".csv", "userId,movieId,rating\n"
+                                                  "bob,50,4\n"
+                                                  "dave,1,2\n"      /* unseen user */
+                                                  "alice,999,3\n"   /* unseen item */
+                                                  "erin,1000,1\n"); /* both */
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.row_column = "userId", o.col_column = "movieId", o.value_column = "rating";
+    mf_sparse *train = read_ok(train_path, &o);
+    o.row_ids = mf_sparse_row_ids(train), o.col_ids = mf_sparse_col_ids(train);
+    mf_sparse *test = read_ok(test_path, &o);
+    tu_expect_shape(test, 5, 5, 4);
+    ck_assert_str_eq(ids_of(mf_sparse_row_ids(test)), "alice bob carol, jr dave erin");
+    ck_assert_str_eq(ids_of(mf_sparse_col_ids(test)), "193609 1 50 999 1000");
+    /* Known ids keep the training indices; the unseen lie past the model's. */
+    int32_t r[4], c[4];
+    ck_assert_int_eq(mf_sparse_get_coo(test, r, c, NULL, MF_MEMORY_HOST), MF_OK);
+    const int32_t want_r[4] = {0, 1, 3, 4}, want_c[4] = {3, 2, 1, 4};
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(r[i], want_r[i]);
+        ck_assert_int_eq(c[i], want_c[i]);
+    }
+    /* A model of the training set predicts the unseen from the mean and known biases. */
+    float U[3] = {0, 0, 0}, V[3] = {0, 0, 0}, bu[3] = {0.5f, -0.5f, 0}, bi[3] = {1, 2, 3};
+    mf_model model;
+    mf_model_init(&model);
+    model.users = 3, model.items = 3, model.k = 1;
+    model.U = U, model.ldu = 1, model.V = V, model.ldv = 1;
+    model.mean = 3.0f, model.user_bias = bu, model.item_bias = bi;
+    float pred[4];
+    ck_assert_int_eq(mf_predict(ctx, &model, test, pred), MF_OK);
+    ck_assert_float_eq(pred[0], 3.0f + 0.5f);        /* alice, unseen 999: mean + alice's bias */
+    ck_assert_float_eq(pred[1], 3.0f - 0.5f + 3.0f); /* bob, 50 */
+    ck_assert_float_eq(pred[2], 3.0f + 2.0f);        /* dave unseen, movie 1 */
+    ck_assert_float_eq(pred[3], 3.0f);               /* both unseen */
+    /* The training maps are untouched; a shape given must hold every id. */
+    ck_assert_int_eq(mf_id_map_count(mf_sparse_row_ids(train)), 3);
+    o.rows = 4;
+    read_fails(test_path, &o, MF_ERR_INVALID_DATA, "5 distinct row ids, more than the 4 rows");
+    o.rows = 10;
+    mf_sparse *wide = read_ok(test_path, &o);
+    tu_expect_shape(wide, 10, 5, 4);
+    mf_sparse_destroy(wide);
+    mf_sparse_destroy(test);
+    mf_sparse_destroy(train);
+}
+END_TEST
+
+START_TEST(bad_columns_are_errors_at_their_line)
+{
+    const char *p = tu_write_text(".csv", CSV);
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.row_column = "userId", o.col_column = "movieid"; /* names are exact */
+    read_fails(p, &o, MF_ERR_INVALID_DATA,
+               "no column \"movieid\" in the header (\"userId\", \"movieId\", \"rating\", "
+               "\"timestamp\")");
+    tu_assert_error_has(ctx, ":1:");
+    const char *dup = tu_write_text(".csv", "user,item,user\na,b,c\n");
+    mf_read_opts_init(&o);
+    o.row_column = "user", o.col_column = "item";
+    read_fails(dup, &o, MF_ERR_INVALID_DATA, "names column \"user\" twice (fields 1 and 3)");
+    mf_read_opts_init(&o);
+    o.row_column = "userId", o.col_column = "userId";
+    read_fails(p, &o, MF_ERR_INVALID_DATA, "the row and column are both field 1");
+    mf_read_opts_init(&o);
+    o.row_field = 2, o.col_field = 1, o.value_field = 2;
+    read_fails(p, &o, MF_ERR_INVALID_DATA, "the row and value are both field 2");
+    /* A line lacking a chosen field, a value that is no number, a bad id. */
+    const char *short_line = tu_write_text(".csv", "u,i,r\na,b,1\nc,d\n");
+    mf_read_opts_init(&o);
+    o.map_ids = 1;
+    read_fails(short_line, &o, MF_ERR_INVALID_DATA, ":3: 2 fields, but the value is field 3");
+    const char *bad_value = tu_write_text(".csv", "a,b,1\nc,d,x\n");
+    read_fails(bad_value, &o, MF_ERR_INVALID_DATA, ":2: value \"x\" is not a number");
+    const char *empty_id = tu_write_text(".csv", "a,b,1\n,d,2\n");
+    read_fails(empty_id, &o, MF_ERR_INVALID_DATA, ":2: the row id \"\" is empty");
+    const char *quote = tu_write_text(".csv", "a,b,1\n\"c,d,2\n");
+    read_fails(quote, &o, MF_ERR_INVALID_DATA, ":2: a quoted field is not closed");
+    const char *repeat = tu_write_text(".csv", "a,b,1\nc,b,2\na,b,3\n");
+    read_fails(repeat, &o, MF_ERR_INVALID_DATA,
+               ":3: duplicate entry: row a, column b repeats line 1");
+    o.flags = MF_SPARSE_KEEP_LAST;
+    mf_sparse *m = read_ok(repeat, &o);
+    ck_assert_float_eq(value_at(m, "a", "b"), 3.0f);
+    mf_sparse_destroy(m);
+    /* Options that contradict each other. */
+    mf_read_opts_init(&o);
+    o.row_column = "userId", o.row_field = 1;
+    args_refused(p, &o, "by its name or by its position, not both");
+    mf_read_opts_init(&o);
+    o.map_ids = 1, o.format = MF_FORMAT_MATRIX_MARKET;
+    args_refused(p, &o, "ids are read from delimited text");
+    mf_read_opts_init(&o);
+    o.col_field = -1;
+    args_refused(p, &o, "positions are 1-based");
+    mf_read_opts_init(&o);
+    o.value_field = 3, o.flags = MF_SPARSE_PATTERN;
+    args_refused(p, &o, "a value column with MF_SPARSE_PATTERN");
+}
+END_TEST
+
+START_TEST(id_maps_of_their_own)
+{
+    const char *ids[] = {"x", "193609", "a b"};
+    mf_id_map *map = NULL;
+    ck_assert_int_eq(mf_id_map_create(ctx, &map, 3, ids), MF_OK);
+    ck_assert_int_eq(mf_id_map_count(map), 3);
+    ck_assert_str_eq(mf_id_map_id(map, 1), "193609");
+    ck_assert_ptr_null(mf_id_map_id(map, 3));
+    ck_assert_ptr_null(mf_id_map_id(map, -1));
+    ck_assert_int_eq(mf_id_map_index(map, "a b"), 2);
+    ck_assert_int_eq(mf_id_map_index(map, "a"), -1);
+    ck_assert_int_eq(mf_id_map_index(map, NULL), -1);
+    mf_id_map_destroy(map);
+    /* Many ids: the table grows and every one is found. */
+    enum { N = 50000 };
+    char **many = malloc(N * sizeof *many);
+    for (int i = 0; i < N; i++) {
+        many[i] = malloc(16);
+        snprintf(many[i], 16, "id%d", i * 7);
+    }
+    ck_assert_int_eq(mf_id_map_create(ctx, &map, N, (const char *const *)many), MF_OK);
+    for (int i = 0; i < N; i += 97)
+        ck_assert_int_eq(mf_id_map_index(map, many[i]), i);
+    mf_id_map_destroy(map);
+    for (int i = 0; i < N; i++)
+        free(many[i]);
+    free(many);
+    /* Errors. */
+    mf_id_map *out = (mf_id_map *)(uintptr_t)0x1234;
+    const char *repeat[] = {"a", "b", "a"};
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, 3, repeat), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "ids[2] = \"a\" repeats ids[0]");
+    const char *tab[] = {"a\tb"};
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, 1, tab), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "ids[0] holds a control byte");
+    const char *empty[] = {""};
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, 1, empty), MF_ERR_INVALID_DATA);
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, -1, ids), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, 2, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_id_map_create(ctx, NULL, 2, ids), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_id_map_create(NULL, &out, 2, ids), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_eq(out, (mf_id_map *)(uintptr_t)0x1234);
+    ck_assert_int_eq(mf_id_map_create(ctx, &out, 0, NULL), MF_OK);
+    ck_assert_int_eq(mf_id_map_count(out), 0);
+    mf_id_map_destroy(out);
+    mf_id_map_destroy(NULL);
+    ck_assert_int_eq(mf_id_map_count(NULL), 0);
+    /* A matrix from arrays, or a file of indices, has no maps. */
+    mf_sparse *m = read_ok(tu_write_text(".txt", "1 2 3\n"), NULL);
+    ck_assert_ptr_null(mf_sparse_row_ids(m));
+    ck_assert_ptr_null(mf_sparse_col_ids(m));
+    ck_assert_ptr_null(mf_sparse_row_ids(NULL));
+    mf_sparse_destroy(m);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
-    const TTest *const tests[] = {mm_general_real,      mm_symmetric_is_expanded,
-                                  mm_malformed,         triplets_movielens_styles,
-                                  triplets_options,     triplets_duplicates,
-                                  triplets_malformed,   mixed_lines_are_errors_at_their_line,
-                                  long_lines_are_read,  pairs_with_both_count_lines,
-                                  pairs_repeats_merge,  pairs_malformed,
-                                  binary_triplets,      index_base_of_a_read,
-                                  streams_are_read_once};
+    const TTest *const tests[] = {mm_general_real,
+                                  mm_symmetric_is_expanded,
+                                  mm_malformed,
+                                  triplets_movielens_styles,
+                                  triplets_options,
+                                  triplets_duplicates,
+                                  triplets_malformed,
+                                  mixed_lines_are_errors_at_their_line,
+                                  long_lines_are_read,
+                                  pairs_with_both_count_lines,
+                                  pairs_repeats_merge,
+                                  pairs_malformed,
+                                  binary_triplets,
+                                  index_base_of_a_read,
+                                  streams_are_read_once,
+                                  csv_with_string_ids_and_a_header,
+                                  separators_quotes_and_patterns,
+                                  test_set_takes_the_training_maps,
+                                  bad_columns_are_errors_at_their_line,
+                                  id_maps_of_their_own};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -236,6 +236,11 @@ MF_API mf_status mf_ctx_release_cached_memory(mf_ctx *ctx);
  * products at the positions of a rated matrix need no second copy of it. */
 typedef struct mf_sparse mf_sparse;
 
+/* Ids as users have them: a map between dense indices 0..count-1 and distinct
+ * text ids ("193609", "alice"), as mf_sparse_read builds it for a file's rows and columns
+ * and a model file keeps it for its users and items. Opaque and immutable once made. */
+typedef struct mf_id_map mf_id_map;
+
 typedef enum mf_sparse_flags {
     MF_SPARSE_DEFAULT = 0,
     /* Duplicate (row, col) entries are summed (patterns: merged). Without this flag a
@@ -316,6 +321,28 @@ typedef struct mf_read_opts {
     int32_t rows, cols;
     unsigned flags; /* mf_sparse_flags (MF_SPARSE_PATTERN: ignore the file's values);   */
                     /* default MF_SPARSE_DEFAULT                                        */
+    /* Ids as users have them. A delimited text file (CSV, TSV, "::", spaces)
+     * whose rows and columns are ids, integer or string ("193609", "u17"), not indices: each
+     * distinct id gets the next dense index in the order of first appearance, and the
+     * matrix keeps both maps (mf_sparse_row_ids, mf_sparse_col_ids). Ids are mapped when
+     * map_ids is nonzero or any field below is set; then index_base is not used and the
+     * matrix's is 0. The columns: by name in the file's header line (row_column, ...; a
+     * first line is then the header), or by 1-based position (row_field, ...), never both
+     * for one; the defaults are positions 1 and 2 and, when the first entry has a third
+     * field, 3 for the value (none: a pattern). Without names, a first line whose value
+     * field is not a number is a header. An unknown name, a name the header repeats, one
+     * column for two roles or a line lacking a chosen field is MF_ERR_INVALID_DATA with
+     * the file and line. Fields are separated by what the first line has: a tab, else a
+     * comma, else ";", else "::", else spaces; "double-quoted" fields may hold the
+     * separator. An id is 1 to 4096 bytes, none below 0x20. */
+    int map_ids;
+    const char *row_column, *col_column, *value_column; /* header names, or NULL */
+    int row_field, col_field, value_field;              /* 1-based positions, or 0 */
+    /* Start from these maps (NULL: empty): their ids keep their indices, ids new to them
+     * follow (index >= mf_id_map_count), so that a test set is numbered as its training
+     * set and its unseen users and items lie past the model's (mf_predict). The shape is
+     * at least each map's count. */
+    const mf_id_map *row_ids, *col_ids;
 } mf_read_opts;
 
 MF_API void mf_read_opts_init(mf_read_opts *opts);
@@ -333,6 +360,28 @@ MF_API mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
  * numbering (a test set) with it, so that a file that happens to hold no 0 index is not
  * taken as 1-based. 0 for a matrix built from arrays; -1 for NULL. */
 MF_API int mf_sparse_index_base(const mf_sparse *m);
+/* The id maps of m's rows and columns, owned by m (valid until it is destroyed): what
+ * mf_sparse_read mapped (mf_read_opts.map_ids), else NULL (also for NULL m). */
+MF_API const mf_id_map *mf_sparse_row_ids(const mf_sparse *m);
+MF_API const mf_id_map *mf_sparse_col_ids(const mf_sparse *m);
+
+/* ------------------------------------------------------------------------------------- */
+/* Id maps                                                                              */
+/* ------------------------------------------------------------------------------------- */
+
+/* A new map of n ids: ids[i] gets index i. Each id is 1 to 4096 bytes with none below 0x20
+ * (no tab, no newline), and no id repeats: else MF_ERR_INVALID_DATA naming it ("ids[4] =
+ * \"b\" repeats ids[1]"). n = 0 makes an empty map. NULL ctx, out or (n > 0) ids, or
+ * n < 0: MF_ERR_INVALID_ARGUMENT. The map copies the text; it does not depend on ctx. */
+MF_API mf_status mf_id_map_create(mf_ctx *ctx, mf_id_map **out, int32_t n, const char *const *ids);
+/* NULL is a no-op. Only maps from mf_id_map_create. */
+MF_API void mf_id_map_destroy(mf_id_map *map);
+/* The number of ids (0 for NULL). */
+MF_API int32_t mf_id_map_count(const mf_id_map *map);
+/* The id of index i, owned by the map; NULL when i is outside 0..count-1 or map is NULL. */
+MF_API const char *mf_id_map_id(const mf_id_map *map, int32_t i);
+/* The index of id, or -1 when the map does not hold it (or an argument is NULL). */
+MF_API int32_t mf_id_map_index(const mf_id_map *map, const char *id);
 
 /* ------------------------------------------------------------------------------------- */
 /* Random numbers                                                                       */
@@ -519,6 +568,10 @@ typedef struct mf_model_save_opts {
     size_t struct_size;    /* sizeof(mf_model_save_opts), set by mf_model_save_opts_init  */
     const char *algorithm; /* NULL or "" (none), or 1..63 of [A-Za-z0-9._-]: "als"        */
     const char *options;   /* NULL or "" (none), or up to 1 MiB of text: "rank=32 lambda=15" */
+    /* The ids of the model's users and items: NULL (none), or a map of exactly
+     * model->users (items) ids, such as the training matrix's mf_sparse_row_ids
+     * (col_ids). Saved with the model; mf_saved_model_user_ids gives them back. */
+    const mf_id_map *user_ids, *item_ids;
 } mf_model_save_opts;
 
 MF_API void mf_model_save_opts_init(mf_model_save_opts *opts);
@@ -559,6 +612,10 @@ MF_API mf_status mf_saved_model_view(const mf_saved_model *saved, mf_model *out)
 MF_API const char *mf_saved_model_algorithm(const mf_saved_model *saved);
 MF_API const char *mf_saved_model_options(const mf_saved_model *saved);
 MF_API const char *mf_saved_model_library_version(const mf_saved_model *saved);
+/* The id maps saved with the model (mf_model_save_opts.user_ids, item_ids), owned by the
+ * handle; NULL where the file has none (and for NULL). */
+MF_API const mf_id_map *mf_saved_model_user_ids(const mf_saved_model *saved);
+MF_API const mf_id_map *mf_saved_model_item_ids(const mf_saved_model *saved);
 
 /* Release the handle and its arrays (views onto it become invalid). NULL is a no-op. */
 MF_API void mf_saved_model_destroy(mf_saved_model *saved);

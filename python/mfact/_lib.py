@@ -58,7 +58,10 @@ class CtxOpts(Structure):
 
 class ReadOpts(Structure):
     _fields_ = [("struct_size", c_size_t), ("format", c_int), ("index_base", c_int),
-                ("rows", c_int32), ("cols", c_int32), ("flags", c_uint)]
+                ("rows", c_int32), ("cols", c_int32), ("flags", c_uint),
+                ("map_ids", c_int), ("row_column", c_char_p), ("col_column", c_char_p),
+                ("value_column", c_char_p), ("row_field", c_int), ("col_field", c_int),
+                ("value_field", c_int), ("row_ids", c_void_p), ("col_ids", c_void_p)]
 
 
 class Progress(Structure):
@@ -81,7 +84,8 @@ class Model(Structure):
 
 
 class ModelSaveOpts(Structure):
-    _fields_ = [("struct_size", c_size_t), ("algorithm", c_char_p), ("options", c_char_p)]
+    _fields_ = [("struct_size", c_size_t), ("algorithm", c_char_p), ("options", c_char_p),
+                ("user_ids", c_void_p), ("item_ids", c_void_p)]
 
 
 class AlsOpts(Structure):
@@ -249,6 +253,16 @@ mf_saved_model_options = _proto_experimental("mf_saved_model_options", c_char_p,
 mf_saved_model_library_version = _proto_experimental("mf_saved_model_library_version",
                                                      c_char_p, P)
 mf_saved_model_destroy = _proto_experimental("mf_saved_model_destroy", None, P)
+# Ids as users have them (mfact.read(..., user_col=...), the models' ids): optional too.
+mf_sparse_row_ids = _proto_experimental("mf_sparse_row_ids", P, P)
+mf_sparse_col_ids = _proto_experimental("mf_sparse_col_ids", P, P)
+mf_saved_model_user_ids = _proto_experimental("mf_saved_model_user_ids", P, P)
+mf_saved_model_item_ids = _proto_experimental("mf_saved_model_item_ids", P, P)
+mf_id_map_create = _proto_experimental("mf_id_map_create", c_int, P, POINTER(P), c_int32, P)
+mf_id_map_destroy = _proto_experimental("mf_id_map_destroy", None, P)
+mf_id_map_count = _proto_experimental("mf_id_map_count", c_int32, P)
+mf_id_map_id = _proto_experimental("mf_id_map_id", c_char_p, P, c_int32)
+mf_id_map_index = _proto_experimental("mf_id_map_index", c_int32, P, c_char_p)
 mf_als_opts_init = _init_sized("mf_als_opts_init", AlsOpts)
 mf_als_run = _proto("mf_als_run", c_int, P, P, POINTER(AlsOpts), P, P, c_int,
                     POINTER(AlsReport))

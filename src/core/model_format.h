@@ -49,8 +49,8 @@ enum {
 enum { MF_MODEL_USER_BIAS = 1u, MF_MODEL_ITEM_BIAS = 2u, MF_MODEL_FLAGS_KNOWN = 3u };
 
 /* Section kinds. The id maps (string or integer user and item ids of the data, mapped to
- * the dense indices of the factors) are reserved for a later version: this one writes none
- * and reads them as kinds it does not know. */
+ * the dense indices of the factors) are written required: a reader that skipped them would
+ * read the file's ids as indices. */
 enum {
     MF_SECTION_ALGORITHM = 1, /* text: "als", "sgd", "ials", ...            */
     MF_SECTION_OPTIONS = 2,   /* text: the caller's options                 */
@@ -58,8 +58,8 @@ enum {
     MF_SECTION_V = 4,         /* items x k floats, row-major                */
     MF_SECTION_USER_BIAS = 5, /* users floats                               */
     MF_SECTION_ITEM_BIAS = 6, /* items floats                               */
-    MF_SECTION_USER_IDS = 7,  /* reserved: the users' id map                */
-    MF_SECTION_ITEM_IDS = 8,  /* reserved: the items' id map                */
+    MF_SECTION_USER_IDS = 7,  /* users ids, each followed by a NUL          */
+    MF_SECTION_ITEM_IDS = 8,  /* items ids, each followed by a NUL          */
     MF_SECTION_KINDS = 9
 };
 

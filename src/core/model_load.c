@@ -11,6 +11,7 @@
 
 #include "core/crc32.h"
 #include "core/error.h"
+#include "core/id_map.h"
 #include "core/input_file.h"
 #include "core/model_format.h"
 #include "core/saved_model.h"
@@ -275,6 +276,50 @@ static mf_status read_text(reader *r, section *s, char **out)
     return MF_OK;
 }
 
+/* An id map section: the header's count of ids (users or items), each 1 to MF_ID_MOST
+ * bytes of no control byte and followed by a NUL, none repeated. */
+static mf_status read_ids(reader *r, section *s, mf_id_map **out)
+{
+    const int32_t n = s->kind == MF_SECTION_USER_IDS ? r->users : r->items;
+    const char *name = mf_section_name(s->kind);
+    if (*out)
+        return BAD(r, "section %u is a second %s section", s->index, name);
+    if (s->length < 2 * (uint64_t)n)
+        return BAD(r, "section %u (%s) holds %llu bytes, too few for %d ids", s->index, name,
+                   (unsigned long long)s->length, n);
+    char *text = malloc((size_t)s->length);
+    *out = mf_id_map_new();
+    mf_status st = text && *out ? take_crc(r, text, s->length, &s->crc)
+                                : mf_fail(r->ctx, MF_ERR_OUT_OF_MEMORY,
+                                          "%s: out of host memory for %llu bytes of %s", r->in.path,
+                                          (unsigned long long)s->length, name);
+    uint64_t at = 0;
+    for (int32_t i = 0; st == MF_OK && i < n; i++) {
+        const char *id = text + at;
+        const char *end = memchr(id, '\0', (size_t)(s->length - at));
+        if (!end) {
+            st = BAD(r, "section %u (%s) ends inside id %d of %d", s->index, name, i + 1, n);
+            break;
+        }
+        const size_t len = (size_t)(end - id);
+        const char *why = mf_id_check(id, len);
+        bool added = false;
+        if (why)
+            st = BAD(r, "section %u (%s): id %d %s", s->index, name, i + 1, why);
+        else if (mf_id_map_intern(*out, id, len, NULL, &added) != MF_OK)
+            st = mf_fail(r->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %s", r->in.path,
+                         name);
+        else if (!added)
+            st = BAD(r, "section %u (%s): id %d repeats an earlier one", s->index, name, i + 1);
+        at += len + 1;
+    }
+    if (st == MF_OK && at != s->length)
+        st = BAD(r, "section %u (%s): %llu bytes after its %d ids", s->index, name,
+                 (unsigned long long)(s->length - at), n);
+    free(text);
+    return st;
+}
+
 /* One section: a known kind into the handle, an unknown one skipped (refused when the
  * file says it is required). */
 static mf_status read_section(reader *r, section *s, mf_saved_model *m)
@@ -287,6 +332,8 @@ static mf_status read_section(reader *r, section *s, mf_saved_model *m)
     case MF_SECTION_V: MF_TRY(read_floats(r, s, &m->V)); break;
     case MF_SECTION_USER_BIAS: MF_TRY(read_floats(r, s, &m->user_bias)); break;
     case MF_SECTION_ITEM_BIAS: MF_TRY(read_floats(r, s, &m->item_bias)); break;
+    case MF_SECTION_USER_IDS: MF_TRY(read_ids(r, s, &m->user_ids)); break;
+    case MF_SECTION_ITEM_IDS: MF_TRY(read_ids(r, s, &m->item_ids)); break;
     default:
         if (s->flags & MF_SECTION_REQUIRED)
             return fail_at(r, MF_ERR_UNSUPPORTED,

@@ -13,6 +13,7 @@
 
 #include "core/crc32.h"
 #include "core/ctx.h"
+#include "core/id_map.h"
 #include "core/model.h"
 #include "core/model_format.h"
 #include "core/opts.h"
@@ -27,16 +28,23 @@ static void save_defaults(mf_model_save_opts *o)
 
 MF_OPTS_INITIALIZERS(mf_model_save_opts, mf_model_save_opts_init, save_defaults, options)
 
-/* One section's payload: text, or a rows x k float matrix with leading dimension ld. */
+/* Algorithm, options, U, V, two biases, two id maps. */
+#define MAX_SECTIONS 8
+
+/* One section's payload: text, a rows x k float matrix with leading dimension ld, or an
+ * id map (its ids, each followed by a NUL: the map's own text). */
 typedef struct payload {
     uint32_t kind, flags;
     const char *text;
     const float *X;
     int64_t rows, k, ld;
+    const mf_id_map *ids;
 } payload;
 
 static uint64_t payload_bytes(const payload *p)
 {
+    if (p->ids)
+        return (uint64_t)p->ids->text_len;
     return p->text ? (uint64_t)strlen(p->text) : (uint64_t)p->rows * (uint64_t)p->k * 4u;
 }
 
@@ -59,6 +67,10 @@ static void put(writer *w, const void *data, size_t n)
 /* The payload's bytes in file order, a chunk at a time, to put() and the section's CRC. */
 static uint32_t put_payload(writer *w, const payload *p)
 {
+    if (p->ids) {
+        put(w, p->ids->text, (size_t)p->ids->text_len);
+        return mf_crc32(0, p->ids->text, (size_t)p->ids->text_len);
+    }
     if (p->text) {
         size_t n = strlen(p->text);
         put(w, p->text, n);
@@ -124,20 +136,25 @@ static void put_trailer(writer *w)
 }
 
 /* The sections of model m (host arrays) and opts, in file order; returns their number. */
-static uint32_t sections_of(const mf_model *m, const mf_model_save_opts *o, payload s[6])
+static uint32_t sections_of(const mf_model *m, const mf_model_save_opts *o, payload s[MAX_SECTIONS])
 {
     uint32_t n = 0;
     const uint32_t req = MF_SECTION_REQUIRED;
     if (o->algorithm && *o->algorithm)
-        s[n++] = (payload){MF_SECTION_ALGORITHM, 0, o->algorithm, NULL, 0, 0, 0};
+        s[n++] = (payload){MF_SECTION_ALGORITHM, 0, o->algorithm, NULL, 0, 0, 0, NULL};
     if (o->options && *o->options)
-        s[n++] = (payload){MF_SECTION_OPTIONS, 0, o->options, NULL, 0, 0, 0};
-    s[n++] = (payload){MF_SECTION_U, req, NULL, m->U, m->users, m->k, m->ldu};
-    s[n++] = (payload){MF_SECTION_V, req, NULL, m->V, m->items, m->k, m->ldv};
+        s[n++] = (payload){MF_SECTION_OPTIONS, 0, o->options, NULL, 0, 0, 0, NULL};
+    s[n++] = (payload){MF_SECTION_U, req, NULL, m->U, m->users, m->k, m->ldu, NULL};
+    s[n++] = (payload){MF_SECTION_V, req, NULL, m->V, m->items, m->k, m->ldv, NULL};
     if (m->user_bias)
-        s[n++] = (payload){MF_SECTION_USER_BIAS, req, NULL, m->user_bias, m->users, 1, 1};
+        s[n++] = (payload){MF_SECTION_USER_BIAS, req, NULL, m->user_bias, m->users, 1, 1, NULL};
     if (m->item_bias)
-        s[n++] = (payload){MF_SECTION_ITEM_BIAS, req, NULL, m->item_bias, m->items, 1, 1};
+        s[n++] = (payload){MF_SECTION_ITEM_BIAS, req, NULL, m->item_bias, m->items, 1, 1, NULL};
+    /* Required: a reader that ignored them would read the file's ids as indices. */
+    if (o->user_ids)
+        s[n++] = (payload){MF_SECTION_USER_IDS, req, NULL, NULL, 0, 0, 0, o->user_ids};
+    if (o->item_ids)
+        s[n++] = (payload){MF_SECTION_ITEM_IDS, req, NULL, NULL, 0, 0, 0, o->item_ids};
     return n;
 }
 
@@ -170,7 +187,7 @@ static FILE *create_temporary(const char *path, char *tmp, size_t cap)
 static mf_status write_file(mf_ctx *ctx, const char *path, const mf_model *m,
                             const mf_model_save_opts *o)
 {
-    payload s[6];
+    payload s[MAX_SECTIONS];
     const uint32_t n = sections_of(m, o, s);
     uint64_t bytes = MF_MODEL_HEADER_BYTES + MF_MODEL_TRAILER_BYTES;
     for (uint32_t i = 0; i < n; i++)
@@ -261,6 +278,12 @@ mf_status mf_model_save(mf_ctx *ctx, const mf_model *model, const mf_model_save_
     MF_REQUIRE(ctx,
                !o.options || strnlen(o.options, MF_MODEL_OPTIONS_MOST + 1) <= MF_MODEL_OPTIONS_MOST,
                "%s: the options text is longer than %u bytes", fn, MF_MODEL_OPTIONS_MOST);
+    MF_REQUIRE(ctx, !o.user_ids || mf_id_map_count(o.user_ids) == m.users,
+               "%s: user_ids holds %d ids for the model's %d users", fn,
+               mf_id_map_count(o.user_ids), m.users);
+    MF_REQUIRE(ctx, !o.item_ids || mf_id_map_count(o.item_ids) == m.items,
+               "%s: item_ids holds %d ids for the model's %d items", fn,
+               mf_id_map_count(o.item_ids), m.items);
     float *bufs[4] = {NULL, NULL, NULL, NULL};
     mf_status st = m.where == MF_MEMORY_DEVICE ? download(ctx, &m, bufs) : MF_OK;
     if (st == MF_OK)

@@ -113,13 +113,32 @@ static mf_status finish(mf_read_job *job)
     return MF_OK;
 }
 
+/* A file of ids: its shape is the maps' counts (each at least the map it started from),
+ * or the options' where they give more. The maps are what is held in memory already, so
+ * the shape needs no extent check. */
+static mf_status settle_ids(mf_read_job *job, const mf_read_opts *o)
+{
+    const int32_t n[2] = {job->row_ids->n, job->col_ids->n};
+    const int32_t given[2] = {o->rows, o->cols};
+    static const char *const what[2] = {"row", "column"};
+    for (int s = 0; s < 2; s++)
+        if (given[s] > 0 && n[s] > given[s])
+            return mf_fail(job->ctx, MF_ERR_INVALID_DATA,
+                           "%s: %d distinct %s ids, more than the %d %ss given in mf_read_opts",
+                           job->path, n[s], what[s], given[s], what[s]);
+    job->rows = given[0] > n[0] ? given[0] : n[0];
+    job->cols = given[1] > n[1] ? given[1] : n[1];
+    job->rows_from_opts = job->cols_from_opts = true;
+    return MF_OK;
+}
+
 static mf_status parse_file(mf_read_job *job, mf_format format)
 {
     switch (format) {
     case MF_FORMAT_MATRIX_MARKET: return mf_read_matrix_market(job);
     case MF_FORMAT_PAIRS: return mf_read_pairs(job);
     case MF_FORMAT_BINARY_TRIPLETS: return mf_read_binary_triplets(job);
-    default: return mf_read_triplets(job);
+    default: return job->row_ids ? mf_read_ids(job) : mf_read_triplets(job);
     }
 }
 
@@ -140,22 +159,29 @@ static mf_status explain_repeat(const mf_read_job *first, mf_format format, cons
     char first_error[MF_ERROR_CAPACITY];
     snprintf(first_error, sizeof first_error, "%s", mf_ctx_last_error(ctx));
     long long r = (long long)dup[0] + job.base, c = (long long)dup[1] + job.base;
+    /* Ids: the file's own ("row u17, column 193609"). */
+    char where[160];
+    if (job.row_ids)
+        snprintf(where, sizeof where, "row %.64s, column %.64s", mf_id_map_id(job.row_ids, dup[0]),
+                 mf_id_map_id(job.col_ids, dup[1]));
+    else
+        snprintf(where, sizeof where, "row %lld, column %lld", r, c);
     if (!mf_input_rewind(job.in) || parse_file(&job, format) != MF_OK || job.dup_seen < 2)
-        return mf_fail(ctx, MF_ERR_INVALID_DATA,
-                       "%s (row %lld, column %lld as the file numbers them)", first_error, r, c);
+        return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s (%s as the file numbers them)", first_error,
+                       where);
     /* Readers add entries in file order, but for a first line held back (read_triplets.c). */
     bool in_order = job.dup_at[0] < job.dup_at[1];
     int64_t a = in_order ? job.dup_at[0] : job.dup_at[1],
             b = in_order ? job.dup_at[1] : job.dup_at[0];
     if (flags & MF_SPARSE_SUM_DUPLICATES)
         return mf_read_bad(&job, b,
-                           "the entries for row %lld, column %lld (also at %s %lld) sum to a "
-                           "value that is not finite",
-                           r, c, job.unit, (long long)a);
+                           "the entries for %s (also at %s %lld) sum to a value that is not "
+                           "finite",
+                           where, job.unit, (long long)a);
     return mf_read_bad(&job, b,
-                       "duplicate entry: row %lld, column %lld repeats %s %lld (pass "
-                       "MF_SPARSE_SUM_DUPLICATES, mfact --sum-duplicates, to sum repeats)",
-                       r, c, job.unit, (long long)a);
+                       "duplicate entry: %s repeats %s %lld (pass MF_SPARSE_SUM_DUPLICATES, "
+                       "mfact --sum-duplicates, to sum repeats)",
+                       where, job.unit, (long long)a);
 }
 
 mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
@@ -182,10 +208,28 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     MF_REQUIRE(ctx, !(o.flags & MF_SPARSE_SUM_DUPLICATES) || !(o.flags & MF_SPARSE_KEEP_LAST),
                "%s: MF_SPARSE_SUM_DUPLICATES and MF_SPARSE_KEEP_LAST exclude each other", fn);
 
+    const bool ids = o.map_ids || o.row_column || o.col_column || o.value_column || o.row_field ||
+                     o.col_field || o.value_field || o.row_ids || o.col_ids;
+    MF_REQUIRE(ctx, !ids || o.format == MF_FORMAT_AUTO || o.format == MF_FORMAT_TRIPLETS,
+               "%s: ids are read from delimited text: format must be MF_FORMAT_AUTO or "
+               "MF_FORMAT_TRIPLETS with map_ids",
+               fn);
+    MF_REQUIRE(ctx,
+               !(o.row_column && o.row_field) && !(o.col_column && o.col_field) &&
+                   !(o.value_column && o.value_field),
+               "%s: a column is chosen by its name or by its position, not both", fn);
+    MF_REQUIRE(ctx, o.row_field >= 0 && o.col_field >= 0 && o.value_field >= 0,
+               "%s: row_field = %d, col_field = %d, value_field = %d: positions are 1-based, 0 "
+               "unset",
+               fn, o.row_field, o.col_field, o.value_field);
+    MF_REQUIRE(ctx, !(o.value_column || o.value_field) || !(o.flags & MF_SPARSE_PATTERN),
+               "%s: a value column with MF_SPARSE_PATTERN, which reads no values", fn);
     /* One open for detection and reader alike (input_file.h). */
     mf_input in;
     MF_TRY(mf_input_open(ctx, path, &in));
-    mf_format format = o.format == MF_FORMAT_AUTO ? detect_format(&in) : o.format;
+    mf_format format = ids                          ? MF_FORMAT_TRIPLETS
+                       : o.format == MF_FORMAT_AUTO ? detect_format(&in)
+                                                    : o.format;
     mf_read_job job;
     memset(&job, 0, sizeof job);
     job.ctx = ctx;
@@ -202,8 +246,22 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     job.count_line = o.format == MF_FORMAT_AUTO && format == MF_FORMAT_TRIPLETS;
     job.max_row = job.max_col = -1;
     job.min_index = INT64_MAX;
-
-    mf_status st = parse_file(&job, format);
+    job.opts = &o;
+    mf_status st = MF_OK;
+    if (ids) {
+        /* Dense indices from 0, checked against the maps' counts at the end. */
+        job.base = 0;
+        job.rows = job.cols = 0;
+        job.count_line = false;
+        job.row_ids = mf_id_map_clone(o.row_ids);
+        job.col_ids = mf_id_map_clone(o.col_ids);
+        if (!job.row_ids || !job.col_ids)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", path);
+    }
+    if (st == MF_OK)
+        st = parse_file(&job, format);
+    if (st == MF_OK && ids)
+        st = settle_ids(&job, &o);
     if (st == MF_OK)
         st = finish(&job);
     if (st == MF_OK) {
@@ -215,9 +273,14 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
         st = mf_sparse_build_coo(ctx, out, &coo, flags, path, dup);
         if (st == MF_ERR_INVALID_DATA && dup[0] >= 0)
             st = explain_repeat(&job, format, dup, flags);
-        if (st == MF_OK)
+        if (st == MF_OK) {
             (*out)->index_base = job.base;
+            (*out)->row_ids = job.row_ids, (*out)->col_ids = job.col_ids;
+            job.row_ids = job.col_ids = NULL; /* the matrix's now */
+        }
     }
+    mf_id_map_destroy(job.row_ids);
+    mf_id_map_destroy(job.col_ids);
     mf_input_close(&in);
     free(job.row);
     free(job.col);
@@ -228,4 +291,14 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
 int mf_sparse_index_base(const mf_sparse *m)
 {
     return m ? m->index_base : -1;
+}
+
+const mf_id_map *mf_sparse_row_ids(const mf_sparse *m)
+{
+    return m ? m->row_ids : NULL;
+}
+
+const mf_id_map *mf_sparse_col_ids(const mf_sparse *m)
+{
+    return m ? m->col_ids : NULL;
 }

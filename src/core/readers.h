@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "core/id_map.h"
 #include "core/input_file.h"
 #include "mfact/mfact.h"
 
@@ -44,6 +45,10 @@ typedef struct mf_read_job {
     /* Largest row and column seen and where, to explain shape errors found at the end. */
     int64_t max_row, max_col, max_row_at, max_col_at;
     int64_t min_index;
+    /* Ids as users have them (read_ids.c): the maps being built, NULL when the file holds
+     * indices; the caller's options say which fields hold what. */
+    mf_id_map *row_ids, *col_ids;
+    const mf_read_opts *opts;
     /* A second pass that only looks for the lines of the repeated entry dup (0-based). */
     bool locate;
     int32_t dup[2];
@@ -69,5 +74,8 @@ mf_status mf_read_matrix_market(mf_read_job *job);
 mf_status mf_read_triplets(mf_read_job *job);
 mf_status mf_read_pairs(mf_read_job *job);
 mf_status mf_read_binary_triplets(mf_read_job *job);
+/* Delimited text whose rows and columns are ids (mf_read_opts.map_ids): job->row_ids and
+ * job->col_ids are the maps to extend. */
+mf_status mf_read_ids(mf_read_job *job);
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "core/id_map.h"
 #include "core/opts.h"
 #include "core/saved_model.h"
 
@@ -50,6 +51,16 @@ const char *mf_saved_model_library_version(const mf_saved_model *saved)
     return saved ? saved->version : "";
 }
 
+const mf_id_map *mf_saved_model_user_ids(const mf_saved_model *saved)
+{
+    return saved ? saved->user_ids : NULL;
+}
+
+const mf_id_map *mf_saved_model_item_ids(const mf_saved_model *saved)
+{
+    return saved ? saved->item_ids : NULL;
+}
+
 void mf_saved_model_destroy(mf_saved_model *saved)
 {
     if (!saved)
@@ -60,5 +71,7 @@ void mf_saved_model_destroy(mf_saved_model *saved)
     free(saved->item_bias);
     free(saved->algorithm);
     free(saved->options);
+    mf_id_map_destroy(saved->user_ids);
+    mf_id_map_destroy(saved->item_ids);
     free(saved);
 }

@@ -13,10 +13,11 @@ struct mf_saved_model {
     int32_t users, items;
     int k;
     float mean;
-    float *U, *V;                 /* users x k, items x k, leading dimension k */
-    float *user_bias, *item_bias; /* NULL where the file has none */
-    char *algorithm, *options;    /* NUL-terminated; "" where the file has none */
-    char version[32];             /* the writer's "major.minor.patch" */
+    float *U, *V;                   /* users x k, items x k, leading dimension k */
+    float *user_bias, *item_bias;   /* NULL where the file has none */
+    char *algorithm, *options;      /* NUL-terminated; "" where the file has none */
+    char version[32];               /* the writer's "major.minor.patch" */
+    mf_id_map *user_ids, *item_ids; /* NULL where the file has none */
 };
 
 /* A handle with nothing in it (every pointer NULL), or NULL when out of memory. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/id_map.h"
 #include "core/sparse.h"
 
 void mf_sparse_destroy(mf_sparse *m)
@@ -23,6 +24,8 @@ void mf_sparse_destroy(mf_sparse *m)
     free(m->row_ptr);
     free(m->col);
     free(m->val);
+    mf_id_map_destroy(m->row_ids);
+    mf_id_map_destroy(m->col_ids);
     free(m);
 }
 

@@ -8,9 +8,10 @@
  * holds), and set a fresh, short, printable message that starts with the path.
  * A success must give a handle whose view is a valid host model that fits in the input
  * (users, items, k >= 1; the factors and biases no larger than the file; a finite mean),
- * metadata strings within the format's limits, predictions at two pairs that are finite
+ * metadata strings within the format's limits, id maps of the model's size whose every id
+ * is found at its own index, predictions at two pairs that are finite
  * wherever the model's numbers are moderate, and a round trip: the model saved again (under
- * $TMPDIR) loads as the same model, bit for bit, with the same metadata.
+ * $TMPDIR) loads as the same model, bit for bit, with the same metadata and ids.
  * Random changes almost never keep a checksum right, so that the checks behind the
  * checksums (sizes, kinds, shapes, duplicates) are reached too, every input is loaded
  * twice: as it is, and with every checksum its structure allows recomputed (fix_checksums).
@@ -120,6 +121,8 @@ static mf_model check_view(const mf_saved_model *s)
         fuzz_finding("%zu bytes of options from a %zu-byte file", strlen(options), cur_size);
     if (!*mf_saved_model_library_version(s))
         fuzz_finding("no library version");
+    check_ids(mf_saved_model_user_ids(s), m.users, "user");
+    check_ids(mf_saved_model_item_ids(s), m.items, "item");
     return m;
 }
 
@@ -150,6 +153,38 @@ static void check_predictions(const mf_model *m)
                      (double)out[1]);
 }
 
+/* An id map of the file: n ids (the model's users or items), each short text with no
+ * control byte, found again at its own index. */
+static void check_ids(const mf_id_map *ids, int32_t n, const char *what)
+{
+    if (!ids)
+        return;
+    if (mf_id_map_count(ids) != n)
+        fuzz_finding("%d %s ids for %d %s", mf_id_map_count(ids), what, n, what);
+    for (int32_t i = 0; i < n; i++) {
+        const char *id = mf_id_map_id(ids, i);
+        if (!id || !*id || strlen(id) > 4096 || strlen(id) > cur_size)
+            fuzz_finding("%s id %d is missing, empty or too long", what, i);
+        for (const char *p = id; *p; p++)
+            if ((unsigned char)*p < 0x20)
+                fuzz_finding("%s id %d holds a control byte", what, i);
+        if (mf_id_map_index(ids, id) != i)
+            fuzz_finding("%s id %d is found at %d", what, i, mf_id_map_index(ids, id));
+    }
+}
+
+static bool same_ids(const mf_id_map *a, const mf_id_map *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    if (mf_id_map_count(a) != mf_id_map_count(b))
+        return false;
+    for (int32_t i = 0; i < mf_id_map_count(a); i++)
+        if (strcmp(mf_id_map_id(a, i), mf_id_map_id(b, i)) != 0)
+            return false;
+    return true;
+}
+
 static bool same_floats(const float *a, const float *b, int64_t n)
 {
     return (!a && !b) || (a && b && memcmp(a, b, (size_t)n * sizeof *a) == 0);
@@ -162,6 +197,8 @@ static void check_round_trip(const mf_saved_model *s, const mf_model *m)
     mf_model_save_opts_init(&o);
     o.algorithm = mf_saved_model_algorithm(s);
     o.options = mf_saved_model_options(s);
+    o.user_ids = mf_saved_model_user_ids(s);
+    o.item_ids = mf_saved_model_item_ids(s);
     if (mf_model_save(fuzz_ctx, m, &o, again_path) != MF_OK)
         fuzz_finding("saving the loaded model failed: %s", mf_ctx_last_error(fuzz_ctx));
     mf_saved_model *t = NULL;
@@ -182,6 +219,9 @@ static void check_round_trip(const mf_saved_model *s, const mf_model *m)
         strcmp(mf_saved_model_options(t), o.options) != 0 ||
         strcmp(mf_saved_model_library_version(t), mf_version_string()) != 0)
         fuzz_finding("the model saved again has other metadata");
+    if (!same_ids(mf_saved_model_user_ids(t), o.user_ids) ||
+        !same_ids(mf_saved_model_item_ids(t), o.item_ids))
+        fuzz_finding("the model saved again has other ids");
     mf_saved_model_destroy(t);
 }
 
