@@ -24,6 +24,10 @@ typedef struct cli_common {
     int index_base;
     int duplicates;
     int32_t rows, cols; /* --rows, --cols: FILE's shape (0: from the file) */
+    /* Ids as users have them: --ids, and --user-col/--item-col/--rating-col (a header name,
+     * or a 1-based position when digits alone); any of them maps FILE's ids. */
+    bool ids;
+    const char *user_col, *item_col, *rating_col;
 } cli_common;
 
 /* What a repeated (row, col) entry of a file becomes, one rule for every command
@@ -52,6 +56,20 @@ const char *cli_common_help(void);
 /* mf_read_opts from the common flags: --format, --index-base, and --duplicates, or the
  * command's own rule `dflt` (CLI_DUP_*) when --duplicates is not given. */
 void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro);
+/* The id maps of the ratings file that cli_read_ratings read (NULL: it held indices). */
+const mf_id_map *cli_user_ids(void);
+const mf_id_map *cli_item_ids(void);
+/* How the tool names users and items in what it writes: by the maps when there are any,
+ * else by index + base; unseen[i] names index count + i (ids that a model has not seen,
+ * read from a file). */
+typedef struct cli_names {
+    const mf_id_map *users, *items;
+    int base;
+    char **unseen;
+    int64_t n_unseen;
+} cli_names;
+/* The name of user (side 0) or item (side 1) `index` into buf. Returns buf or the map's id. */
+const char *cli_name(const cli_names *n, int side, int32_t index, char *buf, size_t cap);
 /* Why the last context made with backend auto is a CPU one ("" when it is not). */
 const char *cli_cpu_reason(void);
 /* A context from the common flags; prints the failure and returns NULL. */

@@ -50,7 +50,8 @@ static void ials_help(const char *cmd)
         "implicit's ranking_metrics_at_k computes them. ials writes no recommendations\n"
         "(--output is recommend's). recommend writes each user's top N items, those of FILE left "
         "out,\n"
-        "to --output FILE (default standard output) as 'user item score' lines, 0-based.\n"
+        "to --output FILE (default standard output) as 'user item score' lines, users and\n"
+        "items as FILE names them (its ids, or its index base).\n"
         "--output-u and --output-v write the factors as text, one row per line;\n"
         "--save-model FILE writes the model file that mfact recommend --model reads. --gpus N:\n"
         "one fit over N GPUs (--device and the N - 1 after it), each solving its share of\n"
@@ -244,8 +245,12 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     if (rc == CLI_OK && cli_save_model(a->cmd, ctx, a->save_model, &fitted) != 0)
         rc = CLI_FAILED;
     /* rank 0 writes the lists: every rank holds the same model */
-    if (rc == CLI_OK && !strcmp(a->cmd, "recommend") && cli_launched_rank() == 0)
-        rc = cli_write_recommendations(a->cmd, ctx, a->out_rec, &m, NULL, 0, train, (int)a->top);
+    if (rc == CLI_OK && !strcmp(a->cmd, "recommend") && cli_launched_rank() == 0) {
+        /* Users and items as FILE names them: its ids, or its own index base. */
+        const cli_names names = {cli_user_ids(), cli_item_ids(), cli_ratings_base(), NULL, 0};
+        rc = cli_write_recommendations(a->cmd, ctx, a->out_rec, &m, NULL, 0, train, (int)a->top,
+                                       &names);
+    }
     if (rc == CLI_OK && !to_stdout) {
         cli_out out;
         cli_out_begin(&out, a->common.json);

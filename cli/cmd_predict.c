@@ -24,8 +24,11 @@ static void predict_help(void)
            "'user item', and what follows on the line is ignored, so a ratings file serves;\n"
            "fields are separated by spaces, tabs, commas or '::'; blank lines, lines starting\n"
            "with '#' or '%%' and a header line are skipped; a MatrixMarket file is read as one.\n"
-           "Ids are numbered as the training file was (its index base, which the model\n"
-           "records; --index-base overrides). A user or item the model has not seen is\n"
+           "Ids are the training file's: those it had with --user-col/--item-col or --ids\n"
+           "(the model keeps them; --user-col/--item-col here pick PAIRS's columns, by name\n"
+           "in its header or by position), else indices numbered as the training file was\n"
+           "(its index base, which the model records; --index-base overrides). A user or\n"
+           "item the model has not seen is\n"
            "predicted from what is known (the mean and the known bias).\n"
            "Prints one prediction a line, in the order of PAIRS, or writes them to --output\n"
            "FILE and prints a summary; --json prints one JSON object (the predictions in it\n"
@@ -92,7 +95,12 @@ static int predict(mf_ctx *ctx, const predict_args *a)
         return CLI_FAILED;
     int32_t *ids = NULL;
     int64_t n = 0;
-    int rc = cli_read_ids("predict", a->pairs, 2, base, &ids, &n);
+    /* A model with ids reads PAIRS's ids through its maps (unseen ones past its shape). */
+    cli_names names = {mf_saved_model_user_ids(saved), mf_saved_model_item_ids(saved), 0, NULL, 0};
+    int rc = names.users || names.items
+                 ? cli_read_named_ids("predict", a->pairs, 2, &a->common, &names, &ids, &n)
+                 : cli_read_ids("predict", a->pairs, 2, base, &ids, &n);
+    cli_names_free(&names);
     float *out = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *out) : NULL;
     int32_t *user = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *user) : NULL;
     int32_t *item = rc == CLI_OK ? malloc((size_t)(n ? n : 1) * sizeof *item) : NULL;

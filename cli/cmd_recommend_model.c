@@ -10,6 +10,7 @@
 #include "model_file.h"
 #include "outputs.h"
 #include "recommendations.h"
+#include "test_set.h"
 
 typedef struct rec_args {
     cli_common common;
@@ -22,8 +23,10 @@ static void rec_help(void)
     printf("usage: mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N]\n"
            "                [--output FILE] [options]\n\n"
            "Writes the top N items (default 10) of each user by the model file MODEL (written\n"
-           "by mfact als, sgd or ials --save-model), as 'user item score' lines, 0-based, to\n"
-           "--output FILE (default standard output), as mfact recommend does after training.\n"
+           "by mfact als, sgd or ials --save-model), as 'user item score' lines, to --output\n"
+           "FILE (default standard output), as mfact recommend does after training. Users and\n"
+           "items are named as the training file named them: by its ids when it was read with\n"
+           "--user-col/--item-col or --ids (the model keeps them), else by index in its base.\n"
            "--users FILE: the users, one id a line (default every user of the model); a user\n"
            "the model has not seen gets the items of the highest mean + item bias. --exclude\n"
            "FILE: interactions (user item lines, as the training file) whose items are left\n"
@@ -75,16 +78,29 @@ static int parse(int argc, char **argv, rec_args *a)
     return 0;
 }
 
-/* --exclude FILE as the model's users x items, numbered as the model says. */
+/* --exclude FILE as the model's users x items, numbered as the model says: by its ids
+ * when it has them (users and items it lacks exclude nothing, and are dropped). */
 static int read_exclude(mf_ctx *ctx, const rec_args *a, const mf_model *m, int base,
-                        mf_sparse **out)
+                        const cli_names *names, mf_sparse **out)
 {
     mf_read_opts ro;
     cli_read_opts(&a->common, CLI_DUP_SUM, &ro);
-    ro.cols = m->items;
+    if (!names->users)
+        ro.cols = m->items;
     if (ro.index_base < 0 && base >= 0 && !cli_is_matrix_market(a->exclude, ro.format))
         ro.index_base = base;
-    if (mf_sparse_read(ctx, out, a->exclude, &ro) != MF_OK) {
+    ro.row_ids = names->users, ro.col_ids = names->items;
+    if (names->users && !ro.row_column && !ro.row_field)
+        ro.map_ids = 1;
+    mf_sparse *full = NULL;
+    mf_status st = mf_sparse_read(ctx, names->users ? &full : out, a->exclude, &ro);
+    if (st == MF_OK && full) {
+        int32_t rows;
+        mf_sparse_shape(full, &rows, NULL, NULL);
+        st = cli_test_split(ctx, full, rows < m->users ? rows : m->users, m->items, out);
+        cli_test_release();
+    }
+    if (st != MF_OK) {
         cli_error("recommend", "%s", mf_ctx_last_error(ctx));
         return CLI_FAILED;
     }
@@ -101,13 +117,22 @@ static int recommend(mf_ctx *ctx, const rec_args *a)
     int32_t *users = NULL;
     int64_t n = 0;
     mf_sparse *exclude = NULL;
-    int rc = a->users ? cli_read_ids("recommend", a->users, 1, base, &users, &n) : CLI_OK;
+    /* Users and items as the training file named them: its ids, or its index base. */
+    cli_names names = {mf_saved_model_user_ids(saved), mf_saved_model_item_ids(saved),
+                       base > 0 ? base : 0, NULL, 0};
+    int rc = CLI_OK;
+    if (a->users && names.users)
+        rc = cli_read_named_ids("recommend", a->users, 1, &a->common, &names, &users, &n);
+    else if (a->users)
+        rc = cli_read_ids("recommend", a->users, 1, base, &users, &n);
     if (rc == CLI_OK && a->exclude)
-        rc = read_exclude(ctx, a, &m, base, &exclude);
+        rc = read_exclude(ctx, a, &m, base, &names, &exclude);
     static const int32_t none[1] = {0}; /* --users FILE that lists nobody: no lists */
     if (rc == CLI_OK)
         rc = cli_write_recommendations("recommend", ctx, a->out, &m,
-                                       a->users && !users ? none : users, n, exclude, (int)a->top);
+                                       a->users && !users ? none : users, n, exclude, (int)a->top,
+                                       &names);
+    cli_names_free(&names);
     if (rc == CLI_OK && a->out) {
         cli_out o;
         cli_out_begin(&o, a->common.json);

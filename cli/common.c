@@ -77,6 +77,13 @@ const char *cli_common_help(void)
            "                            naming both lines; --sum-duplicates is --duplicates sum\n"
            "  --rows N, --cols N        FILE's shape, when it has more rows or columns than\n"
            "                            its entries reach (default: from the file)\n"
+           "  --user-col C, --item-col C, --rating-col C\n"
+           "                            ids as users have them: FILE's users, items and\n"
+           "                            ratings are column C, a header name (userId) or a\n"
+           "                            position from 1; integer or string ids map to dense\n"
+           "                            indices, and outputs (lists, factors, models) speak\n"
+           "                            FILE's ids; a --test file takes FILE's ids\n"
+           "  --ids                     the same with columns 1, 2 (and 3: the rating)\n"
            "  --help                    this text\n";
 }
 
@@ -96,6 +103,23 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
     long long n;
     if (strcmp(flag, "--json") == 0) {
         c->json = true;
+        return 1;
+    }
+    if (strcmp(flag, "--ids") == 0) {
+        c->ids = true;
+        return 1;
+    }
+    if (strcmp(flag, "--user-col") == 0 || strcmp(flag, "--item-col") == 0 ||
+        strcmp(flag, "--rating-col") == 0) {
+        if (!(v = value_of(cmd, argc, argv, i)))
+            return -1;
+        if (!*v ||
+            (strspn(v, "0123456789") == strlen(v) && (!cli_parse_ll(v, &n) || n < 1 || n > 256))) {
+            cli_error(cmd, "%s takes a column's name or its position from 1 to 256, not '%s'", flag,
+                      v);
+            return -1;
+        }
+        *(flag[2] == 'u' ? &c->user_col : flag[2] == 'i' ? &c->item_col : &c->rating_col) = v;
         return 1;
     }
     if (strcmp(flag, "--sum-duplicates") == 0) {
@@ -193,10 +217,33 @@ void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
     ro->format = c->format;
     ro->index_base = c->index_base;
     ro->rows = c->rows, ro->cols = c->cols;
+    /* A column by its position (digits alone) or its header name. */
+    const char *cols[3] = {c->user_col, c->item_col, c->rating_col};
+    const char **names[3] = {&ro->row_column, &ro->col_column, &ro->value_column};
+    int *fields[3] = {&ro->row_field, &ro->col_field, &ro->value_field};
+    for (int k = 0; k < 3; k++)
+        if (cols[k] && strspn(cols[k], "0123456789") == strlen(cols[k]))
+            *fields[k] = atoi(cols[k]);
+        else if (cols[k])
+            *names[k] = cols[k];
+    ro->map_ids = c->ids;
     const int rule = c->duplicates >= 0 ? c->duplicates : dflt;
     ro->flags = rule == CLI_DUP_SUM    ? MF_SPARSE_SUM_DUPLICATES
                 : rule == CLI_DUP_LAST ? MF_SPARSE_KEEP_LAST
                                        : MF_SPARSE_DEFAULT;
+}
+
+const char *cli_name(const cli_names *n, int side, int32_t index, char *buf, size_t cap)
+{
+    const mf_id_map *map = side ? n->items : n->users;
+    const char *id = mf_id_map_id(map, index);
+    if (id)
+        return id;
+    const int64_t extra = (int64_t)index - mf_id_map_count(map);
+    if (map && side == 0 && extra >= 0 && extra < n->n_unseen)
+        return n->unseen[extra];
+    snprintf(buf, cap, "%lld", (long long)index + (map ? 0 : n->base));
+    return buf;
 }
 
 /* Why backend auto settled on the CPU, as the library logs it ("" until it does). */

@@ -5,6 +5,8 @@
 
 #include <stdint.h>
 
+#include "cli.h"
+
 /* The first `fields` integers of each line of `path` (the rest of a line is ignored, so a
  * ratings file's "user item rating" lines serve as pairs), separated by spaces, tabs,
  * commas or "::". Blank lines, lines starting with '#' or '%', and a first line that does
@@ -15,5 +17,17 @@
  * (with the file's line) and returns CLI_FAILED; CLI_OK when read. */
 int cli_read_ids(const char *cmd, const char *path, int fields, int base, int32_t **ids,
                  int64_t *n);
+
+/* The same for a model with ids (cli_names.users/items, the model file's maps): each line's
+ * user and item ids (fields 1 and 2, or --user-col/--item-col of `common`: a position, or a
+ * header name, which makes the first line the header; without names a first line whose
+ * third field is not a number is a header), separated by the first line's separator (a
+ * tab, else a comma, else ';', else '::', else spaces), "quoted" where they hold it. An id
+ * the map holds is its index; one it lacks is count + k for the k-th such id of its side,
+ * its text kept in names->unseen for the users (the caller frees it with cli_names_free).
+ * Prints the problem with the line; returns CLI_OK or CLI_FAILED. */
+int cli_read_named_ids(const char *cmd, const char *path, int fields, const cli_common *common,
+                       cli_names *names, int32_t **ids, int64_t *n);
+void cli_names_free(cli_names *names);
 
 #endif

@@ -32,6 +32,10 @@ int cli_save_model(const char *cmd, mf_ctx *ctx, const char *path, const cli_fit
     mf_model_save_opts_init(&o);
     o.algorithm = fit->algorithm;
     o.options = options;
+    /* With ids, the file's users and items by their ids: predict and recommend --model read
+     * and write those. */
+    if (mf_id_map_count(cli_user_ids()) == m.users && mf_id_map_count(cli_item_ids()) == m.items)
+        o.user_ids = cli_user_ids(), o.item_ids = cli_item_ids();
     if (mf_model_save(ctx, &m, &o, path) != MF_OK) {
         cli_error(cmd, "%s", mf_ctx_last_error(ctx));
         return -1;

@@ -85,6 +85,28 @@ int cli_ratings_base(void)
     return ratings_base;
 }
 
+/* The ratings file as read, for its id maps: the training matrix itself, or, when a
+ * fraction was split off (the halves, built from arrays, have no maps), the whole file,
+ * kept (owned) until the command ends. */
+static const mf_sparse *source;
+static mf_sparse *source_owned;
+
+const mf_id_map *cli_user_ids(void)
+{
+    return mf_sparse_row_ids(source);
+}
+
+const mf_id_map *cli_item_ids(void)
+{
+    return mf_sparse_col_ids(source);
+}
+
+static void release_source(void)
+{
+    mf_sparse_destroy(source_owned);
+    source = source_owned = NULL;
+}
+
 mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *file,
                            const char *test_file, double fraction, mf_sparse **train,
                            mf_sparse **test)
@@ -97,9 +119,14 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     if (st != MF_OK)
         return st;
     ratings_base = mf_sparse_index_base(all);
+    release_source();
+    source = all;
     if (fraction > 0) {
         st = split(ctx, all, fraction, common->seed, train, test);
-        mf_sparse_destroy(all);
+        if (mf_sparse_row_ids(all))
+            source_owned = all;
+        else
+            mf_sparse_destroy(all), source = NULL;
         return st;
     }
     *train = all;
@@ -110,6 +137,10 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
      * MatrixMarket test file keeps its own convention (1-based by definition). */
     if (ro.index_base < 0 && !cli_is_matrix_market(test_file, ro.format))
         ro.index_base = mf_sparse_index_base(all);
+    /* With ids, the test file is read with FILE's maps: its known users and items keep
+     * their indices and the unseen follow, past the training shape (cli_test_split). */
+    ro.row_ids = mf_sparse_row_ids(all);
+    ro.col_ids = mf_sparse_col_ids(all);
     /* Read with a shape of its own: users or items the training file lacks are unseen,
      * predicted from what is known (cli_out_test), never an error. */
     mf_sparse *full = NULL;
@@ -182,17 +213,22 @@ void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, do
         cli_out_num(out, "validation RMSE", validation_rmse);
 }
 
-/* rows x k floats as text, one row per line. */
-static int write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k)
+/* rows x k floats as text, one row per line; each line starts with its row's id when the
+ * ratings file had ids (ids: NULL otherwise). */
+static int write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k,
+                      const mf_id_map *ids)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
         cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
         return -1;
     }
-    for (int32_t r = 0; r < rows; r++)
+    for (int32_t r = 0; r < rows; r++) {
+        if (ids)
+            fprintf(f, "%s ", mf_id_map_id(ids, r));
         for (long long t = 0; t < k; t++)
             fprintf(f, "%.7g%c", (double)X[(size_t)r * k + t], t + 1 < k ? ' ' : '\n');
+    }
     const int failed = ferror(f);
     if (fclose(f) != 0 || failed) {
         cli_error(cmd, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
@@ -208,9 +244,13 @@ int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, con
     mf_sparse_shape(train, &users, &items, NULL);
     if (cli_launched_rank() != 0) /* rank 0 writes what every rank holds */
         return 0;
-    if (out_u && write_rows(cmd, out_u, U, users, k) != 0)
+    /* The maps when train is the ratings file's rows and columns (complete's matrices,
+     * which keep no ids, are written as they are). */
+    const bool ids = mf_id_map_count(cli_user_ids()) == users &&
+                     mf_id_map_count(cli_item_ids()) == items && cli_user_ids();
+    if (out_u && write_rows(cmd, out_u, U, users, k, ids ? cli_user_ids() : NULL) != 0)
         return -1;
-    if (out_v && write_rows(cmd, out_v, V, items, k) != 0)
+    if (out_v && write_rows(cmd, out_v, V, items, k, ids ? cli_item_ids() : NULL) != 0)
         return -1;
     return 0;
 }
@@ -260,6 +300,8 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
     cli_test_release();
+    source = NULL;    /* train was the file itself, or ... */
+    release_source(); /* ... the whole file was kept beside the split */
     mf_ctx_destroy(ctx);
     return rc;
 }

@@ -6,7 +6,8 @@
 #include <string.h>
 
 int cli_write_recommendations(const char *cmd, mf_ctx *ctx, const char *path, const mf_model *m,
-                              const int32_t *users, int64_t n, const mf_sparse *exclude, int N)
+                              const int32_t *users, int64_t n, const mf_sparse *exclude, int N,
+                              const cli_names *names)
 {
     if (!users)
         n = m->users;
@@ -34,10 +35,14 @@ int cli_write_recommendations(const char *cmd, mf_ctx *ctx, const char *path, co
             rc = CLI_FAILED;
             break;
         }
-        for (int64_t b = 0; b < len; b++)
+        char ub[24], ib[24];
+        for (int64_t b = 0; b < len; b++) {
+            const char *user = cli_name(names, 0, ids[b], ub, sizeof ub);
             for (int j = 0; j < N && items[(size_t)b * N + j] >= 0; j++)
-                fprintf(f, "%d %d %.6g\n", ids[b], items[(size_t)b * N + j],
+                fprintf(f, "%s %s %.6g\n", user,
+                        cli_name(names, 1, items[(size_t)b * N + j], ib, sizeof ib),
                         (double)scores[(size_t)b * N + j]);
+        }
     }
     const int failed = ferror(f);
     if (path && (fclose(f) != 0 || failed) && rc == CLI_OK) {

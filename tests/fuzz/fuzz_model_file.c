@@ -95,6 +95,38 @@ static void check_failure(mf_saved_model *out, const char *path)
     fuzz_check_message(path, sentinel);
 }
 
+/* An id map of the file: n ids (the model's users or items), each short text with no
+ * control byte, found again at its own index. */
+static void check_ids(const mf_id_map *ids, int32_t n, const char *what)
+{
+    if (!ids)
+        return;
+    if (mf_id_map_count(ids) != n)
+        fuzz_finding("%d %s ids for %d %s", mf_id_map_count(ids), what, n, what);
+    for (int32_t i = 0; i < n; i++) {
+        const char *id = mf_id_map_id(ids, i);
+        if (!id || !*id || strlen(id) > 4096 || strlen(id) > cur_size)
+            fuzz_finding("%s id %d is missing, empty or too long", what, i);
+        for (const char *p = id; *p; p++)
+            if ((unsigned char)*p < 0x20)
+                fuzz_finding("%s id %d holds a control byte", what, i);
+        if (mf_id_map_index(ids, id) != i)
+            fuzz_finding("%s id %d is found at %d", what, i, mf_id_map_index(ids, id));
+    }
+}
+
+static bool same_ids(const mf_id_map *a, const mf_id_map *b)
+{
+    if (!a || !b)
+        return !a && !b;
+    if (mf_id_map_count(a) != mf_id_map_count(b))
+        return false;
+    for (int32_t i = 0; i < mf_id_map_count(a); i++)
+        if (strcmp(mf_id_map_id(a, i), mf_id_map_id(b, i)) != 0)
+            return false;
+    return true;
+}
+
 /* The view of a loaded model: a valid host model no larger than the file. */
 static mf_model check_view(const mf_saved_model *s)
 {
@@ -151,38 +183,6 @@ static void check_predictions(const mf_model *m)
     if (fine && !(isfinite(out[0]) && isfinite(out[1])))
         fuzz_finding("predictions %g and %g from a model of moderate numbers", (double)out[0],
                      (double)out[1]);
-}
-
-/* An id map of the file: n ids (the model's users or items), each short text with no
- * control byte, found again at its own index. */
-static void check_ids(const mf_id_map *ids, int32_t n, const char *what)
-{
-    if (!ids)
-        return;
-    if (mf_id_map_count(ids) != n)
-        fuzz_finding("%d %s ids for %d %s", mf_id_map_count(ids), what, n, what);
-    for (int32_t i = 0; i < n; i++) {
-        const char *id = mf_id_map_id(ids, i);
-        if (!id || !*id || strlen(id) > 4096 || strlen(id) > cur_size)
-            fuzz_finding("%s id %d is missing, empty or too long", what, i);
-        for (const char *p = id; *p; p++)
-            if ((unsigned char)*p < 0x20)
-                fuzz_finding("%s id %d holds a control byte", what, i);
-        if (mf_id_map_index(ids, id) != i)
-            fuzz_finding("%s id %d is found at %d", what, i, mf_id_map_index(ids, id));
-    }
-}
-
-static bool same_ids(const mf_id_map *a, const mf_id_map *b)
-{
-    if (!a || !b)
-        return !a && !b;
-    if (mf_id_map_count(a) != mf_id_map_count(b))
-        return false;
-    for (int32_t i = 0; i < mf_id_map_count(a); i++)
-        if (strcmp(mf_id_map_id(a, i), mf_id_map_id(b, i)) != 0)
-            return false;
-    return true;
 }
 
 static bool same_floats(const float *a, const float *b, int64_t n)

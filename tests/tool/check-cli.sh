@@ -265,6 +265,53 @@ printf '7\n3\n' >"$saved/users.txt"
   --top 3 | awk '{print $1}' | uniq | tr '\n' ' ')" = "7 3 " ] || fail "recommend --users"
 "$mfact" recommend --model "$saved/ials.mfm" "$plays" 2>/dev/null
 [ $? -eq 2 ] || fail "recommend --model with a FILE to train on is not a usage error"
+# recommend speaks the file's numbering: a 1-based file's lists name users 1..60, never 0
+# (they had been 0-based, issue 44 row 8), from training and from the saved model alike
+awk '{print $1 + 1, $2 + 1, $3}' "$plays" >"$saved/plays1.txt"
+"$mfact" recommend --backend cpu "$saved/plays1.txt" --rank 4 --iterations 3 --top 2 \
+  --save-model "$saved/one.mfm" 2>/dev/null >"$saved/recs1.txt" || fail "recommend on a 1-based file exited $?"
+awk '$1 < 1 || $1 > 60 || $2 < 1 || $2 > 40 { bad++ } END { exit bad > 0 }' "$saved/recs1.txt" &&
+  grep -q "^60 " "$saved/recs1.txt" || fail "recommend on a 1-based file: not 1-based ids"
+"$mfact" recommend --model "$saved/one.mfm" --exclude "$saved/plays1.txt" --top 2 >"$saved/recs2.txt" &&
+  cmp -s "$saved/recs1.txt" "$saved/recs2.txt" || fail "recommend --model on a 1-based file: other lists"
+# ids as users have them: a CSV with string users, sparse integer items and a header; a test
+# file with a user and an item the training file lacks; the outputs in the file's ids
+python3 -c '
+import random
+r = random.Random(5)
+print("user,movieId,rating")
+for u in range(40):
+    for i in range(25):
+        if r.random() < 0.4:
+            print("u%d,%d,%d" % (u, 1000 * i + 7, r.randint(1, 5)))
+' >"$saved/r.csv"
+printf 'user,movieId,rating\nu3,7,4\nnewbie,1007,3\nu5,999999,2\n' >"$saved/t.csv"
+ids=(--user-col user --item-col movieId --rating-col rating)
+out=$("$mfact" als --backend cpu "$saved/r.csv" "${ids[@]}" --test "$saved/t.csv" --rank 3 \
+  --iterations 3 --save-model "$saved/ids.mfm" --output-u "$saved/u.txt" --output-v "$saved/v.txt" \
+  2>/dev/null) || fail "als with --user-col exited $?"
+echo "$out" | grep -q "^users 40$" && echo "$out" | grep -q "^items 25$" &&
+  echo "$out" | grep -q "^test ratings unseen 2$" || fail "als with ids: $out"
+[ "$(head -1 "$saved/u.txt" | awk '{print $1}')" = u0 ] && [ "$(wc -l <"$saved/v.txt")" -eq 25 ] &&
+  awk '{ if ($1 % 1000 != 7) bad++ } END { exit bad > 0 }' "$saved/v.txt" ||
+  fail "--output-u/-v do not start with the file's ids"
+rmse=$(echo "$out" | awk '/^test RMSE /{print $3}')
+"$mfact" predict "$saved/ids.mfm" "$saved/t.csv" | paste -d ' ' - <(tail -n +2 "$saved/t.csv" | tr , ' ') |
+  awk -v want="$rmse" '{ d = $1 - $4; s += d * d; n++ }
+    END { got = sqrt(s / n); exit !(n == 3 && got - want < 2e-6 * want && want - got < 2e-6 * want) }' ||
+  fail "predict with ids: not the training run's test RMSE $rmse"
+printf 'u7\nnobody\n' >"$saved/who.txt"
+"$mfact" recommend --model "$saved/ids.mfm" --users "$saved/who.txt" --exclude "$saved/r.csv" \
+  "${ids[@]}" --top 2 >"$saved/idrecs.txt" || fail "recommend --model with ids exited $?"
+[ "$(awk '{print $1}' "$saved/idrecs.txt" | uniq | tr '\n' ' ')" = "u7 nobody " ] &&
+  awk '{ if ($2 % 1000 != 7) bad++ } END { exit bad > 0 }' "$saved/idrecs.txt" ||
+  fail "recommend --model with ids: $(cat "$saved/idrecs.txt")"
+grep -q "^u7 " "$saved/idrecs.txt" && ! grep -E "^u7 ($(awk -F, '$1 == "u7" {printf "%s|", $2}' "$saved/r.csv")x) " \
+  "$saved/idrecs.txt" >/dev/null || fail "recommend --model --exclude with ids kept a training item"
+"$mfact" als --backend cpu "$saved/r.csv" --user-col user --item-col movieid 2>/tmp/mfact-cli-err.$$ >/dev/null
+[ $? -eq 1 ] && grep -q 'r.csv:1: no column "movieid" in the header' /tmp/mfact-cli-err.$$ ||
+  fail "an unknown column: $(cat /tmp/mfact-cli-err.$$)"
+"$mfact" als "$saved/r.csv" --user-col 0 2>/dev/null; [ $? -eq 2 ] || fail "--user-col 0 is not a usage error"
 rm -rf "$saved"
 rm -f "$plays" "$recs"
 # bmf: a .in file (two blocks), factors as text and packed, JSON, progress, bad values
