@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from . import _lib, _progress
+from . import _ids, _lib, _progress
 from ._arrays import _checked_index, _device_index, as_c, as_matrix, on_device, on_device_any, ptr
 from ._context import default_context, resolve
 from ._errors import Cancelled, InvalidData, check
@@ -172,6 +172,28 @@ class _Recommender(_Estimator):
     _ALGORITHM = None  # the name a model file gives the algorithm ("als", "sgd", "ials")
     _UNSEEN_USERS = False  # whether recommend scores ids past the model's users (biases)
     saved = None  # after mfact.load: what the file said besides the model
+    # The users' and items' ids (by index) of the matrix the model was fitted on, when it
+    # was read with ids (mfact.read(..., user_col=...)), or of the model file; else None.
+    user_ids = item_ids = None
+
+    def _keep_ids(self, data):
+        """The fitted matrix's ids (None where it has none)."""
+        self.user_ids = getattr(data, "user_ids", None)
+        self.item_ids = getattr(data, "item_ids", None)
+        self._id_cache = ({}, {})
+
+    def _by_id(self, side, wanted, call):
+        """Indices of the file's ids `wanted` (users: side 0, items: 1): those the model
+        has not seen lie past it (predicted from what is known)."""
+        ids = self.user_ids if side == 0 else self.item_ids
+        if ids is None:
+            raise ValueError(f"mfact.{type(self).__name__}.{call}: ids=True, but the model "
+                             "was fitted on a matrix without ids (read it with mfact.read(..., "
+                             "user_col=, item_col=) or ids=True)")
+        if "_id_cache" not in self.__dict__:
+            self._id_cache = ({}, {})
+        out, scalar, unseen = _ids.index(ids, self._id_cache[side], wanted)
+        return (out[0] if scalar else np.array(out, np.int64)), unseen
 
     def save(self, path):
         """Write the fitted model to the file `path` (mf_model_save: the factors, the mean
@@ -188,9 +210,12 @@ class _Recommender(_Estimator):
         o.options = _options_text(self, m.k).encode()
         if self._fw is not None:
             self._fw.sync_current()
-        with self.ctx.lock:
+        what = f"mfact.{type(self).__name__}.save"
+        with self.ctx.lock, _ids.to_c(self.ctx, self.user_ids, what) as users, \
+                _ids.to_c(self.ctx, self.item_ids, what) as items:
+            o.user_ids, o.item_ids = users, items  # the ids, where the model has them
             check(fn(self.ctx.handle, ctypes.byref(m), ctypes.byref(o), os.fsencode(path)),
-                  self.ctx.handle, f"mfact.{type(self).__name__}.save")
+                  self.ctx.handle, what)
         return self
 
     @classmethod
@@ -270,7 +295,8 @@ class _Recommender(_Estimator):
         local = local if fw is None else fw.asarray(local, np.int32)
         return _make_model(Ug, V, m.mean, bg, bi, m.where), local
 
-    def recommend(self, userid, user_items=None, N=10, filter_already_liked_items=True):
+    def recommend(self, userid, user_items=None, N=10, filter_already_liked_items=True,
+                  ids=False):
         """The N best items for each user (implicit's recommend): (ids, scores), each users
         x N (1-D for one user), best first, ties to the smaller item id. With
         filter_already_liked_items, the items of `user_items` are never returned: a sparse
@@ -279,7 +305,21 @@ class _Recommender(_Estimator):
         than N candidates gets item -1 and score -inf in the places left. A negative id, and
         for ImplicitALS an id past the model's users (which it could not score), is an
         IdError (IndexError and ValueError) naming it; ALS and SGD score an unseen user by
-        mean + item bias."""
+        mean + item bias.
+
+        ids=True: `userid` holds the file's user ids (the model's `user_ids`) and the items
+        come back as the file's item ids (a NumPy object array, None where -1); a user the
+        model has not seen is scored by mean + item bias (ALS, SGD) or is an IdError."""
+        if ids:
+            index, unseen = self._by_id(0, userid, "recommend")
+            if unseen and not self._UNSEEN_USERS:
+                raise IdError(f"mfact.{type(self).__name__}.recommend: user {unseen[0]!r} is "
+                              "not one of the model's")
+            items, scores = self.recommend(index, user_items, N, filter_already_liked_items)
+            names = np.array(list(self.item_ids) + [None], dtype=object)
+            host = np.asarray(items if self._fw is None else
+                              (items.cpu().numpy() if self._fw.name == "torch" else items.get()))
+            return names[np.where(host < 0, len(self.item_ids), host)], scores
         m = self._model()
         N = to_c(N, f"mfact.{type(self).__name__}.recommend: N")
         # An explicit model scores a user it has not seen by mean + item bias (the
@@ -347,9 +387,15 @@ class _Ratings(_Recommender):
                              "the biases (users, items) do not agree")
         return _make_model(U, V, self.mean, bu, bi, self._where)
 
-    def predict(self, users, items):
+    def predict(self, users, items, ids=False):
         """Predicted ratings for the (user, item) pairs: arrays of equal length. Users and
-        items the model has not seen predict from what it knows (the mean, one bias)."""
+        items the model has not seen predict from what it knows (the mean, one bias).
+        ids=True: users and items are the file's ids (the model's `user_ids`, `item_ids`)."""
+        if ids:
+            users = self._by_id(0, users, "predict")[0]
+            items = self._by_id(1, items, "predict")[0]
+            if np.ndim(users) == 0:
+                return self.predict(np.array([users]), np.array([items]))[0]
         m = self._model()
         if self._fw is None:
             u = _checked_index(users, "int32", "users")
@@ -457,6 +503,7 @@ class ALS(_Ratings):
         """Fit to `ratings` (users x items: scipy.sparse, a dense array, or mfact.Matrix);
         `test`, a held-out matrix of the same shape, is scored after every iteration."""
         R = as_matrix(ratings, self.ctx)
+        self._keep_ids(ratings)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
 
@@ -508,6 +555,7 @@ class SGD(_Ratings):
     def fit(self, ratings, test=None):
         """As ALS.fit; one progress step per epoch."""
         R = as_matrix(ratings, self.ctx)
+        self._keep_ids(ratings)
         T = as_matrix(test, self.ctx) if test is not None else None
         o = self._opts()
 
@@ -563,6 +611,7 @@ class ImplicitALS(_Recommender):
         after every iteration (iteration, seconds, loss: the objective over users x items
         pairs; asking for it makes the library compute it); returning True stops the run."""
         R = as_matrix(interactions, self.ctx)
+        self._keep_ids(interactions)
         o = self._opts()
         users, items = R.shape
         fw = R.framework
@@ -730,6 +779,9 @@ def load(path, ctx=None, cls=None):
         bu = _host_array(view.user_bias, (users,)) if view.user_bias else None
         bi = _host_array(view.item_bias, (items,)) if view.item_bias else None
         mean = float(view.mean)
+        ids = _lib.mf_saved_model_user_ids is not None
+        user_ids = _ids.from_c(_lib.mf_saved_model_user_ids(handle)) if ids else None
+        item_ids = _ids.from_c(_lib.mf_saved_model_item_ids(handle)) if ids else None
     finally:
         _lib.mf_saved_model_destroy(handle)
     if cls is None:
@@ -742,6 +794,7 @@ def load(path, ctx=None, cls=None):
         model.item_biases = bi if bi is not None else np.zeros(items, np.float32)
         model.mean = mean
     model.saved = info
+    model.user_ids, model.item_ids = user_ids, item_ids
     return model
 
 

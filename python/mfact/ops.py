@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from . import _device, _lib
+from . import _ids, _device, _lib
 from ._arrays import as_c, as_matrix, on_device, ptr, shape_of, to_scipy
 from ._context import resolve
 from ._errors import check
@@ -13,10 +13,33 @@ from ._ints import INT32, INT32_MAX, to_c
 _FORMATS = {"auto": 0, "mtx": 1, "triplets": 2, "pairs": 3, "bin": 4}
 
 
-def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None):
+def _column(o, role, col):
+    """user_col/item_col/rating_col: a header name (str) or a 0-based position (int)."""
+    if col is None:
+        return None
+    if isinstance(col, str):
+        name = col.encode()
+        setattr(o, role + "_column", name)
+        return name
+    setattr(o, role + "_field", to_c(col, f"mfact.read: {role} column", INT32, 0, 255) + 1)
+    return None
+
+
+def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None,
+         user_col=None, item_col=None, rating_col=None, ids=False, id_maps=None):
     """A matrix file (MatrixMarket, triplets such as MovieLens, pairs, packed binary
     triplets: docs/formats.md) as a scipy.sparse.csr_matrix of float32, through the C
-    readers (a malformed line is a ValueError naming the file and the line)."""
+    readers (a malformed line is a ValueError naming the file and the line).
+
+    Ids as users have them: with user_col, item_col, rating_col (a header name, or a
+    0-based position as pandas counts) or ids=True (columns 0, 1, 2), a CSV/TSV whose
+    users and items are integer or string ids is read into dense indices, in the order
+    the file first names them; the matrix then has `user_ids` and `item_ids`, the id of
+    each row and column (ints when every id is an integer), which models fitted on it keep
+    (`model.recommend(..., ids=True)`, `model.predict(..., ids=True)`, save and load).
+    id_maps: a matrix read so (or a model fitted on one) whose ids keep their indices, new
+    ones following: read a test set with its training set's maps, and its unseen users
+    and items lie past the model's (predicted from the mean and the known biases)."""
     ctx = resolve(ctx)
     if format not in _FORMATS:
         raise ValueError(f"mfact.read: format must be one of {sorted(_FORMATS)}, not {format!r}")
@@ -34,13 +57,28 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
         o.cols = to_c(cols, "mfact.read: shape columns", INT32, 0, INT32_MAX)
     if pattern:
         o.flags |= _lib.SPARSE_PATTERN
+    keep = [_column(o, "row", user_col), _column(o, "col", item_col),
+            _column(o, "value", rating_col)]
+    mapped = bool(ids) or user_col is not None or item_col is not None or \
+        rating_col is not None or id_maps is not None
+    if mapped and _lib.mf_sparse_row_ids is None:
+        raise _ids._missing("mfact.read with ids")
+    o.map_ids = int(mapped)
     out = ctypes.c_void_p()
-    with ctx.lock:
+    with ctx.lock, \
+            _ids.to_c(ctx, getattr(id_maps, "user_ids", None), "mfact.read") as rows, \
+            _ids.to_c(ctx, getattr(id_maps, "item_ids", None), "mfact.read") as cols:
+        o.row_ids, o.col_ids = rows, cols
         check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
                                   ctypes.byref(o)), ctx.handle, "mfact.read")
+        del keep
         try:
             shape, nnz = shape_of(ctx, out.value)
-            return to_scipy(ctx, out.value, shape, nnz)
+            m = to_scipy(ctx, out.value, shape, nnz)
+            if mapped:
+                m.user_ids = _ids.from_c(_lib.mf_sparse_row_ids(out.value))
+                m.item_ids = _ids.from_c(_lib.mf_sparse_col_ids(out.value))
+            return m
         finally:
             _lib.mf_sparse_destroy(out.value)
 
