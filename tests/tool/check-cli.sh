@@ -218,7 +218,7 @@ awk '$1 > 0 && $1 < 30 && $2 > 0 && $2 < 20 && NR % 4 == 0' "$ratings" >"$saved/
 awk '!($1 > 0 && $1 < 30 && $2 > 0 && $2 < 20 && NR % 4 == 0)' "$ratings" >"$saved/kept.txt"
 out=$("$mfact" als --backend cpu "$saved/kept.txt" --test "$saved/held.txt" --rank 3 --iterations 4 \
       --save-model "$saved/als.mfm" 2>/dev/null) || fail "als --save-model exited $?"
-rmse=$(echo "$out" | awk '/^test RMSE /{print $3}')
+rmse=$(echo "$out" | awk '/^test RMSE [0-9]/{print $3}')
 "$mfact" predict --backend cpu "$saved/als.mfm" "$saved/held.txt" >"$saved/pred.txt" ||
   fail "predict exited $?"
 [ "$(wc -l <"$saved/pred.txt")" -eq "$(wc -l <"$saved/held.txt")" ] || fail "predict: one line a pair"
@@ -295,7 +295,7 @@ echo "$out" | grep -q "^users 40$" && echo "$out" | grep -q "^items 25$" &&
 [ "$(head -1 "$saved/u.txt" | awk '{print $1}')" = u0 ] && [ "$(wc -l <"$saved/v.txt")" -eq 25 ] &&
   awk '{ if ($1 % 1000 != 7) bad++ } END { exit bad > 0 }' "$saved/v.txt" ||
   fail "--output-u/-v do not start with the file's ids"
-rmse=$(echo "$out" | awk '/^test RMSE /{print $3}')
+rmse=$(echo "$out" | awk '/^test RMSE [0-9]/{print $3}')
 "$mfact" predict "$saved/ids.mfm" "$saved/t.csv" | paste -d ' ' - <(tail -n +2 "$saved/t.csv" | tr , ' ') |
   awk -v want="$rmse" '{ d = $1 - $4; s += d * d; n++ }
     END { got = sqrt(s / n); exit !(n == 3 && got - want < 2e-6 * want && want - got < 2e-6 * want) }' ||
