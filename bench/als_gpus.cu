@@ -98,6 +98,7 @@ static void *run_rank(void *arg)
         j->rep.iterations = n > 1 ? (int)n - 1 : 1;
         j->rep.iteration_seconds = n > 1 ? j->ends[n - 1] - j->ends[0] : j->arep.seconds;
         j->rep.test_rmse = j->arep.relative_residual;
+        j->rep.peak_device_bytes = j->arep.peak_device_bytes;
     } else if (j->ials) {
         j->irep.struct_size = sizeof j->irep;
         j->st = mf_ials_run(j->ctx, j->train, &j->io, j->U.data(), j->V.data(), MF_MEMORY_HOST,
@@ -105,12 +106,14 @@ static void *run_rank(void *arg)
         j->rep.iterations = j->irep.iterations;
         j->rep.iteration_seconds = j->irep.iteration_seconds;
         j->rep.test_rmse = j->irep.loss;
+        j->rep.peak_device_bytes = j->irep.peak_device_bytes;
     } else if (j->sgd) {
         j->st = mf_sgd_hogwild_run(j->ctx, j->train, &j->so, j->U.data(), j->V.data(),
                                    MF_MEMORY_HOST, &j->srep);
         j->rep.iterations = j->srep.epochs; // as ALS reports them, for the table
         j->rep.iteration_seconds = j->srep.epoch_seconds;
         j->rep.test_rmse = j->srep.test_rmse;
+        j->rep.peak_device_bytes = j->srep.peak_device_bytes;
     } else {
         j->st =
             mf_als_run(j->ctx, j->train, &j->o, j->U.data(), j->V.data(), MF_MEMORY_HOST, &j->rep);
@@ -134,6 +137,7 @@ struct fit_result {
     double seconds_per_iteration; // the slowest rank's
     double call_seconds;          // the slowest rank's whole call
     double test_rmse;
+    double peak_gib;         // the largest rank's peak device memory during the call
     bool same_on_ranks;      // every rank returned rank 0's factors
     std::vector<float> U, V; // rank 0's
 };
@@ -184,7 +188,7 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
     for (int i = 0; i < n; i++)
         pthread_join(threads[i], NULL);
-    fit_result r = {0.0, 0.0, jobs[0].rep.test_rmse, true, jobs[0].U, jobs[0].V};
+    fit_result r = {0.0, 0.0, jobs[0].rep.test_rmse, 0.0, true, jobs[0].U, jobs[0].V};
     for (int i = 0; i < n; i++) {
         if (jobs[i].st != MF_OK) {
             fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
@@ -193,6 +197,7 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         r.seconds_per_iteration = std::max(r.seconds_per_iteration,
                                            jobs[i].rep.iteration_seconds / jobs[i].rep.iterations);
         r.call_seconds = std::max(r.call_seconds, jobs[i].call_seconds);
+        r.peak_gib = std::max(r.peak_gib, jobs[i].rep.peak_device_bytes / 1073741824.0);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
     }
     for (int i = 0; i < n; i++) {
@@ -296,8 +301,8 @@ int main(int argc, char **argv)
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-               "whole call s | test RMSE | ranks agree | factors = 1 GPU's |\n"
-               "|---|---|---|---|---|---|---|---|---|---|\n",
+               "whole call s | peak GiB / GPU | test RMSE | ranks agree | factors = 1 GPU's |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|\n",
                asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
                : sgd  ? "Hogwild SGD (an iteration is an epoch)"
                : ials ? "implicit ALS (the RMSE column holds the loss)"
@@ -325,26 +330,28 @@ int main(int argc, char **argv)
             const mf_asd_opts *use_asd = asd ? &ao : NULL;
             const fit_result one =
                 median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
-            printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.4f | - | - |\n",
-                   c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds, one.test_rmse);
+            printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %.4f | - | - |\n",
+                   c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds, one.peak_gib,
+                   one.test_rmse);
             for (int g : gpus) {
                 if (g > devices)
                     continue;
                 const fit_result r =
                     median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
                 const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
-                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.4f | %s | %s |\n",
-                       c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
-                       speedup, 100.0 * speedup / g, r.call_seconds, r.test_rmse,
-                       r.same_on_ranks ? "yes" : "NO",
-                       asd   ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
-                                    ? "residual within 0.1%"
-                                    : "residual NOT within 0.1%")
-                       : sgd ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.005
-                                    ? "RMSE within 0.5%"
-                                    : "RMSE NOT within 0.5%")
-                       : r.U == one.U && r.V == one.V ? "yes"
-                                                      : "NO");
+                printf(
+                    "| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %.4f | %s | %s |\n",
+                    c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
+                    speedup, 100.0 * speedup / g, r.call_seconds, r.peak_gib, r.test_rmse,
+                    r.same_on_ranks ? "yes" : "NO",
+                    asd ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
+                               ? "residual within 0.1%"
+                               : "residual NOT within 0.1%")
+                    : sgd
+                        ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.005 ? "RMSE within 0.5%"
+                                                                          : "RMSE NOT within 0.5%")
+                    : r.U == one.U && r.V == one.V ? "yes"
+                                                   : "NO");
                 fflush(stdout);
             }
         }

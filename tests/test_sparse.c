@@ -332,6 +332,35 @@ START_TEST(random_coo_matches_a_sorted_reference)
 }
 END_TEST
 
+/* A rank's shard (mf_sparse_block): the rows, or the columns, of its share in R's shape and
+ * order, values kept; an empty share is an empty matrix of R's shape. */
+START_TEST(shards_keep_their_lines_in_order)
+{
+    const int32_t row[] = {0, 0, 1, 2, 2, 3};
+    const int32_t col[] = {0, 3, 2, 0, 1, 3};
+    const float val[] = {1, 2, 3, 4, 5, 6};
+    mf_sparse *m = NULL, *b = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &m, 4, 4, 6, row, col, val, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_block(ctx, m, 0, 1, 3, "test", &b), MF_OK);
+    const int32_t r0[] = {1, 2, 2}, c0[] = {2, 0, 1};
+    const float v0[] = {3, 4, 5};
+    expect_coo(b, 3, r0, c0, v0);
+    int32_t rows, cols;
+    ck_assert_int_eq(mf_sparse_shape(b, &rows, &cols, NULL), MF_OK);
+    ck_assert(rows == 4 && cols == 4);
+    mf_sparse_destroy(b);
+    ck_assert_int_eq(mf_sparse_block(ctx, m, 1, 0, 2, "test", &b), MF_OK);
+    const int32_t r1[] = {0, 2, 2}, c1[] = {0, 0, 1};
+    const float v1[] = {1, 4, 5};
+    expect_coo(b, 3, r1, c1, v1);
+    mf_sparse_destroy(b);
+    ck_assert_int_eq(mf_sparse_block(ctx, m, 1, 2, 2, "test", &b), MF_OK);
+    expect_coo(b, 0, NULL, NULL, NULL);
+    mf_sparse_destroy(b);
+    mf_sparse_destroy(m);
+}
+END_TEST
+
 START_TEST(null_handles_are_rejected)
 {
     int64_t nnz;
@@ -394,6 +423,7 @@ int main(void)
                                   coo_validation_names_the_position,
                                   csr_input_sorted_and_validated,
                                   random_coo_matches_a_sorted_reference,
+                                  shards_keep_their_lines_in_order,
                                   null_handles_are_rejected,
                                   cache_keeps_entries_by_owner_and_frees_them_once};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

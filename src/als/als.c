@@ -137,7 +137,8 @@ typedef struct run_state {
     mf_als_report rep;
     float *U, *V; /* the caller's: a warm start's V (candidates read it too) */
     mf_memory where;
-    mf_shares shares; /* the users' and items' shares of this rank (core/ranks.h) */
+    mf_shares shares;   /* the users' and items' shares of this rank (core/ranks.h) */
+    mf_sparse *part[2]; /* in a group: this rank's shard of each side (mf_sparse_block) */
 } run_state;
 
 /* After a half step in a group: the ranks agree that every one of them solved its share,
@@ -156,9 +157,28 @@ static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
                             sizeof *biases);
 }
 
+/* The RMSE over the training entries: in a group, each rank's over its users' shard, and
+ * the squared errors and counts summed over the ranks (the same bits on every rank; equal
+ * to one context's to rounding, not bit for bit). */
+static mf_status train_rmse(run_state *s, const fit_spec *f, double *train)
+{
+    mf_ctx *ctx = s->run.ctx;
+    if (!s->part[MF_ALS_USERS])
+        return s->e->rmse(s->e, f->R, train);
+    const mf_sparse *mine = s->part[MF_ALS_USERS];
+    double rmse = 0.0, v[2];
+    mf_status st = mine->nnz > 0 ? s->e->rmse(s->e, mine, &rmse) : MF_OK;
+    MF_TRY(mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0)); /* or every rank fails */
+    v[0] = rmse * rmse * (double)mine->nnz;
+    v[1] = (double)mine->nnz;
+    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
+    *train = v[1] > 0.0 ? sqrt(v[0] / v[1]) : 0.0;
+    return MF_OK;
+}
+
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
-    MF_TRY(s->e->rmse(s->e, f->R, train));
+    MF_TRY(train_rmse(s, f, train));
     *test = NAN;
     if (f->test)
         MF_TRY(s->e->rmse(s->e, f->test, test));
@@ -171,6 +191,11 @@ static mf_status iterate(run_state *s, const fit_spec *f)
     double gram = 0.0, solve = 0.0, iter = 0.0, train = NAN, test = NAN;
     int have_rmse = 0, done = 0;
     mf_status st = MF_OK;
+    /* Measuring is collective in a group (the ranks' shards add up to the training RMSE):
+     * every rank measures each iteration when any rank has a progress callback. */
+    int64_t measure_each = o->progress != NULL;
+    if (mf_ranks(s->run.ctx) > 1)
+        MF_TRY(s->run.ctx->comm->ops->max_i64(s->run.ctx->comm, s->run.ctx, &measure_each, 1));
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         double t0 = mf_seconds();
         st = exchange(s, MF_ALS_USERS, s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve));
@@ -181,10 +206,10 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         iter += mf_seconds() - t0;
         done = it;
         have_rmse = 0;
-        if (o->progress && f->final) {
+        if (measure_each && f->final) {
             st = measure(s, f, &train, &test);
-            if (st == MF_OK) {
-                have_rmse = 1;
+            have_rmse = st == MF_OK;
+            if (st == MF_OK && o->progress) {
                 mf_progress p = {it, mf_run_seconds(&s->run), train, test};
                 st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
             }
@@ -206,6 +231,14 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         s->rep.test_rmse = test; /* the candidate's validation RMSE */
     }
     return st;
+}
+
+static void free_parts(run_state *s)
+{
+    for (int w = 0; w < 2; w++) {
+        mf_sparse_destroy(s->part[w]);
+        s->part[w] = NULL;
+    }
 }
 
 /* The start, the engine, the iterations; the final fit hands its factors over. */
@@ -232,12 +265,23 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           gram_kernel_for(o, cg_steps_for(o, f->k)),
                           cg_steps_for(o, f->k),
                           {0, 0},
-                          {0, 0}};
+                          {0, 0},
+                          {NULL, NULL},
+                          {NULL, NULL}};
     if (st == MF_OK)
         st = mf_shares_make(ctx, "mf_als_run", f->R, mf_shares_solve_cost(f->k, setup.cg_steps),
                             &s->shares);
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
+    /* In a group each rank keeps only its shard of each side: the device then holds the
+     * rank's share of the ratings, not all of them. Kernels are chosen by the whole. */
+    for (int w = 0; w < 2 && st == MF_OK && mf_ranks(ctx) > 1; w++)
+        st = mf_sparse_block(ctx, f->R, w, setup.lo[w], setup.hi[w], "mf_als_run", &s->part[w]);
+    if (st == MF_OK && mf_ranks(ctx) > 1) {
+        st = mf_sparse_host_transpose(f->R);
+        setup.part[0] = s->part[0], setup.part[1] = s->part[1];
+        setup.line_ptr[0] = f->R->row_ptr, setup.line_ptr[1] = f->R->transpose.ptr;
+    }
     if (f->final)
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
@@ -249,6 +293,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         if (s->e)
             s->e->destroy(s->e);
         s->e = NULL;
+        free_parts(s);
         return st;
     }
     st = iterate(s, f);
@@ -265,6 +310,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     }
     s->e->destroy(s->e);
     s->e = NULL;
+    free_parts(s);
     return st;
 }
 
@@ -340,6 +386,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     if (st == MF_OK)
         st = fit(&s, &f, U, V, where);
     mf_shares_free(&s.shares);
+    free_parts(&s);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -210,8 +210,10 @@ gram_kernel tc_gram(mf_ctx *ctx, int kp, bool split)
 mf_status pick_gram(cuda_engine *e, side_plan *s, int mode)
 {
     mf_ctx *ctx = e->ctx;
-    const int64_t segs = s->host_row_seg[s->rows];
-    const bool long_rows = segs > 0 && e->R->nnz / segs >= ALS_TC_MIN_SEGMENT;
+    int64_t segs = 0; /* over the whole matrix: a shard chooses as the whole does */
+    for (int32_t r = 0; r < s->rows; r++)
+        segs += (s->whole_ptr[r + 1] - s->whole_ptr[r] + ALS_SEGMENT - 1) / ALS_SEGMENT;
+    const bool long_rows = segs > 0 && s->whole_ptr[s->rows] / segs >= ALS_TC_MIN_SEGMENT;
     const bool split = mode != MF_ALS_GRAM_TF32 && mode != MF_ALS_GRAM_TF32_LONG;
     const bool want_tc = mode == MF_ALS_GRAM_TC || mode == MF_ALS_GRAM_TF32 ||
                          ((mode == MF_ALS_GRAM_AUTO || mode == MF_ALS_GRAM_TF32_LONG) && long_rows);
@@ -481,16 +483,20 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     const int64_t *ptr;
     const int32_t *idx;
     const float *val;
-    /* A pattern has no values on either side: the Gram kernel reads NULL as all ones. */
-    MF_TRY(mf_sparse_device_csr(R, &ptr, &idx, &val));
+    /* Each side reads its part (the whole R, or this rank's shard). A pattern has no values
+     * on either side: the Gram kernel reads NULL as all ones. */
+    mf_sparse *Ru = mf_als_part(s, MF_ALS_USERS), *Ri = mf_als_part(s, MF_ALS_ITEMS);
+    MF_TRY(mf_sparse_device_csr(Ru, &ptr, &idx, &val));
     e->side[MF_ALS_USERS].ptr = ptr, e->side[MF_ALS_USERS].idx = idx;
     e->side[MF_ALS_USERS].val = val;
-    MF_TRY(mf_sparse_device_csc(R, &ptr, &idx, &val));
+    MF_TRY(mf_sparse_device_csc(Ri, &ptr, &idx, &val));
     e->side[MF_ALS_ITEMS].ptr = ptr, e->side[MF_ALS_ITEMS].idx = idx;
     e->side[MF_ALS_ITEMS].val = val;
-    MF_TRY(mf_sparse_host_transpose(R)); /* the item side's plan (built on first use) */
-    MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, R->row_ptr));
-    MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, R->transpose.ptr));
+    MF_TRY(mf_sparse_host_transpose(Ri)); /* the item side's plan (built on first use) */
+    MF_TRY(plan_side(e, &e->side[MF_ALS_USERS], R->rows, Ru->row_ptr));
+    MF_TRY(plan_side(e, &e->side[MF_ALS_ITEMS], R->cols, Ri->transpose.ptr));
+    e->side[MF_ALS_USERS].whole_ptr = s->line_ptr[0] ? s->line_ptr[0] : Ru->row_ptr;
+    e->side[MF_ALS_ITEMS].whole_ptr = s->line_ptr[1] ? s->line_ptr[1] : Ri->transpose.ptr;
     for (int w = 0; w < 2; w++)
         e->side[w].lo = s->lo[w], e->side[w].hi = s->hi[w];
     for (int w = 0; w < 2; w++)

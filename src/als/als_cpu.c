@@ -13,7 +13,8 @@
 typedef struct cpu_engine {
     mf_als_engine base;
     mf_ctx *ctx;
-    mf_sparse *R;
+    mf_sparse *R;       /* the shape (and the whole matrix outside a group) */
+    mf_sparse *part[2]; /* the entries each side reads (mf_als_setup.part) */
     int k;
     float lambda, lambda_bias, mean;
     int biases, weighted;
@@ -124,16 +125,16 @@ static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t
 static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gram, double *solve)
 {
     cpu_engine *e = (cpu_engine *)base;
-    mf_sparse *R = e->R;
+    const mf_sparse *Ru = e->part[MF_ALS_USERS], *Ri = e->part[MF_ALS_ITEMS];
     float *bu = e->biases ? e->bu : NULL, *bi = e->biases ? e->bi : NULL; /* NULL: no bias */
     double t0 = mf_seconds();
     mf_status st;
     if (side == MF_ALS_USERS)
-        st = solve_rows(e, e->lo[side], e->hi[side], R->row_ptr, R->col, R->val, e->V, e->bi, e->U,
-                        bu, "user");
+        st = solve_rows(e, e->lo[side], e->hi[side], Ru->row_ptr, Ru->col, Ru->val, e->V, e->bi,
+                        e->U, bu, "user");
     else
-        st = solve_rows(e, e->lo[side], e->hi[side], R->transpose.ptr, R->transpose.idx,
-                        R->transpose.val, e->U, e->bu, e->V, bi, "item");
+        st = solve_rows(e, e->lo[side], e->hi[side], Ri->transpose.ptr, Ri->transpose.idx,
+                        Ri->transpose.val, e->U, e->bu, e->V, bi, "item");
     /* Building and solving are interleaved per row here: all of it counts as solving. */
     (void)gram;
     *solve += mf_seconds() - t0;
@@ -191,7 +192,7 @@ static void cpu_destroy(mf_als_engine *base)
 
 mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
 {
-    MF_TRY(mf_sparse_host_transpose(s->R));
+    MF_TRY(mf_sparse_host_transpose(mf_als_part(s, MF_ALS_ITEMS)));
     cpu_engine *e = calloc(1, sizeof *e);
     if (e) {
         e->U = malloc((size_t)s->R->rows * s->k * sizeof *e->U);
@@ -213,6 +214,8 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx;
     e->R = s->R;
+    for (int w = 0; w < 2; w++)
+        e->part[w] = mf_als_part(s, w);
     e->k = s->k;
     e->lambda = s->lambda;
     e->biases = s->biases;

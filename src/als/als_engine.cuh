@@ -29,9 +29,10 @@ struct side_plan {
     const int32_t *idx;
     const float *val; /* NULL: a pattern's ones */
     mf_dbuf seg_begin, seg_len, row_seg;
-    int64_t *host_row_seg; /* rows + 1, for batching */
-    int32_t longest;       /* most segments of one row */
-    gram_launch gram;      /* the Gram kernel of this side's systems */
+    int64_t *host_row_seg;    /* rows + 1, for batching */
+    const int64_t *whole_ptr; /* the whole matrix's line offsets (mf_als_setup.line_ptr) */
+    int32_t longest;          /* most segments of one row */
+    gram_launch gram;         /* the Gram kernel of this side's systems */
 };
 
 struct cuda_engine {

@@ -152,8 +152,22 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
                                   int32_t count, int gram_kernel, mf_als_bench **out)
 {
     mf_device_guard guard(ctx->link.cuda->device);
-    mf_als_setup setup = {ctx, R,           k, lambda, MF_MEMORY_HOST,    V, 0, 0.0f, 0.0f,
-                          1,   gram_kernel, 0, {0, 0}, {R->rows, R->cols}};
+    mf_als_setup setup = {ctx,
+                          R,
+                          k,
+                          lambda,
+                          MF_MEMORY_HOST,
+                          V,
+                          0,
+                          0.0f,
+                          0.0f,
+                          1,
+                          gram_kernel,
+                          0,
+                          {0, 0},
+                          {R->rows, R->cols},
+                          {NULL, NULL},
+                          {NULL, NULL}};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);

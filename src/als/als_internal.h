@@ -66,7 +66,21 @@ typedef struct mf_als_setup {
     /* The rows of each side (MF_ALS_USERS, MF_ALS_ITEMS) that half_step solves: [lo, hi),
      * this rank's share in a group (core/ranks.h), else the whole side. */
     int32_t lo[2], hi[2];
+    /* The entries each side's half step reads: part[MF_ALS_USERS] those of rows [lo, hi)
+     * (its CSR), part[MF_ALS_ITEMS] those of columns [lo, hi) (its transpose), each of R's
+     * shape: a rank of a group holds its shard only. NULL: R itself. */
+    mf_sparse *part[2];
+    /* The whole matrix's offsets of each side's lines (R's row_ptr and its transpose's
+     * ptr; NULL: part's), from which the engines choose kernels, so that every rank of a
+     * group chooses as one context over the whole matrix does. */
+    const int64_t *line_ptr[2];
 } mf_als_setup;
+
+/* The matrix whose entries side w reads (mf_als_setup.part, else R). */
+static inline mf_sparse *mf_als_part(const mf_als_setup *s, int w)
+{
+    return s->part[w] ? s->part[w] : s->R;
+}
 
 #define MF_ALS_CG_MAX_ORDER 127
 

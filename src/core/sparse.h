@@ -88,6 +88,12 @@ mf_status mf_sparse_device_csc(mf_sparse *m, const int64_t **col_ptr, const int3
 /* A pattern's values on the device: nnz ones, made on first use. CUDA contexts only. */
 mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones);
 
+/* A shard of R for a group's rank (sparse_shard.c): the entries of R whose row (side 0) or
+ * column (side 1) lies in [lo, hi), in a matrix of R's shape, in R's order. A rank keeps
+ * only what the lines it solves need, so that the device holds its share, not all of R. */
+mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo, int32_t hi,
+                          const char *fn, mf_sparse **out);
+
 /* The host transpose (see struct mf_sparse), built on first use. */
 mf_status mf_sparse_host_transpose(mf_sparse *m);
 

@@ -1,0 +1,52 @@
+/* A group's rank keeps a shard of the ratings (mf_sparse_block): the rows it solves on the
+ * users' side, the columns it solves on the items' side. Built from the whole matrix, in
+ * its order, so that each line's entries come in the same order as in R and the shard's
+ * systems are the whole matrix's bit for bit. */
+#include <stdlib.h>
+
+#include "core/ctx.h"
+#include "core/sparse.h"
+
+mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo, int32_t hi,
+                          const char *fn, mf_sparse **out)
+{
+    *out = NULL;
+    if (side == 0) { /* rows [lo, hi): one contiguous run of R's arrays */
+        const int64_t first = R->row_ptr[lo], n = R->row_ptr[hi] - first;
+        int64_t *ptr = calloc((size_t)R->rows + 1, sizeof *ptr);
+        if (!ptr)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for a shard", fn);
+        for (int32_t r = lo; r < R->rows; r++)
+            ptr[r + 1] = r < hi ? R->row_ptr[r + 1] - first : n;
+        mf_status st = mf_sparse_build_csr(ctx, out, R->rows, R->cols, n, ptr, R->col + first,
+                                           R->val ? R->val + first : NULL, 0, fn);
+        free(ptr);
+        return st;
+    }
+    int64_t n = 0;
+    for (int64_t p = 0; p < R->nnz; p++)
+        n += R->col[p] >= lo && R->col[p] < hi;
+    size_t cap = (size_t)(n ? n : 1);
+    int64_t *ptr = calloc((size_t)R->rows + 1, sizeof *ptr);
+    int32_t *col = malloc(cap * sizeof *col);
+    float *val = R->val ? malloc(cap * sizeof *val) : NULL;
+    mf_status st = MF_OK;
+    if (!ptr || !col || (R->val && !val))
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                     "%s: out of host memory for a shard of %lld entries", fn, (long long)n);
+    int64_t q = 0;
+    for (int32_t r = 0; st == MF_OK && r < R->rows; r++) {
+        for (int64_t p = R->row_ptr[r]; p < R->row_ptr[r + 1]; p++)
+            if (R->col[p] >= lo && R->col[p] < hi) {
+                col[q] = R->col[p];
+                if (val)
+                    val[q] = R->val[p];
+                q++;
+            }
+        ptr[r + 1] = q;
+    }
+    if (st == MF_OK)
+        st = mf_sparse_build_csr(ctx, out, R->rows, R->cols, n, ptr, col, val, 0, fn);
+    free(ptr), free(col), free(val);
+    return st;
+}
