@@ -463,6 +463,53 @@ START_TEST(als_equals_one_context)
 }
 END_TEST
 
+/* Input split over the processes (mf_sparse_set_part): each keeps the entries whose
+ * scrambled position falls to it, never whole lines; the entries travel to their owners
+ * over MPI. Integral ratings: the sums over the ranks are exact, the factors one
+ * context's bit for bit. */
+START_TEST(als_split_input_equals_one_context)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.iterations = 4, o.lambda = 0.5f, o.init = MF_ALS_INIT_MEAN;
+    rk_job one;
+    job_init(&one, cpu_ctx(42, 0), o.rank, 0);
+    one.o = o;
+    rk_run_job(&one);
+    ck_assert_msg(one.st == MF_OK, "%s", one.error);
+    rk_job j;
+    job_init(&j, mpi_ctx(MPI_COMM_WORLD, 42, 0), o.rank, 0);
+    j.o = o;
+    int64_t nnz = 0, kept = 0;
+    ck_assert_int_eq(mf_sparse_shape(j.R, NULL, NULL, &nnz), MF_OK);
+    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val);
+    ck_assert(row && col && val);
+    ck_assert_int_eq(mf_sparse_get_coo(j.R, row, col, val, MF_MEMORY_HOST), MF_OK);
+    for (int64_t p = 0; p < nnz; p++)
+        if ((int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)world_size) == world_rank)
+            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
+    mf_sparse_destroy(j.R);
+    ck_assert_int_eq(
+        mf_sparse_from_coo(j.ctx, &j.R, USERS, ITEMS, kept, row, col, val, MF_MEMORY_HOST, 0),
+        MF_OK);
+    ck_assert_int_eq(mf_sparse_set_part(j.R, 1), MF_OK);
+    free(row), free(col), free(val);
+    rk_run_job(&j);
+    expect(j.st == MF_OK, "split: %s", j.error);
+    expect(!memcmp(j.U, one.U, (size_t)USERS * o.rank * sizeof(float)) &&
+               !memcmp(j.V, one.V, (size_t)ITEMS * o.rank * sizeof(float)),
+           "split: the factors differ from one context's");
+    expect(fabs(j.rep.train_rmse - one.rep.train_rmse) <= 1e-12 * one.rep.train_rmse,
+           "split: train RMSE %.17g, one context %.17g", j.rep.train_rmse, one.rep.train_rmse);
+    job_free(&j);
+    mf_ctx_destroy(j.ctx);
+    job_free(&one);
+    mf_ctx_destroy(one.ctx);
+    check_expectations();
+}
+END_TEST
+
 START_TEST(ials_equals_one_context)
 {
     static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
@@ -711,6 +758,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, join_checks_arguments);
     tcase_add_test(tc, library_messages_stay_apart);
     tcase_add_test(tc, als_equals_one_context);
+    tcase_add_test(tc, als_split_input_equals_one_context);
     tcase_add_test(tc, ials_equals_one_context);
     tcase_add_test(tc, asd_matches_one_context_and_threads);
     tcase_add_test(tc, sgd_ranks_agree);

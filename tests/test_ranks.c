@@ -177,6 +177,107 @@ static void sgd_group(int n, const mf_sgd_opts *so, rk_job *jobs)
     rk_run_als(jobs, n);
 }
 
+/* Input split over the ranks (mf_sparse_set_part): rank i holds the entries whose scrambled
+ * position falls to it, not whole rows or columns; `overlap` > 0 also gives rank 1 that many
+ * of rank 0's entries. */
+static void make_split_group(rk_job *jobs, int n, const mf_als_opts *o, int overlap)
+{
+    make_group(jobs, n, o, 5);
+    for (int i = 0; i < n; i++) {
+        int64_t nnz = 0;
+        ck_assert_int_eq(mf_sparse_shape(jobs[i].R, NULL, NULL, &nnz), MF_OK);
+        int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+        float *val = malloc((size_t)nnz * sizeof *val);
+        ck_assert(row && col && val);
+        ck_assert_int_eq(mf_sparse_get_coo(jobs[i].R, row, col, val, MF_MEMORY_HOST), MF_OK);
+        int64_t kept = 0, extra = 0;
+        for (int64_t p = 0; p < nnz; p++) {
+            const int owner = (int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)n);
+            const int also = i == 1 && owner == 0 && extra < overlap;
+            if (owner == i || also) {
+                extra += also;
+                row[kept] = row[p], col[kept] = col[p], val[kept] = val[p];
+                kept++;
+            }
+        }
+        mf_sparse_destroy(jobs[i].R);
+        ck_assert_int_eq(mf_sparse_from_coo(jobs[i].ctx, &jobs[i].R, USERS, ITEMS, kept, row, col,
+                                            val, MF_MEMORY_HOST, 0),
+                         MF_OK);
+        ck_assert_int_eq(mf_sparse_set_part(jobs[i].R, 1), MF_OK);
+        ck_assert_int_eq(mf_sparse_is_part(jobs[i].R), 1);
+        free(row), free(col), free(val);
+    }
+}
+
+START_TEST(split_input_fits_the_whole_matrix)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.iterations = 4, o.lambda = 0.5f;
+    for (int init = 0; init < 2; init++) {
+        o.init = init ? MF_ALS_INIT_MEAN : MF_ALS_INIT_UNIFORM;
+        float *U1 = malloc((size_t)USERS * o.rank * sizeof *U1);
+        float *V1 = malloc((size_t)ITEMS * o.rank * sizeof *V1);
+        mf_als_report r1;
+        single_fit(&o, U1, V1, &r1);
+        for (int n = 2; n <= 4; n++) {
+            rk_job jobs[4];
+            make_split_group(jobs, n, &o, 0);
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                /* Integral ratings: the sums over the ranks (the mean, the items' means)
+                 * are exact, so the factors are the whole matrix's bit for bit. */
+                ck_assert_msg(!memcmp(jobs[i].U, U1, (size_t)USERS * o.rank * sizeof *U1),
+                              "init %d: rank %d of %d: U differs from one context's", init, i, n);
+                ck_assert_msg(!memcmp(jobs[i].V, V1, (size_t)ITEMS * o.rank * sizeof *V1),
+                              "init %d: rank %d of %d: V differs from one context's", init, i, n);
+                ck_assert_double_eq_tol(jobs[i].rep.train_rmse, r1.train_rmse,
+                                        1e-12 * r1.train_rmse);
+            }
+            free_group(jobs, n);
+        }
+        free(U1), free(V1);
+    }
+    /* Parts that overlap: every rank fails, and the one that found it names the entry. */
+    rk_job jobs[3];
+    make_split_group(jobs, 3, &o, 5);
+    rk_run_als(jobs, 3);
+    int named = 0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_ne(jobs[i].st, MF_OK);
+        named += jobs[i].st == MF_ERR_INVALID_DATA && strstr(jobs[i].error, "parts of two ranks");
+    }
+    ck_assert_int_ge(named, 1);
+    free_group(jobs, 3);
+    /* A part where the others give the whole matrix: the ranks disagree. */
+    make_group(jobs, 2, &o, 5);
+    ck_assert_int_eq(mf_sparse_set_part(jobs[1].R, 1), MF_OK);
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[0].error, "split matrix") || strstr(jobs[1].error, "split matrix"),
+                  "%s / %s", jobs[0].error, jobs[1].error);
+    free_group(jobs, 2);
+    /* SGD takes no parts over a group yet. */
+    make_split_group(jobs, 2, &o, 0);
+    for (int i = 0; i < 2; i++) {
+        jobs[i].sgd = 1;
+        mf_sgd_opts_init(&jobs[i].so);
+        jobs[i].so.rank = o.rank;
+    }
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(jobs[i].st, MF_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(jobs[0].error, "mf_sparse_set_part"));
+    free_group(jobs, 2);
+    /* Bad arguments. */
+    ck_assert_int_eq(mf_sparse_set_part(NULL, 1), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_sparse_is_part(NULL), -1);
+}
+END_TEST
+
 START_TEST(sgd_group_rotates_item_blocks)
 {
     mf_sgd_opts so;
@@ -701,6 +802,7 @@ int main(void)
     static const tu_suite suite = {.name = "ranks", .timeout = 300};
     const TTest *const tests[] = {shares_balance_work,
                                   group_fit_equals_one_context,
+                                  split_input_fits_the_whole_matrix,
                                   sgd_group_rotates_item_blocks,
                                   ials_group_equals_one_context,
                                   asd_group_matches_one_context,

@@ -272,6 +272,20 @@ MF_API mf_status mf_sparse_from_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, 
 /* NULL is a no-op. */
 MF_API void mf_sparse_destroy(mf_sparse *m);
 
+/* Input split over a group of contexts (mf_ctx_join_local, mf_ctx_set_nccl_comm,
+ * mf_ctx_set_mpi_comm, mf_ctx_join_launched): is_part 1 marks m as this rank's part of one
+ * matrix. Every rank's part has the whole matrix's shape and holds only its own entries;
+ * no entry is in two parts (an overlap is an error of the fit, naming the entry), and the
+ * parts all have values or are all patterns. The ranks need not split by rows or columns:
+ * the fit moves each entry to the rank that solves its line, so no rank ever holds the whole
+ * matrix. mf_als_run takes parts (its results are the whole matrix's, to rounding: the mean
+ * and the train RMSE are sums over the ranks); the other fits refuse them over a group
+ * (MF_ERR_UNSUPPORTED). Outside a group a part is simply the matrix. is_part 0 unmarks it.
+ * Since 0.4. */
+MF_API mf_status mf_sparse_set_part(mf_sparse *m, int is_part);
+/* 1 when m is marked a part, 0 when not, -1 for NULL. Since 0.4. */
+MF_API int mf_sparse_is_part(const mf_sparse *m);
+
 /* Any of rows, cols, nnz may be NULL. */
 MF_API mf_status mf_sparse_shape(const mf_sparse *m, int32_t *rows, int32_t *cols, int64_t *nnz);
 /* 1 when the matrix stores values, 0 for a pattern, -1 for NULL. */

@@ -98,25 +98,40 @@ static int gram_kernel_for(const mf_als_opts *o, int cg_steps)
 
 /* The seeded starts: V uniform in [0, 0.1) (cuMF_als's); for Zhou's, uniform in
  * [-0.1, 0.1) with column 0 the item's mean rating. Items without ratings get a zero row. */
-static mf_status init_seeded(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float *V0)
+static void init_seeded(mf_ctx *ctx, int32_t cols, const int64_t *col_ptr, const double *col_sum,
+                        int k, bool zhou, float *V0)
+{
+    mf_random_uniform_host(V0, (int64_t)cols * k, zhou ? -0.1f : 0.0f, 0.1f, ctx->seed,
+                           ALS_INIT_STREAM, mf_ctx_threads(ctx));
+    for (int32_t i = 0; i < cols; i++) {
+        const int64_t n = col_ptr[i + 1] - col_ptr[i];
+        float *v = V0 + (int64_t)i * k;
+        if (n == 0)
+            memset(v, 0, (size_t)k * sizeof *v);
+        else if (zhou)
+            v[0] = (float)(col_sum[i] / (double)n);
+    }
+}
+
+/* Each column's sum of values (ones for a pattern), in the column's order. */
+static double *column_sums(const mf_sparse *R)
+{
+    double *sum = calloc((size_t)R->cols + 1, sizeof *sum);
+    for (int32_t i = 0; sum && i < R->cols; i++)
+        for (int64_t p = R->transpose.ptr[i]; p < R->transpose.ptr[i + 1]; p++)
+            sum[i] += R->transpose.val ? R->transpose.val[p] : 1.0f;
+    return sum;
+}
+
+/* The start from the whole matrix R. */
+static mf_status init_whole(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float *V0)
 {
     MF_TRY(mf_sparse_host_transpose(R));
-    mf_random_uniform_host(V0, (int64_t)R->cols * k, zhou ? -0.1f : 0.0f, 0.1f, ctx->seed,
-                           ALS_INIT_STREAM, mf_ctx_threads(ctx));
-    for (int32_t i = 0; i < R->cols; i++) {
-        int64_t b = R->transpose.ptr[i], e = R->transpose.ptr[i + 1];
-        float *v = V0 + (int64_t)i * k;
-        if (b == e) {
-            memset(v, 0, (size_t)k * sizeof *v);
-            continue;
-        }
-        if (!zhou)
-            continue;
-        double sum = 0.0;
-        for (int64_t p = b; p < e; p++)
-            sum += R->transpose.val ? R->transpose.val[p] : 1.0f;
-        v[0] = (float)(sum / (double)(e - b));
-    }
+    double *sum = zhou ? column_sums(R) : NULL;
+    if (zhou && !sum)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
+    init_seeded(ctx, R->cols, R->transpose.ptr, sum, k, zhou, V0);
+    free(sum);
     return MF_OK;
 }
 
@@ -139,6 +154,12 @@ typedef struct run_state {
     mf_memory where;
     mf_shares shares;   /* the users' and items' shares of this rank (core/ranks.h) */
     mf_sparse *part[2]; /* in a group: this rank's shard of each side (mf_sparse_block) */
+    /* Split input (mf_sparse_set_part) over a group: the whole matrix's line offsets of
+     * each side, its column sums (Zhou's start) and its mean, summed over the ranks. */
+    int split;
+    int64_t *whole_ptr[2];
+    double *col_sum;
+    double mean;
 } run_state;
 
 /* After a half step in a group: the ranks agree that every one of them solved its share,
@@ -157,30 +178,32 @@ static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
                             sizeof *biases);
 }
 
-/* The RMSE over the training entries: in a group, each rank's over its users' shard, and
- * the squared errors and counts summed over the ranks (the same bits on every rank; equal
- * to one context's to rounding, not bit for bit). */
-static mf_status train_rmse(run_state *s, const fit_spec *f, double *train)
+/* The RMSE over M's entries summed over the ranks: each rank's over its M (its users' shard,
+ * or its part of a split test set), squared errors and counts added (the same bits on every
+ * rank; equal to one context's to rounding, not bit for bit). */
+static mf_status group_rmse(run_state *s, const mf_sparse *M, double *out)
 {
     mf_ctx *ctx = s->run.ctx;
-    if (!s->part[MF_ALS_USERS])
-        return s->e->rmse(s->e, f->R, train);
-    const mf_sparse *mine = s->part[MF_ALS_USERS];
     double rmse = 0.0, v[2];
-    mf_status st = mine->nnz > 0 ? s->e->rmse(s->e, mine, &rmse) : MF_OK;
+    mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, &rmse) : MF_OK;
     MF_TRY(mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0)); /* or every rank fails */
-    v[0] = rmse * rmse * (double)mine->nnz;
-    v[1] = (double)mine->nnz;
+    v[0] = rmse * rmse * (double)M->nnz;
+    v[1] = (double)M->nnz;
     MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
-    *train = v[1] > 0.0 ? sqrt(v[0] / v[1]) : 0.0;
+    *out = v[1] > 0.0 ? sqrt(v[0] / v[1]) : 0.0;
     return MF_OK;
 }
 
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
-    MF_TRY(train_rmse(s, f, train));
+    if (s->part[MF_ALS_USERS])
+        MF_TRY(group_rmse(s, s->part[MF_ALS_USERS], train));
+    else
+        MF_TRY(s->e->rmse(s->e, f->R, train));
     *test = NAN;
-    if (f->test)
+    if (f->test && f->test->is_part && mf_ranks(s->run.ctx) > 1)
+        MF_TRY(group_rmse(s, f->test, test));
+    else if (f->test)
         MF_TRY(s->e->rmse(s->e, f->test, test));
     return MF_OK;
 }
@@ -241,17 +264,89 @@ static void free_parts(run_state *s)
     }
 }
 
+/* Split input over a group (collective; every rank calls it with its status so far): the
+ * whole matrix's line offsets, column sums (Zhou's start) and mean, summed over the ranks;
+ * the shares; and each rank's shards, gathered from every rank's part. No rank holds the
+ * whole matrix at any point. */
+static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost, bool zhou,
+                               mf_status st)
+{
+    static const char fn[] = "mf_als_run";
+    mf_ctx *ctx = s->run.ctx;
+    const mf_sparse *P = f->R;
+    const size_t rows = (size_t)P->rows, cols = (size_t)P->cols;
+    double total[2] = {0.0, (double)P->nnz}; /* the sum of values and the count */
+    if (st == MF_OK) {
+        s->whole_ptr[0] = calloc(rows + 1, sizeof(int64_t));
+        s->whole_ptr[1] = calloc(cols + 1, sizeof(int64_t));
+        s->col_sum = zhou ? calloc(cols + 1, sizeof(double)) : NULL;
+        if (!s->whole_ptr[0] || !s->whole_ptr[1] || (zhou && !s->col_sum))
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
+    }
+    if (st == MF_OK) { /* this part's counts and sums, at line + 1 */
+        for (int32_t r = 0; r < P->rows; r++) {
+            s->whole_ptr[0][r + 1] = P->row_ptr[r + 1] - P->row_ptr[r];
+            for (int64_t p = P->row_ptr[r]; p < P->row_ptr[r + 1]; p++) {
+                const float v = P->val ? P->val[p] : 1.0f;
+                s->whole_ptr[1][P->col[p] + 1]++;
+                total[0] += v;
+                if (zhou)
+                    s->col_sum[P->col[p]] += v;
+            }
+        }
+    }
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    for (int w = 0; w < 2 && st == MF_OK; w++)
+        st = mf_ranks_sum_host(ctx, fn, s->whole_ptr[w] + 1, w == 0 ? rows : cols, 0);
+    if (st == MF_OK && zhou)
+        st = mf_ranks_sum_host(ctx, fn, s->col_sum, cols, 1);
+    if (st == MF_OK)
+        st = mf_ranks_sum_host(ctx, fn, total, 2, 1);
+    if (st != MF_OK)
+        return st;
+    for (int w = 0; w < 2; w++) /* counts to offsets */
+        for (size_t i = 0; i < (w == 0 ? rows : cols); i++)
+            s->whole_ptr[w][i + 1] += s->whole_ptr[w][i];
+    s->mean = total[1] > 0.0 ? (P->val ? total[0] / total[1] : 1.0) : 0.0;
+    const int64_t *const ptr[2] = {s->whole_ptr[0], s->whole_ptr[1]};
+    const int32_t lines[2] = {P->rows, P->cols};
+    st = mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, &s->shares);
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    for (int w = 0; w < 2 && st == MF_OK; w++)
+        st = mf_ranks_gather_lines(ctx, fn, P, w, s->shares.bounds[w], &s->part[w]);
+    return st;
+}
+
+static void free_split(run_state *s)
+{
+    for (int w = 0; w < 2; w++) {
+        free(s->whole_ptr[w]);
+        s->whole_ptr[w] = NULL;
+    }
+    free(s->col_sum);
+    s->col_sum = NULL;
+}
+
 /* The start, the engine, the iterations; the final fit hands its factors over. */
 static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_memory where)
 {
     mf_ctx *ctx = s->run.ctx;
     const mf_als_opts *o = s->o;
+    const bool zhou = o->init == MF_ALS_INIT_MEAN;
+    const int cg_steps = cg_steps_for(o, f->k);
+    const int64_t row_cost = mf_shares_solve_cost(f->k, cg_steps);
     float *V0 = malloc((size_t)f->R->cols * f->k * sizeof *V0 + 1);
     mf_status st =
-        !V0 ? mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V")
-        : o->init == MF_ALS_INIT_GIVEN
-            ? mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0)
-            : init_seeded(ctx, f->R, f->k, o->init == MF_ALS_INIT_MEAN, V0);
+        V0 ? MF_OK
+           : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V");
+    if (s->split)
+        st = split_prepare(s, f, row_cost, zhou, st);
+    if (st == MF_OK && o->init == MF_ALS_INIT_GIVEN)
+        st = mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0);
+    else if (st == MF_OK && s->split)
+        init_seeded(ctx, f->R->cols, s->whole_ptr[1], s->col_sum, f->k, zhou, V0);
+    else if (st == MF_OK)
+        st = init_whole(ctx, f->R, f->k, zhou, V0);
     mf_als_setup setup = {ctx,
                           f->R,
                           f->k,
@@ -260,28 +355,29 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           V0,
                           o->biases,
                           o->lambda_bias,
-                          (float)mf_sparse_mean(f->R),
+                          (float)(s->split ? s->mean : mf_sparse_mean(f->R)),
                           o->weighting == MF_ALS_WEIGHT_COUNT,
-                          gram_kernel_for(o, cg_steps_for(o, f->k)),
-                          cg_steps_for(o, f->k),
+                          gram_kernel_for(o, cg_steps),
+                          cg_steps,
                           {0, 0},
                           {0, 0},
                           {NULL, NULL},
                           {NULL, NULL}};
-    if (st == MF_OK)
-        st = mf_shares_make(ctx, "mf_als_run", f->R, mf_shares_solve_cost(f->k, setup.cg_steps),
-                            &s->shares);
+    if (st == MF_OK && !s->split)
+        st = mf_shares_make(ctx, "mf_als_run", f->R, row_cost, &s->shares);
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
     /* In a group each rank keeps only its shard of each side: the device then holds the
      * rank's share of the ratings, not all of them. Kernels are chosen by the whole. */
-    for (int w = 0; w < 2 && st == MF_OK && mf_ranks(ctx) > 1; w++)
+    for (int w = 0; w < 2 && st == MF_OK && !s->split && mf_ranks(ctx) > 1; w++)
         st = mf_sparse_block(ctx, f->R, w, setup.lo[w], setup.hi[w], "mf_als_run", &s->part[w]);
-    if (st == MF_OK && mf_ranks(ctx) > 1) {
+    if (st == MF_OK && !s->split && mf_ranks(ctx) > 1) {
         st = mf_sparse_host_transpose(f->R);
-        setup.part[0] = s->part[0], setup.part[1] = s->part[1];
         setup.line_ptr[0] = f->R->row_ptr, setup.line_ptr[1] = f->R->transpose.ptr;
     }
+    if (s->split)
+        setup.line_ptr[0] = s->whole_ptr[0], setup.line_ptr[1] = s->whole_ptr[1];
+    setup.part[0] = s->part[0], setup.part[1] = s->part[1];
     if (f->final)
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
@@ -342,7 +438,7 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->cg_steps,
                          o->weighting,
                          o->tf32};
-    return mf_ranks_agree_fit(ctx, "mf_als_run", st, R, v, names, 10);
+    return mf_ranks_agree_fit_parts(ctx, "mf_als_run", st, R, v, names, 10);
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,
@@ -373,6 +469,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
     if (st != MF_OK)
         return st;
     mf_run_start(&s.run);
+    s.split = mf_ranks(ctx) > 1 && ratings->is_part;
     fit_spec f = {s.R, o.test, o.rank, o.lambda, 1};
     if (o.tune) {
         mf_tune_result best;
@@ -387,6 +484,7 @@ mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *o
         st = fit(&s, &f, U, V, where);
     mf_shares_free(&s.shares);
     free_parts(&s);
+    free_split(&s);
     s.rep.seconds = mf_run_seconds(&s.run);
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -15,8 +15,9 @@ typedef struct group {
     pthread_barrier_t barrier;
     pthread_mutex_t lock; /* guards refs */
     int size, refs;
-    void **bufs;  /* each rank's buffer of the allgatherv under way */
-    int64_t *i64; /* size x MF_COMM_MAX_VALUES */
+    void **bufs;            /* each rank's buffer of the allgatherv under way */
+    const int64_t **counts; /* each rank's send_bytes of the alltoallv under way */
+    int64_t *i64;           /* size x MF_COMM_MAX_VALUES */
 } group;
 
 typedef struct local_rank {
@@ -109,11 +110,35 @@ static mf_status local_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
     return local_sum_buffer(c, ctx, v, (size_t)n, 1);
 }
 
+/* Each rank copies its block out of every rank's send buffer, which nobody changes until
+ * the second barrier. */
+static mf_status local_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
+                                 const int64_t *send_bytes, void *recv, const int64_t *recv_bytes)
+{
+    (void)ctx;
+    group *g = ((local_rank *)c)->g;
+    g->bufs[c->rank] = (void *)send;
+    g->counts[c->rank] = send_bytes;
+    pthread_barrier_wait(&g->barrier);
+    size_t at = 0;
+    for (int q = 0; q < c->size; q++) {
+        size_t from = 0;
+        for (int r = 0; r < c->rank; r++)
+            from += (size_t)g->counts[q][r];
+        if (recv_bytes[q] > 0)
+            memcpy((char *)recv + at, (const char *)g->bufs[q] + from, (size_t)recv_bytes[q]);
+        at += (size_t)recv_bytes[q];
+    }
+    pthread_barrier_wait(&g->barrier);
+    return MF_OK;
+}
+
 static void group_free(group *g)
 {
     pthread_barrier_destroy(&g->barrier);
     pthread_mutex_destroy(&g->lock);
     free(g->bufs);
+    free(g->counts);
     free(g->i64);
     free(g);
 }
@@ -130,8 +155,8 @@ static void local_release(mf_comm *c)
     free(c);
 }
 
-static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64, local_sum_f64,
-                                      local_sum_buffer, local_release};
+static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64,   local_sum_f64,
+                                      local_sum_buffer, local_alltoallv, local_release};
 
 mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
 {
@@ -141,8 +166,9 @@ mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
     if (ok) {
         g->size = g->refs = n;
         g->bufs = calloc((size_t)n, sizeof *g->bufs);
+        g->counts = calloc((size_t)n, sizeof *g->counts);
         g->i64 = calloc((size_t)n * MF_COMM_MAX_VALUES, sizeof *g->i64);
-        ok = g->bufs && g->i64;
+        ok = g->bufs && g->counts && g->i64;
     }
     /* each rank's scratch starts with room for MF_COMM_MAX_VALUES doubles, so that
      * local_sum_f64 never allocates (it cannot fail) */
@@ -169,6 +195,7 @@ mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
             if (sync == 1)
                 pthread_mutex_destroy(&g->lock);
             free(g->bufs);
+            free(g->counts);
             free(g->i64);
             free(g);
         }

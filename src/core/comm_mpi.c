@@ -153,6 +153,47 @@ static mf_status mpi_sum_f64(mf_comm *c, mf_ctx *ctx, double *v, int n)
     return mpi_sum_buffer(c, ctx, v, (size_t)n, 1);
 }
 
+/* Pairwise exchanges (step d: to rank + d, from rank - d) in messages of at most 1 GiB,
+ * because MPI's counts are ints. A pair's messages keep their order (MPI does not let one
+ * overtake another), so each side cuts the same bytes into the same chunks and no empty
+ * message is ever sent. */
+#define ALLTOALL_CHUNK ((int64_t)1 << 30)
+
+static mf_status mpi_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send, const int64_t *send_bytes,
+                               void *recv, const int64_t *recv_bytes)
+{
+    mpi_rank *m = (mpi_rank *)c;
+    const int me = c->rank, size = c->size;
+    for (int d = 0; d < size; d++) {
+        const int to = (me + d) % size, from = (me - d + size) % size;
+        int64_t out_at = 0, in_at = 0;
+        for (int r = 0; r < to; r++)
+            out_at += send_bytes[r];
+        for (int q = 0; q < from; q++)
+            in_at += recv_bytes[q];
+        int64_t out_left = send_bytes[to], in_left = recv_bytes[from];
+        while (out_left > 0 || in_left > 0) {
+            MPI_Request req[2];
+            int n = 0;
+            if (in_left > 0) {
+                const int k = (int)(in_left < ALLTOALL_CHUNK ? in_left : ALLTOALL_CHUNK);
+                MPI_TRY(ctx, "MPI_Irecv",
+                        MPI_Irecv((char *)recv + in_at, k, MPI_BYTE, from, 0, m->comm, &req[n++]));
+                in_at += k, in_left -= k;
+            }
+            if (out_left > 0) {
+                const int k = (int)(out_left < ALLTOALL_CHUNK ? out_left : ALLTOALL_CHUNK);
+                MPI_TRY(
+                    ctx, "MPI_Isend",
+                    MPI_Isend((const char *)send + out_at, k, MPI_BYTE, to, 0, m->comm, &req[n++]));
+                out_at += k, out_left -= k;
+            }
+            MPI_TRY(ctx, "MPI_Waitall", MPI_Waitall(n, req, MPI_STATUSES_IGNORE));
+        }
+    }
+    return MF_OK;
+}
+
 static void rank_free(mpi_rank *m)
 {
     if (!m)
@@ -178,8 +219,8 @@ static void mpi_release(mf_comm *c)
     rank_free(m);
 }
 
-static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64, mpi_sum_f64, mpi_sum_buffer,
-                                    mpi_release};
+static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64,   mpi_sum_f64,
+                                    mpi_sum_buffer, mpi_alltoallv, mpi_release};
 
 static mpi_rank *rank_alloc(int size)
 {

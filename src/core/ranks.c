@@ -157,27 +157,50 @@ int64_t mf_ranks_bits(float x)
     return b;
 }
 
-mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
-                             const int64_t *opts, const char *const *names, int n)
+/* The agreement of a fit over R, which takes split input (mf_sparse_set_part) or not. */
+static mf_status agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
+                           const int64_t *opts, const char *const *names, int n, int takes_parts)
 {
     if (mf_ranks(ctx) == 1)
         return st;
-    if (n > MF_RANKS_MAX_SAME - 5)
+    enum { FIXED = 7 };
+    if (n > MF_RANKS_MAX_SAME - FIXED)
         return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d options to agree on", fn, n);
+    if (st == MF_OK && R->is_part && !takes_parts)
+        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                     "%s: the input is a rank's part of a split matrix (mf_sparse_set_part), "
+                     "which only mf_als_run takes over a group yet",
+                     fn);
     int64_t v[MF_RANKS_MAX_SAME] = {0};
-    const char *all[MF_RANKS_MAX_SAME] = {"the input's rows", "the input's columns",
-                                          "the input's count of entries"};
+    const char *all[MF_RANKS_MAX_SAME] = {
+        "the input's rows", "the input's columns",
+        "whether the input is a part of a split matrix (mf_sparse_set_part)",
+        "the input's count of entries", "whether the input has values"};
     if (st == MF_OK) {
-        v[0] = R->rows, v[1] = R->cols, v[2] = R->nnz;
-        memcpy(v + 3, opts, (size_t)n * sizeof *v);
-        v[3 + n] = (int64_t)(ctx->seed >> 32);
-        v[4 + n] = (int64_t)(ctx->seed & 0xffffffffu);
+        /* the parts of a split matrix hold different counts of entries */
+        v[0] = R->rows, v[1] = R->cols, v[2] = R->is_part, v[3] = R->is_part ? -1 : R->nnz;
+        v[4] = R->val != NULL;
+        memcpy(v + 5, opts, (size_t)n * sizeof *v);
+        v[5 + n] = (int64_t)(ctx->seed >> 32);
+        v[6 + n] = (int64_t)(ctx->seed & 0xffffffffu);
     }
     for (int i = 0; i < n; i++)
-        all[3 + i] = names[i];
-    all[3 + n] = "the context seed's high bits";
-    all[4 + n] = "the context seed's low bits";
-    return mf_ranks_agree(ctx, fn, st, v, all, n + 5);
+        all[5 + i] = names[i];
+    all[5 + n] = "the context seed's high bits";
+    all[6 + n] = "the context seed's low bits";
+    return mf_ranks_agree(ctx, fn, st, v, all, n + FIXED);
+}
+
+mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
+                             const int64_t *opts, const char *const *names, int n)
+{
+    return agree_fit(ctx, fn, st, R, opts, names, n, 0);
+}
+
+mf_status mf_ranks_agree_fit_parts(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
+                                   const int64_t *opts, const char *const *names, int n)
+{
+    return agree_fit(ctx, fn, st, R, opts, names, n, 1);
 }
 
 void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,
@@ -204,27 +227,35 @@ void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_
 #undef WORK
 }
 
-mf_status mf_shares_make(mf_ctx *ctx, const char *fn, mf_sparse *R, int64_t row_cost,
-                         mf_shares *out)
+mf_status mf_shares_make_lines(mf_ctx *ctx, const char *fn, const int64_t *const ptr[2],
+                               const int32_t lines[2], int64_t row_cost, mf_shares *out)
 {
     mf_shares_free(out);
     out->lo[0] = out->lo[1] = 0;
-    out->hi[0] = R->rows;
-    out->hi[1] = R->cols;
+    out->hi[0] = lines[0];
+    out->hi[1] = lines[1];
     const int n = mf_ranks(ctx);
     if (n == 1)
         return MF_OK;
-    MF_TRY(mf_sparse_host_transpose(R));
     for (int w = 0; w < 2; w++) {
         out->bounds[w] = malloc(((size_t)n + 1) * sizeof *out->bounds[w]);
         if (!out->bounds[w])
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-        mf_partition_rows(w == 0 ? R->row_ptr : R->transpose.ptr, w == 0 ? R->rows : R->cols, n,
-                          row_cost, out->bounds[w]);
+        mf_partition_rows(ptr[w], lines[w], n, row_cost, out->bounds[w]);
         out->lo[w] = (int32_t)out->bounds[w][ctx->comm->rank];
         out->hi[w] = (int32_t)out->bounds[w][ctx->comm->rank + 1];
     }
     return MF_OK;
+}
+
+mf_status mf_shares_make(mf_ctx *ctx, const char *fn, mf_sparse *R, int64_t row_cost,
+                         mf_shares *out)
+{
+    if (mf_ranks(ctx) > 1)
+        MF_TRY(mf_sparse_host_transpose(R));
+    const int64_t *const ptr[2] = {R->row_ptr, R->transpose.ptr};
+    const int32_t lines[2] = {R->rows, R->cols};
+    return mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, out);
 }
 
 void mf_shares_free(mf_shares *s)

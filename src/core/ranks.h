@@ -28,11 +28,17 @@ mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_
                          const char *const *names, int n);
 
 /* The agreement a collective fit starts with (mf_ranks_agree): st, then the input's rows,
- * columns and count of entries, the n (<= MF_RANKS_MAX_SAME - 5) option values opts named
- * by names, and the context seed. R is read only when st is MF_OK. */
+ * columns and count of entries, the n (<= MF_RANKS_MAX_SAME - 7) option values opts named
+ * by names, and the context seed. R is read only when st is MF_OK. A part of a split matrix
+ * (mf_sparse_set_part) is refused. */
 struct mf_sparse;
 mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const struct mf_sparse *R,
                              const int64_t *opts, const char *const *names, int n);
+/* The same for a fit that takes split input (mf_sparse_set_part; mf_ranks_agree_fit refuses
+ * it over a group): every rank's input a part or none, the count of entries not compared. */
+mf_status mf_ranks_agree_fit_parts(mf_ctx *ctx, const char *fn, mf_status st,
+                                   const struct mf_sparse *R, const int64_t *opts,
+                                   const char *const *names, int n);
 /* A float option as the integer of its bits, for mf_ranks_agree_fit. */
 int64_t mf_ranks_bits(float x);
 
@@ -53,7 +59,26 @@ typedef struct mf_shares {
 
 mf_status mf_shares_make(mf_ctx *ctx, const char *fn, struct mf_sparse *R, int64_t row_cost,
                          mf_shares *out);
+/* The same from the offsets of each side's lines (ptr[0]: lines[0] + 1 row offsets, ptr[1]:
+ * lines[1] + 1 column offsets) of the whole matrix, where no rank holds it (split input). */
+mf_status mf_shares_make_lines(mf_ctx *ctx, const char *fn, const int64_t *const ptr[2],
+                               const int32_t lines[2], int64_t row_cost, mf_shares *out);
 void mf_shares_free(mf_shares *s);
+
+/* Collective: v[0..n), host int64s (is_double 0) or doubles, becomes the sum over the ranks,
+ * each element added in rank order (the same bits on every rank), n the same on every rank;
+ * memory about 2n values. Through the comm's alltoallv: each rank sums a slice, then every
+ * rank gets every slice. */
+mf_status mf_ranks_sum_host(mf_ctx *ctx, const char *fn, void *v, size_t n, int is_double);
+
+/* Collective, for input split over the group (each rank's `part` holds its own entries of a
+ * matrix of part's shape, mf_sparse_set_part): the entries of every rank whose row (side 0)
+ * or column (side 1) falls in this rank's share [bounds[side][rank], bounds[side][rank + 1])
+ * come to it, as a matrix of part's shape in canonical order (so each line's entries come
+ * in the whole matrix's order). An entry given by two ranks is MF_ERR_INVALID_DATA on every
+ * rank. */
+mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const struct mf_sparse *part, int side,
+                                const int64_t *bounds, struct mf_sparse **out);
 
 /* The work of solving a line beside its entries' (an entry's share of a Gram matrix, k^2/2
  * multiply-adds): an exact solve is about k^3/3, 2k/3 entries' worth; n CG steps about

@@ -32,6 +32,7 @@ struct mf_sparse {
     } transpose;
     struct mf_sparse_cache_entry *cache; /* see mf_sparse_cache_get */
     int index_base; /* the base mf_sparse_read read the file with; 0 when built from arrays */
+    int is_part;    /* this rank's part of a matrix split over a group (mf_sparse_set_part) */
     /* The ids of the rows and columns (id_map.h), owned; NULL when the file had indices. */
     struct mf_id_map *row_ids, *col_ids;
 };

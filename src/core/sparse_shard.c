@@ -1,7 +1,7 @@
-/* A group's rank keeps a shard of the ratings (mf_sparse_block): the rows it solves on the
- * users' side, the columns it solves on the items' side. Built from the whole matrix, in
- * its order, so that each line's entries come in the same order as in R and the shard's
- * systems are the whole matrix's bit for bit. */
+/* Shards and parts. A group's rank keeps a shard of the ratings (mf_sparse_block): the rows it
+ * solves on the users' side, the columns it solves on the items' side. Built from the whole matrix,
+ * in its order, so that each line's entries come in the same order as in R and the shard's systems
+ * are the whole matrix's bit for bit. */
 #include <stdlib.h>
 
 #include "core/ctx.h"
@@ -49,4 +49,18 @@ mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo,
         st = mf_sparse_build_csr(ctx, out, R->rows, R->cols, n, ptr, col, val, 0, fn);
     free(ptr), free(col), free(val);
     return st;
+}
+
+mf_status mf_sparse_set_part(mf_sparse *m, int is_part)
+{
+    MF_REQUIRE(NULL, m, "mf_sparse_set_part: m is NULL");
+    MF_REQUIRE(m->ctx, is_part == 0 || is_part == 1,
+               "mf_sparse_set_part: is_part = %d is not 0 or 1", is_part);
+    m->is_part = is_part;
+    return MF_OK;
+}
+
+int mf_sparse_is_part(const mf_sparse *m)
+{
+    return m ? m->is_part : -1;
 }

@@ -37,6 +37,12 @@ typedef struct mf_comm_ops {
      * ranks, the same bits on every rank: device memory over NCCL, queued on ctx's stream
      * (nothing waits for it); host memory over the stand-in. */
     mf_status (*sum_buffer)(mf_comm *c, mf_ctx *ctx, void *buf, size_t count, int is_double);
+    /* Host memory on every backend (NCCL stages it through the device): send holds one
+     * block for each rank in rank order, send_bytes[r] bytes for rank r; recv receives
+     * every rank's block for this one in rank order, recv_bytes[q] bytes from rank q (which
+     * must be q's send_bytes[this rank]). A group's ratings move to their owners with it. */
+    mf_status (*alltoallv)(mf_comm *c, mf_ctx *ctx, const void *send, const int64_t *send_bytes,
+                           void *recv, const int64_t *recv_bytes);
     /* The context lets go of its rank (its destruction, or leaving the group). */
     void (*release)(mf_comm *c);
 } mf_comm_ops;

@@ -30,6 +30,8 @@ struct nccl_api {
     ncclResult_t (*comm_cu_device)(ncclComm_t, int *);
     ncclResult_t (*broadcast)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*send)(const void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*recv)(void *, size_t, int, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*group_start)(void);
     ncclResult_t (*group_end)(void);
     const char *(*error_string)(ncclResult_t);
@@ -55,6 +57,8 @@ static void load(void)
         {(void **)&api.comm_cu_device, "ncclCommCuDevice"},
         {(void **)&api.broadcast, "ncclBroadcast"},
         {(void **)&api.all_reduce, "ncclAllReduce"},
+        {(void **)&api.send, "ncclSend"}, // NCCL 2.7
+        {(void **)&api.recv, "ncclRecv"},
         {(void **)&api.group_start, "ncclGroupStart"},
         {(void **)&api.group_end, "ncclGroupEnd"},
         {(void **)&api.error_string, "ncclGetErrorString"},
@@ -151,6 +155,72 @@ static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t coun
     return MF_OK;
 }
 
+// Host buffers staged through one device allocation: every rank first learns whether all
+// of them could make theirs (a max over a flag), so that none waits forever in a send.
+// Point-to-point sends and receives in one NCCL group; a rank's own block is a copy.
+static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
+                                const int64_t *send_bytes, void *recv, const int64_t *recv_bytes)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    size_t out = 0, in = 0;
+    for (int r = 0; r < c->size; r++)
+        out += (size_t)send_bytes[r], in += (size_t)recv_bytes[r];
+    char *dev = NULL;
+    int64_t failed = cudaMalloc((void **)&dev, out + in + 1) != cudaSuccess;
+    if (failed)
+        (void)cudaGetLastError();
+    mf_status st = nccl_reduce(n, ctx, &failed, 1, nccl_int64, nccl_max);
+    if (st == MF_OK && failed)
+        st = mf_device_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                            "exchanging %zu bytes between the ranks: out of device memory to "
+                            "stage them (on this rank or another)",
+                            out + in);
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK && out > 0)
+        err = cudaMemcpyAsync(dev, send, out, cudaMemcpyHostToDevice, stream);
+    if (st == MF_OK && err != cudaSuccess)
+        st = mf_cuda_fail(ctx, err, "cudaMemcpyAsync", __FILE__, __LINE__);
+    if (st == MF_OK) {
+        ncclResult_t r = loaded.group_start();
+        size_t out_at = 0, in_at = 0;
+        for (int q = 0; q < c->size && r == 0; q++) {
+            const size_t sb = (size_t)send_bytes[q], rb = (size_t)recv_bytes[q];
+            if (q == c->rank) {
+                size_t own = 0; // where this rank's block for itself starts in recv
+                for (int p = 0; p < q; p++)
+                    own += (size_t)recv_bytes[p];
+                if (sb > 0 && cudaMemcpyAsync(dev + out + own, dev + out_at, sb,
+                                              cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
+                    r = -1;
+            } else {
+                if (sb > 0)
+                    r = loaded.send(dev + out_at, sb, nccl_int8, q, n->comm, stream);
+                if (r == 0 && rb > 0)
+                    r = loaded.recv(dev + out + in_at, rb, nccl_int8, q, n->comm, stream);
+            }
+            out_at += sb, in_at += rb;
+        }
+        ncclResult_t end = loaded.group_end();
+        if (r != 0 || end != 0)
+            st = mf_device_fail(ctx, MF_ERR_CUDA, "NCCL send/recv between the ranks failed: %s",
+                                r == -1 ? "a device copy failed"
+                                        : loaded.error_string(r != 0 ? r : end));
+    }
+    if (st == MF_OK && in > 0)
+        err = cudaMemcpyAsync(recv, dev + out, in, cudaMemcpyDeviceToHost, stream);
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (st == MF_OK && err != cudaSuccess)
+        st = mf_cuda_fail(ctx, err, "staging the exchange", __FILE__, __LINE__);
+    if (dev) {
+        cudaStreamSynchronize(stream);
+        cudaFree(dev);
+    }
+    return st;
+}
+
 static void nccl_release(mf_comm *c)
 {
     nccl_comm *n = (nccl_comm *)c;
@@ -162,8 +232,8 @@ static void nccl_release(mf_comm *c)
     free(n);
 }
 
-static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_sum_buffer,
-                                     nccl_release};
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64,   nccl_sum_f64,
+                                     nccl_sum_buffer, nccl_alltoallv, nccl_release};
 
 // The rank for ctx over comm, its scratch allocated on the communicator's device.
 static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)
