@@ -10,6 +10,8 @@
 // usage: bench_als_gpus [--gpus 1,2,4,8] [--k 100] [--iterations N] [--lambda L] [--repeat R]
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
 //                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
+// --split: ALS from input split over the ranks (mf_sparse_set_part): rank i of n holds every
+// n-th entry only, and the fit moves the entries to their lines' owners.
 // --sgd: Hogwild SGD instead (bench_sgd's settings: fp16 factors, biases, lr 0.08, decay 0.3,
 // lambda 0.05; --iterations counts epochs). Its group's factors are not one GPU's (Hogwild's
 // order differs), so that column says whether the test RMSE is within 0.5% of one GPU's.
@@ -63,6 +65,26 @@ static mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
                                      h.val.data(), MF_MEMORY_HOST, 0));
     return m;
 }
+
+// --split: rank `part` of `parts` gets every entry p with p % parts == part (not whole rows
+// or columns), marked as a part of the split matrix (mf_sparse_set_part).
+static mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int parts)
+{
+    host_csr mine = {h.rows, h.cols, 0, std::vector<int64_t>(1, 0), {}, {}};
+    for (int32_t r = 0; r < h.rows; r++) {
+        for (int64_t p = h.ptr[r]; p < h.ptr[r + 1]; p++)
+            if (p % parts == part) {
+                mine.col.push_back(h.col[p]);
+                mine.val.push_back(h.val[p]);
+            }
+        mine.ptr.push_back((int64_t)mine.col.size());
+    }
+    mine.nnz = (int64_t)mine.col.size();
+    mf_sparse *m = from_host(ctx, mine);
+    MF_CHECK(ctx, mf_sparse_set_part(m, 1));
+    return m;
+}
+static bool split_input = false;
 
 struct rank_job {
     mf_ctx *ctx;
@@ -162,7 +184,8 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
             exit(1);
         }
         jobs[i].ctx = ctxs[i];
-        jobs[i].train = from_host(ctxs[i], train);
+        jobs[i].train = split_input && ranks > 1 ? part_from_host(ctxs[i], train, i, n)
+                                                 : from_host(ctxs[i], train);
         jobs[i].test = from_host(ctxs[i], test);
         jobs[i].o = o;
         jobs[i].sgd = so != NULL;
@@ -260,6 +283,8 @@ int main(int argc, char **argv)
             train_file = argv[++i];
         else if (!strcmp(a, "--test"))
             test_file = argv[++i];
+        else if (!strcmp(a, "--split"))
+            split_input = true;
         else if (!strcmp(a, "--sgd"))
             sgd = true;
         else if (!strcmp(a, "--ials"))
@@ -270,7 +295,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
                     "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
-                    "[--scale F] [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]\n");
+                    "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--sgd | --asd | "
+                    "--ials]\n");
             return 2;
         }
     }
