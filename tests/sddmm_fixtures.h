@@ -33,20 +33,23 @@ void fx_sddmm_ref(const mf_sparse *S, int k, const float *A, int64_t lda, const 
 /* The float64 reference of mf_sddmm_ex at `precision` on the factors as the precision rounds
  * them (sddmm_round.h; 3xTF32 as big*big + big*small + small*big): what an exact sum of the
  * rounded products gives, so that CPU and GPU differ from it by float accumulation alone.
- * bound[p] is alpha * s * sum_t |rounded products|. */
+ * bound[p] is alpha * s * sum_t |rounded products|. slack (NULL: not wanted) gets fp16's
+ * absolute loss below 2^-14, which the header's relative bound leaves out: |alpha s| sum_t
+ * (2^-24 (|A_it| + |B_jt|) + 2^-48) for MF_PRECISION_FP16, 0 for the others. */
 void fx_sddmm_ref_rounded(const mf_sparse *S, int k, const float *A, int64_t lda, const float *B,
                           int64_t ldb, double alpha, int pattern, mf_precision precision,
-                          double *ref, double *bound);
+                          double *ref, double *bound, double *slack);
 
 /* The header's bound for `precision` (mfact.h, mf_precision), relative to
  * |alpha s| sum_t |A_it B_jt|, for factors whose entries lie in fp16's normal range. */
 double fx_precision_bound(mf_precision precision, int k);
 
 /* Check got[p] against ref[p] + beta * before[p] (before NULL when beta == 0): every entry
- * within rel * bound[p] plus the rounding of alpha, s and beta's terms. Returns the largest
- * error relative to bound[p]. */
+ * within rel * bound[p] + slack[p] (slack NULL: 0) plus the rounding of alpha, s and beta's
+ * terms. Returns the largest error relative to bound[p]. */
 double fx_check_relative(const char *what, int64_t nnz, const float *got, const double *ref,
-                         const double *bound, double rel, double beta, const float *before);
+                         const double *bound, double rel, const double *slack, double beta,
+                         const float *before);
 
 /* Check got[p] against ref[p] + beta * before[p] (before NULL when beta == 0): every entry
  * within 2 k 2^-24 bound[p] plus beta's rounding, and the norm-wise relative error below

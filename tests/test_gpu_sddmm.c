@@ -28,6 +28,22 @@ static void *to_device(const void *host, size_t bytes)
     return d;
 }
 
+/* S's entries as a matrix of context `to` (the CPU backend's copy, for parity checks). */
+static mf_sparse *copy_to(mf_ctx *to, const mf_sparse *S)
+{
+    int32_t rows, cols;
+    int64_t nnz;
+    mf_sparse_shape(S, &rows, &cols, &nnz);
+    int32_t *r = malloc((size_t)nnz * 4 + 4), *c = malloc((size_t)nnz * 4 + 4);
+    float *v = malloc((size_t)nnz * 4 + 4);
+    ck_assert_int_eq(mf_sparse_get_coo(S, r, c, v, MF_MEMORY_HOST), MF_OK);
+    mf_sparse *T = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(to, &T, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    free(r), free(c), free(v);
+    return T;
+}
+
 /* One problem: S, A (lda = k + pad), B, the float64 reference and a starting out. */
 typedef struct problem {
     mf_sparse *S;
@@ -142,6 +158,99 @@ START_TEST(every_variant_matches_float64)
 }
 END_TEST
 
+/* A reduced precision on the tensor cores, device arrays: out NaN-poisoned with beta = 0,
+ * then beta = -1 on `before`. Each result within the header's bound of float64 on the
+ * unrounded factors and within float accumulation (2 (k + 2) 2^-24) of float64 on the
+ * factors rounded as the CPU backend rounds them; and the CPU backend's own result within
+ * twice that of the GPU's (parity). */
+static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec,
+                            const char *what)
+{
+    int32_t rows, cols;
+    mf_sparse_shape(pr->S, &rows, &cols, NULL);
+    size_t ob = (size_t)pr->nnz * sizeof(float);
+    float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
+    float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
+    float *got = malloc(ob + 4), *nan = malloc(ob + 4), *host = malloc(ob + 4);
+    double *rref = malloc((size_t)pr->nnz * sizeof *rref + 8),
+           *rbound = malloc((size_t)pr->nnz * sizeof *rbound + 8),
+           *slack = malloc((size_t)pr->nnz * sizeof *slack + 8);
+    for (int64_t p = 0; p < pr->nnz; p++)
+        nan[p] = NAN;
+    float *dout = to_device(nan, ob);
+    fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, prec, rref, rbound,
+                         slack);
+    const double acc = 2.0 * (pr->k + 2) * ldexp(1.0, -24);
+    for (int pass = 0; pass < 2; pass++) {
+        float beta = pass ? -1.0f : 0.0f;
+        const float *before = pass ? pr->before : NULL;
+        if (pass) {
+            CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
+            CUDA_OK(cudaDeviceSynchronize());
+        }
+        mf_status st = mf_sddmm_ex(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout,
+                                   MF_MEMORY_DEVICE, 0, prec);
+        ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+        CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+        CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+        fx_check_relative(what, pr->nnz, got, pr->ref, pr->bound, fx_precision_bound(prec, pr->k),
+                          slack, beta, before);
+        fx_check_relative(what, pr->nnz, got, rref, rbound, acc, NULL, beta, before);
+    }
+    /* parity: the CPU backend on the same matrix and factors (beta = -1 on before) */
+    mf_sparse *Sc = copy_to(cpu, pr->S);
+    memcpy(host, pr->before, ob);
+    ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5f, -1.0f, host,
+                                 MF_MEMORY_HOST, 0, prec),
+                     MF_OK);
+    for (int64_t p = 0; p < pr->nnz; p++)
+        ck_assert_msg(fabs((double)got[p] - host[p]) <=
+                          2.0 * acc * rbound[p] + 4.0 * ldexp(1.0, -24) * fabs(host[p]) + 1e-30,
+                      "%s: GPU %.9g, CPU %.9g at entry %lld", what, (double)got[p], (double)host[p],
+                      (long long)p);
+    mf_sparse_destroy(Sc);
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    CUDA_OK(cudaFree(dout));
+    free(got), free(nan), free(host), free(rref), free(rbound), free(slack);
+}
+
+/* Every reduced precision on every pattern and k, with 16-byte loads (k % 4 == 0, ld padded
+ * to a multiple of 4) and without (ld = k + 1); host arrays through the staging path. */
+START_TEST(tensor_core_precisions)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
+    for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++)
+        for (int pi = 0; pi < FX_PATTERNS; pi++)
+            for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++)
+                for (int vec = 0; vec <= 1; vec++) {
+                    int k = test_k[ki];
+                    if ((vec && k % 4) || (quick && (k == 1 || k == 515)))
+                        continue;
+                    problem pr = make_problem(ctx, (fx_pattern)pi, k, vec ? 4 : 1, 60 + pi);
+                    char what[128];
+                    snprintf(what, sizeof what, "precision %d %s k=%d %s", prec,
+                             fx_pattern_name((fx_pattern)pi), k, vec ? "vec4" : "scalar");
+                    check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
+                    free_problem(&pr);
+                }
+    /* host arrays, staged: the same bound */
+    problem pr = make_problem(ctx, FX_POWER_LAW, 64, 0, 5);
+    float *out = malloc((size_t)pr.nnz * sizeof *out);
+    memcpy(out, pr.before, (size_t)pr.nnz * sizeof *out);
+    ck_assert_int_eq(mf_sddmm_ex(ctx, pr.S, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 2.0f, out,
+                                 MF_MEMORY_HOST, 0, MF_PRECISION_BF16),
+                     MF_OK);
+    fx_check_relative("bf16 host memory", pr.nnz, out, pr.ref, pr.bound,
+                      fx_precision_bound(MF_PRECISION_BF16, 64), NULL, 2.0, pr.before);
+    free(out);
+    free_problem(&pr);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Host arrays through a CUDA context (staged), against the CPU backend's result. */
 START_TEST(host_memory_and_cpu_parity)
 {
@@ -236,14 +345,7 @@ START_TEST(spmm_and_rmse_match_cpu)
     /* RMSE: GPU (host and device factors) against the CPU backend on the same data */
     int k = 12;
     float *U = fx_floats(rows * k, 8), *V = fx_floats(cols * k, 9);
-    int64_t nnz;
-    mf_sparse_shape(S, NULL, NULL, &nnz);
-    int32_t *r = malloc(nnz * 4), *c = malloc(nnz * 4);
-    float *v = malloc(nnz * 4);
-    mf_sparse_get_coo(S, r, c, v, MF_MEMORY_HOST);
-    mf_sparse *Sc = NULL;
-    ck_assert_int_eq(mf_sparse_from_coo(cpu, &Sc, rows, cols, nnz, r, c, v, MF_MEMORY_HOST, 0),
-                     MF_OK);
+    mf_sparse *Sc = copy_to(cpu, S);
     double g = -1, gd = -1, h = -2;
     ck_assert_int_eq(mf_rmse(ctx, S, k, U, k, V, k, MF_MEMORY_HOST, &g), MF_OK);
     float *dU = to_device(U, rows * k * 4), *dV = to_device(V, cols * k * 4);
@@ -277,7 +379,7 @@ START_TEST(spmm_and_rmse_match_cpu)
     ck_assert_float_eq(out1, keep);
 
     CUDA_OK(cudaFree(dX)), CUDA_OK(cudaFree(dY)), CUDA_OK(cudaFree(dU)), CUDA_OK(cudaFree(dV));
-    free(X), free(Y1), free(Y2), free(U), free(V), free(r), free(c), free(v);
+    free(X), free(Y1), free(Y2), free(U), free(V);
     mf_sparse_destroy(Sc);
     mf_sparse_destroy(S);
     mf_ctx_destroy(cpu);
@@ -288,7 +390,8 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {every_variant_matches_float64, host_memory_and_cpu_parity,
-                                  auto_tune_and_plan_cache, spmm_and_rmse_match_cpu};
+    const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
+                                  host_memory_and_cpu_parity, auto_tune_and_plan_cache,
+                                  spmm_and_rmse_match_cpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

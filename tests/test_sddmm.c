@@ -6,6 +6,7 @@
 #include "core/sparse.h"
 #include "sddmm/sddmm_layout.h"
 #include "sddmm/sddmm_round.h"
+#include "sddmm/sddmm_tc_layout.h"
 #include "sddmm/sddmm_tuning.h"
 #include "sddmm_fixtures.h"
 #include "testutil.h"
@@ -111,15 +112,17 @@ static void check_reduced(const char *what, const mf_sparse *S, int k, const flo
                           double beta, const float *before)
 {
     int64_t nnz = S->nnz;
-    double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound);
+    double *ref = malloc((size_t)nnz * sizeof *ref), *bound = malloc((size_t)nnz * sizeof *bound),
+           *slack = malloc((size_t)nnz * sizeof *slack);
+    fx_sddmm_ref_rounded(S, k, A, lda, B, ldb, -1.5, 0, prec, ref, bound, slack);
+    fx_check_relative(what, nnz, out, ref, bound, 2.0 * (k + 2) * ldexp(1.0, -24), NULL, beta,
+                      before);
     fx_sddmm_ref(S, k, A, lda, B, ldb, -1.5, 0, ref, bound);
-    double worst =
-        fx_check_relative(what, nnz, out, ref, bound, fx_precision_bound(prec, k), beta, before);
+    double worst = fx_check_relative(what, nnz, out, ref, bound, fx_precision_bound(prec, k), slack,
+                                     beta, before);
     if (prec != MF_PRECISION_3XTF32 && nnz > 100)
         ck_assert_msg(worst > ldexp(1.0, -16), "%s: error %.3g, as if unrounded", what, worst);
-    fx_sddmm_ref_rounded(S, k, A, lda, B, ldb, -1.5, 0, prec, ref, bound);
-    fx_check_relative(what, nnz, out, ref, bound, 2.0 * (k + 2) * ldexp(1.0, -24), beta, before);
-    free(ref), free(bound);
+    free(ref), free(bound), free(slack);
 }
 
 /* Every precision on every pattern and k, with beta and with a NaN-poisoned out (beta = 0
@@ -343,6 +346,59 @@ START_TEST(layout_covers_every_entry_once)
 }
 END_TEST
 
+/* The tensor-core layout: every stored entry comes out once, at its canonical position, from
+ * the tile column and window row that hold it; windows take 8 non-empty rows in order,
+ * condensed columns ascend, units hold 1 to MF_TC_UNIT_TILES tiles of one window, and
+ * padding (columns, rows) has no mask bits. */
+START_TEST(tensor_core_layout_covers_every_entry_once)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    for (int pi = 0; pi < FX_PATTERNS; pi++) {
+        mf_sparse *S = fx_matrix(ctx, (fx_pattern)pi, 301, 500, 0.03, 1, 70 + pi);
+        mf_tc_layout L;
+        ck_assert_int_eq(mf_tc_layout_build(ctx, S, &L), MF_OK);
+        char *seen = calloc((size_t)S->nnz + 1, 1);
+        int64_t nonempty = 0, tiles = 0;
+        for (int32_t i = 0; i < S->rows; i++)
+            nonempty += S->row_ptr[i + 1] > S->row_ptr[i];
+        ck_assert_int_eq(L.n_windows, (nonempty + 7) / 8);
+        for (int64_t u = 0; u < L.n_units; u++) {
+            const mf_tc_unit *U = &L.units[u];
+            ck_assert_int_eq(U->tile_begin, tiles);
+            ck_assert(U->n_tiles >= 1 && U->n_tiles <= MF_TC_UNIT_TILES);
+            tiles += U->n_tiles;
+            int64_t pos[MF_TC_WINDOW];
+            memcpy(pos, U->pos, sizeof pos);
+            for (int t = 0; t < U->n_tiles; t++) {
+                const mf_tc_tile *T = &L.tiles[U->tile_begin + t];
+                for (int c = 0; c < MF_TC_TILE; c++) {
+                    if (c > 0 && T->col[c] <= T->col[c - 1]) /* padding: no row holds it */
+                        for (int r = 0; r < MF_TC_WINDOW; r++)
+                            ck_assert_int_eq((T->rowmask[r] >> c) & 1, 0);
+                    for (int r = 0; r < MF_TC_WINDOW; r++)
+                        if ((T->rowmask[r] >> c) & 1) {
+                            int64_t p = pos[r]++;
+                            ck_assert_int_ge(p, S->row_ptr[U->row[r]]);
+                            ck_assert_int_lt(p, S->row_ptr[U->row[r] + 1]);
+                            ck_assert_int_eq(S->col[p], T->col[c]);
+                            ck_assert_int_eq(seen[p], 0);
+                            seen[p] = 1;
+                        }
+                }
+            }
+        }
+        ck_assert_int_eq(tiles, L.n_tiles);
+        for (int64_t p = 0; p < S->nnz; p++)
+            ck_assert_msg(seen[p], "%s: entry %lld not covered", fx_pattern_name((fx_pattern)pi),
+                          (long long)p);
+        free(seen);
+        mf_tc_layout_free(&L);
+        mf_sparse_destroy(S);
+    }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Items are cut so that each virtual warp of a block gets about 8, within [16, 256]. */
 START_TEST(item_length_rule)
 {
@@ -395,6 +451,7 @@ int main(void)
                                   rmse_known_answer,
                                   spmm_both_ops,
                                   layout_covers_every_entry_once,
+                                  tensor_core_layout_covers_every_entry_once,
                                   item_length_rule,
                                   tuning_rules_offer_fitting_candidates};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

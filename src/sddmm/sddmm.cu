@@ -477,9 +477,7 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
 {
     mf_device_guard guard(ctx->link.cuda->device);
     if (call->precision != MF_PRECISION_FP32)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                       "mf_sddmm: precision %d has no CUDA kernel yet (the CPU backend has it)",
-                       call->precision);
+        return mf_cuda_sddmm_tc(ctx, S, call);
     int v, li;
     MF_TRY(choose(ctx, S, call, &v, &li));
     mf_sddmm_plan *plan = NULL;

@@ -17,6 +17,10 @@ void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
 /* The CUDA backend (sddmm.cu): builds or reuses S's plan for call->k, then runs. */
 mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
+/* The reduced precisions (sddmm_tc.cu): builds or reuses S's condensed-column plan, then
+ * runs the tensor-core kernel for call->precision; stream-ordered. */
+mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
+
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, bypassing the
  * tuning rules; finished on return. */
