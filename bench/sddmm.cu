@@ -1,14 +1,18 @@
-// bench_sddmm: mf_sddmm against cusparseSDDMM (CSR, fp32) on the same matrices and inputs in
-// one run. For each case and k it prints the median times of both, mfact's GFLOP/s
-// (2 k nnz / t), the speed-up, and mfact's time over the compulsory-traffic floor (column
-// indices read and outputs written once, row offsets, A and B read once, at the device's
-// measured copy bandwidth). Both sides exclude their one-time preparation from the timed
-// runs: cuSPARSE's SDDMM_preprocess and mfact's plan (built by the warm-up call). S is used
-// as a pattern on both sides (cuSPARSE's SDDMM ignores C's values). Before timing, both
-// results are checked against a float64 reference on a sample of entries.
+// bench_sddmm: mf_sddmm_ex at every precision (mf_precision) against cusparseSDDMM (CSR, fp32)
+// on the same matrices and inputs in one run. For each case, k and precision it prints the
+// median times of mfact and cuSPARSE (interleaved runs), mfact's GFLOP/s (2 k nnz / t), the
+// speed-up, mfact's time over the compulsory-traffic floor (column indices read and outputs
+// written once, row offsets, A and B read once, at the device's measured copy bandwidth),
+// the error against float64 on a sample of entries (the largest |got - exact| / sum_t
+// |a_t b_t|, checked against the header's bound for the precision), and the first call's
+// time (the plan: fp32's tuning for this k, or the tensor-core plan, built once per matrix
+// for every k and precision, whose build time the library logs). Both sides exclude their
+// one-time preparation from the timed runs: cuSPARSE's SDDMM_preprocess and mfact's plan.
+// S is used as a pattern on both sides (cuSPARSE's SDDMM ignores C's values).
 //
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
-//                    [--scale F] [--graph FILE]... [--seed S]
+//                    [--precisions fp32,3xtf32,tf32,bf16,fp16] [--scale F] [--graph FILE]...
+//                    [--seed S]
 #include <cuda_runtime.h>
 #include <cusparse.h>
 #include <math.h>
@@ -19,6 +23,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -125,6 +130,7 @@ static csr from_file(mf_ctx *ctx, const char *path)
 // ---- measurement -------------------------------------------------------------------------
 
 static char last_plan[512];
+static double tc_plan_ms = -1; // the tensor-core plan's build time, from the library's log
 static int verbose;
 static void capture_log(void *, mf_log_level, const char *msg)
 {
@@ -132,6 +138,34 @@ static void capture_log(void *, mf_log_level, const char *msg)
         fprintf(stderr, "  [mfact] %s\n", msg);
     if (strstr(msg, "plan for k"))
         snprintf(last_plan, sizeof last_plan, "%s", msg);
+    const char *built = strstr(msg, "tensor-core plan") ? strstr(msg, "built in ") : NULL;
+    if (built) {
+        tc_plan_ms = atof(built + 9);
+        if (!verbose)
+            fprintf(stderr, "  [mfact] %s\n", msg);
+    }
+}
+
+static const struct {
+    const char *name;
+    mf_precision p;
+} precisions[] = {{"fp32", MF_PRECISION_FP32},
+                  {"3xtf32", MF_PRECISION_3XTF32},
+                  {"tf32", MF_PRECISION_TF32},
+                  {"bf16", MF_PRECISION_BF16},
+                  {"fp16", MF_PRECISION_FP16}};
+
+// The header's bound for the precision (mfact.h, mf_precision), relative to sum |a_t b_t|.
+static double precision_bound(mf_precision p, int k)
+{
+    const double u = ldexp(1.0, -24);
+    switch (p) {
+    case MF_PRECISION_3XTF32: return (4.0 * k + 16.0) * u;
+    case MF_PRECISION_TF32:
+    case MF_PRECISION_FP16: return ldexp(1.0, -10) + ldexp(1.0, -22) + 2.0 * k * u;
+    case MF_PRECISION_BF16: return ldexp(1.0, -7) + ldexp(1.0, -16) + 2.0 * k * u;
+    default: return 2.0 * k * u;
+    }
 }
 
 static float median(std::vector<float> v)
@@ -143,17 +177,21 @@ struct row {
     char name[64];
     int k;
     int64_t nnz;
-    float mf_ms, sp_ms;
-    double floor_ms;
+    int precision; // index into precisions[]
+    float mf_ms, sp_ms, first_ms;
+    double floor_ms, err, rms_err; // err: the largest |got - exact| / sum |a b| sampled
     char plan[160];
 };
 
+// The sampled entries' error relative to sum_t |a_t b_t|: the largest, and the root mean
+// square; exits when one passes `bound`.
 static void check_sample(const char *what, const csr &m, int k, const float *A, const float *B,
-                         const std::vector<float> &got)
+                         const std::vector<float> &got, double bound, double *worst_out,
+                         double *rms_out)
 {
     int64_t nnz = m.nnz();
     int64_t samples = std::min<int64_t>(nnz, 20000);
-    double worst = 0;
+    double worst = 0, sq = 0;
     for (int64_t s = 0; s < samples; s++) {
         int64_t p = (int64_t)(mix(0xabcdef + s) % (uint64_t)nnz);
         int32_t i = (int32_t)(std::upper_bound(m.ptr.begin(), m.ptr.end(), p) - m.ptr.begin() - 1);
@@ -163,34 +201,34 @@ static void check_sample(const char *what, const csr &m, int k, const float *A, 
             d += x;
             mag += fabs(x);
         }
-        double err = fabs(got[p] - d) / (mag * k * ldexp(1.0, -24));
+        double err = mag > 0 ? fabs(got[p] - d) / mag : fabs(got[p] - d);
         worst = std::max(worst, err);
-        if (!(err <= 2.0)) {
+        sq += err * err;
+        if (!(err <= bound)) {
             fprintf(stderr, "%s: entry %lld = %.9g, float64 %.9g: beyond the error bound\n", what,
                     (long long)p, (double)got[p], d);
             exit(1);
         }
     }
+    *worst_out = worst;
+    *rms_out = sqrt(sq / (double)(samples > 0 ? samples : 1));
 }
 
-static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const csr &m, int k,
-                    int repeat, uint64_t seed, double bandwidth)
+// One case at one k: cuSPARSE and every precision asked for, on the same inputs, S (created
+// once per matrix, so that its tensor-core plan serves every k) used as a pattern.
+static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const csr &m,
+                                 mf_sparse *S, int k, const std::vector<int> &precs, int repeat,
+                                 uint64_t seed, double bandwidth)
 {
     cudaStream_t st = (cudaStream_t)mf_ctx_stream(ctx);
     int64_t nnz = m.nnz();
-    row r = {};
-    snprintf(r.name, sizeof r.name, "%s", name);
-    r.k = k;
-    r.nnz = nnz;
-
-    mf_sparse *S = NULL;
-    MF_CHECK(ctx, mf_sparse_from_csr(ctx, &S, m.rows, m.cols, nnz, m.ptr.data(), m.col.data(), NULL,
-                                     MF_MEMORY_HOST, 0));
-    float *A, *B, *out_mf, *out_sp;
+    float *A, *B, *out_sp;
+    std::vector<float *> out_mf(precs.size());
     int32_t *ptr32, *col;
     CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
     CUDA_CHECK(cudaMalloc(&B, (size_t)m.cols * k * 4));
-    CUDA_CHECK(cudaMalloc(&out_mf, (size_t)nnz * 4));
+    for (auto &o : out_mf)
+        CUDA_CHECK(cudaMalloc(&o, (size_t)nnz * 4));
     CUDA_CHECK(cudaMalloc(&out_sp, (size_t)nnz * 4));
     CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
     CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
@@ -225,51 +263,83 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
                                CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C, CUDA_R_32F,
                                CUSPARSE_SDDMM_ALG_DEFAULT, work));
     };
-    auto run_mf = [&] {
-        MF_CHECK(ctx, mf_sddmm(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf, MF_MEMORY_DEVICE,
-                               MF_SDDMM_PATTERN));
+    auto run_mf = [&](size_t i) {
+        MF_CHECK(ctx, mf_sddmm_ex(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf[i], MF_MEMORY_DEVICE,
+                                  MF_SDDMM_PATTERN, precisions[precs[i]].p));
     };
-    // Warm-up (mfact builds and tunes its plan here), then check both against float64.
-    last_plan[0] = 0;
-    run_mf();
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    auto timed = [&](auto fn) {
+        float ms;
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        fn();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        return ms;
+    };
+    // Warm-up: each precision's first call (its plan built here, timed on the host since
+    // the plan is built there), then check every result against float64.
+    std::vector<row> rows(precs.size());
     run_sp();
-    CUDA_CHECK(cudaStreamSynchronize(st));
-    // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
-    const char *plan = strstr(last_plan, "plan for k");
-    plan = plan ? strstr(plan, ": ") : NULL;
-    snprintf(r.plan, sizeof r.plan, "%s", plan ? plan + 2 : "cached");
+    for (size_t i = 0; i < precs.size(); i++) {
+        row &r = rows[i];
+        snprintf(r.name, sizeof r.name, "%s", name);
+        r.k = k;
+        r.nnz = nnz;
+        r.precision = precs[i];
+        last_plan[0] = 0;
+        tc_plan_ms = -1;
+        CUDA_CHECK(cudaStreamSynchronize(st));
+        auto t0 = std::chrono::steady_clock::now();
+        run_mf(i);
+        CUDA_CHECK(cudaStreamSynchronize(st));
+        r.first_ms =
+            std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (precisions[precs[i]].p == MF_PRECISION_FP32) {
+            // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
+            const char *plan = strstr(last_plan, "plan for k");
+            plan = plan ? strstr(plan, ": ") : NULL;
+            snprintf(r.plan, sizeof r.plan, "%s", plan ? plan + 2 : "cached");
+        } else if (tc_plan_ms >= 0) {
+            snprintf(r.plan, sizeof r.plan, "tensor-core plan built in %.1f ms", tc_plan_ms);
+        } else {
+            snprintf(r.plan, sizeof r.plan, "tensor-core plan cached");
+        }
+    }
+    double sp_err, sp_rms;
     {
         std::vector<float> hA((size_t)m.rows * k), hB((size_t)m.cols * k), got(nnz);
         CUDA_CHECK(cudaMemcpy(hA.data(), A, hA.size() * 4, cudaMemcpyDeviceToHost));
         CUDA_CHECK(cudaMemcpy(hB.data(), B, hB.size() * 4, cudaMemcpyDeviceToHost));
-        CUDA_CHECK(cudaMemcpy(got.data(), out_mf, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
-        check_sample("mfact", m, k, hA.data(), hB.data(), got);
+        for (size_t i = 0; i < precs.size(); i++) {
+            CUDA_CHECK(cudaMemcpy(got.data(), out_mf[i], (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+            char what[64];
+            snprintf(what, sizeof what, "mfact %s", precisions[precs[i]].name);
+            check_sample(what, m, k, hA.data(), hB.data(), got,
+                         precision_bound(precisions[precs[i]].p, k), &rows[i].err,
+                         &rows[i].rms_err);
+        }
         CUDA_CHECK(cudaMemcpy(got.data(), out_sp, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
-        check_sample("cuSPARSE", m, k, hA.data(), hB.data(), got);
+        check_sample("cuSPARSE", m, k, hA.data(), hB.data(), got,
+                     precision_bound(MF_PRECISION_FP32, k), &sp_err, &sp_rms);
     }
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    std::vector<float> t_mf, t_sp;
-    for (int rep = 0; rep < repeat; rep++) { // interleaved, so clocks and caches treat both alike
-        float ms;
-        CUDA_CHECK(cudaEventRecord(e0, st));
-        run_mf();
-        CUDA_CHECK(cudaEventRecord(e1, st));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        t_mf.push_back(ms);
-        CUDA_CHECK(cudaEventRecord(e0, st));
-        run_sp();
-        CUDA_CHECK(cudaEventRecord(e1, st));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        t_sp.push_back(ms);
+    std::vector<float> t_sp;
+    std::vector<std::vector<float>> t_mf(precs.size());
+    for (int rep = 0; rep < repeat; rep++) { // interleaved, so clocks and caches treat all alike
+        t_sp.push_back(timed(run_sp));
+        for (size_t i = 0; i < precs.size(); i++)
+            t_mf[i].push_back(timed([&] { run_mf(i); }));
     }
-    r.mf_ms = median(t_mf);
-    r.sp_ms = median(t_sp);
     double traffic = (double)nnz * 8 + (double)(m.rows + 1) * 8 + ((double)m.rows + m.cols) * k * 4;
-    r.floor_ms = traffic / bandwidth * 1e3;
+    for (size_t i = 0; i < precs.size(); i++) {
+        rows[i].mf_ms = median(t_mf[i]);
+        rows[i].sp_ms = median(t_sp);
+        rows[i].floor_ms = traffic / bandwidth * 1e3;
+    }
+    printf("%-22s %5d %11lld %-7s %10s %10.3f %9s %8s %9s %10.2e %10.2e\n", name, k, (long long)nnz,
+           "cuSP", "", median(t_sp), "", "", "", sp_err, sp_rms);
 
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
@@ -279,12 +349,12 @@ static row run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const cs
     CUDA_CHECK(cudaFree(work));
     CUDA_CHECK(cudaFree(A));
     CUDA_CHECK(cudaFree(B));
-    CUDA_CHECK(cudaFree(out_mf));
+    for (auto o : out_mf)
+        CUDA_CHECK(cudaFree(o));
     CUDA_CHECK(cudaFree(out_sp));
     CUDA_CHECK(cudaFree(ptr32));
     CUDA_CHECK(cudaFree(col));
-    mf_sparse_destroy(S);
-    return r;
+    return rows;
 }
 
 int main(int argc, char **argv)
@@ -293,6 +363,7 @@ int main(int argc, char **argv)
     std::vector<int> ks = {32, 128, 512};
     std::vector<const char *> graphs;
     int repeat = 10;
+    std::vector<int> precs = {0, 1, 2, 3, 4};
     double scale = 1.0;
     uint64_t seed = 2026;
     for (int i = 1; i < argc; i++) {
@@ -304,7 +375,13 @@ int main(int argc, char **argv)
             repeat = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
             scale = atof(argv[++i]);
-        else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) {
+            precs.clear();
+            for (int p = 0; p < (int)(sizeof precisions / sizeof *precisions); p++)
+                if (strstr(argv[i + 1], precisions[p].name))
+                    precs.push_back(p);
+            i++;
+        } else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
             graphs.push_back(argv[++i]);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
@@ -313,7 +390,8 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                    "[--repeat N] [--scale F] [--graph FILE]... [--seed S] [--verbose]\n",
+                    "[--precisions fp32,3xtf32,tf32,bf16,fp16] [--repeat N] [--scale F] "
+                    "[--graph FILE]... [--seed S] [--verbose]\n",
                     argv[0]);
             return 2;
         }
@@ -360,27 +438,45 @@ int main(int argc, char **argv)
         mats.push_back({base ? base + 1 : g, from_file(ctx, g)});
     }
 
-    printf("%-22s %5s %11s %10s %10s %9s %8s %9s  %s\n", "case", "k", "nnz", "mfact ms", "cuSP ms",
-           "GFLOP/s", "speedup", "x floor", "mfact plan");
-    double log_sum = 0;
-    int n_main = 0;
-    for (auto &nm : mats)
+    printf("%-22s %5s %11s %-7s %10s %10s %9s %8s %9s %10s %10s %9s  %s\n", "case", "k", "nnz",
+           "prec", "mfact ms", "cuSP ms", "GFLOP/s", "speedup", "x floor", "max err", "rms err",
+           "first ms", "plan");
+    printf("(errors: |got - float64| / sum_t |a_t b_t| over 20000 sampled entries; first ms: "
+           "the first call, its plan included)\n");
+    const int np = (int)(sizeof precisions / sizeof *precisions);
+    std::vector<double> log_sum(np, 0.0);
+    std::vector<int> n_main(np, 0);
+    for (auto &nm : mats) {
+        const csr &m = nm.second;
+        mf_sparse *S = NULL;
+        MF_CHECK(ctx, mf_sparse_from_csr(ctx, &S, m.rows, m.cols, m.nnz(), m.ptr.data(),
+                                         m.col.data(), NULL, MF_MEMORY_HOST, 0));
         for (int k : ks) {
-            row r = run_case(ctx, sp, nm.first.c_str(), nm.second, k, repeat, seed + k, bw);
-            double gflops = 2.0 * k * r.nnz / (r.mf_ms * 1e-3) / 1e9;
-            printf("%-22s %5d %11lld %10.3f %10.3f %9.0f %7.2fx %9.2f  %s\n", r.name, k,
-                   (long long)r.nnz, r.mf_ms, r.sp_ms, gflops, r.sp_ms / r.mf_ms,
-                   r.mf_ms / r.floor_ms, r.plan);
-            fflush(stdout);
-            if (nm.first == "netflix" || nm.first == "nytimes") {
-                log_sum += log(r.sp_ms / r.mf_ms);
-                n_main++;
+            std::vector<row> rows =
+                run_case(ctx, sp, nm.first.c_str(), m, S, k, precs, repeat, seed + k, bw);
+            for (const row &r : rows) {
+                double gflops = 2.0 * k * r.nnz / (r.mf_ms * 1e-3) / 1e9;
+                printf(
+                    "%-22s %5d %11lld %-7s %10.3f %10.3f %9.0f %7.2fx %9.2f %10.2e %10.2e %9.1f  "
+                    "%s\n",
+                    r.name, k, (long long)r.nnz, precisions[r.precision].name, r.mf_ms, r.sp_ms,
+                    gflops, r.sp_ms / r.mf_ms, r.mf_ms / r.floor_ms, r.err, r.rms_err, r.first_ms,
+                    r.plan);
+                if (nm.first == "netflix" || nm.first == "nytimes") {
+                    log_sum[r.precision] += log(r.sp_ms / r.mf_ms);
+                    n_main[r.precision]++;
+                }
             }
+            fflush(stdout);
         }
-    if (n_main)
-        printf("\ngeometric-mean speed-up over cuSPARSE, Netflix and NYTimes cases: %.2fx (%d "
-               "cases)\n",
-               exp(log_sum / n_main), n_main);
+        mf_sparse_destroy(S);
+    }
+    for (int p = 0; p < np; p++)
+        if (n_main[p])
+            printf("%sgeometric-mean speed-up over cuSPARSE, Netflix and NYTimes cases, %s: %.2fx "
+                   "(%d cases)\n",
+                   p == precs[0] ? "\n" : "", precisions[p].name, exp(log_sum[p] / n_main[p]),
+                   n_main[p]);
     cusparseDestroy(sp);
     mf_ctx_destroy(ctx);
     return 0;
