@@ -486,6 +486,10 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     /* Each side reads its part (the whole R, or this rank's shard). A pattern has no values
      * on either side: the Gram kernel reads NULL as all ones. */
     mf_sparse *Ru = mf_als_part(s, MF_ALS_USERS), *Ri = mf_als_part(s, MF_ALS_ITEMS);
+    /* A shard's CSC is uploaded from its host transpose: built on the device, it would first
+     * upload the shard's CSR, which nothing here reads (the whole R's CSR serves both). */
+    if (s->part[MF_ALS_ITEMS])
+        MF_TRY(mf_sparse_host_transpose(Ri));
     MF_TRY(mf_sparse_device_csr(Ru, &ptr, &idx, &val));
     e->side[MF_ALS_USERS].ptr = ptr, e->side[MF_ALS_USERS].idx = idx;
     e->side[MF_ALS_USERS].val = val;
