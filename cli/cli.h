@@ -28,6 +28,9 @@ typedef struct cli_common {
      * or a 1-based position when digits alone); any of them maps FILE's ids. */
     bool ids;
     const char *user_col, *item_col, *rating_col;
+    /* --split-input: under a launcher, each rank keeps every N-th entry of FILE (N ranks)
+     * and the fit gathers them (mf_read_opts.part_count): no rank holds all the ratings. */
+    bool split_input;
 } cli_common;
 
 /* What a repeated (row, col) entry of a file becomes, one rule for every command

@@ -84,6 +84,10 @@ const char *cli_common_help(void)
            "                            indices, and outputs (lists, factors, models) speak\n"
            "                            FILE's ids; a --test file takes FILE's ids\n"
            "  --ids                     the same with columns 1, 2 (and 3: the rating)\n"
+           "  --split-input             started by a launcher (mpirun, torchrun): each of N\n"
+           "                            ranks keeps every N-th entry of FILE and the fit\n"
+           "                            gathers what each rank solves, so no rank holds all\n"
+           "                            of FILE (als; the test set is split the same way)\n"
            "  --help                    this text\n";
 }
 
@@ -107,6 +111,10 @@ int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common 
     }
     if (strcmp(flag, "--ids") == 0) {
         c->ids = true;
+        return 1;
+    }
+    if (strcmp(flag, "--split-input") == 0) {
+        c->split_input = true;
         return 1;
     }
     if (strcmp(flag, "--user-col") == 0 || strcmp(flag, "--item-col") == 0 ||

@@ -51,6 +51,8 @@ static mf_status split(mf_ctx *ctx, mf_sparse *R, double fraction, uint64_t seed
         st = mf_sparse_from_coo(ctx, train, rows, cols, a, r, c, v, MF_MEMORY_HOST, 0);
     if (st == MF_OK)
         st = mf_sparse_from_coo(ctx, test, rows, cols, b, r2, c2, v2, MF_MEMORY_HOST, 0);
+    if (st == MF_OK && mf_sparse_is_part(R) == 1) /* a rank's part: its halves are parts too */
+        st = mf_sparse_set_part(*train, 1) == MF_OK ? mf_sparse_set_part(*test, 1) : st;
     free(r), free(c), free(r2), free(c2), free(v), free(v2);
     return st;
 }
@@ -115,6 +117,8 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     *train = *test = NULL;
     mf_read_opts ro;
     cli_read_opts(common, CLI_DUP_LAST, &ro); /* a rating entered again replaces the earlier one */
+    if (common->split_input && cli_launched_size() > 1) /* this rank's part of FILE */
+        ro.part_index = cli_launched_rank(), ro.part_count = cli_launched_size();
     mf_status st = mf_sparse_read(ctx, &all, file, &ro);
     if (st != MF_OK)
         return st;
@@ -145,6 +149,7 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
      * predicted from what is known (cli_out_test), never an error. */
     mf_sparse *full = NULL;
     ro.rows = ro.cols = 0; /* --rows/--cols are FILE's: the test file's shape is its own */
+    ro.part_index = ro.part_count = 0; /* every rank measures the whole test file */
     st = mf_sparse_read(ctx, &full, test_file, &ro);
     if (st != MF_OK)
         return st;

@@ -67,6 +67,51 @@ static void expect_entry(const mf_sparse *m, int64_t i, int32_t row, int32_t col
     free(r), free(c), free(v);
 }
 
+/* A rank's part (mf_read_opts.part_index/part_count): every third entry in file order, the
+ * whole file's shape and index base on every rank (the largest index and the 1-based
+ * numbering are in entries other parts keep), marked a part; bad part arguments refused. */
+START_TEST(parts_of_a_file)
+{
+    const char *p = tu_write_text(".txt", "1 1 5\n2 3 4\n3 2 3\n4 4 2\n1 4 1\n");
+    int64_t total = 0;
+    for (int i = 0; i < 3; i++) {
+        mf_read_opts o;
+        mf_read_opts_init(&o);
+        o.part_index = i, o.part_count = 3;
+        o.format = MF_FORMAT_TRIPLETS; /* no first line taken for a header */
+        mf_sparse *m = read_ok(p, &o);
+        int32_t rows, cols;
+        int64_t nnz;
+        ck_assert_int_eq(mf_sparse_shape(m, &rows, &cols, &nnz), MF_OK);
+        ck_assert(rows == 4 && cols == 4);
+        ck_assert_int_eq(nnz, i < 2 ? 2 : 1); /* entries 0 and 3, 1 and 4, 2 */
+        ck_assert_int_eq(mf_sparse_index_base(m), 1);
+        ck_assert_int_eq(mf_sparse_is_part(m), 1);
+        if (i == 0) {
+            expect_entry(m, 0, 0, 0, 5);
+            expect_entry(m, 1, 3, 3, 2);
+        }
+        total += nnz;
+        mf_sparse_destroy(m);
+    }
+    ck_assert_int_eq(total, 5);
+    mf_read_opts o;
+    mf_read_opts_init(&o);
+    o.format = MF_FORMAT_TRIPLETS;
+    mf_sparse *whole = read_ok(p, &o);
+    ck_assert_int_eq(mf_sparse_is_part(whole), 0);
+    mf_sparse_destroy(whole);
+    const int bad[][2] = {{3, 3}, {-1, 2}, {1, 0}, {0, -1}};
+    for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+        o.part_index = bad[b][0], o.part_count = bad[b][1];
+        mf_sparse *m = SENTINEL;
+        ck_assert_int_eq(mf_sparse_read(ctx, &m, p, &o), MF_ERR_INVALID_ARGUMENT);
+        ck_assert_ptr_eq(m, SENTINEL);
+        tu_assert_error_has(ctx, "part_index");
+    }
+}
+END_TEST
+
 /* ---- MatrixMarket ------------------------------------------------------------------------ */
 
 START_TEST(mm_general_real)
@@ -870,7 +915,8 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
-    const TTest *const tests[] = {mm_general_real,
+    const TTest *const tests[] = {parts_of_a_file,
+                                  mm_general_real,
                                   mm_symmetric_is_expanded,
                                   mm_malformed,
                                   triplets_movielens_styles,

@@ -357,6 +357,13 @@ typedef struct mf_read_opts {
      * set and its unseen users and items lie past the model's (mf_predict). The shape is
      * at least each map's count. */
     const mf_id_map *row_ids, *col_ids;
+    /* This rank's part of a matrix split over a group (mf_sparse_set_part): with part_count
+     * > 1, only the file's entries i (0-based, in file order) with i % part_count ==
+     * part_index are kept, and the matrix is marked a part. Every entry is still read and
+     * checked, so the shape, the index base and the id maps are the whole file's on every
+     * rank. A repeated entry that falls in two parts is an error of the fit (parts must not
+     * overlap), not of the read. Default 0 and 0: the whole file. Since 0.4. */
+    int part_index, part_count;
 } mf_read_opts;
 
 MF_API void mf_read_opts_init(mf_read_opts *opts);

@@ -61,7 +61,8 @@ class ReadOpts(Structure):
                 ("rows", c_int32), ("cols", c_int32), ("flags", c_uint),
                 ("map_ids", c_int), ("row_column", c_char_p), ("col_column", c_char_p),
                 ("value_column", c_char_p), ("row_field", c_int), ("col_field", c_int),
-                ("value_field", c_int), ("row_ids", c_void_p), ("col_ids", c_void_p)]
+                ("value_field", c_int), ("row_ids", c_void_p), ("col_ids", c_void_p),
+                ("part_index", c_int), ("part_count", c_int)]
 
 
 class Progress(Structure):

@@ -199,6 +199,13 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
                "%s: format = %d is not an mf_format value", fn, (int)o.format);
     MF_REQUIRE(ctx, o.index_base >= -1 && o.index_base <= 1,
                "%s: index_base = %d; expected 0, 1 or -1", fn, o.index_base);
+    MF_REQUIRE(ctx,
+               o.part_count >= 0 &&
+                   (o.part_count == 0 ? o.part_index == 0
+                                      : o.part_index >= 0 && o.part_index < o.part_count),
+               "%s: part_index = %d of part_count = %d; expected 0 <= part_index < part_count "
+               "(or both 0)",
+               fn, o.part_index, o.part_count);
     MF_REQUIRE(ctx, o.rows >= 0 && o.cols >= 0, "%s: rows = %d, cols = %d: negative shape", fn,
                o.rows, o.cols);
     MF_REQUIRE(ctx,
@@ -247,6 +254,8 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     job.max_row = job.max_col = -1;
     job.min_index = INT64_MAX;
     job.opts = &o;
+    job.part_index = o.part_index;
+    job.part_count = o.part_count;
     mf_status st = MF_OK;
     if (ids) {
         /* Dense indices from 0, checked against the maps' counts at the end. */
@@ -275,6 +284,7 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
             st = explain_repeat(&job, format, dup, flags);
         if (st == MF_OK) {
             (*out)->index_base = job.base;
+            (*out)->is_part = o.part_count > 1;
             (*out)->row_ids = job.row_ids, (*out)->col_ids = job.col_ids;
             job.row_ids = job.col_ids = NULL; /* the matrix's now */
         }

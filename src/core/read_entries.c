@@ -124,13 +124,17 @@ mf_status mf_read_add(mf_read_job *job, int64_t at, int64_t row, int64_t col, fl
             job->dup_at[job->dup_seen++] = at;
         return MF_OK;
     }
-    if (job->nnz == job->cap)
+    /* A part keeps every part_count-th entry, but sees them all (shape, base, ids). */
+    const bool keep = job->part_count <= 1 || job->entry_no++ % job->part_count == job->part_index;
+    if (keep && job->nnz == job->cap)
         MF_TRY(grow(job, job->cap < 4096 ? 4096 - job->cap : 1));
-    job->row[job->nnz] = r;
-    job->col[job->nnz] = c;
-    if (!job->pattern)
-        job->val[job->nnz] = val;
-    job->nnz++;
+    if (keep) {
+        job->row[job->nnz] = r;
+        job->col[job->nnz] = c;
+        if (!job->pattern)
+            job->val[job->nnz] = val;
+        job->nnz++;
+    }
     if (r > job->max_row) {
         job->max_row = r;
         job->max_row_at = at;

@@ -515,6 +515,21 @@ if command -v mpirun >/dev/null; then
       fail "mpirun -np 2: the factors are not one process's"
     cmp -s "$base/one.mfm" "$base/mpi.mfm" || fail "mpirun -np 2: the saved model is not one process's"
     [ "$(grep -c '^train RMSE' "$base/mpi.out")" = 1 ] || fail "mpirun -np 2: not one result: $(cat "$base/mpi.out")"
+    # --split-input: each rank keeps every other entry of the file and the fit moves them to
+    # their lines' owners; integral ratings sum exactly, so the factors are one process's.
+    mpirun $over -np 2 "$mfact" "${als[@]}" --split-input --output-u "$base/split.u" \
+      --output-v "$base/split.v" >"$base/split.out" 2>/tmp/mfact-cli-err.$$ ||
+      fail "als --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    cmp -s "$base/one.u" "$base/split.u" && cmp -s "$base/one.v" "$base/split.v" ||
+      fail "mpirun -np 2 --split-input: the factors are not one process's"
+    "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
+      fail "--split-input outside a launcher is not the whole file"
+    if mpirun $over -np 2 "$mfact" sgd --backend cpu "$base/train1.txt" --split-input \
+      --epochs 1 >/dev/null 2>/tmp/mfact-cli-err.$$; then
+      fail "sgd --split-input under mpirun succeeded (it takes no parts yet)"
+    fi
+    grep -q "mf_sparse_set_part" /tmp/mfact-cli-err.$$ ||
+      fail "sgd --split-input: $(cat /tmp/mfact-cli-err.$$)"
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.
     rc=0
