@@ -69,6 +69,9 @@ mf_status mf_ranks_sum_host(mf_ctx *ctx, const char *fn, void *v, size_t n, int 
     return st;
 }
 
+/* The most ranks whose runs merge_runs merges (more: mf_sparse_build_coo sorts). */
+#define MF_RANKS_MERGE_MAX 64
+
 /* An entry on its way to its owner. */
 typedef struct entry {
     int32_t row, col;
@@ -87,6 +90,31 @@ static int owner_of(const int64_t *bounds, int size, int32_t x)
             hi = mid - 1;
     }
     return lo;
+}
+
+/* The runs of recv (n[q] entries from rank q, each run sorted by row, then column) merged
+ * into row, col, val in that order; equal entries stay adjacent for the overlap check. */
+static void merge_runs(const entry *recv, const int64_t *n, int size, int32_t *row, int32_t *col,
+                       float *val)
+{
+    int64_t head[MF_RANKS_MERGE_MAX], end[MF_RANKS_MERGE_MAX], total = 0;
+    for (int q = 0; q < size; q++) {
+        head[q] = total;
+        total += n[q];
+        end[q] = total;
+    }
+    for (int64_t i = 0; i < total; i++) {
+        int best = -1;
+        for (int q = 0; q < size; q++) {
+            if (head[q] == end[q])
+                continue;
+            const entry *e = &recv[head[q]], *b = best < 0 ? NULL : &recv[head[best]];
+            if (!b || e->row < b->row || (e->row == b->row && e->col < b->col))
+                best = q;
+        }
+        const entry *e = &recv[head[best]++];
+        row[i] = e->row, col[i] = e->col, val[i] = e->val;
+    }
 }
 
 mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *part, int side,
@@ -140,9 +168,14 @@ mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *pa
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st == MF_OK)
         st = c->ops->alltoallv(c, ctx, send, send_bytes, recv, recv_bytes);
-    free(send), free(counts), free(at);
-    for (int64_t i = 0; st == MF_OK && i < total; i++)
+    /* Each rank sent its entries in its part's order (by row, then column): merging the
+     * runs gives the canonical order, which mf_sparse_build_coo then copies as it is
+     * instead of sorting on one thread (4 s of a Netflix-sized split fit on 2 GPUs). */
+    if (st == MF_OK && size <= MF_RANKS_MERGE_MAX)
+        merge_runs(recv, from, size, row, col, val);
+    for (int64_t i = 0; st == MF_OK && size > MF_RANKS_MERGE_MAX && i < total; i++)
         row[i] = recv[i].row, col[i] = recv[i].col, val[i] = recv[i].val;
+    free(send), free(counts), free(at);
     free(recv);
     int32_t dup[2] = {-1, -1};
     if (st == MF_OK) {
