@@ -109,11 +109,16 @@ def test_sigint_during_a_fit_raises_keyboard_interrupt(ctx, algo):
     if algo == "bar":
         pytest.importorskip("tqdm")
     R = random_ratings(3000, 1500, 0.02, 3)
-    make = {"als": lambda: mfact.ALS(rank=16, iterations=100000, ctx=ctx),
-            "bar": lambda: mfact.ALS(rank=16, iterations=100000, show_progress=True, ctx=ctx),
-            "sgd": lambda: mfact.SGD(rank=16, epochs=1000000, ctx=ctx),
-            "ials": lambda: mfact.ImplicitALS(rank=16, iterations=100000, ctx=ctx)}[algo]
+    # Enough steps to outlast the signal many times over (tens of ms each), few enough that a
+    # signal that went astray fails the test in minutes instead of hanging it for hours.
+    make = {"als": lambda: mfact.ALS(rank=16, iterations=1500, ctx=ctx),
+            "bar": lambda: mfact.ALS(rank=16, iterations=1500, show_progress=True, ctx=ctx),
+            "sgd": lambda: mfact.SGD(rank=16, epochs=3000, ctx=ctx),
+            "ials": lambda: mfact.ImplicitALS(rank=16, iterations=1500, ctx=ctx)}[algo]
     model = make()
+    # The fit takes over SIGINT only from Python's own handler: an earlier test (or a
+    # library) that left another one would make the signal miss the fit.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     previous = mfact.set_interrupt_checks(True)  # stops a fit without a bar too
     timer = _sigint_after(0.5)
     t0 = time.monotonic()

@@ -266,30 +266,41 @@ static mf_status loss(mf_ials_engine *base, double *out)
     const mf_sparse *R = e->R;
     const int k = e->k;
     MF_TRY(gram(e, e->V, R->cols));
+    /* Each block of LOSS_BLOCK users summed alone, the blocks added in order: the same bits
+     * for any count of threads and any scheduling (a reduction would add the threads' sums
+     * in the order they finish, and a converged fit's loss could then seem to go up). */
+    enum { LOSS_BLOCK = 64 };
+    const int32_t blocks = (R->rows + LOSS_BLOCK - 1) / LOSS_BLOCK;
+    double *part = calloc((size_t)blocks + 1, sizeof *part);
+    if (!part)
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(e->ctx))
+    for (int32_t blk = 0; blk < blocks; blk++)
+        for (int32_t u = blk * LOSS_BLOCK; u < R->rows && u < (blk + 1) * LOSS_BLOCK; u++) {
+            const float *x = e->U + (int64_t)u * k;
+            double s = 0.0, reg = 0.0;
+            for (int a = 0; a < k; a++) {
+                double ga = 0.0;
+                for (int c = 0; c < k; c++)
+                    ga += e->G[(size_t)a * k + c] * x[c];
+                s += x[a] * ga;
+                reg += (double)x[a] * x[a];
+            }
+            for (int64_t p = R->row_ptr[u]; p < R->row_ptr[u + 1]; p++) {
+                const float *v = e->V + (int64_t)R->col[p] * k;
+                double d = 0.0;
+                for (int a = 0; a < k; a++)
+                    d += (double)x[a] * v[a];
+                const double c = 1.0 + mf_ials_weight(R->val ? R->val[p] : 1.0f, e->alpha,
+                                                      e->epsilon, e->log_confidence);
+                s += c * (1.0 - d) * (1.0 - d) - d * d;
+            }
+            part[blk] += s + e->lambda * reg;
+        }
     double total = 0.0;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(mf_ctx_threads(e->ctx))                \
-    reduction(+ : total)
-    for (int32_t u = 0; u < R->rows; u++) {
-        const float *x = e->U + (int64_t)u * k;
-        double s = 0.0, reg = 0.0;
-        for (int a = 0; a < k; a++) {
-            double ga = 0.0;
-            for (int c = 0; c < k; c++)
-                ga += e->G[(size_t)a * k + c] * x[c];
-            s += x[a] * ga;
-            reg += (double)x[a] * x[a];
-        }
-        for (int64_t p = R->row_ptr[u]; p < R->row_ptr[u + 1]; p++) {
-            const float *v = e->V + (int64_t)R->col[p] * k;
-            double d = 0.0;
-            for (int a = 0; a < k; a++)
-                d += (double)x[a] * v[a];
-            const double c = 1.0 + mf_ials_weight(R->val ? R->val[p] : 1.0f, e->alpha, e->epsilon,
-                                                  e->log_confidence);
-            s += c * (1.0 - d) * (1.0 - d) - d * d;
-        }
-        total += s + e->lambda * reg;
-    }
+    for (int32_t blk = 0; blk < blocks; blk++)
+        total += part[blk];
+    free(part);
     double vreg = 0.0;
     for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
         vreg += (double)e->V[p] * e->V[p];

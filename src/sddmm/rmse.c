@@ -33,10 +33,27 @@ static mf_status rmse_cpu(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call, const 
         }
     call->out = resid;
     mf_sddmm_cpu(ctx, R, call);
+    /* Blocks of a fixed size summed in order: the same bits for any count of threads and
+     * any timing (an OpenMP reduction adds the threads' sums in the order they finish). */
+    enum { BLOCK = 65536 };
+    const size_t blocks = (n + BLOCK - 1) / BLOCK;
+    double *part = malloc((blocks ? blocks : 1) * sizeof *part);
+    if (!part) {
+        free(resid);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "RMSE: out of host memory");
+    }
+#pragma omp parallel for num_threads(mf_ctx_threads(ctx)) if (blocks > 1)
+    for (size_t b = 0; b < blocks; b++) {
+        const size_t end = (b + 1) * BLOCK < n ? (b + 1) * BLOCK : n;
+        double s = 0.0;
+        for (size_t p = b * BLOCK; p < end; p++)
+            s += (double)resid[p] * resid[p];
+        part[b] = s;
+    }
     double s = 0.0;
-#pragma omp parallel for num_threads(mf_ctx_threads(ctx)) reduction(+ : s) if (n > 65536)
-    for (size_t p = 0; p < n; p++)
-        s += (double)resid[p] * resid[p];
+    for (size_t b = 0; b < blocks; b++)
+        s += part[b];
+    free(part);
     free(resid);
     *sum = s;
     return MF_OK;
