@@ -33,6 +33,24 @@ cmp -s g.u t.u && cmp -s g.v t.v || fail "torchrun's ALS factors differ from --g
 [ ! -e "$MFACT_RENDEZVOUS" ] || fail "the rendezvous file was left behind"
 echo "als: torchrun's factors = --gpus 2's ($(tail -n 3 t.out | tr '\n' ' '))"
 
+# --split-input: each rank reads every other rating, and the fit moves them to the ranks that
+# solve their lines (NCCL send/recv); the mean is a sum over the ranks, so the factors are
+# --gpus 2's to rounding (these ratings are not integers), and so is the test RMSE.
+torchrun --standalone --nproc_per_node 2 --no-python "$mfact" $als --split-input \
+  --output-u p.u --output-v p.v > p.out 2> p.err || { cat p.err; fail "als --split-input under torchrun"; }
+python3 - g.u p.u g.v p.v g.out p.out <<'PY' || fail "als --split-input: not --gpus 2's fit"
+import re, sys
+def numbers(path):
+    return [float(x) for line in open(path) for x in line.split()[1:]]
+for a, b in ((sys.argv[1], sys.argv[2]), (sys.argv[3], sys.argv[4])):
+    x, y = numbers(a), numbers(b)
+    big = max(abs(v) for v in x)
+    assert len(x) == len(y) and max(abs(u - v) for u, v in zip(x, y)) <= 1e-4 * big, (a, b)
+rmse = lambda p: float(re.search(r"test RMSE ([0-9.]+)", open(p).read()).group(1))
+assert abs(rmse(sys.argv[5]) - rmse(sys.argv[6])) <= 1e-4, (rmse(sys.argv[5]), rmse(sys.argv[6]))
+PY
+echo "als --split-input: torchrun's factors = --gpus 2's to rounding"
+
 # The other collective commands: one JSON result, from rank 0.
 for cmd in "sgd r.tsv --rank 16 --epochs 5 --test-fraction 0.1" \
            "ials r.tsv --rank 16 --iterations 3" \
