@@ -12,18 +12,16 @@ enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 /* The flags every algorithm subcommand takes. */
 typedef struct cli_common {
-    mf_backend backend;
-    int device;
-    uint64_t seed;
-    int threads;
+    int backend; /* mf_backend */
+    long long device, seed, threads;
     bool json;
     bool help;
-    /* How a FILE argument is read: --format, --index-base (-1: auto) and --duplicates
-     * (CLI_DUP_*, or -1: the command's rule, cli_read_opts). */
-    mf_format format;
+    /* How a FILE argument is read: --format (mf_format), --index-base (-1: auto) and
+     * --duplicates (CLI_DUP_*, or -1: the command's rule, cli_read_opts). */
+    int format;
     int index_base;
     int duplicates;
-    int32_t rows, cols; /* --rows, --cols: FILE's shape (0: from the file) */
+    long long rows, cols; /* --rows, --cols: FILE's shape (0: from the file) */
     /* Ids as users have them: --ids, and --user-col/--item-col/--rating-col (a header name,
      * or a 1-based position when digits alone); any of them maps FILE's ids. */
     bool ids;
@@ -39,23 +37,9 @@ typedef struct cli_common {
 enum { CLI_DUP_LAST = 0, CLI_DUP_SUM = 1, CLI_DUP_ERROR = 2 };
 
 void cli_common_init(cli_common *c);
-/* Consume argv[*i] (and its value) when it is a common flag: 1 consumed, 0 not a common
- * flag, -1 bad value (message printed). */
-int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c);
-/* A subcommand's own options for cli_parse_args: given an option and the argument after it
- * (NULL when it is the last), say CLI_TOOK_FLAG (the option alone), CLI_TOOK_VALUE (it and
- * `val`), CLI_NOT_MINE (unknown, or lacking its value) or -1 (a bad value, printed). */
-enum { CLI_TOOK_FLAG = 0, CLI_TOOK_VALUE = 1, CLI_NOT_MINE = 2 };
-typedef int (*cli_option_fn)(void *args, const char *opt, const char *val);
-/* The argument loop of a subcommand: the common flags, then `option`'s, and at most one
- * FILE (*file, left as it is when none). Prints the problem and returns -1 on a usage error. */
-int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_option_fn option,
-                   void *args, const char **file);
 /* How far a run with an iteration cap and an optional time limit (0: none) has come, in
  * [0, 1]: for a progress line. */
 double cli_run_fraction(int done, long long most, double seconds, double time_limit);
-/* The help text of the common flags. */
-const char *cli_common_help(void);
 /* mf_read_opts from the common flags: --format, --index-base, and --duplicates, or the
  * command's own rule `dflt` (CLI_DUP_*) when --duplicates is not given. */
 void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro);
@@ -143,20 +127,23 @@ int cli_run_on_ratings(const char *cmd, const cli_common *common, const char *fi
  * (NULL: skip); prints the failure and returns -1. */
 int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,
                       const float *V, const mf_sparse *train, long long k);
-/* The model flags als and sgd share: --no-biases, --lambda-bias L, --auto (tune lambda on a
- * validation split), --auto-rank (lambda and rank) and --save-model FILE. */
+/* The options als and sgd share (one table, cli_model_group): the model (--no-biases,
+ * --lambda-bias L, --auto tuning lambda on a validation split, --auto-rank lambda and rank,
+ * --save-model FILE), --lambda, the test set (--test FILE, --test-fraction F), the factors'
+ * files (--output-u, --output-v) and --gpus N. */
 typedef struct cli_model_args {
     int biases;             /* 1 unless --no-biases */
     double lambda_bias;     /* < 0: the library's default */
     unsigned tune;          /* mf_tune flags */
     const char *save_model; /* the model file to write, or NULL */
+    double lambda, test_fraction;
+    const char *test_file, *out_u, *out_v;
+    long long gpus;
 } cli_model_args;
-void cli_model_init(cli_model_args *m);
-/* argv[*i] if it is a model flag (*i moves past its value): 1; not one: 0; bad value: -1
- * (printed). */
-int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_args *m);
-/* The help lines of those flags. */
-const char *cli_model_help(void);
+/* Defaults: biases on, the library's lambda_bias, no tuning, lambda `lambda`, one GPU. */
+void cli_model_init(cli_model_args *m, double lambda);
+/* After parsing: FILE given and at most one test set; prints the problem and returns -1. */
+int cli_model_check(const char *cmd, const char *file, const cli_model_args *m);
 /* What the run fitted: biases on or off, the mean, lambda and rank, and with tuning the
  * validation RMSE. */
 void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, double lambda,

@@ -9,160 +9,54 @@
 #include "cli.h"
 #include "gpus.h"
 #include "model_file.h"
+#include "options.h"
 #include "outputs.h"
 #include "test_set.h"
 
 typedef struct als_args {
     cli_common common;
-    const char *file, *test_file, *out_u, *out_v;
-    long long rank, iterations;
-    double lambda, test_fraction;
-    mf_als_init init;
-    mf_als_weighting weighting;
-    mf_als_solver solver;
-    long long cg_steps;
-    int tf32;
-    long long gpus;
+    const char *file;
+    long long rank, iterations, cg_steps;
+    int init, weighting, solver, tf32; /* mf_als_init, mf_als_weighting, mf_als_solver, 0/1 */
     cli_model_args model;
 } als_args;
 
-static void als_help(void)
-{
-    mf_als_opts d;
-    mf_als_opts_init(&d);
-    printf("usage: mfact als FILE [--rank K] [--lambda L] [--iterations N] [--init mean|uniform]\n"
-           "                [--weighting count|none] [--no-biases] [--lambda-bias L]\n"
-           "                [--solver auto|exact|cg] [--cg-steps S] [--no-tf32]\n"
-           "                [--auto | --auto-rank] [--save-model FILE]\n"
-           "                [--test FILE | --test-fraction F] [--output-u FILE] [--output-v FILE]\n"
-           "                [--gpus N] [options]\n\n"
-           "Factorizes the ratings of FILE (users x items) by ALS: rank K (1..256, default\n"
-           "%d), regularization L (default %g; the biases' %g), N sweeps (default %d).\n"
-           "The test RMSE is measured on --test FILE, or on a fraction F of FILE's ratings held\n"
-           "out by a hash of their position and --seed. Repeated ratings keep the last one.\n"
-           "Prints the train and test RMSE after every iteration; --output-u and --output-v\n"
-           "write the factors as text, one row per line. --init picks the start: uniform\n"
-           "(default; cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: V's first column the\n"
-           "item's mean rating, the rest uniform in [-0.1, 0.1)). --weighting: the penalties\n"
-           "as they are (none, the default) or times each row's count of ratings (count,\n"
-           "ALS-WR's weighted-lambda).\n"
-           "--solver: each row's system solved exactly (LDL^T) or by S conjugate-gradient\n"
-           "steps from the previous iteration's row (cg; S default %d); auto (default) takes\n"
-           "cg from rank 64, and cg builds its systems from TF32 products on tensor cores\n"
-           "(sm_80 and later) unless --no-tf32 (float-accurate products). --gpus N:\n"
-           "one fit over N GPUs (--device and the N - 1 after it),\n"
-           "each solving its share of the rows; the factors are those of one GPU.\n%s%s",
-           d.rank, (double)d.lambda, (double)d.lambda_bias, d.iterations, d.cg_steps,
-           cli_model_help(), cli_common_help());
-}
+static const char about[] =
+    "Factorizes the ratings of FILE (users x items) by ALS. The test RMSE is measured on "
+    "--test FILE, or on a held-out fraction of FILE's ratings. Repeated ratings keep the last "
+    "one. Prints the train and test RMSE after every iteration. --weighting count without "
+    "--lambda-bias weights the biases' lambda alike: it is --lambda (the unweighted default "
+    "times each row's count would swamp the biases).";
 
-static int parse(int argc, char **argv, als_args *a)
+/* The options of als beside the shared ones, defaults set first (help prints them). */
+static int als_table(als_args *a, cli_opt *t)
 {
-    cli_common_init(&a->common);
-    a->file = a->test_file = a->out_u = a->out_v = NULL;
     mf_als_opts d;
     mf_als_opts_init(&d);
-    a->rank = d.rank, a->iterations = d.iterations, a->lambda = d.lambda, a->test_fraction = 0.0;
-    a->init = d.init;
-    a->weighting = d.weighting;
-    a->solver = d.solver, a->cg_steps = d.cg_steps;
-    a->tf32 = d.tf32;
-    a->gpus = 1;
-    cli_model_init(&a->model);
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse("als", argc, argv, &i, &a->common);
-        if (r == 0)
-            r = cli_model_parse("als", argc, argv, &i, &a->model);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(opt, "--rank") && val) {
-            if (!cli_parse_ll(argv[++i], &a->rank) || a->rank < 1 || a->rank > 256) {
-                cli_error("als", "--rank takes an integer from 1 to 256");
-                return -1;
-            }
-        } else if (!strcmp(opt, "--lambda") && val) {
-            if (!cli_parse_double(argv[++i], &a->lambda) || !(a->lambda >= 0) ||
-                !isfinite(a->lambda)) {
-                cli_error("als", "--lambda takes a finite number >= 0");
-                return -1;
-            }
-        } else if (!strcmp(opt, "--iterations") && val) {
-            if (!cli_parse_ll(argv[++i], &a->iterations) || a->iterations < 1 ||
-                a->iterations > 1000000) {
-                cli_error("als", "--iterations takes a positive integer");
-                return -1;
-            }
-        } else if (!strcmp(opt, "--test-fraction") && val) {
-            if (!cli_parse_double(argv[++i], &a->test_fraction) || !(a->test_fraction > 0) ||
-                !(a->test_fraction < 1)) {
-                cli_error("als", "--test-fraction takes a number between 0 and 1");
-                return -1;
-            }
-        } else if (!strcmp(opt, "--init") && val) {
-            const char *how = argv[++i];
-            if (!strcmp(how, "mean"))
-                a->init = MF_ALS_INIT_MEAN;
-            else if (!strcmp(how, "uniform"))
-                a->init = MF_ALS_INIT_UNIFORM;
-            else {
-                cli_error("als", "--init takes mean or uniform, not '%s'", how);
-                return -1;
-            }
-        } else if (!strcmp(opt, "--weighting") && val) {
-            /* in the order of mf_als_weighting's values */
-            static const char *const names[] = {"count", "none"};
-            const int c = cli_choice(argv[++i], names, 2);
-            if (c < 0) {
-                cli_error("als", "--weighting takes count or none, not '%s'", argv[i]);
-                return -1;
-            }
-            a->weighting = (mf_als_weighting)c;
-        } else if (!strcmp(opt, "--solver") && val) {
-            /* in the order of mf_als_solver's values */
-            static const char *const names[] = {"auto", "exact", "cg"};
-            const int c = cli_choice(argv[++i], names, 3);
-            if (c < 0) {
-                cli_error("als", "--solver takes auto, exact or cg, not '%s'", argv[i]);
-                return -1;
-            }
-            a->solver = (mf_als_solver)c;
-        } else if (!strcmp(opt, "--cg-steps") && val) {
-            if (!cli_parse_ll(argv[++i], &a->cg_steps) || a->cg_steps < 1 || a->cg_steps > 64) {
-                cli_error("als", "--cg-steps takes an integer from 1 to 64");
-                return -1;
-            }
-        } else if (!strcmp(opt, "--no-tf32")) {
-            a->tf32 = 0;
-        } else if (!strcmp(opt, "--gpus") && val) {
-            if (!cli_gpus_parse("als", argv[++i], &a->gpus))
-                return -1;
-        } else if (!strcmp(opt, "--test") && val) {
-            a->test_file = argv[++i];
-        } else if (!strcmp(opt, "--output-u") && val) {
-            a->out_u = argv[++i];
-        } else if (!strcmp(opt, "--output-v") && val) {
-            a->out_v = argv[++i];
-        } else if (opt[0] == '-') {
-            cli_error("als", "unknown option '%s' (or it lacks its value)", opt);
-            return -1;
-        } else if (a->file) {
-            cli_error("als", "one FILE at most");
-            return -1;
-        } else
-            a->file = opt;
-    }
-    if (!a->common.help && !a->file) {
-        cli_error("als", "a ratings FILE is required");
-        return -1;
-    }
-    if (a->test_file && a->test_fraction > 0) {
-        cli_error("als", "--test and --test-fraction exclude each other");
-        return -1;
-    }
-    return 0;
+    a->rank = d.rank, a->iterations = d.iterations, a->cg_steps = d.cg_steps;
+    a->init = d.init, a->weighting = d.weighting, a->solver = d.solver, a->tf32 = d.tf32;
+    static const int inits[] = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
+    const cli_opt own[] = {
+        CLI_OPT_INT("--rank", &a->rank, 1, 256, "K", "the factors' rank"),
+        CLI_OPT_INT("--iterations", &a->iterations, 1, 1000000, "N", "sweeps (users, then items)"),
+        CLI_OPT_CHOICE("--init", &a->init, "mean|uniform", inits,
+                       "the start: uniform (cuMF_als's: V uniform in [0, 0.1)) or mean (Zhou's: "
+                       "V's first column the item's mean rating, the rest uniform in [-0.1, 0.1))"),
+        /* in the order of mf_als_weighting's values */
+        CLI_OPT_CHOICE("--weighting", &a->weighting, "count|none", NULL,
+                       "the penalties as they are (none) or times each row's count of ratings "
+                       "(count, ALS-WR's weighted-lambda)"),
+        CLI_OPT_CHOICE("--solver", &a->solver, "auto|exact|cg", NULL,
+                       "each row's system solved exactly (LDL^T) or by --cg-steps "
+                       "conjugate-gradient steps from the previous iteration's row (cg); auto "
+                       "takes cg from rank 64"),
+        CLI_OPT_INT("--cg-steps", &a->cg_steps, 1, 64, "S", "CG steps per row and half-step"),
+        CLI_OPT_SET("--no-tf32", &a->tf32, 0,
+                    "cg builds its systems from float-accurate products, not TF32 products on "
+                    "tensor cores (sm_80 and later)"),
+    };
+    memcpy(t, own, sizeof own);
+    return CLI_COUNT(own);
 }
 
 static int on_iteration(void *user, const mf_progress *p)
@@ -199,8 +93,8 @@ static mf_status fit(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse
                      const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
 {
     cli_gpus g;
-    if (cli_gpus_open("als", &a->common, ctx, (int)a->gpus, train, test, (int)a->rank, U, V, &g) !=
-        0)
+    if (cli_gpus_open("als", &a->common, ctx, (int)a->model.gpus, train, test, (int)a->rank, U, V,
+                      &g) != 0)
         return MF_ERR_INVALID_ARGUMENT; /* printed */
     als_call call = {*o, {0}};
     mf_status st = cli_gpus_call("als", &g, als_rank, &call);
@@ -224,7 +118,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     }
     mf_als_opts o;
     mf_als_opts_init(&o);
-    o.rank = (int)a->rank, o.lambda = (float)a->lambda, o.iterations = (int)a->iterations;
+    o.rank = (int)a->rank, o.lambda = (float)a->model.lambda, o.iterations = (int)a->iterations;
     o.init = a->init;
     o.weighting = a->weighting;
     o.solver = a->solver, o.cg_steps = (int)a->cg_steps;
@@ -234,6 +128,8 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.biases = a->model.biases;
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
+    else if (a->weighting == MF_ALS_WEIGHT_COUNT)
+        o.lambda_bias = o.lambda; /* weighted alike: the default 5 times a row's count is not */
     o.tune = a->model.tune;
     /* The biases come back where a model file or unseen test entries need them. */
     if ((a->model.save_model || cli_test_unseen() > 0) && a->model.biases &&
@@ -243,7 +139,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     mf_als_report rep = {.struct_size = sizeof rep};
     if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
         goto done; /* printed */
-    if (cli_write_factors("als", a->out_u, a->out_v, U, V, train, a->rank) != 0)
+    if (cli_write_factors("als", a->model.out_u, a->model.out_v, U, V, train, a->rank) != 0)
         goto done;
     char text[256];
     snprintf(text, sizeof text, "rank=%d lambda=%g lambda_bias=%g iterations=%d weighting=%s",
@@ -276,17 +172,14 @@ done:
 
 int cmd_als(int argc, char **argv)
 {
-    als_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        als_help();
-        return CLI_OK;
-    }
-    const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
-                                                                            a.model.save_model};
-    const int out_rc = cli_check_outputs("als", inputs, 2, outputs, 3);
-    if (out_rc != CLI_OK)
-        return out_rc;
-    return cli_run_on_ratings("als", &a.common, a.file, a.test_file, a.test_fraction, run, &a);
+    als_args a = {.file = NULL};
+    mf_als_opts d;
+    mf_als_opts_init(&d);
+    cli_opt own[8];
+    char lambda_bias[64];
+    snprintf(lambda_bias, sizeof lambda_bias, "%g; with --weighting count: lambda",
+             (double)d.lambda_bias);
+    const cli_ratings_cmd c = {
+        "als", "als FILE [options]", about, own, als_table(&a, own), lambda_bias, run};
+    return cli_ratings_main(&c, argc, argv, &a.common, &a.file, &a.model, d.lambda, &a);
 }

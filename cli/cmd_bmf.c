@@ -8,113 +8,25 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 
 typedef struct bmf_args {
     cli_common common;
     const char *file, *out_a, *out_b;
     long long rank, instances, max_sweeps, patience;
     double time_limit, weight, weight_decay, temperature;
-    mf_bmf_init init;
+    int init; /* mf_bmf_init */
     bool packed, verbose;
 } bmf_args;
 
-static void bmf_help(void)
-{
-    printf("usage: mfact bmf FILE [--rank K] [--instances N] [--max-sweeps N] [--time-limit S]\n"
-           "                [--patience N] [--weight W] [--weight-decay D] [--temperature T]\n"
-           "                [--init auto|sample|random|asso] [--output-a FILE] [--output-b FILE]\n"
-           "                [--packed] [--verbose] [options]\n\n"
-           "Factorizes the Boolean matrix of FILE (a .in file, MatrixMarket pattern, or pairs\n"
-           "'row col'; every listed entry is a 1) as A o B of rank K (1..1024, default 20),\n"
-           "running N instances from different seeds (default 16) and keeping the best.\n"
-           "Stops after --max-sweeps (1000), --patience sweeps without improvement at the\n"
-           "final weight (30), or --time-limit seconds. --weight sets the starting weight of\n"
-           "false negatives (default from the data) and --weight-decay its decay per sweep\n"
-           "(0.98), --temperature turns on Metropolis moves. --init auto (the default) starts\n"
-           "from Asso's greedy cover when it is estimated to take at most ~2 s, else from\n"
-           "sampled rows.\n"
-           "--output-a/--output-b write the factors, as text or with --packed as the 64-bit\n"
-           "words of mfact's bit order. On a terminal a line on stderr shows the progress\n"
-           "of the Asso start and of the search; --verbose prints every round of the start\n"
-           "and every sweep instead. --time-limit is checked after each half-sweep of an\n"
-           "instance (CPU) or each sweep (GPU): a run ends within one sweep of it; the Asso\n"
-           "start checks it after each of its rounds and keeps the rounds done.\n\n%s",
-           cli_common_help());
-}
-
-static int parse_count(const char *opt, const char *val, long long lo, long long hi, long long *out)
-{
-    if (!cli_parse_ll(val, out) || *out < lo || *out > hi) {
-        cli_error("bmf", "%s takes an integer from %lld to %lld", opt, lo, hi);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_real(const char *opt, const char *val, double *out)
-{
-    if (!cli_parse_double(val, out) || !(*out >= 0) || !isfinite(*out)) {
-        cli_error("bmf", "%s takes a finite number >= 0", opt);
-        return -1;
-    }
-    return 0;
-}
-
-static int parse_option(bmf_args *a, const char *opt, const char *val)
-{
-    if (!strcmp(opt, "--rank"))
-        return parse_count(opt, val, 1, 1024, &a->rank);
-    if (!strcmp(opt, "--instances"))
-        return parse_count(opt, val, 1, 1024, &a->instances);
-    if (!strcmp(opt, "--max-sweeps"))
-        return parse_count(opt, val, 1, 100000000, &a->max_sweeps);
-    if (!strcmp(opt, "--patience"))
-        return parse_count(opt, val, 0, 100000000, &a->patience);
-    if (!strcmp(opt, "--time-limit"))
-        return parse_real(opt, val, &a->time_limit);
-    if (!strcmp(opt, "--weight"))
-        return parse_real(opt, val, &a->weight);
-    if (!strcmp(opt, "--weight-decay"))
-        return parse_real(opt, val, &a->weight_decay);
-    if (!strcmp(opt, "--temperature"))
-        return parse_real(opt, val, &a->temperature);
-    if (!strcmp(opt, "--init")) {
-        if (!strcmp(val, "sample"))
-            a->init = MF_BMF_INIT_SAMPLE;
-        else if (!strcmp(val, "random"))
-            a->init = MF_BMF_INIT_RANDOM;
-        else if (!strcmp(val, "asso"))
-            a->init = MF_BMF_INIT_ASSO;
-        else if (!strcmp(val, "auto"))
-            a->init = MF_BMF_INIT_AUTO;
-        else {
-            cli_error("bmf", "--init takes 'auto', 'sample', 'random' or 'asso'");
-            return -1;
-        }
-        return 0;
-    }
-    if (!strcmp(opt, "--output-a")) {
-        a->out_a = val;
-        return 0;
-    }
-    if (!strcmp(opt, "--output-b")) {
-        a->out_b = val;
-        return 0;
-    }
-    return 1;
-}
-
-/* cli_parse_args's view of the options above and the two flags. */
-static int bmf_option(void *args, const char *opt, const char *val)
-{
-    bmf_args *a = args;
-    if (!strcmp(opt, "--packed") || !strcmp(opt, "--verbose")) {
-        *(opt[2] == 'p' ? &a->packed : &a->verbose) = true;
-        return CLI_TOOK_FLAG;
-    }
-    int r = val ? parse_option(a, opt, val) : 1;
-    return r < 0 ? -1 : r == 0 ? CLI_TOOK_VALUE : CLI_NOT_MINE;
-}
+static const char about[] =
+    "Factorizes the Boolean matrix of FILE (a .in file, MatrixMarket pattern, or pairs 'row "
+    "col'; every listed entry is a 1) as A o B of rank K, running N instances from different "
+    "seeds and keeping the best. Stops after --max-sweeps, --patience sweeps without "
+    "improvement at the final weight, or --time-limit seconds. On a terminal a line on stderr "
+    "shows the progress of the Asso start and of the search. --time-limit is checked after each "
+    "half-sweep of an instance (CPU) or each sweep (GPU): a run ends within one sweep of it; "
+    "the Asso start checks it after each of its rounds and keeps the rounds done.";
 
 static int parse(int argc, char **argv, bmf_args *a)
 {
@@ -122,13 +34,49 @@ static int parse(int argc, char **argv, bmf_args *a)
     cli_common_init(&a->common);
     a->rank = 20, a->instances = 16, a->max_sweeps = 1000, a->patience = 30;
     a->init = MF_BMF_INIT_AUTO;
-    if (cli_parse_args("bmf", argc, argv, &a->common, bmf_option, a, &a->file) < 0)
-        return -1;
-    if (!a->common.help && !a->file) {
+    static const int inits[] = {MF_BMF_INIT_AUTO, MF_BMF_INIT_SAMPLE, MF_BMF_INIT_RANDOM,
+                                MF_BMF_INIT_ASSO};
+    const cli_opt own[] = {
+        CLI_OPT_INT("--rank", &a->rank, 1, 1024, "K", "the factors' rank"),
+        CLI_OPT_INT("--instances", &a->instances, 1, 1024, "N", "instances from different seeds"),
+        CLI_OPT_INT("--max-sweeps", &a->max_sweeps, 1, 100000000, "N", "sweeps at most"),
+        CLI_OPT_INT("--patience", &a->patience, 0, 100000000, "N",
+                    "sweeps without improvement at the final weight before stopping"),
+        CLI_OPT_REAL("--time-limit", &a->time_limit, 0, INFINITY, 0, "S", "seconds (0: none)"),
+        {.name = "--weight",
+         .kind = CLI_DOUBLE,
+         .dest = &a->weight,
+         .hi = INFINITY,
+         .meta = "W",
+         .help = "the starting weight of false negatives",
+         .dflt = "from the data"},
+        {.name = "--weight-decay",
+         .kind = CLI_DOUBLE,
+         .dest = &a->weight_decay,
+         .hi = INFINITY,
+         .meta = "D",
+         .help = "the weight's decay per sweep",
+         .dflt = "0.98"},
+        CLI_OPT_REAL("--temperature", &a->temperature, 0, INFINITY, 0, "T",
+                     "turns on Metropolis moves (0: none)"),
+        CLI_OPT_CHOICE("--init", &a->init, "auto|sample|random|asso", inits,
+                       "the start: auto starts from Asso's greedy cover when it is estimated to "
+                       "take at most ~2 s, else from sampled rows"),
+        CLI_OPT_STR("--output-a", &a->out_a, "FILE", "write A, one line of k '0'/'1' a row"),
+        CLI_OPT_STR("--output-b", &a->out_b, "FILE", "write B, one line a column"),
+        CLI_OPT_FLAG("--packed", &a->packed,
+                     "write the factors as the 64-bit words of mfact's bit order"),
+        CLI_OPT_FLAG("--verbose", &a->verbose,
+                     "print every round of the start and every sweep instead of the progress line"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {"bmf", "bmf FILE [options]", about, &g, 1, &a->file, 1, "one FILE at most"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r == 0 && !a->file) {
         cli_error("bmf", "a matrix FILE is required");
         return -1;
     }
-    return 0;
+    return r;
 }
 
 static int on_sweep(void *user, const mf_bmf_progress *p)
@@ -267,12 +215,9 @@ done:
 int cmd_bmf(int argc, char **argv)
 {
     bmf_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        bmf_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     mf_ctx *ctx = cli_make_ctx("bmf", &a.common);
     if (!ctx)
         return CLI_FAILED;

@@ -10,6 +10,7 @@
 #include "demo.h"
 #include "gpus.h"
 #include "launched.h"
+#include "options.h"
 #include "outputs.h"
 #include "test_set.h"
 
@@ -22,48 +23,24 @@ typedef struct complete_args {
     const char *file, *test_file, *out_x, *out_y;
     long long rank, max_iterations;
     double tolerance, time_limit, test_fraction, condition;
-    mf_asd_variant variant;
-    mf_asd_init init;
+    int variant, init; /* mf_asd_variant, mf_asd_init */
     bool synthetic, verbose, continuation;
     long long rows, cols, planted_rank;
     double density;
     long long gpus;
 } complete_args;
 
-static void complete_help(void)
-{
-    mf_asd_opts d;
-    mf_asd_opts_init(&d);
-    printf("usage: mfact complete FILE [--rank R] [--scaled | --plain] [--rank-continuation]\n"
-           "                [--tol T]\n"
-           "                [--max-iterations N] [--time-limit S] [--init random|spectral]\n"
-           "                [--test FILE | --test-fraction F] [--output-x FILE] [--output-y FILE]\n"
-           "                [--gpus N] [--verbose] [options]\n"
-           "       mfact complete --synthetic M,N,R,DENSITY [--condition C] [same options]\n\n"
-           "Completes the matrix of FILE from its stored entries by alternating steepest\n"
-           "descent (Tanner & Wei): X (rows x R) and Y (cols x R) minimizing the residual\n"
-           "|P(X Y^T - M)| over the observed entries, rank R 1..512 (default %d). --scaled\n"
-           "(the default) preconditions the steps by the factors' Gram matrices (Scaled ASD,\n"
-           "for ill-conditioned matrices), --plain takes plain steepest descent. The run stops\n"
-           "at a relative residual <= T (default %g), when the residual stagnates, after N\n"
-           "iterations (default %d) or after S seconds. --init: random (default, uniform\n"
-           "factors scaled to the data) or spectral (the top-R singular subspace of the\n"
-           "observed entries). --rank-continuation grows the rank from 1 to R, one column at a\n"
-           "time, each smaller rank run until it stagnates: slower on well-conditioned\n"
-           "matrices, and the way through ill-conditioned ones where a random start stalls.\n"
-           "--gpus N: one run over N GPUs (--device and the N - 1 after it), the observed\n"
-           "entries shared out by rows.\n"
-           "The test RMSE is measured on --test FILE, or on a random\n"
-           "fraction F of FILE's entries held out with --seed. --output-x and --output-y\n"
-           "write the factors as text, one row per line. --verbose prints every iteration.\n\n"
-           "--synthetic M,N,R,DENSITY plants an M x N matrix A B^T of rank R (A and B with\n"
-           "N(0, 1) entries; --condition C spreads its singular values from 1 to about 1/C),\n"
-           "observes each entry with probability DENSITY, completes it at rank R (or --rank)\n"
-           "and reports the relative error |X Y^T - A B^T|_F / |A B^T|_F on %d random\n"
-           "entries (on all of them when there are fewer). The same --seed gives the same\n"
-           "matrix.\n\n%s",
-           d.rank, d.tolerance, d.max_iterations, ERROR_SAMPLES, cli_common_help());
-}
+static const char about[] =
+    "Completes the matrix of FILE from its stored entries by alternating steepest descent "
+    "(Tanner & Wei): X (rows x R) and Y (cols x R) minimizing the residual |P(X Y^T - M)| over "
+    "the observed entries. The run stops at a relative residual <= T, when the residual "
+    "stagnates, after N iterations or after S seconds. The test RMSE is measured on --test "
+    "FILE, or on a random fraction F of FILE's entries held out with --seed.\n"
+    "--synthetic M,N,R,DENSITY plants an M x N matrix A B^T of rank R (A and B with N(0, 1) "
+    "entries; --condition C spreads its singular values from 1 to about 1/C), observes each "
+    "entry with probability DENSITY, completes it at rank R (or --rank) and reports the "
+    "relative error |X Y^T - A B^T|_F / |A B^T|_F on a million random entries (on all of them "
+    "when there are fewer). The same --seed gives the same matrix.";
 
 static int bad(const char *what)
 {
@@ -92,70 +69,11 @@ static int parse_synthetic(const char *spec, complete_args *a)
     return 0;
 }
 
-/* An option with a value: 0 taken, -1 bad value (printed), 1 not one of these. */
-static int parse_option(complete_args *a, const char *opt, const char *val)
+/* --synthetic's value (cli_opt's CLI_CALL). */
+static bool synthetic(const char *cmd, const char *name, const char *v, void *dest)
 {
-    if (!strcmp(opt, "--rank")) {
-        if (!cli_parse_ll(val, &a->rank) || a->rank < 1 || a->rank > 512)
-            return bad("--rank takes an integer from 1 to 512");
-    } else if (!strcmp(opt, "--tol")) {
-        if (!cli_parse_double(val, &a->tolerance) || !(a->tolerance > 0))
-            return bad("--tol takes a finite number > 0");
-    } else if (!strcmp(opt, "--max-iterations")) {
-        if (!cli_parse_ll(val, &a->max_iterations) || a->max_iterations < 1 ||
-            a->max_iterations > INT32_MAX)
-            return bad("--max-iterations takes a positive integer");
-    } else if (!strcmp(opt, "--time-limit")) {
-        if (!cli_parse_double(val, &a->time_limit) || !(a->time_limit >= 0))
-            return bad("--time-limit takes a finite number of seconds >= 0 (0: none)");
-    } else if (!strcmp(opt, "--test-fraction")) {
-        if (!cli_parse_double(val, &a->test_fraction) || !(a->test_fraction > 0) ||
-            !(a->test_fraction < 1))
-            return bad("--test-fraction takes a number between 0 and 1");
-    } else if (!strcmp(opt, "--condition")) {
-        if (!cli_parse_double(val, &a->condition) || !(a->condition >= 1))
-            return bad("--condition takes a finite number >= 1");
-    } else if (!strcmp(opt, "--init")) {
-        if (!strcmp(val, "random"))
-            a->init = MF_ASD_INIT_RANDOM;
-        else if (!strcmp(val, "spectral"))
-            a->init = MF_ASD_INIT_SPECTRAL;
-        else
-            return bad("--init takes random or spectral");
-    } else if (!strcmp(opt, "--gpus")) {
-        if (!cli_gpus_parse("complete", val, &a->gpus))
-            return -1;
-    } else if (!strcmp(opt, "--synthetic"))
-        return parse_synthetic(val, a);
-    else if (!strcmp(opt, "--test"))
-        a->test_file = val;
-    else if (!strcmp(opt, "--output-x"))
-        a->out_x = val;
-    else if (!strcmp(opt, "--output-y"))
-        a->out_y = val;
-    else
-        return 1;
-    return 0;
-}
-
-/* cli_parse_args's view of the options above and the flags. */
-static int complete_option(void *args, const char *opt, const char *val)
-{
-    complete_args *a = args;
-    if (!strcmp(opt, "--scaled") || !strcmp(opt, "--plain")) {
-        a->variant = opt[2] == 's' ? MF_ASD_SCALED : MF_ASD_PLAIN;
-        return CLI_TOOK_FLAG;
-    }
-    if (!strcmp(opt, "--verbose")) {
-        a->verbose = true;
-        return CLI_TOOK_FLAG;
-    }
-    if (!strcmp(opt, "--rank-continuation")) {
-        a->continuation = true;
-        return CLI_TOOK_FLAG;
-    }
-    int r = val ? parse_option(a, opt, val) : 1;
-    return r < 0 ? -1 : r == 0 ? CLI_TOOK_VALUE : CLI_NOT_MINE;
+    (void)cmd, (void)name;
+    return parse_synthetic(v, dest) == 0;
 }
 
 static int parse(int argc, char **argv, complete_args *a)
@@ -166,10 +84,61 @@ static int parse(int argc, char **argv, complete_args *a)
     cli_common_init(&a->common);
     a->tolerance = d.tolerance, a->max_iterations = d.max_iterations;
     a->variant = d.variant, a->init = d.init, a->condition = 1.0, a->gpus = 1;
-    if (cli_parse_args("complete", argc, argv, &a->common, complete_option, a, &a->file) < 0)
-        return -1;
-    if (a->common.help)
-        return 0;
+    static const int inits[] = {MF_ASD_INIT_RANDOM, MF_ASD_INIT_SPECTRAL};
+    char rank[64];
+    snprintf(rank, sizeof rank, "%d; with --synthetic: its R", d.rank);
+    const cli_opt own[] = {
+        {.name = "--rank",
+         .kind = CLI_INT,
+         .dest = &a->rank,
+         .lo = 1,
+         .hi = 512,
+         .meta = "R",
+         .help = "the completion's rank",
+         .dflt = rank},
+        CLI_OPT_SET("--scaled", &a->variant, MF_ASD_SCALED,
+                    "precondition the steps by the factors' Gram matrices (Scaled ASD, for "
+                    "ill-conditioned matrices; the default)"),
+        CLI_OPT_SET("--plain", &a->variant, MF_ASD_PLAIN, "plain steepest descent"),
+        CLI_OPT_FLAG("--rank-continuation", &a->continuation,
+                     "grow the rank from 1 to R, one column at a time, each smaller rank run "
+                     "until it stagnates: slower on well-conditioned matrices, and the way "
+                     "through ill-conditioned ones where a random start stalls"),
+        CLI_OPT_REAL("--tol", &a->tolerance, 0, INFINITY, CLI_ABOVE, "T",
+                     "the relative residual to stop at"),
+        CLI_OPT_INT("--max-iterations", &a->max_iterations, 1, INT32_MAX, "N",
+                    "iterations at most"),
+        CLI_OPT_REAL("--time-limit", &a->time_limit, 0, INFINITY, 0, "S", "seconds (0: none)"),
+        CLI_OPT_CHOICE("--init", &a->init, "random|spectral", inits,
+                       "uniform factors scaled to the data (random) or the top-R singular "
+                       "subspace of the observed entries (spectral)"),
+        CLI_OPT_STR("--test", &a->test_file, "FILE", "measure the test RMSE on FILE's entries"),
+        CLI_OPT_REAL("--test-fraction", &a->test_fraction, 0, 1, CLI_ABOVE | CLI_BELOW, "F",
+                     "measure it on a random fraction F of FILE's entries (0: none)"),
+        CLI_OPT_STR("--output-x", &a->out_x, "FILE", "write X as text, one row per line"),
+        CLI_OPT_STR("--output-y", &a->out_y, "FILE", "write Y as text, one row per line"),
+        CLI_OPT_INT("--gpus", &a->gpus, 1, CLI_MAX_GPUS, "N",
+                    "one run over N GPUs (--device and the N - 1 after it), the observed entries "
+                    "shared out by rows"),
+        CLI_OPT_FLAG("--verbose", &a->verbose, "print every iteration"),
+        CLI_OPT_CALL("--synthetic", a, synthetic, "M,N,R,DENSITY",
+                     "complete a planted matrix instead of FILE (see above)"),
+        CLI_OPT_REAL("--condition", &a->condition, 1, INFINITY, 0, "C",
+                     "with --synthetic: the planted matrix's condition number"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {"complete",
+                        "complete FILE [options]\n       mfact complete --synthetic "
+                        "M,N,R,DENSITY [--condition C] [options]",
+                        about,
+                        &g,
+                        1,
+                        &a->file,
+                        1,
+                        "one FILE at most"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r != 0)
+        return r;
     if (a->synthetic && (a->file || a->test_file || a->test_fraction > 0))
         return bad("--synthetic makes its own matrix: no FILE, --test or --test-fraction");
     if (!a->synthetic && !a->file)
@@ -375,12 +344,9 @@ done:
 int cmd_complete(int argc, char **argv)
 {
     complete_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        complete_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_x, a.out_y};
     const int out_rc = cli_check_outputs("complete", inputs, 2, outputs, 2);
     if (out_rc != CLI_OK)

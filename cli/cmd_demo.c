@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "demo.h"
+#include "options.h"
 
 /* Default sizes, users:items 27:1 as Netflix's 480,189 x 17,770. On the GPU a fifth of
  * Netflix (200 ratings per user on average, Netflix's 209); on the CPU small enough that
@@ -20,40 +21,6 @@
 #define CPU_USERS     16200
 #define CPU_ITEMS     600
 #define CPU_PER_USER  100.0
-
-static void demo_help(void)
-{
-    printf("usage: mfact demo [--steps LIST] [--scale F] [--shape USERS,ITEMS,DENSITY] [options]\n"
-           "       mfact demo FILE [options]\n\n"
-           "Without FILE: runs mfact's algorithms on generated data and prints what they get,\n"
-           "the steps (--steps, comma-separated, default all) being\n"
-           "  als    ALS-WR (mf_als_run) and\n"
-           "  sgd    Hogwild SGD (mf_sgd_hogwild_run) on a planted low-rank ratings matrix\n"
-           "         (mean 0 + rank-8 product + N(0, 0.5^2) noise) with a Netflix-shaped\n"
-           "         pattern (27 users per item, log-normal item popularity and user activity),\n"
-           "         10%% of the ratings held out, fitted at rank 16 (32 on a GPU): test RMSE\n"
-           "         next to the planted model's own;\n"
-           "  bmf    Boolean matrix factorization (mf_bmf_run, Asso start) of a planted\n"
-           "         rank-12 Boolean matrix with 0.1%% of its entries flipped: F1 of the\n"
-           "         result against the noiseless planted matrix;\n"
-           "  sddmm  the sampled dense-dense product (mf_sddmm) on the ratings' pattern: median\n"
-           "         time and GFLOP/s (2 k nnz / t);\n"
-           "  complete  matrix completion (mf_asd_run, Scaled ASD) of a planted rank-5\n"
-           "         5000 x 4000 matrix (rank 10, 30000 x 25000 on a GPU) with N(0, 1)\n"
-           "         factors, 5%% (1%%) of its entries observed: relative error of the\n"
-           "         completion against the planted matrix (on a million random entries).\n"
-           "Sizes follow the backend: %d x %d with %.0f ratings per user on average on a GPU\n"
-           "(a fifth of Netflix), %d x %d with %.0f on the CPU. --scale F multiplies the users\n"
-           "and the items (F times the ratings, while a user's stay below the items), the\n"
-           "Boolean matrix's entries and the completed matrix's; --shape sets the ratings\n"
-           "matrix instead (DENSITY: the share of rated entries). The same --seed gives the\n"
-           "same data.\n\n"
-           "With FILE (MatrixMarket, triplets, .in pairs, .bin binary triplets): loads it and\n"
-           "reports its shape and statistics. A repeated entry in FILE keeps its last value, as\n"
-           "the fits read it (--duplicates sum|error for the others).\n\n%s",
-           CUDA_USERS, CUDA_ITEMS, CUDA_PER_USER, CPU_USERS, CPU_ITEMS, CPU_PER_USER,
-           cli_common_help());
-}
 
 static int parse_steps(const char *list, unsigned *steps)
 {
@@ -84,43 +51,85 @@ static int parse_steps(const char *list, unsigned *steps)
     return 0;
 }
 
+/* --steps's and --shape's values (cli_opt's CLI_CALL). */
+static bool steps(const char *cmd, const char *name, const char *v, void *dest)
+{
+    (void)cmd, (void)name;
+    return parse_steps(v, dest) == 0;
+}
+
+static bool shape(const char *cmd, const char *name, const char *v, void *dest)
+{
+    demo_args *a = dest;
+    (void)name;
+    return a->shape = cli_parse_shape(cmd, v, &a->rows, &a->cols, &a->density);
+}
+
+/* 0 parsed, 1 help printed, -1 a usage error (printed). */
 static int parse(int argc, char **argv, demo_args *a)
 {
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
-    a->scale = 1.0;
-    a->steps = DEMO_ALL;
-    bool generation_flag = false;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse("demo", argc, argv, &i, &a->common);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!strcmp(opt, "--shape") && val) {
-            if (!cli_parse_shape("demo", argv[++i], &a->rows, &a->cols, &a->density))
-                return -1;
-            a->shape = generation_flag = true;
-        } else if (!strcmp(opt, "--scale") && val) {
-            if (!cli_parse_double(argv[++i], &a->scale) || !(a->scale > 0) || a->scale > 1e6) {
-                cli_error("demo", "--scale takes a number > 0");
-                return -1;
-            }
-            generation_flag = true;
-        } else if (!strcmp(opt, "--steps") && val) {
-            if (parse_steps(argv[++i], &a->steps) != 0)
-                return -1;
-            generation_flag = true;
-        } else if (opt[0] == '-') {
-            cli_error("demo", "unknown option '%s' (or it lacks its value)", opt);
-            return -1;
-        } else if (a->file) {
-            cli_error("demo", "one FILE at most");
-            return -1;
-        } else
-            a->file = opt;
-    }
+    double scale = 0; /* 0: not given */
+    char about[2048];
+    snprintf(about, sizeof about,
+             "Without FILE: runs mfact's algorithms on generated data and prints what they get, "
+             "the steps (--steps, comma-separated, default all) being\n"
+             "als: ALS-WR (mf_als_run) and sgd: Hogwild SGD (mf_sgd_hogwild_run) on a planted "
+             "low-rank ratings matrix (mean 0 + rank-8 product + N(0, 0.5^2) noise) with a "
+             "Netflix-shaped pattern (27 users per item, log-normal item popularity and user "
+             "activity), 10%% of the ratings held out, fitted at rank 16 (32 on a GPU): test "
+             "RMSE next to the planted model's own;\n"
+             "bmf: Boolean matrix factorization (mf_bmf_run, Asso start) of a planted rank-12 "
+             "Boolean matrix with 0.1%% of its entries flipped: F1 of the result against the "
+             "noiseless planted matrix;\n"
+             "sddmm: the sampled dense-dense product (mf_sddmm) on the ratings' pattern: median "
+             "time and GFLOP/s (2 k nnz / t);\n"
+             "complete: matrix completion (mf_asd_run, Scaled ASD) of a planted rank-5 5000 x "
+             "4000 matrix (rank 10, 30000 x 25000 on a GPU) with N(0, 1) factors, 5%% (1%%) of "
+             "its entries observed: relative error of the completion against the planted matrix "
+             "(on a million random entries).\n"
+             "Sizes follow the backend: %d x %d with %.0f ratings per user on average on a GPU "
+             "(a fifth of Netflix), %d x %d with %.0f on the CPU. --scale F multiplies the users "
+             "and the items (F times the ratings, while a user's stay below the items), the "
+             "Boolean matrix's entries and the completed matrix's; --shape sets the ratings "
+             "matrix instead (DENSITY: the share of rated entries). The same --seed gives the "
+             "same data.\n"
+             "With FILE (MatrixMarket, triplets, .in pairs, .bin binary triplets): loads it and "
+             "reports its shape and statistics. A repeated entry in FILE keeps its last value, "
+             "as the fits read it (--duplicates sum|error for the others).",
+             CUDA_USERS, CUDA_ITEMS, CUDA_PER_USER, CPU_USERS, CPU_ITEMS, CPU_PER_USER);
+    const cli_opt own[] = {
+        {.name = "--steps",
+         .kind = CLI_CALL,
+         .dest = &a->steps,
+         .fn = steps,
+         .meta = "LIST",
+         .help = "als, sgd, bmf, sddmm, complete or all, comma-separated",
+         .dflt = "all"},
+        {.name = "--scale",
+         .kind = CLI_DOUBLE,
+         .dest = &scale,
+         .lo = 0,
+         .hi = 1e6,
+         .open = CLI_ABOVE,
+         .meta = "F",
+         .help = "multiplies the generated sizes",
+         .dflt = "1"},
+        CLI_OPT_CALL("--shape", a, shape, "USERS,ITEMS,DENSITY",
+                     "the generated ratings matrix's shape instead"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {"demo", "demo [options]\n       mfact demo FILE [options]",
+                        about,  &g,
+                        1,      &a->file,
+                        1,      "one FILE at most"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r != 0)
+        return r;
+    const bool generation_flag = a->shape || scale > 0 || a->steps;
+    a->scale = scale > 0 ? scale : 1.0;
+    a->steps = a->steps ? a->steps : DEMO_ALL;
     if (a->file && generation_flag) {
         cli_error("demo", "--steps, --scale and --shape are for generated data, not FILE");
         return -1;
@@ -206,12 +215,9 @@ static int run_generated(mf_ctx *ctx, const demo_args *a)
 int cmd_demo(int argc, char **argv)
 {
     demo_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        demo_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     mf_ctx *ctx = cli_make_ctx("demo", &a.common);
     if (!ctx)
         return CLI_FAILED;

@@ -11,6 +11,7 @@
 #include "gpus.h"
 #include "launched.h"
 #include "model_file.h"
+#include "options.h"
 #include "outputs.h"
 #include "recommendations.h"
 
@@ -21,44 +22,20 @@ typedef struct ials_args {
     bool eval_each; /* --eval-each: the ranking metrics after every iteration, not the last */
     long long rank, iterations, cg_steps, top, gpus;
     double lambda, alpha, epsilon, test_fraction;
-    mf_ials_confidence confidence;
-    mf_als_solver solver;
+    int confidence, solver; /* mf_ials_confidence, mf_als_solver */
 } ials_args;
 
-static void ials_help(const char *cmd)
-{
-    mf_ials_opts d;
-    mf_ials_opts_init(&d);
-    printf(
-        "usage: mfact %s FILE [--rank K] [--lambda L] [--alpha A] [--confidence linear|log]\n"
-        "                [--epsilon E] [--iterations N] [--solver auto|exact|cg] [--cg-steps S]\n"
-        "                [--test FILE | --test-fraction F] [--eval-each] [--top N] [--output "
-        "FILE]\n"
-        "                [--output-u FILE] [--output-v FILE] [--save-model FILE] [--gpus N]\n"
-        "                [options]\n"
-        "       mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N] ...\n"
-        "                (from a saved model, without training: mfact recommend --model --help)\n\n"
-        "Factorizes the interactions of FILE (users x items; repeated pairs are summed) by\n"
-        "implicit-feedback ALS (Hu, Koren & Volinsky): rank K (1..512, default %d), penalty\n"
-        "L (default %g), confidence 1 + A r (linear) or 1 + A log(1 + r / E) (log; A default\n"
-        "%g, E %g), N sweeps (default %d). --solver: each row's system solved exactly\n"
-        "(Cholesky) or by S conjugate-gradient steps from the previous iteration (cg, the\n"
-        "default through auto; S default %d). With --test FILE or a held-out fraction F of\n"
-        "FILE (by a hash of the position and --seed), prints precision, MAP, NDCG (at --top\n"
-        "N, default 10) and AUC after the last iteration (--eval-each: after every one, which\n"
-        "can cost more than the training; the output gives the evaluation's seconds), as\n"
-        "implicit's ranking_metrics_at_k computes them. ials writes no recommendations\n"
-        "(--output is recommend's). recommend writes each user's top N items, those of FILE left "
-        "out,\n"
-        "to --output FILE (default standard output) as 'user item score' lines, users and\n"
-        "items as FILE names them (its ids, or its index base).\n"
-        "--output-u and --output-v write the factors as text, one row per line;\n"
-        "--save-model FILE writes the model file that mfact recommend --model reads. --gpus N:\n"
-        "one fit over N GPUs (--device and the N - 1 after it), each solving its share of\n"
-        "the rows; the factors are those of one GPU.\n%s",
-        cmd, d.rank, (double)d.lambda, (double)d.alpha, (double)d.epsilon, d.iterations, d.cg_steps,
-        cli_common_help());
-}
+static const char about[] =
+    "Factorizes the interactions of FILE (users x items; repeated pairs are summed) by "
+    "implicit-feedback ALS (Hu, Koren & Volinsky), confidence 1 + A r (linear) or 1 + A log(1 + "
+    "r / E) (log). With --test FILE or a held-out fraction F of FILE (by a hash of the position "
+    "and --seed), prints precision, MAP, NDCG (at --top N) and AUC after the last iteration, as "
+    "implicit's ranking_metrics_at_k computes them. ials writes no recommendations (--output is "
+    "recommend's). recommend writes each user's top N items, those of FILE left out, to "
+    "--output FILE (default standard output) as 'user item score' lines, users and items as "
+    "FILE names them (its ids, or its index base).\n"
+    "mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N] recommends from a "
+    "saved model, without training: mfact recommend --model --help.";
 
 static int bad(const ials_args *a, const char *what)
 {
@@ -66,70 +43,7 @@ static int bad(const ials_args *a, const char *what)
     return -1;
 }
 
-static int ials_option(void *args, const char *opt, const char *val)
-{
-    ials_args *a = args;
-    if (!strcmp(opt, "--eval-each")) {
-        a->eval_each = true;
-        return CLI_TOOK_FLAG;
-    }
-    if (!val)
-        return CLI_NOT_MINE;
-    if (!strcmp(opt, "--rank")) {
-        if (!cli_parse_ll(val, &a->rank) || a->rank < 1 || a->rank > 512)
-            return bad(a, "--rank takes an integer from 1 to 512");
-    } else if (!strcmp(opt, "--lambda")) {
-        if (!cli_parse_double(val, &a->lambda) || !(a->lambda >= 0) || !isfinite(a->lambda))
-            return bad(a, "--lambda takes a finite number >= 0");
-    } else if (!strcmp(opt, "--alpha")) {
-        if (!cli_parse_double(val, &a->alpha) || !(a->alpha >= 0) || !isfinite(a->alpha))
-            return bad(a, "--alpha takes a finite number >= 0");
-    } else if (!strcmp(opt, "--epsilon")) {
-        if (!cli_parse_double(val, &a->epsilon) || !(a->epsilon > 0) || !isfinite(a->epsilon))
-            return bad(a, "--epsilon takes a finite number > 0");
-    } else if (!strcmp(opt, "--confidence")) {
-        static const char *const names[] = {"linear", "log"}; /* mf_ials_confidence's order */
-        const int c = cli_choice(val, names, 2);
-        if (c < 0)
-            return bad(a, "--confidence takes linear or log");
-        a->confidence = (mf_ials_confidence)c;
-    } else if (!strcmp(opt, "--iterations")) {
-        if (!cli_parse_ll(val, &a->iterations) || a->iterations < 1 || a->iterations > 1000000)
-            return bad(a, "--iterations takes a positive integer");
-    } else if (!strcmp(opt, "--solver")) {
-        static const char *const names[] = {"auto", "exact", "cg"}; /* mf_als_solver's order */
-        const int c = cli_choice(val, names, 3);
-        if (c < 0)
-            return bad(a, "--solver takes auto, exact or cg");
-        a->solver = (mf_als_solver)c;
-    } else if (!strcmp(opt, "--cg-steps")) {
-        if (!cli_parse_ll(val, &a->cg_steps) || a->cg_steps < 1 || a->cg_steps > 64)
-            return bad(a, "--cg-steps takes an integer from 1 to 64");
-    } else if (!strcmp(opt, "--gpus")) {
-        if (!cli_gpus_parse(a->cmd, val, &a->gpus))
-            return -1;
-    } else if (!strcmp(opt, "--top")) {
-        if (!cli_parse_ll(val, &a->top) || a->top < 1 || a->top > 100000)
-            return bad(a, "--top takes an integer from 1 to 100000");
-    } else if (!strcmp(opt, "--test-fraction")) {
-        if (!cli_parse_double(val, &a->test_fraction) || !(a->test_fraction > 0) ||
-            !(a->test_fraction < 1))
-            return bad(a, "--test-fraction takes a number between 0 and 1");
-    } else if (!strcmp(opt, "--test"))
-        a->test_file = val;
-    else if (!strcmp(opt, "--output"))
-        a->out_rec = val;
-    else if (!strcmp(opt, "--output-u"))
-        a->out_u = val;
-    else if (!strcmp(opt, "--output-v"))
-        a->out_v = val;
-    else if (!strcmp(opt, "--save-model"))
-        a->save_model = val;
-    else
-        return CLI_NOT_MINE;
-    return CLI_TOOK_VALUE;
-}
-
+/* 0 parsed, 1 help printed, -1 a usage error (printed). */
 static int parse(int argc, char **argv, const char *cmd, ials_args *a)
 {
     mf_ials_opts d;
@@ -142,15 +56,53 @@ static int parse(int argc, char **argv, const char *cmd, ials_args *a)
     a->lambda = d.lambda, a->alpha = d.alpha, a->epsilon = d.epsilon;
     a->confidence = d.confidence, a->solver = d.solver;
     a->gpus = 1;
-    if (cli_parse_args(cmd, argc, argv, &a->common, ials_option, a, &a->file) < 0)
-        return -1;
-    if (a->common.help)
-        return 0;
+    const bool rec = !strcmp(cmd, "recommend");
+    const cli_opt own[] = {
+        CLI_OPT_INT("--rank", &a->rank, 1, 512, "K", "the factors' rank"),
+        CLI_OPT_REAL("--lambda", &a->lambda, 0, INFINITY, 0, "L", "the penalty"),
+        CLI_OPT_REAL("--alpha", &a->alpha, 0, INFINITY, 0, "A", "the confidence's scale"),
+        /* in mf_ials_confidence's order */
+        CLI_OPT_CHOICE("--confidence", &a->confidence, "linear|log", NULL,
+                       "1 + A r (linear) or 1 + A log(1 + r / E) (log)"),
+        CLI_OPT_REAL("--epsilon", &a->epsilon, 0, INFINITY, CLI_ABOVE, "E", "log's E"),
+        CLI_OPT_INT("--iterations", &a->iterations, 1, 1000000, "N", "sweeps"),
+        /* in mf_als_solver's order */
+        CLI_OPT_CHOICE("--solver", &a->solver, "auto|exact|cg", NULL,
+                       "each row's system solved exactly (Cholesky) or by --cg-steps "
+                       "conjugate-gradient steps from the previous iteration (cg, which auto "
+                       "takes)"),
+        CLI_OPT_INT("--cg-steps", &a->cg_steps, 1, 64, "S", "CG steps per row"),
+        CLI_OPT_STR("--test", &a->test_file, "FILE", "measure the ranking metrics on FILE"),
+        CLI_OPT_REAL("--test-fraction", &a->test_fraction, 0, 1, CLI_ABOVE | CLI_BELOW, "F",
+                     "measure them on a held-out fraction F of FILE (0: none)"),
+        CLI_OPT_FLAG("--eval-each", &a->eval_each,
+                     "the metrics after every iteration, which can cost more than the training "
+                     "(the output gives the evaluation's seconds)"),
+        CLI_OPT_INT("--top", &a->top, 1, 100000, "N", "the metrics' (and recommend's) list length"),
+        CLI_OPT_STR("--output", &a->out_rec, "FILE",
+                    rec ? "the recommendations (default standard output)"
+                        : "recommend's (ials writes no recommendations)"),
+        CLI_OPT_STR("--output-u", &a->out_u, "FILE", "write U as text, one row per line"),
+        CLI_OPT_STR("--output-v", &a->out_v, "FILE", "write V as text, one row per line"),
+        CLI_OPT_STR("--save-model", &a->save_model, "FILE",
+                    "write the model file that mfact recommend --model reads"),
+        CLI_OPT_INT("--gpus", &a->gpus, 1, CLI_MAX_GPUS, "N",
+                    "one fit over N GPUs (--device and the N - 1 after it), each solving its "
+                    "share of the rows; the factors are those of one GPU"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {cmd,   rec ? "recommend FILE [options]" : "ials FILE [options]",
+                        about, &g,
+                        1,     &a->file,
+                        1,     "one FILE at most"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r != 0)
+        return r;
     if (!a->file)
         return bad(a, "an interactions FILE is required");
     if (a->test_file && a->test_fraction > 0)
         return bad(a, "--test and --test-fraction exclude each other");
-    if (a->out_rec && strcmp(cmd, "recommend") != 0) /* it had been ignored */
+    if (a->out_rec && !rec) /* it had been ignored */
         return bad(a, "--output writes recommendations, which is mfact recommend's (ials "
                       "writes its factors with --output-u/--output-v or --save-model)");
     return 0;
@@ -277,12 +229,9 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 static int main_of(const char *cmd, int argc, char **argv)
 {
     ials_args a;
-    if (parse(argc, argv, cmd, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        ials_help(cmd);
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, cmd, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     const char *const inputs[] = {a.file, a.test_file}, *const outputs[] = {a.out_u, a.out_v,
                                                                             a.out_rec,
                                                                             a.save_model};
@@ -299,8 +248,9 @@ int cmd_ials(int argc, char **argv)
 
 int cmd_recommend(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--model")) /* from a model file, without training */
+    /* --model (or --model=MODEL) among the options: from a model file, without training */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (!strncmp(argv[i], "--model", 7) && (!argv[i][7] || argv[i][7] == '='))
             return cmd_recommend_model(argc, argv);
     return main_of("recommend", argc, argv);
 }

@@ -3,26 +3,24 @@
 #include <string.h>
 
 #include "cli.h"
+#include "options.h"
 
 int cmd_info(int argc, char **argv)
 {
     cli_common c;
     cli_common_init(&c);
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse("info", argc, argv, &i, &c);
-        if (r < 0)
-            return CLI_USAGE;
-        if (r == 0) {
-            cli_error("info", "unknown option '%s'", argv[i]);
-            return CLI_USAGE;
-        }
-    }
-    if (c.help) {
-        printf("usage: mfact info [options]\n\nPrints the version, how the library was built, "
-               "and the backend and device a context gets.\n\n%s",
-               cli_common_help());
-        return CLI_OK;
-    }
+    const cli_spec s = {"info",
+                        "info [options]",
+                        "Prints the version, how the library was built, and the backend and "
+                        "device a context gets.",
+                        NULL,
+                        0,
+                        NULL,
+                        0,
+                        "no FILE"};
+    const int parsed = cli_parse_command(&s, &c, argc, argv);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     mf_ctx *ctx = cli_make_ctx("info", &c);
     if (!ctx)
         return CLI_FAILED;

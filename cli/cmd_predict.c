@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "id_lines.h"
 #include "model_file.h"
+#include "options.h"
 #include "outputs.h"
 
 typedef struct predict_args {
@@ -15,52 +16,39 @@ typedef struct predict_args {
     const char *model, *pairs, *out;
 } predict_args;
 
-static void predict_help(void)
-{
-    printf("usage: mfact predict MODEL PAIRS [--output FILE] [options]\n\n"
-           "Predicts a rating for each (user, item) pair of PAIRS with the model file MODEL\n"
-           "(written by mfact als, sgd or ials --save-model): mean + user bias + item bias +\n"
-           "U_u . V_i, or U_u . V_i for a model without biases. PAIRS holds one pair a line,\n"
-           "'user item', and what follows on the line is ignored, so a ratings file serves;\n"
-           "fields are separated by spaces, tabs, commas or '::'; blank lines, lines starting\n"
-           "with '#' or '%%' and a header line are skipped; a MatrixMarket file is read as one.\n"
-           "Ids are the training file's: those it had with --user-col/--item-col or --ids\n"
-           "(the model keeps them; --user-col/--item-col here pick PAIRS's columns, by name\n"
-           "in its header or by position), else indices numbered as the training file was\n"
-           "(its index base, which the model records; --index-base overrides). A user or\n"
-           "item the model has not seen is\n"
-           "predicted from what is known (the mean and the known bias).\n"
-           "Prints one prediction a line, in the order of PAIRS, or writes them to --output\n"
-           "FILE and prints a summary; --json prints one JSON object (the predictions in it\n"
-           "unless --output is given).\n%s",
-           cli_common_help());
-}
+static const char about[] =
+    "Predicts a rating for each (user, item) pair of PAIRS with the model file MODEL (written "
+    "by mfact als, sgd or ials --save-model): mean + user bias + item bias + U_u . V_i, or U_u . "
+    "V_i for a model without biases. PAIRS holds one pair a line, 'user item', and what follows "
+    "on the line is ignored, so a ratings file serves; fields are separated by spaces, tabs, "
+    "commas or '::'; blank lines, lines starting with '#' or '%' and a header line are skipped; "
+    "a MatrixMarket file is read as one. Ids are the training file's: those it had with "
+    "--user-col/--item-col or --ids (the model keeps them; --user-col/--item-col here pick "
+    "PAIRS's columns, by name in its header or by position), else indices numbered as the "
+    "training file was (its index base, which the model records; --index-base overrides). A "
+    "user or item the model has not seen is predicted from what is known (the mean and the "
+    "known bias).\n"
+    "Prints one prediction a line, in the order of PAIRS, or writes them to --output FILE and "
+    "prints a summary; --json prints one JSON object (the predictions in it unless --output is "
+    "given).";
 
+/* 0 parsed, 1 help printed, -1 a usage error (printed). */
 static int parse(int argc, char **argv, predict_args *a)
 {
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
-    for (int i = 1; i < argc; i++) {
-        const int r = cli_common_parse("predict", argc, argv, &i, &a->common);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        if (!strcmp(argv[i], "--output") && i + 1 < argc)
-            a->out = argv[++i];
-        else if (argv[i][0] == '-') {
-            cli_error("predict", "unknown option '%s' (or it lacks its value)", argv[i]);
-            return -1;
-        } else if (!a->model)
-            a->model = argv[i];
-        else if (!a->pairs)
-            a->pairs = argv[i];
-        else {
-            cli_error("predict", "MODEL and PAIRS, no more files");
-            return -1;
-        }
-    }
-    if (!a->common.help && !a->pairs) {
+    const cli_opt own[] = {
+        CLI_OPT_STR("--output", &a->out, "FILE", "write the predictions to FILE"),
+    };
+    const char *files[2] = {NULL, NULL};
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {"predict", "predict MODEL PAIRS [options]", about, &g, 1, files,
+                        2,         "MODEL and PAIRS, no more files"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r != 0)
+        return r;
+    a->model = files[0], a->pairs = files[1];
+    if (!a->pairs) {
         cli_error("predict", "a MODEL file and a PAIRS file are required");
         return -1;
     }
@@ -144,12 +132,9 @@ static int predict(mf_ctx *ctx, const predict_args *a)
 int cmd_predict(int argc, char **argv)
 {
     predict_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        predict_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     const char *const inputs[] = {a.model, a.pairs}, *const outputs[] = {a.out};
     const int out_rc = cli_check_outputs("predict", inputs, 2, outputs, 1);
     if (out_rc != CLI_OK)

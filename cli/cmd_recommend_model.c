@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "id_lines.h"
 #include "model_file.h"
+#include "options.h"
 #include "outputs.h"
 #include "recommendations.h"
 #include "test_set.h"
@@ -18,60 +19,41 @@ typedef struct rec_args {
     long long top;
 } rec_args;
 
-static void rec_help(void)
-{
-    printf("usage: mfact recommend --model MODEL [--users FILE] [--exclude FILE] [--top N]\n"
-           "                [--output FILE] [options]\n\n"
-           "Writes the top N items (default 10) of each user by the model file MODEL (written\n"
-           "by mfact als, sgd or ials --save-model), as 'user item score' lines, to --output\n"
-           "FILE (default standard output), as mfact recommend does after training. Users and\n"
-           "items are named as the training file named them: by its ids when it was read with\n"
-           "--user-col/--item-col or --ids (the model keeps them), else by index in its base.\n"
-           "--users FILE: the users, one id a line (default every user of the model); a user\n"
-           "the model has not seen gets the items of the highest mean + item bias. --exclude\n"
-           "FILE: interactions (user item lines, as the training file) whose items are left\n"
-           "out of their user's list; without it nothing is left out, not even the training\n"
-           "items, which the model file does not hold. Ids in both files are numbered as the\n"
-           "training file was (the model records its index base; --index-base overrides).\n%s",
-           cli_common_help());
-}
+static const char about[] =
+    "Writes the top N items of each user by the model file MODEL (written by mfact als, sgd or "
+    "ials --save-model), as 'user item score' lines, to --output FILE (default standard "
+    "output), as mfact recommend does after training. Users and items are named as the "
+    "training file named them: by its ids when it was read with --user-col/--item-col or --ids "
+    "(the model keeps them), else by index in its base. A user the model has not seen gets the "
+    "items of the highest mean + item bias. Without --exclude nothing is left out, not even the "
+    "training items, which the model file does not hold. Ids in both files are numbered as the "
+    "training file was (the model records its index base; --index-base overrides).";
 
+/* 0 parsed, 1 help printed, -1 a usage error (printed). */
 static int parse(int argc, char **argv, rec_args *a)
 {
     memset(a, 0, sizeof *a);
     cli_common_init(&a->common);
     a->common.duplicates = CLI_DUP_SUM; /* interactions: repeated pairs add up */
     a->top = 10;
-    for (int i = 1; i < argc; i++) {
-        const int r = cli_common_parse("recommend", argc, argv, &i, &a->common);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **slot = !strcmp(opt, "--model")     ? &a->model
-                            : !strcmp(opt, "--users")   ? &a->users
-                            : !strcmp(opt, "--exclude") ? &a->exclude
-                            : !strcmp(opt, "--output")  ? &a->out
-                                                        : NULL;
-        if (slot && val)
-            *slot = argv[++i];
-        else if (!strcmp(opt, "--top") && val) {
-            if (!cli_parse_ll(argv[++i], &a->top) || a->top < 1 || a->top > 100000) {
-                cli_error("recommend", "--top takes an integer from 1 to 100000");
-                return -1;
-            }
-        } else {
-            if (opt[0] != '-')
-                cli_error("recommend", "'%s': with --model nothing is trained, so no FILE", opt);
-            else if (slot || !strcmp(opt, "--top"))
-                cli_error("recommend", "%s needs a value", opt);
-            else
-                cli_error("recommend", "unknown option '%s'", opt);
-            return -1;
-        }
-    }
-    if (!a->common.help && !a->model) {
+    const cli_opt own[] = {
+        CLI_OPT_STR("--model", &a->model, "MODEL", "the model file"),
+        CLI_OPT_STR("--users", &a->users, "FILE",
+                    "the users, one id a line (default every user of the model)"),
+        CLI_OPT_STR("--exclude", &a->exclude, "FILE",
+                    "interactions (user item lines, as the training file) whose items are left "
+                    "out of their user's list"),
+        CLI_OPT_INT("--top", &a->top, 1, 100000, "N", "items per user"),
+        CLI_OPT_STR("--output", &a->out, "FILE", "write the lists to FILE"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {
+        "recommend", "recommend --model MODEL [options]",          about, &g, 1, NULL,
+        0,           "with --model nothing is trained, so no FILE"};
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r != 0)
+        return r;
+    if (!a->model) {
         cli_error("recommend", "--model needs a MODEL file");
         return -1;
     }
@@ -152,12 +134,9 @@ static int recommend(mf_ctx *ctx, const rec_args *a)
 int cmd_recommend_model(int argc, char **argv)
 {
     rec_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        rec_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     const char *const inputs[] = {a.model, a.users, a.exclude}, *const outputs[] = {a.out};
     const int out_rc = cli_check_outputs("recommend", inputs, 3, outputs, 1);
     if (out_rc != CLI_OK)

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "cli_device.h"
+#include "options.h"
 
 typedef struct sddmm_args {
     cli_common common;
@@ -17,51 +18,39 @@ typedef struct sddmm_args {
     double density;
 } sddmm_args;
 
-static void sddmm_help(void)
+/* --shape ROWS,COLS,DENSITY (cli_opt's CLI_CALL). */
+static bool shape(const char *cmd, const char *name, const char *v, void *dest)
 {
-    printf(
-        "usage: mfact sddmm [FILE | --shape ROWS,COLS,DENSITY] [--k K] [--repeat R] [options]\n\n"
-        "Times out = (A B^T) at the stored entries of S (mf_sddmm) with A (ROWS x K) and B\n"
-        "(COLS x K) uniform in [-1, 1). S is FILE (values used when present) or a seeded\n"
-        "uniform pattern (default 100000,100000,0.001). Prints the first call (plan\n"
-        "included), the median of R more calls (default 10) and GFLOP/s as 2 K nnz / t.\n\n%s",
-        cli_common_help());
+    sddmm_args *a = dest;
+    (void)name;
+    return cli_parse_shape(cmd, v, &a->rows, &a->cols, &a->density);
 }
 
+/* 0 parsed, 1 help printed, -1 a usage error (printed). */
 static int parse(int argc, char **argv, sddmm_args *a)
 {
     cli_common_init(&a->common);
     a->file = NULL;
     a->rows = 100000, a->cols = 100000, a->density = 0.001, a->k = 32, a->repeat = 10;
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse("sddmm", argc, argv, &i, &a->common);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        if (strcmp(argv[i], "--shape") == 0 && i + 1 < argc) {
-            if (!cli_parse_shape("sddmm", argv[++i], &a->rows, &a->cols, &a->density))
-                return -1;
-        } else if (strcmp(argv[i], "--k") == 0 && i + 1 < argc) {
-            if (!cli_parse_ll(argv[++i], &a->k) || a->k < 1 || a->k > 65536) {
-                cli_error("sddmm", "--k takes an integer from 1 to 65536");
-                return -1;
-            }
-        } else if (strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) {
-            if (!cli_parse_ll(argv[++i], &a->repeat) || a->repeat < 1 || a->repeat > 100000) {
-                cli_error("sddmm", "--repeat takes a positive integer");
-                return -1;
-            }
-        } else if (argv[i][0] == '-') {
-            cli_error("sddmm", "unknown option '%s'", argv[i]);
-            return -1;
-        } else if (a->file) {
-            cli_error("sddmm", "one FILE at most");
-            return -1;
-        } else
-            a->file = argv[i];
-    }
-    return 0;
+    const cli_opt own[] = {
+        CLI_OPT_CALL("--shape", a, shape, "ROWS,COLS,DENSITY",
+                     "a seeded uniform pattern instead of FILE (default 100000,100000,0.001)"),
+        CLI_OPT_INT("--k", &a->k, 1, 65536, "K", "the factors' columns"),
+        CLI_OPT_INT("--repeat", &a->repeat, 1, 100000, "R", "timed calls after the first"),
+    };
+    const cli_group g = {"options", own, CLI_COUNT(own)};
+    const cli_spec s = {"sddmm",
+                        "sddmm [FILE | --shape ROWS,COLS,DENSITY] [options]",
+                        "Times out = (A B^T) at the stored entries of S (mf_sddmm) with A (ROWS x "
+                        "K) and B (COLS x K) uniform in [-1, 1). S is FILE (values used when "
+                        "present) or a seeded uniform pattern. Prints the first call (plan "
+                        "included), the median of R more calls and GFLOP/s as 2 K nnz / t.",
+                        &g,
+                        1,
+                        &a->file,
+                        1,
+                        "one FILE at most"};
+    return cli_parse_command(&s, &a->common, argc, argv);
 }
 
 /* A uniform pattern: ROWS x COLS x DENSITY positions drawn at random, repeats merged. */
@@ -156,12 +145,9 @@ done:
 int cmd_sddmm(int argc, char **argv)
 {
     sddmm_args a;
-    if (parse(argc, argv, &a) < 0)
-        return CLI_USAGE;
-    if (a.common.help) {
-        sddmm_help();
-        return CLI_OK;
-    }
+    const int parsed = parse(argc, argv, &a);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
     mf_ctx *ctx = cli_make_ctx("sddmm", &a.common);
     if (!ctx)
         return CLI_FAILED;

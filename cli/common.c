@@ -56,175 +56,12 @@ bool cli_parse_double(const char *s, double *out)
     return true;
 }
 
-const char *cli_common_help(void)
-{
-    return "common options:\n"
-           "  --backend auto|cpu|cuda   where to compute (default auto: CUDA when usable)\n"
-           "  --device N                CUDA device ordinal (default 0)\n"
-           "  --seed S                  seed of every random choice (default 0)\n"
-           "  --threads N               CPU threads (default: all)\n"
-           "  --json                    print the results as one JSON object\n"
-           "  --format auto|mtx|triplets|pairs|bin\n"
-           "                            how FILE is read (default auto: by its banner, suffix\n"
-           "                            and first line; see docs/formats.md)\n"
-           "  --index-base auto|0|1     the index base of FILE (default auto: the format's\n"
-           "                            convention; triplets 0 if any index is 0, else 1); a\n"
-           "                            --test file takes FILE's\n"
-           "  --duplicates last|sum|error\n"
-           "                            a repeated (row, col) entry of FILE: the last one kept\n"
-           "                            (ratings: als, sgd, complete, demo), the values summed\n"
-           "                            (interactions: ials, recommend; bmf, sddmm) or an error\n"
-           "                            naming both lines; --sum-duplicates is --duplicates sum\n"
-           "  --rows N, --cols N        FILE's shape, when it has more rows or columns than\n"
-           "                            its entries reach (default: from the file)\n"
-           "  --user-col C, --item-col C, --rating-col C\n"
-           "                            ids as users have them: FILE's users, items and\n"
-           "                            ratings are column C, a header name (userId) or a\n"
-           "                            position from 1; integer or string ids map to dense\n"
-           "                            indices, and outputs (lists, factors, models) speak\n"
-           "                            FILE's ids; a --test file takes FILE's ids\n"
-           "  --ids                     the same with columns 1, 2 (and 3: the rating)\n"
-           "  --split-input             started by a launcher (mpirun, torchrun): each of N\n"
-           "                            ranks keeps every N-th entry of FILE and the fit\n"
-           "                            gathers what each rank solves, so no rank holds all\n"
-           "                            of FILE (als; the test set is split the same way)\n"
-           "  --help                    this text\n";
-}
-
-/* The value after a flag, or NULL with a message. */
-static const char *value_of(const char *cmd, int argc, char **argv, int *i)
-{
-    if (*i + 1 >= argc) {
-        cli_error(cmd, "%s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
-}
-
-int cli_common_parse(const char *cmd, int argc, char **argv, int *i, cli_common *c)
-{
-    const char *flag = argv[*i], *v;
-    long long n;
-    if (strcmp(flag, "--json") == 0) {
-        c->json = true;
-        return 1;
-    }
-    if (strcmp(flag, "--ids") == 0) {
-        c->ids = true;
-        return 1;
-    }
-    if (strcmp(flag, "--split-input") == 0) {
-        c->split_input = true;
-        return 1;
-    }
-    if (strcmp(flag, "--user-col") == 0 || strcmp(flag, "--item-col") == 0 ||
-        strcmp(flag, "--rating-col") == 0) {
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        if (!*v ||
-            (strspn(v, "0123456789") == strlen(v) && (!cli_parse_ll(v, &n) || n < 1 || n > 256))) {
-            cli_error(cmd, "%s takes a column's name or its position from 1 to 256, not '%s'", flag,
-                      v);
-            return -1;
-        }
-        *(flag[2] == 'u' ? &c->user_col : flag[2] == 'i' ? &c->item_col : &c->rating_col) = v;
-        return 1;
-    }
-    if (strcmp(flag, "--sum-duplicates") == 0) {
-        c->duplicates = CLI_DUP_SUM;
-        return 1;
-    }
-    if (strcmp(flag, "--rows") == 0 || strcmp(flag, "--cols") == 0) {
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        if (!cli_parse_ll(v, &n) || n < 1 || n > INT32_MAX) {
-            cli_error(cmd, "%s takes an integer from 1 to %d, not '%s'", flag, INT32_MAX, v);
-            return -1;
-        }
-        *(flag[2] == 'r' ? &c->rows : &c->cols) = (int32_t)n;
-        return 1;
-    }
-    if (strcmp(flag, "--duplicates") == 0) {
-        static const char *const names[] = {"last", "sum", "error"};
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        for (int k = 0; k < 3; k++)
-            if (strcmp(v, names[k]) == 0) {
-                c->duplicates = k;
-                return 1;
-            }
-        cli_error(cmd, "--duplicates takes last, sum or error, not '%s'", v);
-        return -1;
-    }
-    if (strcmp(flag, "--format") == 0) {
-        static const char *const names[] = {"auto", "mtx", "triplets", "pairs", "bin"};
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        for (int f = 0; f < (int)(sizeof names / sizeof *names); f++)
-            if (strcmp(v, names[f]) == 0) {
-                c->format = (mf_format)f; /* names[] is in mf_format's order */
-                return 1;
-            }
-        cli_error(cmd, "--format must be auto, mtx, triplets, pairs or bin, not '%s'", v);
-        return -1;
-    }
-    if (strcmp(flag, "--index-base") == 0) {
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        if (strcmp(v, "auto") == 0)
-            c->index_base = -1;
-        else if (strcmp(v, "0") == 0 || strcmp(v, "1") == 0)
-            c->index_base = v[0] - '0';
-        else {
-            cli_error(cmd, "--index-base must be auto, 0 or 1, not '%s'", v);
-            return -1;
-        }
-        return 1;
-    }
-    if (strcmp(flag, "--help") == 0 || strcmp(flag, "-h") == 0) {
-        c->help = true;
-        return 1;
-    }
-    if (strcmp(flag, "--backend") == 0) {
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        if (strcmp(v, "auto") == 0)
-            c->backend = MF_BACKEND_AUTO;
-        else if (strcmp(v, "cpu") == 0)
-            c->backend = MF_BACKEND_CPU;
-        else if (strcmp(v, "cuda") == 0)
-            c->backend = MF_BACKEND_CUDA;
-        else {
-            cli_error(cmd, "--backend must be auto, cpu or cuda, not '%s'", v);
-            return -1;
-        }
-        return 1;
-    }
-    if (strcmp(flag, "--device") == 0 || strcmp(flag, "--threads") == 0 ||
-        strcmp(flag, "--seed") == 0) {
-        if (!(v = value_of(cmd, argc, argv, i)))
-            return -1;
-        if (!cli_parse_ll(v, &n) || n < 0 || (flag[2] != 's' && n > 1 << 20)) {
-            cli_error(cmd, "%s takes a non-negative integer, not '%s'", flag, v);
-            return -1;
-        }
-        if (flag[2] == 'd')
-            c->device = (int)n;
-        else if (flag[2] == 't')
-            c->threads = (int)n;
-        else
-            c->seed = (uint64_t)n;
-        return 1;
-    }
-    return 0;
-}
-
 void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
 {
     mf_read_opts_init(ro);
-    ro->format = c->format;
+    ro->format = (mf_format)c->format;
     ro->index_base = c->index_base;
-    ro->rows = c->rows, ro->cols = c->cols;
+    ro->rows = (int32_t)c->rows, ro->cols = (int32_t)c->cols;
     /* A column by its position (digits alone) or its header name. */
     const char *cols[3] = {c->user_col, c->item_col, c->rating_col};
     const char **names[3] = {&ro->row_column, &ro->col_column, &ro->value_column};
@@ -280,10 +117,10 @@ mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)
     mf_ctx_opts_init(&o);
     o.log = keep_cpu_reason;
     o.log_level = MF_LOG_INFO;
-    o.backend = c->backend;
-    o.device = c->device;
-    o.seed = c->seed;
-    o.cpu_threads = c->threads;
+    o.backend = (mf_backend)c->backend;
+    o.device = (int)c->device;
+    o.seed = (uint64_t)c->seed;
+    o.cpu_threads = (int)c->threads;
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &o) != MF_OK) {
         cli_error(cmd, "%s", mf_ctx_last_error(NULL));
@@ -310,38 +147,6 @@ bool cli_parse_shape(const char *cmd, const char *spec, long long *rows, long lo
         return false;
     }
     return true;
-}
-
-int cli_parse_args(const char *cmd, int argc, char **argv, cli_common *c, cli_option_fn option,
-                   void *args, const char **file)
-{
-    for (int i = 1; i < argc; i++) {
-        int r = cli_common_parse(cmd, argc, argv, &i, c);
-        if (r < 0)
-            return -1;
-        if (r > 0)
-            continue;
-        const char *opt = argv[i];
-        r = opt[0] == '-' ? option(args, opt, i + 1 < argc ? argv[i + 1] : NULL) : CLI_NOT_MINE;
-        if (r < 0)
-            return -1;
-        if (r == CLI_TOOK_FLAG)
-            continue;
-        if (r == CLI_TOOK_VALUE) {
-            i++;
-            continue;
-        }
-        if (opt[0] == '-') {
-            cli_error(cmd, "unknown option '%s' (or it lacks its value)", opt);
-            return -1;
-        }
-        if (*file) {
-            cli_error(cmd, "one FILE at most");
-            return -1;
-        }
-        *file = opt;
-    }
-    return 0;
 }
 
 double cli_run_fraction(int done, long long most, double seconds, double time_limit)

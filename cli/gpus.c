@@ -7,15 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-bool cli_gpus_parse(const char *cmd, const char *val, long long *n)
-{
-    if (!cli_parse_ll(val, n) || *n < 1 || *n > CLI_MAX_GPUS) {
-        cli_error(cmd, "--gpus takes an integer from 1 to %d", CLI_MAX_GPUS);
-        return false;
-    }
-    return true;
-}
-
 /* A copy of m on ctx (NULL for NULL). */
 static mf_status copy_to(mf_ctx *ctx, const mf_sparse *m, mf_sparse **out)
 {
@@ -78,7 +69,7 @@ int cli_gpus_open(const char *cmd, const cli_common *c, mf_ctx *ctx, int n, mf_s
         r->V = malloc((size_t)items * k * sizeof(float) + 1);
         if (copy_to(r->ctx, train, &r->train) != MF_OK ||
             copy_to(r->ctx, test, &r->test) != MF_OK) {
-            cli_error(cmd, "copying the ratings to device %d: %s", on.device,
+            cli_error(cmd, "copying the ratings to device %lld: %s", on.device,
                       mf_ctx_last_error(r->ctx));
             g->n++;
             cli_gpus_close(g);

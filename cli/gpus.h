@@ -23,9 +23,6 @@ typedef struct cli_gpus {
     cli_rank ranks[CLI_MAX_GPUS];
 } cli_gpus;
 
-/* Parse --gpus's value into *n (1..CLI_MAX_GPUS); prints the problem and returns false. */
-bool cli_gpus_parse(const char *cmd, const char *val, long long *n);
-
 /* The n ranks around ctx (with n > 1 a CUDA context on device c->device: the others take
  * the devices after it), each with copies of train and test (test may be NULL) and factor
  * buffers of rank k; rank 0 has ctx, train, test, U and V themselves. Prints the failure

@@ -34,42 +34,6 @@ static void usage(FILE *f)
         fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
 }
 
-/* The options as every command reads them: "--name=value" becomes "--name" "value", and
- * after "--" (dropped) a word that starts with '-' is a file, "./-word" (the same file),
- * not an option. Returns the new argc; the caller frees *out and *store (the new words). */
-static int normalize_args(int argc, char **argv, char ***out, char **store)
-{
-    size_t bytes = 0;
-    for (int i = 0; i < argc; i++)
-        bytes += strlen(argv[i]) + 3;
-    char **v = malloc(((size_t)argc * 2 + 1) * sizeof *v);
-    char *s = malloc(bytes + 1);
-    if (!v || !s) {
-        free(v), free(s);
-        return -1;
-    }
-    *store = s;
-    int n = 0, ended = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i], *eq = strchr(a, '=');
-        if (i >= 2 && !ended && strcmp(a, "--") == 0) {
-            ended = 1;
-            continue;
-        }
-        if (i >= 2 && ended && a[0] == '-') {
-            v[n++] = s, s += sprintf(s, "./%s", a) + 1;
-        } else if (i >= 2 && !ended && a[0] == '-' && a[1] == '-' && eq && eq > a + 2) {
-            v[n++] = s, s += sprintf(s, "%.*s", (int)(eq - a), a) + 1;
-            v[n++] = s, s += sprintf(s, "%s", eq + 1) + 1;
-        } else {
-            v[n++] = (char *)a;
-        }
-    }
-    v[n] = NULL;
-    *out = v;
-    return n;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -85,19 +49,11 @@ int main(int argc, char **argv)
         printf("mfact %s\n", mf_version_string());
         return CLI_OK;
     }
-    char **args = NULL, *store = NULL;
-    const int n = normalize_args(argc, argv, &args, &store);
-    if (n < 0) {
-        fprintf(stderr, "mfact: out of memory\n");
-        return CLI_FAILED;
-    }
+    /* Every command reads its options with cli_parse (options.c): --name value,
+     * --name=value, and "--" ending the options. */
     for (size_t i = 0; i < sizeof commands / sizeof *commands; i++)
-        if (strcmp(args[1], commands[i].name) == 0) {
-            const int rc = cli_launched_finish(commands[i].run(n - 1, args + 1));
-            free(args), free(store);
-            return rc;
-        }
-    free(args), free(store);
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return cli_launched_finish(commands[i].run(argc - 1, argv + 1));
     fprintf(stderr, "mfact: unknown command '%s'\n", argv[1]);
     usage(stderr);
     return CLI_USAGE;

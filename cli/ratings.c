@@ -8,7 +8,10 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "gpus.h"
 #include "launched.h"
+#include "options.h"
+#include "outputs.h"
 #include "test_set.h"
 
 /* Whether rating (row, col) is held out: a seeded hash of its coordinates, so that the split
@@ -158,52 +161,88 @@ mf_status cli_read_ratings(mf_ctx *ctx, const cli_common *common, const char *fi
     return cli_test_split(ctx, full, users, items, test);
 }
 
-void cli_model_init(cli_model_args *m)
+void cli_model_init(cli_model_args *m, double lambda)
 {
+    memset(m, 0, sizeof *m);
     m->biases = 1;
     m->lambda_bias = -1.0;
     m->tune = MF_TUNE_NONE;
-    m->save_model = NULL;
+    m->lambda = lambda;
+    m->gpus = 1;
 }
 
-int cli_model_parse(const char *cmd, int argc, char **argv, int *i, cli_model_args *m)
+cli_group cli_model_group(cli_model_args *m, const char *lambda_bias, cli_opt out[CLI_MODEL_OPTS])
 {
-    const char *opt = argv[*i];
-    if (!strcmp(opt, "--no-biases")) {
-        m->biases = 0;
-        return 1;
+    const cli_opt t[] = {
+        CLI_OPT_REAL("--lambda", &m->lambda, 0, INFINITY, 0, "L", "the factors' regularization"),
+        CLI_OPT_SET("--no-biases", &m->biases, 0,
+                    "fit U V^T alone (the model is otherwise mean + user bias + item bias + "
+                    "U_u . V_i)"),
+        {.name = "--lambda-bias",
+         .kind = CLI_DOUBLE,
+         .dest = &m->lambda_bias,
+         .lo = 0,
+         .hi = INFINITY,
+         .meta = "L",
+         .help = "the biases' regularization",
+         .dflt = lambda_bias},
+        CLI_OPT_OR("--auto", &m->tune, MF_TUNE_LAMBDA,
+                   "hold out 10% of FILE's training ratings, fit lambda x 1/4, 1/2, 1, 2, 4 on "
+                   "the rest, keep the best and refit on all of them; the output says what it "
+                   "chose"),
+        CLI_OPT_OR("--auto-rank", &m->tune, MF_TUNE_LAMBDA | MF_TUNE_RANK,
+                   "--auto that also tries rank/2 and rank/4"),
+        CLI_OPT_STR("--save-model", &m->save_model, "FILE",
+                    "write the fitted model (factors, mean, biases, options) as a model file "
+                    "for mfact predict and mfact recommend --model"),
+        CLI_OPT_STR("--test", &m->test_file, "FILE", "measure the test RMSE on FILE's ratings"),
+        CLI_OPT_REAL("--test-fraction", &m->test_fraction, 0, 1, CLI_ABOVE | CLI_BELOW, "F",
+                     "measure it on a fraction F of FILE's ratings held out by a hash of their "
+                     "position and --seed"),
+        CLI_OPT_STR("--output-u", &m->out_u, "FILE", "write U as text, one row per line"),
+        CLI_OPT_STR("--output-v", &m->out_v, "FILE", "write V as text, one row per line"),
+        CLI_OPT_INT("--gpus", &m->gpus, 1, CLI_MAX_GPUS, "N",
+                    "one fit over N GPUs (--device and the N - 1 after it); the factors are "
+                    "those of one GPU"),
+    };
+    _Static_assert(CLI_COUNT(t) <= CLI_MODEL_OPTS, "CLI_MODEL_OPTS is too small");
+    memcpy(out, t, sizeof t);
+    return (cli_group){"model options (als and sgd)", out, CLI_COUNT(t)};
+}
+
+int cli_ratings_main(const cli_ratings_cmd *c, int argc, char **argv, cli_common *common,
+                     const char **file, cli_model_args *m, double lambda, const void *args)
+{
+    cli_common_init(common);
+    cli_model_init(m, lambda);
+    cli_opt model[CLI_MODEL_OPTS];
+    const cli_group groups[] = {{"options", c->own, c->n_own},
+                                cli_model_group(m, c->lambda_bias, model)};
+    const cli_spec s = {c->cmd, c->usage, c->about, groups, 2, file, 1, "one FILE at most"};
+    const int parsed = cli_parse_command(&s, common, argc, argv);
+    if (parsed != 0)
+        return parsed < 0 ? CLI_USAGE : CLI_OK;
+    if (cli_model_check(c->cmd, *file, m) < 0)
+        return CLI_USAGE;
+    const char *const inputs[] = {*file, m->test_file}, *const outputs[] = {m->out_u, m->out_v,
+                                                                            m->save_model};
+    const int out_rc = cli_check_outputs(c->cmd, inputs, 2, outputs, 3);
+    if (out_rc != CLI_OK)
+        return out_rc;
+    return cli_run_on_ratings(c->cmd, common, *file, m->test_file, m->test_fraction, c->run, args);
+}
+
+int cli_model_check(const char *cmd, const char *file, const cli_model_args *m)
+{
+    if (!file) {
+        cli_error(cmd, "a ratings FILE is required");
+        return -1;
     }
-    if (!strcmp(opt, "--auto")) {
-        m->tune |= MF_TUNE_LAMBDA;
-        return 1;
-    }
-    if (!strcmp(opt, "--auto-rank")) {
-        m->tune |= MF_TUNE_LAMBDA | MF_TUNE_RANK;
-        return 1;
-    }
-    if (!strcmp(opt, "--save-model") && *i + 1 < argc) {
-        m->save_model = argv[++*i];
-        return 1;
-    }
-    if (!strcmp(opt, "--lambda-bias") && *i + 1 < argc) {
-        if (!cli_parse_double(argv[++*i], &m->lambda_bias) || !(m->lambda_bias >= 0) ||
-            !isfinite(m->lambda_bias)) {
-            cli_error(cmd, "--lambda-bias takes a finite number >= 0");
-            return -1;
-        }
-        return 1;
+    if (m->test_file && m->test_fraction > 0) {
+        cli_error(cmd, "--test and --test-fraction exclude each other");
+        return -1;
     }
     return 0;
-}
-
-const char *cli_model_help(void)
-{
-    return "The model is mean + user bias + item bias + U_u . V_i: --no-biases fits U V^T alone,\n"
-           "--lambda-bias L sets the biases' regularization. --auto holds out 10% of FILE's\n"
-           "training ratings, fits lambda x 1/4, 1/2, 1, 2, 4 on the rest, keeps the best and\n"
-           "refits on all of them (--auto-rank also tries rank/2 and rank/4); the output says\n"
-           "what it chose. --save-model FILE writes the fitted model (factors, mean, biases,\n"
-           "options) as a model file for mfact predict and mfact recommend --model.\n\n";
 }
 
 void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, double lambda,

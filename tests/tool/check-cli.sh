@@ -480,6 +480,48 @@ cp "$base/train1.txt" "$base/-dash.txt"
 [ "$spaced" = "$(cd "$base" && "$mfact" als --backend cpu --rank 3 --iterations 2 -- -dash.txt 2>/dev/null | grep "^train RMSE")" ] ||
   fail "a file after -- that starts with '-'"
 "$mfact" demo --backend cpu "$base/train1.txt" --rows 1000 --cols=900 | grep -q "^rows 1000$" || fail "demo --rows"
+# One parser for every command (cli/options.c), each command's options in a table from which
+# its --help is printed: --name=value, "--", an unknown option (exit 2, named) and a missing
+# value on every command, and every option of a command's tables in its --help.
+src=$(cd "$(dirname "$0")/../../cli" && pwd)
+for cmd in info demo als sgd ials recommend "recommend --model=m" predict bmf complete sddmm; do
+  "$mfact" $cmd --threads=1 --help >/dev/null || fail "$cmd --threads=1 --help exited $?"
+  "$mfact" $cmd --threads=-1 --help >/dev/null 2>/tmp/mfact-cli-err.$$; rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--threads takes" /tmp/mfact-cli-err.$$ ||
+    fail "$cmd --threads=-1 exited $rc: $(cat /tmp/mfact-cli-err.$$)"
+  "$mfact" $cmd --no-such-option "$base/train1.txt" >/dev/null 2>/tmp/mfact-cli-err.$$; rc=$?
+  [ $rc -eq 2 ] && grep -q "^mfact ${cmd%% *}: unknown option '--no-such-option'" /tmp/mfact-cli-err.$$ ||
+    fail "$cmd --no-such-option exited $rc: $(cat /tmp/mfact-cli-err.$$)"
+  "$mfact" $cmd --seed >/dev/null 2>/tmp/mfact-cli-err.$$; rc=$?
+  [ $rc -eq 2 ] && grep -q -- "--seed needs a value" /tmp/mfact-cli-err.$$ ||
+    fail "$cmd --seed without a value exited $rc: $(cat /tmp/mfact-cli-err.$$)"
+  case $cmd in
+    als | sgd) tables="cmd_$cmd.c ratings.c" ;;
+    recommend) tables=cmd_ials.c ;;
+    "recommend --model=m") tables=cmd_recommend_model.c ;;
+    *) tables=cmd_$cmd.c ;;
+  esac
+  help=$("$mfact" $cmd --help) || fail "$cmd --help exited $?"
+  opts=$(cd "$src" && cat $tables options.c | grep -oE '(CLI_OPT_[A-Z]+\(|\.name = )"--[a-z0-9-]+"' |
+         grep -oE -- '--[a-z0-9-]+' | sort -u)
+  [ "$(echo "$opts" | wc -l)" -ge 17 ] || fail "$cmd: the option tables were not found in $src"
+  for opt in $opts; do
+    grep -qE -- "^  $opt( |$)" <<<"$help" || fail "$cmd --help does not list $opt"
+  done
+done
+"$mfact" sgd --backend=cpu --epochs=1 --rank=2 "$base/train1.txt" | grep -q "^epochs 1$" || fail "sgd --epochs=1"
+"$mfact" bmf --json=yes "$base/train1.txt" 2>/dev/null; [ $? -eq 2 ] || fail "a flag with a value is not a usage error"
+(cd "$base" && "$mfact" demo --backend cpu -- -dash.txt) | grep -q "^rows " || fail "demo -- -dash.txt"
+(cd "$base" && "$mfact" sgd --backend cpu --epochs 1 -- -dash.txt --rank 2 >/dev/null 2>&1); [ $? -eq 2 ] ||
+  fail "a word after -- is an option"
+# --weighting count without --lambda-bias weights the biases' lambda alike: it is --lambda
+# (issue 44 row 13: the unweighted default 5 had been taken, 5 times each row's count)
+w=(als --backend cpu "$base/train1.txt" --rank 3 --iterations 3 --weighting count --lambda 0.05)
+"$mfact" "${w[@]}" --output-u "$base/w.u" >/dev/null 2>&1 || fail "als --weighting count exited $?"
+"$mfact" "${w[@]}" --lambda-bias 0.05 --output-u "$base/w05.u" >/dev/null 2>&1 || fail "als --lambda-bias 0.05"
+"$mfact" "${w[@]}" --lambda-bias 5 --output-u "$base/w5.u" >/dev/null 2>&1 || fail "als --lambda-bias 5"
+cmp -s "$base/w.u" "$base/w05.u" || fail "--weighting count: lambda_bias is not lambda"
+cmp -s "$base/w.u" "$base/w5.u" && fail "--weighting count: lambda_bias is the unweighted default"
 "$mfact" demo "$base/train1.txt" --rows 0 2>/dev/null; [ $? -eq 2 ] || fail "--rows 0 is not a usage error"
 # Outputs are checked before anything is read or trained (issue 44 row 5): an output that is
 # the input (under any name), two outputs to one file, an unwritable one: never a fit that
