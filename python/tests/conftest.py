@@ -2,6 +2,8 @@
 is absent), the repository's paths."""
 import os
 import pathlib
+import signal
+import threading
 
 import numpy as np
 import pytest
@@ -15,6 +17,21 @@ REPO = pathlib.Path(__file__).resolve().parents[2]
 def data_dir():
     env = os.environ.get("MFACT_DATA_DIR")
     return pathlib.Path(env) if env else REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def python_sigint_handler():
+    """Python's own SIGINT handler for the session. A process that a shell without job
+    control starts in the background (`cmd &` in a script, nohup) inherits SIGINT ignored,
+    and Python then installs no handler; mfact (rightly) leaves an ignored SIGINT alone, so
+    the tests of Ctrl-C would see no interrupt: a fit of 100,000 iterations ran on, and a
+    fit with set_interrupt_checks(True) measured nothing. Restored afterwards."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    if previous is signal.SIG_IGN and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.fixture
