@@ -22,6 +22,9 @@ class Matrix:
         self._handle = None
         with self.ctx.lock:
             self._handle = _build(self.ctx, data, pattern, sum_duplicates)
+            # A rank's part of a split file (mfact.read(part=...)) stays one on the C side.
+            if getattr(data, "part", None) is not None and _lib.mf_sparse_set_part is not None:
+                check(_lib.mf_sparse_set_part(self._handle, 1), self.ctx.handle, "mfact")
         self.ctx._own(self)
         # Where a fit on this matrix puts its results: the device of its arrays, or the host.
         self.framework = _device.Framework(data) if _device.is_device(data) else None

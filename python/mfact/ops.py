@@ -26,7 +26,7 @@ def _column(o, role, col):
 
 
 def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None,
-         user_col=None, item_col=None, rating_col=None, ids=False, id_maps=None):
+         user_col=None, item_col=None, rating_col=None, ids=False, id_maps=None, part=None):
     """A matrix file (MatrixMarket, triplets such as MovieLens, pairs, packed binary
     triplets: docs/formats.md) as a scipy.sparse.csr_matrix of float32, through the C
     readers (a malformed line is a ValueError naming the file and the line).
@@ -39,7 +39,13 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     (`model.recommend(..., ids=True)`, `model.predict(..., ids=True)`, save and load).
     id_maps: a matrix read so (or a model fitted on one) whose ids keep their indices, new
     ones following: read a test set with its training set's maps, and its unseen users
-    and items lie past the model's (predicted from the mean and the known biases)."""
+    and items lie past the model's (predicted from the mean and the known biases).
+
+    part=(index, count): this rank's part of the file for a fit over a group of `count`
+    processes (Context(process_group=...) or Context.join): only the entries i (in file
+    order) with i % count == index are kept, while the shape, index base and ids are the
+    whole file's. The matrix gets `part` = (index, count), and ALS fits it as this rank's
+    part of the whole (mf_sparse_set_part): no process holds all the ratings."""
     ctx = resolve(ctx)
     if format not in _FORMATS:
         raise ValueError(f"mfact.read: format must be one of {sorted(_FORMATS)}, not {format!r}")
@@ -57,6 +63,16 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
         o.cols = to_c(cols, "mfact.read: shape columns", INT32, 0, INT32_MAX)
     if pattern:
         o.flags |= _lib.SPARSE_PATTERN
+    if part is not None:
+        try:
+            index, count = part
+        except (TypeError, ValueError):
+            raise ValueError(f"mfact.read: part must be (index, count), not {part!r}") from None
+        o.part_count = to_c(count, "mfact.read: part count", INT32, 1, INT32_MAX)
+        o.part_index = to_c(index, "mfact.read: part index", INT32, 0, o.part_count - 1)
+        if _lib.mf_sparse_set_part is None:
+            raise Unsupported(f"mfact.read: the loaded libmfact ({_lib.library_path}) has no "
+                              "split input (mf_sparse_set_part): part needs a newer library")
     keep = [_column(o, "row", user_col), _column(o, "col", item_col),
             _column(o, "value", rating_col)]
     mapped = bool(ids) or user_col is not None or item_col is not None or \
@@ -75,6 +91,8 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
         try:
             shape, nnz = shape_of(ctx, out.value)
             m = to_scipy(ctx, out.value, shape, nnz)
+            if part is not None and o.part_count > 1:
+                m.part = (o.part_index, o.part_count)
             if mapped:
                 m.user_ids = _ids.from_c(_lib.mf_sparse_row_ids(out.value))
                 m.item_ids = _ids.from_c(_lib.mf_sparse_col_ids(out.value))

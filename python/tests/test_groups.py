@@ -283,6 +283,10 @@ RANKS_SCRIPT = """
         assert (ctx.rank, ctx.world_size) == (me, 2), (ctx.rank, ctx.world_size)
         als = mfact.ALS(rank=8, iterations=6, lambda_=0.01, ctx=ctx).fit(R)
         ials = mfact.ImplicitALS(rank=8, iterations=3, ctx=ctx).fit(R)
+        # Input split over the ranks: each reads every other line of the file.
+        P = mfact.read("ratings.txt", part=(me, 2), ctx=ctx)
+        assert P.part == (me, 2) and P.shape == R.shape and P.nnz < R.nnz, (P.part, P.shape)
+        split = mfact.ALS(rank=8, iterations=6, lambda_=0.01, ctx=ctx).fit(P)
         # One rank's refusal fails both ranks' joins, no rank left waiting: rank 1 is told
         # its rank is 0, rank 0 that rank 1 failed.
         with mfact.Context(backend="cpu", seed=3) as other:
@@ -296,7 +300,8 @@ RANKS_SCRIPT = """
         except mfact.InvalidArgument as e:
             print(f"rank {me} again: {e}", file=log)
     np.savez(f"rank{me}.npz", U=als.user_factors, V=als.item_factors, bu=als.user_biases,
-             bi=als.item_biases, mean=als.mean, iU=ials.user_factors, iV=ials.item_factors)
+             bi=als.item_biases, mean=als.mean, iU=ials.user_factors, iV=ials.item_factors,
+             sU=split.user_factors, sV=split.item_factors)
     print(f"rank {me} done", file=log)
 """
 
@@ -316,6 +321,9 @@ def test_two_mpi_ranks_fit_the_one_process_model(tmp_path):
         env.pop(name, None)
     R = planted_ratings(300, 200, 0.08, seed=7)
     sp.save_npz(tmp_path / "ratings.npz", R)
+    coo = R.tocoo()
+    (tmp_path / "ratings.txt").write_text("".join(
+        f"{r} {c} {v!r}\n" for r, c, v in zip(coo.row, coo.col, coo.data.tolist())))
     path = write_script(tmp_path, RANKS_SCRIPT)
     out = subprocess.run(cmd + [sys.executable, str(path)], capture_output=True, text=True,
                          timeout=300, cwd=tmp_path, env=env)
@@ -338,6 +346,14 @@ def test_two_mpi_ranks_fit_the_one_process_model(tmp_path):
                           ("iU", ials.user_factors), ("iV", ials.item_factors)):
             assert np.array_equal(got[key], want), f"rank {r}: {key}"
         assert float(got["mean"]) == als.mean
+    # The split fit: the whole file's model, to rounding (its mean is a sum over the ranks).
+    with mfact.Context(backend="cpu", threads=1, seed=3) as one:
+        whole = mfact.ALS(rank=8, iterations=6, lambda_=0.01, ctx=one).fit(
+            mfact.read(str(tmp_path / "ratings.txt"), ctx=one))
+    for r in (0, 1):
+        got = np.load(tmp_path / f"rank{r}.npz")
+        for key, want in (("sU", whole.user_factors), ("sV", whole.item_factors)):
+            assert np.abs(got[key] - want).max() <= 1e-4 * np.abs(want).max(), f"rank {r}: {key}"
 
 
 # ---- torch.distributed: two CPU processes over gloo ------------------------------------------
