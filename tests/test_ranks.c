@@ -272,6 +272,24 @@ START_TEST(split_input_fits_the_whole_matrix)
         ck_assert_int_eq(jobs[i].st, MF_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(jobs[0].error, "mf_sparse_set_part"));
     free_group(jobs, 2);
+    /* A file read in 3 parts fitted by a group of 2: refused on every rank (entries would
+     * be missing), naming the parts. */
+    const char *path = tu_write_text(".txt", "0 0 5\n1 2 4\n2 1 3\n3 3 2\n0 3 1\n1 1 2\n");
+    make_group(jobs, 2, &o, 5);
+    for (int i = 0; i < 2; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        mf_read_opts ro;
+        mf_read_opts_init(&ro);
+        ro.format = MF_FORMAT_TRIPLETS, ro.rows = USERS, ro.cols = ITEMS;
+        ro.part_index = i, ro.part_count = 3;
+        ck_assert_int_eq(mf_sparse_read(jobs[i].ctx, &jobs[i].R, path, &ro), MF_OK);
+    }
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[0].error, "part 0 of 3") || strstr(jobs[1].error, "part 1 of 3"),
+                  "%s / %s", jobs[0].error, jobs[1].error);
+    free_group(jobs, 2);
     /* Bad arguments. */
     ck_assert_int_eq(mf_sparse_set_part(NULL, 1), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_sparse_is_part(NULL), -1);

@@ -285,6 +285,7 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
         if (st == MF_OK) {
             (*out)->index_base = job.base;
             (*out)->is_part = o.part_count > 1;
+            (*out)->part_index = o.part_index, (*out)->part_count = o.part_count;
             (*out)->row_ids = job.row_ids, (*out)->col_ids = job.col_ids;
             job.row_ids = job.col_ids = NULL; /* the matrix's now */
         }

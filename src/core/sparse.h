@@ -33,6 +33,10 @@ struct mf_sparse {
     struct mf_sparse_cache_entry *cache; /* see mf_sparse_cache_get */
     int index_base; /* the base mf_sparse_read read the file with; 0 when built from arrays */
     int is_part;    /* this rank's part of a matrix split over a group (mf_sparse_set_part) */
+    /* A part read from a file (mf_read_opts.part_index/part_count): which one of how many,
+     * so that a fit can refuse a group of another size (entries would go missing); 0 parts:
+     * marked by mf_sparse_set_part, unknown. */
+    int part_index, part_count;
     /* The ids of the rows and columns (id_map.h), owned; NULL when the file had indices. */
     struct mf_id_map *row_ids, *col_ids;
 };
