@@ -7,7 +7,7 @@ import numpy as np
 from . import _ids, _device, _lib
 from ._arrays import as_c, as_matrix, on_device, ptr, shape_of, to_scipy
 from ._context import resolve
-from ._errors import check
+from ._errors import Unsupported, check
 from ._ints import INT32, INT32_MAX, to_c
 
 _FORMATS = {"auto": 0, "mtx": 1, "triplets": 2, "pairs": 3, "bin": 4}
@@ -23,6 +23,15 @@ def _column(o, role, col):
         return name
     setattr(o, role + "_field", to_c(col, f"mfact.read: {role} column", INT32, 0, 255) + 1)
     return None
+
+
+def _pair(value, name, form):
+    """value's two items, or mfact.read's ValueError naming the argument."""
+    try:
+        first, second = value
+    except (TypeError, ValueError):
+        raise ValueError(f"mfact.read: {name} must be {form}, not {value!r}") from None
+    return first, second
 
 
 def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None,
@@ -54,20 +63,14 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     o.format = _FORMATS[format]
     o.index_base = to_c(index_base, "mfact.read: index_base", INT32)
     if shape is not None:
-        try:
-            rows, cols = shape
-        except (TypeError, ValueError):
-            raise ValueError(f"mfact.read: shape must be (rows, cols), not {shape!r}") from None
+        rows, cols = _pair(shape, "shape", "(rows, cols)")
         # 0: the file's own (its header, else one more than its largest index)
         o.rows = to_c(rows, "mfact.read: shape rows", INT32, 0, INT32_MAX)
         o.cols = to_c(cols, "mfact.read: shape columns", INT32, 0, INT32_MAX)
     if pattern:
         o.flags |= _lib.SPARSE_PATTERN
     if part is not None:
-        try:
-            index, count = part
-        except (TypeError, ValueError):
-            raise ValueError(f"mfact.read: part must be (index, count), not {part!r}") from None
+        index, count = _pair(part, "part", "(index, count)")
         o.part_count = to_c(count, "mfact.read: part count", INT32, 1, INT32_MAX)
         o.part_index = to_c(index, "mfact.read: part index", INT32, 0, o.part_count - 1)
         if _lib.mf_sparse_set_part is None:

@@ -341,13 +341,12 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V");
     /* A file read in parts must be read in as many parts as the group has ranks, each
      * rank its own: else entries would be missing from the fit, or in it twice. */
-    const int rank = ctx->comm ? ctx->comm->rank : 0;
     if (st == MF_OK && s->split && f->R->part_count > 0 &&
-        (f->R->part_count != mf_ranks(ctx) || f->R->part_index != rank))
+        (f->R->part_count != mf_ranks(ctx) || f->R->part_index != ctx->comm->rank))
         st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                      "mf_als_run: the ratings are part %d of %d of their file "
                      "(mf_read_opts.part_index/part_count), but this is rank %d of %d",
-                     f->R->part_index, f->R->part_count, rank, mf_ranks(ctx));
+                     f->R->part_index, f->R->part_count, ctx->comm->rank, mf_ranks(ctx));
     if (s->split)
         st = split_prepare(s, f, row_cost, zhou, st);
     if (st == MF_OK && o->init == MF_ALS_INIT_GIVEN)
