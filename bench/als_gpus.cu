@@ -10,6 +10,7 @@
 // usage: bench_als_gpus [--gpus 1,2,4,8] [--k 100] [--iterations N] [--lambda L] [--repeat R]
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
 //                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
+// --no-one: no one-GPU baseline (a case one GPU cannot hold): the groups' rows alone.
 // --split: ALS from input split over the ranks (mf_sparse_set_part): rank i of n holds every
 // n-th entry only, and the fit moves the entries to their lines' owners.
 // --sgd: Hogwild SGD instead (bench_sgd's settings: fp16 factors, biases, lr 0.08, decay 0.3,
@@ -159,7 +160,11 @@ struct fit_result {
     double seconds_per_iteration; // the slowest rank's
     double call_seconds;          // the slowest rank's whole call
     double test_rmse;
-    double peak_gib;         // the largest rank's peak device memory during the call
+    double peak_gib; // the largest rank's peak device memory during the call
+    // ALS: each rank's own device work per iteration (its Gram and solve kernels, timed by
+    // events: mf_als_report's gram_seconds + solve_seconds), least and most over the ranks.
+    // The most against the iteration shows the exchange and waits; the spread, imbalance.
+    double compute_min, compute_max;
     bool same_on_ranks;      // every rank returned rank 0's factors
     std::vector<float> U, V; // rank 0's
 };
@@ -211,7 +216,7 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
     for (int i = 0; i < n; i++)
         pthread_join(threads[i], NULL);
-    fit_result r = {0.0, 0.0, jobs[0].rep.test_rmse, 0.0, true, jobs[0].U, jobs[0].V};
+    fit_result r = {0.0, 0.0, jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, true, jobs[0].U, jobs[0].V};
     for (int i = 0; i < n; i++) {
         if (jobs[i].st != MF_OK) {
             fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
@@ -221,6 +226,10 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
                                            jobs[i].rep.iteration_seconds / jobs[i].rep.iterations);
         r.call_seconds = std::max(r.call_seconds, jobs[i].call_seconds);
         r.peak_gib = std::max(r.peak_gib, jobs[i].rep.peak_device_bytes / 1073741824.0);
+        const double compute = (jobs[i].rep.gram_seconds + jobs[i].rep.solve_seconds) /
+                               std::max(1, jobs[i].rep.iterations);
+        r.compute_min = std::min(r.compute_min, compute);
+        r.compute_max = std::max(r.compute_max, compute);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
     }
     for (int i = 0; i < n; i++) {
@@ -230,6 +239,16 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
     for (int i = 0; i < n; i++)
         mf_ctx_destroy(ctxs[i]);
     return r;
+}
+
+// "0.0123 - 0.0131", or "-" where the algorithm does not report its device work (all but ALS).
+static std::string compute_span(const fit_result &r)
+{
+    if (r.compute_max <= 0.0)
+        return "-";
+    char b[64];
+    snprintf(b, sizeof b, "%.4f - %.4f", r.compute_min, r.compute_max);
+    return b;
 }
 
 static fit_result median_fit(int ranks, int repeat, const host_csr &train, const host_csr &test,
@@ -254,7 +273,7 @@ int main(int argc, char **argv)
     double scale = 1.0;
     uint64_t seed = 2024;
     const char *train_file = NULL, *test_file = NULL;
-    bool sgd = false, asd = false, ials = false;
+    bool sgd = false, asd = false, ials = false, baseline = true;
     std::vector<std::string> specs;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
@@ -285,6 +304,8 @@ int main(int argc, char **argv)
             test_file = argv[++i];
         else if (!strcmp(a, "--split"))
             split_input = true;
+        else if (!strcmp(a, "--no-one"))
+            baseline = false;
         else if (!strcmp(a, "--sgd"))
             sgd = true;
         else if (!strcmp(a, "--ials"))
@@ -295,8 +316,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
                     "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
-                    "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--sgd | --asd | "
-                    "--ials]\n");
+                    "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--no-one] "
+                    "[--sgd | --asd | --ials]\n");
             return 2;
         }
     }
@@ -327,8 +348,9 @@ int main(int argc, char **argv)
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-               "whole call s | peak GiB / GPU | test RMSE | ranks agree | factors = 1 GPU's |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|\n",
+               "whole call s | peak GiB / GPU | rank compute s / it, least - most | test RMSE | "
+               "ranks agree | factors = 1 GPU's |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
                asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
                : sgd  ? "Hogwild SGD (an iteration is an epoch)"
                : ials ? "implicit ALS (the RMSE column holds the loss)"
@@ -354,30 +376,41 @@ int main(int argc, char **argv)
             ao.rank = k, ao.max_iterations = iterations, ao.tolerance = 1e-12;
             ao.stagnation_window = 0;
             const mf_asd_opts *use_asd = asd ? &ao : NULL;
-            const fit_result one =
-                median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
-            printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %.4f | - | - |\n",
-                   c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds, one.peak_gib,
-                   one.test_rmse);
+            fit_result one = {};
+            if (baseline) {
+                one = median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
+                printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | %.4f | - | - |\n",
+                       c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds,
+                       one.peak_gib, compute_span(one).c_str(), one.test_rmse);
+                fflush(stdout);
+            }
             for (int g : gpus) {
                 if (g > devices)
                     continue;
                 const fit_result r =
                     median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
+                if (!baseline) { // the group alone: nothing to compare with
+                    printf("| %s | %d | %d | %.4f | - | - | %.3f | %.2f | %s | %.4f | %s | - |\n",
+                           c.label.c_str(), k, g, r.seconds_per_iteration, r.call_seconds,
+                           r.peak_gib, compute_span(r).c_str(), r.test_rmse,
+                           r.same_on_ranks ? "yes" : "NO");
+                    fflush(stdout);
+                    continue;
+                }
                 const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
-                printf(
-                    "| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %.4f | %s | %s |\n",
-                    c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
-                    speedup, 100.0 * speedup / g, r.call_seconds, r.peak_gib, r.test_rmse,
-                    r.same_on_ranks ? "yes" : "NO",
-                    asd ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
-                               ? "residual within 0.1%"
-                               : "residual NOT within 0.1%")
-                    : sgd
-                        ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.005 ? "RMSE within 0.5%"
-                                                                          : "RMSE NOT within 0.5%")
-                    : r.U == one.U && r.V == one.V ? "yes"
-                                                   : "NO");
+                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %s | %.4f | %s | "
+                       "%s |\n",
+                       c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
+                       speedup, 100.0 * speedup / g, r.call_seconds, r.peak_gib,
+                       compute_span(r).c_str(), r.test_rmse, r.same_on_ranks ? "yes" : "NO",
+                       asd   ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
+                                    ? "residual within 0.1%"
+                                    : "residual NOT within 0.1%")
+                       : sgd ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.005
+                                    ? "RMSE within 0.5%"
+                                    : "RMSE NOT within 0.5%")
+                       : r.U == one.U && r.V == one.V ? "yes"
+                                                      : "NO");
                 fflush(stdout);
             }
         }
