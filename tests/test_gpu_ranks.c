@@ -4,6 +4,7 @@
  * exchange copies bytes); SGD and ASD give every rank the same factors, close to one
  * context's (ASD: Ω by rows, NCCL's sums in the stream). Without NCCL the suite says so and skips
  * those tests, unless MFACT_REQUIRE_NCCL is set (scripts/device-test sets it). */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -301,6 +302,26 @@ START_TEST(every_device)
 }
 END_TEST
 
+/* The exchange's all-gather in many chunks: a staging of 64 KiB (MFACT_NCCL_GATHER_BYTES)
+ * sends these tables (ALS's users: about 900 KB) in chunks of 32 KiB or less per rank, with
+ * SGD's blocks in their rotated order; the factors must still be one context's. The default
+ * staging (256 MiB) sends the benches' tables in one chunk; these fit under its threshold. */
+START_TEST(gathers_in_chunks)
+{
+    int n = device_count();
+    if (n < 2) {
+        printf("gathers_in_chunks: %d device(s), needs 2 or more: skipped\n", n);
+        return;
+    }
+    setenv("MFACT_NCCL_GATHER_BYTES", "65536", 1);
+    check_group(n);
+    check_sgd_group(n);
+    check_ials_group(n);
+    check_asd_group(n);
+    unsetenv("MFACT_NCCL_GATHER_BYTES");
+}
+END_TEST
+
 START_TEST(one_device_per_rank)
 {
     mf_ctx *a = cuda_ctx_on(0), *b = cuda_ctx_on(0), *cpu = tu_cpu_ctx();
@@ -318,6 +339,7 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
-    const TTest *const tests[] = {one_rank_over_nccl, every_device, one_device_per_rank};
+    const TTest *const tests[] = {one_rank_over_nccl, every_device, gathers_in_chunks,
+                                  one_device_per_rank};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

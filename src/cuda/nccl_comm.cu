@@ -29,6 +29,7 @@ struct nccl_api {
     ncclResult_t (*comm_user_rank)(ncclComm_t, int *);
     ncclResult_t (*comm_cu_device)(ncclComm_t, int *);
     ncclResult_t (*broadcast)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
+    ncclResult_t (*all_gather)(const void *, void *, size_t, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*all_reduce)(const void *, void *, size_t, int, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*send)(const void *, size_t, int, int, ncclComm_t, cudaStream_t);
     ncclResult_t (*recv)(void *, size_t, int, int, ncclComm_t, cudaStream_t);
@@ -56,6 +57,7 @@ static void load(void)
         {(void **)&api.comm_user_rank, "ncclCommUserRank"},
         {(void **)&api.comm_cu_device, "ncclCommCuDevice"},
         {(void **)&api.broadcast, "ncclBroadcast"},
+        {(void **)&api.all_gather, "ncclAllGather"},
         {(void **)&api.all_reduce, "ncclAllReduce"},
         {(void **)&api.send, "ncclSend"}, // NCCL 2.7
         {(void **)&api.recv, "ncclRecv"},
@@ -93,18 +95,44 @@ struct nccl_comm {
     int owned;     // created by mfact (init_all): destroyed with the rank
     int device;    // the communicator's device
     void *scratch; // MF_COMM_MAX_VALUES 8-byte values on the device, for the reductions
+    // The all-gather's staging: one slot per rank, made on the first gather that needs it
+    // (every rank agrees that each made its own; -1: some could not, broadcasts from then on).
+    char *staging;
+    size_t slot_bytes;
+    int staging_state; // 0 not yet, 1 made, -1 refused
 };
 
-static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                 size_t row_bytes, const int *owner)
+// The group's all-gather staging: MF_GATHER_STAGING_BYTES in all, whatever the size of the
+// group (a slot of 128 MiB on 2 ranks, 32 MiB on 8), so that a rank's fixed cost does not
+// grow with the group; chunks of this size run at NCCL's full all-gather bandwidth.
+// MFACT_NCCL_GATHER_BYTES changes it (at least 4 KiB; the tests make it small, so that
+// their tables travel in many chunks).
+#define MF_GATHER_STAGING_BYTES ((size_t)256 << 20)
+// Below this many bytes in all (or a quarter of the staging), a gather is latency: the
+// grouped broadcasts, no copies.
+#define MF_GATHER_SMALL_BYTES ((size_t)1 << 20)
+
+static size_t staging_bytes(void)
 {
-    nccl_comm *n = (nccl_comm *)c;
-    mf_device_guard guard(n->device);
-    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    // Variable shares: one in-place broadcast per rank, fused into one NCCL group.
+    const char *v = getenv("MFACT_NCCL_GATHER_BYTES");
+    char *end = NULL;
+    const unsigned long long b = v ? strtoull(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && b >= 4096 && b <= ((size_t)1 << 40)
+               ? (size_t)b
+               : MF_GATHER_STAGING_BYTES;
+}
+
+static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op);
+
+// Variable shares by one in-place broadcast per rank, fused into one NCCL group. Measured
+// on 4 H200s: NCCL runs these at about 35 GB/s for ALS's 200 MB tables (4.7 ms of an 18 ms
+// iteration), far below its all-gather; kept for small gathers, where it saves the copies.
+static mf_status gather_by_broadcasts(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, void *buf,
+                                      const int64_t *bounds, size_t row_bytes, const int *owner)
+{
     NCCL_TRY(ctx, loaded.group_start());
     ncclResult_t r = 0;
-    for (int b = 0; b < c->size && r == 0; b++) {
+    for (int b = 0; b < n->base.size && r == 0; b++) {
         const size_t rows = (size_t)(bounds[b + 1] - bounds[b]);
         char *p = (char *)buf + (size_t)bounds[b] * row_bytes;
         if (rows > 0)
@@ -114,6 +142,93 @@ static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64
     ncclResult_t end = loaded.group_end();
     NCCL_TRY(ctx, r);
     NCCL_TRY(ctx, end);
+    return MF_OK;
+}
+
+// Every rank makes its staging or none uses it: the first large gather of a rank's life
+// agrees on it (one round trip); its result holds for every later gather, on every rank.
+static mf_status make_staging(nccl_comm *n, mf_ctx *ctx)
+{
+    if (n->staging_state != 0)
+        return MF_OK;
+    n->slot_bytes = staging_bytes() / (size_t)n->base.size / 256 * 256;
+    int64_t failed =
+        cudaMalloc((void **)&n->staging, n->slot_bytes * (size_t)n->base.size) != cudaSuccess;
+    if (failed) {
+        (void)cudaGetLastError();
+        n->staging = NULL;
+    }
+    const mf_status st = nccl_reduce(n, ctx, &failed, 1, nccl_int64, nccl_max);
+    if (st != MF_OK)
+        return st;
+    if (failed && n->staging) {
+        cudaFree(n->staging);
+        n->staging = NULL;
+    }
+    n->staging_state = failed ? -1 : 1;
+    return MF_OK;
+}
+
+// Rows [from, from + count) of a block, clipped to its length.
+static size_t chunk_rows(const int64_t *bounds, int b, size_t from, size_t count)
+{
+    const size_t len = (size_t)(bounds[b + 1] - bounds[b]);
+    return from >= len ? 0 : (len - from < count ? len - from : count);
+}
+
+// The block that rank q holds: owner is a permutation of the ranks (NULL: block q).
+static int block_held_by(const int *owner, int size, int q)
+{
+    for (int b = 0; owner && b < size; b++)
+        if (owner[b] == q)
+            return b;
+    return q;
+}
+
+// Variable shares through ncclAllGather: each chunk of every block goes into this rank's
+// slot of the staging (padded to the slot), one all-gather fills every slot on every rank,
+// and the other ranks' slots are copied to their blocks' places. The padding costs bytes
+// only where the shares' rows differ (they are balanced by work).
+static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                                 size_t row_bytes, const int *owner)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    size_t most = 0; // the largest block's rows
+    for (int b = 0; b < c->size; b++)
+        if ((size_t)(bounds[b + 1] - bounds[b]) > most)
+            most = (size_t)(bounds[b + 1] - bounds[b]);
+    const size_t small =
+        staging_bytes() / 4 < MF_GATHER_SMALL_BYTES ? staging_bytes() / 4 : MF_GATHER_SMALL_BYTES;
+    if (most * row_bytes * (size_t)c->size < small || row_bytes == 0)
+        return gather_by_broadcasts(n, ctx, stream, buf, bounds, row_bytes, owner);
+    const mf_status made = make_staging(n, ctx);
+    if (made != MF_OK)
+        return made;
+    const size_t per_chunk = n->staging_state == 1 ? n->slot_bytes / row_bytes : 0;
+    if (per_chunk == 0) // refused, or rows wider than a slot
+        return gather_by_broadcasts(n, ctx, stream, buf, bounds, row_bytes, owner);
+    char *const base = (char *)buf;
+    const int mine = block_held_by(owner, c->size, c->rank);
+    for (size_t from = 0; from < most; from += per_chunk) {
+        // Every rank sends the same count (all know `most`): the slots are `count` apart.
+        const size_t count = (most - from < per_chunk ? most - from : per_chunk) * row_bytes;
+        const size_t rows = chunk_rows(bounds, mine, from, per_chunk);
+        char *const slot = n->staging + (size_t)c->rank * count;
+        if (rows > 0)
+            MF_CUDA_TRY(ctx, cudaMemcpyAsync(slot, base + ((size_t)bounds[mine] + from) * row_bytes,
+                                             rows * row_bytes, cudaMemcpyDeviceToDevice, stream));
+        NCCL_TRY(ctx, loaded.all_gather(slot, n->staging, count, nccl_int8, n->comm, stream));
+        for (int q = 0; q < c->size; q++) {
+            const int b = block_held_by(owner, c->size, q);
+            const size_t got = chunk_rows(bounds, b, from, per_chunk);
+            if (q != c->rank && got > 0)
+                MF_CUDA_TRY(ctx, cudaMemcpyAsync(base + ((size_t)bounds[b] + from) * row_bytes,
+                                                 n->staging + (size_t)q * count, got * row_bytes,
+                                                 cudaMemcpyDeviceToDevice, stream));
+        }
+    }
     return MF_OK;
 }
 
@@ -227,6 +342,8 @@ static void nccl_release(mf_comm *c)
     mf_device_guard guard(n->device);
     if (n->scratch)
         cudaFree(n->scratch);
+    if (n->staging)
+        cudaFree(n->staging);
     if (n->owned && n->comm)
         loaded.comm_destroy(n->comm);
     free(n);
