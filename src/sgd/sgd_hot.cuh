@@ -1,4 +1,4 @@
-/* Replicas of the popular items' rows for the CUDA engine of SGD (sgd.cu). CUDA C++ only.
+/* Replicas of the popular items' rows for the CUDA engine of SGD (sgd_hot.cu). CUDA C++ only.
  *
  * Why: under the user-chunk order an item rated by most users is in most chunks, so
  * thousands of concurrent updates read and write the same two L2 lines, which serializes
@@ -32,7 +32,7 @@ namespace sgd
 {
 
 /* counts[item] += 1 for every entry. */
-__global__ void count_items_kernel(const mf_sgd_entry *e, int64_t nnz, unsigned *counts)
+static __global__ void count_items_kernel(const mf_sgd_entry *e, int64_t nnz, unsigned *counts)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nnz;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -41,8 +41,9 @@ __global__ void count_items_kernel(const mf_sgd_entry *e, int64_t nnz, unsigned 
 
 /* Chunk c's entries of hot item i (hot[i] = h >= 0) name working row cols + h R + c mod R. A
  * warp per chunk. */
-__global__ void remap_hot_kernel(mf_sgd_entry *e, const int64_t *chunk_begin, int64_t nchunks,
-                                 const int32_t *hot, int32_t cols, int replicas)
+static __global__ void remap_hot_kernel(mf_sgd_entry *e, const int64_t *chunk_begin,
+                                        int64_t nchunks, const int32_t *hot, int32_t cols,
+                                        int replicas)
 {
     const int lane = threadIdx.x & 31;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x >> 5);

@@ -1,4 +1,6 @@
-/* Kernels of the CUDA engine of Hogwild SGD (sgd.cu). CUDA C++ only.
+/* Kernels of the CUDA engine of Hogwild SGD (sgd_engine.cuh). CUDA C++ only. The kernels
+ * that are no templates are static here and in the headers this one includes: several
+ * translation units of the engine include them, and each launches its own copy.
  *
  * Layout: a factor row is kp = 32 * KPL elements (float, or IEEE half with HALF), zero past
  * k; lane l of a warp holds elements [l * KPL, l * KPL + KPL) of the rows it works on, so a
@@ -176,7 +178,7 @@ __device__ __forceinline__ void put_item_bias(const epoch_args &a, const local_b
 /* The threads of a local-bias kernel's block, one block a multiprocessor (its shared memory
  * holds the item biases): as many warps as the plain kernel's registers leave room for, or
  * the most a block may have (at most 64 registers a thread, which rows of 16 elements a lane
- * would spill). sgd.cu shapes the grid with the same numbers. */
+ * would spill). sgd_launch.cu shapes the grid with the same numbers. */
 __host__ __device__ constexpr int local_block_threads(int lanes, int kpl)
 {
     return lanes < 32 ? 768 : kpl >= 16 ? 512 : 1024;
@@ -478,7 +480,7 @@ struct rmse_args {
     const int32_t *map;   /* the engine's row of each item (renumbered rows); NULL: the item */
 };
 
-/* The RMSE of fp16 working factors (fp32 ones go through SDDMM: sgd.cu's engine_rmse says
+/* The RMSE of fp16 working factors (fp32 ones go through SDDMM: sgd_copy.cu's engine_rmse says
  * why this one stays). A warp per row of the ratings, the row's factor in registers. */
 template <int KPL> __global__ void __launch_bounds__(256) rmse_half_kernel(rmse_args a)
 {
@@ -557,7 +559,8 @@ __global__ void unpack_kernel(const void *src, float *dst, int64_t rows, int k, 
 }
 
 /* dst[i] = the bias of row map[i] (NULL: i) of the strided biases, i < n. */
-__global__ void gather_bias_kernel(const float *strided, const int32_t *map, int64_t n, float *dst)
+static __global__ void gather_bias_kernel(const float *strided, const int32_t *map, int64_t n,
+                                          float *dst)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x)

@@ -151,7 +151,7 @@ struct local_bias {
 /* After the epoch (or part), a thread a slot: the blocks' moves of the owner's bias (their
  * copies against the global bias, which the epoch left alone), summed in block order, and
  * the global bias moved by the merge. */
-__global__ void merge_local_bias_kernel(local_bias_args l, float *global, int stride)
+static __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int stride)
 {
     for (int32_t s = blockIdx.x * blockDim.x + threadIdx.x; s < l.slots;
          s += gridDim.x * blockDim.x) {
@@ -178,7 +178,7 @@ __global__ void merge_local_bias_kernel(local_bias_args l, float *global, int st
 }
 
 /* Renumbered rows: every entry's item field through map (old row -> new row). */
-__global__ void renumber_kernel(mf_sgd_entry *e, int64_t nnz, const int32_t *map)
+static __global__ void renumber_kernel(mf_sgd_entry *e, int64_t nnz, const int32_t *map)
 {
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < nnz;
          i += (int64_t)gridDim.x * blockDim.x)
@@ -189,8 +189,8 @@ __global__ void renumber_kernel(mf_sgd_entry *e, int64_t nnz, const int32_t *map
  * place, those of rows below `slots` first, each side in its order; owned_count[c] = how
  * many. */
 static_assert(MF_SGD_CHUNK <= 64, "partition_local_kernel holds a chunk in two entries a lane");
-__global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_begin, int64_t nchunks,
-                                       int32_t slots, int32_t *owned_count)
+static __global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_begin,
+                                              int64_t nchunks, int32_t slots, int32_t *owned_count)
 {
     const int lane = threadIdx.x & 31;
     const unsigned below = (1u << lane) - 1u;
@@ -227,10 +227,10 @@ __global__ void partition_local_kernel(mf_sgd_entry *e, const int64_t *chunk_beg
 
 /* Renumbered rows: a warp a chunk, its second half (after owned_count[c] entries) and their
  * users into rest and rest_user at rest_at[c]. */
-__global__ void gather_rest_kernel(const mf_sgd_entry *e, const int32_t *user,
-                                   const int64_t *chunk_begin, int64_t nchunks,
-                                   const int32_t *owned_count, const int64_t *rest_at,
-                                   mf_sgd_entry *rest, int32_t *rest_user)
+static __global__ void gather_rest_kernel(const mf_sgd_entry *e, const int32_t *user,
+                                          const int64_t *chunk_begin, int64_t nchunks,
+                                          const int32_t *owned_count, const int64_t *rest_at,
+                                          mf_sgd_entry *rest, int32_t *rest_user)
 {
     const int lane = threadIdx.x & 31;
     for (int64_t c = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; c < nchunks;
