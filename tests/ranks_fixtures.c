@@ -3,6 +3,8 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -37,6 +39,35 @@ void rk_run_als(rk_job *jobs, int n)
         ck_assert_int_eq(pthread_create(&threads[i], NULL, run_one, &jobs[i]), 0);
     for (int i = 0; i < n; i++)
         ck_assert_int_eq(pthread_join(threads[i], NULL), 0);
+}
+
+void rk_ials_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2])
+{
+    int32_t r[] = {0, 0}, c[] = {0, 1};
+    float v[] = {1, 1};
+    for (int i = 0; i < 2; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].ctx = ctxs[i];
+        ck_assert_int_eq(mf_sparse_from_coo(j[i].ctx, &j[i].R, 4, 2, 2, r, c, v, MF_MEMORY_HOST, 0),
+                         MF_OK);
+        j[i].ials = 1;
+        mf_ials_opts_init(&j[i].io);
+        j[i].io.rank = 3, j[i].io.lambda = 0.0f, j[i].io.solver = MF_ALS_SOLVER_EXACT;
+        j[i].io.iterations = 2, j[i].io.init = MF_IALS_INIT_GIVEN;
+        j[i].U = calloc(4 * 3, sizeof(float));
+        j[i].V = calloc(2 * 3, sizeof(float));
+        for (int u = 0; u < 4; u++)
+            j[i].U[u * 3] = 0.1f, j[i].U[u * 3 + 1] = 0.2f + 0.1f * u;
+        j[i].V[0] = 0.1f, j[i].V[1] = 0.3f, j[i].V[3] = 0.2f, j[i].V[4] = 0.1f;
+    }
+}
+
+void rk_ials_breakdown_check(const rk_job j[2])
+{
+    ck_assert_int_eq(j[0].st, MF_ERR_NUMERIC);
+    ck_assert_msg(strstr(j[0].error, "user 0"), "%s", j[0].error);
+    ck_assert_int_eq(j[1].st, MF_ERR_NUMERIC);
+    ck_assert_msg(strstr(j[1].error, "rank 0 of 2 failed"), "%s", j[1].error);
 }
 
 double rk_max_rel_diff(const float *a, const float *b, int64_t n)

@@ -35,6 +35,16 @@ void rk_run_job(rk_job *j);
 /* Every job's call at once, a thread each; returns when all have returned. */
 void rk_run_als(rk_job *jobs, int n);
 
+/* Two ranks' implicit ALS whose first failure comes on rank 0 and a later one on rank 1
+ * (ctxs: their contexts, grouped by the caller): 4 users x 2 items, rank 3, lambda 0, the
+ * exact solver, given factors whose third column is 0, only user 0 rated (rank 0's share).
+ * User 0's system has a zero row (rank 0 breaks down at the users); the gathered U is then
+ * user 0's row alone, so item 1's system (rank 1's, at the items) has one too. */
+void rk_ials_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
+/* After rk_run_als over them: both ranks failed, rank 0 naming user 0 and rank 1 rank 0
+ * (its own failure came later, from rank 0's). */
+void rk_ials_breakdown_check(const rk_job j[2]);
+
 /* The relative difference of two factors of n entries: max |a - b| over max |b|. */
 double rk_max_rel_diff(const float *a, const float *b, int64_t n);
 

@@ -162,15 +162,25 @@ static void check_sgd_group(int n)
     free(V1);
 }
 
-/* Implicit ALS over n ranks: one context's factors, bit for bit (CG and exact). */
+/* Implicit ALS over n ranks: one context's factors, bit for bit (CG and exact at rank 64;
+ * CG in half precision with log confidence at rank 100, 128 wide: 10 tiles a chunk). The
+ * ranks form even shares of the Gram matrices' chunks (1024 rows each: the users' 4, the
+ * items' 1, so that most ranks form none of the items') and add all of them in chunk
+ * order, as one context does. */
 static void check_ials_group(int n)
 {
-    static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
-    for (int c = 0; c < 2; c++) {
+    static const struct {
+        int solver, rank, fp16, log;
+    } cases[] = {{MF_ALS_SOLVER_CG, 64, 0, 0},
+                 {MF_ALS_SOLVER_EXACT, 64, 0, 0},
+                 {MF_ALS_SOLVER_CG, 100, 1, 1}};
+    for (int c = 0; c < 3; c++) {
         rk_job proto = {0};
         proto.ials = 1;
         mf_ials_opts_init(&proto.io);
-        proto.io.rank = 64, proto.io.iterations = 3, proto.io.solver = solvers[c];
+        proto.io.rank = cases[c].rank, proto.io.iterations = 3, proto.io.solver = cases[c].solver;
+        proto.io.fp16 = cases[c].fp16;
+        proto.io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
         const size_t ub = (size_t)USERS * proto.io.rank * sizeof(float),
                      vb = (size_t)ITEMS * proto.io.rank * sizeof(float);
         mf_ctx *one = cuda_ctx_on(0);
@@ -186,11 +196,10 @@ static void check_ials_group(int n)
             for (int i = 0; i < n; i++) {
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
                 ck_assert_msg(!memcmp(jobs[i].U, U1, ub) && !memcmp(jobs[i].V, V1, vb),
-                              "implicit ALS, solver %d: rank %d of %d differs from one context", c,
-                              i, n);
+                              "implicit ALS, case %d: rank %d of %d differs from one context", c, i,
+                              n);
             }
-            printf("implicit ALS over %d rank(s), %s: one context's factors\n", n,
-                   c ? "exact" : "CG");
+            printf("implicit ALS over %d rank(s), case %d: one context's factors\n", n, c);
             close_group(jobs, n);
         }
         free(U1);
@@ -322,6 +331,29 @@ START_TEST(gathers_in_chunks)
 }
 END_TEST
 
+/* A breakdown in one rank's share fails both ranks, the other naming the first (as
+ * test_ranks' ials_first_failure_wins on the CPU, rk_ials_breakdown_jobs): a group reads
+ * the breakdown words and agrees once an iteration, after both half steps. */
+START_TEST(ials_first_failure_wins)
+{
+    if (device_count() < 2) {
+        printf("ials_first_failure_wins: needs 2 devices: skipped\n");
+        return;
+    }
+    mf_ctx *ctxs[2] = {cuda_ctx_on(0), cuda_ctx_on(1)};
+    ck_assert(ctxs[0] && ctxs[1]);
+    rk_job j[2];
+    rk_ials_breakdown_jobs(j, ctxs);
+    const mf_status st = mf_ctx_join_local(ctxs, 2);
+    if (!nccl_missing(st, ctxs[0])) {
+        ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
+        rk_run_als(j, 2);
+        rk_ials_breakdown_check(j);
+    }
+    close_group(j, 2);
+}
+END_TEST
+
 START_TEST(one_device_per_rank)
 {
     mf_ctx *a = cuda_ctx_on(0), *b = cuda_ctx_on(0), *cpu = tu_cpu_ctx();
@@ -340,6 +372,6 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
     const TTest *const tests[] = {one_rank_over_nccl, every_device, gathers_in_chunks,
-                                  one_device_per_rank};
+                                  ials_first_failure_wins, one_device_per_rank};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -333,27 +333,54 @@ START_TEST(sgd_group_rotates_item_blocks)
 }
 END_TEST
 
-/* Implicit ALS over a group: the factors of one context, bit for bit (each rank builds the
- * other side's Gram matrix from the whole factors, then solves its share). */
+/* One ungrouped CPU context with `threads` OpenMP threads. */
+static mf_ctx *cpu_ctx_threads(int threads)
+{
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CPU;
+    co.seed = 42;
+    co.cpu_threads = threads;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &co), MF_OK);
+    return ctx;
+}
+
+/* Implicit ALS over a group: the factors of one context, bit for bit. Each rank forms an
+ * even share of the chunks of the other side's Gram matrix (64 rows a chunk: 5 of the
+ * users', 2 of the items', so that 3 and 4 ranks leave some ranks none), the ranks
+ * exchange them and add all of them in chunk order; then each solves its share of the rows.
+ * The chunks depend on neither the threads nor the group: one context with 1 thread and
+ * with 3 gives the same bits too. */
 START_TEST(ials_group_equals_one_context)
 {
-    static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
-    for (int c = 0; c < 2; c++) {
+    static const struct {
+        int solver, fp16, log;
+    } cases[] = {{MF_ALS_SOLVER_CG, 0, 0}, {MF_ALS_SOLVER_EXACT, 0, 0}, {MF_ALS_SOLVER_CG, 1, 1}};
+    for (int c = 0; c < 3; c++) {
         mf_ials_opts io;
         mf_ials_opts_init(&io);
-        io.rank = 8, io.iterations = 3, io.solver = solvers[c];
-        mf_ctx *ctx = tu_cpu_ctx_seeded(42);
-        mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
-        float *U1 = malloc((size_t)USERS * io.rank * sizeof *U1);
-        float *V1 = malloc((size_t)ITEMS * io.rank * sizeof *V1);
-        ck_assert_int_eq(mf_ials_run(ctx, R, &io, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
-        mf_sparse_destroy(R);
-        mf_ctx_destroy(ctx);
-        for (int n = 2; n <= 3; n++) {
+        io.rank = 8, io.iterations = 3, io.solver = cases[c].solver, io.fp16 = cases[c].fp16;
+        io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+        const size_t ub = (size_t)USERS * io.rank * sizeof(float),
+                     vb = (size_t)ITEMS * io.rank * sizeof(float);
+        float *U1 = malloc(ub), *V1 = malloc(vb), *U3 = malloc(ub), *V3 = malloc(vb);
+        for (int t = 1; t <= 3; t += 2) {
+            mf_ctx *ctx = cpu_ctx_threads(t);
+            mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+            ck_assert_int_eq(
+                mf_ials_run(ctx, R, &io, t == 1 ? U1 : U3, t == 1 ? V1 : V3, MF_MEMORY_HOST, NULL),
+                MF_OK);
+            mf_sparse_destroy(R);
+            mf_ctx_destroy(ctx);
+        }
+        ck_assert_msg(!memcmp(U1, U3, ub) && !memcmp(V1, V3, vb),
+                      "case %d: 1 thread and 3 threads differ", c);
+        for (int n = 2; n <= 4; n++) {
             mf_als_opts o;
             mf_als_opts_init(&o);
             o.rank = io.rank;
-            rk_job jobs[3];
+            rk_job jobs[4];
             make_group(jobs, n, &o, 5);
             for (int i = 0; i < n; i++)
                 jobs[i].ials = 1, jobs[i].io = io;
@@ -361,16 +388,33 @@ START_TEST(ials_group_equals_one_context)
             for (int i = 0; i < n; i++) {
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
                 ck_assert_int_eq(jobs[i].irep.iterations, io.iterations);
-                ck_assert_msg(!memcmp(jobs[i].U, U1, (size_t)USERS * io.rank * sizeof *U1),
-                              "solver %d: rank %d of %d: U differs", c, i, n);
-                ck_assert_msg(!memcmp(jobs[i].V, V1, (size_t)ITEMS * io.rank * sizeof *V1),
-                              "solver %d: rank %d of %d: V differs", c, i, n);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, ub), "case %d: rank %d of %d: U differs", c, i,
+                              n);
+                ck_assert_msg(!memcmp(jobs[i].V, V1, vb), "case %d: rank %d of %d: V differs", c, i,
+                              n);
             }
             free_group(jobs, n);
         }
         free(U1);
         free(V1);
+        free(U3);
+        free(V3);
     }
+}
+END_TEST
+
+/* A breakdown in one rank's share fails every rank, and the rank whose items then broke
+ * down from it names the first (rk_ials_breakdown_jobs): the ranks agree once an
+ * iteration, after both half steps, and rank 1's own failure came later. */
+START_TEST(ials_first_failure_wins)
+{
+    mf_ctx *ctxs[2] = {tu_cpu_ctx_seeded(1), tu_cpu_ctx_seeded(1)};
+    rk_job j[2];
+    rk_ials_breakdown_jobs(j, ctxs);
+    ck_assert_int_eq(mf_ctx_join_local(ctxs, 2), MF_OK);
+    rk_run_als(j, 2);
+    rk_ials_breakdown_check(j);
+    free_group(j, 2);
 }
 END_TEST
 
@@ -823,6 +867,7 @@ int main(void)
                                   split_input_fits_the_whole_matrix,
                                   sgd_group_rotates_item_blocks,
                                   ials_group_equals_one_context,
+                                  ials_first_failure_wins,
                                   asd_group_matches_one_context,
                                   asd_group_stops_together,
                                   review_cases,

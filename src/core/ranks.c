@@ -114,28 +114,37 @@ mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm)
     return st;
 }
 
-mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
-                         const char *const *names, int n)
+/* The points of mf_ranks_agree_first: a failure's point and status and its rank's number
+ * in one value, the earliest point first, then the larger status, then the larger rank. */
+#define AGREE_POINTS 256
+
+static mf_status agree(mf_ctx *ctx, const char *fn, mf_status st, int point, const int64_t *same,
+                       const char *const *names, int n)
 {
     if (!ctx || !ctx->comm)
         return st;
     mf_comm *c = ctx->comm;
     if (n > MF_RANKS_MAX_SAME)
         return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d values to agree on", fn, n);
-    /* Maxima of: a failed rank's status and number in one value (so that they name one
-     * rank), and each value and its negation (the ranks agree on x when max(x) ==
+    if (point < 0 || point >= AGREE_POINTS)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "%s: agreement at point %d", fn, point);
+    /* Maxima of: a failed rank's point, status and number in one value (so that they name
+     * one rank), and each value and its negation (the ranks agree on x when max(x) ==
      * -max(-x)). */
     int64_t v[1 + 2 * MF_RANKS_MAX_SAME];
-    v[0] = st != MF_OK ? (int64_t)st << 32 | (int64_t)c->rank : -1;
+    v[0] = st != MF_OK
+               ? (int64_t)(AGREE_POINTS - 1 - point) << 48 | (int64_t)st << 32 | (int64_t)c->rank
+               : -1;
     for (int i = 0; i < n; i++)
         v[1 + 2 * i] = same[i], v[2 + 2 * i] = -same[i];
     mf_status ex = c->ops->max_i64(c, ctx, v, 1 + 2 * n);
     if (ex != MF_OK)
         return ex;
-    if (st != MF_OK)
+    const int first = AGREE_POINTS - 1 - (int)(v[0] >> 48);
+    if (st != MF_OK && point == first)
         return st;
     if (v[0] >= 0) {
-        const mf_status failed = (mf_status)(v[0] >> 32);
+        const mf_status failed = (mf_status)(v[0] >> 32 & 0xffff);
         return mf_fail(ctx, failed,
                        "%s: rank %lld of %d failed (%s); its context holds the message", fn,
                        (long long)(v[0] & 0xffffffff), c->size, mf_status_string(failed));
@@ -148,6 +157,17 @@ mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_
                            fn, names[i], (long long)same[i], (long long)-v[2 + 2 * i],
                            (long long)v[1 + 2 * i]);
     return MF_OK;
+}
+
+mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
+                         const char *const *names, int n)
+{
+    return agree(ctx, fn, st, 0, same, names, n);
+}
+
+mf_status mf_ranks_agree_first(mf_ctx *ctx, const char *fn, mf_status st, int point)
+{
+    return agree(ctx, fn, st, point, NULL, NULL, 0);
 }
 
 int64_t mf_ranks_bits(float x)

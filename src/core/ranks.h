@@ -27,6 +27,14 @@ int mf_ranks(const mf_ctx *ctx);
 mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *same,
                          const char *const *names, int n);
 
+/* As mf_ranks_agree without values, for ranks that went on after a failure, making the
+ * same collective calls with what their buffers held, so that another rank may have failed
+ * later from that garbage: point (0 to 255) says where this rank's failure came, in the
+ * order of the work since the last agreement. The earliest point's failure wins: a rank
+ * that failed there keeps its status and message, every other rank fails with that
+ * status and "fn: rank r failed". */
+mf_status mf_ranks_agree_first(mf_ctx *ctx, const char *fn, mf_status st, int point);
+
 /* The agreement a collective fit starts with (mf_ranks_agree): st, then the input's rows,
  * columns and count of entries, the n (<= MF_RANKS_MAX_SAME - 7) option values opts named
  * by names, and the context seed. R is read only when st is MF_OK. A part of a split matrix

@@ -113,44 +113,123 @@ static int cg_steps_for(const mf_ials_opts *o)
     return o->solver == MF_ALS_SOLVER_EXACT ? 0 : o->cg_steps;
 }
 
-/* After a half step in a group: every rank solved its share, then the shares go to all. */
-static mf_status exchange(mf_ctx *ctx, mf_ials_engine *e, const mf_shares *sh, mf_ials_side side,
-                          mf_status st)
+/* One context's half step of `side`: the whole Gram here, then the breakdown read back. */
+static mf_status half_step(mf_ials_engine *e, mf_ials_side side)
 {
-    if (mf_ranks(ctx) == 1)
-        return st;
-    MF_TRY(mf_ranks_agree(ctx, "mf_ials_run", st, NULL, NULL, 0));
-    void *factors;
-    size_t row_bytes;
-    e->shared(e, side, &factors, &row_bytes);
-    return mf_shares_gather(ctx, sh, side, NULL, factors, row_bytes, NULL, 0);
+    void *parts;
+    size_t part_bytes;
+    int64_t chunks;
+    mf_ials_side broke;
+    e->gram_parts(e, side, &parts, &part_bytes, &chunks);
+    MF_TRY(e->gram(e, side, 0, chunks));
+    MF_TRY(e->solve(e, side));
+    return e->check(e, &broke);
 }
 
-static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const mf_shares *sh,
+/* A group's half steps: the rows' shares (sh), and each rank's even share of the chunks of
+ * the Gram that each side is solved against (chunk_bounds[side], ranks + 1 bounds). */
+typedef struct group_step {
+    const mf_shares *sh;
+    int64_t *chunk_bounds[2];
+} group_step;
+
+static mf_status share_chunks(mf_ctx *ctx, mf_ials_engine *e, group_step *g)
+{
+    const int n = mf_ranks(ctx);
+    for (int w = 0; w < 2; w++) {
+        void *parts;
+        size_t part_bytes;
+        int64_t chunks;
+        e->gram_parts(e, (mf_ials_side)w, &parts, &part_bytes, &chunks);
+        g->chunk_bounds[w] = malloc(((size_t)n + 1) * sizeof *g->chunk_bounds[w]);
+        if (!g->chunk_bounds[w])
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_ials_run: out of host memory");
+        for (int r = 0; r <= n; r++) /* the chunks hold equal counts of rows: equal work */
+            g->chunk_bounds[w][r] = chunks * r / n;
+    }
+    return MF_OK;
+}
+
+static mf_status first_failure(mf_status st, mf_status later)
+{
+    return st != MF_OK ? st : later;
+}
+
+/* A group's half step of `side` after a half step that ended in st: this rank's chunks of
+ * the Gram, every rank's chunks to every rank, G from all of them in chunk order (one
+ * context's G bit for bit), the rank's rows solved, and the solved rows to every rank.
+ * Every rank makes the same collective calls whatever its status (a failed rank skips its
+ * work and sends what its buffers hold), so that none waits alone; the iteration's
+ * agreement then fails them all. No host round trip here: the breakdown word and the
+ * agreement wait for the iteration's end. */
+static mf_status group_half_step(mf_ctx *ctx, mf_ials_engine *e, const group_step *g,
+                                 mf_ials_side side, mf_status st)
+{
+    mf_comm *c = ctx->comm;
+    const int64_t *b = g->chunk_bounds[side];
+    void *parts, *factors;
+    size_t part_bytes, row_bytes;
+    int64_t chunks;
+    e->gram_parts(e, side, &parts, &part_bytes, &chunks);
+    if (st == MF_OK)
+        st = e->gram(e, side, b[c->rank], b[c->rank + 1]);
+    st = first_failure(st, c->ops->allgatherv(c, ctx, parts, b, part_bytes, NULL));
+    if (st == MF_OK)
+        st = e->solve(e, side);
+    e->shared(e, side, &factors, &row_bytes);
+    return first_failure(st, mf_shares_gather(ctx, g->sh, side, NULL, factors, row_bytes, NULL, 0));
+}
+
+/* A group's two half steps, and the breakdowns they had. *phase: where the first failure
+ * came (0 the users, 1 the items), for the agreement: a later failure on another rank may
+ * follow from the garbage a failed rank sent. */
+static mf_status group_iteration(mf_ctx *ctx, mf_ials_engine *e, const group_step *g, int *phase)
+{
+    mf_status st = group_half_step(ctx, e, g, MF_IALS_USERS, MF_OK);
+    *phase = st != MF_OK ? 0 : 1;
+    st = group_half_step(ctx, e, g, MF_IALS_ITEMS, st);
+    if (st == MF_OK) {
+        mf_ials_side broke = MF_IALS_USERS;
+        st = e->check(e, &broke);
+        *phase = (int)broke;
+    }
+    return st;
+}
+
+static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const group_step *g,
                          mf_ials_report *rep)
 {
     mf_ctx *ctx = run->ctx;
+    const int group = mf_ranks(ctx) > 1;
     mf_status st = MF_OK;
     double iter = 0.0;
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         const double t0 = mf_seconds();
-        st = exchange(ctx, e, sh, MF_IALS_USERS, e->half_step(e, MF_IALS_USERS));
-        if (st == MF_OK)
-            st = exchange(ctx, e, sh, MF_IALS_ITEMS, e->half_step(e, MF_IALS_ITEMS));
-        if (st != MF_OK)
-            break;
-        iter += mf_seconds() - t0;
-        rep->iterations = it;
-        if (o->progress) {
+        int phase = 0;
+        if (group) {
+            st = group_iteration(ctx, e, g, &phase);
+        } else {
+            st = half_step(e, MF_IALS_USERS);
+            if (st == MF_OK)
+                st = half_step(e, MF_IALS_ITEMS);
+        }
+        if (st == MF_OK) {
+            iter += mf_seconds() - t0;
+            rep->iterations = it;
+        }
+        if (st == MF_OK && o->progress) {
+            phase = 2;
             st = e->loss(e, &rep->loss);
             if (st == MF_OK) {
                 mf_progress p = {it, mf_run_seconds(run), rep->loss, NAN};
                 st = mf_run_cancelled(run, o->progress(o->progress_user, &p), "iteration", it);
             }
         }
-        /* In a group (whose ranks may have a progress callback or not): one rank's failure
-         * or cancel stops them all, each keeping this iteration when it was a cancel. */
-        st = mf_ranks_agree(ctx, "mf_ials_run", st, NULL, NULL, 0);
+        /* In a group (whose ranks may have a progress callback or not): the one agreement
+         * of the iteration. One rank's failure or cancel stops them all, each keeping this
+         * iteration when it was a cancel. */
+        if (group)
+            st = mf_ranks_agree_first(ctx, "mf_ials_run", st, phase);
     }
     rep->iteration_seconds = iter;
     return st;
@@ -224,6 +303,9 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
     free(U0);
+    group_step g = {&sh, {NULL, NULL}};
+    if (st == MF_OK && mf_ranks(ctx) > 1)
+        st = share_chunks(ctx, e, &g);
     /* In a group, every rank has its engine before the first exchange, or none goes on. */
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st != MF_OK && e) {
@@ -231,13 +313,15 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
         e = NULL;
     }
     if (st == MF_OK) {
-        st = iterate(&run, e, &o, &sh, &rep);
+        st = iterate(&run, e, &o, &g, &rep);
         if (mf_run_has_result(st) && isnan(rep.loss) && o.progress)
             st = mf_run_then(st, e->loss(e, &rep.loss));
         if (mf_run_has_result(st))
             st = mf_run_then(st, e->finish(e, U, V, where));
         e->destroy(e);
     }
+    free(g.chunk_bounds[0]);
+    free(g.chunk_bounds[1]);
     mf_shares_free(&sh);
     rep.seconds = mf_run_seconds(&run);
     return mf_run_finish(&run, st, report, &rep, &rep.peak_device_bytes);
@@ -272,7 +356,7 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
     free(V0);
     if (st != MF_OK)
         return st;
-    st = e->half_step(e, MF_IALS_USERS);
+    st = half_step(e, MF_IALS_USERS);
     if (st == MF_OK)
         st = e->finish(e, U, NULL, where);
     e->destroy(e);

@@ -1,6 +1,7 @@
 /* The CPU engine of implicit-feedback ALS: OpenMP over the rows of one side, in double, so
  * that it is the reference the CUDA engine is tested against. A half-step forms G = F^T F of
- * the other side once; each row then solves
+ * the other side once (in chunks of rows, so that a group's ranks share it: ials.c); each
+ * row then solves
  *     (G + lambda I + sum_i w_i f_i f_i^T) x = sum_i (1 + w_i) f_i
  * over its stored items i (w = c - 1), exactly by Cholesky or by CG steps that apply the
  * system as G x + lambda x + sum w (f . x) f without forming it. */
@@ -12,10 +13,6 @@
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 #include "ials/ials_internal.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 float mf_ials_round_half(float x)
 {
@@ -46,44 +43,86 @@ typedef struct cpu_engine {
     int fp16;             /* stored values rounded to half (mf_ials_opts.fp16) */
     float *U, *V;         /* working copies, leading dimension k */
     double *G;            /* k x k: the other side's Gram matrix */
+    double *part;         /* the chunks' partial Grams: lower triangles, k (k + 1) / 2 each */
+    int64_t chunks[2];    /* the chunks of U's (0) and V's (1) Gram */
     int32_t lo[2], hi[2]; /* the rows half_step solves (mf_ials_setup) */
 } cpu_engine;
 
-/* G = F^T F over rows x k floats, in double: each thread sums its share of the rows, and
- * the shares are added in thread order (deterministic for a fixed thread count). */
-static mf_status gram(cpu_engine *e, const float *F, int32_t rows)
+/* A chunk's rows; and the most partial doubles (8 MiB), which bounds the chunks at large k. */
+enum { GRAM_CHUNK_ROWS = 64, GRAM_PARTS_MAX = 1 << 20 };
+
+static size_t tri(int k)
 {
-    const int k = e->k, threads = mf_ctx_threads(e->ctx);
-    const size_t kk = (size_t)k * k;
-    double *part = calloc((size_t)threads * kk, sizeof *part);
-    if (!part)
-        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-#pragma omp parallel num_threads(threads)
-    {
-#ifdef _OPENMP
-        double *g = part + (size_t)omp_get_thread_num() * kk;
-#else
-        double *g = part;
-#endif
-#pragma omp for schedule(static)
-        for (int32_t r = 0; r < rows; r++) {
-            const float *f = F + (int64_t)r * k;
+    return (size_t)k * ((size_t)k + 1) / 2;
+}
+
+/* The chunks of a Gram over `rows` rows: from the rows and k alone, never the threads or
+ * the group, so that every run of one problem adds the same partials in the same order. */
+static int64_t gram_chunks(int32_t rows, int k)
+{
+    const int64_t most = GRAM_PARTS_MAX / (int64_t)tri(k);
+    const int64_t n = ((int64_t)rows + GRAM_CHUNK_ROWS - 1) / GRAM_CHUNK_ROWS;
+    return n < 1 ? 1 : n < most ? n : most > 1 ? most : 1;
+}
+
+/* Side `side` is solved against the other side's factors. */
+static const float *other_factors(const cpu_engine *e, mf_ials_side side)
+{
+    return side == MF_IALS_USERS ? e->V : e->U;
+}
+
+static void gram_parts(mf_ials_engine *base, mf_ials_side side, void **parts, size_t *row_bytes,
+                       int64_t *chunks)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    *parts = e->part;
+    *row_bytes = tri(e->k) * sizeof *e->part;
+    *chunks = e->chunks[1 - side];
+}
+
+/* The partial Grams of chunks [first, last) of the other side's rows, in double: each
+ * chunk's rows added in order by one thread. */
+static mf_status gram(mf_ials_engine *base, mf_ials_side side, int64_t first, int64_t last)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    const int k = e->k;
+    const size_t t = tri(k);
+    const int32_t rows = side == MF_IALS_USERS ? e->R->cols : e->R->rows;
+    const float *F = other_factors(e, side);
+    const int64_t chunks = e->chunks[1 - side];
+#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(e->ctx))
+    for (int64_t ch = first; ch < last; ch++) {
+        double *g = e->part + (size_t)ch * t;
+        memset(g, 0, t * sizeof *g);
+        const int64_t r0 = rows * ch / chunks, r1 = rows * (ch + 1) / chunks;
+        for (int64_t r = r0; r < r1; r++) {
+            const float *f = F + r * k;
+            double *ga = g;
             for (int a = 0; a < k; a++) {
                 const double fa = f[a];
                 for (int c = 0; c <= a; c++)
-                    g[(size_t)a * k + c] += fa * f[c];
+                    ga[c] += fa * f[c];
+                ga += a + 1;
             }
         }
     }
+    return MF_OK;
+}
+
+/* G from the partials of every chunk, added in chunk order. */
+static void gram_reduce(cpu_engine *e, mf_ials_side side)
+{
+    const int k = e->k;
+    const size_t t = tri(k);
+    const int64_t chunks = e->chunks[1 - side];
+    size_t i = 0;
     for (int a = 0; a < k; a++)
-        for (int c = 0; c <= a; c++) {
+        for (int c = 0; c <= a; c++, i++) {
             double s = 0.0;
-            for (int t = 0; t < threads; t++)
-                s += part[(size_t)t * kk + (size_t)a * k + c];
+            for (int64_t ch = 0; ch < chunks; ch++)
+                s += e->part[(size_t)ch * t + i];
             e->G[(size_t)a * k + c] = e->G[(size_t)c * k + a] = s;
         }
-    free(part);
-    return MF_OK;
 }
 
 /* y = (G + lambda I) x + sum w (f . x) f over the row's items. */
@@ -189,26 +228,23 @@ static int solve_cg(const cpu_engine *e, const int64_t *ptr, const int32_t *idx,
     return -1;
 }
 
-static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
+static mf_status solve(mf_ials_engine *base, mf_ials_side side)
 {
     cpu_engine *e = (cpu_engine *)base;
     mf_sparse *R = e->R;
     const int k = e->k;
     const int64_t *ptr;
     const int32_t *idx;
-    const float *val, *F;
+    const float *val;
     float *X;
-    int32_t other;
+    const float *F = other_factors(e, side);
     if (side == MF_IALS_USERS) {
-        other = R->cols;
-        ptr = R->row_ptr, idx = R->col, val = R->val, F = e->V, X = e->U;
+        ptr = R->row_ptr, idx = R->col, val = R->val, X = e->U;
     } else {
         MF_TRY(mf_sparse_host_transpose(R));
-        other = R->rows;
-        ptr = R->transpose.ptr, idx = R->transpose.idx, val = R->transpose.val;
-        F = e->U, X = e->V;
+        ptr = R->transpose.ptr, idx = R->transpose.idx, val = R->transpose.val, X = e->V;
     }
-    MF_TRY(gram(e, F, other));
+    gram_reduce(e, side);
     const int32_t lo = e->lo[side], hi = e->hi[side];
     int32_t failed_row = -1;
     int failed_at = -1, out_of_memory = 0;
@@ -257,6 +293,14 @@ static mf_status half_step(mf_ials_engine *base, mf_ials_side side)
     return MF_OK;
 }
 
+/* A breakdown came out at once, from solve. */
+static mf_status check(mf_ials_engine *base, mf_ials_side *broke)
+{
+    (void)base;
+    *broke = MF_IALS_USERS;
+    return MF_OK;
+}
+
 /* sum_u x_u^T G_V x_u + sum over stored (c (1 - s)^2 - s^2) + lambda (|U|^2 + |V|^2),
  * s = x_u . v_i: the objective over all pairs, with the unstored pairs' sum of s^2 taken
  * from G_V. */
@@ -265,7 +309,8 @@ static mf_status loss(mf_ials_engine *base, double *out)
     cpu_engine *e = (cpu_engine *)base;
     const mf_sparse *R = e->R;
     const int k = e->k;
-    MF_TRY(gram(e, e->V, R->cols));
+    MF_TRY(gram(base, MF_IALS_USERS, 0, e->chunks[1]));
+    gram_reduce(e, MF_IALS_USERS);
     /* Each block of LOSS_BLOCK users summed alone, the blocks added in order: the same bits
      * for any count of threads and any scheduling (a reduction would add the threads' sums
      * in the order they finish, and a converged fit's loss could then seem to go up). */
@@ -340,6 +385,7 @@ static void destroy(mf_ials_engine *base)
     free(e->U);
     free(e->V);
     free(e->G);
+    free(e->part);
     free(e);
 }
 
@@ -348,7 +394,7 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     cpu_engine *e = calloc(1, sizeof *e);
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
-    e->base = (mf_ials_engine){half_step, loss, finish, shared, destroy};
+    e->base = (mf_ials_engine){gram_parts, gram, solve, check, loss, finish, shared, destroy};
     for (int w = 0; w < 2; w++)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;
@@ -358,7 +404,11 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     e->U = calloc(nu + 1, sizeof *e->U);
     e->V = malloc((nv + 1) * sizeof *e->V);
     e->G = malloc((size_t)s->k * s->k * sizeof *e->G);
-    if (!e->U || !e->V || !e->G) {
+    for (int w = 0; w < 2; w++)
+        e->chunks[w] = gram_chunks(w == 0 ? s->R->rows : s->R->cols, s->k);
+    const int64_t most = e->chunks[0] > e->chunks[1] ? e->chunks[0] : e->chunks[1];
+    e->part = malloc((size_t)most * tri(s->k) * sizeof *e->part);
+    if (!e->U || !e->V || !e->G || !e->part) {
         destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
     }

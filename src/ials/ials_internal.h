@@ -34,10 +34,28 @@ typedef struct mf_ials_setup {
 } mf_ials_setup;
 
 typedef struct mf_ials_engine mf_ials_engine;
+/* A half step of `side` solves its rows against G = F^T F of the other side's factors F.
+ * The engine cuts F's rows into chunks that depend only on the row count and the rank,
+ * never on the device or the group, forms each chunk's partial Gram, and adds the partials
+ * in chunk order: so a group whose ranks each form a share of the chunks and exchange them
+ * (ials.c) has one context's G bit for bit, and with it one context's factors. */
 struct mf_ials_engine {
-    /* Solve every row of `side` against the other side's current factors. */
-    mf_status (*half_step)(mf_ials_engine *e, mf_ials_side side);
-    /* The objective (mfact.h's mf_ials_run) of the current factors, summed in double. */
+    /* Where the partials of the Gram that `side` is solved against lie: *chunks rows of
+     * *row_bytes at *parts (device memory on the CUDA engine), which a group's ranks
+     * exchange. */
+    void (*gram_parts)(mf_ials_engine *e, mf_ials_side side, void **parts, size_t *row_bytes,
+                       int64_t *chunks);
+    /* Form the partials of chunks [first, last). */
+    mf_status (*gram)(mf_ials_engine *e, mf_ials_side side, int64_t first, int64_t last);
+    /* G from every chunk's partial, then the rows [lo[side], hi[side]) solved. A system that
+     * breaks down may come out only at the next check (the CUDA engine's word stays on the
+     * device). */
+    mf_status (*solve)(mf_ials_engine *e, mf_ials_side side);
+    /* The first breakdown of the solves since the last check, users before items; *broke:
+     * the side it was on. */
+    mf_status (*check)(mf_ials_engine *e, mf_ials_side *broke);
+    /* The objective (mfact.h's mf_ials_run) of the current factors, summed in double; this
+     * rank alone (it forms the whole Gram itself). */
     mf_status (*loss)(mf_ials_engine *e, double *loss);
     /* The working factors into the caller's U and V (rows x k; either may be NULL), in
      * `where` memory. */

@@ -22,16 +22,27 @@ __device__ __forceinline__ float fac(const void *F, int64_t e, int is_half)
 
 /* ---- G = F^T F: partial sums by row chunks, then a fixed-order reduction ---------------- */
 
-/* Block (chunk, lower 32 x 32 tile t) sums F's rows of its chunk into its tile of
- * part[chunk] (kp x kp): 256 threads, each a 2 x 2 piece. */
-__global__ void __launch_bounds__(256)
-    gram_partial(const void *F, int is_half, int64_t rows, int kp, int chunks, float *part)
+/* Lower 32 x 32 tile t of a kp x kp matrix: its tile row I and tile column M <= I. */
+__device__ __forceinline__ void tile_of(int t, int &I, int &M)
 {
-    int I = 0;
-    while ((I + 1) * (I + 2) / 2 <= (int)blockIdx.y)
+    I = 0;
+    while ((I + 1) * (I + 2) / 2 <= t)
         I++;
-    const int M = blockIdx.y - I * (I + 1) / 2;
-    const int64_t r0 = rows * blockIdx.x / chunks, r1 = rows * (blockIdx.x + 1) / chunks;
+    M = t - I * (I + 1) / 2;
+}
+
+/* Block (chunk first + x, lower 32 x 32 tile y) sums F's rows of its chunk (of `chunks`
+ * over all rows) into its tile of the chunk's partial: part + (chunk x tiles + y) x 1024, a
+ * row of the tile 32 floats. 256 threads, each a 2 x 2 piece. A chunk's sums depend only on
+ * its rows, whichever launch or rank forms it. */
+__global__ void __launch_bounds__(256)
+    gram_partial(const void *F, int is_half, int64_t rows, int kp, int64_t chunks, int64_t first,
+                 float *part)
+{
+    int I, M;
+    tile_of((int)blockIdx.y, I, M);
+    const int64_t ch = first + blockIdx.x;
+    const int64_t r0 = rows * ch / chunks, r1 = rows * (ch + 1) / chunks;
     __shared__ float a[32][33], b[32][33];
     const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
     float acc[2][2] = {{0.0f, 0.0f}, {0.0f, 0.0f}};
@@ -55,27 +66,29 @@ __global__ void __launch_bounds__(256)
         }
         __syncthreads();
     }
-    float *out = part + (int64_t)blockIdx.x * kp * kp;
+    float *out = part + (ch * gridDim.y + blockIdx.y) * 1024;
     for (int i = 0; i < 2; i++)
         for (int j = 0; j < 2; j++)
-            out[(int64_t)(I * 32 + ty * 2 + i) * kp + M * 32 + tx * 2 + j] = acc[i][j];
+            out[(ty * 2 + i) * 32 + tx * 2 + j] = acc[i][j];
 }
 
-/* G (kp x kp, both triangles) = the chunks' partials summed in chunk order. */
-__global__ void gram_reduce(const float *part, int kp, int chunks, float *G)
+/* G (kp x kp, both triangles) = the chunks' partials summed in chunk order: a thread per
+ * element of a lower tile, which it writes with its mirror. */
+__global__ void gram_reduce(const float *part, int kp, int tiles, int64_t chunks, float *G)
 {
-    const int64_t n = (int64_t)kp * kp;
+    const int64_t n = (int64_t)tiles * 1024;
     for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < n;
          e += (int64_t)gridDim.x * blockDim.x) {
-        int a = (int)(e / kp), c = (int)(e % kp);
-        if (a / 32 < c / 32) { /* the upper tiles are the lower ones' mirror */
-            const int t = a;
-            a = c, c = t;
-        }
+        int I, M;
+        tile_of((int)(e / 1024), I, M);
+        const int a = I * 32 + (int)(e % 1024) / 32, c = M * 32 + (int)(e % 32);
         float s = 0.0f;
-        for (int ch = 0; ch < chunks; ch++)
-            s += part[(int64_t)ch * n + (int64_t)a * kp + c];
-        G[e] = s;
+#pragma unroll 8
+        for (int64_t ch = 0; ch < chunks; ch++)
+            s += part[ch * n + e];
+        G[(int64_t)a * kp + c] = s;
+        if (I != M) /* the upper tiles are the lower ones' mirror */
+            G[(int64_t)c * kp + a] = s;
     }
 }
 
