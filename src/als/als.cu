@@ -257,11 +257,8 @@ mf_status batch_budget(cuda_engine *e, size_t *slots)
         size_t left = m->limit > m->current ? m->limit - m->current : 0;
         if (left / 10 * 9 < budget)
             budget = left / 10 * 9;
-    } else {
-        size_t free_b = 0, total = 0;
-        MF_CUDA_TRY(e->ctx, cudaMemGetInfo(&free_b, &total));
-        if (free_b / 2 < budget)
-            budget = free_b / 2;
+    } else if (e->device_free / 2 < budget) {
+        budget = e->device_free / 2;
     }
     *slots = budget / system_bytes(e);
     return MF_OK;
@@ -533,6 +530,8 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     free(V0);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "uploading the initial V", __FILE__, __LINE__);
+    size_t total = 0;
+    MF_CUDA_TRY(ctx, cudaMemGetInfo(&e->device_free, &total));
     return MF_OK;
 }
 

@@ -45,6 +45,10 @@ struct cuda_engine {
     int biases, weighted;
     int cg_steps;   /* 0: the exact solver; else als_cg.cuh's, this many steps */
     int64_t cg_cap; /* its persistent grid (cg_grid_cap), set up once */
+    /* The device's free memory once the engine is set up (cudaMemGetInfo), for the batch
+     * budget without a context limit: asked once, since the query is a driver call that
+     * costs far more than a launch (and contends across the devices of one process). */
+    size_t device_free;
     float lambda_bias, mean;
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */
