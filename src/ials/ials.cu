@@ -1,6 +1,7 @@
-/* The CUDA engine of implicit-feedback ALS (ials_engine.cuh). The interactions go to the
- * device once, as the matrix's cached CSR and CSC (or, where they do not fit, stream from
- * host memory: ials_stream.cu). A half-step is a fixed sequence of stream-ordered launches
+/* The CUDA engine of implicit-feedback ALS (ials_engine.cuh): its arithmetic, behind the
+ * engine table of ials_internal.h. The interactions go to the device once, as the matrix's
+ * cached CSR and CSC (ials_setup.cu), or, where they do not fit, stream from host memory
+ * (ials_stream.cu). A half-step is a fixed sequence of stream-ordered launches
  * (ials_kernels.cuh): G = F^T F of the other side, formed by chunks of F's rows and the
  * chunks' partials added in chunk order (so runs repeat exactly, and a group's ranks can
  * each form a share of the chunks: ials.c), then either
@@ -17,8 +18,6 @@
 #include <string.h>
 
 #include "core/ctx.h"
-#include "core/ranks.h"
-#include "core/staging.h"
 #include "ials/ials_engine.cuh"
 #include "ials/ials_kernels.cuh"
 
@@ -31,26 +30,6 @@ namespace
 {
 
 /* ---- G = F^T F by chunks of rows ------------------------------------------------------- */
-
-/* A chunk holds at least GRAM_CHUNK_ROWS rows (fewer rows: one chunk), and a Gram's chunks
- * make at most about GRAM_BLOCKS blocks of gram_partial (a chunk is a block per lower tile).
- * Nothing of the device or the group: every GPU and every group size cuts the chunks alike,
- * so a group's G is one context's bit for bit. 2048 blocks keep about 4 blocks an SM busy
- * on each of 4 H200s (132 SMs) that share them, and the partials under 9 MB at any rank. */
-const int64_t GRAM_CHUNK_ROWS = 1024, GRAM_BLOCKS = 2048;
-
-int tiles_of(const cuda_engine *e)
-{
-    const int T = e->kp / 32;
-    return T * (T + 1) / 2;
-}
-
-int64_t gram_chunks(int32_t rows, int tiles)
-{
-    const int64_t most = (GRAM_BLOCKS + tiles - 1) / tiles,
-                  n = ((int64_t)rows + GRAM_CHUNK_ROWS - 1) / GRAM_CHUNK_ROWS;
-    return n < 1 ? 1 : n < most ? n : most;
-}
 
 /* The partials of chunks [first, last) of the Gram that side s is solved against. */
 mf_status gram_partials(cuda_engine *e, mf_ials_side s, int64_t first, int64_t last)
@@ -247,7 +226,7 @@ mf_status engine_loss(mf_ials_engine *base, double *loss)
     return MF_OK;
 }
 
-/* ---- the factors out, the end ------------------------------------------------------------ */
+/* ---- the factors out, the end --------------------------------------------------------- */
 
 /* Working factor (rows x kp) to the caller's rows x k floats, host or device (halves
  * through a float copy on the device). */
@@ -318,241 +297,28 @@ void engine_destroy(mf_ials_engine *base)
     free(e);
 }
 
-/* ---- the set-up ------------------------------------------------------------------------ */
-
-/* A working factor from host X0 (rows x k floats; halves converted on the host), or
- * zeros. */
-mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0, const char *what)
-{
-    mf_ctx *ctx = e->ctx;
-    cudaStream_t stream = mf_cuda_of(ctx)->stream;
-    const size_t eb = fac_bytes(e);
-    MF_TRY(mf_dmem_alloc(ctx, F, ((size_t)rows * e->kp + 1) * eb, what));
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(F->ptr, 0, F->bytes, stream));
-    if (!X0 || rows == 0)
-        return MF_OK;
-    if (!e->is_half) {
-        MF_CUDA_TRY(ctx,
-                    cudaMemcpy2DAsync(F->ptr, (size_t)e->kp * sizeof(float), X0,
-                                      (size_t)e->k * sizeof(float), (size_t)e->k * sizeof(float),
-                                      (size_t)rows, cudaMemcpyHostToDevice, stream));
-        MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream)); /* X0 is the driver's to free */
-        return MF_OK;
-    }
-    __half *h = (__half *)malloc((size_t)rows * e->k * sizeof *h + 1);
-    if (!h)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    for (int64_t i = 0; i < (int64_t)rows * e->k; i++)
-        h[i] = __float2half_rn(X0[i]);
-    cudaError_t err =
-        cudaMemcpy2DAsync(F->ptr, (size_t)e->kp * sizeof *h, h, (size_t)e->k * sizeof *h,
-                          (size_t)e->k * sizeof *h, (size_t)rows, cudaMemcpyHostToDevice, stream);
-    if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
-    free(h);
-    if (err != cudaSuccess)
-        return mf_cuda_fail(ctx, err, "iALS factor upload", __FILE__, __LINE__);
-    return MF_OK;
-}
-
-/* Side sd's segments from its row offsets (host): one per IALS_SEGMENT interactions of each
- * row longer than that (ials_kernels.cuh, cg_args). */
-mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
-{
-    mf_ctx *ctx = e->ctx;
-    /* The share's rows only, numbered from its first (engine_solve moves the row pointers). */
-    const int32_t rows = sd->count;
-    ptr += sd->first;
-    int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
-    if (!row_seg)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    segment_starts(ptr, rows, row_seg);
-    const int64_t nseg = row_seg[rows];
-    int64_t *lo = (int64_t *)malloc(((size_t)nseg * 2 + 1) * sizeof *lo), *hi = lo + nseg;
-    int32_t *srow = (int32_t *)malloc(((size_t)nseg + 1) * sizeof *srow);
-    mf_status st = MF_OK;
-    if (!lo || !srow)
-        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    if (st == MF_OK)
-        fill_segments(ptr, row_seg, 0, rows, 0, 0, lo, hi, srow);
-    if (st == MF_OK)
-        st = mf_upload(ctx, &sd->lo, lo, ((size_t)nseg + 1) * sizeof *lo, "iALS segment starts");
-    if (st == MF_OK)
-        st = mf_upload(ctx, &sd->hi, hi, ((size_t)nseg + 1) * sizeof *hi, "iALS segment ends");
-    if (st == MF_OK)
-        st = mf_upload(ctx, &sd->row, srow, ((size_t)nseg + 1) * sizeof *srow, "iALS segment rows");
-    if (st == MF_OK)
-        st = mf_upload(ctx, &sd->seg, row_seg, ((size_t)rows + 1) * sizeof *row_seg,
-                       "iALS row segments");
-    if (st == MF_OK)
-        st = mf_cuda_sync(ctx); /* the host arrays go now */
-    sd->nseg = nseg;
-    free(row_seg);
-    free(lo);
-    free(srow);
-    return st;
-}
-
-/* The Gram partials' bytes: the larger side's chunks. */
-size_t part_bytes(const cuda_engine *e)
-{
-    const int64_t most = e->chunks[0] > e->chunks[1] ? e->chunks[0] : e->chunks[1];
-    return (size_t)most * tiles_of(e) * 1024 * sizeof(float);
-}
-
-/* The device bytes of alloc_common, and with fp16 the float copy that finish makes. */
-size_t common_bytes(const cuda_engine *e, const mf_sparse *R)
-{
-    const size_t eb = fac_bytes(e), kk = (size_t)e->kp * e->kp;
-    const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
-    size_t b = ((size_t)R->rows * e->kp + 1) * eb + ((size_t)R->cols * e->kp + 1) * eb;
-    b += kk * sizeof(float) + part_bytes(e) + 2 * sizeof(unsigned long long);
-    b += ((lines + 7) / 8 + 1) * sizeof(double);
-    if (e->is_half)
-        b += lines * (size_t)e->k * sizeof(float);
-    return b;
-}
-
-int64_t count_segments(const int64_t *ptr, int32_t rows)
-{
-    int64_t n = 0;
-    for (int32_t r = 0; r < rows; r++)
-        n += segments_of(ptr[r + 1] - ptr[r]);
-    return n;
-}
-
-/* The resident mode's peak: the CSR (unless the matrix holds it already) and the CSC, with
- * the device sort's scratch while the CSC is built (gone before the factors come), then
- * common_bytes and CG's vectors, segments and partial sums. Without a host transpose the
- * items' segments are bounded: a column past IALS_SEGMENT has at most n / IALS_SEGMENT + 1,
- * and at most nnz / (IALS_SEGMENT + 1) columns are past it. *inter: the two orientations. */
-size_t resident_bytes(const cuda_engine *e, const mf_sparse *R, size_t common, size_t *inter)
-{
-    const size_t n = (size_t)R->nnz, per = R->val ? 8 : 4;
-    const size_t csr = ((size_t)R->rows + 1) * 8 + n * per,
-                 csc = ((size_t)R->cols + 1) * 8 + n * per;
-    *inter = csr + csc;
-    const size_t scratch = R->transpose.ptr ? 0 : mf_cuda_csr_transpose_scratch(R->nnz, R->cols);
-    size_t work = common;
-    if (e->cg_steps > 0) {
-        const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
-        work += 3 * (lines * e->kp + 1) * sizeof(float) + (lines + 1) * sizeof(float);
-        const int64_t su = count_segments(R->row_ptr, R->rows);
-        int64_t sv;
-        if (R->transpose.ptr) {
-            sv = count_segments(R->transpose.ptr, R->cols);
-        } else {
-            const int64_t long_cols = R->nnz / (IALS_SEGMENT + 1);
-            sv = (R->nnz + IALS_SEGMENT - 1) / IALS_SEGMENT +
-                 (long_cols < R->cols ? long_cols : R->cols);
-        }
-        work += ((size_t)su + 1 + (size_t)sv + 1) * (8 + 8 + 4) +
-                ((size_t)R->rows + 1 + (size_t)R->cols + 1) * 8;
-        work += 2 * (((size_t)(su > sv ? su : sv) * e->kp + 1) * sizeof(float));
-    }
-    return (R->device.row_ptr.ptr ? 0 : csr) + csc + (scratch > work ? scratch : work);
-}
-
-/* The resident mode: the interactions on the device in both orientations, as they were
- * before streaming existed. */
-mf_status setup_resident(cuda_engine *e, const mf_ials_setup *s)
-{
-    mf_ctx *ctx = e->ctx;
-    mf_sparse *R = s->R;
-    MF_TRY(mf_sparse_device_csr(R, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
-    MF_TRY(mf_sparse_device_csc(R, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
-    MF_TRY(alloc_common(e, s));
-    const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
-    if (e->cg_steps > 0) {
-        const size_t bytes = (lines * e->kp + 1) * sizeof(float);
-        MF_TRY(mf_dmem_alloc(ctx, &e->R, bytes, "iALS CG residuals"));
-        MF_TRY(mf_dmem_alloc(ctx, &e->P, bytes, "iALS CG directions"));
-        MF_TRY(mf_dmem_alloc(ctx, &e->AP, bytes, "iALS CG products"));
-        MF_TRY(mf_dmem_alloc(ctx, &e->rs, (lines + 1) * sizeof(float), "iALS CG norms"));
-        /* The item side's offsets come from the device CSC (the host may hold no transpose). */
-        int64_t *cptr = (int64_t *)malloc(((size_t)R->cols + 1) * sizeof *cptr);
-        if (!cptr)
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-        mf_status st = mf_cuda_copy(ctx, cptr, e->by[1].ptr, ((size_t)R->cols + 1) * sizeof *cptr);
-        if (st == MF_OK)
-            st = build_segments(e, &e->by[0], R->row_ptr);
-        if (st == MF_OK)
-            st = build_segments(e, &e->by[1], cptr);
-        free(cptr);
-        MF_TRY(st);
-        const int64_t nseg = e->by[0].nseg > e->by[1].nseg ? e->by[0].nseg : e->by[1].nseg;
-        const size_t pbytes = ((size_t)nseg * e->kp + 1) * sizeof(float);
-        MF_TRY(mf_dmem_alloc(ctx, &e->PA, pbytes, "iALS CG partial sums"));
-        MF_TRY(mf_dmem_alloc(ctx, &e->PB, pbytes, "iALS CG partial right-hand sides"));
-    }
-    return MF_OK;
-}
-
-mf_status setup(cuda_engine *e, const mf_ials_setup *s)
-{
-    mf_ctx *ctx = e->ctx;
-    mf_sparse *R = s->R;
-    if (e->cg_steps == 0) {
-        const size_t optin = mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin;
-        if (ials::exact_smem_bytes(e->k) > optin) {
-            int most = e->k;
-            while (most > 1 && ials::exact_smem_bytes(most) > optin)
-                most--;
-            return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                           "%s: the exact solver on this device takes rank <= %d (rank = %d); "
-                           "MF_ALS_SOLVER_CG takes any rank",
-                           e->fn, most, e->k);
-        }
-        MF_CUDA_TRY(ctx, cudaFuncSetAttribute(ials::exact_solve,
-                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              (int)ials::exact_smem_bytes(e->k)));
-    }
-    e->by[0].rows = R->rows;
-    e->by[1].rows = R->cols;
-    for (int w = 0; w < 2; w++) {
-        e->by[w].first = s->lo[w];
-        e->by[w].count = s->hi[w] - s->lo[w];
-    }
-    for (int w = 0; w < 2; w++)
-        e->chunks[w] = gram_chunks(e->by[w].rows, tiles_of(e));
-    /* Resident or streamed: the room is what the limit leaves (its accounting is exact, so a
-     * small margin), or else what the device has free (a larger one: other users, the pool's
-     * rounding). */
-    const mf_dmem *m = &ctx->dmem;
-    const bool limited = m->limit != 0;
-    size_t avail = 0;
-    if (limited) {
-        avail = m->limit > m->current ? m->limit - m->current : 0;
-    } else {
-        size_t total = 0;
-        MF_CUDA_TRY(ctx, cudaMemGetInfo(&avail, &total));
-        /* What the context's pool keeps from earlier frees serves this run too. */
-        const cudaMemPool_t pool = mf_cuda_of(ctx)->pool;
-        if (pool) {
-            uint64_t reserved = 0, used = 0; /* the attributes are cuuint64_t */
-            MF_CUDA_TRY(
-                ctx, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemCurrent, &reserved));
-            MF_CUDA_TRY(ctx, cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
-            avail += reserved > used ? (size_t)(reserved - used) : 0;
-        }
-    }
-    const size_t usable = avail - avail / (limited ? 32 : 8);
-    const size_t common = common_bytes(e, R);
-    size_t inter = 0;
-    if (resident_bytes(e, R, common, &inter) <= usable)
-        return setup_resident(e, s);
-    if (mf_ranks(ctx) > 1)
-        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                       "%s: over a group of contexts the interactions must fit on each device "
-                       "(%zu bytes needed beside the factors, %zu available); streaming them "
-                       "from host memory runs on one context",
-                       e->fn, inter, usable > common ? usable - common : (size_t)0);
-    return stream_setup(e, s, common, inter, usable, limited);
-}
-
 } // namespace
 
-/* ---- what ials_stream.cu shares -------------------------------------------------------- */
+/* ---- what ials_stream.cu and ials_setup.cu share ----------------------------------------- */
+
+mf_status exact_prepare(cuda_engine *e)
+{
+    mf_ctx *ctx = e->ctx;
+    const size_t optin = mf_cuda_of(ctx)->prop.sharedMemPerBlockOptin;
+    if (ials::exact_smem_bytes(e->k) > optin) {
+        int most = e->k;
+        while (most > 1 && ials::exact_smem_bytes(most) > optin)
+            most--;
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "%s: the exact solver on this device takes rank <= %d (rank = %d); "
+                       "MF_ALS_SOLVER_CG takes any rank",
+                       e->fn, most, e->k);
+    }
+    MF_CUDA_TRY(ctx,
+                cudaFuncSetAttribute(ials::exact_solve, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     (int)ials::exact_smem_bytes(e->k)));
+    return MF_OK;
+}
 
 mf_status solve_rows(cuda_engine *e, mf_ials_side s, const void *F, const rows_view &v)
 {
@@ -611,54 +377,6 @@ mf_status launch_loss(cuda_engine *e, int32_t rows, const int64_t *ptr, const in
     }
 }
 
-/* CG's segments of a row of n interactions (ials_kernels.cuh, cg_args). */
-int64_t segments_of(int64_t n)
-{
-    return n > IALS_SEGMENT ? (n + IALS_SEGMENT - 1) / IALS_SEGMENT : 0;
-}
-
-/* row_seg[0..rows]: the first segment of each of the rows of ptr (rows + 1 offsets). */
-void segment_starts(const int64_t *ptr, int32_t rows, int64_t *row_seg)
-{
-    row_seg[0] = 0;
-    for (int32_t r = 0; r < rows; r++)
-        row_seg[r + 1] = row_seg[r] + segments_of(ptr[r + 1] - ptr[r]);
-}
-
-/* The segments of rows [r0, r1) (row_seg as segment_starts makes it): their interactions
- * [lo, hi) less p0, and their rows less r0, at their index less s0 (a streamed batch's
- * rebasing; all 0 for a whole side). */
-void fill_segments(const int64_t *ptr, const int64_t *row_seg, int32_t r0, int32_t r1, int64_t p0,
-                   int64_t s0, int64_t *lo, int64_t *hi, int32_t *srow)
-{
-    for (int32_t r = r0; r < r1; r++)
-        for (int64_t g = row_seg[r]; g < row_seg[r + 1]; g++) {
-            const int64_t first = ptr[r] + (g - row_seg[r]) * IALS_SEGMENT;
-            lo[g - s0] = first - p0;
-            hi[g - s0] =
-                (first + IALS_SEGMENT < ptr[r + 1] ? first + IALS_SEGMENT : ptr[r + 1]) - p0;
-            srow[g - s0] = r - r0;
-        }
-}
-
-mf_status alloc_common(cuda_engine *e, const mf_ials_setup *s)
-{
-    mf_ctx *ctx = e->ctx;
-    const mf_sparse *R = s->R;
-    MF_TRY(alloc_factor(e, &e->F[0], R->rows, s->U0, "iALS user factors"));
-    MF_TRY(alloc_factor(e, &e->F[1], R->cols, s->V0, "iALS item factors"));
-    const size_t kk = (size_t)e->kp * e->kp;
-    MF_TRY(mf_dmem_alloc(ctx, &e->G, kk * sizeof(float), "iALS Gram matrix"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->part, part_bytes(e), "iALS Gram partials"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->failed, 2 * sizeof(unsigned long long), "iALS breakdown words"));
-    MF_CUDA_TRY(ctx,
-                cudaMemsetAsync(e->failed.ptr, 0xff, e->failed.bytes, mf_cuda_of(ctx)->stream));
-    const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
-    MF_TRY(mf_dmem_alloc(ctx, &e->partial, ((lines + 7) / 8 + 1) * sizeof(double),
-                         "iALS loss partials"));
-    return MF_OK;
-}
-
 } // namespace mf_ials_cuda
 
 using namespace mf_ials_cuda;
@@ -689,7 +407,7 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
     e->is_half = s->fp16;
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence;
-    mf_status st = setup(e, s);
+    mf_status st = engine_setup(e, s);
     if (st != MF_OK) {
         engine_destroy(&e->base);
         return st;

@@ -1,6 +1,7 @@
-// The CUDA engine of implicit-feedback ALS as its files share it: ials.cu (the engine: the
-// Gram matrices, the solves, the loss, the set-up) and ials_stream.cu (the interactions
-// streamed from host memory in batches, where both orientations do not fit on the device).
+// The CUDA engine of implicit-feedback ALS as its files share it: ials.cu (the engine's
+// arithmetic: the Gram matrices, the solves, the loss, the factors out), ials_setup.cu (its
+// device memory and buffers) and ials_stream.cu (the interactions streamed from host memory
+// in batches, where both orientations do not fit on the device).
 // CUDA C++, private to src/ials; ials_internal.h is the engine's C face. This header names
 // no kernel, so that the kernels (ials_kernels.cuh) are compiled in ials.cu alone.
 #ifndef MF_IALS_ENGINE_CUH
@@ -50,6 +51,13 @@ inline float *fp(const mf_dbuf &b)
     return (float *)b.ptr;
 }
 
+/* The lower 32 x 32 tiles of a kp x kp matrix: a Gram chunk's partial is as many. */
+inline int tiles_of(const cuda_engine *e)
+{
+    const int T = e->kp / 32;
+    return T * (T + 1) / 2;
+}
+
 /* Bytes of one factor element: float, or half with mf_ials_opts.fp16. */
 inline size_t fac_bytes(const cuda_engine *e)
 {
@@ -81,6 +89,12 @@ mf_status solve_rows(cuda_engine *e, mf_ials_side s, const void *F, const rows_v
  * (a streamed batch) each row's total there. Queued on the stream. */
 mf_status launch_loss(cuda_engine *e, int32_t rows, const int64_t *ptr, const int32_t *idx,
                       const float *val, const void *X, double *row_total);
+/* The exact solver's shared memory for rank k on this device, or MF_ERR_UNSUPPORTED. */
+mf_status exact_prepare(cuda_engine *e);
+
+/* ials_setup.cu. Everything the engine holds, from s: the resident mode, or the streamed
+ * one where the interactions do not fit (one context only). */
+mf_status engine_setup(cuda_engine *e, const mf_ials_setup *s);
 /* CG's segments of a row of n interactions; row_seg[0..rows]: the first segment of each
  * row of ptr; the segments of rows [r0, r1), their interactions less p0 and their rows less
  * r0 at their index less s0 (a streamed batch's rebasing; all 0 for a whole side). */

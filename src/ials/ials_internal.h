@@ -13,6 +13,11 @@
 extern "C" {
 #endif
 
+/* The CUDA engine's CG cuts a row of more than IALS_SEGMENT interactions into segments
+ * (ials_kernels.cuh, cg_args): short enough that the heaviest row's warps finish with the
+ * rest, long enough that a partial sum (kp floats) costs little beside its items' rows. */
+#define IALS_SEGMENT 64
+
 /* The users or the items: which half of an iteration. */
 typedef enum mf_ials_side { MF_IALS_USERS = 0, MF_IALS_ITEMS = 1 } mf_ials_side;
 

@@ -178,10 +178,6 @@ struct cg_args {
     int64_t row0;
 };
 
-/* Interactions per segment: short enough that the heaviest row's warps finish with the
- * rest, long enough that a partial sum (kp floats) costs little beside its items' rows. */
-#define IALS_SEGMENT 64
-
 template <int VPL> __device__ __forceinline__ void load_row(const float *p, float v[VPL])
 {
     if (VPL % 4 == 0) {
