@@ -16,6 +16,7 @@
 // --sgd: Hogwild SGD instead (bench_sgd's settings: fp16 factors, biases, lr 0.08, decay 0.3,
 // lambda 0.05; --iterations counts epochs). Its group's factors are not one GPU's (Hogwild's
 // order differs), so that column says whether the test RMSE is within 0.5% of one GPU's.
+// Before its table, the balance of each group's cells (sgd_cell_balance).
 // --asd: ASD (Scaled) completing the training ratings at rank k, --iterations iterations (no
 // other stop); seconds per iteration from every rank's progress calls (the setup left out;
 // the slowest rank's), the relative residual in the RMSE column, and the last column whether
@@ -86,6 +87,48 @@ static mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int p
     return m;
 }
 static bool split_input = false;
+
+// SGD over g ranks waits, in each of an epoch's g sub-steps, for the slowest cell (rank r's
+// users against item block (r + q) mod g). The cells as the library cuts them (users and
+// items in shares balanced by entries: mf_partition_rows with no cost a line): the epoch's
+// sum over the sub-steps of the largest cell, over the ideal nnz / g. 1.00 is even; 1.10
+// means the slowest cells alone cost 10% over a perfect split.
+static void shares_by_entries(const std::vector<int64_t> &ptr, int parts, std::vector<int64_t> &b)
+{
+    const int64_t lines = (int64_t)ptr.size() - 1, total = ptr[lines] - ptr[0];
+    b.assign((size_t)parts + 1, lines);
+    b[0] = 0;
+    for (int p = 1; p < parts; p++) {
+        const int64_t target = total / parts * p + total % parts * p / parts;
+        b[p] =
+            std::lower_bound(ptr.begin() + b[p - 1], ptr.end() - 1, ptr[0] + target) - ptr.begin();
+    }
+}
+
+static double sgd_cell_balance(const host_csr &h, int g)
+{
+    std::vector<int64_t> colptr((size_t)h.cols + 1, 0), ub, ib;
+    for (int64_t p = 0; p < h.nnz; p++)
+        colptr[(size_t)h.col[p] + 1]++;
+    for (int32_t j = 0; j < h.cols; j++)
+        colptr[(size_t)j + 1] += colptr[j];
+    shares_by_entries(h.ptr, g, ub);
+    shares_by_entries(colptr, g, ib);
+    std::vector<int64_t> cell((size_t)g * g, 0);
+    for (int r = 0; r < g; r++)
+        for (int64_t p = h.ptr[ub[r]]; p < h.ptr[ub[r + 1]]; p++)
+            cell[(size_t)r * g +
+                 (size_t)(std::upper_bound(ib.begin(), ib.end(), (int64_t)h.col[p]) - ib.begin() -
+                          1)]++;
+    double worst = 0.0;
+    for (int q = 0; q < g; q++) {
+        int64_t most = 0;
+        for (int r = 0; r < g; r++)
+            most = std::max(most, cell[(size_t)r * g + (r + q) % g]);
+        worst += (double)most;
+    }
+    return h.nnz > 0 ? worst / ((double)h.nnz / g) : 1.0;
+}
 
 struct rank_job {
     mf_ctx *ctx;
@@ -347,6 +390,11 @@ int main(int argc, char **argv)
         const host_csr htrain = to_host(ctx, train), htest = to_host(ctx, test);
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
+        for (int g : gpus)
+            if (sgd && g > 1 && g <= devices)
+                printf("SGD cells over %d GPUs: the sub-steps' largest cells sum to %.3f x nnz / "
+                       "%d\n",
+                       g, sgd_cell_balance(htrain, g), g);
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
                "whole call s | peak GiB / GPU | rank compute s / it, least - most | test RMSE | "
                "ranks agree | factors = 1 GPU's |\n"

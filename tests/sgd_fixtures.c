@@ -1,7 +1,9 @@
 #include "sgd_fixtures.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "als_fixtures.h"
 #include "core/ctx.h"
@@ -128,4 +130,33 @@ void sx_check_movielens(mf_ctx *ctx, const char *label)
     ck_assert_msg(rep.test_rmse <= 0.93, "%s: test RMSE %.4f above 0.93", label, rep.test_rmse);
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
+}
+
+void sx_close_group(rk_job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(jobs[i].ctx);
+}
+
+void sx_run_failing(rk_job *jobs, int n, int64_t step, const char *what)
+{
+    mf_sgd_debug_fail_rank = 1;
+    mf_sgd_debug_fail_step = step;
+    rk_run_als(jobs, n);
+    mf_sgd_debug_fail_rank = -1;
+    mf_sgd_debug_fail_step = -1;
+    char named[32];
+    snprintf(named, sizeof named, "rank 1 of %d failed", n);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(jobs[i].st == MF_ERR_INTERNAL, "%s, step %lld, rank %d of %d: %s (%s)", what,
+                      (long long)step, i, n, mf_status_string(jobs[i].st), jobs[i].error);
+        ck_assert_msg(strstr(jobs[i].error, i == 1 ? "a test's failure" : named),
+                      "%s, step %lld, rank %d of %d: %s", what, (long long)step, i, n,
+                      jobs[i].error);
+    }
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include "mfact/mfact.h"
+#include "ranks_fixtures.h"
 
 /* Run mf_sgd_hogwild_run on fresh factors; the test fails unless it returns `expect`.
  * U and V are allocated (users x k, items x k floats) and returned through *U and *V when
@@ -29,6 +30,14 @@ void sx_replay(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, float *U, 
 /* MovieLens 100K, k = 10, the default options otherwise (20 epochs): the test RMSE must
  * be <= 0.93. Prints the RMSEs with `label`, or that the data set is absent. */
 void sx_check_movielens(mf_ctx *ctx, const char *label);
+
+/* A group's jobs closed: every rank's ratings and outputs freed, then the contexts. */
+void sx_close_group(rk_job *jobs, int n);
+
+/* The group's jobs run (rk_run_als) with rank 1's part of sub-step `step` failing
+ * (mf_sgd_debug_fail_rank, _step); then every rank must have returned MF_ERR_INTERNAL, rank
+ * 1 with that failure's own message, the others naming it. `what` names the case. */
+void sx_run_failing(rk_job *jobs, int n, int64_t step, const char *what);
 
 /* ||a - b|| / ||b|| over n floats. */
 

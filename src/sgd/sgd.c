@@ -181,26 +181,49 @@ static mf_status share_side(run_state *s, int side)
                             row_bytes, biases, bias_bytes);
 }
 
+int mf_sgd_debug_fail_rank = -1;
+int64_t mf_sgd_debug_fail_step = -1;
+
 /* One epoch of a group (NOMAD's and LIBMF's block rotation): in sub-step q, rank r updates
  * its users against item block (r + q) mod n, so that no two ranks write one factor row,
- * and then every rank receives the item blocks just updated. *sq_err is the group's sum. */
-static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err)
+ * and then every rank receives the item blocks just updated. The sub-steps follow each
+ * other in the stream with no wait for the device or the other ranks (each had cost a
+ * stream synchronization and a host round trip, a share of 4-GPU SGD's time that grew with
+ * the ranks): the epoch ends in one read of this rank's loss and one sum over the ranks,
+ * which carries both the group's loss (*sq_err) and whether any rank failed (*failed, the
+ * same on every rank). A rank whose part failed still takes part in every exchange that
+ * follows, so that no rank waits for it forever; the caller's agreement then fails them
+ * all. Returns this rank's own status (not agreed). An exchange that fails returns at once,
+ * as any collective's failure does. */
+static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int *failed)
 {
     mf_ctx *ctx = s->run.ctx;
     const int n = ctx->comm->size, r = ctx->comm->rank;
-    double total = 0.0;
+    mf_status st = MF_OK;
+    *failed = 0;
     for (int q = 0; q < n; q++) {
-        double part = 0.0;
-        mf_status st = s->e->part_epoch(s->e, t, (r + q) % n, lr, &part);
-        total += part;
-        MF_TRY(mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0));
+        if (st == MF_OK && r == mf_sgd_debug_fail_rank &&
+            (int64_t)t * n + q == mf_sgd_debug_fail_step)
+            st = mf_fail(ctx, MF_ERR_INTERNAL,
+                         "mf_sgd_hogwild_run: sub-step %d of epoch %d failed (a test's failure)", q,
+                         t + 1);
+        if (st == MF_OK)
+            st = s->e->part_epoch(s->e, t, (r + q) % n, lr);
         for (int b = 0; b < n; b++)
             s->owner[b] = (b - q + n) % n;
         MF_TRY(share_side(s, 1));
     }
-    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, &total, 1));
-    *sq_err = total;
-    return s->gather_each ? share_side(s, 0) : MF_OK;
+    double v[2] = {0.0, 0.0}; /* the loss, the ranks that failed */
+    if (st == MF_OK)
+        st = s->e->loss(s->e, &v[0]);
+    if (st != MF_OK)
+        v[0] = 0.0, v[1] = 1.0;
+    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
+    *sq_err = v[0];
+    *failed = v[1] > 0.0;
+    if (*failed || !s->gather_each)
+        return st;
+    return share_side(s, 0);
 }
 
 static mf_status measure(run_state *s, const fit_spec *f)
@@ -246,25 +269,33 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         float lr =
             mf_sgd_rate(o->learning_rate, o->schedule == MF_SGD_SCHEDULE_INVERSE_TIME, o->decay, t);
         double t0 = mf_seconds(), loss = 0.0;
-        /* A group's epoch agrees on failures itself, and its loss is the group's. */
-        MF_TRY(group ? group_epoch(s, t, lr, &loss) : s->e->epoch(s->e, t, lr, &loss));
-        s->rep.epoch_seconds += mf_seconds() - t0;
-        if (!isfinite(loss))
-            return diverged(ctx, o, t + 1, loss, lr);
-        s->rep.epochs = t + 1;
-        have_rmse = 0;
-        if (o->progress && f->final) {
-            st = measure(s, f);
-            if (st == MF_OK) {
-                have_rmse = 1;
-                mf_progress p = {t + 1, mf_run_seconds(&s->run), s->rep.train_rmse,
-                                 s->rep.test_rmse};
-                st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "epoch", t + 1);
+        int failed = 0; /* in a group: some rank's epoch failed (every rank sees it) */
+        st = group ? group_epoch(s, t, lr, &loss, &failed) : s->e->epoch(s->e, t, lr, &loss);
+        if (st != MF_OK && !failed)
+            return st; /* one context, or an exchange that failed */
+        if (!failed) {
+            s->rep.epoch_seconds += mf_seconds() - t0;
+            if (!isfinite(loss)) /* a group's loss is the same on every rank */
+                return diverged(ctx, o, t + 1, loss, lr);
+            s->rep.epochs = t + 1;
+            have_rmse = 0;
+            if (o->progress && f->final) {
+                st = measure(s, f);
+                if (st == MF_OK) {
+                    have_rmse = 1;
+                    mf_progress p = {t + 1, mf_run_seconds(&s->run), s->rep.train_rmse,
+                                     s->rep.test_rmse};
+                    st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "epoch",
+                                          t + 1);
+                }
             }
         }
         /* In a group (whose ranks may have a progress callback or not): one rank's failure
-         * or cancel stops them all, each keeping this epoch when it was a cancel. */
-        st = mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0);
+         * or cancel stops them all, each keeping this epoch when it was a cancel. Without
+         * a failure and without progress callbacks (gather_each: none on any rank) every
+         * rank is still fine, and the round trip is left out. */
+        if (group && (failed || s->gather_each))
+            st = mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0);
     }
     /* The users' shares, unless every epoch gathered them. */
     if (group && !s->gather_each && mf_run_has_result(st))

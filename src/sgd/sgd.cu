@@ -2,7 +2,7 @@
  * (the ratings in visiting order and the chunk boundaries) goes to the device once per run;
  * every epoch is one launch of a persistent grid of warps (sgd_kernels.cuh), one update per
  * warp at a time, followed by one 8-byte copy of the epoch's squared-error sum, which the
- * driver checks for divergence. */
+ * driver checks for divergence (a group's epoch: one copy after all of its sub-steps). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,7 +20,9 @@ namespace
 
 using namespace mf_sgd_gpu;
 
-mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
+/* Queued on the stream, nothing waited for: the part's squared errors add to the scratch's
+ * sum, which engine_loss reads. */
+mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr)
 {
     cuda_engine *e = (cuda_engine *)base;
     /* The part's chunks: chunk_begin's values index the whole plan's entries. */
@@ -28,15 +30,13 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
     const uint32_t order = (uint32_t)((int64_t)t * e->nparts + part);
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(ctx->link.cuda->device);
-    cudaStream_t stream = ctx->link.cuda->stream;
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, stream));
     sgd::epoch_args a;
     a.entries = (const mf_sgd_entry *)e->entries.ptr;
     a.user = (const int32_t *)e->user.ptr;
     a.U = e->U.ptr;
     a.V = e->V.ptr;
     a.next = (unsigned long long *)e->scratch.ptr;
-    a.sq_err = (double *)((char *)e->scratch.ptr + 8);
+    a.sq_err = (double *)((char *)e->scratch.ptr + SCRATCH_SQ_ERR);
     a.lr = lr;
     a.lambda_u = e->lambda_u;
     a.lambda_v = e->lambda_v;
@@ -55,7 +55,7 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
         a.local.log_keep = contract < 1.0 ? (float)log1p(-contract) : -INFINITY;
     }
     if (nchunks > 0) {
-        MF_TRY(hot_rows(e, 0));
+        MF_TRY(hot_rows(e, 0, part));
         if (e->row_of.ptr) {
             /* The owners' halves of the chunks with the local kernel, then the rest with the
              * global one, the sides swapped: a chunk is a row's ratings, the item row (and
@@ -79,17 +79,30 @@ mf_status engine_part_epoch(mf_sgd_engine *base, int t, int part, float lr, doub
             const int64_t *b = (const int64_t *)e->chunk_begin.ptr + first;
             MF_TRY(run_pass(e, a, b, b + 1, nchunks, e->local, e->seed, order));
         }
-        MF_TRY(hot_rows(e, 1));
+        MF_TRY(hot_rows(e, 1, part));
     }
-    MF_CUDA_TRY(ctx,
-                cudaMemcpyAsync(sq_err, a.sq_err, sizeof *sq_err, cudaMemcpyDeviceToHost, stream));
+    return MF_OK;
+}
+
+/* The squared errors since the last call: one 8-byte copy and the wait for the stream (which
+ * reports what failed in the parts queued); the sum is zeroed behind it. */
+mf_status engine_loss(mf_sgd_engine *base, double *sq_err)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
+    double *sum = (double *)((char *)e->scratch.ptr + SCRATCH_SQ_ERR);
+    MF_CUDA_TRY(ctx, cudaMemcpyAsync(sq_err, sum, sizeof *sq_err, cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(sum, 0, sizeof *sum, stream));
     return MF_OK;
 }
 
 mf_status engine_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
 {
-    return engine_part_epoch(base, t, 0, lr, sq_err);
+    MF_TRY(engine_part_epoch(base, t, 0, lr));
+    return engine_loss(base, sq_err);
 }
 
 void engine_shared(mf_sgd_engine *base, int side, void **factors, size_t *row_bytes, void **biases,
@@ -124,6 +137,7 @@ void engine_destroy(mf_sgd_engine *base)
     mf_dmem_free(ctx, &e->rest);
     mf_dmem_free(ctx, &e->rest_row);
     free(e->rest_sub);
+    free(e->hot_first);
     free(e->parts);
     free(e);
 }
@@ -146,13 +160,14 @@ mf_status setup(cuda_engine *e, const mf_sgd_setup *s)
         return mf_cuda_fail(ctx, err, "SGD plan upload", __FILE__, __LINE__);
 
     MF_TRY(launch_shape(e, s, sgd::LOCAL_NONE));
-    MF_TRY(hot_setup(e, p->nnz, p->nchunks));
+    MF_TRY(hot_setup(e, s));
     const int64_t spare = (int64_t)e->hot * e->replicas;
     MF_TRY(local_bias_setup(e, s, spare));
     MF_TRY(copy_in(e, &e->U, e->rows, 0, NULL, s->U0, "SGD user factors"));
     MF_TRY(copy_in(e, &e->V, e->cols, spare, (const int32_t *)e->row_of.ptr, s->V0,
                    "SGD item factors"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->scratch, 16, "SGD counters"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->scratch, SCRATCH_BYTES, "SGD counters"));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->scratch.ptr, 0, e->scratch.bytes, ctx->link.cuda->stream));
     if (e->biases) {                                           /* zero to start */
         const size_t per = MF_SGD_BIAS_STRIDE * sizeof(float); /* one sector each */
         MF_TRY(mf_dmem_alloc(ctx, &e->bu, ((size_t)e->rows + 1) * per, "SGD user biases"));
@@ -174,6 +189,7 @@ mf_status mf_cuda_sgd_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     e->base.epoch = engine_epoch;
     e->base.part_epoch = engine_part_epoch;
+    e->base.loss = engine_loss;
     e->base.shared = engine_shared;
     e->base.rmse = engine_rmse;
     e->base.finish = engine_finish;

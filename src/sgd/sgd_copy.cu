@@ -157,7 +157,7 @@ mf_status engine_rmse(mf_sgd_engine *base, const mf_sparse *R, double *rmse)
     a.V = e->V.ptr;
     a.rows = R->rows;
     a.kp = e->kp;
-    a.sum = (double *)((char *)e->scratch.ptr + 8);
+    a.sum = (double *)((char *)e->scratch.ptr + SCRATCH_RMSE);
     a.mean = e->mean;
     a.bu = bu;
     a.bi = bi;

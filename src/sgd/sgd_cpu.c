@@ -25,6 +25,7 @@ typedef struct cpu_engine {
     float *bu, *bi; /* biases (biased model only) */
     int64_t *parts; /* nparts + 1 chunk boundaries (sgd_internal.h) */
     int nparts;
+    double sq_err; /* the parts' squared errors since the last loss */
 } cpu_engine;
 
 static float load_bias(const float *b, int64_t i)
@@ -140,7 +141,7 @@ static double run_chunk(cpu_engine *e, int64_t c, float lr, float *u, float *v)
     return sq;
 }
 
-static mf_status cpu_part_epoch(mf_sgd_engine *base, int t, int part, float lr, double *sq_err)
+static mf_status cpu_part_epoch(mf_sgd_engine *base, int t, int part, float lr)
 {
     cpu_engine *e = (cpu_engine *)base;
     const int64_t first = e->parts[part], n = e->parts[part + 1] - first;
@@ -154,13 +155,22 @@ static mf_status cpu_part_epoch(mf_sgd_engine *base, int t, int part, float lr, 
         for (int64_t s = 0; s < n; s++)
             sq += run_chunk(e, first + (int64_t)mf_sgd_perm_apply(&perm, (uint64_t)s), lr, u, v);
     }
-    *sq_err = sq;
+    e->sq_err += sq;
+    return MF_OK;
+}
+
+static mf_status cpu_loss(mf_sgd_engine *base, double *sq_err)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    *sq_err = e->sq_err;
+    e->sq_err = 0.0;
     return MF_OK;
 }
 
 static mf_status cpu_epoch(mf_sgd_engine *base, int t, float lr, double *sq_err)
 {
-    return cpu_part_epoch(base, t, 0, lr, sq_err);
+    MF_TRY(cpu_part_epoch(base, t, 0, lr));
+    return cpu_loss(base, sq_err);
 }
 
 static void cpu_shared(mf_sgd_engine *base, int side, void **factors, size_t *row_bytes,
@@ -249,6 +259,7 @@ mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     e->base.epoch = cpu_epoch;
     e->base.part_epoch = cpu_part_epoch;
+    e->base.loss = cpu_loss;
     e->base.shared = cpu_shared;
     e->base.rmse = cpu_rmse;
     e->base.finish = cpu_finish;

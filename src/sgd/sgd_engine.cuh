@@ -16,6 +16,9 @@
 namespace mf_sgd_gpu
 {
 
+/* The byte offsets in cuda_engine's scratch. */
+enum { SCRATCH_SQ_ERR = 8, SCRATCH_RMSE = 16, SCRATCH_BYTES = 24 };
+
 struct cuda_engine {
     mf_sgd_engine base;
     mf_ctx *ctx;
@@ -33,17 +36,21 @@ struct cuda_engine {
     unsigned plain_blocks, plain_threads;
     int64_t plain_groups;
     mf_dbuf chunk_begin, entries, user, U, V, scratch;
-    /* scratch: the chunk counter, then the squared-error sum (double) */
+    /* scratch (SCRATCH_BYTES): the chunk counter; the squared errors of the parts run since
+     * the last loss (a double); the fp16 RMSE's sum (a double) */
     int biases;
     float lambda_bias, mean;
     mf_dbuf bu, bi; /* biased model only */
     int64_t *parts; /* nparts + 1 chunk boundaries (sgd_internal.h) */
     int nparts;
     /* Popular items' replicas (sgd_hot.cuh): hot items, hot_items[h] the item of replica
-     * rows cols + h * replicas + r; none when hot is 0. */
+     * rows cols + h * replicas + r; none when hot is 0. Part p's are h in [hot_first[p],
+     * hot_first[p + 1]) (nparts + 1 entries), or all of them where hot_first is NULL (an
+     * item hot in more than one part). */
     int32_t hot;
     int replicas;
     mf_dbuf hot_items;
+    int32_t *hot_first;
     /* Block-local item biases (sgd_local_bias.cuh), when local: `slots` in shared memory,
      * their owners, the owners' ratings per part (nparts x slots) and the blocks' copies
      * (blocks x slots floats) that the merge sums. */
@@ -87,15 +94,19 @@ mf_status run_pass(cuda_engine *e, sgd::epoch_args &a, const int64_t *begin, con
                    int64_t n, int local, uint64_t seed, uint32_t order);
 
 /* sgd_hot.cu */
-/* Replicas for the items that too many concurrent updates would hold at once. */
-mf_status hot_setup(cuda_engine *e, int64_t nnz, int64_t nchunks);
-/* The hot items' replicas from their rows (gather 0), or their rows from the replicas'
- * mean (gather 1). */
-mf_status hot_rows(cuda_engine *e, int gather);
+/* Replicas for the items that too many concurrent updates would hold at once (after
+ * launch_shape: e->groups). */
+mf_status hot_setup(cuda_engine *e, const mf_sgd_setup *s);
+/* Part `part`'s hot items' replicas from their rows (gather 0), or their rows from the
+ * replicas' mean (gather 1). */
+mf_status hot_rows(cuda_engine *e, int gather, int part);
 
 /* sgd_local_bias.cu */
 /* Block-local item biases where they pay (`spare`: the working rows past the items). */
 mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare);
+/* The bias slots one block's shared memory holds where local_bias_setup would want them for
+ * a plan of nnz ratings; 0 where it would keep the item biases in global memory. */
+int64_t local_bias_room(const cuda_engine *e, int64_t nnz);
 
 /* sgd_copy.cu */
 /* The working factor X (rows x kp storage) from the host floats X0 (rows x k), row r at

@@ -55,21 +55,22 @@ static __global__ void remap_hot_kernel(mf_sgd_entry *e, const int64_t *chunk_be
         }
 }
 
-/* gather = 0: every replica of hot row h (rows cols + h R + r) and its bias take item
- * items[h]'s values; gather = 1: the item's row and bias take the mean of its replicas.
+/* For hot rows h in [h0, h0 + hot): gather = 0: every replica of hot row h (rows cols + h R +
+ * r) and its bias take item items[h]'s values; gather = 1: the item's row and bias take the
+ * mean of its replicas.
  * Element kp of a row stands for its bias (bi NULL: none). Where the engine renumbered its
  * rows (sgd_local_bias.cuh), row x of these numbers is row map[x] of V and bi (NULL: x). */
 template <bool HALF>
-__global__ void hot_rows_kernel(void *V, float *bi, const int32_t *items, int32_t hot, int replicas,
-                                int32_t cols, int kp, int gather, const int32_t *map)
+__global__ void hot_rows_kernel(void *V, float *bi, const int32_t *items, int32_t h0, int32_t hot,
+                                int replicas, int32_t cols, int kp, int gather, const int32_t *map)
 {
     using elem = typename std::conditional<HALF, __half, float>::type;
     elem *X = static_cast<elem *>(V);
     const int64_t n = (int64_t)hot * (kp + 1);
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        const int32_t h = (int32_t)(i / (kp + 1));
-        const int t = (int)(i - (int64_t)h * (kp + 1));
+        const int32_t h = h0 + (int32_t)(i / (kp + 1));
+        const int t = (int)(i % (kp + 1));
         const int64_t first = (int64_t)cols + (int64_t)h * replicas;
         const int64_t item = map ? map[items[h]] : items[h];
         auto row = [&](int r) -> int64_t { return map ? map[first + r] : first + r; };

@@ -76,8 +76,13 @@ struct mf_sgd_engine {
      * update): the epoch's training loss, and the divergence check. */
     mf_status (*epoch)(mf_sgd_engine *e, int t, float lr, double *sq_err);
     /* The same over part `part` of the plan alone (setup's parts), its chunks in an order of
-     * their own for epoch t. epoch is part_epoch of the one part of an unparted plan. */
-    mf_status (*part_epoch)(mf_sgd_engine *e, int t, int part, float lr, double *sq_err);
+     * their own for epoch t, queued: its squared errors add to a running sum that `loss`
+     * reads, so that a group's sub-steps follow each other with no wait for the device
+     * between them. epoch is part_epoch of the one part of an unparted plan, then loss. */
+    mf_status (*part_epoch)(mf_sgd_engine *e, int t, int part, float lr);
+    /* The squared errors of the parts run since the last call (waits for them); the sum
+     * starts again from zero. */
+    mf_status (*loss)(mf_sgd_engine *e, double *sq_err);
     /* The working factors of the users (side 0) or the items (1), rows of row_bytes, and
      * their biases (NULL without), rows of bias_bytes: what a group's ranks exchange. */
     void (*shared)(mf_sgd_engine *e, int side, void **factors, size_t *row_bytes, void **biases,
@@ -118,6 +123,12 @@ extern int64_t mf_sgd_debug_local_items;
  * slots than items and working rows, and the engine renumbered its rows), which the CUDA
  * engine runs in a second pass, a row's ratings together, with the biases in global memory. */
 extern int64_t mf_sgd_debug_local_rest;
+
+/* Tests only (test_ranks, test_gpu_ranks): rank mf_sgd_debug_fail_rank of a group fails its
+ * part of sub-step mf_sgd_debug_fail_step (counted over the fit: epoch t's sub-step q is
+ * t x ranks + q) with MF_ERR_INTERNAL, as though its engine had; -1: none. */
+extern int mf_sgd_debug_fail_rank;
+extern int64_t mf_sgd_debug_fail_step;
 
 mf_status mf_sgd_cpu_engine(const mf_sgd_setup *s, mf_sgd_engine **out);
 /* CUDA builds: sgd.cu; without CUDA the stub in sgd_absent.c. */

@@ -207,6 +207,17 @@ mf_status split_chunks(cuda_engine *e, const mf_sgd_plan *plan, int64_t nb)
  * renumbers, rewrites the entries' rows and splits the chunks (split_chunks). A group's ranks
  * (several parts) exchange item blocks in the items' own numbers (mf_shares_gather), so there
  * the rows are never renumbered: the item biases stay global where they do not all fit. */
+int64_t local_bias_room(const cuda_engine *e, int64_t nnz)
+{
+    const mf_cuda *cuda = e->ctx->link.cuda;
+    const double sms = cuda->prop.multiProcessorCount;
+    const bool wanted = mf_sgd_debug_local_bias == 1 ||
+                        (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);
+    if (!e->biases || !e->resident || !wanted || nnz == 0)
+        return 0;
+    return (int64_t)(cuda->prop.sharedMemPerBlockOptin / sizeof(float)) - MF_SGD_LOCAL_SINK;
+}
+
 mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
 {
     mf_ctx *ctx = e->ctx;
@@ -215,13 +226,9 @@ mf_status local_bias_setup(cuda_engine *e, const mf_sgd_setup *s, int64_t spare)
     mf_sgd_debug_local_items = 0;
     mf_sgd_debug_local_rest = 0;
     const int64_t nb = (int64_t)e->cols + spare, nnz = s->plan->nnz;
-    const int64_t fit =
-        (int64_t)(ctx->link.cuda->prop.sharedMemPerBlockOptin / sizeof(float)) - MF_SGD_LOCAL_SINK;
-    const double sms = ctx->link.cuda->prop.multiProcessorCount;
-    const bool wanted = mf_sgd_debug_local_bias == 1 ||
-                        (mf_sgd_debug_local_bias < 0 && nnz >= MF_SGD_LOCAL_BIAS_RATINGS * sms);
+    const int64_t fit = local_bias_room(e, nnz);
     const bool renumber = nb > fit;
-    if (!e->biases || !e->resident || !wanted || nb == 0 || nnz == 0 || (renumber && e->nparts > 1))
+    if (fit <= 0 || nb == 0 || (renumber && e->nparts > 1))
         return MF_OK;
     const int32_t slots = (int32_t)(renumber ? fit : nb);
     /* The largest shared size once, for every local kernel: a context in another thread never
