@@ -6,11 +6,13 @@
  * them all, the runs that are not collective yet, and every bad argument of the group
  * calls. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "als_fixtures.h"
+#include "core/error.h"
 #include "core/ranks.h"
 #include "ranks_fixtures.h"
 #include "testutil.h"
@@ -415,6 +417,65 @@ START_TEST(ials_first_failure_wins)
     rk_run_als(j, 2);
     rk_ials_breakdown_check(j);
     free_group(j, 2);
+}
+END_TEST
+
+/* mf_ranks_agree_first over 3 CPU ranks: each thread's status and point, and what it got. */
+typedef struct first_job {
+    mf_ctx *ctx;
+    mf_status st, got;
+    int point;
+    char error[256];
+} first_job;
+
+static void *agree_first(void *arg)
+{
+    first_job *j = arg;
+    if (j->st != MF_OK)
+        mf_fail(j->ctx, j->st, "own failure at point %d", j->point);
+    j->got = mf_ranks_agree_first(j->ctx, "agree_test", j->st, j->point);
+    snprintf(j->error, sizeof j->error, "%s", mf_ctx_last_error(j->ctx));
+    return NULL;
+}
+
+/* The earliest point's failure wins: rank 2 failed at point 0 (out of memory) and keeps its
+ * message; rank 1, which failed later (point 1, with a larger status, which a plain
+ * agreement would pick), and rank 0, which did not fail, report rank 2's status and name
+ * it. No failure: MF_OK everywhere. */
+START_TEST(agree_first_failure_wins)
+{
+    mf_ctx *ctxs[3];
+    first_job j[3];
+    for (int i = 0; i < 3; i++)
+        ctxs[i] = tu_cpu_ctx();
+    ck_assert_int_eq(mf_ctx_join_local(ctxs, 3), MF_OK);
+    for (int round = 0; round < 2; round++) {
+        pthread_t t[3];
+        for (int i = 0; i < 3; i++)
+            j[i] = (first_job){ctxs[i], MF_OK, MF_OK, 0, ""};
+        if (round == 1) {
+            j[1].st = MF_ERR_NUMERIC, j[1].point = 1;
+            j[2].st = MF_ERR_OUT_OF_MEMORY, j[2].point = 0;
+            j[0].point = 2;
+        }
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(pthread_create(&t[i], NULL, agree_first, &j[i]), 0);
+        for (int i = 0; i < 3; i++)
+            ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+        if (round == 0) {
+            for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(j[i].got, MF_OK);
+            continue;
+        }
+        ck_assert_int_eq(j[2].got, MF_ERR_OUT_OF_MEMORY);
+        ck_assert_msg(strstr(j[2].error, "own failure at point 0"), "%s", j[2].error);
+        for (int i = 0; i < 2; i++) {
+            ck_assert_int_eq(j[i].got, MF_ERR_OUT_OF_MEMORY);
+            ck_assert_msg(strstr(j[i].error, "rank 2 of 3 failed"), "rank %d: %s", i, j[i].error);
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        mf_ctx_destroy(ctxs[i]);
 }
 END_TEST
 
@@ -868,6 +929,7 @@ int main(void)
                                   sgd_group_rotates_item_blocks,
                                   ials_group_equals_one_context,
                                   ials_first_failure_wins,
+                                  agree_first_failure_wins,
                                   asd_group_matches_one_context,
                                   asd_group_stops_together,
                                   review_cases,
