@@ -418,18 +418,31 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
         if (val)
             parallel_copy(ctx, m->val, val, (size_t)nnz * sizeof *val);
     }
-    col_pos *scratch = NULL;
-    int64_t cap = 0;
-    for (int32_t r = 0; r < rows; r++) {
-        int64_t b = m->row_ptr[r], len = m->row_ptr[r + 1] - b;
-        if (!sort_row(m->col + b, m->val ? m->val + b : NULL, len, &scratch, &cap)) {
-            free(scratch);
-            mf_sparse_destroy(m);
-            return out_of_memory(ctx, fn, nnz);
+    /* Rows sort apart, each thread with its own scratch; then one parallel scan says
+     * whether any row holds a repeat, and only then the (sequential) merge runs. A large
+     * matrix is therefore two passes over its entries by every thread, not one by one. */
+    int failed = 0, repeats = 0;
+#pragma omp parallel num_threads(mf_ctx_threads(ctx)) if (nnz > ((int64_t)1 << 20))
+    {
+        col_pos *scratch = NULL;
+        int64_t cap = 0;
+#pragma omp for schedule(dynamic, 4096) reduction(| : failed, repeats)
+        for (int32_t r = 0; r < rows; r++) {
+            const int64_t b = m->row_ptr[r], len = m->row_ptr[r + 1] - b;
+            if (!sort_row(m->col + b, m->val ? m->val + b : NULL, len, &scratch, &cap)) {
+                failed |= 1;
+                continue;
+            }
+            for (int64_t i = b + 1; i < b + len; i++)
+                repeats |= m->col[i] == m->col[i - 1];
         }
+        free(scratch);
     }
-    free(scratch);
-    mf_status st = merge_duplicates(ctx, m, flags, fn, NULL);
+    if (failed) {
+        mf_sparse_destroy(m);
+        return out_of_memory(ctx, fn, nnz);
+    }
+    mf_status st = repeats ? merge_duplicates(ctx, m, flags, fn, NULL) : MF_OK;
     if (st != MF_OK) {
         mf_sparse_destroy(m);
         return st;
