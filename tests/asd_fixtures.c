@@ -1,8 +1,11 @@
 /* The planted matrices of the ASD suites (asd_fixtures.h). */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "asd_fixtures.h"
+#include "ranks_fixtures.h"
 #include "testutil.h"
 
 planted make_planted(mf_ctx *ctx, int32_t m, int32_t n, int r, double fraction, const double *scale,
@@ -78,4 +81,112 @@ int asd_stop_at_3(void *user, const mf_progress *p)
     ++*calls;
     ck_assert(isfinite(p->train_rmse) && p->seconds >= 0);
     return p->iteration == 3;
+}
+
+mf_ctx *asd_rank_ctx(mf_backend backend, int i)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = backend, o.device = backend == MF_BACKEND_CUDA ? i : 0, o.seed = 42;
+    o.cpu_threads = 1; /* an OpenMP reduction's order would vary from run to run */
+    mf_ctx *ctx = NULL;
+    return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
+}
+
+/* One run of asd_check_group_cancel's group: iterations at most max_it, rank `who` (-1:
+ * none) cancelling after iteration 3; 0 when the group could not be made. */
+static int cancel_run(mf_backend backend, int n, int max_it, int who, rk_job *jobs, planted *p,
+                      int *calls)
+{
+    mf_ctx *ctxs[8];
+    for (int i = 0; i < n; i++) {
+        ctxs[i] = asd_rank_ctx(backend, i);
+        if (!ctxs[i] || (i == n - 1 && mf_ctx_join_local(ctxs, n) != MF_OK)) {
+            for (int j = 0; j <= i; j++)
+                mf_ctx_destroy(ctxs[j]);
+            return 0;
+        }
+    }
+    *calls = 0;
+    for (int i = 0; i < n; i++) {
+        memset(&jobs[i], 0, sizeof jobs[i]);
+        p[i] = make_planted(ctxs[i], 120, 90, 3, 0.4, NULL, 11);
+        jobs[i].ctx = ctxs[i];
+        jobs[i].R = p[i].M;
+        jobs[i].asd = 1;
+        mf_asd_opts_init(&jobs[i].ao);
+        jobs[i].ao.rank = 3, jobs[i].ao.max_iterations = max_it;
+        jobs[i].ao.tolerance = 1e-30, jobs[i].ao.stagnation_window = 0;
+        if (i == who)
+            jobs[i].ao.progress = asd_stop_at_3, jobs[i].ao.progress_user = calls;
+        jobs[i].U = malloc((size_t)120 * 3 * sizeof(float));
+        jobs[i].V = malloc((size_t)90 * 3 * sizeof(float));
+    }
+    rk_run_als(jobs, n);
+    return 1;
+}
+
+static void cancel_free(rk_job *jobs, planted *p, int n)
+{
+    for (int i = 0; i < n; i++) {
+        free(jobs[i].U), free(jobs[i].V);
+        free_planted(&p[i]);
+        mf_ctx_destroy(jobs[i].ctx);
+    }
+}
+
+/* The largest relative difference of rank 0's factors in a and b. */
+static double factors_diff(const rk_job *a, const rk_job *b)
+{
+    const double dx = tu_rel_diff(120 * 3, a->U, b->U), dy = tu_rel_diff(90 * 3, a->V, b->V);
+    return dx > dy ? dx : dy;
+}
+
+int asd_check_group_cancel(mf_backend backend, int n, double tol)
+{
+    ck_assert(n >= 1 && n <= 8);
+    rk_job three[8], cancel[8], last[8], four[8];
+    planted p3[8], pc[8], pl[8], p4[8];
+    int calls = 0;
+    if (!cancel_run(backend, n, 3, -1, three, p3, &calls))
+        return 0;
+    ck_assert(cancel_run(backend, n, 4, -1, four, p4, &calls));
+    ck_assert(cancel_run(backend, n, 10, n - 1, cancel, pc, &calls));
+    ck_assert_int_eq(calls, 3);
+    ck_assert(cancel_run(backend, n, 3, 0, last, pl, &calls));
+    ck_assert_int_eq(calls, 3);
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(three[i].st == MF_OK && four[i].st == MF_OK, "rank %d: %s %s", i,
+                      three[i].error, four[i].error);
+        ck_assert_int_eq(three[i].arep.iterations, 3);
+        const rk_job *stopped[2] = {&cancel[i], &last[i]};
+        for (int k = 0; k < 2; k++) {
+            const rk_job *j = stopped[k];
+            ck_assert_msg(j->st == MF_ERR_CANCELLED, "rank %d of %d (%s): %d %s", i, n,
+                          k ? "cancel at the last iteration" : "cancel", (int)j->st, j->error);
+            ck_assert_int_eq(j->arep.iterations, 3);
+            ck_assert_int_eq(j->arep.stopped, MF_ASD_STOP_CANCELLED);
+            /* the rank that cancelled says so; the others name it */
+            ck_assert_msg(strstr(j->error, "cancelled") || strstr(j->error, "rank"), "%s",
+                          j->error);
+            const rk_job *first = k ? &last[0] : &cancel[0];
+            ck_assert(j->arep.relative_residual == first->arep.relative_residual);
+            /* the iteration that carried the cancel moved nothing */
+            if (tol == 0.0) {
+                ck_assert(!memcmp(j->U, three[i].U, 120 * 3 * sizeof(float)));
+                ck_assert(!memcmp(j->V, three[i].V, 90 * 3 * sizeof(float)));
+                ck_assert(j->arep.relative_residual == three[i].arep.relative_residual);
+            } else
+                ck_assert_msg(factors_diff(j, &three[i]) <= tol, "rank %d: %g", i,
+                              factors_diff(j, &three[i]));
+        }
+    }
+    /* a fourth iteration does move them, by far more than tol */
+    const double moved = factors_diff(&four[0], &three[0]);
+    printf("asd group of %d: cancelled with 3 iterations' factors; a fourth moves them by %.2e\n",
+           n, moved);
+    ck_assert_msg(moved > 100 * tol && moved > 1e-6, "a fourth iteration moved %g", moved);
+    cancel_free(three, p3, n), cancel_free(four, p4, n);
+    cancel_free(cancel, pc, n), cancel_free(last, pl, n);
+    return 1;
 }

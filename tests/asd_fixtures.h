@@ -31,4 +31,19 @@ double full_error(const planted *p, const float *X, const float *Y, int r);
  * cancelling after the third iteration. */
 int asd_stop_at_3(void *user, const mf_progress *p);
 
+/* Rank i's context of a group: CUDA on device i (NULL where there is none), or CPU with one
+ * thread; seed 42. */
+mf_ctx *asd_rank_ctx(mf_backend backend, int i);
+
+/* The way a group of n ranks stops (src/asd/asd_internal.h: a rank's reason to stop travels
+ * with the next iteration's sums, and that iteration moves nothing). Each rank has its own
+ * context (asd_rank_ctx) and copy of a planted 120 x 90 rank-3 matrix. One rank cancels
+ * after iteration 3 (asd_stop_at_3), the others have no callback: every rank stops
+ * cancelled after 3 iterations, the callback is called 3 times, and the factors are those
+ * of the group's run of max_iterations = 3 (tol 0: bit for bit; else within tol, relative,
+ * where two runs of the same fit differ in rounding), which differ from 4 iterations'; the
+ * same when the cancel comes at the last iteration. Returns 0 when the group could not be
+ * made (no NCCL, too few devices). */
+int asd_check_group_cancel(mf_backend backend, int n, double tol);
+
 #endif

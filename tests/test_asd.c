@@ -289,10 +289,21 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* A group's ranks stop together on one rank's cancel, learnt from the next iteration's sums
+ * (no round trip of their own), with the factors of the last iteration bit for bit, over 1,
+ * 2 and 3 CPU ranks (asd_fixtures.h). */
+START_TEST(group_stops_together_without_a_round_trip)
+{
+    for (int n = 1; n <= 3; n++)
+        ck_assert(asd_check_group_cancel(MF_BACKEND_CPU, n, 0.0));
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "asd", .timeout = 300};
-    const TTest *const tests[] = {exact_small,
+    const TTest *const tests[] = {group_stops_together_without_a_round_trip,
+                                  exact_small,
                                   planted_recovery,
                                   scaling_pays_when_ill_conditioned,
                                   rank_continuation_recovers_ill_conditioned,

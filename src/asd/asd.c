@@ -190,29 +190,45 @@ static mf_status hand_back(run_state *s, int r, float *X, float *Y, mf_memory wh
     return st;
 }
 
-/* In a group, the end of an iteration: every rank fine, else every rank stops with a
- * failure (a cancel and a failure in one iteration: the failure, so that no rank hands back
- * a result while another does not) or, when ranks only cancelled, every rank cancelled;
- * and the time limit reached by any. */
-static mf_status agree_step(run_state *s, mf_status st, int *time_up)
+/* In a group, once every rank knows which reasons to stop some rank had (how[MF_ASD_WHY_*]
+ * nonzero; st: this rank's status): every rank stops with a failure (a cancel and a failure
+ * together: the failure, so that no rank hands back a result while another does not) or,
+ * when ranks only cancelled, every rank cancelled; *time_up says whether any reached the
+ * time limit. Collective when any rank failed or cancelled. */
+static mf_status resolve(run_state *s, mf_status st, const int64_t *how, int *time_up)
 {
-    *time_up = s->o->time_limit > 0.0 && mf_run_seconds(&s->run) >= s->o->time_limit;
-    if (!s->comm)
-        return st;
-    /* one maximum says whether any rank cancelled, failed, or reached the time limit */
-    int64_t how[3] = {st == MF_ERR_CANCELLED, st != MF_OK && st != MF_ERR_CANCELLED, *time_up};
-    MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, how, 3));
-    if (how[1]) { /* a failure somewhere: a cancelling rank joins it as fine */
+    if (how[MF_ASD_WHY_FAILURE] || (st != MF_OK && st != MF_ERR_CANCELLED)) {
+        /* a failure somewhere: a cancelling rank joins it as fine */
         const mf_status agreed = mf_ranks_agree(s->run.ctx, "mf_asd_run",
                                                 st == MF_ERR_CANCELLED ? MF_OK : st, NULL, NULL, 0);
         return agreed != MF_OK ? agreed
                                : mf_fail(s->run.ctx, MF_ERR_INTERNAL,
                                          "mf_asd_run: a rank's failure went unseen");
     }
-    if (how[0]) /* only cancels: every rank cancelled, naming the one that did */
+    if (how[MF_ASD_WHY_CANCEL]) /* only cancels: every rank cancelled, naming the one */
         return mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
-    *time_up = how[2] != 0;
+    *time_up = how[MF_ASD_WHY_TIME] != 0;
     return MF_OK;
+}
+
+/* This rank's reasons to stop: its status and whether it reached the time limit. */
+static void reasons(mf_status st, int time_up, int64_t *how)
+{
+    how[MF_ASD_WHY_CANCEL] = st == MF_ERR_CANCELLED;
+    how[MF_ASD_WHY_FAILURE] = st != MF_OK && st != MF_ERR_CANCELLED;
+    how[MF_ASD_WHY_TIME] = time_up;
+}
+
+/* In a group, where the ranks stop together by a rule they all apply alike (tolerance,
+ * stagnation, the iteration count) while a rank may still have had a reason to stop that
+ * the next iteration would have carried (asd_internal.h): one maximum over the ranks, once
+ * per call of iterate(), then resolve(). */
+static mf_status settle(run_state *s, mf_status st, int mine_time_up, int *time_up)
+{
+    int64_t how[MF_ASD_WHY_COUNT];
+    reasons(st, mine_time_up, how);
+    MF_TRY(s->comm->ops->max_i64(s->comm, s->run.ctx, how, MF_ASD_WHY_COUNT));
+    return resolve(s, st, how, time_up);
 }
 
 /* The stopping rules of one call of iterate(): the caller's, or an intermediate rank's. */
@@ -244,9 +260,27 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     if (res <= ru->tolerance)
         s->rep.stopped = MF_ASD_STOP_TOLERANCE;
     const int first = s->rep.iterations + 1;
+    /* In a group a rank's reason to stop (its status, the time limit) travels with the
+     * next iteration's sums, which then moves nothing (asd_internal.h): `pending` is that
+     * status, why_next the reasons; no round trip of its own per iteration. */
+    mf_status pending = MF_OK;
+    double why_next[MF_ASD_WHY_COUNT] = {0.0};
+    int time_up = 0, settled = 0;
     for (int it = first; st == MF_OK && res > ru->tolerance && it <= o->max_iterations; it++) {
-        double res2 = 0.0;
-        st = s->e->iterate(s->e, &res2, &s->rep.singular_steps);
+        double res2 = 0.0, why[MF_ASD_WHY_COUNT] = {0.0};
+        int singular = 0;
+        st = s->e->iterate(s->e, why_next, &res2, &singular, why);
+        if (s->comm && (st != MF_OK || why[MF_ASD_WHY_CANCEL] > 0.0 ||
+                        why[MF_ASD_WHY_FAILURE] > 0.0 || why[MF_ASD_WHY_TIME] > 0.0)) {
+            /* some rank stopped after the last iteration: this one moved nothing, and the
+             * report stays the last iteration's */
+            int64_t how[MF_ASD_WHY_COUNT];
+            for (int k = 0; k < MF_ASD_WHY_COUNT; k++)
+                how[k] = why[k] > 0.0;
+            st = resolve(s, st != MF_OK ? st : pending, how, &time_up);
+            settled = 1;
+            break;
+        }
         const int measure = (o->progress || s->any_progress) && o->test;
         if (s->comm && measure) /* every rank fine before the test set's collective measure */
             st = mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
@@ -254,6 +288,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             res = sqrt(res2) / norm;
             s->rep.iterations = it;
             s->rep.relative_residual = res;
+            s->rep.singular_steps += singular;
         }
         if (st == MF_OK && (o->progress || s->any_progress)) {
             double test = NAN;
@@ -263,10 +298,18 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             if (st == MF_OK && o->progress)
                 st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
         }
-        int time_up;
-        st = agree_step(s, st, &time_up);
-        if (st == MF_ERR_CANCELLED)
-            s->rep.stopped = MF_ASD_STOP_CANCELLED;
+        time_up = o->time_limit > 0.0 && mf_run_seconds(&s->run) >= o->time_limit;
+        if (s->comm && (st != MF_OK || time_up)) {
+            /* told to the others by the next iteration; until then the rules below, which
+             * every rank applies alike, go on */
+            int64_t how[MF_ASD_WHY_COUNT];
+            reasons(st, time_up, how);
+            for (int k = 0; k < MF_ASD_WHY_COUNT; k++)
+                why_next[k] = (double)how[k];
+            pending = st;
+            st = MF_OK;
+            time_up = 0;
+        }
         if (st != MF_OK)
             break;
         if (res <= ru->tolerance) {
@@ -288,6 +331,13 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             break;
         }
     }
+    if (s->comm && !settled) /* a reason to stop that no iteration carried */
+        st = settle(s, pending, why_next[MF_ASD_WHY_TIME] > 0.0, &time_up);
+    if (s->comm && st == MF_OK && time_up && s->rep.stopped != MF_ASD_STOP_TOLERANCE &&
+        s->rep.stopped != MF_ASD_STOP_STAGNATION)
+        s->rep.stopped = MF_ASD_STOP_TIME_LIMIT;
+    if (st == MF_ERR_CANCELLED)
+        s->rep.stopped = MF_ASD_STOP_CANCELLED;
     free(hist);
     return st;
 }

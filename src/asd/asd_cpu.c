@@ -34,6 +34,10 @@ typedef struct cpu_engine {
     double *A;            /* r x r: the Gram matrix, then its Cholesky factor  */
     mf_comm *comm;        /* the context's group, or NULL                      */
     mf_status failed;     /* a sum over the ranks that failed                  */
+    /* In a group, this iteration: the ranks' reasons to stop (their sums), and whether
+     * any is nonzero, when neither factor moves. */
+    double why[MF_ASD_WHY_COUNT];
+    int stopping;
 } cpu_engine;
 
 /* In a group: buf (count floats or doubles) becomes its sum over the ranks. The first
@@ -69,7 +73,8 @@ static float value(const cpu_engine *e, int64_t p)
     return e->M->val ? e->M->val[p] : 1.0f;
 }
 
-/* R = P(X Y^T - M); returns |R|^2. */
+/* R = P(X Y^T - M); returns |R|^2. In a group the sum carries whether any rank's sums
+ * failed (into why[MF_ASD_WHY_FAILURE]). */
 static double residual(cpu_engine *e)
 {
     double sum = 0.0;
@@ -81,8 +86,10 @@ static double residual(cpu_engine *e)
             e->R[p] = d;
             sum += (double)d * d;
         }
-    group_sum(e, &sum, 1, 1);
-    return sum;
+    double v[2] = {sum, e->failed != MF_OK};
+    group_sum(e, v, 2, 1);
+    e->why[MF_ASD_WHY_FAILURE] += v[1];
+    return v[0];
 }
 
 /* G = R Y (side 0, rows x r) or R^T X (side 1, cols x r). */
@@ -208,12 +215,23 @@ static int half_step(cpu_engine *e, int side)
             e->q[p] = v;
             den += (double)v * v;
         }
-    /* X's <dir, G> spans the rows' shares; Y's is the same on every rank */
-    double sums[2] = {side == 0 ? num : from_rank0(e, num), den};
-    group_sum(e, sums, 2, 1);
+    /* X's <dir, G> spans the rows' shares; Y's is the same on every rank. X's sums carry
+     * the ranks' reasons to stop (asd_internal.h), summed before either factor moves. */
+    double sums[2 + MF_ASD_WHY_COUNT] = {side == 0 ? num : from_rank0(e, num), den};
+    int count = 2;
+    if (side == 0) {
+        memcpy(sums + 2, e->why, sizeof e->why);
+        count += MF_ASD_WHY_COUNT;
+    }
+    group_sum(e, sums, (size_t)count, 1);
     num = sums[0], den = sums[1];
-    if (!(num > 0.0) || !(den > 0.0) || !isfinite(num / den))
-        return fell_back; /* a zero gradient: nothing to move */
+    if (side == 0) {
+        memcpy(e->why, sums + 2, sizeof e->why);
+        for (int k = 0; k < MF_ASD_WHY_COUNT; k++)
+            e->stopping |= e->why[k] > 0.0;
+    }
+    if (e->stopping || !(num > 0.0) || !(den > 0.0) || !isfinite(num / den))
+        return fell_back; /* a zero gradient (nothing to move), or the ranks stop */
     const float t = (float)(num / den);
 #pragma omp parallel for schedule(static) num_threads(e->threads)
     for (int64_t i = 0; i < (int64_t)lines * r; i++)
@@ -248,13 +266,17 @@ static void random_start(cpu_engine *e, double norm2)
         e->Y[p] *= s;
 }
 
-static mf_status cpu_iterate(mf_asd_engine *base, double *res2, int *singular)
+static mf_status cpu_iterate(mf_asd_engine *base, const double *stop_in, double *res2,
+                             int *singular, double *stop_out)
 {
     cpu_engine *e = (cpu_engine *)base;
+    memcpy(e->why, stop_in, sizeof e->why);
+    e->stopping = 0;
     *singular += half_step(e, 0);
     *singular += half_step(e, 1);
     /* Recomputed rather than updated, so rounding in the updates never accumulates. */
     *res2 = residual(e);
+    memcpy(stop_out, e->why, sizeof e->why);
     return e->failed;
 }
 

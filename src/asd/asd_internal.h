@@ -13,11 +13,23 @@
 extern "C" {
 #endif
 
+/* A rank's reasons to stop a group's iterations (mf_asd_engine.iterate). */
+enum { MF_ASD_WHY_CANCEL, MF_ASD_WHY_FAILURE, MF_ASD_WHY_TIME, MF_ASD_WHY_COUNT };
+
 typedef struct mf_asd_engine mf_asd_engine;
 struct mf_asd_engine {
     /* One iteration: a step on X, then one on Y. *res2 gets |R|^2 after it; *singular
-     * counts the scaled steps that fell back to the plain direction. */
-    mf_status (*iterate)(mf_asd_engine *e, double *res2, int *singular);
+     * counts the scaled steps that fell back to the plain direction.
+     * In a group, stop_in[MF_ASD_WHY_*] holds this rank's reasons to stop, found after the
+     * last iteration (1 or 0 each), and stop_out gets their sums over the ranks: the engine
+     * adds them into the first sum of the iteration, before either factor moves, and when
+     * any is nonzero neither factor moves, so that every rank keeps the last iteration's
+     * factors. A failure of the engine's own (a sum that failed) is added into
+     * stop_out[MF_ASD_WHY_FAILURE] in the iteration's last sum, so that every rank learns
+     * of it in the same iteration. The ranks thus agree on stopping inside the sums they
+     * take anyway, with no round trip of their own. Outside a group both are zero. */
+    mf_status (*iterate)(mf_asd_engine *e, const double *stop_in, double *res2, int *singular,
+                         double *stop_out);
     /* RMSE of X Y^T over the stored entries of T (rows x cols). */
     mf_status (*rmse)(mf_asd_engine *e, const mf_sparse *T, double *rmse);
     /* Copy the working factors into the caller's X and Y (`where` memory). */

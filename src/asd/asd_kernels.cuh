@@ -198,16 +198,28 @@ __global__ void __launch_bounds__(1024)
         atomicAdd(gram + (int64_t)a * r + b, (double)acc);
 }
 
+/* The Cholesky kernel's scratch (2 r^2 doubles) lives in shared memory up to this rank
+ * (2 * 55^2 * 8 bytes fit the 48 KiB a block gets without opting in), else in global
+ * memory. In shared memory each of the r pivots' dependent loads and the substitutions take
+ * tens of cycles where global memory took hundreds, and the kernel runs twice an
+ * iteration on every rank: it was part of the fixed cost that a group does not divide. */
+constexpr int cholesky_shared_rank = 55;
+
 /* One block: the Cholesky factor of the Gram matrix A (double, r x r) and from it the
  * inverse, into inv (float, r x r). A matrix that is not numerically positive definite
  * (pivot below 1e-12 of the largest diagonal: a rank-deficient factor) sets *singular = 1
- * and adds one to *count; the direction kernel then takes the plain gradient. L and W are
- * r x r double scratch. */
-__global__ void cholesky_inverse_kernel(const double *A, int r, double *L, double *W, float *inv,
+ * and adds one to *count; the direction kernel then takes the plain gradient. Lg and Wg
+ * are r x r double scratch in global memory, used where r > cholesky_shared_rank (else the
+ * launch gives 2 r^2 doubles of dynamic shared memory). */
+__global__ void cholesky_inverse_kernel(const double *A, int r, double *Lg, double *Wg, float *inv,
                                         int *singular, int *count)
 {
+    extern __shared__ double scratch[];
     __shared__ double scale;
     __shared__ int bad;
+    const bool in_shared = r <= cholesky_shared_rank;
+    double *L = in_shared ? scratch : Lg;
+    double *W = in_shared ? scratch + (int64_t)r * r : Wg;
     const int tid = threadIdx.x, nt = blockDim.x;
     if (tid == 0) {
         double s = 0.0;
@@ -311,18 +323,22 @@ __global__ void direction_kernel(const float *G, const float *inv, const int *si
         atomicAdd(num, part[0]);
 }
 
-/* The exact line search's length num / den, or 0 when there is nothing to move along. */
-__device__ inline float step_length(const double *num, const double *den)
+/* The exact line search's length num / den, or 0 when there is nothing to move along or
+ * some rank of a group asked to stop (stop[0..2], the sums of the ranks' reasons: then
+ * every rank keeps its factors). */
+__device__ inline float step_length(const double *num, const double *den, const double *stop)
 {
+    if (stop[0] > 0.0 || stop[1] > 0.0 || stop[2] > 0.0)
+        return 0.0f;
     const double t = *num / *den;
     return *num > 0.0 && *den > 0.0 && isfinite(t) ? (float)t : 0.0f;
 }
 
 /* F -= t D over n floats, t = num / den. */
 __global__ void step_kernel(float *F, const float *D, int64_t n, const double *num,
-                            const double *den)
+                            const double *den, const double *stop)
 {
-    const float t = step_length(num, den);
+    const float t = step_length(num, den, stop);
     if (t == 0.0f)
         return;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
