@@ -422,7 +422,7 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
      * whether any row holds a repeat, and only then the (sequential) merge runs. A large
      * matrix is therefore two passes over its entries by every thread, not one by one. */
     int failed = 0, repeats = 0;
-#pragma omp parallel num_threads(mf_ctx_threads(ctx)) if (nnz > ((int64_t)1 << 20))
+#pragma omp parallel num_threads(mf_ctx_threads(ctx)) if (nnz > 4096)
     {
         col_pos *scratch = NULL;
         int64_t cap = 0;

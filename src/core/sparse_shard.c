@@ -3,6 +3,9 @@
  * in its order, so that each line's entries come in the same order as in R and the shard's systems
  * are the whole matrix's bit for bit. */
 #include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/ctx.h"
 #include "core/sparse.h"
@@ -23,31 +26,68 @@ mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo,
         free(ptr);
         return st;
     }
-    int64_t n = 0;
-    for (int64_t p = 0; p < R->nnz; p++)
-        n += R->col[p] >= lo && R->col[p] < hi;
-    size_t cap = (size_t)(n ? n : 1);
+    /* Columns [lo, hi): each thread counts the entries of its block of rows, then copies
+     * them to its own offset, so the shard keeps R's order (two passes over R on every
+     * thread: R may hold billions of entries). */
+    const int threads = mf_ctx_threads(ctx) > 0 ? mf_ctx_threads(ctx) : 1;
     int64_t *ptr = calloc((size_t)R->rows + 1, sizeof *ptr);
-    int32_t *col = malloc(cap * sizeof *col);
-    float *val = R->val ? malloc(cap * sizeof *val) : NULL;
+    int64_t *from = calloc((size_t)threads + 1, sizeof *from);
+    if (!ptr || !from) {
+        free(ptr), free(from);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for a shard", fn);
+    }
+    int32_t *col = NULL;
+    float *val = NULL;
+    int failed = 0;
+    int64_t n = 0; /* the shard's entries */
+#pragma omp parallel num_threads(threads) if (R->nnz > 4096)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        const int32_t r0 = (int32_t)((int64_t)R->rows * t / nt);
+        const int32_t r1 = (int32_t)((int64_t)R->rows * (t + 1) / nt);
+        int64_t mine = 0;
+        for (int32_t r = r0; r < r1; r++) {
+            for (int64_t p = R->row_ptr[r]; p < R->row_ptr[r + 1]; p++)
+                mine += R->col[p] >= lo && R->col[p] < hi;
+            ptr[r + 1] = mine; /* within the thread's block, shifted below */
+        }
+        from[t + 1] = mine;
+#pragma omp barrier
+#pragma omp single
+        {
+            for (int u = 0; u < nt; u++)
+                from[u + 1] += from[u];
+            n = from[nt];
+            const size_t cap = (size_t)(n ? n : 1);
+            col = malloc(cap * sizeof *col);
+            val = R->val ? malloc(cap * sizeof *val) : NULL;
+            failed = !col || (R->val && !val);
+        }
+        if (!failed) {
+            int64_t q = from[t];
+            for (int32_t r = r0; r < r1; r++) {
+                for (int64_t p = R->row_ptr[r]; p < R->row_ptr[r + 1]; p++)
+                    if (R->col[p] >= lo && R->col[p] < hi) {
+                        col[q] = R->col[p];
+                        if (val)
+                            val[q] = R->val[p];
+                        q++;
+                    }
+                ptr[r + 1] += from[t];
+            }
+        }
+    }
     mf_status st = MF_OK;
-    if (!ptr || !col || (R->val && !val))
+    if (failed)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "%s: out of host memory for a shard of %lld entries", fn, (long long)n);
-    int64_t q = 0;
-    for (int32_t r = 0; st == MF_OK && r < R->rows; r++) {
-        for (int64_t p = R->row_ptr[r]; p < R->row_ptr[r + 1]; p++)
-            if (R->col[p] >= lo && R->col[p] < hi) {
-                col[q] = R->col[p];
-                if (val)
-                    val[q] = R->val[p];
-                q++;
-            }
-        ptr[r + 1] = q;
-    }
-    if (st == MF_OK)
+    else
         st = mf_sparse_build_csr(ctx, out, R->rows, R->cols, n, ptr, col, val, 0, fn);
-    free(ptr), free(col), free(val);
+    free(ptr), free(from), free(col), free(val);
     return st;
 }
 
