@@ -93,10 +93,8 @@ mf_ctx *asd_rank_ctx(mf_backend backend, int i)
     return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
 }
 
-/* One run of asd_check_group_cancel's group: iterations at most max_it, rank `who` (-1:
- * none) cancelling after iteration 3; 0 when the group could not be made. */
-static int cancel_run(mf_backend backend, int n, int max_it, int who, rk_job *jobs, planted *p,
-                      int *calls)
+int asd_group_fit(mf_backend backend, int n, const asd_case *c, const mf_asd_opts *o, int who,
+                  rk_job *jobs, planted *p)
 {
     mf_ctx *ctxs[8];
     for (int i = 0; i < n; i++) {
@@ -107,32 +105,43 @@ static int cancel_run(mf_backend backend, int n, int max_it, int who, rk_job *jo
             return 0;
         }
     }
-    *calls = 0;
     for (int i = 0; i < n; i++) {
         memset(&jobs[i], 0, sizeof jobs[i]);
-        p[i] = make_planted(ctxs[i], 120, 90, 3, 0.4, NULL, 11);
+        p[i] = make_planted(ctxs[i], c->m, c->n, c->r, c->fraction, NULL, c->seed);
         jobs[i].ctx = ctxs[i];
         jobs[i].R = p[i].M;
         jobs[i].asd = 1;
-        mf_asd_opts_init(&jobs[i].ao);
-        jobs[i].ao.rank = 3, jobs[i].ao.max_iterations = max_it;
-        jobs[i].ao.tolerance = 1e-30, jobs[i].ao.stagnation_window = 0;
-        if (i == who)
-            jobs[i].ao.progress = asd_stop_at_3, jobs[i].ao.progress_user = calls;
-        jobs[i].U = malloc((size_t)120 * 3 * sizeof(float));
-        jobs[i].V = malloc((size_t)90 * 3 * sizeof(float));
+        jobs[i].ao = *o;
+        if (i != who)
+            jobs[i].ao.progress = NULL;
+        jobs[i].U = malloc((size_t)c->m * o->rank * sizeof(float));
+        jobs[i].V = malloc((size_t)c->n * o->rank * sizeof(float));
     }
     rk_run_als(jobs, n);
     return 1;
 }
 
-static void cancel_free(rk_job *jobs, planted *p, int n)
+void asd_group_free(rk_job *jobs, planted *p, int n)
 {
     for (int i = 0; i < n; i++) {
         free(jobs[i].U), free(jobs[i].V);
         free_planted(&p[i]);
         mf_ctx_destroy(jobs[i].ctx);
     }
+}
+
+/* One run of asd_check_group_cancel's group: iterations at most max_it, rank `who` (-1:
+ * none) cancelling after iteration 3; 0 when the group could not be made. */
+static int cancel_run(mf_backend backend, int n, int max_it, int who, rk_job *jobs, planted *p,
+                      int *calls)
+{
+    static const asd_case small = {120, 90, 3, 0.4, 11};
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 3, o.max_iterations = max_it, o.tolerance = 1e-30, o.stagnation_window = 0;
+    o.progress = asd_stop_at_3, o.progress_user = calls;
+    *calls = 0;
+    return asd_group_fit(backend, n, &small, &o, who, jobs, p);
 }
 
 /* The largest relative difference of rank 0's factors in a and b. */
@@ -186,7 +195,7 @@ int asd_check_group_cancel(mf_backend backend, int n, double tol)
     printf("asd group of %d: cancelled with 3 iterations' factors; a fourth moves them by %.2e\n",
            n, moved);
     ck_assert_msg(moved > 100 * tol && moved > 1e-6, "a fourth iteration moved %g", moved);
-    cancel_free(three, p3, n), cancel_free(four, p4, n);
-    cancel_free(cancel, pc, n), cancel_free(last, pl, n);
+    asd_group_free(three, p3, n), asd_group_free(four, p4, n);
+    asd_group_free(cancel, pc, n), asd_group_free(last, pl, n);
     return 1;
 }

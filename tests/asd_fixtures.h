@@ -35,6 +35,24 @@ int asd_stop_at_3(void *user, const mf_progress *p);
  * thread; seed 42. */
 mf_ctx *asd_rank_ctx(mf_backend backend, int i);
 
+/* A planted case: m x n, rank r, the fraction observed, the seed. */
+typedef struct asd_case {
+    int32_t m, n;
+    int r;
+    double fraction;
+    uint64_t seed;
+} asd_case;
+
+/* One fit over a group of n ranks (asd_rank_ctx, joined with mf_ctx_join_local; n <= 8),
+ * a thread each: rank i fits its own copy of case c (p[i]) with options o, the progress
+ * callback only on rank `who` (-1: none); jobs[i] gets the factors (U, V: X and Y), the
+ * report and the status. Returns 0 when the group could not be made (no NCCL, too few
+ * devices); else asd_group_free frees what it made. */
+struct rk_job;
+int asd_group_fit(mf_backend backend, int n, const asd_case *c, const mf_asd_opts *o, int who,
+                  struct rk_job *jobs, planted *p);
+void asd_group_free(struct rk_job *jobs, planted *p, int n);
+
 /* The way a group of n ranks stops (src/asd/asd_internal.h: a rank's reason to stop travels
  * with the next iteration's sums, and that iteration moves nothing). Each rank has its own
  * context (asd_rank_ctx) and copy of a planted 120 x 90 rank-3 matrix. One rank cancels

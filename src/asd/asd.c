@@ -2,11 +2,14 @@
  * Wei's: tolerance, stagnation, iteration cap, time), and the report. The arithmetic lives
  * in the engines (asd_cpu.c; the CUDA one).
  *
- * Over a group of contexts (core/ranks.h) Ω is partitioned by rows: each rank's engine gets
- * its share of the rows (balanced by entries) as a matrix of its own and the same start
- * (drawn here, on the host), and sums over the ranks what spans the shares; the ranks stop
- * together (time and cancellation agreed every iteration), and X's shares are gathered at
- * the end, so every rank returns the same X and Y. */
+ * Over a group of contexts (core/ranks.h) Ω is partitioned by rows and by columns (each
+ * balanced by entries): each rank's engine gets its rows as a matrix of its own and, for
+ * the CUDA engine, which solves whole columns of Y too, its columns' entries; the random
+ * start is every engine's own draw, as alone, scaled by the p2 summed here; the engines
+ * sum over the ranks what spans the shares. The ranks
+ * stop together: a rank's reason to stop (a cancel, a failure, the time limit) rides the
+ * next iteration's sums (asd_internal.h). X's shares are gathered at the end, so every
+ * rank returns the same X and Y. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +106,10 @@ typedef struct run_state {
     mf_comm *comm;
     mf_shares shares;
     int32_t lo, hi;
+    /* The rank's columns [clo, chi) (shares.bounds[1]) and, for the CUDA engine, which
+     * solves whole columns, their entries (a matrix of the caller's shape); else NULL. */
+    int32_t clo, chi;
+    mf_sparse *cols;
     mf_sparse *test;  /* the test rows of the share; NULL: the caller's (or none) */
     int any_progress; /* some rank has a progress callback (then all measure the test set) */
 } run_state;
@@ -342,12 +349,24 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     return st;
 }
 
-/* One engine at rank k from host starts X0, Y0 (lines x k; NULL: the random start). */
+/* One engine at rank k from host starts X0, Y0 (all lines x k; NULL: the random start). */
 static mf_status open_engine(run_state *s, int k, const float *X0, const float *Y0, double norm2)
 {
-    mf_asd_setup setup = {
-        s->run.ctx, s->M, k, s->o->variant == MF_ASD_SCALED, X0 ? X0 + (size_t)s->lo * k : NULL,
-        Y0,         norm2};
+    mf_asd_setup setup = {s->run.ctx,
+                          s->M,
+                          k,
+                          s->o->variant == MF_ASD_SCALED,
+                          X0,
+                          Y0,
+                          norm2,
+                          s->comm ? (int32_t)s->shares.bounds[0][s->comm->size] : s->M->rows,
+                          s->lo,
+                          s->comm ? s->hi : s->M->rows,
+                          s->clo,
+                          s->comm ? s->chi : s->M->cols,
+                          s->comm ? s->shares.bounds[0] : NULL,
+                          s->comm ? s->shares.bounds[1] : NULL,
+                          s->cols};
     return MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
 }
 
@@ -363,56 +382,30 @@ static mf_status close_engine(run_state *s, mf_status st, float *X, float *Y, mf
     return st;
 }
 
-/* The random start of a group (asd_internal.h's, drawn here so that every rank holds the
- * same X and Y whatever its share): uniform from the two streams, scaled by the square
- * root of |P(M)| / |P(X Y^T)| on each factor, the sum over the ranks' rows. */
-static mf_status group_random_start(run_state *s, int r, float *X0, float *Y0, double norm2)
-{
-    mf_ctx *ctx = s->run.ctx;
-    const int threads = mf_ctx_threads(ctx);
-    const mf_sparse *M = s->M; /* the rank's rows */
-    const int64_t nx = (int64_t)s->shares.bounds[0][s->comm->size] * r, ny = (int64_t)M->cols * r;
-    mf_random_uniform_host(X0, nx, -1.0f, 1.0f, ctx->seed, MF_ASD_X_STREAM, threads);
-    mf_random_uniform_host(Y0, ny, -1.0f, 1.0f, ctx->seed, MF_ASD_Y_STREAM, threads);
-    const float *X = X0 + (size_t)s->lo * r;
-    double p2 = 0.0;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(threads) reduction(+ : p2)
-    for (int32_t i = 0; i < M->rows; i++)
-        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++) {
-            const float *x = X + (int64_t)i * r, *y = Y0 + (int64_t)M->col[p] * r;
-            float d = 0.0f;
-            for (int t = 0; t < r; t++)
-                d += x[t] * y[t];
-            p2 += (double)d * d;
-        }
-    MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &p2, 1));
-    if (!(p2 > 0.0))
-        return MF_OK;
-    const float f = (float)sqrt(sqrt(norm2 / p2));
-    for (int64_t p = 0; p < nx; p++)
-        X0[p] *= f;
-    for (int64_t p = 0; p < ny; p++)
-        Y0[p] *= f;
-    return MF_OK;
-}
-
 /* The engine at rank k from host starts X0 and Y0 (all rows x k), or with `draw` the random
- * start: the engine's own on one context (X0, Y0 unused), drawn into X0 and Y0 in a group.
- * st: this rank's status so far. In a group every rank takes each collective step below:
- * they agree first that each holds its start, then that each made its engine, and then sum
- * the engines' shares of |R|^2. On failure no engine is left. */
+ * start, the engine's own (X0, Y0 unused). st: this rank's status so far. In a group every
+ * rank takes each collective step below: they agree first that each holds its start, then
+ * that each made its engine, [scale the random start,] and then sum the engines' shares of
+ * |R|^2. On failure no engine is left. */
 static mf_status start_engine(run_state *s, int k, float *X0, float *Y0, int draw, mf_status st,
                               double norm2)
 {
     mf_ctx *ctx = s->run.ctx;
     if (s->comm)
         st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
-    if (st == MF_OK && s->comm && draw)
-        st = group_random_start(s, k, X0, Y0, norm2);
     if (st == MF_OK)
-        st = open_engine(s, k, draw && !s->comm ? NULL : X0, draw && !s->comm ? NULL : Y0, norm2);
+        st = open_engine(s, k, draw ? NULL : X0, draw ? NULL : Y0, norm2);
     if (s->comm)
         st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    /* A group's random start, drawn by every engine as alone, is scaled by |P(X Y^T)|^2
+     * summed over the ranks' rows. */
+    if (st == MF_OK && s->comm && s->e->begin) {
+        double p2 = s->e->p2;
+        st = s->comm->ops->sum_f64(s->comm, ctx, &p2, 1);
+        if (st == MF_OK)
+            st = s->e->begin(s->e, p2);
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+    }
     if (st == MF_OK && s->comm)
         st = s->comm->ops->sum_f64(s->comm, ctx, &s->e->res2, 1);
     if (st != MF_OK && s->e) {
@@ -524,9 +517,9 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "mf_asd_run: every observed value is 0");
     if (o->rank_continuation)
         return run_continuation(s, M, X, Y, where, norm2);
-    /* The random start is the engine's own (drawn where the factors live), but a group's;
-     * the others are made on the host. */
-    const int host_start = o->init != MF_ASD_INIT_RANDOM || s->comm;
+    /* The random start is the engine's own (drawn where the factors live); the others are
+     * made on the host. */
+    const int host_start = o->init != MF_ASD_INIT_RANDOM;
     float *X0 = host_start ? malloc(((size_t)M->rows * r + 1) * sizeof *X0) : NULL;
     float *Y0 = host_start ? malloc(((size_t)M->cols * r + 1) * sizeof *Y0) : NULL;
     mf_status st = MF_OK;
@@ -545,6 +538,31 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
         return st;
     const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window};
     return close_engine(s, iterate(s, sqrt(norm2), &ru), X, Y, where);
+}
+
+/* In a group, the columns' shares, balanced like the rows' (entries, plus one a line), and
+ * for the CUDA engine this rank's columns' entries: it solves whole columns of Y, so that
+ * each column's gradient and step are summed as on one GPU, and holds all of X and Y. */
+static mf_status column_shares(run_state *s, mf_ctx *ctx, const mf_sparse *M)
+{
+    const int n = s->comm->size;
+    int64_t *ptr = calloc((size_t)M->cols + 1, sizeof *ptr);
+    s->shares.bounds[1] = malloc(((size_t)n + 1) * sizeof *s->shares.bounds[1]);
+    if (!ptr || !s->shares.bounds[1]) {
+        free(ptr);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+    }
+    for (int64_t p = 0; p < M->nnz; p++)
+        ptr[M->col[p] + 1]++;
+    for (int32_t j = 0; j < M->cols; j++)
+        ptr[j + 1] += ptr[j];
+    mf_partition_rows(ptr, M->cols, n, 1, s->shares.bounds[1]);
+    free(ptr);
+    s->clo = (int32_t)s->shares.bounds[1][s->comm->rank];
+    s->chi = (int32_t)s->shares.bounds[1][s->comm->rank + 1];
+    if (ctx->backend != MF_BACKEND_CUDA)
+        return MF_OK;
+    return mf_sparse_block(ctx, M, 1, s->clo, s->chi, "mf_asd_run", &s->cols);
 }
 
 /* In a group: every rank's checks passed and they solve the same problem (shapes, options,
@@ -589,6 +607,8 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
         s->hi = (int32_t)s->shares.bounds[0][s->comm->rank + 1];
         st = rows_of(ctx, M, s->lo, s->hi, &s->M);
     }
+    if (st == MF_OK)
+        st = column_shares(s, ctx, M);
     if (st == MF_OK && o->test) /* of M's shape (mf_run_begin_collective) */
         st = rows_of(ctx, o->test, s->lo, s->hi, &s->test);
     return mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
@@ -619,6 +639,7 @@ mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *
     if (s.M != observed)
         mf_sparse_destroy(s.M);
     mf_sparse_destroy(s.test);
+    mf_sparse_destroy(s.cols);
     mf_shares_free(&s.shares);
     return st;
 }

@@ -1,5 +1,5 @@
 /* The CUDA engine of ASD and Scaled ASD. Ω goes to the device once, as the matrix's cached
- * CSR and CSC (the CSC sorted on the device); every iteration is a fixed sequence of
+ * CSR and CSC (in a group, of this rank's rows and columns); every iteration is a fixed sequence of
  * stream-ordered launches (asd_kernels.cuh) whose step lengths are computed on the device
  * from device sums, and the host reads back a few scalars per iteration (its one
  * synchronization): |R|^2 for the stopping rules, the count of singular Gram matrices and,
@@ -11,17 +11,18 @@
  *   Y step: G = R^T X with R recomputed from the new X; the same with the roles swapped;
  *   then G = R Y for the next iteration, whose |R|^2 is this iteration's residual.
  *
- * In a group (asd_internal.h) the engine holds its rank's rows of X and of Ω, and all of Y.
- * NCCL sums on the device, in the stream, what spans the rows' shares: X's step sums (with
- * the ranks' reasons to stop, so that stopping needs no round trip of its own), the Y
- * gradient, X's Gram matrix, Y's step sums and |R|^2: five collectives an iteration. Y's
- * Gram is every rank's own, from all of Y, as on one GPU. The sums over Y's lines
- * (|G_Y|^2 and <D, G_Y>) are split: each rank sums an even slice of the lines [ylo, yhi)
- * and NCCL adds the slices, the same bits on every rank. So Y stays the same bits on every
- * rank, and X's rows are each computed by their rank alone; every rank repeats Y's
- * elementwise step and direction and Y's Gram. The group's result is one GPU's up to the
- * order of the sums: the Y gradient's float partial sums (one per rank, added by NCCL)
- * and X's Gram's partial sums are where it differs. */
+ * In a group (asd_internal.h) each rank solves its rows of X (its rows of Ω by rows) and
+ * its columns of Y (its columns of Ω by columns, every row's entries), and holds all of X
+ * and Y: after each side's step the ranks gather that side's rows (NCCL, in the stream).
+ * Every line's arithmetic (its gradient row, direction, norms) is then one GPU's to the
+ * bit, and so are both Gram matrices, which every rank computes from the whole factor;
+ * NCCL sums only the scalars of each step (|G|^2, <D, G>, the denominator, and the ranks'
+ * reasons to stop with X's) and |R|^2, in double, whose order against one GPU's atomic
+ * adds changes their last bits at most, which a float step length almost never shows: the
+ * factors are meant to be one GPU's bit for bit (test_gpu_asd checks). Per iteration: two
+ * gathers (X's and Y's rows, as many bytes as the all-reduce of the Y gradient that they
+ * replace, whose float partial sums, one per rank, ran in another order than one GPU's)
+ * and three small sums; no rank repeats another's step or direction. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,10 +69,14 @@ struct cuda_engine {
     mf_asd_engine base;
     mf_ctx *ctx;
     int r, ld, scaled;
-    int32_t m, n;
-    int32_t ylo, yhi; /* the slice of Y's lines whose sums are this rank's (all of Y alone) */
-    int L, C;         /* the pass kernels' lanes per entry and float4s per lane */
-    side by[2];       /* by rows (CSR), by columns (CSC) */
+    int32_t m, n; /* all rows of X, all of Y */
+    /* This rank's lines of side s (0: rows of X, 1: rows of Y = columns of Ω): [lo, hi),
+     * and every rank's (size + 1; NULL alone), for the gathers. */
+    int32_t lo[2], hi[2];
+    const int64_t *bounds[2];
+    double norm2; /* |P(M)|^2, for begin() */
+    int L, C;     /* the pass kernels' lanes per entry and float4s per lane */
+    side by[2];   /* this rank's lines: by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
     /* pinned: |R|^2, the singular count and the reasons to stop read back per iteration
      * (0 .. 4), this rank's reasons sent (5 .. 7) */
@@ -109,6 +114,16 @@ float *fp(const mf_dbuf &b)
 {
     return (float *)b.ptr;
 }
+
+/* Side s's factor (0: X, 1: Y), and this rank's first line of it. */
+float *factor(cuda_engine *e, int s)
+{
+    return fp(s == 0 ? e->X : e->Y);
+}
+float *own(cuda_engine *e, int s)
+{
+    return factor(e, s) + (size_t)e->lo[s] * e->ld;
+}
 double *sums(cuda_engine *e, int slot)
 {
     return (double *)e->sums.ptr + slot;
@@ -139,13 +154,9 @@ mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool
     return MF_OK;
 }
 
-/* D = G (F^T F)^-1 for the side whose other factor is F (other_lines x ld), <D, G> into
- * the side's num; a singular Gram gives the plain direction. In a group, X's step takes
- * Y's Gram from all of Y (every rank holds it) as one GPU does, with no sum over the
- * ranks: the same bits as one GPU's up to the order of the slices' atomic adds, and one
- * collective fewer per iteration for about one GPU's Gram pass (Y's Gram had been summed
- * from slices, then all-reduced). X's Gram is summed over the rows' shares; Y's step sums
- * <D, G> over this rank's slice of Y's lines (the group sums add the slices). */
+/* D = G (F^T F)^-1 for this rank's lines of side s, F the other factor (other_lines x ld,
+ * all of it on every rank: its Gram is one GPU's, with no sum over the ranks), <D, G> into
+ * the side's num; a singular Gram gives the plain direction. */
 mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_lines)
 {
     mf_ctx *ctx = e->ctx;
@@ -160,8 +171,6 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
             F, other_lines, e->ld, r, per, (double *)e->gram.ptr);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_kernel"));
     }
-    if (s == 1) /* X's Gram over the rows' shares */
-        MF_TRY(group_sum(e, e->gram.ptr, (size_t)r * r, 1));
     int *flags = (int *)sums(e, S_FLAGS);
     double *L = (double *)e->chol.ptr;
     const size_t shared =
@@ -173,8 +182,8 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
     const int64_t lines = e->by[s].lines;
     const unsigned gx = mf_cuda_grid(c, lines, 8, 16);
     asd::direction_kernel<<<dim3(gx, (unsigned)((e->ld + 31) / 32)), dim3(32, 8), 0, c->stream>>>(
-        fp(e->G), fp(e->inv), flags, lines, e->ld, r, fp(e->D), sums(e, slot(s, S_NUM)),
-        s == 0 ? (int64_t)0 : (int64_t)e->ylo, s == 0 ? lines : (int64_t)e->yhi);
+        fp(e->G), fp(e->inv), flags, lines, e->ld, r, fp(e->D), sums(e, slot(s, S_NUM)), (int64_t)0,
+        lines);
     return MF_CUDA_LAUNCHED(ctx, "asd direction_kernel");
 }
 
@@ -184,18 +193,19 @@ const float *direction(cuda_engine *e)
     return fp(e->scaled ? e->D : e->G);
 }
 
-/* The part of side s's half step (0: X by rows, 1: Y by columns; G holding its gradient)
- * that moves nothing: [scaled: the other factor's Gram, Cholesky, D, <D, G>], the
- * denominator |P(D F^T)|^2. X's sums over no ranks (Y's Gram is every rank's own). */
+/* The part of side s's half step (0: X by rows, 1: Y by columns; G holding the gradient
+ * of this rank's lines) that moves nothing and sums over no ranks: [scaled: the other
+ * factor's Gram, Cholesky, D, <D, G>], the denominator |P(D F^T)|^2. */
 mf_status prepare(cuda_engine *e, int s)
 {
-    const float *other = fp(s == 0 ? e->Y : e->X);
+    const float *other = factor(e, 1 - s);
     if (e->scaled)
         MF_TRY(precondition(e, s, other, s == 0 ? e->n : e->m));
     return pass(e, s, direction(e), other, false, slot(s, S_DEN));
 }
 
-/* The rest: the side's sums over the ranks, then F -= (num / den) D. */
+/* The rest: the side's sums over the ranks, F -= (num / den) D on this rank's lines, and
+ * in a group every rank's lines of F to every rank. */
 mf_status take_step(cuda_engine *e, int s)
 {
     mf_ctx *ctx = e->ctx;
@@ -204,10 +214,16 @@ mf_status take_step(cuda_engine *e, int s)
      * stop, summed before either factor moves (the step kernels read them) */
     MF_TRY(group_sum(e, sums(e, slot(s, S_GG)), s == 0 ? 3 + MF_ASD_WHY_COUNT : 3, 1));
     const int64_t n = (int64_t)e->by[s].lines * e->ld;
-    asd::step_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, c->stream>>>(
-        fp(s == 0 ? e->X : e->Y), direction(e), n, sums(e, slot(s, e->scaled ? S_NUM : S_GG)),
-        sums(e, slot(s, S_DEN)), sums(e, S_STOP));
-    return MF_CUDA_LAUNCHED(ctx, "asd step_kernel");
+    if (n > 0) {
+        asd::step_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, c->stream>>>(
+            own(e, s), direction(e), n, sums(e, slot(s, e->scaled ? S_NUM : S_GG)),
+            sums(e, slot(s, S_DEN)), sums(e, S_STOP));
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd step_kernel"));
+    }
+    if (!e->comm)
+        return MF_OK;
+    return e->comm->ops->allgatherv(e->comm, ctx, factor(e, s), e->bounds[s],
+                                    (size_t)e->ld * sizeof(float), NULL);
 }
 
 /* The next iteration's start, which neither moves a factor, sums over the ranks nor waits
@@ -225,7 +241,7 @@ mf_status x_gradient(cuda_engine *e)
 {
     MF_CUDA_TRY(e->ctx,
                 cudaMemsetAsync(sums(e, S_RES), 0, 2 * sizeof(double), mf_cuda_of(e->ctx)->stream));
-    return pass(e, 0, fp(e->X), fp(e->Y), true, S_RES);
+    return pass(e, 0, own(e, 0), fp(e->Y), true, S_RES);
 }
 
 /* |R|^2 (in a group, summed over the ranks when sum_ranks), the singular count and (stop:
@@ -279,21 +295,8 @@ mf_status engine_iterate(mf_asd_engine *base, const double *stop_in, double *res
                                     cudaMemcpyHostToDevice, stream));
     }
     MF_TRY(take_step(e, 0));
-    MF_TRY(pass(e, 1, fp(e->Y), fp(e->X), true, slot(1, S_RES)));
-    if (e->comm) /* the Y gradient summed over the rows' shares */
-        MF_TRY(group_sum(e, e->G.ptr, (size_t)e->n * e->ld, 0));
-    if (e->comm && !e->scaled) {
-        /* Plain steps move along G: its |G|^2 over this rank's slice of the lines
-         * (take_step's group sum adds the slices). */
-        MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, slot(1, S_GG)), 0, sizeof(double), stream));
-        if (e->yhi > e->ylo) {
-            mf_cuda *c = mf_cuda_of(ctx);
-            const int64_t n = (int64_t)(e->yhi - e->ylo) * e->ld;
-            asd::sumsq_kernel<<<mf_cuda_grid(c, n, 256, 8), 256, 0, stream>>>(
-                fp(e->G) + (size_t)e->ylo * e->ld, n, sums(e, slot(1, S_GG)));
-            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd sumsq_kernel"));
-        }
-    }
+    /* the gradient of this rank's columns, from all of X: every row's entries */
+    MF_TRY(pass(e, 1, own(e, 1), fp(e->X), true, slot(1, S_RES)));
     MF_TRY(prepare(e, 1));
     MF_TRY(take_step(e, 1));
     MF_TRY(x_gradient(e));
@@ -306,18 +309,19 @@ mf_status engine_iterate(mf_asd_engine *base, const double *stop_in, double *res
 mf_status engine_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, fp(e->X), e->ld, fp(e->Y), e->ld, NULL,
+    /* T holds this rank's rows (asd.c), numbered from 0 */
+    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, own(e, 0), e->ld, fp(e->Y), e->ld, NULL,
                            MF_MEMORY_DEVICE, rmse);
 }
 
-/* Working factor (lines x ld) to the caller's lines x r, host or device. */
-mf_status copy_out(cuda_engine *e, const mf_dbuf &F, int32_t lines, float *dst)
+/* Working factor rows (lines x ld) to the caller's lines x r, host or device. */
+mf_status copy_out(cuda_engine *e, const float *F, int32_t lines, float *dst)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
     if (lines == 0)
         return MF_OK;
-    MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(dst, (size_t)e->r * sizeof(float), F.ptr,
+    MF_CUDA_TRY(ctx, cudaMemcpy2DAsync(dst, (size_t)e->r * sizeof(float), F,
                                        (size_t)e->ld * sizeof(float), (size_t)e->r * sizeof(float),
                                        (size_t)lines, cudaMemcpyDefault, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
@@ -329,8 +333,9 @@ mf_status engine_finish(mf_asd_engine *base, float *X, float *Y, mf_memory where
     cuda_engine *e = (cuda_engine *)base;
     (void)where; /* cudaMemcpyDefault tells host from device */
     mf_device_guard guard(mf_cuda_of(e->ctx)->device);
-    MF_TRY(copy_out(e, e->X, e->m, X));
-    return copy_out(e, e->Y, e->n, Y);
+    /* this rank's rows of X (the driver gathers them), all of Y */
+    MF_TRY(copy_out(e, own(e, 0), e->hi[0] - e->lo[0], X));
+    return copy_out(e, fp(e->Y), e->n, Y);
 }
 
 void engine_destroy(mf_asd_engine *base)
@@ -370,9 +375,45 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t lines, const float *X
     return MF_OK;
 }
 
+/* Both factors times scale. */
+mf_status scale_start(cuda_engine *e, float scale)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    const mf_dbuf *F[2] = {&e->X, &e->Y};
+    const int64_t n[2] = {(int64_t)e->m * e->ld, (int64_t)e->n * e->ld};
+    for (int k = 0; k < 2; k++)
+        if (n[k] > 0) {
+            asd::scale_kernel<<<mf_cuda_grid(c, n[k], 256, 8), 256, 0, c->stream>>>(fp(*F[k]), n[k],
+                                                                                    scale);
+            MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd scale_kernel"));
+        }
+    return MF_OK;
+}
+
+/* The start's |R|^2 over this rank's rows into res2 (the driver sums it: no collective
+ * step while engines are made), and the gradient the first iteration starts from. */
+mf_status first_gradient(cuda_engine *e)
+{
+    MF_TRY(x_gradient(e));
+    return read_back(e, &e->base.res2, NULL, false, NULL);
+}
+
+/* A group's start (asd_internal.h): scaled by the p2 summed over the ranks, as one GPU
+ * scales its own (random_start). */
+mf_status engine_begin(mf_asd_engine *base, double p2)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_device_guard guard(mf_cuda_of(e->ctx)->device);
+    if (p2 > 0.0)
+        MF_TRY(scale_start(e, (float)sqrt(sqrt(e->norm2 / p2))));
+    return first_gradient(e);
+}
+
 /* The random start, drawn by the device twin of the CPU engine's generator (the same
- * numbers for a seed) and scaled so that |P(X Y^T)| = |P(M)|. */
-mf_status random_start(cuda_engine *e, const mf_asd_setup *s)
+ * numbers for a seed: all of X and Y, in a group too) and scaled so that |P(X Y^T)| =
+ * |P(M)|; in a group p2 holds this rank's rows' share, and begin() scales. */
+mf_status random_start(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
     mf_cuda *c = mf_cuda_of(ctx);
@@ -398,31 +439,29 @@ mf_status random_start(cuda_engine *e, const mf_asd_setup *s)
     mf_dmem_free(ctx, &tmp);
     MF_TRY(st);
     MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_DEN), 0, sizeof(double), c->stream));
-    MF_TRY(pass(e, 0, fp(e->X), fp(e->Y), false, S_DEN));
+    MF_TRY(pass(e, 0, own(e, 0), fp(e->Y), false, S_DEN));
     double p2 = 0.0;
     MF_CUDA_TRY(ctx,
                 cudaMemcpyAsync(&p2, sums(e, S_DEN), sizeof p2, cudaMemcpyDeviceToHost, c->stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
-    if (!(p2 > 0.0))
-        return MF_OK;
-    const float scale = (float)sqrt(sqrt(s->norm2 / p2));
-    asd::scale_kernel<<<mf_cuda_grid(c, (int64_t)e->m * e->ld, 256, 8), 256, 0, c->stream>>>(
-        fp(e->X), (int64_t)e->m * e->ld, scale);
-    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd scale_kernel"));
-    asd::scale_kernel<<<mf_cuda_grid(c, (int64_t)e->n * e->ld, 256, 8), 256, 0, c->stream>>>(
-        fp(e->Y), (int64_t)e->n * e->ld, scale);
-    return MF_CUDA_LAUNCHED(ctx, "asd scale_kernel");
+    e->base.p2 = p2;
+    return MF_OK;
 }
 
 mf_status setup(cuda_engine *e, const mf_asd_setup *s)
 {
     mf_ctx *ctx = e->ctx;
-    mf_sparse *M = s->M;
-    MF_TRY(mf_sparse_device_csr(M, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
-    MF_TRY(mf_sparse_device_csc(M, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
-    e->by[0].lines = e->m;
-    e->by[1].lines = e->n;
-    const size_t lines = (size_t)(e->m > e->n ? e->m : e->n);
+    /* By rows: M, this rank's rows. By columns: this rank's columns of the whole matrix
+     * (s->cols, of its shape; alone, M's own CSC), each with every row's entries in the
+     * order of one GPU's CSC (the device transpose is a stable sort: ascending rows). */
+    MF_TRY(mf_sparse_device_csr(s->M, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
+    MF_TRY(mf_sparse_device_csc(s->cols ? s->cols : s->M, &e->by[1].ptr, &e->by[1].idx,
+                                &e->by[1].val));
+    e->by[1].ptr += e->lo[1]; /* offsets into the whole idx and val arrays */
+    for (int k = 0; k < 2; k++)
+        e->by[k].lines = e->hi[k] - e->lo[k];
+    const size_t lines =
+        (size_t)(e->by[0].lines > e->by[1].lines ? e->by[0].lines : e->by[1].lines);
     MF_TRY(alloc_factor(e, &e->X, e->m, s->X0, "ASD factor X"));
     MF_TRY(alloc_factor(e, &e->Y, e->n, s->Y0, "ASD factor Y"));
     MF_TRY(mf_dmem_alloc(ctx, &e->G, lines * e->ld * sizeof(float), "ASD gradient"));
@@ -437,11 +476,16 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
     }
     MF_CUDA_TRY(ctx, cudaMallocHost((void **)&e->host, 8 * sizeof(double)));
     MF_CUDA_TRY(ctx, cudaEventCreateWithFlags(&e->copied, cudaEventDisableTiming));
-    if (!s->X0) /* not in a group: the driver draws the start there */
-        MF_TRY(random_start(e, s));
-    MF_TRY(x_gradient(e));
-    /* this rank's |R|^2: the driver sums it (no collective step while engines are made) */
-    return read_back(e, &e->base.res2, NULL, false, NULL);
+    if (!s->X0) {
+        MF_TRY(random_start(e));
+        if (e->comm) { /* scaled by begin(), once the driver summed p2 */
+            e->base.begin = engine_begin;
+            return MF_OK;
+        }
+        if (e->base.p2 > 0.0)
+            MF_TRY(scale_start(e, (float)sqrt(sqrt(e->norm2 / e->base.p2))));
+    }
+    return first_gradient(e);
 }
 
 } // namespace
@@ -462,14 +506,11 @@ extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **o
     e->r = s->r;
     e->ld = (s->r + 3) / 4 * 4;
     e->scaled = s->scaled;
-    e->m = s->M->rows;
+    e->m = s->rows_all;
     e->n = s->M->cols;
-    e->ylo = 0, e->yhi = e->n;
-    if (e->comm) { /* an even slice of Y's lines per rank */
-        const int64_t n = e->n, rank = e->comm->rank, size = e->comm->size;
-        e->ylo = (int32_t)(n * rank / size);
-        e->yhi = (int32_t)(n * (rank + 1) / size);
-    }
+    e->lo[0] = s->row_lo, e->hi[0] = s->row_hi, e->bounds[0] = s->row_bounds;
+    e->lo[1] = s->col_lo, e->hi[1] = s->col_hi, e->bounds[1] = s->col_bounds;
+    e->norm2 = s->norm2;
     const int q4 = e->ld / 4;
     e->L = 1;
     while (e->L < q4 && e->L < 32)

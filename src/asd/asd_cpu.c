@@ -34,6 +34,7 @@ typedef struct cpu_engine {
     double *A;            /* r x r: the Gram matrix, then its Cholesky factor  */
     mf_comm *comm;        /* the context's group, or NULL                      */
     mf_status failed;     /* a sum over the ranks that failed                  */
+    double norm2;         /* |P(M)|^2, for the random start's scale            */
     /* In a group, this iteration: the ranks' reasons to stop (their sums), and whether
      * any is nonzero, when neither factor moves. */
     double why[MF_ASD_WHY_COUNT];
@@ -73,21 +74,22 @@ static float value(const cpu_engine *e, int64_t p)
     return e->M->val ? e->M->val[p] : 1.0f;
 }
 
-/* R = P(X Y^T - M); returns |R|^2. In a group the sum carries whether any rank's sums
- * failed (into why[MF_ASD_WHY_FAILURE]). */
-static double residual(cpu_engine *e)
+/* R = P(X Y^T - M); returns |R|^2, over the ranks when sum (in a group; the sum carries
+ * whether any rank's sums failed, into why[MF_ASD_WHY_FAILURE]), else this rank's share. */
+static double residual(cpu_engine *e, int sum)
 {
-    double sum = 0.0;
+    double total = 0.0;
     const int r = e->r;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : sum)
+#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : total)
     for (int32_t i = 0; i < e->m; i++)
         for (int64_t p = e->M->row_ptr[i]; p < e->M->row_ptr[i + 1]; p++) {
             float d = dot(e->X + (int64_t)i * r, e->Y + (int64_t)e->M->col[p] * r, r) - value(e, p);
             e->R[p] = d;
-            sum += (double)d * d;
+            total += (double)d * d;
         }
-    double v[2] = {sum, e->failed != MF_OK};
-    group_sum(e, v, 2, 1);
+    double v[2] = {total, e->failed != MF_OK};
+    if (sum)
+        group_sum(e, v, 2, 1);
     e->why[MF_ASD_WHY_FAILURE] += v[1];
     return v[0];
 }
@@ -242,12 +244,20 @@ static int half_step(cpu_engine *e, int side)
     return fell_back;
 }
 
-/* The random start (asd_internal.h), scaled by the square root of |P(M)| / |P(X Y^T)| on
- * each factor, which the first steps would otherwise have to undo. */
-static void random_start(cpu_engine *e, double norm2)
+/* The random start (asd_internal.h): uniform from the two streams (in a group all of X is
+ * drawn, as alone, and this rank keeps its rows); returns |P(X Y^T)|^2 over this rank's
+ * rows, or -1 when out of host memory. */
+static double random_draw(cpu_engine *e, const mf_asd_setup *s)
 {
-    const int64_t nx = (int64_t)e->m * e->r, ny = (int64_t)e->n * e->r;
-    mf_random_uniform_host(e->X, nx, -1.0f, 1.0f, e->ctx->seed, MF_ASD_X_STREAM, e->threads);
+    const int64_t nx = (int64_t)s->rows_all * e->r, ny = (int64_t)e->n * e->r;
+    float *X = s->rows_all > e->m ? malloc(((size_t)nx + 1) * sizeof *X) : e->X;
+    if (!X)
+        return -1.0;
+    mf_random_uniform_host(X, nx, -1.0f, 1.0f, e->ctx->seed, MF_ASD_X_STREAM, e->threads);
+    if (X != e->X) {
+        memcpy(e->X, X + (size_t)s->row_lo * e->r, (size_t)e->m * e->r * sizeof *X);
+        free(X);
+    }
     mf_random_uniform_host(e->Y, ny, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM, e->threads);
     double p2 = 0.0;
     const int r = e->r;
@@ -257,13 +267,29 @@ static void random_start(cpu_engine *e, double norm2)
             double d = dot(e->X + (int64_t)i * r, e->Y + (int64_t)e->M->col[p] * r, r);
             p2 += d * d;
         }
+    return p2;
+}
+
+/* Both factors times the square root of |P(M)| / |P(X Y^T)| (p2 over all rows), which the
+ * first steps would otherwise have to undo. */
+static void scale_start(cpu_engine *e, double p2)
+{
     if (!(p2 > 0.0))
         return;
-    const float s = (float)sqrt(sqrt(norm2 / p2));
-    for (int64_t p = 0; p < nx; p++)
+    const float s = (float)sqrt(sqrt(e->norm2 / p2));
+    for (int64_t p = 0; p < (int64_t)e->m * e->r; p++)
         e->X[p] *= s;
-    for (int64_t p = 0; p < ny; p++)
+    for (int64_t p = 0; p < (int64_t)e->n * e->r; p++)
         e->Y[p] *= s;
+}
+
+/* A group's start, once the driver summed p2 (asd_internal.h): this rank's |R|^2 share. */
+static mf_status cpu_begin(mf_asd_engine *base, double p2)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    scale_start(e, p2);
+    e->base.res2 = residual(e, 0);
+    return MF_OK;
 }
 
 static mf_status cpu_iterate(mf_asd_engine *base, const double *stop_in, double *res2,
@@ -275,7 +301,7 @@ static mf_status cpu_iterate(mf_asd_engine *base, const double *stop_in, double 
     *singular += half_step(e, 0);
     *singular += half_step(e, 1);
     /* Recomputed rather than updated, so rounding in the updates never accumulates. */
-    *res2 = residual(e);
+    *res2 = residual(e, 1);
     memcpy(stop_out, e->why, sizeof e->why);
     return e->failed;
 }
@@ -353,15 +379,28 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
         for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++)
             e->t_pos[next[M->col[p]]++] = p;
     free(next);
-    if (s->X0) {
-        memcpy(e->X, s->X0, (size_t)e->m * e->r * sizeof *e->X);
+    e->comm = s->ctx->comm;
+    e->norm2 = s->norm2;
+    *out = &e->base;
+    if (s->X0) { /* X0 holds every rank's rows */
+        memcpy(e->X, s->X0 + (size_t)s->row_lo * e->r, (size_t)e->m * e->r * sizeof *e->X);
         memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
-    } else
-        random_start(e, s->norm2); /* not in a group: the driver draws the start there */
+    } else {
+        const double p2 = random_draw(e, s);
+        if (p2 < 0.0) {
+            *out = NULL;
+            cpu_destroy(&e->base);
+            return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
+        }
+        if (e->comm) { /* scaled by begin(), once the driver summed p2 */
+            e->base.p2 = p2;
+            e->base.begin = cpu_begin;
+            return MF_OK;
+        }
+        scale_start(e, p2);
+    }
     /* This rank's share of |R|^2: in a group the driver sums it once every rank has an
      * engine, so that a rank failing to make one never leaves the others in a sum. */
-    e->base.res2 = residual(e);
-    e->comm = s->ctx->comm;
-    *out = &e->base;
+    e->base.res2 = residual(e, 0);
     return MF_OK;
 }

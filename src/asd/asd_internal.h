@@ -38,6 +38,12 @@ struct mf_asd_engine {
     /* |R|^2 of the starting factors; in a group, over this rank's rows (making an engine
      * takes no collective step: the driver sums it). */
     double res2;
+    /* In a group, an engine that drew the random start itself (setup's X0 NULL; the CUDA
+     * one, so that its start is one GPU's) leaves it unscaled, with |P(X Y^T)|^2 over this
+     * rank's rows in p2 and res2 unset; the driver sums p2 over the ranks and calls begin
+     * with the sum, which scales the start as on one GPU and sets res2. NULL otherwise. */
+    double p2;
+    mf_status (*begin)(mf_asd_engine *e, double p2);
 };
 
 /* The Philox streams of the random start: fixed, so that a seed means one start, the same
@@ -54,8 +60,16 @@ typedef struct mf_asd_setup {
     mf_sparse *M; /* rows x cols, the observed entries; caches may be added */
     int r;
     int scaled;
-    const float *X0, *Y0;
-    double norm2; /* |P(M)|^2 */
+    const float *X0, *Y0; /* all rows of X (rows_all), all of Y */
+    double norm2;         /* |P(M)|^2 */
+    /* In a group, M holds this rank's rows [row_lo, row_hi) of the whole matrix's rows_all
+     * (renumbered from 0), and cols the entries of its columns [col_lo, col_hi) in a matrix
+     * of the whole shape (NULL where the engine does not solve whole columns: the CPU
+     * one); the bounds are every rank's (size + 1 each). Alone: all rows and columns, no
+     * bounds, no cols. */
+    int32_t rows_all, row_lo, row_hi, col_lo, col_hi;
+    const int64_t *row_bounds, *col_bounds;
+    mf_sparse *cols;
 } mf_asd_setup;
 
 /* The spectral start (asd_start.c): `rounds` of subspace iteration on P(M) / p, into host

@@ -346,25 +346,6 @@ __global__ void step_kernel(float *F, const float *D, int64_t n, const double *n
         F[i] -= t * D[i];
 }
 
-/* *out += |F|^2 over n floats (for a Y gradient summed over a group's ranks). 256 threads. */
-__global__ void sumsq_kernel(const float *F, int64_t n, double *out)
-{
-    __shared__ double part[256];
-    double s = 0.0;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        s += (double)F[i] * F[i];
-    part[threadIdx.x] = s;
-    __syncthreads();
-    for (int half = blockDim.x / 2; half > 0; half /= 2) {
-        if ((int)threadIdx.x < half)
-            part[threadIdx.x] += part[threadIdx.x + half];
-        __syncthreads();
-    }
-    if (threadIdx.x == 0 && part[0] != 0.0)
-        atomicAdd(out, part[0]);
-}
-
 /* F *= s over n floats. */
 __global__ void scale_kernel(float *F, int64_t n, float s)
 {
