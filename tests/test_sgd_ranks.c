@@ -2,14 +2,16 @@
  * an epoch's sub-steps follow each other with one agreement and one loss sum per epoch: a
  * rank whose part fails in any sub-step fails every rank (none left waiting), a divergence
  * stops every rank, a cancel on one rank without callbacks on the others stops them all at
- * the same epoch, and every rank still returns the same factors. test_ranks has the group's
- * fit against one context's. */
+ * the same epoch, and every rank still returns the same factors; the exchange's ring step
+ * that carries the item blocks. test_ranks has the group's fit against one context's. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "als_fixtures.h"
+#include "core/ctx.h" /* ctx->comm: the exchange's ring step */
 #include "ranks_fixtures.h"
 #include "sgd_fixtures.h"
 #include "testutil.h"
@@ -144,10 +146,67 @@ START_TEST(cancel_and_plain_runs)
 }
 END_TEST
 
+/* The exchange's ring step (mf_comm_ops.shift) on the in-process stand-in, which SGD's
+ * item blocks travel by: over 2 to 4 ranks, blocks of 3, 0 (empty), 5 and 2 rows of 12
+ * bytes, each rank sending block (r + q) mod n and receiving (r + q + 1) mod n, gets rank
+ * r + 1's block there and keeps every other row as it was. */
+typedef struct shift_job {
+    mf_ctx *ctx;
+    int q;
+    char buf[12 * 10];
+    mf_status st;
+} shift_job;
+
+static const int64_t shift_bounds[][5] = {{0, 3, 10}, {0, 3, 3, 10}, {0, 3, 3, 8, 10}};
+
+static void *run_shift(void *arg)
+{
+    shift_job *j = arg;
+    const mf_comm *c = j->ctx->comm;
+    j->st = c->ops->shift((mf_comm *)c, j->ctx, j->buf, shift_bounds[c->size - 2], 12,
+                          (c->rank + j->q) % c->size, (c->rank + j->q + 1) % c->size);
+    return NULL;
+}
+
+START_TEST(ring_step_of_the_exchange)
+{
+    for (int n = 2; n <= 4; n++)
+        for (int q = 0; q < n; q++) {
+            shift_job jobs[4];
+            mf_ctx *ctxs[4];
+            pthread_t threads[4];
+            for (int r = 0; r < n; r++) {
+                jobs[r].ctx = ctxs[r] = tu_cpu_ctx();
+                jobs[r].q = q;
+                for (int b = 0; b < 12 * 10; b++)
+                    jobs[r].buf[b] = (char)(r * 16 + b % 7);
+            }
+            ck_assert_int_eq(mf_ctx_join_local(ctxs, n), MF_OK);
+            for (int r = 0; r < n; r++)
+                ck_assert_int_eq(pthread_create(&threads[r], NULL, run_shift, &jobs[r]), 0);
+            for (int r = 0; r < n; r++)
+                ck_assert_int_eq(pthread_join(threads[r], NULL), 0);
+            const int64_t *bounds = shift_bounds[n - 2];
+            for (int r = 0; r < n; r++) {
+                ck_assert_int_eq(jobs[r].st, MF_OK);
+                const int recv = (r + q + 1) % n, from = (r + 1) % n;
+                for (int b = 0; b < 12 * 10; b++) {
+                    const int in = b >= 12 * bounds[recv] && b < 12 * bounds[recv + 1];
+                    ck_assert_msg(jobs[r].buf[b] == (char)((in ? from : r) * 16 + b % 7),
+                                  "%d ranks, step %d, rank %d, byte %d", n, q, r, b);
+                }
+            }
+            for (int r = 0; r < n; r++)
+                mf_ctx_destroy(ctxs[r]);
+        }
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "sgd_ranks", .timeout = 300};
     const TTest *const tests[] = {a_failed_sub_step_fails_every_rank,
-                                  a_diverged_group_stops_together, cancel_and_plain_runs};
+                                  a_diverged_group_stops_together, cancel_and_plain_runs,
+                                  ring_step_of_the_exchange};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -133,6 +133,24 @@ static mf_status local_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
     return MF_OK;
 }
 
+/* Each rank copies block `recv` out of rank + 1's buffer, where that rank sends it and
+ * writes only its own `recv`, another block; nobody writes it until the second barrier. */
+static mf_status local_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                             size_t row_bytes, int send, int recv)
+{
+    (void)ctx;
+    (void)send;
+    group *g = ((local_rank *)c)->g;
+    g->bufs[c->rank] = buf;
+    pthread_barrier_wait(&g->barrier);
+    const size_t at = (size_t)bounds[recv] * row_bytes;
+    if (bounds[recv + 1] > bounds[recv])
+        memcpy((char *)buf + at, (const char *)g->bufs[(c->rank + 1) % c->size] + at,
+               (size_t)(bounds[recv + 1] - bounds[recv]) * row_bytes);
+    pthread_barrier_wait(&g->barrier);
+    return MF_OK;
+}
+
 static void group_free(group *g)
 {
     pthread_barrier_destroy(&g->barrier);
@@ -156,7 +174,8 @@ static void local_release(mf_comm *c)
 }
 
 static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64,   local_sum_f64,
-                                      local_sum_buffer, local_alltoallv, local_release};
+                                      local_sum_buffer, local_alltoallv, local_shift,
+                                      local_release};
 
 mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
 {

@@ -194,6 +194,29 @@ static mf_status mpi_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send, const 
     return MF_OK;
 }
 
+/* One MPI_Sendrecv: block `send` to rank - 1, block `recv` from rank + 1, in rows of one
+ * contiguous type (as mpi_allgatherv's counts). */
+static mf_status mpi_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                           size_t row_bytes, int send, int recv)
+{
+    mpi_rank *m = (mpi_rank *)c;
+    if (row_bytes == 0)
+        return MF_OK;
+    if (row_bytes > INT_MAX)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "MPI shift: rows of %zu bytes", row_bytes);
+    const int to = (c->rank - 1 + c->size) % c->size, from = (c->rank + 1) % c->size;
+    MPI_Datatype row;
+    MPI_TRY(ctx, "MPI_Type_contiguous", MPI_Type_contiguous((int)row_bytes, MPI_BYTE, &row));
+    int err = MPI_Type_commit(&row);
+    if (err == MPI_SUCCESS)
+        err = MPI_Sendrecv(
+            (char *)buf + (size_t)bounds[send] * row_bytes, (int)(bounds[send + 1] - bounds[send]),
+            row, to, 0, (char *)buf + (size_t)bounds[recv] * row_bytes,
+            (int)(bounds[recv + 1] - bounds[recv]), row, from, 0, m->comm, MPI_STATUS_IGNORE);
+    MPI_Type_free(&row);
+    return err == MPI_SUCCESS ? MF_OK : mpi_fail(ctx, err, "MPI_Sendrecv");
+}
+
 static void rank_free(mpi_rank *m)
 {
     if (!m)
@@ -219,8 +242,8 @@ static void mpi_release(mf_comm *c)
     rank_free(m);
 }
 
-static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64,   mpi_sum_f64,
-                                    mpi_sum_buffer, mpi_alltoallv, mpi_release};
+static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64, mpi_sum_f64, mpi_sum_buffer,
+                                    mpi_alltoallv,  mpi_shift,   mpi_release};
 
 static mpi_rank *rank_alloc(int size)
 {

@@ -43,6 +43,14 @@ typedef struct mf_comm_ops {
      * must be q's send_bytes[this rank]). A group's ratings move to their owners with it. */
     mf_status (*alltoallv)(mf_comm *c, mf_ctx *ctx, const void *send, const int64_t *send_bytes,
                            void *recv, const int64_t *recv_bytes);
+    /* In place, a step of a ring: bounds (size + 1 entries, the same on every rank) cut buf
+     * into `size` blocks of rows, row_bytes each; this rank sends its block `send` to rank
+     * - 1 and receives block `recv` from rank + 1 (mod size), where that rank sends it (its
+     * `send`). Memory as allgatherv's, queued on ctx's stream over NCCL. One block moves
+     * a step: SGD's item blocks travel with it (a broadcast of every block had moved size
+     * - 1 times more). */
+    mf_status (*shift)(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds, size_t row_bytes,
+                       int send, int recv);
     /* The context lets go of its rank (its destruction, or leaving the group). */
     void (*release)(mf_comm *c);
 } mf_comm_ops;

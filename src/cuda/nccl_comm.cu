@@ -336,6 +336,31 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
     return st;
 }
 
+// Device memory: one NCCL group of a send to rank - 1 and a receive from rank + 1 (the same
+// peer over 2 ranks, which NCCL pairs within the group), queued on ctx's stream.
+static mf_status nccl_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                            size_t row_bytes, int send, int recv)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    const size_t out = (size_t)(bounds[send + 1] - bounds[send]) * row_bytes;
+    const size_t in = (size_t)(bounds[recv + 1] - bounds[recv]) * row_bytes;
+    const int to = (c->rank - 1 + c->size) % c->size, from = (c->rank + 1) % c->size;
+    NCCL_TRY(ctx, loaded.group_start());
+    ncclResult_t r = 0;
+    if (out > 0)
+        r = loaded.send((char *)buf + (size_t)bounds[send] * row_bytes, out, nccl_int8, to, n->comm,
+                        stream);
+    if (r == 0 && in > 0)
+        r = loaded.recv((char *)buf + (size_t)bounds[recv] * row_bytes, in, nccl_int8, from,
+                        n->comm, stream);
+    ncclResult_t end = loaded.group_end();
+    NCCL_TRY(ctx, r);
+    NCCL_TRY(ctx, end);
+    return MF_OK;
+}
+
 static void nccl_release(mf_comm *c)
 {
     nccl_comm *n = (nccl_comm *)c;
@@ -349,8 +374,8 @@ static void nccl_release(mf_comm *c)
     free(n);
 }
 
-static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64,   nccl_sum_f64,
-                                     nccl_sum_buffer, nccl_alltoallv, nccl_release};
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_sum_buffer,
+                                     nccl_alltoallv,  nccl_shift,   nccl_release};
 
 // The rank for ctx over comm, its scratch allocated on the communicator's device.
 static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)

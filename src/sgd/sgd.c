@@ -140,12 +140,10 @@ typedef struct run_state {
     mf_memory where;
     /* In a group: the users' shares and as many item blocks, balanced by ratings (each
      * rank keeps its own users' factors through an epoch), the plan's parts (one per item
-     * block), which rank updates each item block in the sub-step under way, and whether the
-     * user factors are gathered after every epoch (some rank has a progress callback, which
-     * measures the RMSE). */
+     * block), and whether the factors are gathered after every epoch (some rank has a
+     * progress callback, which measures the RMSE). */
     mf_shares shares;
     int64_t *parts;
-    int *owner;
     int gather_each;
 } run_state;
 
@@ -153,9 +151,7 @@ static void free_group_state(run_state *s)
 {
     mf_shares_free(&s->shares);
     free(s->parts);
-    free(s->owner);
     s->parts = NULL;
-    s->owner = NULL;
 }
 
 static mf_status share_rows(run_state *s, const mf_sparse *R)
@@ -164,21 +160,38 @@ static mf_status share_rows(run_state *s, const mf_sparse *R)
     const int n = mf_ranks(ctx);
     free_group_state(s);
     s->parts = malloc(((size_t)n + 1) * sizeof *s->parts);
-    s->owner = malloc((size_t)n * sizeof *s->owner);
-    if (!s->parts || !s->owner)
+    if (!s->parts)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
     return mf_shares_make(ctx, "mf_sgd_hogwild_run", (mf_sparse *)R, 0, &s->shares);
 }
 
-/* Side 0 (users: each rank's own share) or 1 (items: block b from rank owner[b]) of the
- * working factors and biases, from the ranks that updated them to every rank. */
-static mf_status share_side(run_state *s, int side)
+/* Between epochs, the whole factors on every rank: rank b's share of the users and item
+ * block b (the ring's last step of an epoch brought each rank its own block, fresh), with
+ * their biases. */
+static mf_status share_all(run_state *s)
 {
+    for (int side = 0; side < 2; side++) {
+        void *factors, *biases;
+        size_t row_bytes, bias_bytes;
+        s->e->shared(s->e, side, &factors, &row_bytes, &biases, &bias_bytes);
+        MF_TRY(mf_shares_gather(s->run.ctx, &s->shares, side, NULL, factors, row_bytes, biases,
+                                bias_bytes));
+    }
+    return MF_OK;
+}
+
+/* A step of the ring: the item block this rank just updated (send) to rank - 1, and block
+ * recv, which rank + 1 just updated, from it; with their biases. */
+static mf_status shift_items(run_state *s, int send, int recv)
+{
+    mf_ctx *ctx = s->run.ctx;
+    mf_comm *c = ctx->comm;
+    const int64_t *bounds = s->shares.bounds[1];
     void *factors, *biases;
     size_t row_bytes, bias_bytes;
-    s->e->shared(s->e, side, &factors, &row_bytes, &biases, &bias_bytes);
-    return mf_shares_gather(s->run.ctx, &s->shares, side, side == 0 ? NULL : s->owner, factors,
-                            row_bytes, biases, bias_bytes);
+    s->e->shared(s->e, 1, &factors, &row_bytes, &biases, &bias_bytes);
+    MF_TRY(c->ops->shift(c, ctx, factors, bounds, row_bytes, send, recv));
+    return biases ? c->ops->shift(c, ctx, biases, bounds, bias_bytes, send, recv) : MF_OK;
 }
 
 int mf_sgd_debug_fail_rank = -1;
@@ -186,7 +199,11 @@ int64_t mf_sgd_debug_fail_step = -1;
 
 /* One epoch of a group (NOMAD's and LIBMF's block rotation): in sub-step q, rank r updates
  * its users against item block (r + q) mod n, so that no two ranks write one factor row,
- * and then every rank receives the item blocks just updated. The sub-steps follow each
+ * then passes that block to rank r - 1, which updates it next, and takes block
+ * (r + q + 1) mod n from rank r + 1: a ring, one block a step (a broadcast of every block
+ * to every rank had moved n - 1 times the bytes). After the last step each rank holds its
+ * own block r fresh, as at the epoch's start; the other blocks of its copy are stale until
+ * share_all. The sub-steps follow each
  * other in the stream with no wait for the device or the other ranks (each had cost a
  * stream synchronization and a host round trip, a share of 4-GPU SGD's time that grew with
  * the ranks): the epoch ends in one read of this rank's loss and one sum over the ranks,
@@ -209,9 +226,7 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
                          t + 1);
         if (st == MF_OK)
             st = s->e->part_epoch(s->e, t, (r + q) % n, lr);
-        for (int b = 0; b < n; b++)
-            s->owner[b] = (b - q + n) % n;
-        MF_TRY(share_side(s, 1));
+        MF_TRY(shift_items(s, (r + q) % n, (r + q + 1) % n));
     }
     double v[2] = {0.0, 0.0}; /* the loss, the ranks that failed */
     if (st == MF_OK)
@@ -223,7 +238,7 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
     *failed = v[1] > 0.0;
     if (*failed || !s->gather_each)
         return st;
-    return share_side(s, 0);
+    return share_all(s);
 }
 
 static mf_status measure(run_state *s, const fit_spec *f)
@@ -297,9 +312,9 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         if (group && (failed || s->gather_each))
             st = mf_ranks_agree(ctx, "mf_sgd_hogwild_run", st, NULL, NULL, 0);
     }
-    /* The users' shares, unless every epoch gathered them. */
+    /* The whole factors, unless every epoch gathered them. */
     if (group && !s->gather_each && mf_run_has_result(st))
-        st = mf_run_then(st, share_side(s, 0));
+        st = mf_run_then(st, share_all(s));
     if (!mf_run_has_result(st))
         return st;
     if (!have_rmse)
