@@ -203,15 +203,14 @@ int64_t mf_sgd_debug_fail_step = -1;
  * (r + q + 1) mod n from rank r + 1: a ring, one block a step (a broadcast of every block
  * to every rank had moved n - 1 times the bytes). After the last step each rank holds its
  * own block r fresh, as at the epoch's start; the other blocks of its copy are stale until
- * share_all. The sub-steps follow each
- * other in the stream with no wait for the device or the other ranks (each had cost a
- * stream synchronization and a host round trip, a share of 4-GPU SGD's time that grew with
- * the ranks): the epoch ends in one read of this rank's loss and one sum over the ranks,
- * which carries both the group's loss (*sq_err) and whether any rank failed (*failed, the
- * same on every rank). A rank whose part failed still takes part in every exchange that
- * follows, so that no rank waits for it forever; the caller's agreement then fails them
- * all. Returns this rank's own status (not agreed). An exchange that fails returns at once,
- * as any collective's failure does. */
+ * share_all. The sub-steps follow each other in the stream with no wait for the device or
+ * the other ranks (each had cost a stream synchronization and a host round trip, a share of
+ * 4-GPU SGD's time that grew with the ranks): the epoch ends in one read of this rank's loss
+ * and one sum over the ranks, which carries both the group's loss (*sq_err) and whether any
+ * rank failed (*failed, the same on every rank). A rank whose part failed still takes part
+ * in every exchange that follows, so that no rank waits for it forever; the caller's
+ * agreement then fails them all. Returns this rank's own status (not agreed). An exchange
+ * that fails returns at once, as any collective's failure does. */
 static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int *failed)
 {
     mf_ctx *ctx = s->run.ctx;
