@@ -6,10 +6,10 @@
  * balanced by entries): each rank's engine gets its rows as a matrix of its own and, for
  * the CUDA engine, which solves whole columns of Y too, its columns' entries; the random
  * start is every engine's own draw, as alone, scaled by the p2 summed here; the engines
- * sum over the ranks what spans the shares. The ranks
- * stop together: a rank's reason to stop (a cancel, a failure, the time limit) rides the
- * next iteration's sums (asd_internal.h). X's shares are gathered at the end, so every
- * rank returns the same X and Y. */
+ * sum over the ranks what spans the shares. The ranks stop together: a rank's reason to
+ * stop (a cancel, a failure, the time limit) rides the next iteration's sums
+ * (asd_internal.h). X's shares are gathered at the end, so every rank returns the same X
+ * and Y. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
