@@ -199,3 +199,59 @@ int asd_check_group_cancel(mf_backend backend, int n, double tol)
     asd_group_free(cancel, pc, n), asd_group_free(last, pl, n);
     return 1;
 }
+
+int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol)
+{
+    static const char *const names[] = {"scaled", "plain", "scaled, spectral start"};
+    const asd_case c = {900, 700, 8, 0.06, 21};
+    const size_t bx = (size_t)c.m * c.r * sizeof(float), by = (size_t)c.n * c.r * sizeof(float);
+    for (int v = 0; v < 3; v++) {
+        mf_asd_opts o;
+        mf_asd_opts_init(&o);
+        o.rank = c.r, o.max_iterations = 30, o.tolerance = 1e-30, o.stagnation_window = 0;
+        o.variant = v == 1 ? MF_ASD_PLAIN : MF_ASD_SCALED;
+        o.init = v == 2 ? MF_ASD_INIT_SPECTRAL : MF_ASD_INIT_RANDOM;
+        mf_ctx *one = asd_rank_ctx(backend, 0);
+        ck_assert(one != NULL);
+        planted p1 = make_planted(one, c.m, c.n, c.r, c.fraction, NULL, c.seed);
+        float *X1 = malloc(bx), *Y1 = malloc(by);
+        mf_asd_report r1 = {.struct_size = sizeof r1};
+        ck_assert_msg(mf_asd_run(one, p1.M, &o, X1, Y1, MF_MEMORY_HOST, &r1) == MF_OK, "%s",
+                      mf_ctx_last_error(one));
+        int made = 1;
+        for (int k = 0; k < count && made; k++) {
+            const int n = sizes[k];
+            rk_job jobs[8];
+            planted p[8];
+            ck_assert(n >= 1 && n <= 8);
+            made = asd_group_fit(backend, n, &c, &o, -1, jobs, p);
+            for (int i = 0; made && i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                ck_assert(!memcmp(jobs[i].U, jobs[0].U, bx) && !memcmp(jobs[i].V, jobs[0].V, by));
+                ck_assert_int_eq(jobs[i].arep.iterations, 30);
+            }
+            if (!made)
+                break;
+            const double dx = tu_rel_diff((int64_t)c.m * c.r, jobs[0].U, X1),
+                         dy = tu_rel_diff((int64_t)c.n * c.r, jobs[0].V, Y1),
+                         dres = fabs(jobs[0].arep.relative_residual / r1.relative_residual - 1);
+            const int bits = !memcmp(jobs[0].U, X1, bx) && !memcmp(jobs[0].V, Y1, by);
+            printf("ASD %s over %d rank(s): residual %.9f (alone %.9f), factors within %.1e, "
+                   "%.1e: %s\n",
+                   names[v], n, jobs[0].arep.relative_residual, r1.relative_residual, dx, dy,
+                   bits ? "bit for bit" : "NOT bit for bit");
+            if (tol == 0.0)
+                ck_assert_msg(bits, "%s over %d ranks: X %g Y %g", names[v], n, dx, dy);
+            /* the residual is a double sum, in another order over the ranks */
+            ck_assert_msg(dx <= tol && dy <= tol && dres <= fmax(tol, 1e-12),
+                          "X %g Y %g residual %g", dx, dy, dres);
+            asd_group_free(jobs, p, n);
+        }
+        free(X1), free(Y1);
+        free_planted(&p1);
+        mf_ctx_destroy(one);
+        if (!made)
+            return 0;
+    }
+    return 1;
+}

@@ -289,6 +289,15 @@ START_TEST(bad_arguments)
 }
 END_TEST
 
+/* A group of CPU ranks fits one context's factors bit for bit (each rank solves whole rows
+ * of X and whole columns of Y; asd_fixtures.h), over 2, 3 and 4 ranks. */
+START_TEST(group_fits_one_contexts_factors)
+{
+    const int sizes[] = {2, 3, 4};
+    ck_assert(asd_check_group_matches_alone(MF_BACKEND_CPU, sizes, 3, 0.0));
+}
+END_TEST
+
 /* A group's ranks stop together on one rank's cancel, learnt from the next iteration's sums
  * (no round trip of their own), with the factors of the last iteration bit for bit, over 1,
  * 2 and 3 CPU ranks (asd_fixtures.h). */
@@ -302,7 +311,8 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "asd", .timeout = 300};
-    const TTest *const tests[] = {group_stops_together_without_a_round_trip,
+    const TTest *const tests[] = {group_fits_one_contexts_factors,
+                                  group_stops_together_without_a_round_trip,
                                   exact_small,
                                   planted_recovery,
                                   scaling_pays_when_ill_conditioned,

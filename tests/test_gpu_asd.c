@@ -379,62 +379,17 @@ START_TEST(device_transpose_matches_host)
 }
 END_TEST
 
-/* A group over NCCL fits one GPU's factors (src/asd/asd.cu: each rank solves whole rows of
- * X and whole columns of Y, so every line's arithmetic and both Gram matrices are one
- * GPU's; only the scalar sums run in another order, in double): plain and scaled, the
- * random start (drawn by every rank's engine, scaled by the summed p2) and a given one,
- * over a group of one and of every device (up to 4). The bound allows a float step length
- * that a last double bit tipped; the factors are expected equal bit for bit, and the
- * output says whether they were. */
+/* A group over NCCL fits one GPU's factors (asd_check_group_matches_alone), over a group
+ * of one and of every device (up to 4); the bound allows a float step length that a last
+ * double bit of a sum tipped, and the output says whether the factors were bit for bit. */
 START_TEST(group_fits_one_gpus_factors)
 {
     int devices = 0;
     for (mf_ctx *c; devices < 4 && (c = asd_rank_ctx(MF_BACKEND_CUDA, devices)) != NULL; devices++)
         mf_ctx_destroy(c);
-    const asd_case c = {900, 700, 8, 0.06, 21};
-    for (int v = 0; v < 3; v++) {
-        mf_asd_opts o;
-        mf_asd_opts_init(&o);
-        o.rank = c.r, o.max_iterations = 30, o.tolerance = 1e-30, o.stagnation_window = 0;
-        o.variant = v == 1 ? MF_ASD_PLAIN : MF_ASD_SCALED;
-        o.init = v == 2 ? MF_ASD_INIT_SPECTRAL : MF_ASD_INIT_RANDOM;
-        mf_ctx *one = asd_rank_ctx(MF_BACKEND_CUDA, 0);
-        planted p1 = make_planted(one, c.m, c.n, c.r, c.fraction, NULL, c.seed);
-        float *X1 = malloc((size_t)c.m * c.r * 4), *Y1 = malloc((size_t)c.n * c.r * 4);
-        const mf_asd_report r1 = run_where(one, p1.M, &o, X1, Y1, MF_MEMORY_HOST);
-        for (int n = 1; n <= devices; n = n == 1 && devices > 1 ? devices : n + devices) {
-            rk_job jobs[4];
-            planted p[4];
-            if (!asd_group_fit(MF_BACKEND_CUDA, n, &c, &o, -1, jobs, p)) {
-                printf("group_fits_one_gpus_factors: no group of %d (NCCL?): skipped\n", n);
-                break;
-            }
-            for (int i = 0; i < n; i++) {
-                ck_assert_msg(jobs[i].st == MF_OK, "rank %d: %s", i, jobs[i].error);
-                ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)c.m * c.r * 4));
-                ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)c.n * c.r * 4));
-                ck_assert_int_eq(jobs[i].arep.iterations, 30);
-            }
-            const double dx = tu_rel_diff((int64_t)c.m * c.r, jobs[0].U, X1),
-                         dy = tu_rel_diff((int64_t)c.n * c.r, jobs[0].V, Y1);
-            const double dres = fabs(jobs[0].arep.relative_residual / r1.relative_residual - 1);
-            const int same = !memcmp(jobs[0].U, X1, (size_t)c.m * c.r * 4) &&
-                             !memcmp(jobs[0].V, Y1, (size_t)c.n * c.r * 4);
-            printf("ASD %s over %d GPU(s): residual %.9f (one GPU %.9f), factors within %.1e, "
-                   "%.1e: %s\n",
-                   v == 0   ? "scaled"
-                   : v == 1 ? "plain"
-                            : "scaled, spectral start",
-                   n, jobs[0].arep.relative_residual, r1.relative_residual, dx, dy,
-                   same ? "bit for bit" : "NOT bit for bit");
-            ck_assert_msg(dx < 1e-6 && dy < 1e-6 && dres < 1e-6, "X %g Y %g residual %g", dx, dy,
-                          dres);
-            asd_group_free(jobs, p, n);
-        }
-        free(X1), free(Y1);
-        free_planted(&p1);
-        mf_ctx_destroy(one);
-    }
+    const int sizes[] = {1, devices};
+    if (!asd_check_group_matches_alone(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1, 1e-6))
+        printf("group_fits_one_gpus_factors: no group (NCCL?): skipped\n");
 }
 END_TEST
 

@@ -3,8 +3,8 @@
  * in the engines (asd_cpu.c; the CUDA one).
  *
  * Over a group of contexts (core/ranks.h) Ω is partitioned by rows and by columns (each
- * balanced by entries): each rank's engine gets its rows as a matrix of its own and, for
- * the CUDA engine, which solves whole columns of Y too, its columns' entries; the random
+ * balanced by entries): each rank's engine gets its rows as a matrix of its own and its
+ * columns' entries (it solves whole rows of X and whole columns of Y); the random
  * start is every engine's own draw, as alone, scaled by the p2 summed here; the engines
  * sum over the ranks what spans the shares. The ranks stop together: a rank's reason to
  * stop (a cancel, a failure, the time limit) rides the next iteration's sums
@@ -106,8 +106,8 @@ typedef struct run_state {
     mf_comm *comm;
     mf_shares shares;
     int32_t lo, hi;
-    /* The rank's columns [clo, chi) (shares.bounds[1]) and, for the CUDA engine, which
-     * solves whole columns, their entries (a matrix of the caller's shape); else NULL. */
+    /* The rank's columns [clo, chi) (shares.bounds[1]) and their entries (a matrix of the
+     * caller's shape); NULL alone. */
     int32_t clo, chi;
     mf_sparse *cols;
     mf_sparse *test;  /* the test rows of the share; NULL: the caller's (or none) */
@@ -541,8 +541,8 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
 }
 
 /* In a group, the columns' shares, balanced like the rows' (entries, plus one a line), and
- * for the CUDA engine this rank's columns' entries: it solves whole columns of Y, so that
- * each column's gradient and step are summed as on one GPU, and holds all of X and Y. */
+ * this rank's columns' entries: the engines solve whole columns of Y, so that each
+ * column's gradient and step are summed as alone, and hold all of X and Y. */
 static mf_status column_shares(run_state *s, mf_ctx *ctx, const mf_sparse *M)
 {
     const int n = s->comm->size;
@@ -560,8 +560,6 @@ static mf_status column_shares(run_state *s, mf_ctx *ctx, const mf_sparse *M)
     free(ptr);
     s->clo = (int32_t)s->shares.bounds[1][s->comm->rank];
     s->chi = (int32_t)s->shares.bounds[1][s->comm->rank + 1];
-    if (ctx->backend != MF_BACKEND_CUDA)
-        return MF_OK;
     return mf_sparse_block(ctx, M, 1, s->clo, s->chi, "mf_asd_run", &s->cols);
 }
 

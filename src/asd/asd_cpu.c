@@ -1,14 +1,16 @@
-/* The CPU engine of ASD and Scaled ASD (OpenMP), the reference of the GPU one. The residual
- * R = P(X Y^T - M) lives on the observed entries in CSR order; gradients are sparse-dense
- * products (G_X = R Y by rows; G_Y = R^T X by columns through a CSC-to-CSR position map, so
- * no thread writes another's row); a step's sampled product P(D Y^T) gives both its length
- * and the residual's update, so each half step costs two passes over the entries. Norms and
- * inner products accumulate in double.
- *
- * In a group (asd_internal.h) the engine holds its rank's rows of X and of Ω, and all of Y;
- * the sums that span rows go over the ranks (group_sum), and what every rank computes
- * alike from Y and the summed Y gradient is taken from rank 0, so that Y stays the same
- * bits everywhere. */
+/* The CPU engine of ASD and Scaled ASD (OpenMP), the reference of the GPU one, laid out as
+ * it is. The engine solves its lines of both sides, rows [lo[0], hi[0]) of X by Ω's rows and
+ * rows [lo[1], hi[1]) of Y by Ω's columns (alone: all of them), and holds all of X and Y.
+ * Each half step computes the side's residual R = P(X Y^T - M) afresh on its lines' entries
+ * (rows in CSR order, columns by ascending row), then the gradient, direction and step line
+ * by line; the Gram matrices come from the whole factor; and in a group the ranks gather the
+ * side's rows after its step (mf_comm_ops.allgatherv). So no line's arithmetic depends on
+ * the ranks: a group fits one context's factors bit for bit, but for the scalar sums (the
+ * steps' <D, G> and denominators, |R|^2), which the ranks add in another order, in double
+ * (a float step length almost never shows it). Norms and inner products accumulate in
+ * double. (Summing float partial gradients over the ranks instead had left a group of 2 on
+ * a 200,000^2, 40M-entry case 0.47% off one context after 30 iterations: ASD there
+ * magnifies rounding.) */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,23 +20,32 @@
 #include "core/random.h"
 #include "sddmm/sddmm.h"
 
+/* One side's lines as the engine solves them: lines + 1 offsets into idx (the other side's
+ * index of each entry) and val (NULL: every value 1), and the residual per entry. */
+typedef struct lines_of {
+    int32_t lines;
+    const int64_t *ptr;
+    const int32_t *idx;
+    const float *val;
+    float *R;
+} lines_of;
+
 typedef struct cpu_engine {
     mf_asd_engine base;
     mf_ctx *ctx;
-    mf_sparse *M;
     int r, scaled, threads;
-    int32_t m, n;
-    int64_t nnz;
-    const int64_t *t_ptr; /* CSC column offsets (the matrix's host transpose) */
-    const int32_t *t_row; /* row of each CSC entry                            */
-    int64_t *t_pos;       /* CSR position of each CSC entry                    */
-    float *X, *Y;         /* m x r, n x r                                      */
-    float *G, *D;         /* max(m, n) x r: gradient and direction             */
-    float *R, *q;         /* nnz: residual and the step's sampled product      */
-    double *A;            /* r x r: the Gram matrix, then its Cholesky factor  */
-    mf_comm *comm;        /* the context's group, or NULL                      */
-    mf_status failed;     /* a sum over the ranks that failed                  */
-    double norm2;         /* |P(M)|^2, for the random start's scale            */
+    int32_t m, n;             /* all rows of X, all of Y                            */
+    int32_t lo[2], hi[2];     /* this rank's lines of X (0) and Y (1)               */
+    const int64_t *bounds[2]; /* every rank's (NULL alone), for the gathers      */
+    lines_of by[2];           /* by rows, by columns                                */
+    float *col_val;           /* the columns' values in their order (by[1].val)     */
+    int64_t *col_ptr;         /* by[1]'s offsets: the transpose's from lo[1]        */
+    float *X, *Y;             /* m x r, n x r                                       */
+    float *G, *D;             /* the most lines of a side x r: gradient, direction  */
+    double *A;                /* r x r: the Gram matrix, then its Cholesky factor   */
+    mf_comm *comm;            /* the context's group, or NULL                       */
+    mf_status failed;         /* a collective step that failed                      */
+    double norm2;             /* |P(M)|^2, for the random start's scale             */
     /* In a group, this iteration: the ranks' reasons to stop (their sums), and whether
      * any is nonzero, when neither factor moves. */
     double why[MF_ASD_WHY_COUNT];
@@ -42,9 +53,9 @@ typedef struct cpu_engine {
 } cpu_engine;
 
 /* In a group: buf (count floats or doubles) becomes its sum over the ranks. The first
- * failure is kept for iterate() to return, and the rank goes on taking part in every sum
- * of the iteration, so that the others never wait for it (the driver's agreement after the
- * iteration then fails them all). */
+ * failure is kept for iterate() to return, and the rank goes on taking part in every
+ * collective step of the iteration, so that the others never wait for it (the iteration's
+ * last sum tells them). */
 static void group_sum(cpu_engine *e, void *buf, size_t count, int is_double)
 {
     if (!e->comm)
@@ -54,11 +65,15 @@ static void group_sum(cpu_engine *e, void *buf, size_t count, int is_double)
         e->failed = st;
 }
 
-/* In a group, a value every rank computed alike is zeroed on all but rank 0 before its sum:
- * rank 0's bits everywhere. */
-static double from_rank0(const cpu_engine *e, double v)
+/* In a group: every rank's lines of side s's factor to every rank. */
+static void gather(cpu_engine *e, int s)
 {
-    return e->comm && e->comm->rank != 0 ? 0.0 : v;
+    if (!e->comm)
+        return;
+    mf_status st = e->comm->ops->allgatherv(e->comm, e->ctx, s == 0 ? e->X : e->Y, e->bounds[s],
+                                            (size_t)e->r * sizeof(float), NULL);
+    if (e->failed == MF_OK)
+        e->failed = st;
 }
 
 static float dot(const float *a, const float *b, int r)
@@ -69,54 +84,54 @@ static float dot(const float *a, const float *b, int r)
     return s;
 }
 
-static float value(const cpu_engine *e, int64_t p)
+/* Side s's factor from its first line (this rank's: own), and the other side's, whole. */
+static float *own(const cpu_engine *e, int s)
 {
-    return e->M->val ? e->M->val[p] : 1.0f;
+    return (s == 0 ? e->X : e->Y) + (size_t)e->lo[s] * e->r;
+}
+static const float *other(const cpu_engine *e, int s)
+{
+    return s == 0 ? e->Y : e->X;
 }
 
-/* R = P(X Y^T - M); returns |R|^2, over the ranks when sum (in a group; the sum carries
- * whether any rank's sums failed, into why[MF_ASD_WHY_FAILURE]), else this rank's share. */
-static double residual(cpu_engine *e, int sum)
+/* R = P(X Y^T - M) on side s's entries (the product a row's x times a column's y, the
+ * same float on either side); returns |R|^2 over them. */
+static double residual(cpu_engine *e, int s)
 {
-    double total = 0.0;
+    const lines_of *L = &e->by[s];
+    const float *F = own(e, s), *O = other(e, s);
     const int r = e->r;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : total)
-    for (int32_t i = 0; i < e->m; i++)
-        for (int64_t p = e->M->row_ptr[i]; p < e->M->row_ptr[i + 1]; p++) {
-            float d = dot(e->X + (int64_t)i * r, e->Y + (int64_t)e->M->col[p] * r, r) - value(e, p);
-            e->R[p] = d;
-            total += (double)d * d;
+    double sum = 0.0;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : sum)
+    for (int32_t i = 0; i < L->lines; i++)
+        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+            const float *f = F + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
+            float d = (s == 0 ? dot(f, o, r) : dot(o, f, r)) - (L->val ? L->val[p] : 1.0f);
+            L->R[p] = d;
+            sum += (double)d * d;
         }
-    double v[2] = {total, e->failed != MF_OK};
-    if (sum)
-        group_sum(e, v, 2, 1);
-    e->why[MF_ASD_WHY_FAILURE] += v[1];
-    return v[0];
+    return sum;
 }
 
-/* G = R Y (side 0, rows x r) or R^T X (side 1, cols x r). */
-static void gradient(cpu_engine *e, int side)
+/* G = R F_other on side s's lines (line by line, its entries in order). */
+static void gradient(cpu_engine *e, int s)
 {
+    const lines_of *L = &e->by[s];
+    const float *O = other(e, s);
     const int r = e->r;
-    const int32_t lines = side == 0 ? e->m : e->n;
-    const float *F = side == 0 ? e->Y : e->X;
 #pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads)
-    for (int32_t i = 0; i < lines; i++) {
+    for (int32_t i = 0; i < L->lines; i++) {
         float *g = e->G + (int64_t)i * r;
         memset(g, 0, (size_t)r * sizeof *g);
-        int64_t b = side == 0 ? e->M->row_ptr[i] : e->t_ptr[i];
-        int64_t end = side == 0 ? e->M->row_ptr[i + 1] : e->t_ptr[i + 1];
-        for (int64_t t = b; t < end; t++) {
-            int64_t p = side == 0 ? t : e->t_pos[t];
-            int32_t o = side == 0 ? e->M->col[t] : e->t_row[t];
-            const float *f = F + (int64_t)o * r;
+        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+            const float *o = O + (int64_t)L->idx[p] * r;
             for (int u = 0; u < r; u++)
-                g[u] += e->R[p] * f[u];
+                g[u] += L->R[p] * o[u];
         }
     }
 }
 
-/* The r x r Gram matrix F^T F of the other factor, in double. */
+/* The r x r Gram matrix F^T F of a whole factor, in double. */
 static void gram(const cpu_engine *e, const float *F, int32_t lines, double *A)
 {
     const int r = e->r;
@@ -179,92 +194,81 @@ static void precondition(cpu_engine *e, int32_t lines, const double *L)
     }
 }
 
-/* One half step on X (side 0) or Y (side 1); returns 1 when a scaled step fell back. */
-static int half_step(cpu_engine *e, int side)
+/* One half step on X (side 0) or Y (side 1), its residual fresh; returns 1 when a scaled
+ * step fell back to the plain direction. */
+static int half_step(cpu_engine *e, int s)
 {
     const int r = e->r;
-    const int32_t lines = side == 0 ? e->m : e->n;
-    float *F = side == 0 ? e->X : e->Y;
-    const float *other = side == 0 ? e->Y : e->X;
-    gradient(e, side);
-    if (side == 1) /* the rows' shares of the Y gradient */
-        group_sum(e, e->G, (size_t)e->n * r, 0);
+    const lines_of *L = &e->by[s];
+    const float *O = other(e, s);
+    if (s == 1) /* X moved: the columns' residual anew (the rows' is the last iteration's) */
+        residual(e, 1);
+    gradient(e, s);
     const float *dir = e->G;
     int fell_back = 0;
     if (e->scaled) {
-        gram(e, other, side == 0 ? e->n : e->m, e->A);
-        /* Y's Gram from rank 0, X's summed over the rows' shares */
-        if (side == 0 && e->comm && e->comm->rank != 0)
-            memset(e->A, 0, (size_t)r * r * sizeof *e->A);
-        group_sum(e, e->A, (size_t)r * r, 1);
+        gram(e, O, s == 0 ? e->n : e->m, e->A);
         if (cholesky(e->A, r)) {
-            precondition(e, lines, e->A);
+            precondition(e, L->lines, e->A);
             dir = e->D;
         } else
             fell_back = 1; /* singular (a rank-deficient factor): the plain direction */
     }
-    /* The step's length: <dir, G> / |P(dir other^T)|^2 (side 0) or |P(F dir^T)|^2. */
+    /* The step's length: <dir, G> / |P(dir other^T)|^2 over the side's lines. */
     double num = 0.0, den = 0.0;
 #pragma omp parallel for schedule(static) num_threads(e->threads) reduction(+ : num)
-    for (int64_t i = 0; i < (int64_t)lines * r; i++)
+    for (int64_t i = 0; i < (int64_t)L->lines * r; i++)
         num += (double)dir[i] * e->G[i];
 #pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : den)
-    for (int32_t i = 0; i < e->m; i++)
-        for (int64_t p = e->M->row_ptr[i]; p < e->M->row_ptr[i + 1]; p++) {
-            int32_t j = e->M->col[p];
-            float v = side == 0 ? dot(dir + (int64_t)i * r, other + (int64_t)j * r, r)
-                                : dot(other + (int64_t)i * r, dir + (int64_t)j * r, r);
-            e->q[p] = v;
+    for (int32_t i = 0; i < L->lines; i++)
+        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+            const float *d = dir + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
+            const float v = s == 0 ? dot(d, o, r) : dot(o, d, r);
             den += (double)v * v;
         }
-    /* X's <dir, G> spans the rows' shares; Y's is the same on every rank. X's sums carry
-     * the ranks' reasons to stop (asd_internal.h), summed before either factor moves. */
-    double sums[2 + MF_ASD_WHY_COUNT] = {side == 0 ? num : from_rank0(e, num), den};
+    /* Over the ranks; X's sums carry the ranks' reasons to stop (asd_internal.h), summed
+     * before either factor moves. */
+    double sums[2 + MF_ASD_WHY_COUNT] = {num, den};
     int count = 2;
-    if (side == 0) {
+    if (s == 0) {
         memcpy(sums + 2, e->why, sizeof e->why);
         count += MF_ASD_WHY_COUNT;
     }
     group_sum(e, sums, (size_t)count, 1);
     num = sums[0], den = sums[1];
-    if (side == 0) {
+    if (s == 0) {
         memcpy(e->why, sums + 2, sizeof e->why);
         for (int k = 0; k < MF_ASD_WHY_COUNT; k++)
             e->stopping |= e->why[k] > 0.0;
     }
-    if (e->stopping || !(num > 0.0) || !(den > 0.0) || !isfinite(num / den))
-        return fell_back; /* a zero gradient (nothing to move), or the ranks stop */
-    const float t = (float)(num / den);
+    /* a zero gradient (nothing to move) or the ranks stopping: no step */
+    if (!e->stopping && num > 0.0 && den > 0.0 && isfinite(num / den)) {
+        const float t = (float)(num / den);
+        float *F = own(e, s);
 #pragma omp parallel for schedule(static) num_threads(e->threads)
-    for (int64_t i = 0; i < (int64_t)lines * r; i++)
-        F[i] -= t * dir[i];
-#pragma omp parallel for schedule(static) num_threads(e->threads)
-    for (int64_t p = 0; p < e->nnz; p++)
-        e->R[p] -= t * e->q[p];
+        for (int64_t i = 0; i < (int64_t)L->lines * r; i++)
+            F[i] -= t * dir[i];
+    }
+    gather(e, s);
     return fell_back;
 }
 
-/* The random start (asd_internal.h): uniform from the two streams (in a group all of X is
- * drawn, as alone, and this rank keeps its rows); returns |P(X Y^T)|^2 over this rank's
- * rows, or -1 when out of host memory. */
-static double random_draw(cpu_engine *e, const mf_asd_setup *s)
+/* The random start (asd_internal.h): uniform from the two streams, all of X and Y as
+ * alone; returns |P(X Y^T)|^2 over this rank's rows. */
+static double random_draw(cpu_engine *e)
 {
-    const int64_t nx = (int64_t)s->rows_all * e->r, ny = (int64_t)e->n * e->r;
-    float *X = s->rows_all > e->m ? malloc(((size_t)nx + 1) * sizeof *X) : e->X;
-    if (!X)
-        return -1.0;
-    mf_random_uniform_host(X, nx, -1.0f, 1.0f, e->ctx->seed, MF_ASD_X_STREAM, e->threads);
-    if (X != e->X) {
-        memcpy(e->X, X + (size_t)s->row_lo * e->r, (size_t)e->m * e->r * sizeof *X);
-        free(X);
-    }
-    mf_random_uniform_host(e->Y, ny, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM, e->threads);
-    double p2 = 0.0;
+    mf_random_uniform_host(e->X, (int64_t)e->m * e->r, -1.0f, 1.0f, e->ctx->seed, MF_ASD_X_STREAM,
+                           e->threads);
+    mf_random_uniform_host(e->Y, (int64_t)e->n * e->r, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM,
+                           e->threads);
+    const lines_of *L = &e->by[0];
+    const float *F = own(e, 0);
     const int r = e->r;
+    double p2 = 0.0;
 #pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : p2)
-    for (int32_t i = 0; i < e->m; i++)
-        for (int64_t p = e->M->row_ptr[i]; p < e->M->row_ptr[i + 1]; p++) {
-            double d = dot(e->X + (int64_t)i * r, e->Y + (int64_t)e->M->col[p] * r, r);
+    for (int32_t i = 0; i < L->lines; i++)
+        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+            double d = dot(F + (int64_t)i * r, e->Y + (int64_t)L->idx[p] * r, r);
             p2 += d * d;
         }
     return p2;
@@ -300,8 +304,12 @@ static mf_status cpu_iterate(mf_asd_engine *base, const double *stop_in, double 
     e->stopping = 0;
     *singular += half_step(e, 0);
     *singular += half_step(e, 1);
-    /* Recomputed rather than updated, so rounding in the updates never accumulates. */
-    *res2 = residual(e, 1);
+    /* the rows' residual for the next X step, and |R|^2 over the ranks with whether any
+     * rank's collective steps failed */
+    double v[2] = {residual(e, 0), e->failed != MF_OK};
+    group_sum(e, v, 2, 1);
+    e->why[MF_ASD_WHY_FAILURE] += v[1];
+    *res2 = v[0];
     memcpy(stop_out, e->why, sizeof e->why);
     return e->failed;
 }
@@ -309,7 +317,8 @@ static mf_status cpu_iterate(mf_asd_engine *base, const double *stop_in, double 
 static mf_status cpu_rmse(mf_asd_engine *base, const mf_sparse *T, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
-    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, e->X, e->r, e->Y, e->r, NULL,
+    /* T holds this rank's rows (asd.c), numbered from 0 */
+    return mf_rmse_compute(e->ctx, (mf_sparse *)T, e->r, own(e, 0), e->r, e->Y, e->r, NULL,
                            MF_MEMORY_HOST, rmse);
 }
 
@@ -317,7 +326,8 @@ static mf_status cpu_finish(mf_asd_engine *base, float *X, float *Y, mf_memory w
 {
     cpu_engine *e = (cpu_engine *)base;
     (void)where; /* a CPU context has host memory only */
-    memcpy(X, e->X, (size_t)e->m * e->r * sizeof *X);
+    /* this rank's rows of X (the driver gathers them), all of Y */
+    memcpy(X, own(e, 0), (size_t)(e->hi[0] - e->lo[0]) * e->r * sizeof *X);
     memcpy(Y, e->Y, (size_t)e->n * e->r * sizeof *Y);
     return MF_OK;
 }
@@ -325,21 +335,48 @@ static mf_status cpu_finish(mf_asd_engine *base, float *X, float *Y, mf_memory w
 static void cpu_destroy(mf_asd_engine *base)
 {
     cpu_engine *e = (cpu_engine *)base;
-    free(e->t_pos);
+    free(e->by[0].R);
+    free(e->by[1].R);
+    free(e->col_val);
+    free(e->col_ptr);
     free(e->X);
     free(e->Y);
     free(e->G);
     free(e->D);
-    free(e->R);
-    free(e->q);
     free(e->A);
     free(e);
 }
 
+/* By columns: this rank's columns of C (the rank's column block, or the whole matrix
+ * alone), each with its entries by ascending row (the host transpose), their values in
+ * that order. */
+static int columns(cpu_engine *e, const mf_sparse *C)
+{
+    const int64_t *t_ptr = C->transpose.ptr;
+    const int32_t lines = e->hi[1] - e->lo[1];
+    e->col_ptr = malloc(((size_t)lines + 1) * sizeof *e->col_ptr);
+    e->col_val = C->val ? malloc(((size_t)C->nnz + 1) * sizeof *e->col_val) : NULL;
+    int64_t *next = C->val ? malloc(((size_t)C->cols + 1) * sizeof *next) : NULL;
+    if (!e->col_ptr || (C->val && (!e->col_val || !next))) {
+        free(next);
+        return 0;
+    }
+    memcpy(e->col_ptr, t_ptr + e->lo[1], ((size_t)lines + 1) * sizeof *e->col_ptr);
+    if (C->val) { /* the k-th entry of column j a pass over the CSR meets is its k-th */
+        memcpy(next, t_ptr, ((size_t)C->cols + 1) * sizeof *next);
+        for (int32_t i = 0; i < C->rows; i++)
+            for (int64_t p = C->row_ptr[i]; p < C->row_ptr[i + 1]; p++)
+                e->col_val[next[C->col[p]]++] = C->val[p];
+        free(next);
+    }
+    e->by[1] = (lines_of){lines, e->col_ptr, C->transpose.idx, e->col_val, NULL};
+    return 1;
+}
+
 mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
 {
-    mf_sparse *M = s->M;
-    MF_TRY(mf_sparse_host_transpose(M));
+    mf_sparse *C = s->cols ? s->cols : s->M;
+    MF_TRY(mf_sparse_host_transpose(C));
     cpu_engine *e = calloc(1, sizeof *e);
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
@@ -348,50 +385,36 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->base.finish = cpu_finish;
     e->base.destroy = cpu_destroy;
     e->ctx = s->ctx;
-    e->M = M;
     e->r = s->r;
     e->scaled = s->scaled;
     e->threads = mf_ctx_threads(s->ctx);
-    e->m = M->rows;
-    e->n = M->cols;
-    e->nnz = M->nnz;
-    e->t_ptr = M->transpose.ptr;
-    e->t_row = M->transpose.idx;
-    const int64_t lines = e->m > e->n ? e->m : e->n;
-    e->t_pos = malloc((size_t)(e->nnz + 1) * sizeof *e->t_pos);
-    e->X = malloc((size_t)e->m * e->r * sizeof *e->X);
-    e->Y = malloc((size_t)e->n * e->r * sizeof *e->Y);
-    e->G = malloc((size_t)lines * e->r * sizeof *e->G);
-    e->D = malloc((size_t)lines * e->r * sizeof *e->D);
-    e->R = malloc((size_t)(e->nnz + 1) * sizeof *e->R);
-    e->q = malloc((size_t)(e->nnz + 1) * sizeof *e->q);
+    e->m = s->rows_all;
+    e->n = s->M->cols;
+    e->lo[0] = s->row_lo, e->hi[0] = s->row_hi, e->bounds[0] = s->row_bounds;
+    e->lo[1] = s->col_lo, e->hi[1] = s->col_hi, e->bounds[1] = s->col_bounds;
+    e->comm = s->ctx->comm;
+    e->norm2 = s->norm2;
+    const mf_sparse *M = s->M; /* this rank's rows */
+    e->by[0] = (lines_of){M->rows, M->row_ptr, M->col, M->val, NULL};
+    int ok = columns(e, C);
+    const int32_t lines = e->by[0].lines > e->by[1].lines ? e->by[0].lines : e->by[1].lines;
+    e->by[0].R = malloc(((size_t)M->nnz + 1) * sizeof *e->by[0].R);
+    e->by[1].R = malloc(((size_t)C->nnz + 1) * sizeof *e->by[1].R);
+    e->X = malloc(((size_t)e->m * e->r + 1) * sizeof *e->X);
+    e->Y = malloc(((size_t)e->n * e->r + 1) * sizeof *e->Y);
+    e->G = malloc(((size_t)lines * e->r + 1) * sizeof *e->G);
+    e->D = malloc(((size_t)lines * e->r + 1) * sizeof *e->D);
     e->A = malloc((size_t)e->r * e->r * sizeof *e->A);
-    int64_t *next = malloc(((size_t)e->n + 1) * sizeof *next);
-    if (!e->t_pos || !e->X || !e->Y || !e->G || !e->D || !e->R || !e->q || !e->A || !next) {
-        free(next);
+    if (!ok || !e->by[0].R || !e->by[1].R || !e->X || !e->Y || !e->G || !e->D || !e->A) {
         cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
     }
-    /* The CSC holds each column's entries by ascending row, as a pass over the CSR meets
-     * them: the k-th entry of column j met is the k-th of its CSC run. */
-    memcpy(next, e->t_ptr, ((size_t)e->n + 1) * sizeof *next);
-    for (int32_t i = 0; i < e->m; i++)
-        for (int64_t p = M->row_ptr[i]; p < M->row_ptr[i + 1]; p++)
-            e->t_pos[next[M->col[p]]++] = p;
-    free(next);
-    e->comm = s->ctx->comm;
-    e->norm2 = s->norm2;
     *out = &e->base;
-    if (s->X0) { /* X0 holds every rank's rows */
-        memcpy(e->X, s->X0 + (size_t)s->row_lo * e->r, (size_t)e->m * e->r * sizeof *e->X);
+    if (s->X0) { /* all rows of X */
+        memcpy(e->X, s->X0, (size_t)e->m * e->r * sizeof *e->X);
         memcpy(e->Y, s->Y0, (size_t)e->n * e->r * sizeof *e->Y);
     } else {
-        const double p2 = random_draw(e, s);
-        if (p2 < 0.0) {
-            *out = NULL;
-            cpu_destroy(&e->base);
-            return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
-        }
+        const double p2 = random_draw(e);
         if (e->comm) { /* scaled by begin(), once the driver summed p2 */
             e->base.p2 = p2;
             e->base.begin = cpu_begin;

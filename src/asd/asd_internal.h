@@ -64,9 +64,8 @@ typedef struct mf_asd_setup {
     double norm2;         /* |P(M)|^2 */
     /* In a group, M holds this rank's rows [row_lo, row_hi) of the whole matrix's rows_all
      * (renumbered from 0), and cols the entries of its columns [col_lo, col_hi) in a matrix
-     * of the whole shape (NULL where the engine does not solve whole columns: the CPU
-     * one); the bounds are every rank's (size + 1 each). Alone: all rows and columns, no
-     * bounds, no cols. */
+     * of the whole shape; the bounds are every rank's (size + 1 each). Alone: all rows and
+     * columns, no bounds, cols NULL (M's columns). */
     int32_t rows_all, row_lo, row_hi, col_lo, col_hi;
     const int64_t *row_bounds, *col_bounds;
     mf_sparse *cols;
