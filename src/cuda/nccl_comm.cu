@@ -159,12 +159,15 @@ static mf_status make_staging(nccl_comm *n, mf_ctx *ctx)
         n->staging = NULL;
     }
     const mf_status st = nccl_reduce(n, ctx, &failed, 1, nccl_int64, nccl_max);
-    if (st != MF_OK)
-        return st;
-    if (failed && n->staging) {
-        cudaFree(n->staging);
+    if (st != MF_OK || (failed && n->staging)) {
+        // Not agreed (the state stays 0, and a later call allocates again) or refused
+        // somewhere: this rank's staging goes now, not over-written by the next cudaMalloc.
+        if (n->staging)
+            cudaFree(n->staging);
         n->staging = NULL;
     }
+    if (st != MF_OK)
+        return st;
     n->staging_state = failed ? -1 : 1;
     return MF_OK;
 }
