@@ -327,6 +327,36 @@ START_TEST(random_coo_matches_a_sorted_reference)
     static int32_t hr[NNZ];
     ck_assert_int_eq(mf_sparse_get_coo(m2, hr, NULL, NULL, MF_MEMORY_HOST), MF_OK);
     ck_assert_int_eq(memcmp(hr, gr, sizeof hr), 0);
+    /* Large enough for the threaded paths: the columns' offsets (counted without the
+     * transpose) are the transpose's, and a column shard holds R's entries in R's order. */
+    const int64_t *col_ptr = NULL;
+    ck_assert_int_eq(mf_sparse_col_ptr(m, &col_ptr), MF_OK);
+    int64_t counted[COLS + 1] = {0};
+    for (int i = 0; i < NNZ; i++)
+        counted[gc[i] + 1]++;
+    for (int j = 0; j < COLS; j++) {
+        counted[j + 1] += counted[j];
+        ck_assert_int_eq(col_ptr[j + 1], counted[j + 1]);
+    }
+    ck_assert_int_eq(mf_sparse_host_transpose(m), MF_OK);
+    ck_assert_int_eq(memcmp(m->transpose.ptr, counted, sizeof counted), 0);
+    mf_sparse *shard = NULL;
+    ck_assert_int_eq(mf_sparse_block(ctx, m, 1, 50, 120, "test", &shard), MF_OK);
+    static int32_t sr[NNZ], sc[NNZ];
+    static float sv[NNZ];
+    int n = 0;
+    for (int i = 0; i < NNZ; i++)
+        if (gc[i] >= 50 && gc[i] < 120)
+            sr[n] = gr[i], sc[n] = gc[i], sv[n] = gv[i], n++;
+    int64_t shard_nnz = -1;
+    ck_assert_int_eq(mf_sparse_shape(shard, NULL, NULL, &shard_nnz), MF_OK);
+    ck_assert_int_eq(shard_nnz, n);
+    static int32_t br[NNZ], bc[NNZ];
+    static float bv[NNZ];
+    ck_assert_int_eq(mf_sparse_get_coo(shard, br, bc, bv, MF_MEMORY_HOST), MF_OK);
+    ck_assert(!memcmp(br, sr, (size_t)n * sizeof *br) && !memcmp(bc, sc, (size_t)n * sizeof *bc) &&
+              !memcmp(bv, sv, (size_t)n * sizeof *bv));
+    mf_sparse_destroy(shard);
     mf_sparse_destroy(m);
     mf_sparse_destroy(m2);
 }

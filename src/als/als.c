@@ -113,24 +113,26 @@ static void init_seeded(mf_ctx *ctx, int32_t cols, const int64_t *col_ptr, const
     }
 }
 
-/* Each column's sum of values (ones for a pattern), in the column's order. */
+/* Each column's sum of values (ones for a pattern), in the column's order: one sweep of the
+ * rows in order adds each column's entries in the transpose's order (rows ascending), so
+ * the sums are the transpose's bit for bit without building it. */
 static double *column_sums(const mf_sparse *R)
 {
     double *sum = calloc((size_t)R->cols + 1, sizeof *sum);
-    for (int32_t i = 0; sum && i < R->cols; i++)
-        for (int64_t p = R->transpose.ptr[i]; p < R->transpose.ptr[i + 1]; p++)
-            sum[i] += R->transpose.val ? R->transpose.val[p] : 1.0f;
+    for (int64_t p = 0; sum && p < R->nnz; p++)
+        sum[R->col[p]] += R->val ? R->val[p] : 1.0f;
     return sum;
 }
 
 /* The start from the whole matrix R. */
 static mf_status init_whole(mf_ctx *ctx, mf_sparse *R, int k, bool zhou, float *V0)
 {
-    MF_TRY(mf_sparse_host_transpose(R));
+    const int64_t *col_ptr;
+    MF_TRY(mf_sparse_col_ptr(R, &col_ptr));
     double *sum = zhou ? column_sums(R) : NULL;
     if (zhou && !sum)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
-    init_seeded(ctx, R->cols, R->transpose.ptr, sum, k, zhou, V0);
+    init_seeded(ctx, R->cols, col_ptr, sum, k, zhou, V0);
     free(sum);
     return MF_OK;
 }
@@ -371,18 +373,24 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           {0, 0},
                           {NULL, NULL},
                           {NULL, NULL}};
+    /* The shares and the kernels' choice need the columns' offsets, not the transpose: a
+     * rank of a group never builds the whole matrix's transpose (its shard's is enough). */
+    const int64_t *col_ptr = NULL;
     if (st == MF_OK && !s->split)
-        st = mf_shares_make(ctx, "mf_als_run", f->R, row_cost, &s->shares);
+        st = mf_sparse_col_ptr(f->R, &col_ptr);
+    if (st == MF_OK && !s->split) {
+        const int64_t *const ptr[2] = {f->R->row_ptr, col_ptr};
+        const int32_t lines[2] = {f->R->rows, f->R->cols};
+        st = mf_shares_make_lines(ctx, "mf_als_run", ptr, lines, row_cost, &s->shares);
+    }
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
     /* In a group each rank keeps only its shard of each side: the device then holds the
      * rank's share of the ratings, not all of them. Kernels are chosen by the whole. */
     for (int w = 0; w < 2 && st == MF_OK && !s->split && mf_ranks(ctx) > 1; w++)
         st = mf_sparse_block(ctx, f->R, w, setup.lo[w], setup.hi[w], "mf_als_run", &s->part[w]);
-    if (st == MF_OK && !s->split && mf_ranks(ctx) > 1) {
-        st = mf_sparse_host_transpose(f->R);
-        setup.line_ptr[0] = f->R->row_ptr, setup.line_ptr[1] = f->R->transpose.ptr;
-    }
+    if (st == MF_OK && !s->split && mf_ranks(ctx) > 1)
+        setup.line_ptr[0] = f->R->row_ptr, setup.line_ptr[1] = col_ptr;
     if (s->split)
         setup.line_ptr[0] = s->whole_ptr[0], setup.line_ptr[1] = s->whole_ptr[1];
     setup.part[0] = s->part[0], setup.part[1] = s->part[1];

@@ -30,6 +30,9 @@ struct mf_sparse {
         int32_t *idx; /* row of each entry, ascending within a column */
         float *val;   /* NULL for a pattern */
     } transpose;
+    /* The columns' offsets alone (cols + 1), without the transpose: what a group's shares
+     * and ALS's start need, for a fraction of the transpose's memory and time. */
+    int64_t *col_ptr;
     struct mf_sparse_cache_entry *cache; /* see mf_sparse_cache_get */
     int index_base; /* the base mf_sparse_read read the file with; 0 when built from arrays */
     int is_part;    /* this rank's part of a matrix split over a group (mf_sparse_set_part) */
@@ -101,6 +104,9 @@ mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo,
 
 /* The host transpose (see struct mf_sparse), built on first use. */
 mf_status mf_sparse_host_transpose(mf_sparse *m);
+/* The columns' offsets (cols + 1; the transpose's ptr when it is built, else counted once
+ * and kept in m->col_ptr): column j holds entries [ptr[j], ptr[j + 1]) of the transpose. */
+mf_status mf_sparse_col_ptr(mf_sparse *m, const int64_t **out);
 
 /* Free everything the handle holds on the device, and every cache entry. */
 void mf_sparse_release_device(mf_sparse *m);

@@ -21,6 +21,7 @@ void mf_sparse_destroy(mf_sparse *m)
     free(m->transpose.ptr);
     free(m->transpose.idx);
     free(m->transpose.val);
+    free(m->col_ptr);
     free(m->row_ptr);
     free(m->col);
     free(m->val);

@@ -84,3 +84,52 @@ mf_status mf_sparse_host_transpose(mf_sparse *m)
     m->transpose.val = val;
     return MF_OK;
 }
+
+mf_status mf_sparse_col_ptr(mf_sparse *m, const int64_t **out)
+{
+    if (m->transpose.ptr || m->col_ptr) {
+        *out = m->transpose.ptr ? m->transpose.ptr : m->col_ptr;
+        return MF_OK;
+    }
+    /* Each thread counts its block of rows into its own row of counts (integers: the sum
+     * is the same in any order); as in the transpose, fewer threads for many columns. */
+    int threads = mf_ctx_threads(m->ctx);
+    while (threads > 1 && (size_t)threads * (size_t)m->cols > (size_t)m->nnz + 65536)
+        threads /= 2;
+    if (threads < 1)
+        threads = 1;
+    int64_t *ptr = calloc((size_t)m->cols + 1, sizeof *ptr);
+    int64_t *count = calloc((size_t)threads * m->cols + 1, sizeof *count);
+    if (!ptr || !count) {
+        free(ptr);
+        free(count);
+        return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "out of host memory for %d column offsets",
+                       m->cols);
+    }
+    int used = 1;
+#pragma omp parallel num_threads(threads) if (m->nnz > 4096)
+    {
+#ifdef _OPENMP
+        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+#else
+        const int t = 0, nt = 1;
+#endif
+        const int32_t r0 = (int32_t)((int64_t)m->rows * t / nt);
+        const int32_t r1 = (int32_t)((int64_t)m->rows * (t + 1) / nt);
+        int64_t *mine = count + (size_t)t * m->cols;
+        for (int64_t p = m->row_ptr[r0]; p < m->row_ptr[r1]; p++)
+            mine[m->col[p]]++;
+        if (t == 0)
+            used = nt;
+    }
+    for (int32_t j = 0; j < m->cols; j++) {
+        int64_t c = 0;
+        for (int u = 0; u < used; u++)
+            c += count[(size_t)u * m->cols + j];
+        ptr[j + 1] = ptr[j] + c;
+    }
+    free(count);
+    m->col_ptr = ptr;
+    *out = ptr;
+    return MF_OK;
+}
