@@ -3,11 +3,9 @@
  * in its order, so that each line's entries come in the same order as in R and the shard's systems
  * are the whole matrix's bit for bit. */
 #include <stdlib.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "core/ctx.h"
+#include "core/row_blocks.h"
 #include "core/sparse.h"
 
 mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo, int32_t hi,
@@ -42,13 +40,9 @@ mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo,
     int64_t n = 0; /* the shard's entries */
 #pragma omp parallel num_threads(threads) if (R->nnz > 4096)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
-        const int32_t r0 = (int32_t)((int64_t)R->rows * t / nt);
-        const int32_t r1 = (int32_t)((int64_t)R->rows * (t + 1) / nt);
+        const mf_row_block blk = mf_row_block_of(R->rows);
+        const int t = blk.t, nt = blk.nt;
+        const int32_t r0 = blk.r0, r1 = blk.r1;
         int64_t mine = 0;
         for (int32_t r = r0; r < r1; r++) {
             for (int64_t p = R->row_ptr[r]; p < R->row_ptr[r + 1]; p++)

@@ -2,11 +2,9 @@
  * ascending within each column because rows are visited in order (block by block, each
  * thread's block of rows after the previous thread's). */
 #include <stdlib.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #include "core/ctx.h"
+#include "core/row_blocks.h"
 #include "core/sparse.h"
 
 mf_status mf_sparse_host_transpose(mf_sparse *m)
@@ -46,13 +44,9 @@ mf_status mf_sparse_host_transpose(mf_sparse *m)
     const int32_t cols = m->cols;
 #pragma omp parallel num_threads(threads)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
-        const int32_t r0 = (int32_t)((int64_t)m->rows * t / nt);
-        const int32_t r1 = (int32_t)((int64_t)m->rows * (t + 1) / nt);
+        const mf_row_block blk = mf_row_block_of(m->rows);
+        const int t = blk.t, nt = blk.nt;
+        const int32_t r0 = blk.r0, r1 = blk.r1;
         int64_t *mine = count + (size_t)t * cols;
         for (int64_t p = m->row_ptr[r0]; p < m->row_ptr[r1]; p++)
             mine[m->col[p]]++;
@@ -109,13 +103,9 @@ mf_status mf_sparse_col_ptr(mf_sparse *m, const int64_t **out)
     int used = 1;
 #pragma omp parallel num_threads(threads) if (m->nnz > 4096)
     {
-#ifdef _OPENMP
-        const int t = omp_get_thread_num(), nt = omp_get_num_threads();
-#else
-        const int t = 0, nt = 1;
-#endif
-        const int32_t r0 = (int32_t)((int64_t)m->rows * t / nt);
-        const int32_t r1 = (int32_t)((int64_t)m->rows * (t + 1) / nt);
+        const mf_row_block blk = mf_row_block_of(m->rows);
+        const int t = blk.t, nt = blk.nt;
+        const int32_t r0 = blk.r0, r1 = blk.r1;
         int64_t *mine = count + (size_t)t * m->cols;
         for (int64_t p = m->row_ptr[r0]; p < m->row_ptr[r1]; p++)
             mine[m->col[p]]++;
