@@ -43,6 +43,9 @@ double cli_run_fraction(int done, long long most, double seconds, double time_li
 /* mf_read_opts from the common flags: --format, --index-base, and --duplicates, or the
  * command's own rule `dflt` (CLI_DUP_*) when --duplicates is not given. */
 void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro);
+/* The first id option given (--user-col, --item-col, --rating-col, --ids), or NULL: for
+ * commands to refuse one where there is no FILE whose ids it could map. */
+const char *cli_id_option(const cli_common *c);
 /* The id maps of the ratings file that cli_read_ratings read (NULL: it held indices). */
 const mf_id_map *cli_user_ids(void);
 const mf_id_map *cli_item_ids(void);

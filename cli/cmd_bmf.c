@@ -1,6 +1,7 @@
 /* mfact bmf: Boolean matrix factorization (mf_bmf_run) of a 0/1 matrix file, the report
  * printed, and the factors optionally written as text (one line per row of A or column of
- * B, k characters '0'/'1') or as the packed words (--packed). */
+ * B, k characters '0'/'1', after the row's id when the file had ids) or as the packed words
+ * (--packed). */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -8,7 +9,9 @@
 #include <string.h>
 
 #include "cli.h"
+#include "id_lines.h"
 #include "options.h"
+#include "outputs.h"
 
 typedef struct bmf_args {
     cli_common common;
@@ -26,7 +29,9 @@ static const char about[] =
     "improvement at the final weight, or --time-limit seconds. On a terminal a line on stderr "
     "shows the progress of the Asso start and of the search. --time-limit is checked after each "
     "half-sweep of an instance (CPU) or each sweep (GPU): a run ends within one sweep of it; "
-    "the Asso start checks it after each of its rounds and keeps the rounds done.";
+    "the Asso start checks it after each of its rounds and keeps the rounds done. With ids "
+    "(--ids, or --user-col and --item-col: FILE's rows and columns named by integer or string "
+    "ids) each line of --output-a (-b) starts with its row's (column's) id and a space.";
 
 static int parse(int argc, char **argv, bmf_args *a)
 {
@@ -62,7 +67,8 @@ static int parse(int argc, char **argv, bmf_args *a)
         CLI_OPT_CHOICE("--init", &a->init, "auto|sample|random|asso", inits,
                        "the start: auto starts from Asso's greedy cover when it is estimated to "
                        "take at most ~2 s, else from sampled rows"),
-        CLI_OPT_STR("--output-a", &a->out_a, "FILE", "write A, one line of k '0'/'1' a row"),
+        CLI_OPT_STR("--output-a", &a->out_a, "FILE",
+                    "write A, one line of k '0'/'1' a row (after its id, with ids)"),
         CLI_OPT_STR("--output-b", &a->out_b, "FILE", "write B, one line a column"),
         CLI_OPT_FLAG("--packed", &a->packed,
                      "write the factors as the 64-bit words of mfact's bit order"),
@@ -74,6 +80,17 @@ static int parse(int argc, char **argv, bmf_args *a)
     const int r = cli_parse_command(&s, &a->common, argc, argv);
     if (r == 0 && !a->file) {
         cli_error("bmf", "a matrix FILE is required");
+        return -1;
+    }
+    if (r == 0 && a->common.rating_col) {
+        cli_error("bmf", "--rating-col: bmf reads no values (every listed pair is a 1)");
+        return -1;
+    }
+    if (r == 0 && a->packed && (a->out_a || a->out_b) && cli_id_option(&a->common)) {
+        cli_error("bmf",
+                  "%s with --packed: packed words carry no ids; the text factors start "
+                  "each line with its id",
+                  cli_id_option(&a->common));
         return -1;
     }
     return r;
@@ -115,23 +132,35 @@ static int on_sweep_line(void *user, const mf_bmf_progress *p)
     return 0;
 }
 
-static int write_factor(const char *path, const uint64_t *X, int32_t lines, int k, bool packed)
+/* A factor's row as text: k characters '0'/'1'. */
+typedef struct bit_rows {
+    const uint64_t *X;
+    int k;
+} bit_rows;
+
+static void bit_row(FILE *f, int32_t i, const void *user)
 {
-    FILE *f = fopen(path, packed ? "wb" : "w");
+    const bit_rows *b = user;
+    const uint64_t *x = b->X + (size_t)i * ((b->k + 63) / 64);
+    for (int l = 0; l < b->k; l++)
+        fputc(x[l / 64] >> (l % 64) & 1 ? '1' : '0', f);
+}
+
+/* A factor's lines as text (each starting with its id when FILE had ids: ids, else NULL)
+ * or its packed words. */
+static int write_factor(const char *path, const uint64_t *X, int32_t lines, int k, bool packed,
+                        const mf_id_map *ids)
+{
+    if (!packed) {
+        const bit_rows b = {X, k};
+        return cli_write_id_lines("bmf", path, lines, ids, bit_row, &b);
+    }
+    FILE *f = fopen(path, "wb");
     if (!f) {
         cli_error("bmf", "cannot write %s", path);
         return -1;
     }
-    int kw = (k + 63) / 64;
-    if (packed)
-        fwrite(X, sizeof *X, (size_t)lines * kw, f);
-    else
-        for (int32_t i = 0; i < lines; i++) {
-            const uint64_t *x = X + (size_t)i * kw;
-            for (int l = 0; l < k; l++)
-                fputc(x[l / 64] >> (l % 64) & 1 ? '1' : '0', f);
-            fputc('\n', f);
-        }
+    fwrite(X, sizeof *X, (size_t)lines * ((k + 63) / 64), f);
     if (fclose(f) != 0) {
         cli_error("bmf", "cannot write %s", path);
         return -1;
@@ -175,8 +204,10 @@ static int run(mf_ctx *ctx, const bmf_args *a, mf_sparse *C)
         cli_error("bmf", "%s", mf_ctx_last_error(ctx));
         goto done;
     }
-    if ((a->out_a && write_factor(a->out_a, A, rows, (int)a->rank, a->packed) != 0) ||
-        (a->out_b && write_factor(a->out_b, B, cols, (int)a->rank, a->packed) != 0))
+    if ((a->out_a &&
+         write_factor(a->out_a, A, rows, (int)a->rank, a->packed, mf_sparse_row_ids(C)) != 0) ||
+        (a->out_b &&
+         write_factor(a->out_b, B, cols, (int)a->rank, a->packed, mf_sparse_col_ids(C)) != 0))
         goto done;
     cli_out out;
     cli_out_begin(&out, a->common.json);
@@ -218,6 +249,10 @@ int cmd_bmf(int argc, char **argv)
     const int parsed = parse(argc, argv, &a);
     if (parsed != 0)
         return parsed < 0 ? CLI_USAGE : CLI_OK;
+    const char *const outputs[] = {a.out_a, a.out_b};
+    const int out_rc = cli_check_outputs("bmf", &a.file, 1, outputs, 2);
+    if (out_rc != CLI_OK)
+        return out_rc;
     mf_ctx *ctx = cli_make_ctx("bmf", &a.common);
     if (!ctx)
         return CLI_FAILED;

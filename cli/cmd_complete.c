@@ -40,7 +40,11 @@ static const char about[] =
     "entries; --condition C spreads its singular values from 1 to about 1/C), observes each "
     "entry with probability DENSITY, completes it at rank R (or --rank) and reports the "
     "relative error |X Y^T - A B^T|_F / |A B^T|_F on a million random entries (on all of them "
-    "when there are fewer). The same --seed gives the same matrix.";
+    "when there are fewer). The same --seed gives the same matrix.\n"
+    "With ids (--ids, or --user-col and --item-col: FILE's rows and columns named by integer "
+    "or string ids) each line of --output-x (-y) starts with its row's (column's) id and a "
+    "space, and a --test file takes FILE's ids (its rows and columns FILE lacks are counted "
+    "as unseen and left out of the test RMSE).";
 
 static int bad(const char *what)
 {
@@ -141,6 +145,11 @@ static int parse(int argc, char **argv, complete_args *a)
         return r;
     if (a->synthetic && (a->file || a->test_file || a->test_fraction > 0))
         return bad("--synthetic makes its own matrix: no FILE, --test or --test-fraction");
+    if (a->synthetic && cli_id_option(&a->common)) {
+        cli_error("complete", "%s: --synthetic's matrix has no ids (they name FILE's columns)",
+                  cli_id_option(&a->common));
+        return -1;
+    }
     if (!a->synthetic && !a->file)
         return bad("a matrix FILE or --synthetic M,N,R,DENSITY is required");
     if (!a->synthetic && a->condition > 1)

@@ -44,13 +44,22 @@ static int parse(int argc, char **argv, sddmm_args *a)
                         "Times out = (A B^T) at the stored entries of S (mf_sddmm) with A (ROWS x "
                         "K) and B (COLS x K) uniform in [-1, 1). S is FILE (values used when "
                         "present) or a seeded uniform pattern. Prints the first call (plan "
-                        "included), the median of R more calls and GFLOP/s as 2 K nnz / t.",
+                        "included), the median of R more calls and GFLOP/s as 2 K nnz / t. "
+                        "FILE may name its rows and columns by ids (--ids, --user-col, "
+                        "--item-col, --rating-col); the report has no per-row lines, so none "
+                        "shows them.",
                         &g,
                         1,
                         &a->file,
                         1,
                         "one FILE at most"};
-    return cli_parse_command(&s, &a->common, argc, argv);
+    const int r = cli_parse_command(&s, &a->common, argc, argv);
+    if (r == 0 && !a->file && cli_id_option(&a->common)) {
+        cli_error("sddmm", "%s: the generated pattern has no ids (they name FILE's columns)",
+                  cli_id_option(&a->common));
+        return -1;
+    }
+    return r;
 }
 
 /* A uniform pattern: ROWS x COLS x DENSITY positions drawn at random, repeats merged. */

@@ -78,6 +78,15 @@ void cli_read_opts(const cli_common *c, int dflt, mf_read_opts *ro)
                                        : MF_SPARSE_DEFAULT;
 }
 
+const char *cli_id_option(const cli_common *c)
+{
+    return c->user_col     ? "--user-col"
+           : c->item_col   ? "--item-col"
+           : c->rating_col ? "--rating-col"
+           : c->ids        ? "--ids"
+                           : NULL;
+}
+
 const char *cli_name(const cli_names *n, int side, int32_t index, char *buf, size_t cap)
 {
     const mf_id_map *map = side ? n->items : n->users;

@@ -328,3 +328,25 @@ void cli_names_free(cli_names *names)
     names->unseen = NULL;
     names->n_unseen = 0;
 }
+
+int cli_write_id_lines(const char *cmd, const char *path, int32_t lines, const mf_id_map *ids,
+                       cli_line_fn body, const void *user)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
+        return -1;
+    }
+    for (int32_t i = 0; i < lines; i++) {
+        if (ids)
+            fprintf(f, "%s ", mf_id_map_id(ids, i));
+        body(f, i, user);
+        fputc('\n', f);
+    }
+    const int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        cli_error(cmd, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
+        return -1;
+    }
+    return 0;
+}

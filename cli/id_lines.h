@@ -1,9 +1,11 @@
-/* Ids from a text file, one record a line: the (user, item) pairs of mfact predict and the
- * users of mfact recommend --users. */
+/* Ids in text files, one record a line: read (the (user, item) pairs of mfact predict and the
+ * users of mfact recommend --users) and written (the rows of a factor, each line starting
+ * with its row's id when the input file had ids). */
 #ifndef MFACT_CLI_ID_LINES_H
 #define MFACT_CLI_ID_LINES_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include "cli.h"
 
@@ -29,5 +31,14 @@ int cli_read_ids(const char *cmd, const char *path, int fields, int base, int32_
 int cli_read_named_ids(const char *cmd, const char *path, int fields, const cli_common *common,
                        cli_names *names, int32_t **ids, int64_t *n);
 void cli_names_free(cli_names *names);
+
+/* Writes line i's text after its id and a space (nothing before it when ids is NULL). */
+typedef void (*cli_line_fn)(FILE *f, int32_t i, const void *user);
+/* `lines` lines to path, line i starting with mf_id_map_id(ids, i) and a space when ids is
+ * given (the matrix's row or column map: the file's ids), then body's text and a newline;
+ * without ids the lines are body's alone, as before ids existed. Prints the failure (with
+ * the system's reason) and returns -1; 0 when written. */
+int cli_write_id_lines(const char *cmd, const char *path, int32_t lines, const mf_id_map *ids,
+                       cli_line_fn body, const void *user);
 
 #endif

@@ -1,6 +1,5 @@
 /* What the ratings subcommands (als, sgd) share: reading the ratings with their held-out
  * part, and writing factors as text. */
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +8,7 @@
 
 #include "cli.h"
 #include "gpus.h"
+#include "id_lines.h"
 #include "launched.h"
 #include "options.h"
 #include "outputs.h"
@@ -257,28 +257,26 @@ void cli_out_model(cli_out *out, const cli_model_args *m, const mf_biases *b, do
         cli_out_num(out, "validation RMSE", validation_rmse);
 }
 
+/* A factor's row as text: its k floats. */
+typedef struct factor_rows {
+    const float *X;
+    long long k;
+} factor_rows;
+
+static void factor_row(FILE *f, int32_t r, const void *user)
+{
+    const factor_rows *x = user;
+    for (long long t = 0; t < x->k; t++)
+        fprintf(f, t ? " %.7g" : "%.7g", (double)x->X[(size_t)r * x->k + t]);
+}
+
 /* rows x k floats as text, one row per line; each line starts with its row's id when the
  * ratings file had ids (ids: NULL otherwise). */
 static int write_rows(const char *cmd, const char *path, const float *X, int32_t rows, long long k,
                       const mf_id_map *ids)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        cli_error(cmd, "cannot write %s: %s", path, strerror(errno));
-        return -1;
-    }
-    for (int32_t r = 0; r < rows; r++) {
-        if (ids)
-            fprintf(f, "%s ", mf_id_map_id(ids, r));
-        for (long long t = 0; t < k; t++)
-            fprintf(f, "%.7g%c", (double)X[(size_t)r * k + t], t + 1 < k ? ' ' : '\n');
-    }
-    const int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        cli_error(cmd, "cannot write %s: %s", path, strerror(errno ? errno : EIO));
-        return -1;
-    }
-    return 0;
+    const factor_rows x = {X, k};
+    return cli_write_id_lines(cmd, path, rows, ids, factor_row, &x);
 }
 
 int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, const float *U,
@@ -288,8 +286,8 @@ int cli_write_factors(const char *cmd, const char *out_u, const char *out_v, con
     mf_sparse_shape(train, &users, &items, NULL);
     if (cli_launched_rank() != 0) /* rank 0 writes what every rank holds */
         return 0;
-    /* The maps when train is the ratings file's rows and columns (complete's matrices,
-     * which keep no ids, are written as they are). */
+    /* The maps when train is the ratings file's rows and columns (complete --synthetic's
+     * planted matrix has none: its rows are written as they are). */
     const bool ids = mf_id_map_count(cli_user_ids()) == users &&
                      mf_id_map_count(cli_item_ids()) == items && cli_user_ids();
     if (out_u && write_rows(cmd, out_u, U, users, k, ids ? cli_user_ids() : NULL) != 0)

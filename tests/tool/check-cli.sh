@@ -344,6 +344,75 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["er
 "$mfact" bmf 2>/dev/null; [ $? -eq 2 ] || fail "bmf without FILE"
 "$mfact" bmf --help | grep -q -- "--instances" || fail "bmf --help"
 
+# Ids as users have them in bmf, complete and sddmm (issue 44 row 8): one matrix as a CSV with
+# string ids and a header, as sparse integer ids, and as the dense indices the ids map to (in
+# the order the file first names them). Each factor line of the id files starts with its
+# row's (column's) id, in that order, followed by the very line the plain file gets; the
+# plain file's lines have no id in front (as before ids).
+idd=$(mktemp -d)
+trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa"; rm -rf "$idd"' EXIT
+python3 - "$idd" <<'PY'
+import random, sys
+d, r = sys.argv[1], random.Random(3)
+users, items = {}, {}
+with open(d + "/s.csv", "w") as s, open(d + "/n.txt", "w") as n, open(d + "/p.txt", "w") as p:
+    s.write("user,item,rating\n")
+    for u in r.sample(range(12), 12):
+        for i in r.sample(range(9), 9):
+            if u % 3 == i % 3 or r.random() < 0.1:
+                ui, ii = users.setdefault(u, len(users)), items.setdefault(i, len(items))
+                v = (u % 3 + 1) * (i % 4 + 1) if u % 3 == i % 3 else 1
+                s.write("u%d,it%d,%d\n" % (u, i, v))
+                n.write("%d %d %d\n" % (1000 + 7 * u, 500000 + 13 * i, v))
+                p.write("%d %d %d\n" % (ui, ii, v))
+PY
+first() { awk -v c="$2" "$3"' !seen[$c]++ { print $c }' "$1"; } # a file's ids, first seen first
+first "$idd/s.csv" 1 'BEGIN { FS = "," } NR > 1 &&' >"$idd/s.rows"
+first "$idd/s.csv" 2 'BEGIN { FS = "," } NR > 1 &&' >"$idd/s.cols"
+first "$idd/n.txt" 1 '' >"$idd/n.rows"
+first "$idd/n.txt" 2 '' >"$idd/n.cols"
+[ "$(wc -l <"$idd/s.rows")" -eq 12 ] && [ "$(wc -l <"$idd/n.cols")" -eq 9 ] || fail "the id files' ids"
+scsv=(--user-col user --item-col item)
+# (one thread: the id and plain runs compute the same numbers for the same indices)
+for cmd in bmf complete; do
+  [ $cmd = bmf ] && o=(--rank 3 --output-a) p=--output-b || o=(--rank 2 --test-fraction 0.2 --output-x) p=--output-y
+  "$mfact" $cmd --backend cpu --threads 1 "$idd/p.txt" "${o[@]}" "$idd/p.$cmd.r" $p "$idd/p.$cmd.c" \
+    >/dev/null 2>&1 || fail "$cmd on plain indices exited $?"
+  [ $cmd = bmf ] && tail=() || tail=(--rating-col rating)
+  for f in s n; do
+    [ $f = s ] && how=("$idd/s.csv" "${scsv[@]}" "${tail[@]}") || how=("$idd/n.txt" --ids)
+    "$mfact" $cmd --backend cpu --threads 1 "${how[@]}" "${o[@]}" "$idd/$f.$cmd.r" $p "$idd/$f.$cmd.c" \
+      >/dev/null 2>"$idd/err" || fail "$cmd ${how[*]} exited $?: $(cat "$idd/err")"
+    for side in r c; do
+      [ $side = r ] && ids="$idd/$f.rows" || ids="$idd/$f.cols"
+      cmp -s <(cut -d' ' -f1 "$idd/$f.$cmd.$side") "$ids" ||
+        fail "$cmd ${how[*]}: the $side factor's lines do not start with the file's ids: $(head -3 "$idd/$f.$cmd.$side")"
+      cmp -s <(cut -d' ' -f2- "$idd/$f.$cmd.$side") "$idd/p.$cmd.$side" ||
+        fail "$cmd ${how[*]}: the $side factor's lines after the ids are not the plain file's"
+    done
+  done
+done
+[ "$(head -1 "$idd/p.bmf.r")" = "$(head -1 "$idd/p.bmf.r" | tr -dc 01)" ] || fail "bmf plain lines: $(head -1 "$idd/p.bmf.r")"
+[ "$(head -1 "$idd/p.complete.r" | wc -w)" -eq 2 ] || fail "complete plain lines: $(head -1 "$idd/p.complete.r")"
+# sddmm reads the ids (the header is no row) and, writing no per-row lines, reports the shape
+for how in "$idd/s.csv --user-col user --item-col item --rating-col rating" "$idd/n.txt --ids"; do
+  out=$("$mfact" sddmm --backend cpu $how --k 2 --repeat 1) || fail "sddmm $how exited $?"
+  echo "$out" | grep -q "^rows 12$" && echo "$out" | grep -q "^cols 9$" &&
+    echo "$out" | grep -q "^nnz $(wc -l <"$idd/p.txt")$" || fail "sddmm $how: $out"
+done
+# where an id option means nothing: a usage error that says why
+for bad in "sddmm --shape 10,10,0.1 --ids:generated pattern has no ids" \
+  "complete --synthetic 30,20,3,0.5 --user-col 1:--synthetic's matrix has no ids" \
+  "bmf $idd/n.txt --ids --packed --output-a $idd/x:packed words carry no ids" \
+  "bmf $idd/s.csv --ids --rating-col 3:bmf reads no values" \
+  "bmf $idd/p.txt --output-a $idd/p.txt:would be overwritten"; do
+  "$mfact" ${bad%%:*} 2>"$idd/err" >/dev/null; rc=$?
+  [ $rc -eq 2 ] && grep -q -- "${bad#*:}" "$idd/err" || fail "mfact ${bad%%:*}: exit $rc, $(cat "$idd/err")"
+done
+"$mfact" bmf --help | grep -q "starts with its row's (column's) id" || fail "bmf --help says nothing of ids"
+"$mfact" complete --help | grep -q "starts with its row's (column's) id" || fail "complete --help says nothing of ids"
+rm -rf "$idd"
+
 # Reading flags on every subcommand: --sum-duplicates, --format; and what a newcomer trips on
 dup=$(mktemp --suffix=.txt) snap=$(mktemp --suffix=.txt)
 trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa" "$dup" "$snap"' EXIT
