@@ -707,6 +707,15 @@ START_TEST(csv_with_string_ids_and_a_header)
     tu_expect_shape(m, 3, 3, 5);
     ck_assert_float_eq(value_at(m, "alice", "193609"), 4.5f);
     mf_sparse_destroy(m);
+    /* A value-less read (bmf's) of the same file: the header is still a header, not a
+     * fourth user "userId" with a first item "movieId". */
+    mf_read_opts_init(&o);
+    o.map_ids = 1, o.flags = MF_SPARSE_PATTERN;
+    m = read_ok(p, &o);
+    tu_expect_shape(m, 3, 3, 5);
+    ck_assert_str_eq(ids_of(mf_sparse_row_ids(m)), "alice bob carol, jr");
+    ck_assert_float_eq(value_at(m, "alice", "193609"), 1.0f);
+    mf_sparse_destroy(m);
     /* Items as rows: names in another order; the timestamp as the value by name. */
     mf_read_opts_init(&o);
     o.row_column = "movieId", o.col_column = "userId", o.value_column = "timestamp";

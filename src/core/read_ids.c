@@ -232,7 +232,12 @@ static mf_status entry(mf_read_job *job, int64_t at, const field *f, int n, cons
 static bool is_header(const field *f, int n, const layout *L)
 {
     float v;
-    const int a = L->at[VAL];
+    int a = L->at[VAL];
+    /* A value-less read (MF_SPARSE_PATTERN) of a line with more fields judges by the field a
+     * value would come from: "user,item,rating" is a header there too, not a first entry. */
+    for (int i = 0; a < 0 && i < n; i++)
+        if (i != L->at[ROW] && i != L->at[COL])
+            a = i;
     return a >= 0 && a < n && mf_parse_float(f[a].s, f[a].s + f[a].len, &v) != 0;
 }
 

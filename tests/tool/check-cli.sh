@@ -393,6 +393,13 @@ for cmd in bmf complete; do
   done
 done
 [ "$(head -1 "$idd/p.bmf.r")" = "$(head -1 "$idd/p.bmf.r" | tr -dc 01)" ] || fail "bmf plain lines: $(head -1 "$idd/p.bmf.r")"
+# The same CSV by position (--ids, no names): bmf reads no values, and its header line
+# "user,item,rating" is still a header (judged by the field a value would come from), not a
+# 13th user "user" (it was, silently).
+"$mfact" bmf --backend cpu --threads 1 "$idd/s.csv" --ids --rank 3 --output-a "$idd/h.r" \
+  --output-b "$idd/h.c" >/dev/null 2>"$idd/err" || fail "bmf s.csv --ids exited $?: $(cat "$idd/err")"
+cmp -s <(cut -d' ' -f1 "$idd/h.r") "$idd/s.rows" ||
+  fail "bmf s.csv --ids: the header became rows: $(cut -d' ' -f1 "$idd/h.r" | head -3 | tr '\n' ' ')"
 [ "$(head -1 "$idd/p.complete.r" | wc -w)" -eq 2 ] || fail "complete plain lines: $(head -1 "$idd/p.complete.r")"
 # sddmm reads the ids (the header is no row) and, writing no per-row lines, reports the shape
 for how in "$idd/s.csv --user-col user --item-col item --rating-col rating" "$idd/n.txt --ids"; do
