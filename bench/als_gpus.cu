@@ -35,6 +35,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.h"
@@ -232,9 +233,6 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
             exit(1);
         }
         jobs[i].ctx = ctxs[i];
-        jobs[i].train = split_input && ranks > 1 ? part_from_host(ctxs[i], train, i, n)
-                                                 : from_host(ctxs[i], train);
-        jobs[i].test = from_host(ctxs[i], test);
         jobs[i].o = o;
         jobs[i].sgd = so != NULL;
         jobs[i].ials = io != NULL;
@@ -252,6 +250,17 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         jobs[i].U.resize((size_t)train.rows * o.rank);
         jobs[i].V.resize((size_t)train.cols * o.rank);
     }
+    // The ranks' matrices are built side by side (each build uses every core): for billions
+    // of ratings, one after another took minutes before any fit began.
+    std::vector<std::thread> builders;
+    for (int i = 0; i < n; i++)
+        builders.emplace_back([&, i] {
+            jobs[i].train = split_input && ranks > 1 ? part_from_host(ctxs[i], train, i, n)
+                                                     : from_host(ctxs[i], train);
+            jobs[i].test = from_host(ctxs[i], test);
+        });
+    for (std::thread &b : builders)
+        b.join();
     if (ranks > 0)
         MF_CHECK(ctxs[0], mf_ctx_join_local(ctxs.data(), n));
     std::vector<pthread_t> threads(n);
