@@ -79,3 +79,39 @@ double rk_max_rel_diff(const float *a, const float *b, int64_t n)
     }
     return d / (m > 0.0 ? m : 1.0);
 }
+
+void rk_close_group(rk_job *jobs, int n)
+{
+    for (int i = 0; i < n; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        free(jobs[i].U);
+        free(jobs[i].V);
+    }
+    for (int i = 0; i < n; i++)
+        mf_ctx_destroy(jobs[i].ctx);
+}
+
+mf_ctx *rk_cuda_ctx(int device)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA, o.device = device, o.seed = 42;
+    mf_ctx *ctx = NULL;
+    return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
+}
+
+int rk_device_count(void)
+{
+    int n = 0;
+    for (mf_ctx *c; n < 8 && (c = rk_cuda_ctx(n)) != NULL; n++)
+        mf_ctx_destroy(c);
+    return n;
+}
+
+int rk_nccl_missing(mf_status st, mf_ctx *ctx)
+{
+    if (st != MF_ERR_UNSUPPORTED || getenv("MFACT_REQUIRE_NCCL"))
+        return 0;
+    printf("NCCL not usable, test skipped: %s\n", mf_ctx_last_error(ctx));
+    return 1;
+}

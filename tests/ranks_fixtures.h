@@ -34,6 +34,15 @@ void rk_run_job(rk_job *j);
 
 /* Every job's call at once, a thread each; returns when all have returned. */
 void rk_run_als(rk_job *jobs, int n);
+/* A CUDA context on `device` (seed 42), or NULL where there is none (CPU builds too). */
+mf_ctx *rk_cuda_ctx(int device);
+/* How many devices give a CUDA context (at most 8). */
+int rk_device_count(void);
+/* Whether a group's join failed for want of NCCL: MF_ERR_UNSUPPORTED, reported as a skip
+ * (with the reason) unless MFACT_REQUIRE_NCCL is set. */
+int rk_nccl_missing(mf_status st, mf_ctx *ctx);
+/* Destroy each job's ratings and outputs, then the contexts (the group with them). */
+void rk_close_group(rk_job *jobs, int n);
 
 /* Two ranks' implicit ALS whose first failure comes on rank 0 and a later one on rank 1
  * (ctxs: their contexts, grouped by the caller): 4 users x 2 items, rank 3, lambda 0, the

@@ -132,17 +132,6 @@ void sx_check_movielens(mf_ctx *ctx, const char *label)
     mf_sparse_destroy(test);
 }
 
-void sx_close_group(rk_job *jobs, int n)
-{
-    for (int i = 0; i < n; i++) {
-        mf_sparse_destroy(jobs[i].R);
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
-    for (int i = 0; i < n; i++)
-        mf_ctx_destroy(jobs[i].ctx);
-}
-
 void sx_run_failing(rk_job *jobs, int n, int64_t step, const char *what)
 {
     mf_sgd_debug_fail_rank = 1;

@@ -31,9 +31,6 @@ void sx_replay(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, float *U, 
  * be <= 0.93. Prints the RMSEs with `label`, or that the data set is absent. */
 void sx_check_movielens(mf_ctx *ctx, const char *label);
 
-/* A group's jobs closed: every rank's ratings and outputs freed, then the contexts. */
-void sx_close_group(rk_job *jobs, int n);
-
 /* The group's jobs run (rk_run_als) with rank 1's part of sub-step `step` failing
  * (mf_sgd_debug_fail_rank, _step); then every rank must have returned MF_ERR_INTERNAL, rank
  * 1 with that failure's own message, the others naming it. `what` names the case. */

@@ -17,38 +17,9 @@
 #define USERS 4000
 #define ITEMS 900
 
-static mf_ctx *cuda_ctx_on(int device)
-{
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CUDA;
-    o.device = device;
-    o.seed = 42;
-    mf_ctx *ctx = NULL;
-    return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
-}
-
-static int device_count(void)
-{
-    int n = 0;
-    for (mf_ctx *c; n < 8 && (c = cuda_ctx_on(n)) != NULL; n++)
-        mf_ctx_destroy(c);
-    return n;
-}
-
-/* Whether NCCL can be used: MF_ERR_UNSUPPORTED from joining skips (with the reason) unless
- * MFACT_REQUIRE_NCCL is set. */
-static int nccl_missing(mf_status st, mf_ctx *ctx)
-{
-    if (st != MF_ERR_UNSUPPORTED || getenv("MFACT_REQUIRE_NCCL"))
-        return 0;
-    printf("NCCL not usable, test skipped: %s\n", mf_ctx_last_error(ctx));
-    return 1;
-}
-
 static void fit_one_context(const mf_als_opts *o, float *U, float *V, double *train)
 {
-    mf_ctx *ctx = cuda_ctx_on(0);
+    mf_ctx *ctx = rk_cuda_ctx(0);
     ck_assert_ptr_nonnull(ctx);
     mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
     mf_als_report rep = {.struct_size = sizeof rep};
@@ -56,17 +27,6 @@ static void fit_one_context(const mf_als_opts *o, float *U, float *V, double *tr
     *train = rep.train_rmse;
     mf_sparse_destroy(R);
     mf_ctx_destroy(ctx);
-}
-
-static void close_group(rk_job *jobs, int n)
-{
-    for (int i = 0; i < n; i++) {
-        mf_sparse_destroy(jobs[i].R);
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
-    for (int i = 0; i < n; i++)
-        mf_ctx_destroy(jobs[i].ctx);
 }
 
 /* n ranks on devices 0..n-1, grouped, each with the fixture's ratings, outputs for rank k
@@ -77,18 +37,18 @@ static int open_group(rk_job *jobs, int n, const rk_job *proto, int k)
     mf_ctx *ctxs[8];
     for (int i = 0; i < n; i++) {
         jobs[i] = *proto;
-        jobs[i].ctx = ctxs[i] = cuda_ctx_on(i);
+        jobs[i].ctx = ctxs[i] = rk_cuda_ctx(i);
         ck_assert_ptr_nonnull(ctxs[i]);
         jobs[i].R = ax_ratings(ctxs[i], USERS, ITEMS, 0.03, 9, NULL, NULL);
         jobs[i].U = malloc((size_t)USERS * k * sizeof(float));
         jobs[i].V = malloc((size_t)ITEMS * k * sizeof(float));
     }
     mf_status st = mf_ctx_join_local(ctxs, n);
-    if (!nccl_missing(st, ctxs[0])) {
+    if (!rk_nccl_missing(st, ctxs[0])) {
         ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
         return 1;
     }
-    close_group(jobs, n);
+    rk_close_group(jobs, n);
     return 0;
 }
 
@@ -120,7 +80,7 @@ static void check_group(int n)
             }
             printf("%d rank(s), %s: the factors of one context, train RMSE %.6f\n", n,
                    s ? "CG" : "exact", train1);
-            close_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(U1);
         free(V1);
@@ -139,7 +99,7 @@ static void check_sgd_group(int n)
     proto.so.rank = 32, proto.so.epochs = 15;
     const size_t ub = (size_t)USERS * proto.so.rank * sizeof(float),
                  vb = (size_t)ITEMS * proto.so.rank * sizeof(float);
-    mf_ctx *one = cuda_ctx_on(0);
+    mf_ctx *one = rk_cuda_ctx(0);
     mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
     float *U1 = malloc(ub), *V1 = malloc(vb);
     mf_sgd_report r1 = {.struct_size = sizeof r1};
@@ -156,7 +116,7 @@ static void check_sgd_group(int n)
         printf("SGD over %d rank(s): train RMSE %.5f, one context %.5f\n", n,
                jobs[0].srep.train_rmse, r1.train_rmse);
         ck_assert_double_le(fabs(jobs[0].srep.train_rmse / r1.train_rmse - 1.0), 0.01);
-        close_group(jobs, n);
+        rk_close_group(jobs, n);
     }
     free(U1);
     free(V1);
@@ -183,7 +143,7 @@ static void check_ials_group(int n)
         proto.io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
         const size_t ub = (size_t)USERS * proto.io.rank * sizeof(float),
                      vb = (size_t)ITEMS * proto.io.rank * sizeof(float);
-        mf_ctx *one = cuda_ctx_on(0);
+        mf_ctx *one = rk_cuda_ctx(0);
         mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
         float *U1 = malloc(ub), *V1 = malloc(vb);
         ck_assert_int_eq(mf_ials_run(one, R1, &proto.io, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
@@ -200,7 +160,7 @@ static void check_ials_group(int n)
                               n);
             }
             printf("implicit ALS over %d rank(s), case %d: one context's factors\n", n, c);
-            close_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(U1);
         free(V1);
@@ -229,7 +189,7 @@ static void check_asd_group(int n)
         proto.ao.init = cases[v].init, proto.ao.rank_continuation = cases[v].continuation;
         proto.ao.tolerance = 1e-12, proto.ao.stagnation_window = 0;
         const int64_t nx = (int64_t)USERS * r, ny = (int64_t)ITEMS * r;
-        mf_ctx *one = cuda_ctx_on(0);
+        mf_ctx *one = rk_cuda_ctx(0);
         mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
         mf_sparse *T1 = ax_ratings(one, USERS, ITEMS, 0.01, 11, NULL, NULL);
         float *X1 = malloc((size_t)nx * sizeof *X1), *Y1 = malloc((size_t)ny * sizeof *Y1);
@@ -277,7 +237,7 @@ static void check_asd_group(int n)
                           "residual %g test %g X %g Y %g", dres, dtest, dx / mx, dy / my);
             for (int i = 0; i < n; i++)
                 mf_sparse_destroy(T[i]);
-            close_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(X1);
         free(Y1);
@@ -297,7 +257,7 @@ END_TEST
 
 START_TEST(every_device)
 {
-    int n = device_count();
+    int n = rk_device_count();
     if (n < 2) {
         printf("every_device: %d device(s), needs 2 or more: skipped\n", n);
         return;
@@ -317,7 +277,7 @@ END_TEST
  * staging (256 MiB) sends the benches' tables in one chunk; these fit under its threshold. */
 START_TEST(gathers_in_chunks)
 {
-    int n = device_count();
+    int n = rk_device_count();
     if (n < 2) {
         printf("gathers_in_chunks: %d device(s), needs 2 or more: skipped\n", n);
         return;
@@ -336,27 +296,27 @@ END_TEST
  * the breakdown words and agrees once an iteration, after both half steps. */
 START_TEST(ials_first_failure_wins)
 {
-    if (device_count() < 2) {
+    if (rk_device_count() < 2) {
         printf("ials_first_failure_wins: needs 2 devices: skipped\n");
         return;
     }
-    mf_ctx *ctxs[2] = {cuda_ctx_on(0), cuda_ctx_on(1)};
+    mf_ctx *ctxs[2] = {rk_cuda_ctx(0), rk_cuda_ctx(1)};
     ck_assert(ctxs[0] && ctxs[1]);
     rk_job j[2];
     rk_ials_breakdown_jobs(j, ctxs);
     const mf_status st = mf_ctx_join_local(ctxs, 2);
-    if (!nccl_missing(st, ctxs[0])) {
+    if (!rk_nccl_missing(st, ctxs[0])) {
         ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
         rk_run_als(j, 2);
         rk_ials_breakdown_check(j);
     }
-    close_group(j, 2);
+    rk_close_group(j, 2);
 }
 END_TEST
 
 START_TEST(one_device_per_rank)
 {
-    mf_ctx *a = cuda_ctx_on(0), *b = cuda_ctx_on(0), *cpu = tu_cpu_ctx();
+    mf_ctx *a = rk_cuda_ctx(0), *b = rk_cuda_ctx(0), *cpu = tu_cpu_ctx();
     mf_ctx *same[2] = {a, b}, *mixed[2] = {a, cpu};
     ck_assert_int_eq(mf_ctx_join_local(same, 2), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(a, "both on device 0");

@@ -19,23 +19,6 @@
 #define USERS 4000
 #define ITEMS 900
 
-static mf_ctx *gpu(int device)
-{
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CUDA, o.device = device, o.seed = 42;
-    mf_ctx *ctx = NULL;
-    return mf_ctx_create(&ctx, &o) == MF_OK ? ctx : NULL;
-}
-
-static int devices(void)
-{
-    int n = 0;
-    for (mf_ctx *c; n < 8 && (c = gpu(n)) != NULL; n++)
-        mf_ctx_destroy(c);
-    return n;
-}
-
 /* n ranks on devices 0..n-1, grouped, running SGD with options so on their own copy of the
  * fixture's 3% (popular 0) or of sx_popular's training ratings at 0.5% with items 0 and 1
  * rated by every user, measured on its test set (tests[i], the caller's to destroy). 0 (the
@@ -46,7 +29,7 @@ static int open_group(rk_job *jobs, int n, const mf_sgd_opts *so, int popular, m
     for (int i = 0; i < n; i++) {
         memset(&jobs[i], 0, sizeof jobs[i]);
         jobs[i].sgd = 1, jobs[i].so = *so;
-        jobs[i].ctx = ctxs[i] = gpu(i);
+        jobs[i].ctx = ctxs[i] = rk_cuda_ctx(i);
         ck_assert_ptr_nonnull(ctxs[i]);
         if (popular) {
             sx_popular(ctxs[i], USERS, ITEMS, 0.005, 2, 9, &jobs[i].R, &tests[i]);
@@ -58,11 +41,10 @@ static int open_group(rk_job *jobs, int n, const mf_sgd_opts *so, int popular, m
         jobs[i].V = malloc((size_t)ITEMS * so->rank * sizeof(float));
     }
     const mf_status st = mf_ctx_join_local(ctxs, n);
-    if (st == MF_ERR_UNSUPPORTED && !getenv("MFACT_REQUIRE_NCCL")) {
-        printf("NCCL not usable, test skipped: %s\n", mf_ctx_last_error(ctxs[0]));
+    if (rk_nccl_missing(st, ctxs[0])) {
         for (int i = 0; popular && i < n; i++)
             mf_sparse_destroy(tests[i]);
-        sx_close_group(jobs, n);
+        rk_close_group(jobs, n);
         return 0;
     }
     ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
@@ -81,7 +63,7 @@ static void check_sgd_hot_group(int n)
     so.rank = 32, so.epochs = 15, so.storage = MF_SGD_STORAGE_FP16;
     const size_t ub = (size_t)USERS * so.rank * sizeof(float),
                  vb = (size_t)ITEMS * so.rank * sizeof(float);
-    mf_ctx *one = gpu(0);
+    mf_ctx *one = rk_cuda_ctx(0);
     mf_sparse *R1 = NULL, *T1 = NULL;
     sx_popular(one, USERS, ITEMS, 0.005, 2, 9, &R1, &T1);
     float *U1 = malloc(ub), *V1 = malloc(vb);
@@ -111,7 +93,7 @@ static void check_sgd_hot_group(int n)
         ck_assert_double_le(fabs(jobs[0].srep.test_rmse / r1.test_rmse - 1.0), 0.02);
         for (int i = 0; i < n; i++)
             mf_sparse_destroy(tests[i]);
-        sx_close_group(jobs, n);
+        rk_close_group(jobs, n);
     }
     free(U1);
     free(V1);
@@ -134,7 +116,7 @@ static void check_sgd_failure(int n)
         sx_run_failing(jobs, n, steps[s], "NCCL");
         printf("SGD over %d ranks, rank 1 failing at sub-step %lld: every rank failed\n", n,
                (long long)steps[s]);
-        sx_close_group(jobs, n);
+        rk_close_group(jobs, n);
     }
 }
 
@@ -146,7 +128,7 @@ END_TEST
 
 START_TEST(every_device)
 {
-    const int n = devices();
+    const int n = rk_device_count();
     if (n < 2) {
         printf("every_device: %d device(s), needs 2 or more: skipped\n", n);
         return;

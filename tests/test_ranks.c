@@ -100,17 +100,6 @@ static void make_group(rk_job *jobs, int n, const mf_als_opts *o, uint64_t data_
     }
 }
 
-static void free_group(rk_job *jobs, int n)
-{
-    for (int i = 0; i < n; i++) {
-        mf_sparse_destroy(jobs[i].R);
-        free(jobs[i].U);
-        free(jobs[i].V);
-    }
-    for (int i = 0; i < n; i++)
-        mf_ctx_destroy(jobs[i].ctx);
-}
-
 /* The same fit on one ungrouped context. */
 static void single_fit(const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
 {
@@ -154,7 +143,7 @@ START_TEST(group_fit_equals_one_context)
                 ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
                 ck_assert_int_eq(jobs[i].rep.solver, r1.solver);
             }
-            free_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(U1);
         free(V1);
@@ -238,7 +227,7 @@ START_TEST(split_input_fits_the_whole_matrix)
                 ck_assert_double_eq_tol(jobs[i].rep.train_rmse, r1.train_rmse,
                                         1e-12 * r1.train_rmse);
             }
-            free_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(U1), free(V1);
     }
@@ -252,7 +241,7 @@ START_TEST(split_input_fits_the_whole_matrix)
         named += jobs[i].st == MF_ERR_INVALID_DATA && strstr(jobs[i].error, "parts of two ranks");
     }
     ck_assert_int_ge(named, 1);
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
     /* A part where the others give the whole matrix: the ranks disagree. */
     make_group(jobs, 2, &o, 5);
     ck_assert_int_eq(mf_sparse_set_part(jobs[1].R, 1), MF_OK);
@@ -261,7 +250,7 @@ START_TEST(split_input_fits_the_whole_matrix)
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(jobs[0].error, "split matrix") || strstr(jobs[1].error, "split matrix"),
                   "%s / %s", jobs[0].error, jobs[1].error);
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
     /* SGD takes no parts over a group yet. */
     make_split_group(jobs, 2, &o, 0);
     for (int i = 0; i < 2; i++) {
@@ -273,7 +262,7 @@ START_TEST(split_input_fits_the_whole_matrix)
     for (int i = 0; i < 2; i++)
         ck_assert_int_eq(jobs[i].st, MF_ERR_UNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(jobs[0].error, "mf_sparse_set_part"));
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
     /* A file read in 3 parts fitted by a group of 2: refused on every rank (entries would
      * be missing), naming the parts. */
     const char *path = tu_write_text(".txt", "0 0 5\n1 2 4\n2 1 3\n3 3 2\n0 3 1\n1 1 2\n");
@@ -291,7 +280,7 @@ START_TEST(split_input_fits_the_whole_matrix)
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
     ck_assert_msg(strstr(jobs[0].error, "part 0 of 3") || strstr(jobs[1].error, "part 1 of 3"),
                   "%s / %s", jobs[0].error, jobs[1].error);
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
     /* Bad arguments. */
     ck_assert_int_eq(mf_sparse_set_part(NULL, 1), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_sparse_is_part(NULL), -1);
@@ -327,8 +316,8 @@ START_TEST(sgd_group_rotates_item_blocks)
         printf("sgd over %d ranks: train RMSE %.5f, one context %.5f\n", n, a[0].srep.train_rmse,
                r1.train_rmse);
         ck_assert_double_le(a[0].srep.train_rmse, r1.train_rmse * 1.10 + 1e-3);
-        free_group(a, n);
-        free_group(b, n);
+        rk_close_group(a, n);
+        rk_close_group(b, n);
     }
     free(U1);
     free(V1);
@@ -395,7 +384,7 @@ START_TEST(ials_group_equals_one_context)
                 ck_assert_msg(!memcmp(jobs[i].V, V1, vb), "case %d: rank %d of %d: V differs", c, i,
                               n);
             }
-            free_group(jobs, n);
+            rk_close_group(jobs, n);
         }
         free(U1);
         free(V1);
@@ -416,7 +405,7 @@ START_TEST(ials_first_failure_wins)
     ck_assert_int_eq(mf_ctx_join_local(ctxs, 2), MF_OK);
     rk_run_als(j, 2);
     rk_ials_breakdown_check(j);
-    free_group(j, 2);
+    rk_close_group(j, 2);
 }
 END_TEST
 
@@ -504,7 +493,7 @@ START_TEST(review_cases)
     ck_assert_int_eq(jobs[1].st, MF_ERR_INVALID_DATA);
     ck_assert_int_eq(jobs[0].st, MF_ERR_INVALID_DATA);
     ck_assert_msg(strstr(jobs[0].error, "rank 1 of 2 failed"), "%s", jobs[0].error);
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 
     static const char *const what[] = {"schedule", "decay", "lambda_bias"};
     for (int w = 0; w < 3; w++) {
@@ -525,7 +514,7 @@ START_TEST(review_cases)
             ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
             ck_assert_msg(strstr(jobs[i].error, what[w]), "%s", jobs[i].error);
         }
-        free_group(jobs, 2);
+        rk_close_group(jobs, 2);
     }
 
     make_group(jobs, 2, &o, 5);
@@ -540,7 +529,7 @@ START_TEST(review_cases)
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(jobs[i].error, "disagree on init"), "%s", jobs[i].error);
     }
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 
     /* Ranks 0 and 2 fail at the same point with different statuses: rank 1 reports the
      * larger status with the rank that had it. */
@@ -552,7 +541,7 @@ START_TEST(review_cases)
     ck_assert_int_eq(jobs[2].st, MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(jobs[1].st, MF_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(jobs[1].error, "rank 0 of 3 failed"), "%s", jobs[1].error);
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
 }
 END_TEST
 
@@ -570,7 +559,7 @@ START_TEST(ranks_must_agree)
         ck_assert_msg(strstr(jobs[i].error, "disagree on lambda"), "%s", jobs[i].error);
         ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0])); /* untouched */
     }
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
 
     /* Other ratings on one rank (same shape, other entries: another count). */
     make_group(jobs, 2, &o, 5);
@@ -581,7 +570,7 @@ START_TEST(ranks_must_agree)
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(jobs[i].error, "count of entries"), "%s", jobs[i].error);
     }
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 }
 END_TEST
 
@@ -601,7 +590,7 @@ START_TEST(one_failure_fails_all)
         ck_assert_msg(strstr(jobs[i].error, "rank 1 of 3 failed"), "%s", jobs[i].error);
         ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0]));
     }
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
 
     /* A numeric breakdown in one rank's share (lambda = 0 and a user with one rating at
      * rank 3, in the first share) fails every rank with the same status. */
@@ -626,7 +615,7 @@ START_TEST(one_failure_fails_all)
     ck_assert_int_eq(j2[1].st, MF_ERR_NUMERIC);
     ck_assert_msg(strstr(j2[0].error, "user 0") || strstr(j2[1].error, "user 0"), "%s / %s",
                   j2[0].error, j2[1].error);
-    free_group(j2, 2);
+    rk_close_group(j2, 2);
 }
 END_TEST
 
@@ -657,7 +646,7 @@ START_TEST(one_cancel_stops_all)
         ck_assert_int_eq(jobs[i].rep.iterations, 2); /* each keeps the step it finished */
     }
     ck_assert(!memcmp(jobs[0].U, jobs[1].U, (size_t)USERS * o.rank * sizeof(float)));
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 
     /* A callback on some ranks only (a tool printing from rank 0): the same fit. */
     make_group(jobs, 3, &o, 5);
@@ -668,7 +657,7 @@ START_TEST(one_cancel_stops_all)
         ck_assert_int_eq(jobs[i].rep.iterations, o.iterations);
         ck_assert(!memcmp(jobs[i].V, jobs[1].V, (size_t)ITEMS * o.rank * sizeof(float)));
     }
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
 }
 END_TEST
 
@@ -762,7 +751,7 @@ START_TEST(asd_group_matches_one_context)
         ck_assert(rep1.relative_residual < 0.5);
         for (int i = 0; i < n; i++)
             mf_sparse_destroy(Ts[i]);
-        free_group(jobs, n);
+        rk_close_group(jobs, n);
         free(X), free(Y), free(X0), free(Y0);
         mf_sparse_destroy(R);
         mf_sparse_destroy(T);
@@ -795,7 +784,7 @@ START_TEST(asd_group_stops_together)
         ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * 3 * sizeof(float)));
         ck_assert(!isnan(jobs[i].U[0]) && !isnan(jobs[i].U[USERS * 3 - 1]));
     }
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
     /* another option on one rank, one rank's bad option */
     asd_group(jobs, 3, &ao);
     jobs[2].ao.tolerance = 1e-3;
@@ -808,7 +797,7 @@ START_TEST(asd_group_stops_together)
         ck_assert_msg(strstr(jobs[i].error, "rank 0 of 3 failed"), "%s", jobs[i].error);
         ck_assert(isnan(jobs[i].U[0]) && isnan(jobs[i].V[0]));
     }
-    free_group(jobs, 3);
+    rk_close_group(jobs, 3);
     asd_group(jobs, 2, &ao);
     jobs[1].ao.tolerance = 1e-3;
     rk_run_als(jobs, 2);
@@ -816,7 +805,7 @@ START_TEST(asd_group_stops_together)
         ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
         ck_assert_msg(strstr(jobs[i].error, "disagree on tolerance"), "%s", jobs[i].error);
     }
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
     /* rank continuation must be the same on every rank */
     asd_group(jobs, 2, &ao);
     jobs[1].ao.rank_continuation = 1;
@@ -826,7 +815,7 @@ START_TEST(asd_group_stops_together)
         ck_assert_msg(strstr(jobs[i].error, "disagree on rank_continuation"), "%s", jobs[i].error);
         ck_assert(isnan(jobs[i].U[0]));
     }
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
     /* a time limit stops every rank at the same iteration */
     ao.max_iterations = 100000, ao.tolerance = 1e-15, ao.stagnation_window = 0;
     ao.time_limit = 0.2;
@@ -838,7 +827,7 @@ START_TEST(asd_group_stops_together)
         ck_assert_int_eq(jobs[i].arep.iterations, jobs[0].arep.iterations);
         ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * 3 * sizeof(float)));
     }
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 }
 END_TEST
 
@@ -867,7 +856,7 @@ START_TEST(other_runs_refuse_groups)
     rk_run_als(jobs, 2);
     ck_assert_int_eq(jobs[0].st, MF_ERR_UNSUPPORTED);
     ck_assert_int_eq(jobs[1].st, MF_ERR_UNSUPPORTED);
-    free_group(jobs, 2);
+    rk_close_group(jobs, 2);
 }
 END_TEST
 

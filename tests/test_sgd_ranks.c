@@ -68,7 +68,7 @@ START_TEST(a_failed_sub_step_fails_every_rank)
                 if (callback)
                     jobs[0].so.progress = never_cancel;
                 sx_run_failing(jobs, n, steps[s], callback ? "CPU, a callback on rank 0" : "CPU");
-                sx_close_group(jobs, n);
+                rk_close_group(jobs, n);
             }
         }
 }
@@ -91,7 +91,7 @@ START_TEST(a_diverged_group_stops_together)
         ck_assert_msg(strstr(jobs[i].error, "diverged in epoch"), "%s", jobs[i].error);
         ck_assert_str_eq(jobs[i].error, jobs[0].error); /* the same epoch and sum */
     }
-    sx_close_group(jobs, 3);
+    rk_close_group(jobs, 3);
 }
 END_TEST
 
@@ -114,7 +114,7 @@ START_TEST(cancel_and_plain_runs)
         ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * RANK * sizeof(float)));
         ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * RANK * sizeof(float)));
     }
-    sx_close_group(jobs, 3);
+    rk_close_group(jobs, 3);
 
     rk_job a[3], b[3];
     sgd_group(a, 3, &so);
@@ -141,8 +141,8 @@ START_TEST(cancel_and_plain_runs)
     free(V1);
     mf_sparse_destroy(R);
     mf_ctx_destroy(one);
-    sx_close_group(a, 3);
-    sx_close_group(b, 3);
+    rk_close_group(a, 3);
+    rk_close_group(b, 3);
 }
 END_TEST
 
