@@ -98,8 +98,9 @@ struct nccl_comm {
     // The all-gather's staging: one slot per rank, made on the first gather that needs it
     // (every rank agrees that each made its own; -1: some could not, broadcasts from then on).
     char *staging;
-    size_t slot_bytes;
-    int staging_state; // 0 not yet, 1 made, -1 refused
+    size_t slot_bytes;  // each rank's slot: the staging's bytes (staging_bytes) / size
+    size_t small_bytes; // gathers under this many bytes in all go by broadcasts
+    int staging_state;  // 0 not yet, 1 made, -1 refused
 };
 
 // The group's all-gather staging: MF_GATHER_STAGING_BYTES in all, whatever the size of the
@@ -124,9 +125,10 @@ static size_t staging_bytes(void)
 
 static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op);
 
-// Variable shares by one in-place broadcast per rank, fused into one NCCL group. Measured
-// on 4 H200s: NCCL runs these at about 35 GB/s for ALS's 200 MB tables (4.7 ms of an 18 ms
-// iteration), far below its all-gather; kept for small gathers, where it saves the copies.
+// Variable shares by one in-place broadcast per rank, fused into one NCCL group: no copies,
+// so it stays for small gathers. Large ones go by ncclAllGather, NCCL's collective for the
+// pattern (on 4 H200s ALS's 200 MB tables took the same iteration time either way, 18.2
+// against 18.3 ms: docs/scaling.md).
 static mf_status gather_by_broadcasts(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, void *buf,
                                       const int64_t *bounds, size_t row_bytes, const int *owner)
 {
@@ -151,7 +153,6 @@ static mf_status make_staging(nccl_comm *n, mf_ctx *ctx)
 {
     if (n->staging_state != 0)
         return MF_OK;
-    n->slot_bytes = staging_bytes() / (size_t)n->base.size / 256 * 256;
     int64_t failed =
         cudaMalloc((void **)&n->staging, n->slot_bytes * (size_t)n->base.size) != cudaSuccess;
     if (failed) {
@@ -202,9 +203,7 @@ static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64
     for (int b = 0; b < c->size; b++)
         if ((size_t)(bounds[b + 1] - bounds[b]) > most)
             most = (size_t)(bounds[b + 1] - bounds[b]);
-    const size_t small =
-        staging_bytes() / 4 < MF_GATHER_SMALL_BYTES ? staging_bytes() / 4 : MF_GATHER_SMALL_BYTES;
-    if (most * row_bytes * (size_t)c->size < small || row_bytes == 0)
+    if (most * row_bytes * (size_t)c->size < n->small_bytes || row_bytes == 0)
         return gather_by_broadcasts(n, ctx, stream, buf, bounds, row_bytes, owner);
     const mf_status made = make_staging(n, ctx);
     if (made != MF_OK)
@@ -402,6 +401,9 @@ static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *
         return mf_cuda_fail(ctx, err, "cudaMalloc (NCCL scratch)", __FILE__, __LINE__);
     }
     n->base = (mf_comm){&nccl_ops, rank, size, 1};
+    const size_t staging = staging_bytes(); // read once: the same on every rank's calls
+    n->slot_bytes = staging / (size_t)size / 256 * 256;
+    n->small_bytes = staging / 4 < MF_GATHER_SMALL_BYTES ? staging / 4 : MF_GATHER_SMALL_BYTES;
     n->comm = comm;
     n->owned = owned;
     n->device = device;
