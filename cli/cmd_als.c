@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gpus.h"
 #include "model_file.h"
+#include "model_fit.h"
 #include "options.h"
 #include "outputs.h"
 #include "test_set.h"
@@ -59,63 +59,45 @@ static int als_table(als_args *a, cli_opt *t)
     return CLI_COUNT(own);
 }
 
-static int on_iteration(void *user, const mf_progress *p)
+/* One rank's mf_als_run (cli_fit_factors). */
+static mf_status als_call(const cli_fit_rank *f)
 {
-    (void)user;
-    cli_print_progress("iteration", p);
-    return 0;
+    mf_als_opts o = *(const mf_als_opts *)f->opts;
+    o.test = f->r->test, o.progress = f->progress, o.progress_user = f->progress_user;
+    o.bias_out = f->bias_out;
+    return mf_als_run(f->r->ctx, f->r->train, &o, f->r->U, f->r->V, MF_MEMORY_HOST, f->report);
 }
 
-/* One rank's mf_als_run (cli_gpus_call): rank 0's options are the tool's; the others have
- * their own test copy and neither print nor report biases. */
-typedef struct als_call {
-    mf_als_opts o;
-    mf_als_report rep; /* rank 0's */
-} als_call;
-
-static mf_status als_rank(const cli_rank *r, void *user)
+/* The fit's results: its model file and the lines on stdout. */
+static int results(const cli_model_fit *f, const cli_fitted *x)
 {
-    als_call *c = user;
-    mf_als_opts o = c->o;
-    o.test = r->test;
-    if (r->rank > 0)
-        o.progress = NULL, o.bias_out = NULL;
-    mf_als_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_als_run(r->ctx, r->train, &o, r->U, r->V, MF_MEMORY_HOST, &rep);
-    if (r->rank == 0)
-        c->rep = rep;
-    return st;
-}
-
-/* mf_als_run on ctx, or over --gpus N devices with ctx as rank 0 (every rank gets the same
- * factors). Prints a failure. */
-static mf_status fit(mf_ctx *ctx, const als_args *a, mf_sparse *train, mf_sparse *test,
-                     const mf_als_opts *o, float *U, float *V, mf_als_report *rep)
-{
-    cli_gpus g;
-    if (cli_gpus_open("als", &a->common, ctx, (int)a->model.gpus, train, test, (int)a->rank, U, V,
-                      &g) != 0)
-        return MF_ERR_INVALID_ARGUMENT; /* printed */
-    als_call call = {*o, {0}};
-    mf_status st = cli_gpus_call("als", &g, als_rank, &call);
-    *rep = call.rep;
-    cli_gpus_close(&g);
-    return st;
+    const als_args *a = f->args;
+    const mf_als_report *rep = f->report;
+    char text[256];
+    snprintf(text, sizeof text, "rank=%d lambda=%g lambda_bias=%g iterations=%d weighting=%s",
+             rep->rank, (double)rep->lambda, (double)((const mf_als_opts *)f->opts)->lambda_bias,
+             rep->iterations, a->weighting == MF_ALS_WEIGHT_COUNT ? "count" : "none");
+    const cli_fit fitted = {"als", text, x->train, rep->rank, (int)a->rank, x->U, x->V, &x->bias};
+    cli_out out;
+    if (cli_fit_results(&out, x, &a->common, &a->model, &fitted) != CLI_OK)
+        return CLI_FAILED;
+    cli_out_model(&out, &a->model, &x->bias, rep->lambda, rep->rank, rep->validation_rmse);
+    cli_out_int(&out, "iterations", rep->iterations);
+    cli_out_str(&out, "solver", rep->solver == MF_ALS_SOLVER_CG ? "cg" : "exact");
+    cli_out_num(&out, "train RMSE", rep->train_rmse);
+    if (x->test && cli_out_test(&out, "als", x->ctx, &fitted, rep->test_rmse) != 0) {
+        cli_out_end(&out);
+        return CLI_FAILED;
+    }
+    cli_out_num(&out, "seconds per iteration", rep->iteration_seconds / rep->iterations);
+    cli_out_num(&out, "seconds", rep->seconds);
+    cli_out_end(&out);
+    return CLI_OK;
 }
 
 static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
     const als_args *a = args;
-    int32_t users, items;
-    mf_sparse_shape(train, &users, &items, NULL);
-    float *U = malloc((size_t)users * a->rank * sizeof *U);
-    float *V = malloc((size_t)items * a->rank * sizeof *V);
-    mf_biases bias = {0.0f, NULL, NULL};
-    int rc = CLI_FAILED;
-    if (!U || !V) {
-        cli_error("als", "out of host memory for the factors");
-        goto done;
-    }
     mf_als_opts o;
     mf_als_opts_init(&o);
     o.rank = (int)a->rank, o.lambda = (float)a->model.lambda, o.iterations = (int)a->iterations;
@@ -123,51 +105,15 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.weighting = a->weighting;
     o.solver = a->solver, o.cg_steps = (int)a->cg_steps;
     o.tf32 = a->tf32;
-    o.test = test;
-    o.progress = on_iteration;
     o.biases = a->model.biases;
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     else if (a->weighting == MF_ALS_WEIGHT_COUNT)
         o.lambda_bias = o.lambda; /* weighted alike: the default 5 times a row's count is not */
     o.tune = a->model.tune;
-    /* The biases come back where a model file or unseen test entries need them. */
-    if ((a->model.save_model || cli_test_unseen() > 0) && a->model.biases &&
-        cli_bias_room("als", train, &bias) != 0)
-        goto done;
-    o.bias_out = &bias;
     mf_als_report rep = {.struct_size = sizeof rep};
-    if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
-        goto done; /* printed */
-    if (cli_write_factors("als", a->model.out_u, a->model.out_v, U, V, train, a->rank) != 0)
-        goto done;
-    char text[256];
-    snprintf(text, sizeof text, "rank=%d lambda=%g lambda_bias=%g iterations=%d weighting=%s",
-             rep.rank, (double)rep.lambda, (double)o.lambda_bias, rep.iterations,
-             a->weighting == MF_ALS_WEIGHT_COUNT ? "count" : "none");
-    const cli_fit fitted = {"als", text, train, rep.rank, (int)a->rank, U, V, &bias};
-    if (cli_save_model("als", ctx, a->model.save_model, &fitted) != 0)
-        goto done;
-    cli_out out;
-    cli_out_begin(&out, a->common.json);
-    cli_out_ratings(&out, ctx, train, test, a->rank);
-    cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
-    cli_out_int(&out, "iterations", rep.iterations);
-    cli_out_str(&out, "solver", rep.solver == MF_ALS_SOLVER_CG ? "cg" : "exact");
-    cli_out_num(&out, "train RMSE", rep.train_rmse);
-    if (test && cli_out_test(&out, "als", ctx, &fitted, rep.test_rmse) != 0) {
-        cli_out_end(&out);
-        goto done;
-    }
-    cli_out_num(&out, "seconds per iteration", rep.iteration_seconds / rep.iterations);
-    cli_out_num(&out, "seconds", rep.seconds);
-    cli_out_end(&out);
-    rc = CLI_OK;
-done:
-    free(U);
-    free(V);
-    cli_free_biases(&bias);
-    return rc;
+    const cli_model_fit f = {"als", "iteration", als_call, &o, &rep, results, a};
+    return cli_model_run(&f, ctx, &a->common, &a->model, a->rank, train, test);
 }
 
 int cmd_als(int argc, char **argv)

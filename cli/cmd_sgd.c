@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "gpus.h"
 #include "model_file.h"
+#include "model_fit.h"
 #include "options.h"
 #include "outputs.h"
 #include "test_set.h"
@@ -52,63 +52,50 @@ static int sgd_table(sgd_args *a, cli_opt *t)
     return CLI_COUNT(own);
 }
 
-static int on_epoch(void *user, const mf_progress *p)
+/* One rank's mf_sgd_hogwild_run (cli_fit_factors). */
+static mf_status sgd_call(const cli_fit_rank *f)
 {
-    (void)user;
-    cli_print_progress("epoch", p);
-    return 0;
+    mf_sgd_opts o = *(const mf_sgd_opts *)f->opts;
+    o.test = f->r->test, o.progress = f->progress, o.progress_user = f->progress_user;
+    o.bias_out = f->bias_out;
+    return mf_sgd_hogwild_run(f->r->ctx, f->r->train, &o, f->r->U, f->r->V, MF_MEMORY_HOST,
+                              f->report);
 }
 
-/* One rank's mf_sgd_hogwild_run (cli_gpus_call): rank 0's options are the tool's; the
- * others have their own test copy and neither print nor report biases. */
-typedef struct sgd_call {
-    mf_sgd_opts o;
-    mf_sgd_report rep; /* rank 0's */
-} sgd_call;
-
-static mf_status sgd_rank(const cli_rank *r, void *user)
+/* The fit's results: its model file and the lines on stdout. */
+static int results(const cli_model_fit *f, const cli_fitted *x)
 {
-    sgd_call *c = user;
-    mf_sgd_opts o = c->o;
-    o.test = r->test;
-    if (r->rank > 0)
-        o.progress = NULL, o.bias_out = NULL;
-    mf_sgd_report rep = {.struct_size = sizeof rep};
-    mf_status st = mf_sgd_hogwild_run(r->ctx, r->train, &o, r->U, r->V, MF_MEMORY_HOST, &rep);
-    if (r->rank == 0)
-        c->rep = rep;
-    return st;
-}
-
-/* mf_sgd_hogwild_run on ctx, or over --gpus N devices with ctx as rank 0 (every rank gets
- * the same factors). Prints a failure. */
-static mf_status fit(mf_ctx *ctx, const sgd_args *a, mf_sparse *train, mf_sparse *test,
-                     const mf_sgd_opts *o, float *U, float *V, mf_sgd_report *rep)
-{
-    cli_gpus g;
-    if (cli_gpus_open("sgd", &a->common, ctx, (int)a->model.gpus, train, test, (int)a->rank, U, V,
-                      &g) != 0)
-        return MF_ERR_INVALID_ARGUMENT; /* printed */
-    sgd_call call = {*o, {0}};
-    mf_status st = cli_gpus_call("sgd", &g, sgd_rank, &call);
-    *rep = call.rep;
-    cli_gpus_close(&g);
-    return st;
+    const sgd_args *a = f->args;
+    const mf_sgd_report *rep = f->report;
+    char text[256];
+    snprintf(text, sizeof text,
+             "rank=%d lambda=%g lambda_bias=%g learning_rate=%g decay=%g schedule=%s epochs=%d "
+             "storage=%s",
+             rep->rank, (double)rep->lambda, (double)((const mf_sgd_opts *)f->opts)->lambda_bias,
+             a->lr, a->decay, a->constant ? "constant" : "inverse-time", rep->epochs,
+             a->fp16 ? "fp16" : "fp32");
+    const cli_fit fitted = {"sgd", text, x->train, rep->rank, (int)a->rank, x->U, x->V, &x->bias};
+    cli_out out;
+    if (cli_fit_results(&out, x, &a->common, &a->model, &fitted) != CLI_OK)
+        return CLI_FAILED;
+    cli_out_str(&out, "storage", a->fp16 ? "fp16" : "fp32");
+    cli_out_int(&out, "workers", rep->workers);
+    cli_out_model(&out, &a->model, &x->bias, rep->lambda, rep->rank, rep->validation_rmse);
+    cli_out_int(&out, "epochs", rep->epochs);
+    cli_out_num(&out, "train RMSE", rep->train_rmse);
+    if (x->test && cli_out_test(&out, "sgd", x->ctx, &fitted, rep->test_rmse) != 0) {
+        cli_out_end(&out);
+        return CLI_FAILED;
+    }
+    cli_out_num(&out, "updates per second", rep->updates_per_second);
+    cli_out_num(&out, "seconds", rep->seconds);
+    cli_out_end(&out);
+    return CLI_OK;
 }
 
 static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
 {
     const sgd_args *a = args;
-    int32_t users, items;
-    mf_sparse_shape(train, &users, &items, NULL);
-    float *U = malloc(((size_t)users * a->rank + 1) * sizeof *U);
-    float *V = malloc(((size_t)items * a->rank + 1) * sizeof *V);
-    mf_biases bias = {0.0f, NULL, NULL};
-    int rc = CLI_FAILED;
-    if (!U || !V) {
-        cli_error("sgd", "out of host memory for the factors");
-        goto done;
-    }
     mf_sgd_opts o;
     mf_sgd_opts_init(&o);
     o.rank = (int)a->rank, o.epochs = (int)a->epochs, o.workers = (int)a->workers;
@@ -117,52 +104,13 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.schedule = a->constant ? MF_SGD_SCHEDULE_CONSTANT : MF_SGD_SCHEDULE_INVERSE_TIME;
     o.storage = a->fp16 ? MF_SGD_STORAGE_FP16 : MF_SGD_STORAGE_FP32;
     o.order = a->by_ratings ? MF_SGD_ORDER_RATINGS : MF_SGD_ORDER_USER_CHUNKS;
-    o.test = test;
-    o.progress = on_epoch;
     o.biases = a->model.biases;
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;
     o.tune = a->model.tune;
-    /* The biases come back where a model file or unseen test entries need them. */
-    if ((a->model.save_model || cli_test_unseen() > 0) && a->model.biases &&
-        cli_bias_room("sgd", train, &bias) != 0)
-        goto done;
-    o.bias_out = &bias;
     mf_sgd_report rep = {.struct_size = sizeof rep};
-    if (fit(ctx, a, train, test, &o, U, V, &rep) != MF_OK)
-        goto done; /* printed */
-    if (cli_write_factors("sgd", a->model.out_u, a->model.out_v, U, V, train, a->rank) != 0)
-        goto done;
-    char text[256];
-    snprintf(text, sizeof text,
-             "rank=%d lambda=%g lambda_bias=%g learning_rate=%g decay=%g schedule=%s epochs=%d "
-             "storage=%s",
-             rep.rank, (double)rep.lambda, (double)o.lambda_bias, a->lr, a->decay,
-             a->constant ? "constant" : "inverse-time", rep.epochs, a->fp16 ? "fp16" : "fp32");
-    const cli_fit fitted = {"sgd", text, train, rep.rank, (int)a->rank, U, V, &bias};
-    if (cli_save_model("sgd", ctx, a->model.save_model, &fitted) != 0)
-        goto done;
-    cli_out out;
-    cli_out_begin(&out, a->common.json);
-    cli_out_ratings(&out, ctx, train, test, a->rank);
-    cli_out_str(&out, "storage", a->fp16 ? "fp16" : "fp32");
-    cli_out_int(&out, "workers", rep.workers);
-    cli_out_model(&out, &a->model, &bias, rep.lambda, rep.rank, rep.validation_rmse);
-    cli_out_int(&out, "epochs", rep.epochs);
-    cli_out_num(&out, "train RMSE", rep.train_rmse);
-    if (test && cli_out_test(&out, "sgd", ctx, &fitted, rep.test_rmse) != 0) {
-        cli_out_end(&out);
-        goto done;
-    }
-    cli_out_num(&out, "updates per second", rep.updates_per_second);
-    cli_out_num(&out, "seconds", rep.seconds);
-    cli_out_end(&out);
-    rc = CLI_OK;
-done:
-    free(U);
-    free(V);
-    cli_free_biases(&bias);
-    return rc;
+    const cli_model_fit f = {"sgd", "epoch", sgd_call, &o, &rep, results, a};
+    return cli_model_run(&f, ctx, &a->common, &a->model, a->rank, train, test);
 }
 
 int cmd_sgd(int argc, char **argv)
