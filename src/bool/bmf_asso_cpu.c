@@ -37,7 +37,10 @@ static mf_status build_assoc(const mf_bmf_asso_plan *p, assoc *out)
     int64_t *len = calloc((size_t)P + 1, sizeof *len);
     int32_t **cols = calloc((size_t)P, sizeof *cols), **cos = calloc((size_t)P, sizeof *cos);
     int failed = !len || !cols || !cos;
-#pragma omp parallel num_threads(mf_ctx_threads(p->ctx)) if (!failed)
+    /* Each thread counts in arrays of C's columns: no more threads than seeds, so that an
+     * idle thread allocates none. */
+    const int threads = mf_ctx_threads(p->ctx) < P ? mf_ctx_threads(p->ctx) : (P > 0 ? P : 1);
+#pragma omp parallel num_threads(threads) if (!failed)
     {
         int32_t *count = calloc((size_t)C->cols, sizeof *count);
         int32_t *touched = malloc((size_t)C->cols * sizeof *touched);
@@ -375,7 +378,14 @@ mf_status mf_bmf_asso_cpu_cover(const mf_bmf_asso_plan *p, mf_bmf_asso_lists *li
             longest = C->row_ptr[i + 1] - C->row_ptr[i];
     const int64_t total = as.ptr[p->P];
     int failed = 0;
-#pragma omp parallel num_threads(mf_ctx_threads(p->ctx))
+    /* Each thread holds a whole working copy of the lists and of C's rows and columns (far
+     * more than the input's ones on a sparse C) and covers whole instances: no more threads
+     * than instances, so that idle threads allocate none (64 threads of a 64-core host
+     * allocated 32 copies per instance of a 2-instance run). */
+    const int threads = mf_ctx_threads(p->ctx) < p->instances
+                            ? mf_ctx_threads(p->ctx)
+                            : (p->instances > 0 ? p->instances : 1);
+#pragma omp parallel num_threads(threads)
     {
         greedy g;
         memset(&g, 0, sizeof g);
