@@ -146,8 +146,18 @@ struct rank_job {
     std::vector<float> U, V;
     mf_als_report rep;
     mf_status st;
-    double call_seconds; // the whole call, wall clock
+    double call_seconds;  // the whole call, wall clock
+    mf_group_stats group; // what the call's collectives cost this rank (mf_ctx_group_stats)
 };
+
+// ctx's group stats now (zeros outside a group).
+static mf_group_stats group_stats(mf_ctx *ctx)
+{
+    mf_group_stats g = {};
+    g.struct_size = sizeof g;
+    MF_CHECK(ctx, mf_ctx_group_stats(ctx, &g));
+    return g;
+}
 
 static void *run_rank(void *arg)
 {
@@ -155,6 +165,7 @@ static void *run_rank(void *arg)
     j->o.test = j->so.test = j->test;
     j->rep.struct_size = sizeof j->rep;
     j->srep.struct_size = sizeof j->srep;
+    const mf_group_stats before = group_stats(j->ctx);
     const double start = omp_get_wtime();
     if (j->asd) {
         j->ao.test = NULL; // a test set would be measured every iteration (progress)
@@ -186,6 +197,11 @@ static void *run_rank(void *arg)
             mf_als_run(j->ctx, j->train, &j->o, j->U.data(), j->V.data(), MF_MEMORY_HOST, &j->rep);
     }
     j->call_seconds = omp_get_wtime() - start;
+    j->group = group_stats(j->ctx);
+    j->group.wait_seconds -= before.wait_seconds;
+    j->group.exchange_seconds -= before.exchange_seconds;
+    j->group.exchange_bytes -= before.exchange_bytes;
+    j->group.calls -= before.calls;
     return NULL;
 }
 
@@ -209,6 +225,9 @@ struct fit_result {
     // events: mf_als_report's gram_seconds + solve_seconds), least and most over the ranks.
     // The most against the iteration shows the exchange and waits; the spread, imbalance.
     double compute_min, compute_max;
+    // Over the whole call (setup included) per iteration, the most over the ranks: host
+    // time in agreements (waiting for the slowest rank included) and the exchanges' time.
+    double wait_max, exchange_max;
     bool same_on_ranks;      // every rank returned rank 0's factors
     std::vector<float> U, V; // rank 0's
 };
@@ -268,7 +287,8 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
     for (int i = 0; i < n; i++)
         pthread_join(threads[i], NULL);
-    fit_result r = {0.0, 0.0, jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, true, jobs[0].U, jobs[0].V};
+    fit_result r = {0.0,       0.0,      jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, 0.0, 0.0, true,
+                    jobs[0].U, jobs[0].V};
     for (int i = 0; i < n; i++) {
         if (jobs[i].st != MF_OK) {
             fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
@@ -282,6 +302,9 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
                                std::max(1, jobs[i].rep.iterations);
         r.compute_min = std::min(r.compute_min, compute);
         r.compute_max = std::max(r.compute_max, compute);
+        const int its = std::max(1, jobs[i].rep.iterations);
+        r.wait_max = std::max(r.wait_max, jobs[i].group.wait_seconds / its);
+        r.exchange_max = std::max(r.exchange_max, jobs[i].group.exchange_seconds / its);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
     }
     for (int i = 0; i < n; i++) {
@@ -300,6 +323,14 @@ static std::string compute_span(const fit_result &r)
         return "-";
     char b[64];
     snprintf(b, sizeof b, "%.4f - %.4f", r.compute_min, r.compute_max);
+    return b;
+}
+
+// "0.0011 / 0.0023": the most wait and exchange seconds per iteration over the ranks.
+static std::string group_span(const fit_result &r)
+{
+    char b[64];
+    snprintf(b, sizeof b, "%.4f / %.4f", r.wait_max, r.exchange_max);
     return b;
 }
 
@@ -405,9 +436,9 @@ int main(int argc, char **argv)
                        "%d\n",
                        g, sgd_cell_balance(htrain, g), g);
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-               "whole call s | peak GiB / GPU | rank compute s / it, least - most | test RMSE | "
-               "ranks agree | factors = 1 GPU's |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+               "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
+               "group wait / exchange s / it, most | test RMSE | ranks agree | factors = 1 GPU's "
+               "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
                asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
                : sgd  ? "Hogwild SGD (an iteration is an epoch)"
                : ials ? "implicit ALS (the RMSE column holds the loss)"
@@ -436,7 +467,8 @@ int main(int argc, char **argv)
             fit_result one = {};
             if (baseline) {
                 one = median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
-                printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | %.4f | - | - |\n",
+                printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | - | %.4f | - | - "
+                       "|\n",
                        c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds,
                        one.peak_gib, compute_span(one).c_str(), one.test_rmse);
                 fflush(stdout);
@@ -447,19 +479,21 @@ int main(int argc, char **argv)
                 const fit_result r =
                     median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
                 if (!baseline) { // the group alone: nothing to compare with
-                    printf("| %s | %d | %d | %.4f | - | - | %.3f | %.2f | %s | %.4f | %s | - |\n",
+                    printf("| %s | %d | %d | %.4f | - | - | %.3f | %.2f | %s | %s | %.4f | %s | - "
+                           "|\n",
                            c.label.c_str(), k, g, r.seconds_per_iteration, r.call_seconds,
-                           r.peak_gib, compute_span(r).c_str(), r.test_rmse,
+                           r.peak_gib, compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
                            r.same_on_ranks ? "yes" : "NO");
                     fflush(stdout);
                     continue;
                 }
                 const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
-                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %s | %.4f | %s | "
-                       "%s |\n",
+                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %s | %s | %.4f | "
+                       "%s | %s |\n",
                        c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
                        speedup, 100.0 * speedup / g, r.call_seconds, r.peak_gib,
-                       compute_span(r).c_str(), r.test_rmse, r.same_on_ranks ? "yes" : "NO",
+                       compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
+                       r.same_on_ranks ? "yes" : "NO",
                        asd   ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
                                     ? "residual within 0.1%"
                                     : "residual NOT within 0.1%")

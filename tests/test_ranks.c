@@ -860,6 +860,74 @@ START_TEST(other_runs_refuse_groups)
 }
 END_TEST
 
+/* mf_ctx_group_stats: zeros outside a group; over a group's ALS fit every rank made the
+ * same collective calls, and the gathers brought each rank every row it does not solve
+ * (at least k floats a row, both sides, every iteration); a second fit adds as many calls;
+ * an older, smaller struct gets its prefix alone; bad arguments fail. */
+START_TEST(group_stats_count_exchanges)
+{
+    enum { N = 3 };
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.iterations = 3, o.lambda = 0.5f;
+    mf_group_stats g = {.struct_size = sizeof g, .calls = -1};
+    mf_ctx *alone = tu_cpu_ctx();
+    ck_assert_int_eq(mf_ctx_group_stats(alone, &g), MF_OK);
+    ck_assert(g.calls == 0 && g.exchange_bytes == 0 && g.wait_seconds == 0.0 &&
+              g.exchange_seconds == 0.0);
+    g.struct_size = 0;
+    ck_assert_int_eq(mf_ctx_group_stats(alone, &g), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(alone, "struct_size");
+    ck_assert_int_eq(mf_ctx_group_stats(alone, NULL), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_ctx_group_stats(NULL, &g), MF_ERR_INVALID_ARGUMENT);
+    mf_ctx_destroy(alone);
+
+    rk_job jobs[N];
+    make_group(jobs, N, &o, 5);
+    mf_group_stats first[N];
+    for (int i = 0; i < N; i++) {
+        first[i] = (mf_group_stats){.struct_size = sizeof first[i]};
+        ck_assert_int_eq(mf_ctx_group_stats(jobs[i].ctx, &first[i]), MF_OK);
+        ck_assert_int_eq(first[i].calls, 0);
+    }
+    for (int fit = 1; fit <= 2; fit++) {
+        rk_run_als(jobs, N);
+        int64_t bytes = 0;
+        mf_group_stats s[N];
+        for (int i = 0; i < N; i++) {
+            ck_assert_msg(jobs[i].st == MF_OK, "rank %d: %s", i, jobs[i].error);
+            s[i] = (mf_group_stats){.struct_size = sizeof s[i]};
+            ck_assert_int_eq(mf_ctx_group_stats(jobs[i].ctx, &s[i]), MF_OK);
+            ck_assert_int_gt(s[i].calls, 0);
+            ck_assert_int_eq(s[i].calls, s[0].calls);
+            ck_assert(s[i].wait_seconds >= 0.0 && s[i].exchange_seconds >= 0.0);
+            ck_assert_int_gt(s[i].exchange_bytes, first[i].exchange_bytes);
+            bytes += s[i].exchange_bytes - first[i].exchange_bytes;
+        }
+        const int64_t least =
+            (int64_t)o.iterations * (N - 1) * (USERS + ITEMS) * o.rank * (int64_t)sizeof(float);
+        ck_assert_msg(bytes >= least, "fit %d: %lld bytes gathered, fewer than %lld", fit,
+                      (long long)bytes, (long long)least);
+        if (fit == 2)
+            ck_assert_int_eq(s[0].calls, 2 * first[0].calls);
+        for (int i = 0; i < N; i++)
+            first[i] = fit == 1 ? s[i] : first[i];
+    }
+    /* An older struct: struct_size and the wait alone; the bytes past it stay the caller's. */
+    unsigned char old[sizeof(mf_group_stats)];
+    memset(old, 0xab, sizeof old);
+    const size_t prefix = offsetof(mf_group_stats, exchange_seconds);
+    memcpy(old, &prefix, sizeof prefix);
+    ck_assert_int_eq(mf_ctx_group_stats(jobs[0].ctx, (mf_group_stats *)(void *)old), MF_OK);
+    for (size_t b = prefix; b < sizeof old; b++)
+        ck_assert_int_eq(old[b], 0xab);
+    double wait;
+    memcpy(&wait, old + offsetof(mf_group_stats, wait_seconds), sizeof wait);
+    ck_assert(wait > 0.0);
+    rk_close_group(jobs, N);
+}
+END_TEST
+
 START_TEST(group_calls_check_arguments)
 {
     mf_ctx *a = tu_cpu_ctx(), *b = tu_cpu_ctx();
@@ -926,6 +994,7 @@ int main(void)
                                   one_failure_fails_all,
                                   one_cancel_stops_all,
                                   other_runs_refuse_groups,
+                                  group_stats_count_exchanges,
                                   group_calls_check_arguments};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

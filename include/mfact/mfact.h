@@ -1351,6 +1351,27 @@ MF_API mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm);
 /* ctx's rank and its group's size: 0 and 1 outside a group. */
 MF_API mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size);
 
+/* What this rank's part in its group's collectives has cost since it joined: read it
+ * before and after a call to see that call's share, beside the report's kernel times. */
+typedef struct mf_group_stats {
+    size_t struct_size; /* set by the caller: sizeof(mf_group_stats) */
+    /* Host time in the agreements and reductions of a few values (a failure, a loss, a
+     * stop): a round trip between the ranks, plus this rank waiting for the slowest one
+     * (and, over NCCL, for the device work it queued before). */
+    double wait_seconds;
+    /* Time moving data between the ranks (factor gathers, ring shifts, sums of buffers,
+     * entries moving to their owners): over NCCL the device time between CUDA events
+     * around each exchange (those completed when read), elsewhere the host time. */
+    double exchange_seconds;
+    int64_t exchange_bytes; /* received from other ranks by those exchanges (a sum: its buffer) */
+    int64_t calls;          /* collective calls made */
+} mf_group_stats;
+
+/* ctx's mf_group_stats into *stats (stats->struct_size set by the caller: a smaller, older
+ * struct gets its prefix, a larger one this version's fields). Zeros outside a group.
+ * MF_ERR_INVALID_ARGUMENT: ctx or stats NULL, or struct_size not a struct's size. */
+MF_API mf_status mf_ctx_group_stats(const mf_ctx *ctx, mf_group_stats *stats);
+
 /* ---- One process per GPU ----------------------------------------------------------
  * The caller's own hand-over: rank 0 makes an NCCL id (mf_nccl_make_id), the caller carries
  * its MF_NCCL_ID_BYTES bytes to every rank (MPI_Bcast, torch.distributed's

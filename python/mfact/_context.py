@@ -131,6 +131,19 @@ class Context:
         """The size of this context's group: 1 outside a group (mf_ctx_rank)."""
         return self._place()[1]
 
+    def group_stats(self):
+        """What this rank's part in its group's collectives has cost since it joined
+        (mf_ctx_group_stats): a dict of wait_seconds (agreements, waiting for the slowest
+        rank included), exchange_seconds (moving factors and entries between ranks),
+        exchange_bytes (received) and calls. Zeros outside a group."""
+        if _lib.mf_ctx_group_stats is None:  # a library from before the stats
+            raise NotImplementedError("this libmfact has no mf_ctx_group_stats")
+        s = _lib.GroupStats(struct_size=ctypes.sizeof(_lib.GroupStats))
+        check(_lib.mf_ctx_group_stats(self.handle, ctypes.byref(s)), self.handle,
+              "mfact.Context.group_stats")
+        return {"wait_seconds": s.wait_seconds, "exchange_seconds": s.exchange_seconds,
+                "exchange_bytes": s.exchange_bytes, "calls": s.calls}
+
     def _place(self):
         if _lib.mf_ctx_rank is None:  # a library from before groups: always alone
             return 0, 1

@@ -300,3 +300,11 @@ mf_launch_detect = _proto_experimental("mf_launch_detect", c_int, POINTER(c_int)
                                        POINTER(c_int), POINTER(c_int))
 mf_ctx_join_launched = _proto_experimental("mf_ctx_join_launched", c_int, P, c_char_p,
                                            c_double)
+
+
+class GroupStats(Structure):
+    _fields_ = [("struct_size", c_size_t), ("wait_seconds", c_double),
+                ("exchange_seconds", c_double), ("exchange_bytes", c_int64), ("calls", c_int64)]
+
+
+mf_ctx_group_stats = _proto_experimental("mf_ctx_group_stats", c_int, P, POINTER(GroupStats))

@@ -20,7 +20,7 @@ STRUCTS = {"mf_ctx_opts": _lib.CtxOpts, "mf_read_opts": _lib.ReadOpts,
            "mf_bmf_report": _lib.BmfReport, "mf_asd_opts": _lib.AsdOpts,
            "mf_asd_report": _lib.AsdReport, "mf_ials_opts": _lib.IalsOpts,
            "mf_ials_report": _lib.IalsReport, "mf_ranking": _lib.Ranking,
-           "mf_model_save_opts": _lib.ModelSaveOpts}
+           "mf_model_save_opts": _lib.ModelSaveOpts, "mf_group_stats": _lib.GroupStats}
 
 
 # Macros of the header that the binding copies.
@@ -133,7 +133,7 @@ def test_prototypes_match_the_header():
             assert compatible(have, *want), f"{name}: parameter {i} is {want}, bound {have}"
     # The groups of processes (mfact.Context.join) are bound wherever the header has them.
     groups = {"mf_ctx_rank", "mf_ctx_set_mpi_comm", "mf_nccl_make_id", "mf_ctx_join_nccl_id",
-              "mf_launch_detect", "mf_ctx_join_launched"}
+              "mf_launch_detect", "mf_ctx_join_launched", "mf_ctx_group_stats"}
     assert groups & set(decls) <= set(_lib.PROTOTYPES)
     # So are the saved models (model.save, mfact.load).
     saved = {"mf_model_save_opts_init_sized", "mf_model_save", "mf_model_load",

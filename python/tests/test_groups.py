@@ -42,6 +42,8 @@ def torchrun(monkeypatch, rank, size, local=None):
 
 def test_a_context_alone_is_rank_0_of_1(ctx):
     assert (ctx.rank, ctx.world_size) == (0, 1)
+    assert ctx.group_stats() == {"wait_seconds": 0.0, "exchange_seconds": 0.0,
+                                 "exchange_bytes": 0, "calls": 0}
     assert "rank" not in repr(ctx)
 
 

@@ -173,9 +173,9 @@ static void local_release(mf_comm *c)
     free(c);
 }
 
-static const mf_comm_ops local_ops = {local_allgatherv, local_max_i64,   local_sum_f64,
-                                      local_sum_buffer, local_alltoallv, local_shift,
-                                      local_release};
+static const mf_comm_ops local_ops = {
+    local_allgatherv, local_max_i64, local_sum_f64, local_sum_buffer,
+    local_alltoallv,  local_shift,   local_release, NULL};
 
 mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
 {
@@ -222,7 +222,7 @@ mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
                        "mf_ctx_join_local: out of memory for a group of %d ranks", n);
     }
     for (int r = 0; r < n; r++) {
-        ranks[r]->base = (mf_comm){&local_ops, r, n, 0};
+        ranks[r]->base = (mf_comm){.ops = &local_ops, .rank = r, .size = n, .device_buffers = 0};
         ranks[r]->g = g;
         out[r] = &ranks[r]->base;
     }

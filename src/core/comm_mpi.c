@@ -243,7 +243,7 @@ static void mpi_release(mf_comm *c)
 }
 
 static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64, mpi_sum_f64, mpi_sum_buffer,
-                                    mpi_alltoallv,  mpi_shift,   mpi_release};
+                                    mpi_alltoallv,  mpi_shift,   mpi_release, NULL};
 
 static mpi_rank *rank_alloc(int size)
 {
@@ -303,7 +303,7 @@ mf_status mf_comm_mpi_join(mf_ctx *ctx, const char *fn, const void *mpi_comm, mf
     int64_t failed = st != MF_OK ? (int64_t)st << 32 | (int64_t)rank : -1;
     err = MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT64_T, MPI_MAX, dup);
     if (err == MPI_SUCCESS && failed < 0) {
-        m->base = (mf_comm){&mpi_ops, rank, size, 0};
+        m->base = (mf_comm){.ops = &mpi_ops, .rank = rank, .size = size, .device_buffers = 0};
         m->comm = dup;
         *out = &m->base;
         return MF_OK;

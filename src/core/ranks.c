@@ -62,8 +62,10 @@ mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n)
         return mf_fail(ctxs[0], MF_ERR_OUT_OF_MEMORY, "mf_ctx_join_local: out of host memory");
     mf_status st = ctxs[0]->backend == MF_BACKEND_CUDA ? mf_nccl_comm_init_all(ctxs, n, ranks)
                                                        : mf_comm_local_create(ctxs[0], n, ranks);
-    for (int i = 0; st == MF_OK && i < n; i++)
+    for (int i = 0; st == MF_OK && i < n; i++) {
+        mf_comm_timed(ranks[i]);
         ctxs[i]->comm = ranks[i];
+    }
     free(ranks);
     return st;
 }
@@ -82,7 +84,9 @@ mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm)
                        "mf_ctx_set_nccl_comm: a CPU context cannot take an NCCL communicator "
                        "(mf_ctx_join_local groups CPU contexts)");
     MF_REQUIRE(ctx, !ctx->comm, "mf_ctx_set_nccl_comm: the context is already in a group");
-    return mf_nccl_comm_wrap(ctx, nccl_comm, &ctx->comm);
+    MF_TRY(mf_nccl_comm_wrap(ctx, nccl_comm, &ctx->comm));
+    mf_comm_timed(ctx->comm);
+    return MF_OK;
 }
 
 /* Collective over the caller's communicator (core/comm_mpi.h): the checks of ctx are this
@@ -109,8 +113,10 @@ mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm)
         st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "%s: the context is already in a group", fn);
     mf_comm *made = NULL;
     st = mf_comm_mpi_join(ctx, fn, mpi_comm, st, &made);
-    if (st == MF_OK)
+    if (st == MF_OK) {
+        mf_comm_timed(made);
         ctx->comm = made;
+    }
     return st;
 }
 

@@ -53,13 +53,34 @@ typedef struct mf_comm_ops {
                        int send, int recv);
     /* The context lets go of its rank (its destruction, or leaving the group). */
     void (*release)(mf_comm *c);
+    /* Optional (NULL where every op is synchronous on the host): the device seconds that the
+     * queued exchanges (allgatherv, sum_buffer, shift) took so far, those that completed,
+     * timed by events around each. Their host time is then not an exchange's cost. */
+    double (*device_seconds)(mf_comm *c);
 } mf_comm_ops;
+
+/* What the ranks' exchanges cost (mf_ctx_group_stats): kept by core/comm_timed.c, which
+ * stands between the algorithms and the implementation's ops. */
+typedef struct mf_comm_stats {
+    double wait_seconds;     /* host time in max_i64 and sum_f64 */
+    double exchange_seconds; /* host time of the other ops, except queued ones (see above) */
+    int64_t exchange_bytes;  /* bytes received by gathers, shifts and alltoallv; a sum's buffer */
+    int64_t calls;
+} mf_comm_stats;
 
 struct mf_comm {
     const mf_comm_ops *ops;
     int rank, size;
     int device_buffers; /* allgatherv takes device memory (NCCL) rather than host memory */
+    /* Set by mf_comm_timed: ops times each call and forwards it to inner (the
+     * implementation's table), with this same mf_comm. */
+    const mf_comm_ops *inner;
+    mf_comm_stats stats;
 };
+
+/* Put the timing table in front of c's ops (core/comm_timed.c; c NULL or already timed:
+ * nothing). Every group a context joins goes through it. */
+void mf_comm_timed(mf_comm *c);
 
 /* NCCL (nccl_comm.cu; libnccl.so.2 loaded with dlopen on first use, so that libmfact.so
  * needs no NCCL to load). wrap: the caller's ncclComm_t for ctx's device, which the caller

@@ -89,6 +89,10 @@ static mf_status get_api(mf_ctx *ctx, const char *fn)
                                   loaded.error_string(nccl_r_), __FILE__, __LINE__);               \
     } while (0)
 
+// Queued exchanges timed at once (a ring of event pairs): more than an epoch's shifts of
+// SGD over 8 ranks before the ring waits for its oldest.
+#define MF_NCCL_MARKS 32
+
 struct nccl_comm {
     mf_comm base;
     ncclComm_t comm;
@@ -101,6 +105,12 @@ struct nccl_comm {
     size_t slot_bytes;  // each rank's slot: the staging's bytes (staging_bytes) / size
     size_t small_bytes; // gathers under this many bytes in all go by broadcasts
     int staging_state;  // 0 not yet, 1 made, -1 refused
+    // The queued exchanges' device time (mf_comm_ops.device_seconds): a ring of event
+    // pairs around the latest ones, read once they completed (the ring is never waited on
+    // but when full); -1 events: not made (then nothing is timed).
+    cudaEvent_t marks[2 * MF_NCCL_MARKS];
+    int marks_made, mark_head, mark_count;
+    double device_seconds;
 };
 
 // The group's all-gather staging: MF_GATHER_STAGING_BYTES in all, whatever the size of the
@@ -125,6 +135,63 @@ static size_t staging_bytes(void)
 
 static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op);
 
+// Fold the completed pairs, oldest first, into device_seconds; `wait`: the oldest is waited
+// for (the ring is full). An event's failure only stops the timing.
+static void marks_fold(nccl_comm *n, int wait)
+{
+    while (n->mark_count > 0) {
+        cudaEvent_t *m = n->marks + 2 * n->mark_head;
+        cudaError_t e = wait ? cudaEventSynchronize(m[1]) : cudaEventQuery(m[1]);
+        float ms = 0.0f;
+        if (e == cudaSuccess)
+            e = cudaEventElapsedTime(&ms, m[0], m[1]);
+        if (e == cudaErrorNotReady)
+            return;
+        if (e != cudaSuccess)
+            (void)cudaGetLastError(); // not sticky: lose this pair's time, not the run
+        else
+            n->device_seconds += 1e-3 * ms;
+        n->mark_head = (n->mark_head + 1) % MF_NCCL_MARKS;
+        n->mark_count--;
+        wait = 0;
+    }
+}
+
+// The event of a queued exchange's start (begin 1) or end, on stream. The pairs are made on
+// first use; none made, nothing is timed.
+static void mark(nccl_comm *n, cudaStream_t stream, int begin)
+{
+    if (n->marks_made == 0) {
+        n->marks_made = 1;
+        for (int i = 0; i < 2 * MF_NCCL_MARKS && n->marks_made == 1; i++)
+            if (cudaEventCreate(&n->marks[i]) != cudaSuccess) {
+                (void)cudaGetLastError();
+                for (int j = 0; j < i; j++)
+                    cudaEventDestroy(n->marks[j]);
+                n->marks_made = -1;
+            }
+    }
+    if (n->marks_made != 1)
+        return;
+    if (begin && n->mark_count == MF_NCCL_MARKS)
+        marks_fold(n, 1);
+    const int slot = (n->mark_head + n->mark_count) % MF_NCCL_MARKS;
+    if (cudaEventRecord(n->marks[2 * slot + (begin ? 0 : 1)], stream) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return;
+    }
+    if (!begin)
+        n->mark_count++;
+}
+
+static double nccl_device_seconds(mf_comm *c)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    marks_fold(n, 0);
+    return n->device_seconds;
+}
+
 // Variable shares by one in-place broadcast per rank, fused into one NCCL group: no copies,
 // so it stays for small gathers. Large ones go by ncclAllGather, NCCL's collective for the
 // pattern (on 4 H200s ALS's 200 MB tables took the same iteration time either way, 18.2
@@ -144,6 +211,7 @@ static mf_status gather_by_broadcasts(nccl_comm *n, mf_ctx *ctx, cudaStream_t st
     ncclResult_t end = loaded.group_end();
     NCCL_TRY(ctx, r);
     NCCL_TRY(ctx, end);
+    mark(n, stream, 0);
     return MF_OK;
 }
 
@@ -193,12 +261,10 @@ static int block_held_by(const int *owner, int size, int q)
 // slot of the staging (padded to the slot), one all-gather fills every slot on every rank,
 // and the other ranks' slots are copied to their blocks' places. The padding costs bytes
 // only where the shares' rows differ (they are balanced by work).
-static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                 size_t row_bytes, const int *owner)
+static mf_status gather_rows(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, void *buf,
+                             const int64_t *bounds, size_t row_bytes, const int *owner)
 {
-    nccl_comm *n = (nccl_comm *)c;
-    mf_device_guard guard(n->device);
-    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    mf_comm *c = &n->base;
     size_t most = 0; // the largest block's rows
     for (int b = 0; b < c->size; b++)
         if ((size_t)(bounds[b + 1] - bounds[b]) > most)
@@ -234,6 +300,18 @@ static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64
     return MF_OK;
 }
 
+static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
+                                 size_t row_bytes, const int *owner)
+{
+    nccl_comm *n = (nccl_comm *)c;
+    mf_device_guard guard(n->device);
+    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    mark(n, stream, 1);
+    const mf_status st = gather_rows(n, ctx, stream, buf, bounds, row_bytes, owner);
+    mark(n, stream, 0);
+    return st;
+}
+
 // v[0..count) of 8-byte values through the device scratch, reduced by op.
 static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op)
 {
@@ -247,6 +325,7 @@ static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int 
              loaded.all_reduce(n->scratch, n->scratch, (size_t)count, type, op, n->comm, stream));
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(v, n->scratch, bytes, cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
+    marks_fold(n, 0); // the stream is idle: every queued exchange is done
     return MF_OK;
 }
 
@@ -267,8 +346,10 @@ static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t coun
         return MF_OK;
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
+    mark(n, stream, 1);
     NCCL_TRY(ctx, loaded.all_reduce(buf, buf, count, is_double ? nccl_float64 : nccl_float32,
                                     nccl_sum, n->comm, stream));
+    mark(n, stream, 0);
     return MF_OK;
 }
 
@@ -349,6 +430,7 @@ static mf_status nccl_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *b
     const size_t out = (size_t)(bounds[send + 1] - bounds[send]) * row_bytes;
     const size_t in = (size_t)(bounds[recv + 1] - bounds[recv]) * row_bytes;
     const int to = (c->rank - 1 + c->size) % c->size, from = (c->rank + 1) % c->size;
+    mark(n, stream, 1);
     NCCL_TRY(ctx, loaded.group_start());
     ncclResult_t r = 0;
     if (out > 0)
@@ -360,6 +442,7 @@ static mf_status nccl_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *b
     ncclResult_t end = loaded.group_end();
     NCCL_TRY(ctx, r);
     NCCL_TRY(ctx, end);
+    mark(n, stream, 0);
     return MF_OK;
 }
 
@@ -371,13 +454,17 @@ static void nccl_release(mf_comm *c)
         cudaFree(n->scratch);
     if (n->staging)
         cudaFree(n->staging);
+    if (n->marks_made == 1)
+        for (int i = 0; i < 2 * MF_NCCL_MARKS; i++)
+            cudaEventDestroy(n->marks[i]);
     if (n->owned && n->comm)
         loaded.comm_destroy(n->comm);
     free(n);
 }
 
-static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64, nccl_sum_f64, nccl_sum_buffer,
-                                     nccl_alltoallv,  nccl_shift,   nccl_release};
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64,       nccl_sum_f64,
+                                     nccl_sum_buffer, nccl_alltoallv,     nccl_shift,
+                                     nccl_release,    nccl_device_seconds};
 
 // The rank for ctx over comm, its scratch allocated on the communicator's device.
 static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)
@@ -400,7 +487,8 @@ static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *
         free(n);
         return mf_cuda_fail(ctx, err, "cudaMalloc (NCCL scratch)", __FILE__, __LINE__);
     }
-    n->base = (mf_comm){&nccl_ops, rank, size, 1};
+    n->base = mf_comm();
+    n->base.ops = &nccl_ops, n->base.rank = rank, n->base.size = size, n->base.device_buffers = 1;
     const size_t staging = staging_bytes(); // read once: the same on every rank's calls
     n->slot_bytes = staging / (size_t)size / 256 * 256;
     n->small_bytes = staging / 4 < MF_GATHER_SMALL_BYTES ? staging / 4 : MF_GATHER_SMALL_BYTES;

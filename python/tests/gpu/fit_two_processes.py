@@ -136,6 +136,13 @@ def main():
     check("default group: ImplicitALS equals the fit alone",
           lambda: same(mfact.ImplicitALS(ctx=g, **ials_kw).fit(R), ref_ials))
 
+    def stats_counted():
+        # Two fits gathered every row a rank does not solve, over NCCL, timed by events.
+        s = g.group_stats()
+        return (s["calls"] > 0 and s["exchange_bytes"] > 0 and s["exchange_seconds"] > 0
+                and s["wait_seconds"] > 0), f"{s}"
+    check("default group: the exchanges are counted and timed", stats_counted)
+
     def sgd_in_group():
         m = mfact.SGD(rank=K, epochs=10, ctx=g).fit(R)
         ok, detail = agree_across_ranks(parts(m))
