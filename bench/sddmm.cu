@@ -6,13 +6,15 @@
 // the error against float64 on a sample of entries (the largest |got - exact| / sum_t
 // |a_t b_t|, checked against the header's bound for the precision), and the first call's
 // time (the plan: fp32's tuning for this k, or the tensor-core plan, built once per matrix
-// for every k and precision, whose build time the library logs). Both sides exclude their
-// one-time preparation from the timed runs: cuSPARSE's SDDMM_preprocess and mfact's plan.
+// for every k and precision, whose build time, row order and tile density the library logs;
+// --tc-order sets MFACT_SDDMM_TC_ORDER: natural measures without grouping rows). Both sides
+// exclude their one-time preparation from the timed runs: cuSPARSE's SDDMM_preprocess and
+// mfact's plan.
 // S is used as a pattern on both sides (cuSPARSE's SDDMM ignores C's values).
 //
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
 //                    [--precisions fp32,3xtf32,tf32,bf16,fp16] [--scale F] [--graph FILE]...
-//                    [--seed S]
+//                    [--seed S] [--tc-order natural|length-minhash|minhash|auto]
 #include <cuda_runtime.h>
 #include <cusparse.h>
 #include <math.h>
@@ -387,11 +389,14 @@ int main(int argc, char **argv)
             verbose = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--tc-order") && i + 1 < argc)
+            setenv("MFACT_SDDMM_TC_ORDER", argv[++i], 1); // read when a matrix's plan is built
         else {
             fprintf(stderr,
                     "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
                     "[--precisions fp32,3xtf32,tf32,bf16,fp16] [--repeat N] [--scale F] "
-                    "[--graph FILE]... [--seed S] [--verbose]\n",
+                    "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
+                    "[--verbose]\n",
                     argv[0]);
             return 2;
         }

@@ -14,6 +14,36 @@ const char *fx_pattern_name(fx_pattern p)
     return p < FX_PATTERNS ? names[p] : "?";
 }
 
+mf_sparse *fx_interleaved_groups(mf_ctx *ctx, int32_t rows, int32_t cols, int groups, uint64_t seed)
+{
+    uint64_t s = seed;
+    const int32_t width = cols / groups;
+    int64_t cap = (int64_t)rows * (width + 1) + 1;
+    int32_t *r = malloc((size_t)cap * sizeof *r), *c = malloc((size_t)cap * sizeof *c);
+    ck_assert(r && c && width > 0);
+    int64_t n = 0;
+    for (int32_t i = 0; i < rows; i++) {
+        const int32_t first = (i % groups) * width;
+        for (int32_t j = first; j < first + width; j++)
+            if (tu_unit(&s) < 0.5) {
+                r[n] = i;
+                c[n++] = j;
+            }
+        int32_t extra = (int32_t)(tu_splitmix64(&s) % (uint64_t)cols);
+        if (tu_splitmix64(&s) % 4 == 0 && (extra < first || extra >= first + width)) {
+            r[n] = i;
+            c[n++] = extra;
+        }
+    }
+    mf_sparse *m = NULL;
+    mf_status st =
+        mf_sparse_from_coo(ctx, &m, rows, cols, n, r, c, NULL, MF_MEMORY_HOST, MF_SPARSE_DEFAULT);
+    ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctx));
+    free(r);
+    free(c);
+    return m;
+}
+
 float *fx_floats(int64_t n, uint64_t seed)
 {
     float *x = malloc((size_t)(n > 0 ? n : 1) * sizeof *x);

@@ -22,6 +22,13 @@ const char *fx_pattern_name(fx_pattern p);
 mf_sparse *fx_matrix(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, double density,
                      int values, uint64_t seed);
 
+/* Rows in `groups` interleaved groups (row i in group i % groups), each row holding about
+ * half of its group's block of cols / groups columns and, one row in four, one column
+ * anywhere: index order puts rows of different groups in one tensor-core window, a
+ * grouping order rows of one group. A pattern (no values). */
+mf_sparse *fx_interleaved_groups(mf_ctx *ctx, int32_t rows, int32_t cols, int groups,
+                                 uint64_t seed);
+
 /* n floats uniform in [-1, 1) from seed (host memory; free with free()). */
 float *fx_floats(int64_t n, uint64_t seed);
 

@@ -3,12 +3,14 @@
  * empty rows, one very long row, a single entry and all-dense tiles; device and host
  * memory; beta semantics with NaN-poisoned output; the plan cache; GPU/CPU agreement of
  * SpMM and RMSE. Exits 77 (skipped) without a usable device; runs without fork. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <cuda_runtime_api.h>
 #include <math.h>
 
 #include "core/sparse.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_tc_layout.h"
 #include "sddmm/sddmm_tuning.h"
 #include "sddmm_fixtures.h"
 #include "testutil.h"
@@ -251,6 +253,125 @@ START_TEST(tensor_core_precisions)
 }
 END_TEST
 
+/* A copy of S on the same context: a matrix of its own, so its tensor-core plan is built
+ * anew (under the MFACT_SDDMM_TC_ORDER set now). */
+static mf_sparse *fresh_copy(mf_ctx *ctx, const mf_sparse *S)
+{
+    mf_sparse *T = NULL;
+    ck_assert_int_eq(mf_sparse_from_csr(ctx, &T, S->rows, S->cols, S->nnz, S->row_ptr, S->col,
+                                        S->val, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    return T;
+}
+
+/* Whether S's windows differ between index order and `order`: the test below must move rows
+ * between windows, or it would compare a plan with itself. */
+static int order_moves_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order)
+{
+    mf_tc_layout a, b;
+    ck_assert_int_eq(mf_tc_layout_build(ctx, S, MF_TC_ORDER_NATURAL, &a), MF_OK);
+    ck_assert_int_eq(mf_tc_layout_build(ctx, S, order, &b), MF_OK);
+    int moved = a.n_units != b.n_units;
+    for (int64_t u = 0; !moved && u < a.n_units; u++)
+        moved = memcmp(a.units[u].row, b.units[u].row, sizeof a.units[u].row) != 0;
+    mf_tc_layout_free(&a);
+    mf_tc_layout_free(&b);
+    return moved;
+}
+
+/* The plan's row order changes which rows share a window and where an entry sits in its
+ * tile (MMA row and column), never the entry's value: each entry is its own row's and
+ * column's dot product over the same k chunks in the same lanes, and is written to its own
+ * position. So under every order (MFACT_SDDMM_TC_ORDER) each precision's output must be
+ * index order's bit for bit, and within the precision's bound of float64: a kernel that
+ * took a window's rows as consecutive, or wrote by tile position, fails here. Patterns
+ * where grouping moves rows: interleaved groups (moved a lot), power law, random with empty
+ * rows, one long row. A value the variable does not name fails the call, out untouched. */
+START_TEST(tensor_core_row_orders_agree)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL, ks[] = {7, 32, 128};
+    for (int pi = 0; pi < 4; pi++) {
+        const fx_pattern kinds[] = {FX_POWER_LAW, FX_POWER_LAW, FX_RANDOM, FX_LONG_ROW};
+        mf_sparse *S = pi == 0 ? fx_interleaved_groups(ctx, 1000, 1600, 8, 11)
+                               : fx_matrix(ctx, kinds[pi], 700, 900, 0.02, 0, 30 + pi);
+        const char *name = pi == 0 ? "interleaved groups" : fx_pattern_name(kinds[pi]);
+        ck_assert_msg(order_moves_rows(ctx, S, MF_TC_ORDER_MINHASH), "%s: no row moved", name);
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+            const int k = ks[ki];
+            if (quick && k != 32)
+                continue;
+            const int64_t ld = k % 4 ? k + 1 : k + 4, nnz = S->nnz;
+            float *A = fx_floats(S->rows * ld, 3 + k), *B = fx_floats(S->cols * ld, 4 + k);
+            double *ref = malloc((size_t)nnz * sizeof *ref + 8),
+                   *bound = malloc((size_t)nnz * sizeof *bound + 8),
+                   *rref = malloc((size_t)nnz * sizeof *rref + 8),
+                   *slack = malloc((size_t)nnz * sizeof *slack + 8);
+            fx_sddmm_ref(S, k, A, ld, B, ld, 1.0, 1, ref, bound);
+            float *dA = to_device(A, (size_t)(S->rows * ld) * 4),
+                  *dB = to_device(B, (size_t)(S->cols * ld) * 4), *dout;
+            CUDA_OK(cudaMalloc((void **)&dout, (size_t)nnz * 4 + 4));
+            float *got = malloc((size_t)nnz * 4 + 4), *first = malloc((size_t)nnz * 4 + 4);
+            for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++) {
+                double *rb = malloc((size_t)nnz * sizeof *rb + 8);
+                fx_sddmm_ref_rounded(S, k, A, ld, B, ld, 1.0, 1, (mf_precision)prec, rref, rb,
+                                     slack);
+                free(rb);
+                for (int o = 0; o < MF_TC_ORDERS; o++) {
+                    char what[160];
+                    snprintf(what, sizeof what, "%s k=%d precision %d, %s order", name, k, prec,
+                             mf_tc_order_name((mf_tc_order)o));
+                    setenv("MFACT_SDDMM_TC_ORDER", mf_tc_order_name((mf_tc_order)o), 1);
+                    mf_sparse *T = fresh_copy(ctx, S);
+                    CUDA_OK(cudaMemset(dout, 0xff, (size_t)nnz * 4)); /* NaN */
+                    CUDA_OK(cudaDeviceSynchronize());
+                    mf_status st = mf_sddmm_ex(ctx, T, k, dA, ld, dB, ld, 1.0f, 0.0f, dout,
+                                               MF_MEMORY_DEVICE, MF_SDDMM_PATTERN, prec);
+                    ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
+                    CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+                    CUDA_OK(cudaMemcpy(got, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost));
+                    fx_check_relative(what, nnz, got, ref, bound,
+                                      fx_precision_bound((mf_precision)prec, k), slack, 0.0, NULL);
+                    if (o == MF_TC_ORDER_NATURAL)
+                        memcpy(first, got, (size_t)nnz * 4);
+                    for (int64_t p = 0; p < nnz; p++)
+                        if (memcmp(&got[p], &first[p], sizeof *got) != 0)
+                            ck_abort_msg("%s: entry %lld = %.9g, %.9g in index order", what,
+                                         (long long)p, (double)got[p], (double)first[p]);
+                    mf_sparse_destroy(T);
+                }
+            }
+            CUDA_OK(cudaFree(dA));
+            CUDA_OK(cudaFree(dB));
+            CUDA_OK(cudaFree(dout));
+            free(A), free(B), free(ref), free(bound), free(rref), free(slack), free(got),
+                free(first);
+        }
+        mf_sparse_destroy(S);
+    }
+    /* an order the variable does not name: the plan is not built, out is untouched */
+    setenv("MFACT_SDDMM_TC_ORDER", "rows", 1);
+    mf_sparse *S = fx_matrix(ctx, FX_RANDOM, 50, 60, 0.1, 1, 9);
+    float *A = fx_floats(50 * 4, 1), *B = fx_floats(60 * 4, 2);
+    float *out = malloc((size_t)S->nnz * 4 + 4);
+    for (int64_t p = 0; p < S->nnz; p++)
+        out[p] = 7.0f;
+    ck_assert_int_eq(
+        mf_sddmm_ex(ctx, S, 4, A, 4, B, 4, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
+        MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "MFACT_SDDMM_TC_ORDER='rows'");
+    for (int64_t p = 0; p < S->nnz; p++)
+        ck_assert_float_eq(out[p], 7.0f);
+    unsetenv("MFACT_SDDMM_TC_ORDER");
+    ck_assert_int_eq(
+        mf_sddmm_ex(ctx, S, 4, A, 4, B, 4, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
+        MF_OK);
+    free(A), free(B), free(out);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Host arrays through a CUDA context (staged), against the CPU backend's result. */
 START_TEST(host_memory_and_cpu_parity)
 {
@@ -391,7 +512,7 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
-                                  host_memory_and_cpu_parity, auto_tune_and_plan_cache,
-                                  spmm_and_rmse_match_cpu};
+                                  tensor_core_row_orders_agree,  host_memory_and_cpu_parity,
+                                  auto_tune_and_plan_cache,      spmm_and_rmse_match_cpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

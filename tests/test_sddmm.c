@@ -1,6 +1,7 @@
 /* mf_sddmm, mf_spmm and mf_rmse on the CPU backend: hand-computed answers, alpha/beta
  * semantics, float64 references over the k values and patterns the GPU suite uses too,
  * the plan layout and tuning rules (plain C), and every bad argument. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 
 #include "core/sparse.h"
@@ -346,55 +347,280 @@ START_TEST(layout_covers_every_entry_once)
 }
 END_TEST
 
-/* The tensor-core layout: every stored entry comes out once, at its canonical position, from
- * the tile column and window row that hold it; windows take 8 non-empty rows in order,
- * condensed columns ascend, units hold 1 to MF_TC_UNIT_TILES tiles of one window, and
- * padding (columns, rows) has no mask bits. */
+/* k entries of a and b multiplied and added in order: the one dot product the emulation
+ * below and its reference share, so that they agree bit for bit when each entry meets its
+ * own row and column. */
+/* Check records every passing ck_assert (a write to its pipe); the loops below run over
+ * every entry of matrices of a million, so they test first and fail by hand. */
+#define TC_CHECK(cond, ...)                                                                        \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            ck_abort_msg(__VA_ARGS__);                                                             \
+    } while (0)
+
+static float ordered_dot(const float *a, const float *b, int k)
+{
+    float acc = 0.0f;
+    for (int t = 0; t < k; t++)
+        acc += a[t] * b[t];
+    return acc;
+}
+
+/* Check a tensor-core layout of S and emulate the kernel on it (sddmm_tc_kernels.cuh: tile
+ * column c and window row r give the entry at pos[r] plus the set mask bits before c):
+ * every stored entry comes out once, at its canonical position, from the tile column and
+ * window row that hold it; every row with entries is in exactly one window, 8 to a window
+ * but the last, and empty rows in none; condensed columns ascend; units hold 1 to
+ * MF_TC_UNIT_TILES tiles of one window; padding (columns, and rows repeating a short
+ * window's first) has no mask bits. out[p] gets ordered_dot of A's row and B's row. */
+static void check_tc_layout(const mf_sparse *S, const mf_tc_layout *L, int k, const float *A,
+                            const float *B, float *out, const char *what)
+{
+    char *seen = calloc((size_t)S->nnz + 1, 1);
+    int32_t *windows_of = calloc((size_t)S->rows + 1, sizeof *windows_of);
+    ck_assert_ptr_nonnull(seen);
+    ck_assert_ptr_nonnull(windows_of);
+    int64_t nonempty = 0, tiles = 0;
+    for (int32_t i = 0; i < S->rows; i++)
+        nonempty += S->row_ptr[i + 1] > S->row_ptr[i];
+    ck_assert_int_eq(L->n_windows, (nonempty + 7) / 8);
+    ck_assert_int_ne(L->order, MF_TC_ORDER_AUTO);
+    int64_t window = -1;
+    for (int64_t u = 0; u < L->n_units; u++) {
+        const mf_tc_unit *U = &L->units[u];
+        TC_CHECK(U->tile_begin == tiles, "%s: U->tile_begin == tiles fails", what);
+        TC_CHECK(U->n_tiles >= 1 && U->n_tiles <= MF_TC_UNIT_TILES, "%s: %d tiles", what,
+                 U->n_tiles);
+        TC_CHECK(U->window == window || U->window == window + 1, "%s: unit %lld of window %d", what,
+                 (long long)u, U->window);
+        int real = 0; /* the window's rows: distinct, then repeats of the first */
+        while (real < MF_TC_WINDOW && (real == 0 || U->row[real] != U->row[0]))
+            real++;
+        for (int r = real; r < MF_TC_WINDOW; r++)
+            TC_CHECK(U->row[r] == U->row[0], "%s: U->row[r] == U->row[0] fails", what);
+        TC_CHECK(real == MF_TC_WINDOW || U->window == L->n_windows - 1,
+                 "%s: window %d of %lld has %d rows", what, U->window, (long long)L->n_windows,
+                 real);
+        if (U->window != window) { /* a new window: its rows counted once */
+            window = U->window;
+            for (int r = 0; r < real; r++) {
+                TC_CHECK(S->row_ptr[U->row[r] + 1] > S->row_ptr[U->row[r]],
+                         "%s: S->row_ptr[U->row[r] + 1] > S->row_ptr[U->row[r]] fails", what);
+                windows_of[U->row[r]]++;
+            }
+        }
+        tiles += U->n_tiles;
+        int64_t pos[MF_TC_WINDOW];
+        memcpy(pos, U->pos, sizeof pos);
+        for (int t = 0; t < U->n_tiles; t++) {
+            const mf_tc_tile *T = &L->tiles[U->tile_begin + t];
+            for (int r = real; r < MF_TC_WINDOW; r++)
+                TC_CHECK(T->rowmask[r] == 0, "%s: T->rowmask[r] == 0 fails", what);
+            for (int c = 0; c < MF_TC_TILE; c++) {
+                if (c > 0 && T->col[c] <= T->col[c - 1]) /* padding: no row holds it */
+                    for (int r = 0; r < MF_TC_WINDOW; r++)
+                        TC_CHECK(((T->rowmask[r] >> c) & 1) == 0,
+                                 "%s: (T->rowmask[r] >> c) & 1 == 0 fails", what);
+                for (int r = 0; r < MF_TC_WINDOW; r++)
+                    if ((T->rowmask[r] >> c) & 1) {
+                        int64_t p = pos[r]++;
+                        TC_CHECK(p >= S->row_ptr[U->row[r]], "%s: p >= S->row_ptr[U->row[r]] fails",
+                                 what);
+                        TC_CHECK(p < S->row_ptr[U->row[r] + 1],
+                                 "%s: p < S->row_ptr[U->row[r] + 1] fails", what);
+                        TC_CHECK(S->col[p] == T->col[c], "%s: S->col[p] == T->col[c] fails", what);
+                        TC_CHECK(seen[p] == 0, "%s: seen[p] == 0 fails", what);
+                        seen[p] = 1;
+                        out[p] =
+                            ordered_dot(A + (int64_t)U->row[r] * k, B + (int64_t)T->col[c] * k, k);
+                    }
+            }
+        }
+    }
+    ck_assert_int_eq(window, L->n_windows - 1);
+    ck_assert_int_eq(tiles, L->n_tiles);
+    for (int64_t p = 0; p < S->nnz; p++)
+        TC_CHECK(seen[p], "%s: entry %lld not covered", what, (long long)p);
+    for (int32_t i = 0; i < S->rows; i++)
+        TC_CHECK(windows_of[i] == (S->row_ptr[i + 1] > S->row_ptr[i]),
+                 "%s: row %d is in %d windows", what, i, windows_of[i]);
+    free(seen);
+    free(windows_of);
+}
+
+/* Build S's layout in every row order, check it, and check that the emulated results are
+ * the reference's bit for bit (so equal across orders); returns the tiles per order. */
+static void check_every_order(mf_ctx *ctx, const mf_sparse *S, int k, const char *name,
+                              int64_t tiles[MF_TC_ORDERS])
+{
+    float *A = fx_floats((int64_t)S->rows * k, 1), *B = fx_floats((int64_t)S->cols * k, 2);
+    float *out = malloc(((size_t)S->nnz + 1) * sizeof *out);
+    ck_assert_ptr_nonnull(out);
+    for (int o = 0; o < MF_TC_ORDERS; o++) {
+        char what[128];
+        snprintf(what, sizeof what, "%s, %s order", name, mf_tc_order_name((mf_tc_order)o));
+        mf_tc_layout L;
+        ck_assert_int_eq(mf_tc_layout_build(ctx, S, (mf_tc_order)o, &L), MF_OK);
+        if (o != MF_TC_ORDER_AUTO)
+            ck_assert_int_eq(L.order, o);
+        for (int64_t p = 0; p < S->nnz; p++)
+            out[p] = NAN;
+        check_tc_layout(S, &L, k, A, B, out, what);
+        for (int32_t i = 0; i < S->rows; i++)
+            for (int64_t p = S->row_ptr[i]; p < S->row_ptr[i + 1]; p++) {
+                float want = ordered_dot(A + (int64_t)i * k, B + (int64_t)S->col[p] * k, k);
+                TC_CHECK(memcmp(&out[p], &want, sizeof want) == 0,
+                         "%s: entry %lld (%d, %d) = %.9g, its own dot %.9g", what, (long long)p, i,
+                         S->col[p], (double)out[p], (double)want);
+            }
+        tiles[o] = L.n_tiles;
+        /* AUTO counts index order's tiles and keeps an order with no more */
+        if (o == MF_TC_ORDER_AUTO) {
+            ck_assert_int_eq(L.natural_tiles, tiles[MF_TC_ORDER_NATURAL]);
+            ck_assert_int_le(L.n_tiles, tiles[MF_TC_ORDER_NATURAL]);
+            ck_assert_int_eq(L.n_tiles, tiles[L.order]);
+        }
+        mf_tc_layout_free(&L);
+    }
+    free(A), free(B), free(out);
+}
+
 START_TEST(tensor_core_layout_covers_every_entry_once)
 {
     mf_ctx *ctx = tu_cpu_ctx();
     for (int pi = 0; pi < FX_PATTERNS; pi++) {
         mf_sparse *S = fx_matrix(ctx, (fx_pattern)pi, 301, 500, 0.03, 1, 70 + pi);
-        mf_tc_layout L;
-        ck_assert_int_eq(mf_tc_layout_build(ctx, S, &L), MF_OK);
-        char *seen = calloc((size_t)S->nnz + 1, 1);
-        int64_t nonempty = 0, tiles = 0;
-        for (int32_t i = 0; i < S->rows; i++)
-            nonempty += S->row_ptr[i + 1] > S->row_ptr[i];
-        ck_assert_int_eq(L.n_windows, (nonempty + 7) / 8);
-        for (int64_t u = 0; u < L.n_units; u++) {
-            const mf_tc_unit *U = &L.units[u];
-            ck_assert_int_eq(U->tile_begin, tiles);
-            ck_assert(U->n_tiles >= 1 && U->n_tiles <= MF_TC_UNIT_TILES);
-            tiles += U->n_tiles;
-            int64_t pos[MF_TC_WINDOW];
-            memcpy(pos, U->pos, sizeof pos);
-            for (int t = 0; t < U->n_tiles; t++) {
-                const mf_tc_tile *T = &L.tiles[U->tile_begin + t];
-                for (int c = 0; c < MF_TC_TILE; c++) {
-                    if (c > 0 && T->col[c] <= T->col[c - 1]) /* padding: no row holds it */
-                        for (int r = 0; r < MF_TC_WINDOW; r++)
-                            ck_assert_int_eq((T->rowmask[r] >> c) & 1, 0);
-                    for (int r = 0; r < MF_TC_WINDOW; r++)
-                        if ((T->rowmask[r] >> c) & 1) {
-                            int64_t p = pos[r]++;
-                            ck_assert_int_ge(p, S->row_ptr[U->row[r]]);
-                            ck_assert_int_lt(p, S->row_ptr[U->row[r] + 1]);
-                            ck_assert_int_eq(S->col[p], T->col[c]);
-                            ck_assert_int_eq(seen[p], 0);
-                            seen[p] = 1;
-                        }
-                }
-            }
-        }
-        ck_assert_int_eq(tiles, L.n_tiles);
-        for (int64_t p = 0; p < S->nnz; p++)
-            ck_assert_msg(seen[p], "%s: entry %lld not covered", fx_pattern_name((fx_pattern)pi),
-                          (long long)p);
-        free(seen);
-        mf_tc_layout_free(&L);
+        int64_t tiles[MF_TC_ORDERS];
+        check_every_order(ctx, S, 7, fx_pattern_name((fx_pattern)pi), tiles);
         mf_sparse_destroy(S);
     }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Rows of 8 interleaved groups: in index order each window holds one row of every group (a
+ * tile column is one row's: density near 1/8), grouped each window one group's rows (about
+ * half of them hold each column: near 1/2). AUTO must find that. */
+START_TEST(tensor_core_grouping_fills_tiles)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *S = fx_interleaved_groups(ctx, 1000, 1600, 8, 3);
+    int64_t tiles[MF_TC_ORDERS];
+    check_every_order(ctx, S, 5, "interleaved groups", tiles);
+    double natural = (double)S->nnz / (128.0 * tiles[MF_TC_ORDER_NATURAL]);
+    double best = (double)S->nnz / (128.0 * tiles[MF_TC_ORDER_AUTO]);
+    ck_assert_msg(natural < 0.14 && best > 0.3, "density %.3f in index order, %.3f under AUTO",
+                  natural, best);
+    ck_assert_int_le(tiles[MF_TC_ORDER_MINHASH], tiles[MF_TC_ORDER_NATURAL] / 3);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The grouped orders do not depend on the thread count: 20,000 rows sort in parallel parts
+ * merged pairwise with 4 threads, in one qsort with 1; the layouts must be equal byte for
+ * byte. */
+START_TEST(tensor_core_orders_thread_independent)
+{
+    mf_ctx *ctx[2];
+    for (int c = 0; c < 2; c++) {
+        mf_ctx_opts o;
+        mf_ctx_opts_init(&o);
+        o.backend = MF_BACKEND_CPU;
+        o.cpu_threads = c ? 4 : 1;
+        ck_assert_int_eq(mf_ctx_create(&ctx[c], &o), MF_OK);
+    }
+    mf_sparse *S = fx_matrix(ctx[0], FX_POWER_LAW, 20000, 300, 0.02, 0, 12);
+    for (int o = MF_TC_ORDER_LENGTH_MINHASH; o <= MF_TC_ORDER_MINHASH; o++) {
+        mf_tc_layout L[2];
+        for (int c = 0; c < 2; c++)
+            ck_assert_int_eq(mf_tc_layout_build(ctx[c], S, (mf_tc_order)o, &L[c]), MF_OK);
+        ck_assert_int_eq(L[0].n_units, L[1].n_units);
+        ck_assert_int_eq(L[0].n_tiles, L[1].n_tiles);
+        ck_assert(memcmp(L[0].units, L[1].units, (size_t)L[0].n_units * sizeof *L[0].units) == 0);
+        ck_assert(memcmp(L[0].tiles, L[1].tiles, (size_t)L[0].n_tiles * sizeof *L[0].tiles) == 0);
+        mf_tc_layout_free(&L[0]);
+        mf_tc_layout_free(&L[1]);
+    }
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx[0]);
+    mf_ctx_destroy(ctx[1]);
+}
+END_TEST
+
+/* A matrix from CSR arrays with the given row lengths, row i's columns spread over cols
+ * (step cols / len, from i), so that long rows reach the last columns. */
+static mf_sparse *spread_rows(mf_ctx *ctx, int32_t rows, int32_t cols, const int64_t *len)
+{
+    int64_t *ptr = malloc(((size_t)rows + 1) * sizeof *ptr), nnz = 0;
+    ck_assert_ptr_nonnull(ptr);
+    ptr[0] = 0;
+    for (int32_t i = 0; i < rows; i++)
+        ptr[i + 1] = nnz += len[i];
+    int32_t *col = malloc(((size_t)nnz + 1) * sizeof *col);
+    ck_assert_ptr_nonnull(col);
+    for (int32_t i = 0; i < rows; i++) {
+        int64_t step = len[i] > 0 ? cols / len[i] : 1;
+        for (int64_t t = 0; t < len[i]; t++)
+            col[ptr[i] + t] = (int32_t)((i % step) + t * step);
+    }
+    mf_sparse *S = NULL;
+    ck_assert_int_eq(
+        mf_sparse_from_csr(ctx, &S, rows, cols, nnz, ptr, col, NULL, MF_MEMORY_HOST, 0), MF_OK);
+    free(ptr), free(col);
+    return S;
+}
+
+/* Shapes the orders must survive: no entries; every row empty but one; one row far longer
+ * than the rest; 2^25 columns, the long row's reaching past 2^24 (column ids past float's
+ * exact integers and past 24-bit keys). */
+START_TEST(tensor_core_orders_hostile_shapes)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    int64_t tiles[MF_TC_ORDERS];
+    int64_t none[5] = {0, 0, 0, 0, 0}, one[5] = {0, 0, 0, 3, 0};
+    mf_sparse *S = spread_rows(ctx, 5, 40, none);
+    check_every_order(ctx, S, 3, "no entries", tiles);
+    ck_assert_int_eq(tiles[MF_TC_ORDER_AUTO], 0);
+    mf_sparse_destroy(S);
+    S = spread_rows(ctx, 5, 40, one);
+    check_every_order(ctx, S, 3, "one entry row", tiles);
+    mf_sparse_destroy(S);
+    int64_t *len = malloc(200 * sizeof *len);
+    for (int i = 0; i < 200; i++)
+        len[i] = i == 77 ? 150000 : i % 5 == 0 ? 0 : 1 + i % 13;
+    S = spread_rows(ctx, 200, 300000, len);
+    check_every_order(ctx, S, 2, "one huge row", tiles);
+    mf_sparse_destroy(S);
+    for (int i = 0; i < 20; i++)
+        len[i] = i == 9 ? (1 << 20) + 5 : 3 + i;
+    S = spread_rows(ctx, 20, (1 << 25) + 3, len);
+    ck_assert_int_gt(S->col[S->row_ptr[10] - 1], 1 << 24);
+    check_every_order(ctx, S, 1, "2^25 columns", tiles);
+    mf_sparse_destroy(S);
+    free(len);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* MFACT_SDDMM_TC_ORDER: unset or empty is AUTO, each name its order, anything else an error
+ * that names the value. */
+START_TEST(tensor_core_order_from_env)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_tc_order o = MF_TC_ORDER_NATURAL;
+    unsetenv("MFACT_SDDMM_TC_ORDER");
+    ck_assert_int_eq(mf_tc_order_from_env(ctx, &o), MF_OK);
+    ck_assert_int_eq(o, MF_TC_ORDER_AUTO);
+    for (int i = 0; i < MF_TC_ORDERS; i++) {
+        setenv("MFACT_SDDMM_TC_ORDER", mf_tc_order_name((mf_tc_order)i), 1);
+        ck_assert_int_eq(mf_tc_order_from_env(ctx, &o), MF_OK);
+        ck_assert_int_eq(o, i);
+    }
+    setenv("MFACT_SDDMM_TC_ORDER", "sorted", 1);
+    ck_assert_int_eq(mf_tc_order_from_env(ctx, &o), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "'sorted'"));
+    unsetenv("MFACT_SDDMM_TC_ORDER");
     mf_ctx_destroy(ctx);
 }
 END_TEST
@@ -452,6 +678,10 @@ int main(void)
                                   spmm_both_ops,
                                   layout_covers_every_entry_once,
                                   tensor_core_layout_covers_every_entry_once,
+                                  tensor_core_grouping_fills_tiles,
+                                  tensor_core_orders_thread_independent,
+                                  tensor_core_orders_hostile_shapes,
+                                  tensor_core_order_from_env,
                                   item_length_rule,
                                   tuning_rules_offer_fitting_candidates};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

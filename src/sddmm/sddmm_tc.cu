@@ -1,6 +1,7 @@
 // The reduced precisions of mf_sddmm_ex on the tensor cores: the condensed-column plan,
 // built once per matrix and cached on it, and the launch of the kernel for the call's
 // precision (sddmm_tc_kernels.cuh).
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,8 +38,12 @@ static mf_status get_tc_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tc_plan **out)
         return MF_OK;
     }
     double t0 = mf_seconds();
+    mf_tc_order order;
+    MF_TRY(mf_tc_order_from_env(ctx, &order));
     mf_tc_layout host;
-    MF_TRY(mf_tc_layout_build(ctx, S, &host));
+    MF_TRY(mf_tc_layout_build(ctx, S, order, &host));
+    const mf_tc_order used = host.order;
+    const int64_t natural_tiles = host.natural_tiles;
     plan = (mf_sddmm_tc_plan *)calloc(1, sizeof *plan);
     mf_status st = plan ? MF_OK
                         : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
@@ -61,12 +66,22 @@ static mf_status get_tc_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tc_plan **out)
     MF_TRY(st);
     // The upload is stream-ordered: wait for it so the time covers the whole build.
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));
-    double slots = (double)plan->n_tiles * MF_TC_TILE * MF_TC_WINDOW;
+    // Density: the share of the tiles' products that are stored entries, for the order used
+    // and (when it was counted) for index order.
+    const double per_tile = MF_TC_TILE * MF_TC_WINDOW;
+    const double density = plan->n_tiles > 0 ? (double)S->nnz / (per_tile * plan->n_tiles) : 0.0;
+    char natural[48] = "not counted";
+    if (natural_tiles > 0)
+        snprintf(natural, sizeof natural, "%.1f%%",
+                 100.0 * (double)S->nnz / (per_tile * (double)natural_tiles));
     mf_log(ctx, MF_LOG_INFO,
-           "mf_sddmm: tensor-core plan: %lld windows of %d rows, %lld tiles of %d columns "
-           "(%.1f%% of the tiles' products are stored entries), %.1f MB, built in %.1f ms",
-           (long long)plan->n_windows, MF_TC_WINDOW, (long long)plan->n_tiles, MF_TC_TILE,
-           slots > 0 ? 100.0 * (double)S->nnz / slots : 0.0,
+           "mf_sddmm: tensor-core plan: %lld windows of %d rows (%s order, %s %s), %lld tiles of "
+           "%d columns (%.1f%% of the tiles' products are stored entries; index order %s), "
+           "%.1f MB, built in %.1f ms",
+           (long long)plan->n_windows, MF_TC_WINDOW, mf_tc_order_name(used),
+           order == MF_TC_ORDER_AUTO ? "picked by" : "set by",
+           order == MF_TC_ORDER_AUTO ? "tile count" : "MFACT_SDDMM_TC_ORDER",
+           (long long)plan->n_tiles, MF_TC_TILE, 100.0 * density, natural,
            (double)(plan->n_units * sizeof(mf_tc_unit) + plan->n_tiles * sizeof(mf_tc_tile)) / 1e6,
            (mf_seconds() - t0) * 1e3);
     *out = plan;

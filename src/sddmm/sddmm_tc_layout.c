@@ -5,6 +5,136 @@
 
 #include "core/ctx.h"
 
+/* ---- row orders ---- */
+
+static const char *const names[MF_TC_ORDERS] = {"natural", "length-minhash", "minhash", "auto"};
+
+const char *mf_tc_order_name(mf_tc_order order)
+{
+    return (unsigned)order < MF_TC_ORDERS ? names[order] : "?";
+}
+
+mf_status mf_tc_order_from_env(mf_ctx *ctx, mf_tc_order *order)
+{
+    *order = MF_TC_ORDER_AUTO;
+    const char *v = getenv("MFACT_SDDMM_TC_ORDER");
+    if (!v || !*v)
+        return MF_OK;
+    for (int o = 0; o < MF_TC_ORDERS; o++)
+        if (!strcmp(v, names[o])) {
+            *order = (mf_tc_order)o;
+            return MF_OK;
+        }
+    return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                   "mf_sddmm: MFACT_SDDMM_TC_ORDER='%s' is not natural, length-minhash, minhash "
+                   "or auto",
+                   v);
+}
+
+typedef struct row_key {
+    uint64_t key;
+    int32_t row;
+} row_key;
+
+static int key_less(const row_key *a, const row_key *b)
+{
+    return a->key < b->key || (a->key == b->key && a->row < b->row);
+}
+
+static int by_key(const void *x, const void *y)
+{
+    const row_key *a = x, *b = y;
+    return key_less(a, b) ? -1 : key_less(b, a);
+}
+
+/* The row's two MinHash values (the smallest of two seeded hashes over its columns) in one
+ * key, below its octave of length when `by_length`: the longest rows first. */
+static uint64_t row_key_of(const mf_sparse *S, int32_t i, int by_length)
+{
+    uint32_t h0 = UINT32_MAX, h1 = UINT32_MAX;
+    for (int64_t p = S->row_ptr[i]; p < S->row_ptr[i + 1]; p++) {
+        uint32_t a = (uint32_t)(mf_split_hash(0, S->col[p], 1) >> 32);
+        uint32_t b = (uint32_t)(mf_split_hash(0, S->col[p], 2) >> 32);
+        h0 = a < h0 ? a : h0;
+        h1 = b < h1 ? b : h1;
+    }
+    if (!by_length)
+        return (uint64_t)h0 << 32 | h1;
+    uint64_t len = (uint64_t)(S->row_ptr[i + 1] - S->row_ptr[i]);
+    int octave = 0;
+    while (len >>= 1)
+        octave++; /* < 64: six bits */
+    return (uint64_t)(63 - octave) << 58 | (uint64_t)(h0 >> 6) << 32 | h1;
+}
+
+/* a[lo, mid) and a[mid, hi), each sorted, merged into out[lo, hi). */
+static void merge(const row_key *a, int64_t lo, int64_t mid, int64_t hi, row_key *out)
+{
+    int64_t i = lo, j = mid, o = lo;
+    while (i < mid && j < hi)
+        out[o++] = key_less(&a[j], &a[i]) ? a[j++] : a[i++];
+    while (i < mid)
+        out[o++] = a[i++];
+    while (j < hi)
+        out[o++] = a[j++];
+}
+
+/* Sort a[0, n) by (key, row): the threads sort power-of-two parts, then merge them pairwise;
+ * keys and rows are unique together, so every thread count gives the one sorted result. */
+static row_key *sort_keys(row_key *a, row_key *tmp, int64_t n, int threads)
+{
+    int64_t parts = 1;
+    while (parts < threads && parts < 256 && n / (2 * parts) >= 4096)
+        parts *= 2;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+    for (int64_t p = 0; p < parts; p++) {
+        int64_t lo = n * p / parts, hi = n * (p + 1) / parts;
+        qsort(a + lo, (size_t)(hi - lo), sizeof *a, by_key);
+    }
+    for (int64_t width = 1; width < parts; width *= 2) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+        for (int64_t p = 0; p < parts; p += 2 * width)
+            merge(a, n * p / parts, n * (p + width) / parts, n * (p + 2 * width) / parts, tmp);
+        row_key *t = a;
+        a = tmp;
+        tmp = t;
+    }
+    return a;
+}
+
+mf_status mf_tc_order_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, int32_t *rows,
+                           int64_t n)
+{
+    int64_t m = 0;
+    for (int32_t i = 0; i < S->rows && m < n; i++)
+        if (S->row_ptr[i + 1] > S->row_ptr[i])
+            rows[m++] = i;
+    if (order == MF_TC_ORDER_NATURAL || n < 2)
+        return MF_OK;
+    if (order != MF_TC_ORDER_LENGTH_MINHASH && order != MF_TC_ORDER_MINHASH)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no row order %d", (int)order);
+    row_key *keys = malloc((size_t)n * sizeof *keys), *tmp = malloc((size_t)n * sizeof *tmp);
+    if (!keys || !tmp) {
+        free(keys);
+        free(tmp);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+    }
+    const int threads = mf_ctx_threads(ctx), by_length = order == MF_TC_ORDER_LENGTH_MINHASH;
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 256)
+    for (int64_t r = 0; r < n; r++) {
+        keys[r].key = row_key_of(S, rows[r], by_length);
+        keys[r].row = rows[r];
+    }
+    const row_key *sorted = sort_keys(keys, tmp, n, threads);
+    for (int64_t r = 0; r < n; r++)
+        rows[r] = sorted[r].row;
+    free(keys);
+    free(tmp);
+    return MF_OK;
+}
+
+/* ---- the layout ---- */
+
 void mf_tc_layout_free(mf_tc_layout *l)
 {
     free(l->tiles);
@@ -103,32 +233,79 @@ static void window_fill(const mf_sparse *S, const int32_t *rows, int n, int64_t 
     }
 }
 
-mf_status mf_tc_layout_build(mf_ctx *ctx, const mf_sparse *S, mf_tc_layout *out)
+/* How many rows window wi holds: 8, fewer in the last. */
+static int window_rows(int64_t n, int64_t wi)
+{
+    return (int)(n - wi * MF_TC_WINDOW < MF_TC_WINDOW ? n - wi * MF_TC_WINDOW : MF_TC_WINDOW);
+}
+
+/* The tiles of each window of `rows` (n rows, consecutive 8 a window) in tiles[wi + 1];
+ * returns their sum. */
+static int64_t count_tiles(mf_ctx *ctx, const mf_sparse *S, const int32_t *rows, int64_t n,
+                           int64_t *tiles)
+{
+    const int64_t windows = (n + MF_TC_WINDOW - 1) / MF_TC_WINDOW;
+    int64_t total = 0;
+#pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 64) reduction(+ : total)
+    for (int64_t wi = 0; wi < windows; wi++) {
+        int64_t d = window_columns(S, rows + wi * MF_TC_WINDOW, window_rows(n, wi));
+        tiles[wi + 1] = (d + MF_TC_TILE - 1) / MF_TC_TILE;
+        total += tiles[wi + 1];
+    }
+    return total;
+}
+
+/* The row order and each window's tiles: `order`'s, or under AUTO the order with the fewest
+ * tiles (natural unless another saves MF_TC_ORDER_MIN_GAIN of them); rows and tiles hold the
+ * winner. The second pair of arrays is the candidates' scratch. */
+static mf_status choose_order(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, int64_t n,
+                              int32_t **rows, int64_t **tiles, int32_t **rows2, int64_t **tiles2,
+                              mf_tc_layout *out)
+{
+    const int automatic = order == MF_TC_ORDER_AUTO;
+    MF_TRY(mf_tc_order_rows(ctx, S, automatic ? MF_TC_ORDER_NATURAL : order, *rows, n));
+    int64_t best = count_tiles(ctx, S, *rows, n, *tiles);
+    out->order = automatic ? MF_TC_ORDER_NATURAL : order;
+    out->natural_tiles = out->order == MF_TC_ORDER_NATURAL ? best : -1;
+    if (!automatic)
+        return MF_OK;
+    const double goal = (1.0 - MF_TC_ORDER_MIN_GAIN) * (double)best;
+    for (int o = MF_TC_ORDER_LENGTH_MINHASH; o <= MF_TC_ORDER_MINHASH; o++) {
+        MF_TRY(mf_tc_order_rows(ctx, S, (mf_tc_order)o, *rows2, n));
+        int64_t t = count_tiles(ctx, S, *rows2, n, *tiles2);
+        if ((double)t <= goal && t < best) {
+            int32_t *r = *rows;
+            int64_t *c = *tiles;
+            *rows = *rows2, *tiles = *tiles2;
+            *rows2 = r, *tiles2 = c;
+            best = t;
+            out->order = (mf_tc_order)o;
+        }
+    }
+    return MF_OK;
+}
+
+mf_status mf_tc_layout_build(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, mf_tc_layout *out)
 {
     memset(out, 0, sizeof *out);
     int64_t nonempty = 0;
     for (int32_t i = 0; i < S->rows; i++)
         nonempty += S->row_ptr[i + 1] > S->row_ptr[i];
-    int64_t windows = (nonempty + MF_TC_WINDOW - 1) / MF_TC_WINDOW;
-    int32_t *rows = malloc((size_t)(nonempty > 0 ? nonempty : 1) * sizeof *rows);
-    int64_t *tile_first = malloc((size_t)(windows + 1) * sizeof *tile_first);
-    int64_t *unit_first = malloc((size_t)(windows + 1) * sizeof *unit_first);
+    const int64_t windows = (nonempty + MF_TC_WINDOW - 1) / MF_TC_WINDOW;
+    const int two = order == MF_TC_ORDER_AUTO; /* a candidate's arrays beside the best's */
+    const size_t rows_bytes = (size_t)(nonempty > 0 ? nonempty : 1) * sizeof(int32_t),
+                 tiles_bytes = (size_t)(windows + 1) * sizeof(int64_t);
+    int32_t *rows = malloc(rows_bytes), *rows2 = two ? malloc(rows_bytes) : NULL;
+    int64_t *tile_first = malloc(tiles_bytes), *tiles2 = two ? malloc(tiles_bytes) : NULL;
+    int64_t *unit_first = malloc(tiles_bytes);
     mf_status st = MF_OK;
-    if (!rows || !tile_first || !unit_first) {
+    if (!rows || !tile_first || !unit_first || (two && (!rows2 || !tiles2))) {
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
         goto done;
     }
-    nonempty = 0;
-    for (int32_t i = 0; i < S->rows; i++)
-        if (S->row_ptr[i + 1] > S->row_ptr[i])
-            rows[nonempty++] = i;
-#pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 64)
-    for (int64_t wi = 0; wi < windows; wi++) {
-        int n = (int)(nonempty - wi * MF_TC_WINDOW < MF_TC_WINDOW ? nonempty - wi * MF_TC_WINDOW
-                                                                  : MF_TC_WINDOW);
-        int64_t d = window_columns(S, rows + wi * MF_TC_WINDOW, n);
-        tile_first[wi + 1] = (d + MF_TC_TILE - 1) / MF_TC_TILE;
-    }
+    st = choose_order(ctx, S, order, nonempty, &rows, &tile_first, &rows2, &tiles2, out);
+    if (st != MF_OK)
+        goto done;
     tile_first[0] = unit_first[0] = 0;
     for (int64_t wi = 0; wi < windows; wi++) {
         int64_t tiles = tile_first[wi + 1];
@@ -141,19 +318,20 @@ mf_status mf_tc_layout_build(mf_ctx *ctx, const mf_sparse *S, mf_tc_layout *out)
     out->tiles = malloc((size_t)(out->n_tiles > 0 ? out->n_tiles : 1) * sizeof *out->tiles);
     out->units = malloc((size_t)(out->n_units > 0 ? out->n_units : 1) * sizeof *out->units);
     if (!out->tiles || !out->units) {
-        mf_tc_layout_free(out);
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
         goto done;
     }
 #pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 64)
-    for (int64_t wi = 0; wi < windows; wi++) {
-        int n = (int)(nonempty - wi * MF_TC_WINDOW < MF_TC_WINDOW ? nonempty - wi * MF_TC_WINDOW
-                                                                  : MF_TC_WINDOW);
-        window_fill(S, rows + wi * MF_TC_WINDOW, n, wi, out, tile_first[wi], unit_first[wi]);
-    }
+    for (int64_t wi = 0; wi < windows; wi++)
+        window_fill(S, rows + wi * MF_TC_WINDOW, window_rows(nonempty, wi), wi, out, tile_first[wi],
+                    unit_first[wi]);
 done:
+    if (st != MF_OK)
+        mf_tc_layout_free(out);
     free(rows);
+    free(rows2);
     free(tile_first);
+    free(tiles2);
     free(unit_first);
     return st;
 }
