@@ -1,7 +1,7 @@
 /* The condensed-column layout of the tensor-core SDDMM (the reduced precisions of
  * mf_sddmm_ex), built on the host from S's CSR once per matrix, for every k and precision.
  *
- * Rows with entries are taken eight at a time, in the plan's row order (mf_tc_order below:
+ * Rows with entries are taken eight at a time, in the plan's row order (sddmm_tc_order.h:
  * index order, or grouped so that a window's rows share columns): a window, the n = 8 side
  * of the MMA. The distinct columns of a window's entries, ascending, are its condensed
  * columns; cut sixteen at a time they are its tiles, the m = 16 side (the last tile padded by
@@ -18,40 +18,11 @@
 #include <stdint.h>
 
 #include "core/sparse.h"
+#include "sddmm/sddmm_tc_order.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* The row orders: which rows share a window. A tile holds 8 rows x 16 of their distinct
- * columns, so its share of stored entries (the plan's density) is the rows' overlap: 8 rows that
- * share columns fill tiles, 8 rows that share none leave 7/8 of each tile empty. The orders here
- * put rows that are likely to share columns next to each other, so that consecutive rows of the
- * order make the windows: MinHash values of the rows' column sets (rows with a larger Jaccard
- * similarity are more likely to share them), optionally within octaves of row length (long rows
- * together: they hold most of a skewed matrix's entries and overlap on its popular columns).
- * Results do not depend on the order: every entry is still one row's and one column's dot product,
- * computed alike wherever the pair sits in a tile, and written to its own position. */
-typedef enum mf_tc_order {
-    MF_TC_ORDER_NATURAL = 0,        /* the rows with entries in index order */
-    MF_TC_ORDER_LENGTH_MINHASH = 1, /* by octave of length, then two MinHash values */
-    MF_TC_ORDER_MINHASH = 2,        /* by two MinHash values */
-    MF_TC_ORDER_AUTO = 3,           /* the layout builder's pick: the fewest tiles */
-    MF_TC_ORDERS = 4
-} mf_tc_order;
-
-/* "natural", "length-minhash", "minhash", "auto". */
-const char *mf_tc_order_name(mf_tc_order order);
-
-/* The order a plan is built with: MFACT_SDDMM_TC_ORDER when set (one of the names above;
- * for measurements: bench_sddmm with and without grouping), else MF_TC_ORDER_AUTO. Another
- * value is MF_ERR_INVALID_ARGUMENT. */
-mf_status mf_tc_order_from_env(mf_ctx *ctx, mf_tc_order *order);
-
-/* The n rows of S that hold entries, in `order` (not AUTO), into rows[0 .. n). Ties keep
- * index order, so the result does not depend on the thread count. */
-mf_status mf_tc_order_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, int32_t *rows,
-                           int64_t n);
 
 #define MF_TC_WINDOW     8
 #define MF_TC_TILE       16
