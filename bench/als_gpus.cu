@@ -202,6 +202,10 @@ static void *run_rank(void *arg)
     j->group.exchange_seconds -= before.exchange_seconds;
     j->group.exchange_bytes -= before.exchange_bytes;
     j->group.calls -= before.calls;
+    if (!j->asd && !j->ials && !j->sgd) { // ALS reports its iterations' share alone
+        j->group.wait_seconds = j->rep.group_wait_seconds;
+        j->group.exchange_seconds = j->rep.group_exchange_seconds;
+    }
     return NULL;
 }
 
@@ -225,8 +229,9 @@ struct fit_result {
     // events: mf_als_report's gram_seconds + solve_seconds), least and most over the ranks.
     // The most against the iteration shows the exchange and waits; the spread, imbalance.
     double compute_min, compute_max;
-    // Over the whole call (setup included) per iteration, the most over the ranks: host
-    // time in agreements (waiting for the slowest rank included) and the exchanges' time.
+    // Per iteration, the most over the ranks: host time in agreements (waiting for the
+    // slowest rank included) and the exchanges' time; ALS's over its iterations alone
+    // (mf_als_report), the others' over the whole call, setup included (mf_group_stats).
     double wait_max, exchange_max;
     bool same_on_ranks;      // every rank returned rank 0's factors
     std::vector<float> U, V; // rank 0's
@@ -437,7 +442,8 @@ int main(int argc, char **argv)
                        g, sgd_cell_balance(htrain, g), g);
         printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
                "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
-               "group wait / exchange s / it, most | test RMSE | ranks agree | factors = 1 GPU's "
+               "group wait / exchange s / it, most (ALS: iterations, others: call) | test RMSE | "
+               "ranks agree | factors = 1 GPU's "
                "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
                asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
                : sgd  ? "Hogwild SGD (an iteration is an epoch)"

@@ -125,6 +125,7 @@ START_TEST(group_fit_equals_one_context)
         float *V1 = malloc((size_t)ITEMS * o.rank * sizeof *V1);
         mf_als_report r1;
         single_fit(&o, U1, V1, &r1);
+        ck_assert(r1.group_wait_seconds == 0.0 && r1.group_exchange_seconds == 0.0);
         for (int n = 1; n <= 4; n++) {
             rk_job jobs[4];
             make_group(jobs, n, &o, 5);
@@ -212,6 +213,7 @@ START_TEST(split_input_fits_the_whole_matrix)
         float *V1 = malloc((size_t)ITEMS * o.rank * sizeof *V1);
         mf_als_report r1;
         single_fit(&o, U1, V1, &r1);
+        ck_assert(r1.group_wait_seconds == 0.0 && r1.group_exchange_seconds == 0.0);
         for (int n = 2; n <= 4; n++) {
             rk_job jobs[4];
             make_split_group(jobs, n, &o, 0);
@@ -903,6 +905,12 @@ START_TEST(group_stats_count_exchanges)
             ck_assert(s[i].wait_seconds >= 0.0 && s[i].exchange_seconds >= 0.0);
             ck_assert_int_gt(s[i].exchange_bytes, first[i].exchange_bytes);
             bytes += s[i].exchange_bytes - first[i].exchange_bytes;
+            /* The report's share: the iterations' alone, within the call's. */
+            const mf_als_report *r = &jobs[i].rep;
+            ck_assert(r->group_exchange_seconds > 0.0 && r->group_wait_seconds > 0.0);
+            ck_assert(r->group_exchange_seconds <=
+                      s[i].exchange_seconds - first[i].exchange_seconds + 1e-12);
+            ck_assert(r->group_wait_seconds <= s[i].wait_seconds - first[i].wait_seconds + 1e-12);
         }
         const int64_t least =
             (int64_t)o.iterations * (N - 1) * (USERS + ITEMS) * o.rank * (int64_t)sizeof(float);

@@ -751,6 +751,12 @@ typedef struct mf_als_report {
     int rank;               /* the rank of the final fit                                  */
     double validation_rmse; /* with opts.tune: the chosen candidate's; else NaN           */
     mf_als_solver solver;   /* the final fit's: EXACT or CG (AUTO resolved)               */
+    /* Since 0.5, in a group (zeros alone): of the final fit's iterations (the per-iteration
+     * RMSEs excluded), this rank's host time in the agreements after each half step, which
+     * includes waiting for the slowest rank, and the time of the factor exchanges
+     * (mf_group_stats has the same over the context's life). */
+    double group_wait_seconds;
+    double group_exchange_seconds;
 } mf_als_report;
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);

@@ -2,11 +2,11 @@
 of a group of processes (Context.join: torch.distributed, mpi4py, a launcher's environment,
 or the caller's own hand-over of an NCCL id)."""
 import collections
-import contextlib
 import ctypes
 import math
 import operator
 import os
+import socket
 import threading
 import weakref
 
@@ -299,7 +299,6 @@ class Context:
 
     def _join_torch(self, group, rank, world_size):
         try:
-            import torch
             import torch.distributed as dist
         except ImportError:
             self._need_cuda("a torch.distributed group")
@@ -325,15 +324,18 @@ class Context:
             nccl_id = rank0_id()
         except Error as e:  # the library's refusals and this side's, for every rank
             problem = e
-        # One collective carries rank 0's id and every rank's verdict (where
-        # broadcast_object_list would carry the id alone, and a rank that refused would
-        # leave the others waiting in NCCL's join). Object collectives of an NCCL group go
-        # through the current CUDA device: the context's, so no two ranks share one.
+        # One collective carries rank 0's id, every rank's verdict and its place (host and
+        # device), where broadcast_object_list would carry the id alone and a rank that
+        # refused would leave the others waiting in NCCL's join. It goes through the
+        # device torch.distributed uses (its current one, as torch asks every rank to set):
+        # through the context's device, two ranks whose contexts share one would hang it.
+        place = (socket.gethostname(), self.device if self.backend == "cuda" else -1)
         gathered = [None] * size
-        on_device = self.backend == "cuda" and torch.cuda.is_available()
-        with torch.cuda.device(self.device) if on_device else contextlib.nullcontext():
-            dist.all_gather_object(gathered, (_report(problem), nccl_id), group=group)
-        _settle([g[0] for g in gathered], problem, me)
+        dist.all_gather_object(gathered, (_report(problem), nccl_id, place), group=group)
+        places = [g[2] for g in gathered]
+        reports = [g[0] if g[0] is not None else _report(_shared_device(places, r))
+                   for r, g in enumerate(gathered)]
+        _settle(reports, problem or _shared_device(places, me), me)
         buf = ctypes.create_string_buffer(gathered[0][1], len(gathered[0][1]))
         check(_lib.mf_ctx_join_nccl_id(self.handle, buf, len(buf.raw), me, size), self.handle,
               "mfact.Context.join")
@@ -474,6 +476,19 @@ def _launched_mpi_world(launch):
 def _report(problem):
     """What a rank tells the others of its checks: None, or (status, message)."""
     return None if problem is None else (problem.status, str(problem))
+
+
+def _shared_device(places, me):
+    """InvalidArgument when this rank's CUDA device on its host is another rank's too
+    (NCCL takes one rank per device), else None. Every rank sees the same places, so the
+    ranks that share a device all refuse, and _settle fails the others."""
+    for r, place in enumerate(places):
+        if r != me and place[1] >= 0 and place == places[me]:
+            return InvalidArgument(
+                f"mfact.Context.join: ranks {min(r, me)} and {max(r, me)} both use CUDA device "
+                f"{place[1]} on {place[0]}: give each rank its own device "
+                "(mfact.Context(device=mfact.launch_info().local_rank))")
+    return None
 
 
 def _settle(reports, problem, me):

@@ -102,7 +102,8 @@ class AlsReport(Structure):
                 ("iteration_seconds", c_double), ("gram_seconds", c_double),
                 ("solve_seconds", c_double), ("train_rmse", c_double), ("test_rmse", c_double),
                 ("peak_device_bytes", c_size_t), ("lambda_", c_float), ("rank", c_int),
-                ("validation_rmse", c_double), ("solver", c_int)]
+                ("validation_rmse", c_double), ("solver", c_int),
+                ("group_wait_seconds", c_double), ("group_exchange_seconds", c_double)]
 
 
 class SgdOpts(Structure):

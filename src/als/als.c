@@ -221,6 +221,10 @@ static mf_status iterate(run_state *s, const fit_spec *f)
     int64_t measure_each = o->progress != NULL;
     if (mf_ranks(s->run.ctx) > 1)
         MF_TRY(s->run.ctx->comm->ops->max_i64(s->run.ctx->comm, s->run.ctx, &measure_each, 1));
+    /* The group's costs over the iterations: from here to the last agreement, less the
+     * measurements' (their RMSE sums wait for the slowest rank too). */
+    double wait0, exchange0, wait1, exchange1, measured_wait = 0.0, measured_exchange = 0.0;
+    mf_ranks_costs(s->run.ctx, &wait0, &exchange0);
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         double t0 = mf_seconds();
         st = exchange(s, MF_ALS_USERS, s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve));
@@ -232,7 +236,12 @@ static mf_status iterate(run_state *s, const fit_spec *f)
         done = it;
         have_rmse = 0;
         if (measure_each && f->final) {
+            double w, x;
+            mf_ranks_costs(s->run.ctx, &w, &x);
+            measured_wait -= w, measured_exchange -= x;
             st = measure(s, f, &train, &test);
+            mf_ranks_costs(s->run.ctx, &w, &x);
+            measured_wait += w, measured_exchange += x;
             have_rmse = st == MF_OK;
             if (st == MF_OK && o->progress) {
                 mf_progress p = {it, mf_run_seconds(&s->run), train, test};
@@ -243,9 +252,12 @@ static mf_status iterate(run_state *s, const fit_spec *f)
          * or cancel stops them all, each keeping this step when it was a cancel. */
         st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
     }
+    mf_ranks_costs(s->run.ctx, &wait1, &exchange1);
     if (st == MF_OK && !have_rmse)
         st = measure(s, f, &train, &test);
     if (f->final) {
+        s->rep.group_wait_seconds = wait1 - wait0 - measured_wait;
+        s->rep.group_exchange_seconds = exchange1 - exchange0 - measured_exchange;
         s->rep.iterations = done;
         s->rep.gram_seconds = gram;
         s->rep.solve_seconds = solve;

@@ -113,6 +113,13 @@ void mf_comm_timed(mf_comm *c)
     c->ops = &timed_ops;
 }
 
+void mf_ranks_costs(const mf_ctx *ctx, double *wait, double *exchange)
+{
+    mf_comm *c = ctx->comm;
+    *wait = c ? c->stats.wait_seconds : 0.0;
+    *exchange = c ? c->stats.exchange_seconds + c->ops->device_seconds(c) : 0.0;
+}
+
 mf_status mf_ctx_group_stats(const mf_ctx *ctx, mf_group_stats *stats)
 {
     mf_ctx *c = (mf_ctx *)ctx;
@@ -123,12 +130,10 @@ mf_status mf_ctx_group_stats(const mf_ctx *ctx, mf_group_stats *stats)
     mf_group_stats out;
     memset(&out, 0, sizeof out);
     out.struct_size = stats->struct_size;
+    mf_ranks_costs(ctx, &out.wait_seconds, &out.exchange_seconds);
     if (ctx->comm) {
-        const mf_comm_stats *s = &ctx->comm->stats;
-        out.wait_seconds = s->wait_seconds;
-        out.exchange_seconds = s->exchange_seconds + ctx->comm->ops->device_seconds(ctx->comm);
-        out.exchange_bytes = s->exchange_bytes;
-        out.calls = s->calls;
+        out.exchange_bytes = ctx->comm->stats.exchange_bytes;
+        out.calls = ctx->comm->stats.calls;
     }
     memcpy(stats, &out, writable);
     return MF_OK;

@@ -15,6 +15,10 @@ extern "C" {
 /* Ranks in ctx's group: 1 outside one. */
 int mf_ranks(const mf_ctx *ctx);
 
+/* The group's costs so far on this rank (mf_group_stats' wait and exchange seconds; zeros
+ * outside a group): a fit reads them around its iterations. */
+void mf_ranks_costs(const mf_ctx *ctx, double *wait, double *exchange);
+
 /* The most values mf_ranks_agree compares. */
 #define MF_RANKS_MAX_SAME 30
 

@@ -175,7 +175,14 @@ def main():
     check("a CPU context with a torch.distributed group is refused",
           lambda: refused(mfact.Unsupported,
                           lambda: mfact.Context(backend="cpu", seed=SEED).join("torch")))
-    fresh = mfact.Context(backend="cuda", seed=SEED)
+    # Contexts on one device in every process (the default device is 0 without a group):
+    # every rank refuses before NCCL, which would hang or fail on a shared device.
+    shared = mfact.Context(backend="cuda", device=0, seed=SEED)
+    check("ranks on one device are refused on every rank",
+          lambda: refused(mfact.InvalidArgument, lambda: shared.join("torch")))
+    check("... and stay alone", lambda: (shared.world_size == 1, ""))
+    shared.close()
+    fresh = mfact.Context(backend="cuda", device=local, seed=SEED)
     check("one rank's wrong rank fails every rank's join",
           lambda: refused(mfact.InvalidArgument, lambda: fresh.join("torch", rank=0)))
     check("... and leaves the context alone", lambda: (fresh.world_size == 1, ""))
