@@ -142,7 +142,8 @@ struct rank_job {
     mf_sgd_report srep;
     mf_asd_opts ao;
     mf_asd_report arep;
-    std::vector<double> ends; // ASD: each iteration's end, from the call's start
+    std::vector<double> ends;            // ASD: each iteration's end, from the call's start
+    std::vector<mf_group_stats> at_ends; // ASD: the group's costs at each iteration's end
     std::vector<float> U, V;
     mf_als_report rep;
     mf_status st;
@@ -205,6 +206,10 @@ static void *run_rank(void *arg)
     if (!j->asd && !j->ials && !j->sgd) { // ALS reports its iterations' share alone
         j->group.wait_seconds = j->rep.group_wait_seconds;
         j->group.exchange_seconds = j->rep.group_exchange_seconds;
+    } else if (j->asd && j->at_ends.size() > 1) { // from the first iteration's end to the last
+        const mf_group_stats &a = j->at_ends.front(), &b = j->at_ends.back();
+        j->group.wait_seconds = b.wait_seconds - a.wait_seconds;
+        j->group.exchange_seconds = b.exchange_seconds - a.exchange_seconds;
     }
     return NULL;
 }
@@ -240,7 +245,9 @@ struct fit_result {
 // One fit over `ranks` devices (0: one ungrouped context on device 0).
 static int record_end(void *user, const mf_progress *p)
 {
-    ((std::vector<double> *)user)->push_back(p->seconds);
+    rank_job *j = (rank_job *)user;
+    j->ends.push_back(p->seconds);
+    j->at_ends.push_back(group_stats(j->ctx));
     return 0;
 }
 
@@ -269,7 +276,7 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
             jobs[i].ao = *ao;
             // Every rank times its iterations (a rank without a progress call would report
             // its whole call as one iteration).
-            jobs[i].ao.progress = record_end, jobs[i].ao.progress_user = &jobs[i].ends;
+            jobs[i].ao.progress = record_end, jobs[i].ao.progress_user = &jobs[i];
         }
         jobs[i].U.resize((size_t)train.rows * o.rank);
         jobs[i].V.resize((size_t)train.cols * o.rank);
@@ -440,15 +447,16 @@ int main(int argc, char **argv)
                 printf("SGD cells over %d GPUs: the sub-steps' largest cells sum to %.3f x nnz / "
                        "%d\n",
                        g, sgd_cell_balance(htrain, g), g);
-        printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-               "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
-               "group wait / exchange s / it, most (ALS: iterations, others: call) | test RMSE | "
-               "ranks agree | factors = 1 GPU's "
-               "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-               asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
-               : sgd  ? "Hogwild SGD (an iteration is an epoch)"
-               : ials ? "implicit ALS (the RMSE column holds the loss)"
-                      : "ALS");
+        printf(
+            "\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
+            "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
+            "group wait / exchange s / it, most (ALS, ASD: iterations; others: call) | test RMSE | "
+            "ranks agree | factors = 1 GPU's "
+            "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+            asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
+            : sgd  ? "Hogwild SGD (an iteration is an epoch)"
+            : ials ? "implicit ALS (the RMSE column holds the loss)"
+                   : "ALS");
         for (int k : ks) {
             mf_als_opts o;
             mf_als_opts_init(&o);
