@@ -237,9 +237,9 @@ struct fit_result {
     // Per iteration, the most over the ranks: host time in agreements (waiting for the
     // slowest rank included) and the exchanges' time; ALS's over its iterations alone
     // (mf_als_report), the others' over the whole call, setup included (mf_group_stats).
-    double wait_max, exchange_max;
-    bool same_on_ranks;      // every rank returned rank 0's factors
-    std::vector<float> U, V; // rank 0's
+    double wait_min, wait_max, exchange_max; // wait: least and most (imbalance vs latency)
+    bool same_on_ranks;                      // every rank returned rank 0's factors
+    std::vector<float> U, V;                 // rank 0's
 };
 
 // One fit over `ranks` devices (0: one ungrouped context on device 0).
@@ -299,8 +299,9 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
     for (int i = 0; i < n; i++)
         pthread_join(threads[i], NULL);
-    fit_result r = {0.0,       0.0,      jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, 0.0, 0.0, true,
-                    jobs[0].U, jobs[0].V};
+    fit_result r = {
+        0.0,       0.0,      jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, 1e300, 0.0, 0.0, true,
+        jobs[0].U, jobs[0].V};
     for (int i = 0; i < n; i++) {
         if (jobs[i].st != MF_OK) {
             fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
@@ -315,6 +316,7 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         r.compute_min = std::min(r.compute_min, compute);
         r.compute_max = std::max(r.compute_max, compute);
         const int its = std::max(1, jobs[i].rep.iterations);
+        r.wait_min = std::min(r.wait_min, jobs[i].group.wait_seconds / its);
         r.wait_max = std::max(r.wait_max, jobs[i].group.wait_seconds / its);
         r.exchange_max = std::max(r.exchange_max, jobs[i].group.exchange_seconds / its);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
@@ -338,11 +340,12 @@ static std::string compute_span(const fit_result &r)
     return b;
 }
 
-// "0.0011 / 0.0023": the most wait and exchange seconds per iteration over the ranks.
+// "0.0004 - 0.0011 / 0.0023": the least and most wait and the most exchange seconds per
+// iteration over the ranks (a spread of waits is imbalance, equal waits latency).
 static std::string group_span(const fit_result &r)
 {
-    char b[64];
-    snprintf(b, sizeof b, "%.4f / %.4f", r.wait_max, r.exchange_max);
+    char b[80];
+    snprintf(b, sizeof b, "%.4f - %.4f / %.4f", r.wait_min, r.wait_max, r.exchange_max);
     return b;
 }
 
@@ -447,16 +450,16 @@ int main(int argc, char **argv)
                 printf("SGD cells over %d GPUs: the sub-steps' largest cells sum to %.3f x nnz / "
                        "%d\n",
                        g, sgd_cell_balance(htrain, g), g);
-        printf(
-            "\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-            "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
-            "group wait / exchange s / it, most (ALS, ASD: iterations; others: call) | test RMSE | "
-            "ranks agree | factors = 1 GPU's "
-            "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-            asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
-            : sgd  ? "Hogwild SGD (an iteration is an epoch)"
-            : ials ? "implicit ALS (the RMSE column holds the loss)"
-                   : "ALS");
+        printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
+               "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
+               "group wait least - most / exchange most, s / it (ALS, ASD: iterations; others: "
+               "call) | test RMSE | "
+               "ranks agree | factors = 1 GPU's "
+               "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+               asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
+               : sgd  ? "Hogwild SGD (an iteration is an epoch)"
+               : ials ? "implicit ALS (the RMSE column holds the loss)"
+                      : "ALS");
         for (int k : ks) {
             mf_als_opts o;
             mf_als_opts_init(&o);
