@@ -11,6 +11,8 @@
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
 //                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
 // --no-one: no one-GPU baseline (a case one GPU cannot hold): the groups' rows alone.
+// --ranks: every group run also prints one line per rank (stderr): its kernels (ALS), wait
+// and exchange per iteration, so that a late rank is seen by name (the one that waits least).
 // --split: ALS from input split over the ranks (mf_sparse_set_part): rank i of n holds every
 // n-th entry only, and the fit moves the entries to their lines' owners.
 // --sgd: Hogwild SGD instead (bench_sgd's settings: fp16 factors, biases, lr 0.08, decay 0.3,
@@ -88,6 +90,7 @@ static mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int p
     return m;
 }
 static bool split_input = false;
+static bool rank_lines = false; // --ranks
 
 // SGD over g ranks waits, in each of an epoch's g sub-steps, for the slowest cell (rank r's
 // users against item block (r + q) mod g). The cells as the library cuts them (users and
@@ -320,6 +323,11 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         r.wait_max = std::max(r.wait_max, jobs[i].group.wait_seconds / its);
         r.exchange_max = std::max(r.exchange_max, jobs[i].group.exchange_seconds / its);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
+        if (rank_lines && ranks > 0)
+            fprintf(stderr,
+                    "  %d GPUs, rank %d: %.4f s / it, kernels %.4f, wait %.4f, exchange %.4f\n", n,
+                    i, jobs[i].rep.iteration_seconds / its, compute,
+                    jobs[i].group.wait_seconds / its, jobs[i].group.exchange_seconds / its);
     }
     for (int i = 0; i < n; i++) {
         mf_sparse_destroy(jobs[i].train);
@@ -404,6 +412,8 @@ int main(int argc, char **argv)
             split_input = true;
         else if (!strcmp(a, "--no-one"))
             baseline = false;
+        else if (!strcmp(a, "--ranks"))
+            rank_lines = true;
         else if (!strcmp(a, "--sgd"))
             sgd = true;
         else if (!strcmp(a, "--ials"))
@@ -415,7 +425,7 @@ int main(int argc, char **argv)
                     "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
                     "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
                     "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--no-one] "
-                    "[--sgd | --asd | --ials]\n");
+                    "[--ranks] [--sgd | --asd | --ials]\n");
             return 2;
         }
     }
