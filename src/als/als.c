@@ -288,40 +288,13 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     static const char fn[] = "mf_als_run";
     mf_ctx *ctx = s->run.ctx;
     const mf_sparse *P = f->R;
-    const size_t rows = (size_t)P->rows, cols = (size_t)P->cols;
-    double total[2] = {0.0, (double)P->nnz}; /* the sum of values and the count */
-    if (st == MF_OK) {
-        s->whole_ptr[0] = calloc(rows + 1, sizeof(int64_t));
-        s->whole_ptr[1] = calloc(cols + 1, sizeof(int64_t));
-        s->col_sum = zhou ? calloc(cols + 1, sizeof(double)) : NULL;
-        if (!s->whole_ptr[0] || !s->whole_ptr[1] || (zhou && !s->col_sum))
+    int64_t nnz = 0;
+    if (st == MF_OK && zhou) {
+        s->col_sum = calloc((size_t)P->cols + 1, sizeof(double));
+        if (!s->col_sum)
             st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
     }
-    if (st == MF_OK) { /* this part's counts and sums, at line + 1 */
-        for (int32_t r = 0; r < P->rows; r++) {
-            s->whole_ptr[0][r + 1] = P->row_ptr[r + 1] - P->row_ptr[r];
-            for (int64_t p = P->row_ptr[r]; p < P->row_ptr[r + 1]; p++) {
-                const float v = P->val ? P->val[p] : 1.0f;
-                s->whole_ptr[1][P->col[p] + 1]++;
-                total[0] += v;
-                if (zhou)
-                    s->col_sum[P->col[p]] += v;
-            }
-        }
-    }
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
-    for (int w = 0; w < 2 && st == MF_OK; w++)
-        st = mf_ranks_sum_host(ctx, fn, s->whole_ptr[w] + 1, w == 0 ? rows : cols, 0);
-    if (st == MF_OK && zhou)
-        st = mf_ranks_sum_host(ctx, fn, s->col_sum, cols, 1);
-    if (st == MF_OK)
-        st = mf_ranks_sum_host(ctx, fn, total, 2, 1);
-    if (st != MF_OK)
-        return st;
-    for (int w = 0; w < 2; w++) /* counts to offsets */
-        for (size_t i = 0; i < (w == 0 ? rows : cols); i++)
-            s->whole_ptr[w][i + 1] += s->whole_ptr[w][i];
-    s->mean = total[1] > 0.0 ? (P->val ? total[0] / total[1] : 1.0) : 0.0;
+    MF_TRY(mf_ranks_whole_lines(ctx, fn, P, st, s->whole_ptr, s->col_sum, &s->mean, &nnz));
     const int64_t *const ptr[2] = {s->whole_ptr[0], s->whole_ptr[1]};
     const int32_t lines[2] = {P->rows, P->cols};
     st = mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, &s->shares);

@@ -83,6 +83,16 @@ void mf_shares_free(mf_shares *s);
  * rank gets every slice. */
 mf_status mf_ranks_sum_host(mf_ctx *ctx, const char *fn, void *v, size_t n, int is_double);
 
+/* The whole matrix of a split input's parts, summed over the ranks (collective; every rank
+ * calls it with its status so far, and all fail when one did): ptr[0] its rows + 1 row
+ * offsets and ptr[1] its cols + 1 column offsets (allocated here: free() them; NULL on
+ * failure), its count of entries (*nnz) and its mean value (*mean: 1 for a pattern, 0
+ * without entries), and where col_sum is not NULL (cols doubles, zeroed by the caller)
+ * each column's sum of values. Host memory about the lines, never the entries. */
+mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const struct mf_sparse *part,
+                               mf_status st, int64_t *ptr[2], double *col_sum, double *mean,
+                               int64_t *nnz);
+
 /* Collective, for input split over the group (each rank's `part` holds its own entries of a
  * matrix of part's shape, mf_sparse_set_part): the entries of every rank whose row (side 0)
  * or column (side 1) falls in this rank's share [bounds[side][rank], bounds[side][rank + 1])

@@ -117,6 +117,51 @@ static void merge_runs(const entry *recv, const int64_t *n, int size, int32_t *r
     }
 }
 
+mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const mf_sparse *part, mf_status st,
+                               int64_t *ptr[2], double *col_sum, double *mean, int64_t *nnz)
+{
+    const size_t rows = (size_t)part->rows, cols = (size_t)part->cols;
+    double total[2] = {0.0, (double)part->nnz}; /* the sum of values and the count */
+    ptr[0] = ptr[1] = NULL;
+    if (st == MF_OK) {
+        ptr[0] = calloc(rows + 1, sizeof(int64_t));
+        ptr[1] = calloc(cols + 1, sizeof(int64_t));
+        if (!ptr[0] || !ptr[1])
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
+    }
+    if (st == MF_OK) { /* this part's counts and sums, at line + 1 */
+        for (int32_t r = 0; r < part->rows; r++) {
+            ptr[0][r + 1] = part->row_ptr[r + 1] - part->row_ptr[r];
+            for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++) {
+                const float v = part->val ? part->val[p] : 1.0f;
+                ptr[1][part->col[p] + 1]++;
+                total[0] += v;
+                if (col_sum)
+                    col_sum[part->col[p]] += v;
+            }
+        }
+    }
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    for (int w = 0; w < 2 && st == MF_OK; w++)
+        st = mf_ranks_sum_host(ctx, fn, ptr[w] + 1, w == 0 ? rows : cols, 0);
+    if (st == MF_OK && col_sum)
+        st = mf_ranks_sum_host(ctx, fn, col_sum, cols, 1);
+    if (st == MF_OK)
+        st = mf_ranks_sum_host(ctx, fn, total, 2, 1);
+    if (st != MF_OK) {
+        free(ptr[0]);
+        free(ptr[1]);
+        ptr[0] = ptr[1] = NULL;
+        return st;
+    }
+    for (int w = 0; w < 2; w++) /* counts to offsets */
+        for (size_t i = 0; i < (w == 0 ? rows : cols); i++)
+            ptr[w][i + 1] += ptr[w][i];
+    *nnz = (int64_t)total[1];
+    *mean = total[1] > 0.0 ? (part->val ? total[0] / total[1] : 1.0) : 0.0;
+    return MF_OK;
+}
+
 mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *part, int side,
                                 const int64_t *bounds, mf_sparse **out)
 {
