@@ -463,10 +463,29 @@ START_TEST(als_equals_one_context)
 }
 END_TEST
 
-/* Input split over the processes (mf_sparse_set_part): each keeps the entries whose
- * scrambled position falls to it, never whole lines; the entries travel to their owners
- * over MPI. Integral ratings: the sums over the ranks are exact, the factors one
- * context's bit for bit. */
+/* Input split over the processes (mf_sparse_set_part): j's ratings become this process's
+ * part, the entries whose scrambled position falls to it, never whole lines. */
+static void keep_my_part(rk_job *j)
+{
+    int64_t nnz = 0, kept = 0;
+    ck_assert_int_eq(mf_sparse_shape(j->R, NULL, NULL, &nnz), MF_OK);
+    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val);
+    ck_assert(row && col && val);
+    ck_assert_int_eq(mf_sparse_get_coo(j->R, row, col, val, MF_MEMORY_HOST), MF_OK);
+    for (int64_t p = 0; p < nnz; p++)
+        if ((int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)world_size) == world_rank)
+            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
+    mf_sparse_destroy(j->R);
+    ck_assert_int_eq(
+        mf_sparse_from_coo(j->ctx, &j->R, USERS, ITEMS, kept, row, col, val, MF_MEMORY_HOST, 0),
+        MF_OK);
+    ck_assert_int_eq(mf_sparse_set_part(j->R, 1), MF_OK);
+    free(row), free(col), free(val);
+}
+
+/* The entries travel to their owners over MPI. Integral ratings: the sums over the ranks
+ * are exact, the factors one context's bit for bit. */
 START_TEST(als_split_input_equals_one_context)
 {
     mf_als_opts o;
@@ -480,21 +499,7 @@ START_TEST(als_split_input_equals_one_context)
     rk_job j;
     job_init(&j, mpi_ctx(MPI_COMM_WORLD, 42, 0), o.rank, 0);
     j.o = o;
-    int64_t nnz = 0, kept = 0;
-    ck_assert_int_eq(mf_sparse_shape(j.R, NULL, NULL, &nnz), MF_OK);
-    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
-    float *val = malloc((size_t)nnz * sizeof *val);
-    ck_assert(row && col && val);
-    ck_assert_int_eq(mf_sparse_get_coo(j.R, row, col, val, MF_MEMORY_HOST), MF_OK);
-    for (int64_t p = 0; p < nnz; p++)
-        if ((int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)world_size) == world_rank)
-            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
-    mf_sparse_destroy(j.R);
-    ck_assert_int_eq(
-        mf_sparse_from_coo(j.ctx, &j.R, USERS, ITEMS, kept, row, col, val, MF_MEMORY_HOST, 0),
-        MF_OK);
-    ck_assert_int_eq(mf_sparse_set_part(j.R, 1), MF_OK);
-    free(row), free(col), free(val);
+    keep_my_part(&j);
     rk_run_job(&j);
     expect(j.st == MF_OK, "split: %s", j.error);
     expect(!memcmp(j.U, one.U, (size_t)USERS * o.rank * sizeof(float)) &&
@@ -506,6 +511,35 @@ START_TEST(als_split_input_equals_one_context)
     mf_ctx_destroy(j.ctx);
     job_free(&one);
     mf_ctx_destroy(one.ctx);
+    check_expectations();
+}
+END_TEST
+
+/* SGD over the processes from their parts: each gathers its users' ratings over MPI, and
+ * the fit is the same group's over the whole ratings bit for bit (one worker a rank). */
+START_TEST(sgd_split_input_equals_whole_input)
+{
+    rk_job j[2];
+    for (int split = 0; split < 2; split++) {
+        job_init(&j[split], mpi_ctx(MPI_COMM_WORLD, 42, 0), 8, 0);
+        j[split].sgd = 1;
+        mf_sgd_opts_init(&j[split].so);
+        j[split].so.rank = 8, j[split].so.epochs = 4, j[split].so.workers = 1;
+        if (split)
+            keep_my_part(&j[split]);
+        rk_run_job(&j[split]);
+        expect(j[split].st == MF_OK, "split %d: %s", split, j[split].error);
+    }
+    expect(!memcmp(j[0].U, j[1].U, (size_t)USERS * 8 * sizeof(float)) &&
+               !memcmp(j[0].V, j[1].V, (size_t)ITEMS * 8 * sizeof(float)),
+           "split: the factors differ from the whole input's");
+    expect(fabs(j[1].srep.train_rmse - j[0].srep.train_rmse) <= 1e-12 * j[0].srep.train_rmse,
+           "split: train RMSE %.17g, whole input %.17g", j[1].srep.train_rmse,
+           j[0].srep.train_rmse);
+    for (int split = 0; split < 2; split++) {
+        job_free(&j[split]);
+        mf_ctx_destroy(j[split].ctx);
+    }
     check_expectations();
 }
 END_TEST
@@ -759,6 +793,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, library_messages_stay_apart);
     tcase_add_test(tc, als_equals_one_context);
     tcase_add_test(tc, als_split_input_equals_one_context);
+    tcase_add_test(tc, sgd_split_input_equals_whole_input);
     tcase_add_test(tc, ials_equals_one_context);
     tcase_add_test(tc, asd_matches_one_context_and_threads);
     tcase_add_test(tc, sgd_ranks_agree);

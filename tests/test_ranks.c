@@ -202,6 +202,24 @@ static void make_split_group(rk_job *jobs, int n, const mf_als_opts *o, int over
     }
 }
 
+/* Parts that overlap (ALS, or SGD with so): every rank fails, and the one that found it
+ * names the entry. */
+static void overlapping_parts_fail(const mf_als_opts *o, const mf_sgd_opts *so)
+{
+    rk_job jobs[3];
+    make_split_group(jobs, 3, o, 5);
+    for (int i = 0; so && i < 3; i++)
+        jobs[i].sgd = 1, jobs[i].so = *so;
+    rk_run_als(jobs, 3);
+    int named = 0;
+    for (int i = 0; i < 3; i++) {
+        ck_assert_int_ne(jobs[i].st, MF_OK);
+        named += jobs[i].st == MF_ERR_INVALID_DATA && strstr(jobs[i].error, "parts of two ranks");
+    }
+    ck_assert_int_ge(named, 1);
+    rk_close_group(jobs, 3);
+}
+
 START_TEST(split_input_fits_the_whole_matrix)
 {
     mf_als_opts o;
@@ -233,17 +251,8 @@ START_TEST(split_input_fits_the_whole_matrix)
         }
         free(U1), free(V1);
     }
-    /* Parts that overlap: every rank fails, and the one that found it names the entry. */
+    overlapping_parts_fail(&o, NULL);
     rk_job jobs[3];
-    make_split_group(jobs, 3, &o, 5);
-    rk_run_als(jobs, 3);
-    int named = 0;
-    for (int i = 0; i < 3; i++) {
-        ck_assert_int_ne(jobs[i].st, MF_OK);
-        named += jobs[i].st == MF_ERR_INVALID_DATA && strstr(jobs[i].error, "parts of two ranks");
-    }
-    ck_assert_int_ge(named, 1);
-    rk_close_group(jobs, 3);
     /* A part where the others give the whole matrix: the ranks disagree. */
     make_group(jobs, 2, &o, 5);
     ck_assert_int_eq(mf_sparse_set_part(jobs[1].R, 1), MF_OK);
@@ -253,12 +262,12 @@ START_TEST(split_input_fits_the_whole_matrix)
     ck_assert_msg(strstr(jobs[0].error, "split matrix") || strstr(jobs[1].error, "split matrix"),
                   "%s / %s", jobs[0].error, jobs[1].error);
     rk_close_group(jobs, 2);
-    /* SGD takes no parts over a group yet. */
+    /* iALS takes no parts over a group yet. */
     make_split_group(jobs, 2, &o, 0);
     for (int i = 0; i < 2; i++) {
-        jobs[i].sgd = 1;
-        mf_sgd_opts_init(&jobs[i].so);
-        jobs[i].so.rank = o.rank;
+        jobs[i].ials = 1;
+        mf_ials_opts_init(&jobs[i].io);
+        jobs[i].io.rank = o.rank;
     }
     rk_run_als(jobs, 2);
     for (int i = 0; i < 2; i++)
@@ -286,6 +295,53 @@ START_TEST(split_input_fits_the_whole_matrix)
     /* Bad arguments. */
     ck_assert_int_eq(mf_sparse_set_part(NULL, 1), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_sparse_is_part(NULL), -1);
+}
+END_TEST
+
+/* SGD from input split over the ranks: each rank gathers its users' ratings from every
+ * rank's part, and the fit is the group's over the whole matrix bit for bit (one worker a
+ * rank repeats itself; the ratings are integers, so the mean summed over the parts is the
+ * whole's), the training RMSE summed over the ranks' users. Parts that overlap fail every
+ * rank. */
+START_TEST(sgd_split_input_fits_the_whole_matrix)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8;
+    mf_sgd_opts so;
+    mf_sgd_opts_init(&so);
+    so.rank = 8, so.epochs = 4, so.workers = 1;
+    for (int n = 2; n <= 3; n++) {
+        rk_job whole[3], split[3];
+        make_group(whole, n, &o, 5);
+        make_split_group(split, n, &o, 0);
+        for (int i = 0; i < n; i++) {
+            whole[i].sgd = split[i].sgd = 1;
+            whole[i].so = split[i].so = so;
+        }
+        rk_run_als(whole, n);
+        rk_run_als(split, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(whole[i].st == MF_OK, "rank %d of %d: %s", i, n, whole[i].error);
+            ck_assert_msg(split[i].st == MF_OK, "rank %d of %d: %s", i, n, split[i].error);
+            ck_assert_msg(!memcmp(split[i].U, whole[i].U, (size_t)USERS * so.rank * sizeof(float)),
+                          "rank %d of %d: U differs from the whole input's", i, n);
+            ck_assert_msg(!memcmp(split[i].V, whole[i].V, (size_t)ITEMS * so.rank * sizeof(float)),
+                          "rank %d of %d: V differs from the whole input's", i, n);
+            ck_assert_double_eq_tol(split[i].srep.train_rmse, whole[i].srep.train_rmse,
+                                    1e-12 * whole[i].srep.train_rmse);
+            ck_assert(split[i].srep.train_rmse == split[0].srep.train_rmse);
+            /* the rate counts the whole matrix's ratings, not this rank's part's */
+            int64_t all = 0;
+            ck_assert_int_eq(mf_sparse_shape(whole[i].R, NULL, NULL, &all), MF_OK);
+            const mf_sgd_report *r = &split[i].srep;
+            ck_assert_double_eq_tol(r->updates_per_second * r->epoch_seconds / r->epochs,
+                                    (double)all, 1e-6 * (double)all);
+        }
+        rk_close_group(whole, n);
+        rk_close_group(split, n);
+    }
+    overlapping_parts_fail(&o, &so);
 }
 END_TEST
 
@@ -992,6 +1048,7 @@ int main(void)
                                   group_fit_equals_one_context,
                                   split_input_fits_the_whole_matrix,
                                   sgd_group_rotates_item_blocks,
+                                  sgd_split_input_fits_the_whole_matrix,
                                   ials_group_equals_one_context,
                                   ials_first_failure_wins,
                                   agree_first_failure_wins,

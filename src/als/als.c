@@ -185,15 +185,9 @@ static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
  * rank; equal to one context's to rounding, not bit for bit). */
 static mf_status group_rmse(run_state *s, const mf_sparse *M, double *out)
 {
-    mf_ctx *ctx = s->run.ctx;
-    double rmse = 0.0, v[2];
+    double rmse = 0.0;
     mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, &rmse) : MF_OK;
-    MF_TRY(mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0)); /* or every rank fails */
-    v[0] = rmse * rmse * (double)M->nnz;
-    v[1] = (double)M->nnz;
-    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
-    *out = v[1] > 0.0 ? sqrt(v[0] / v[1]) : 0.0;
-    return MF_OK;
+    return mf_ranks_rmse(s->run.ctx, "mf_als_run", st, rmse, M->nnz, out);
 }
 
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
@@ -326,14 +320,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     mf_status st =
         V0 ? MF_OK
            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V");
-    /* A file read in parts must be read in as many parts as the group has ranks, each
-     * rank its own: else entries would be missing from the fit, or in it twice. */
-    if (st == MF_OK && s->split && f->R->part_count > 0 &&
-        (f->R->part_count != mf_ranks(ctx) || f->R->part_index != ctx->comm->rank))
-        st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
-                     "mf_als_run: the ratings are part %d of %d of their file "
-                     "(mf_read_opts.part_index/part_count), but this is rank %d of %d",
-                     f->R->part_index, f->R->part_count, ctx->comm->rank, mf_ranks(ctx));
+    if (s->split)
+        st = mf_ranks_check_part(ctx, "mf_als_run", f->R, st);
     if (s->split)
         st = split_prepare(s, f, row_cost, zhou, st);
     if (st == MF_OK && o->init == MF_ALS_INIT_GIVEN)

@@ -83,6 +83,17 @@ void mf_shares_free(mf_shares *s);
  * rank gets every slice. */
 mf_status mf_ranks_sum_host(mf_ctx *ctx, const char *fn, void *v, size_t n, int is_double);
 
+/* A part read from a file in parts (mf_read_opts.part_index/part_count) must be this
+ * rank's of as many as the group has ranks: else entries would be missing from the fit, or
+ * in it twice. st when it is (or R is no such part), else MF_ERR_INVALID_ARGUMENT. */
+mf_status mf_ranks_check_part(mf_ctx *ctx, const char *fn, const struct mf_sparse *R, mf_status st);
+
+/* Collective: the RMSE over the entries of every rank's M, from this rank's RMSE over its
+ * own nnz entries (computed with status st: when one rank failed, all fail): the squared
+ * errors and counts added over the ranks, the same bits on every rank. */
+mf_status mf_ranks_rmse(mf_ctx *ctx, const char *fn, mf_status st, double rmse, int64_t nnz,
+                        double *out);
+
 /* The whole matrix of a split input's parts, summed over the ranks (collective; every rank
  * calls it with its status so far, and all fail when one did): ptr[0] its rows + 1 row
  * offsets and ptr[1] its cols + 1 column offsets (allocated here: free() them; NULL on

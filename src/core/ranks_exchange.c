@@ -3,10 +3,12 @@
  * are in. Both ride on the comm's alltoallv (host memory on every backend). Every buffer is
  * allocated before the first exchange and the ranks agree that all of them could, so that
  * no rank fails while the others wait in a collective. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/ctx.h"
+#include "core/error.h"
 #include "core/ranks.h"
 #include "core/sparse.h"
 
@@ -115,6 +117,28 @@ static void merge_runs(const entry *recv, const int64_t *n, int size, int32_t *r
         const entry *e = &recv[head[best]++];
         row[i] = e->row, col[i] = e->col, val[i] = e->val;
     }
+}
+
+mf_status mf_ranks_check_part(mf_ctx *ctx, const char *fn, const mf_sparse *R, mf_status st)
+{
+    if (st != MF_OK || !R->is_part || R->part_count <= 0 || mf_ranks(ctx) <= 1)
+        return st;
+    if (R->part_count == mf_ranks(ctx) && R->part_index == ctx->comm->rank)
+        return MF_OK;
+    return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                   "%s: the ratings are part %d of %d of their file "
+                   "(mf_read_opts.part_index/part_count), but this is rank %d of %d",
+                   fn, R->part_index, R->part_count, ctx->comm->rank, mf_ranks(ctx));
+}
+
+mf_status mf_ranks_rmse(mf_ctx *ctx, const char *fn, mf_status st, double rmse, int64_t nnz,
+                        double *out)
+{
+    MF_TRY(mf_ranks_agree(ctx, fn, st, NULL, NULL, 0)); /* or every rank fails */
+    double v[2] = {rmse * rmse * (double)nnz, (double)nnz};
+    MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
+    *out = v[1] > 0.0 ? sqrt(v[0] / v[1]) : 0.0;
+    return MF_OK;
 }
 
 mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const mf_sparse *part, mf_status st,

@@ -91,19 +91,22 @@ static mf_status load_given(mf_ctx *ctx, const float *X, int64_t rows, int k, mf
 
 /* A biased model predicts mean + known biases for a user or item without ratings: its
  * factor row, which no update touches, starts (and stays) zero. */
-static void zero_unrated(const mf_sparse *R, int k, float *U0, float *V0)
+static void zero_unrated(const int64_t *const ptr[2], int32_t rows, int32_t cols, int k, float *U0,
+                         float *V0)
 {
-    for (int32_t i = 0; i < R->rows; i++)
-        if (R->row_ptr[i] == R->row_ptr[i + 1])
+    for (int32_t i = 0; i < rows; i++)
+        if (ptr[0][i] == ptr[0][i + 1])
             memset(U0 + (int64_t)i * k, 0, (size_t)k * sizeof *U0);
-    for (int32_t j = 0; j < R->cols; j++)
-        if (R->transpose.ptr[j] == R->transpose.ptr[j + 1])
+    for (int32_t j = 0; j < cols; j++)
+        if (ptr[1][j] == ptr[1][j + 1])
             memset(V0 + (int64_t)j * k, 0, (size_t)k * sizeof *V0);
 }
 
-static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_opts *o, int k,
-                                 const float *U, const float *V, mf_memory where, float *U0,
-                                 float *V0)
+/* whole: the whole matrix's line offsets where R is a rank's part of it (split input),
+ * else NULL (R's own). */
+static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, int64_t *const whole[2],
+                                 const mf_sgd_opts *o, int k, const float *U, const float *V,
+                                 mf_memory where, float *U0, float *V0)
 {
     if (o->init == MF_SGD_INIT_GIVEN) { /* k is the caller's: tuning keeps a warm start's rank */
         MF_TRY(load_given(ctx, U, R->rows, k, where, U0, "U"));
@@ -114,9 +117,13 @@ static mf_status initial_factors(mf_ctx *ctx, const mf_sparse *R, const mf_sgd_o
                            mf_ctx_threads(ctx));
     mf_random_uniform_host(V0, (int64_t)R->cols * k, 0.0f, hi, ctx->seed, SGD_V_STREAM,
                            mf_ctx_threads(ctx));
-    if (o->biases) {
+    if (o->biases && whole) {
+        const int64_t *const ptr[2] = {whole[0], whole[1]};
+        zero_unrated(ptr, R->rows, R->cols, k, U0, V0);
+    } else if (o->biases) {
         MF_TRY(mf_sparse_host_transpose((mf_sparse *)R));
-        zero_unrated(R, k, U0, V0);
+        const int64_t *const ptr[2] = {R->row_ptr, R->transpose.ptr};
+        zero_unrated(ptr, R->rows, R->cols, k, U0, V0);
     }
     return MF_OK;
 }
@@ -145,6 +152,14 @@ typedef struct run_state {
     mf_shares shares;
     int64_t *parts;
     int gather_each;
+    /* Split input (a group's ranks each given a part, mf_sparse_set_part): the whole
+     * matrix's line offsets, count and mean, summed over the ranks, and this rank's users'
+     * entries gathered from every rank's part (the plan's; no rank holds the whole). */
+    int split;
+    int64_t *whole_ptr[2];
+    int64_t whole_nnz;
+    double whole_mean;
+    mf_sparse *mine;
 } run_state;
 
 static void free_group_state(run_state *s)
@@ -152,17 +167,35 @@ static void free_group_state(run_state *s)
     mf_shares_free(&s->shares);
     free(s->parts);
     s->parts = NULL;
+    for (int w = 0; w < 2; w++) {
+        free(s->whole_ptr[w]);
+        s->whole_ptr[w] = NULL;
+    }
+    mf_sparse_destroy(s->mine);
+    s->mine = NULL;
 }
 
-static mf_status share_rows(run_state *s, const mf_sparse *R)
+/* The users' shares and the item blocks, balanced by ratings. With split input (collective:
+ * every rank calls it with its status so far) from the whole matrix's lines summed over the
+ * ranks, and this rank's users' entries gathered from every rank's part into s->mine. */
+static mf_status share_rows(run_state *s, const mf_sparse *R, mf_status st)
 {
+    static const char fn[] = "mf_sgd_hogwild_run";
     mf_ctx *ctx = s->run.ctx;
     const int n = mf_ranks(ctx);
     free_group_state(s);
     s->parts = malloc(((size_t)n + 1) * sizeof *s->parts);
-    if (!s->parts)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sgd_hogwild_run: out of host memory");
-    return mf_shares_make(ctx, "mf_sgd_hogwild_run", (mf_sparse *)R, 0, &s->shares);
+    if (st == MF_OK && !s->parts)
+        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (!s->split)
+        return st == MF_OK ? mf_shares_make(ctx, fn, (mf_sparse *)R, 0, &s->shares) : st;
+    st = mf_ranks_check_part(ctx, fn, R, st);
+    MF_TRY(mf_ranks_whole_lines(ctx, fn, R, st, s->whole_ptr, NULL, &s->whole_mean, &s->whole_nnz));
+    const int64_t *const ptr[2] = {s->whole_ptr[0], s->whole_ptr[1]};
+    const int32_t lines[2] = {R->rows, R->cols};
+    st = mf_shares_make_lines(ctx, fn, ptr, lines, 0, &s->shares);
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    return st == MF_OK ? mf_ranks_gather_lines(ctx, fn, R, 0, s->shares.bounds[0], &s->mine) : st;
 }
 
 /* Between epochs, the whole factors on every rank: rank b's share of the users and item
@@ -240,12 +273,24 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
     return share_all(s);
 }
 
+/* The RMSE over M: one context's, or in a group where each rank holds a part of M (its
+ * users' ratings of a split input, or a test set split alike) the sum over the ranks. */
+static mf_status rmse_of(run_state *s, const mf_sparse *M, int parts, double *out)
+{
+    if (!parts)
+        return s->e->rmse(s->e, M, out);
+    double rmse = 0.0;
+    const mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, &rmse) : MF_OK;
+    return mf_ranks_rmse(s->run.ctx, "mf_sgd_hogwild_run", st, rmse, M->nnz, out);
+}
+
 static mf_status measure(run_state *s, const fit_spec *f)
 {
-    MF_TRY(s->e->rmse(s->e, f->R, &s->rep.train_rmse));
+    const int group = mf_ranks(s->run.ctx) > 1;
+    MF_TRY(rmse_of(s, s->split ? s->mine : f->R, s->split, &s->rep.train_rmse));
     s->rep.test_rmse = NAN;
     if (f->test)
-        MF_TRY(s->e->rmse(s->e, f->test, &s->rep.test_rmse));
+        MF_TRY(rmse_of(s, f->test, group && f->test->is_part, &s->rep.test_rmse));
     return MF_OK;
 }
 
@@ -347,18 +392,19 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     if (!U0 || !V0)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "mf_sgd_hogwild_run: out of host memory for the initial factors");
-    if (st == MF_OK)
-        st = initial_factors(ctx, R, o, f->k, U, V, where, U0, V0);
     const int ranks = mf_ranks(ctx);
-    if (st == MF_OK && ranks > 1)
-        st = share_rows(s, R);
+    if (ranks > 1) /* collective with split input: every rank, with its status */
+        st = share_rows(s, R, st);
+    if (st == MF_OK)
+        st = initial_factors(ctx, R, s->split ? s->whole_ptr : NULL, o, f->k, U, V, where, U0, V0);
     if (st == MF_OK && ranks > 1) {
-        st = mf_sgd_plan_build_blocks(ctx, R, o->order, ctx->seed, s->shares.lo[0], s->shares.hi[0],
-                                      s->shares.bounds[1], ranks, &plan, s->parts);
+        st = mf_sgd_plan_build_blocks(ctx, s->split ? s->mine : R, o->order, ctx->seed,
+                                      s->shares.lo[0], s->shares.hi[0], s->shares.bounds[1], ranks,
+                                      &plan, s->parts);
     } else if (st == MF_OK) {
         st = mf_sgd_plan_build(ctx, R, o->order, ctx->seed, &plan);
     }
-    const float mean = o->biases ? (float)mf_sparse_mean(R) : 0.0f;
+    const float mean = o->biases ? (float)(s->split ? s->whole_mean : mf_sparse_mean(R)) : 0.0f;
     for (int64_t q = 0; st == MF_OK && o->biases && q < plan.nnz; q++)
         plan.entry[q].rating -= mean; /* the updates fit r - mean */
     /* Hogwild's updates read rows that other workers are about to overwrite. With as many
@@ -460,7 +506,7 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->order,
                          o->biases,
                          o->init};
-    return mf_ranks_agree_fit(ctx, "mf_sgd_hogwild_run", st, R, v, names, 12);
+    return mf_ranks_agree_fit_parts(ctx, "mf_sgd_hogwild_run", st, R, v, names, 12);
 }
 
 mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd_opts *opts,
@@ -498,6 +544,7 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     if (st != MF_OK)
         return st;
     mf_run_start(&s.run);
+    s.split = mf_ranks(ctx) > 1 && ratings->is_part;
     fit_spec f = {ratings, o.test, o.rank, o.lambda_u, o.lambda_v, 1};
     if (o.tune && o.epochs > 0) {
         mf_tune_result best;
@@ -510,9 +557,10 @@ mf_status mf_sgd_hogwild_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_sgd
     s.rep.rank = f.k;
     if (st == MF_OK)
         st = fit(&s, &f, U, V, where);
-    free_group_state(&s);
     s.rep.seconds = mf_run_seconds(&s.run);
+    const int64_t nnz = s.split ? s.whole_nnz : ratings->nnz; /* before its state is freed */
+    free_group_state(&s);
     s.rep.updates_per_second =
-        s.rep.epoch_seconds > 0 ? (double)ratings->nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;
+        s.rep.epoch_seconds > 0 ? (double)nnz * s.rep.epochs / s.rep.epoch_seconds : 0.0;
     return mf_run_finish(&s.run, st, report, &s.rep, &s.rep.peak_device_bytes);
 }

@@ -643,12 +643,16 @@ if command -v mpirun >/dev/null; then
       fail "mpirun -np 2 --split-input: the factors are not one process's"
     "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
       fail "--split-input outside a launcher is not the whole file"
-    if mpirun $over -np 2 "$mfact" sgd --backend cpu "$base/train1.txt" --split-input \
-      --epochs 1 >/dev/null 2>/tmp/mfact-cli-err.$$; then
-      fail "sgd --split-input under mpirun succeeded (it takes no parts yet)"
-    fi
-    grep -q "mf_sparse_set_part" /tmp/mfact-cli-err.$$ ||
-      fail "sgd --split-input: $(cat /tmp/mfact-cli-err.$$)"
+    # sgd takes parts too: each rank gathers its users' ratings, and with one worker a rank
+    # the fit is the whole file's over the same group, bit for bit
+    sgd=(sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1)
+    mpirun $over -np 2 "$mfact" "${sgd[@]}" --output-u "$base/sw.u" --output-v "$base/sw.v" \
+      >/dev/null 2>/tmp/mfact-cli-err.$$ || fail "sgd under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    mpirun $over -np 2 "$mfact" "${sgd[@]}" --split-input --output-u "$base/ss.u" \
+      --output-v "$base/ss.v" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
+      fail "sgd --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    cmp -s "$base/sw.u" "$base/ss.u" && cmp -s "$base/sw.v" "$base/ss.v" ||
+      fail "mpirun -np 2 sgd --split-input: the factors are not the whole file's"
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.
     rc=0
