@@ -544,6 +544,32 @@ START_TEST(sgd_split_input_equals_whole_input)
 }
 END_TEST
 
+/* ASD over the processes from their parts: each gathers its rows and columns over MPI, and
+ * the fit is the same group's over the whole matrix bit for bit. */
+START_TEST(asd_split_input_equals_whole_input)
+{
+    rk_job j[2];
+    for (int split = 0; split < 2; split++) {
+        job_init(&j[split], mpi_ctx(MPI_COMM_WORLD, 42, 0), 3, 0);
+        j[split].asd = 1;
+        mf_asd_opts_init(&j[split].ao);
+        j[split].ao.rank = 3, j[split].ao.max_iterations = 15, j[split].ao.tolerance = 1e-12;
+        if (split)
+            keep_my_part(&j[split]);
+        rk_run_job(&j[split]);
+        expect(j[split].st == MF_OK, "split %d: %s", split, j[split].error);
+    }
+    expect(!memcmp(j[0].U, j[1].U, (size_t)USERS * 3 * sizeof(float)) &&
+               !memcmp(j[0].V, j[1].V, (size_t)ITEMS * 3 * sizeof(float)),
+           "split: X and Y differ from the whole input's");
+    for (int split = 0; split < 2; split++) {
+        job_free(&j[split]);
+        mf_ctx_destroy(j[split].ctx);
+    }
+    check_expectations();
+}
+END_TEST
+
 START_TEST(ials_equals_one_context)
 {
     static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
@@ -794,6 +820,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, als_equals_one_context);
     tcase_add_test(tc, als_split_input_equals_one_context);
     tcase_add_test(tc, sgd_split_input_equals_whole_input);
+    tcase_add_test(tc, asd_split_input_equals_whole_input);
     tcase_add_test(tc, ials_equals_one_context);
     tcase_add_test(tc, asd_matches_one_context_and_threads);
     tcase_add_test(tc, sgd_ranks_agree);

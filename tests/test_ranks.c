@@ -825,6 +825,67 @@ static int asd_cancel_third(void *user, const mf_progress *p)
 }
 
 /* ASD's ranks fail, cancel and stop together, and agree on the options. */
+/* ASD from input split over the ranks: each rank gathers its rows and its columns from
+ * every rank's part, so the fit is the whole input's over the same group bit for bit (with a
+ * whole test set on each rank); the spectral start, which needs the whole matrix, is
+ * refused on every rank. */
+START_TEST(asd_split_input_fits_the_whole_matrix)
+{
+    mf_asd_opts ao;
+    mf_asd_opts_init(&ao);
+    ao.rank = 3, ao.max_iterations = 20, ao.tolerance = 1e-12, ao.stagnation_window = 0;
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = ao.rank;
+    for (int n = 2; n <= 3; n++) {
+        rk_job whole[3], split[3];
+        mf_sparse *T[2][3];
+        asd_group(whole, n, &ao);
+        make_split_group(split, n, &o, 0);
+        for (int i = 0; i < n; i++) {
+            split[i].asd = 1, split[i].ao = ao;
+            T[0][i] = ax_ratings(whole[i].ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
+            T[1][i] = ax_ratings(split[i].ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
+            whole[i].ao.test = T[0][i], split[i].ao.test = T[1][i];
+        }
+        rk_run_als(whole, n);
+        rk_run_als(split, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(whole[i].st == MF_OK, "rank %d of %d: %s", i, n, whole[i].error);
+            ck_assert_msg(split[i].st == MF_OK, "rank %d of %d: %s", i, n, split[i].error);
+            ck_assert_msg(!memcmp(split[i].U, whole[i].U, (size_t)USERS * ao.rank * sizeof(float)),
+                          "rank %d of %d: X differs from the whole input's", i, n);
+            ck_assert_msg(!memcmp(split[i].V, whole[i].V, (size_t)ITEMS * ao.rank * sizeof(float)),
+                          "rank %d of %d: Y differs from the whole input's", i, n);
+            /* the scalars summed over the ranks: to the last bits */
+            ck_assert_double_eq_tol(split[i].arep.relative_residual,
+                                    whole[i].arep.relative_residual,
+                                    1e-14 * whole[i].arep.relative_residual);
+            ck_assert_double_eq_tol(split[i].arep.test_rmse, whole[i].arep.test_rmse,
+                                    1e-14 * whole[i].arep.test_rmse);
+            ck_assert_int_eq(split[i].arep.iterations, whole[i].arep.iterations);
+        }
+        for (int i = 0; i < n; i++)
+            mf_sparse_destroy(T[0][i]), mf_sparse_destroy(T[1][i]);
+        rk_close_group(whole, n);
+        rk_close_group(split, n);
+    }
+    rk_job jobs[2];
+    make_split_group(jobs, 2, &o, 0);
+    for (int i = 0; i < 2; i++) {
+        jobs[i].asd = 1, jobs[i].ao = ao;
+        jobs[i].ao.init = MF_ASD_INIT_SPECTRAL;
+    }
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_ne(jobs[i].st, MF_OK);
+    ck_assert_msg(strstr(jobs[0].error, "spectral start") ||
+                      strstr(jobs[1].error, "spectral start"),
+                  "%s / %s", jobs[0].error, jobs[1].error);
+    rk_close_group(jobs, 2);
+}
+END_TEST
+
 START_TEST(asd_group_stops_together)
 {
     mf_asd_opts ao;
@@ -1054,6 +1115,7 @@ int main(void)
                                   agree_first_failure_wins,
                                   asd_group_matches_one_context,
                                   asd_group_stops_together,
+                                  asd_split_input_fits_the_whole_matrix,
                                   review_cases,
                                   ranks_must_agree,
                                   one_failure_fails_all,

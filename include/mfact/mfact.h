@@ -278,11 +278,13 @@ MF_API void mf_sparse_destroy(mf_sparse *m);
  * no entry is in two parts (an overlap is an error of the fit, naming the entry), and the
  * parts all have values or are all patterns. The ranks need not split by rows or columns:
  * the fit moves each entry to the rank that solves its line, so no rank ever holds the whole
- * matrix. mf_als_run and (since 0.5) mf_sgd_hogwild_run take parts: their results are the
- * whole matrix's, to rounding (the mean and the train RMSE are sums over the ranks;
- * mf_sgd_hogwild_run gathers each rank's users' ratings, and its report's rate counts the
- * whole matrix's); the other fits refuse them over a group (MF_ERR_UNSUPPORTED). Outside a
- * group a part is simply the matrix. is_part 0 unmarks it. Since 0.4. */
+ * matrix. mf_als_run and (since 0.5) mf_sgd_hogwild_run and mf_asd_run take parts: their
+ * results are the whole matrix's, to rounding (the mean, the norms and the train RMSE are
+ * sums over the ranks; mf_sgd_hogwild_run gathers each rank's users' ratings, and its
+ * report's rate counts the whole matrix's; mf_asd_run each rank's rows and columns, and
+ * refuses the spectral start, which needs the whole matrix, with MF_ERR_UNSUPPORTED);
+ * mf_ials_run refuses them over a group (MF_ERR_UNSUPPORTED). Outside a group a part is
+ * simply the matrix. is_part 0 unmarks it. Since 0.4. */
 MF_API mf_status mf_sparse_set_part(mf_sparse *m, int is_part);
 /* 1 when m is marked a part, 0 when not, -1 for NULL. Since 0.4. */
 MF_API int mf_sparse_is_part(const mf_sparse *m);

@@ -39,6 +39,7 @@ static void asd_opts_defaults(mf_asd_opts *opts)
 
 MF_OPTS_INITIALIZERS(mf_asd_opts, mf_asd_opts_init, asd_opts_defaults, rank_continuation)
 
+/* A rank's part of a split input may be empty: the group checks the whole's count. */
 static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *o)
 {
     static const char fn[] = "mf_asd_run";
@@ -62,6 +63,15 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *
                o->init == MF_ASD_INIT_RANDOM || o->init == MF_ASD_INIT_GIVEN ||
                    o->init == MF_ASD_INIT_SPECTRAL,
                "%s: init = %d is not an mf_asd_init value", fn, (int)o->init);
+    if (M->is_part && mf_ranks(ctx) > 1) {
+        if (o->init == MF_ASD_INIT_SPECTRAL)
+            return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                           "%s: the spectral start needs the whole matrix on every rank; input "
+                           "split over the group (mf_sparse_set_part) takes the random or a "
+                           "given start",
+                           fn);
+        return MF_OK;
+    }
     if (M->nnz == 0)
         return mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: the matrix has no observed entries", fn);
     return MF_OK;
@@ -563,6 +573,52 @@ static mf_status column_shares(run_state *s, mf_ctx *ctx, const mf_sparse *M)
     return mf_sparse_block(ctx, M, 1, s->clo, s->chi, "mf_asd_run", &s->cols);
 }
 
+/* Input split over the group (every rank's M its part, mf_sparse_set_part): the shares cut
+ * from the whole matrix's lines summed over the ranks, as column_shares and join_group cut
+ * them from a whole M, and this rank's rows (renumbered from 0, as rows_of) and columns
+ * gathered from every rank's part, in the whole matrix's order: so the engine gets what it
+ * gets from a whole M, and no rank holds the whole. A test set given in parts likewise. */
+static mf_status split_shares(run_state *s, mf_ctx *ctx, const mf_sparse *M, mf_status st)
+{
+    static const char fn[] = "mf_asd_run";
+    const int n = s->comm->size, me = s->comm->rank;
+    int64_t *whole[2] = {NULL, NULL}, nnz = 0;
+    double mean = 0.0;
+    st = mf_ranks_check_part(ctx, fn, M, st);
+    MF_TRY(mf_ranks_whole_lines(ctx, fn, M, st, whole, NULL, &mean, &nnz));
+    for (int w = 0; w < 2; w++) {
+        s->shares.bounds[w] = malloc(((size_t)n + 1) * sizeof *s->shares.bounds[w]);
+        if (!s->shares.bounds[w] && st == MF_OK)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    }
+    if (st == MF_OK && nnz == 0) /* the same on every rank */
+        st = mf_fail(ctx, MF_ERR_INVALID_DATA, "%s: the matrix has no observed entries", fn);
+    if (st == MF_OK) {
+        mf_partition_rows(whole[0], M->rows, n, 1, s->shares.bounds[0]);
+        mf_partition_rows(whole[1], M->cols, n, 1, s->shares.bounds[1]);
+        s->lo = (int32_t)s->shares.bounds[0][me], s->hi = (int32_t)s->shares.bounds[0][me + 1];
+        s->clo = (int32_t)s->shares.bounds[1][me], s->chi = (int32_t)s->shares.bounds[1][me + 1];
+    }
+    free(whole[0]);
+    free(whole[1]);
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    mf_sparse *rows = NULL, *test_rows = NULL;
+    if (st == MF_OK)
+        st = mf_ranks_gather_lines(ctx, fn, M, 0, s->shares.bounds[0], &rows);
+    if (st == MF_OK)
+        st = mf_ranks_gather_lines(ctx, fn, M, 1, s->shares.bounds[1], &s->cols);
+    const mf_sparse *test = s->o->test;
+    if (st == MF_OK && test && test->is_part)
+        st = mf_ranks_gather_lines(ctx, fn, test, 0, s->shares.bounds[0], &test_rows);
+    if (st == MF_OK)
+        st = rows_of(ctx, rows, s->lo, s->hi, &s->M);
+    if (st == MF_OK && test)
+        st = rows_of(ctx, test_rows ? test_rows : test, s->lo, s->hi, &s->test);
+    mf_sparse_destroy(rows);
+    mf_sparse_destroy(test_rows);
+    return st;
+}
+
 /* In a group: every rank's checks passed and they solve the same problem (shapes, options,
  * seed), or every rank fails; then each rank's rows of Ω (and of the test set). */
 static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sparse *M)
@@ -588,11 +644,13 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
                          o->init,
                          o->test != NULL,
                          o->rank_continuation};
-    MF_TRY(mf_ranks_agree_fit(ctx, "mf_asd_run", st, M, v, names, 10));
+    MF_TRY(mf_ranks_agree_fit_parts(ctx, "mf_asd_run", st, M, v, names, 10));
     s->comm = ctx->comm;
     int64_t any = o->progress != NULL;
     MF_TRY(s->comm->ops->max_i64(s->comm, ctx, &any, 1));
     s->any_progress = any != 0;
+    if (M->is_part)
+        return mf_ranks_agree(ctx, "mf_asd_run", split_shares(s, ctx, M, MF_OK), NULL, NULL, 0);
     /* The rows' shares (ASD needs no columns' shares, so no host transpose): balanced by
      * entries, plus one for a row's own work. */
     const int n = s->comm->size;

@@ -195,7 +195,7 @@ static mf_status agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_s
     if (st == MF_OK && R->is_part && !takes_parts)
         st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
                      "%s: the input is a rank's part of a split matrix (mf_sparse_set_part), "
-                     "which only mf_als_run and mf_sgd_hogwild_run take over a group yet",
+                     "which mf_ials_run does not take over a group yet",
                      fn);
     int64_t v[MF_RANKS_MAX_SAME] = {0};
     const char *all[MF_RANKS_MAX_SAME] = {

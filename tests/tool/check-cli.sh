@@ -653,6 +653,15 @@ if command -v mpirun >/dev/null; then
       fail "sgd --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
     cmp -s "$base/sw.u" "$base/ss.u" && cmp -s "$base/sw.v" "$base/ss.v" ||
       fail "mpirun -np 2 sgd --split-input: the factors are not the whole file's"
+    # so does complete: each rank gathers its rows and columns; X and Y are the whole file's
+    cpl=(complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10)
+    mpirun $over -np 2 "$mfact" "${cpl[@]}" --output-x "$base/cw.x" --output-y "$base/cw.y" \
+      >/dev/null 2>/tmp/mfact-cli-err.$$ || fail "complete under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    mpirun $over -np 2 "$mfact" "${cpl[@]}" --split-input --output-x "$base/cs.x" \
+      --output-y "$base/cs.y" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
+      fail "complete --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    cmp -s "$base/cw.x" "$base/cs.x" && cmp -s "$base/cw.y" "$base/cs.y" ||
+      fail "mpirun -np 2 complete --split-input: X and Y are not the whole file's"
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.
     rc=0
