@@ -93,15 +93,34 @@ static mf_status load_given(mf_ctx *ctx, const float *F, int64_t n, mf_memory wh
     return MF_OK;
 }
 
-/* |P(M)|^2 in double. */
+/* |P(M)|^2 in double, the same bits for any count of threads: blocks of entries, each
+ * summed in order by one thread, then added in order (a reduction adds the threads'
+ * partials in the order they finish). */
+#define ASD_NORM_BLOCK ((int64_t)1 << 16)
 static double observed_norm2(const mf_sparse *M, int threads)
 {
     if (!M->val)
         return (double)M->nnz;
+    const int64_t blocks = (M->nnz + ASD_NORM_BLOCK - 1) / ASD_NORM_BLOCK;
+    double *part = malloc(((size_t)blocks + 1) * sizeof *part);
+    if (!part) { /* one thread in order: the same bits, slower */
+        double s = 0.0;
+        for (int64_t p = 0; p < M->nnz; p++)
+            s += (double)M->val[p] * M->val[p];
+        return s;
+    }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (int64_t b = 0; b < blocks; b++) {
+        double s = 0.0;
+        const int64_t end = (b + 1) * ASD_NORM_BLOCK < M->nnz ? (b + 1) * ASD_NORM_BLOCK : M->nnz;
+        for (int64_t p = b * ASD_NORM_BLOCK; p < end; p++)
+            s += (double)M->val[p] * M->val[p];
+        part[b] = s;
+    }
     double s = 0.0;
-#pragma omp parallel for schedule(static) num_threads(threads) reduction(+ : s)
-    for (int64_t p = 0; p < M->nnz; p++)
-        s += (double)M->val[p] * M->val[p];
+    for (int64_t b = 0; b < blocks; b++)
+        s += part[b];
+    free(part);
     return s;
 }
 

@@ -43,6 +43,7 @@ typedef struct cpu_engine {
     float *X, *Y;             /* m x r, n x r                                       */
     float *G, *D;             /* the most lines of a side x r: gradient, direction  */
     double *A;                /* r x r: the Gram matrix, then its Cholesky factor   */
+    double *part;             /* a deterministic sum's blocks (sum_blocks)          */
     mf_comm *comm;            /* the context's group, or NULL                       */
     mf_status failed;         /* a collective step that failed                      */
     double norm2;             /* |P(M)|^2, for the random start's scale             */
@@ -94,23 +95,65 @@ static const float *other(const cpu_engine *e, int s)
     return s == 0 ? e->Y : e->X;
 }
 
-/* R = P(X Y^T - M) on side s's entries (the product a row's x times a column's y, the
- * same float on either side); returns |R|^2 over them. */
-static double residual(cpu_engine *e, int s)
+/* Lines per block of the engine's sums: each block is summed by one thread in line order and
+ * the blocks are added in order, so a sum's bits depend neither on the count of threads nor
+ * on their timing (OpenMP's reduction adds the threads' partials in the order they finish,
+ * and a dynamic schedule hands them other lines each time: the step lengths and |R|^2
+ * could differ in their last bits from run to run). */
+#define ASD_SUM_LINES 256
+
+static int32_t sum_blocks(int32_t lines)
+{
+    return (lines + ASD_SUM_LINES - 1) / ASD_SUM_LINES;
+}
+
+/* The end of block b of `lines` (in 64 bits: the last block may end near INT32_MAX). */
+static int32_t block_end(int32_t b, int32_t lines)
+{
+    const int64_t end = ((int64_t)b + 1) * ASD_SUM_LINES;
+    return end < lines ? (int32_t)end : lines;
+}
+
+/* The blocks' partial sums of `lines`, added in order. */
+static double blocks_total(const double *part, int32_t lines)
+{
+    double t = 0.0;
+    for (int32_t b = 0; b < sum_blocks(lines); b++)
+        t += part[b];
+    return t;
+}
+
+/* Over side s's entries, in the blocks of sum_blocks: the sum of d^2, d = x . y (the
+ * product a row's x times a column's y, the same float on either side) less the entry's
+ * value where `residual` (R = P(X Y^T - M), kept per entry), else the product alone. */
+static double entry_squares(cpu_engine *e, int s, int residual)
 {
     const lines_of *L = &e->by[s];
     const float *F = own(e, s), *O = other(e, s);
     const int r = e->r;
-    double sum = 0.0;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : sum)
-    for (int32_t i = 0; i < L->lines; i++)
-        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
-            const float *f = F + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
-            float d = (s == 0 ? dot(f, o, r) : dot(o, f, r)) - (L->val ? L->val[p] : 1.0f);
-            L->R[p] = d;
-            sum += (double)d * d;
-        }
-    return sum;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads)
+    for (int32_t b = 0; b < sum_blocks(L->lines); b++) {
+        double sum = 0.0;
+        const int32_t end = block_end(b, L->lines);
+        for (int32_t i = b * ASD_SUM_LINES; i < end; i++)
+            for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+                const float *f = F + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
+                float d = s == 0 ? dot(f, o, r) : dot(o, f, r);
+                if (residual) {
+                    d -= L->val ? L->val[p] : 1.0f;
+                    L->R[p] = d;
+                }
+                sum += (double)d * d;
+            }
+        e->part[b] = sum;
+    }
+    return blocks_total(e->part, L->lines);
+}
+
+/* R = P(X Y^T - M) on side s's entries; returns |R|^2 over them. */
+static double residual(cpu_engine *e, int s)
+{
+    return entry_squares(e, s, 1);
 }
 
 /* G = R F_other on side s's lines (line by line, its entries in order). */
@@ -215,17 +258,29 @@ static int half_step(cpu_engine *e, int s)
             fell_back = 1; /* singular (a rank-deficient factor): the plain direction */
     }
     /* The step's length: <dir, G> / |P(dir other^T)|^2 over the side's lines. */
-    double num = 0.0, den = 0.0;
-#pragma omp parallel for schedule(static) num_threads(e->threads) reduction(+ : num)
-    for (int64_t i = 0; i < (int64_t)L->lines * r; i++)
-        num += (double)dir[i] * e->G[i];
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : den)
-    for (int32_t i = 0; i < L->lines; i++)
-        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
-            const float *d = dir + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
-            const float v = s == 0 ? dot(d, o, r) : dot(o, d, r);
-            den += (double)v * v;
-        }
+    const int32_t blocks = sum_blocks(L->lines);
+#pragma omp parallel for schedule(static) num_threads(e->threads)
+    for (int32_t b = 0; b < blocks; b++) {
+        double sum = 0.0;
+        const int64_t end = (int64_t)block_end(b, L->lines) * r;
+        for (int64_t i = (int64_t)b * ASD_SUM_LINES * r; i < end; i++)
+            sum += (double)dir[i] * e->G[i];
+        e->part[b] = sum;
+    }
+    double num = blocks_total(e->part, L->lines);
+#pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads)
+    for (int32_t b = 0; b < blocks; b++) {
+        double sum = 0.0;
+        const int32_t end = block_end(b, L->lines);
+        for (int32_t i = b * ASD_SUM_LINES; i < end; i++)
+            for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
+                const float *d = dir + (int64_t)i * r, *o = O + (int64_t)L->idx[p] * r;
+                const float v = s == 0 ? dot(d, o, r) : dot(o, d, r);
+                sum += (double)v * v;
+            }
+        e->part[b] = sum;
+    }
+    double den = blocks_total(e->part, L->lines);
     /* Over the ranks; X's sums carry the ranks' reasons to stop (asd_internal.h), summed
      * before either factor moves. */
     double sums[2 + MF_ASD_WHY_COUNT] = {num, den};
@@ -261,17 +316,7 @@ static double random_draw(cpu_engine *e)
                            e->threads);
     mf_random_uniform_host(e->Y, (int64_t)e->n * e->r, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM,
                            e->threads);
-    const lines_of *L = &e->by[0];
-    const float *F = own(e, 0);
-    const int r = e->r;
-    double p2 = 0.0;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads) reduction(+ : p2)
-    for (int32_t i = 0; i < L->lines; i++)
-        for (int64_t p = L->ptr[i]; p < L->ptr[i + 1]; p++) {
-            double d = dot(F + (int64_t)i * r, e->Y + (int64_t)L->idx[p] * r, r);
-            p2 += d * d;
-        }
-    return p2;
+    return entry_squares(e, 0, 0);
 }
 
 /* Both factors times the square root of |P(M)| / |P(X Y^T)| (p2 over all rows), which the
@@ -344,6 +389,7 @@ static void cpu_destroy(mf_asd_engine *base)
     free(e->G);
     free(e->D);
     free(e->A);
+    free(e->part);
     free(e);
 }
 
@@ -405,7 +451,9 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->G = malloc(((size_t)lines * e->r + 1) * sizeof *e->G);
     e->D = malloc(((size_t)lines * e->r + 1) * sizeof *e->D);
     e->A = malloc((size_t)e->r * e->r * sizeof *e->A);
-    if (!ok || !e->by[0].R || !e->by[1].R || !e->X || !e->Y || !e->G || !e->D || !e->A) {
+    e->part = malloc(((size_t)sum_blocks(lines) + 1) * sizeof *e->part);
+    if (!ok || !e->by[0].R || !e->by[1].R || !e->X || !e->Y || !e->G || !e->D || !e->A ||
+        !e->part) {
         cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
     }
