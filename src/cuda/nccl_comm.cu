@@ -110,6 +110,7 @@ struct nccl_comm {
     // but when full); -1 events: not made (then nothing is timed).
     cudaEvent_t marks[2 * MF_NCCL_MARKS];
     int marks_made, mark_head, mark_count;
+    int mark_open; // a start recorded whose end is not: an end counts only after one
     double device_seconds;
 };
 
@@ -175,12 +176,17 @@ static void mark(nccl_comm *n, cudaStream_t stream, int begin)
         return;
     if (begin && n->mark_count == MF_NCCL_MARKS)
         marks_fold(n, 1);
+    if (!begin && !n->mark_open)
+        return;
     const int slot = (n->mark_head + n->mark_count) % MF_NCCL_MARKS;
+    n->mark_open = 0;
     if (cudaEventRecord(n->marks[2 * slot + (begin ? 0 : 1)], stream) != cudaSuccess) {
         (void)cudaGetLastError();
         return;
     }
-    if (!begin)
+    if (begin)
+        n->mark_open = 1;
+    else
         n->mark_count++;
 }
 
@@ -211,7 +217,6 @@ static mf_status gather_by_broadcasts(nccl_comm *n, mf_ctx *ctx, cudaStream_t st
     ncclResult_t end = loaded.group_end();
     NCCL_TRY(ctx, r);
     NCCL_TRY(ctx, end);
-    mark(n, stream, 0);
     return MF_OK;
 }
 
