@@ -283,6 +283,7 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     mf_ctx *ctx = s->run.ctx;
     const mf_sparse *P = f->R;
     int64_t nnz = 0;
+    st = mf_ranks_check_part(ctx, fn, P, st);
     if (st == MF_OK && zhou) {
         s->col_sum = calloc((size_t)P->cols + 1, sizeof(double));
         if (!s->col_sum)
@@ -320,8 +321,6 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     mf_status st =
         V0 ? MF_OK
            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V");
-    if (s->split)
-        st = mf_ranks_check_part(ctx, "mf_als_run", f->R, st);
     if (s->split)
         st = split_prepare(s, f, row_cost, zhou, st);
     if (st == MF_OK && o->init == MF_ALS_INIT_GIVEN)

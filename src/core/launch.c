@@ -354,9 +354,9 @@ mf_status mf_ctx_join_nccl_id(mf_ctx *ctx, const void *id, size_t bytes, int ran
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "%s: a CPU context joins its processes through MPI (mf_ctx_set_mpi_comm)",
                        fn);
-    MF_TRY(mf_nccl_comm_init_rank(ctx, (const unsigned char *)id, rank, size, &ctx->comm));
-    mf_comm_timed(ctx->comm);
-    return MF_OK;
+    mf_comm *made = NULL;
+    const mf_status st = mf_nccl_comm_init_rank(ctx, (const unsigned char *)id, rank, size, &made);
+    return mf_ranks_attach(ctx, st, made);
 }
 
 mf_status mf_launch_share_id(mf_ctx *ctx, const char *path, int rank, double timeout_seconds,
@@ -395,9 +395,9 @@ mf_status mf_ctx_join_launched(mf_ctx *ctx, const char *rendezvous, double timeo
     if (rank == 0)
         MF_TRY(mf_nccl_unique_id(ctx, id));
     MF_TRY(mf_launch_share_id(ctx, path, rank, timeout_seconds, id));
-    mf_status st = mf_nccl_comm_init_rank(ctx, id, rank, size, &ctx->comm);
-    if (st == MF_OK)
-        mf_comm_timed(ctx->comm);
+    mf_comm *made = NULL;
+    mf_status st = mf_nccl_comm_init_rank(ctx, id, rank, size, &made);
+    st = mf_ranks_attach(ctx, st, made);
     /* Every rank read the file before its ncclCommInitRank, which returns once all joined. */
     if (rank == 0)
         unlink(path);

@@ -18,6 +18,15 @@ int mf_ranks(const mf_ctx *ctx)
     return ctx && ctx->comm ? ctx->comm->size : 1;
 }
 
+mf_status mf_ranks_attach(mf_ctx *ctx, mf_status st, mf_comm *made)
+{
+    if (st == MF_OK) {
+        mf_comm_timed(made);
+        ctx->comm = made;
+    }
+    return st;
+}
+
 mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size)
 {
     MF_REQUIRE((mf_ctx *)ctx, ctx && rank && size, "mf_ctx_rank: ctx, rank and size must be set");
@@ -62,10 +71,8 @@ mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n)
         return mf_fail(ctxs[0], MF_ERR_OUT_OF_MEMORY, "mf_ctx_join_local: out of host memory");
     mf_status st = ctxs[0]->backend == MF_BACKEND_CUDA ? mf_nccl_comm_init_all(ctxs, n, ranks)
                                                        : mf_comm_local_create(ctxs[0], n, ranks);
-    for (int i = 0; st == MF_OK && i < n; i++) {
-        mf_comm_timed(ranks[i]);
-        ctxs[i]->comm = ranks[i];
-    }
+    for (int i = 0; st == MF_OK && i < n; i++)
+        mf_ranks_attach(ctxs[i], st, ranks[i]);
     free(ranks);
     return st;
 }
@@ -84,9 +91,9 @@ mf_status mf_ctx_set_nccl_comm(mf_ctx *ctx, void *nccl_comm)
                        "mf_ctx_set_nccl_comm: a CPU context cannot take an NCCL communicator "
                        "(mf_ctx_join_local groups CPU contexts)");
     MF_REQUIRE(ctx, !ctx->comm, "mf_ctx_set_nccl_comm: the context is already in a group");
-    MF_TRY(mf_nccl_comm_wrap(ctx, nccl_comm, &ctx->comm));
-    mf_comm_timed(ctx->comm);
-    return MF_OK;
+    mf_comm *made = NULL;
+    const mf_status st = mf_nccl_comm_wrap(ctx, nccl_comm, &made);
+    return mf_ranks_attach(ctx, st, made);
 }
 
 /* Collective over the caller's communicator (core/comm_mpi.h): the checks of ctx are this
@@ -113,11 +120,7 @@ mf_status mf_ctx_set_mpi_comm(mf_ctx *ctx, const void *mpi_comm)
         st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "%s: the context is already in a group", fn);
     mf_comm *made = NULL;
     st = mf_comm_mpi_join(ctx, fn, mpi_comm, st, &made);
-    if (st == MF_OK) {
-        mf_comm_timed(made);
-        ctx->comm = made;
-    }
-    return st;
+    return mf_ranks_attach(ctx, st, made);
 }
 
 /* The points of mf_ranks_agree_first: a failure's point and status and its rank's number

@@ -15,6 +15,11 @@ extern "C" {
 /* Ranks in ctx's group: 1 outside one. */
 int mf_ranks(const mf_ctx *ctx);
 
+/* ctx becomes a rank over `made` when st is MF_OK; returns st. Every way into a group goes
+ * through here, so that every group's collectives are timed (mf_comm_timed, for
+ * mf_ctx_group_stats). */
+mf_status mf_ranks_attach(mf_ctx *ctx, mf_status st, mf_comm *made);
+
 /* The group's costs so far on this rank (mf_group_stats' wait and exchange seconds; zeros
  * outside a group): a fit reads them around its iterations. */
 void mf_ranks_costs(const mf_ctx *ctx, double *wait, double *exchange);

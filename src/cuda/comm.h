@@ -79,7 +79,7 @@ struct mf_comm {
 };
 
 /* Put the timing table in front of c's ops (core/comm_timed.c; c NULL or already timed:
- * nothing). Every group a context joins goes through it. */
+ * nothing). Called by mf_ranks_attach (core/ranks.h), the one way into a group. */
 void mf_comm_timed(mf_comm *c);
 
 /* NCCL (nccl_comm.cu; libnccl.so.2 loaded with dlopen on first use, so that libmfact.so

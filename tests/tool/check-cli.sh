@@ -643,25 +643,23 @@ if command -v mpirun >/dev/null; then
       fail "mpirun -np 2 --split-input: the factors are not one process's"
     "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
       fail "--split-input outside a launcher is not the whole file"
-    # sgd takes parts too: each rank gathers its users' ratings, and with one worker a rank
-    # the fit is the whole file's over the same group, bit for bit
-    sgd=(sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1)
-    mpirun $over -np 2 "$mfact" "${sgd[@]}" --output-u "$base/sw.u" --output-v "$base/sw.v" \
-      >/dev/null 2>/tmp/mfact-cli-err.$$ || fail "sgd under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    mpirun $over -np 2 "$mfact" "${sgd[@]}" --split-input --output-u "$base/ss.u" \
-      --output-v "$base/ss.v" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
-      fail "sgd --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    cmp -s "$base/sw.u" "$base/ss.u" && cmp -s "$base/sw.v" "$base/ss.v" ||
-      fail "mpirun -np 2 sgd --split-input: the factors are not the whole file's"
-    # so does complete: each rank gathers its rows and columns; X and Y are the whole file's
-    cpl=(complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10)
-    mpirun $over -np 2 "$mfact" "${cpl[@]}" --output-x "$base/cw.x" --output-y "$base/cw.y" \
-      >/dev/null 2>/tmp/mfact-cli-err.$$ || fail "complete under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    mpirun $over -np 2 "$mfact" "${cpl[@]}" --split-input --output-x "$base/cs.x" \
-      --output-y "$base/cs.y" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
-      fail "complete --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    cmp -s "$base/cw.x" "$base/cs.x" && cmp -s "$base/cw.y" "$base/cs.y" ||
-      fail "mpirun -np 2 complete --split-input: X and Y are not the whole file's"
+    # sgd and complete take parts too (sgd: each rank gathers its users' ratings; complete:
+    # its rows and columns): over mpirun -np 2, --split-input writes the whole file's
+    # factors bit for bit (sgd with one worker a rank). split_equals A B CMD...: the two
+    # factor outputs (--output-A/-B) of CMD from the whole file and from split input.
+    split_equals() {
+      local a=$1 b=$2 how; shift 2
+      for how in whole split; do
+        local extra=(); [ "$how" = split ] && extra=(--split-input)
+        mpirun $over -np 2 "$mfact" "$@" "${extra[@]}" --output-$a "$base/$how.$a" \
+          --output-$b "$base/$how.$b" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
+          fail "$1 ${extra[*]} under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+      done
+      cmp -s "$base/whole.$a" "$base/split.$a" && cmp -s "$base/whole.$b" "$base/split.$b" ||
+        fail "mpirun -np 2 $1 --split-input: the factors are not the whole file's"
+    }
+    split_equals u v sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1
+    split_equals x y complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.
     rc=0
