@@ -70,6 +70,35 @@ void rk_ials_breakdown_check(const rk_job j[2])
     ck_assert_msg(strstr(j[1].error, "rank 0 of 2 failed"), "%s", j[1].error);
 }
 
+void rk_als_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2])
+{
+    /* lambda = 0 and user 0 with one rating at rank 3: its system is singular. */
+    int32_t r[] = {0, 1, 1, 1, 1, 2, 2, 2, 2}, c[] = {0, 0, 1, 2, 3, 0, 1, 2, 3};
+    float v[] = {5, 1, 2, 3, 4, 4, 3, 2, 1};
+    for (int i = 0; i < 2; i++) {
+        memset(&j[i], 0, sizeof j[i]);
+        j[i].ctx = ctxs[i];
+        ck_assert_int_eq(mf_sparse_from_coo(j[i].ctx, &j[i].R, 3, 4, 9, r, c, v, MF_MEMORY_HOST, 0),
+                         MF_OK);
+        mf_als_opts_init(&j[i].o);
+        j[i].o.rank = 3, j[i].o.iterations = 2, j[i].o.lambda = 0.0f, j[i].o.biases = 0;
+        j[i].o.solver = MF_ALS_SOLVER_EXACT;
+        j[i].U = calloc(3 * 3, sizeof(float));
+        j[i].V = calloc(4 * 3, sizeof(float));
+    }
+}
+
+void rk_als_breakdown_check(const rk_job j[2])
+{
+    for (int i = 0; i < 2; i++) {
+        ck_assert_int_eq(j[i].st, MF_ERR_NUMERIC);
+        ck_assert_msg(strstr(j[i].error, "user 0") || strstr(j[i].error, "of 2 failed"), "%s",
+                      j[i].error);
+    }
+    ck_assert_msg(strstr(j[0].error, "user 0") || strstr(j[1].error, "user 0"), "%s / %s",
+                  j[0].error, j[1].error);
+}
+
 double rk_max_rel_diff(const float *a, const float *b, int64_t n)
 {
     double d = 0.0, m = 0.0;

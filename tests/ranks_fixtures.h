@@ -53,6 +53,10 @@ void rk_ials_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
 /* After rk_run_als over them: both ranks failed, rank 0 naming user 0 and rank 1 rank 0
  * (its own failure came later, from rank 0's). */
 void rk_ials_breakdown_check(const rk_job j[2]);
+/* ALS over two ranks where user 0's system breaks down (lambda 0, one rating at rank 3):
+ * every rank fails with MF_ERR_NUMERIC, and one names the user. */
+void rk_als_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
+void rk_als_breakdown_check(const rk_job j[2]);
 
 /* The relative difference of two factors of n entries: max |a - b| over max |b|. */
 double rk_max_rel_diff(const float *a, const float *b, int64_t n);

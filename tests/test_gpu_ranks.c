@@ -291,26 +291,41 @@ START_TEST(gathers_in_chunks)
 }
 END_TEST
 
-/* A breakdown in one rank's share fails both ranks, the other naming the first (as
- * test_ranks' ials_first_failure_wins on the CPU, rk_ials_breakdown_jobs): a group reads
- * the breakdown words and agrees once an iteration, after both half steps. */
-START_TEST(ials_first_failure_wins)
+/* A breakdown over two devices: every rank fails, the first failure's message wins. */
+static void breakdown_over_two(const char *name, void (*jobs)(rk_job *, mf_ctx *const *),
+                               void (*check)(const rk_job *))
 {
     if (rk_device_count() < 2) {
-        printf("ials_first_failure_wins: needs 2 devices: skipped\n");
+        printf("%s: needs 2 devices: skipped\n", name);
         return;
     }
     mf_ctx *ctxs[2] = {rk_cuda_ctx(0), rk_cuda_ctx(1)};
     ck_assert(ctxs[0] && ctxs[1]);
     rk_job j[2];
-    rk_ials_breakdown_jobs(j, ctxs);
+    jobs(j, ctxs);
     const mf_status st = mf_ctx_join_local(ctxs, 2);
     if (!rk_nccl_missing(st, ctxs[0])) {
         ck_assert_msg(st == MF_OK, "%s", mf_ctx_last_error(ctxs[0]));
         rk_run_als(j, 2);
-        rk_ials_breakdown_check(j);
+        check(j);
     }
     rk_close_group(j, 2);
+}
+
+/* A breakdown in one rank's share fails both ranks, the other naming the first (as
+ * test_ranks' ials_first_failure_wins on the CPU, rk_ials_breakdown_jobs): a group reads
+ * the breakdown words and agrees once an iteration, after both half steps. */
+START_TEST(ials_first_failure_wins)
+{
+    breakdown_over_two("ials_first_failure_wins", rk_ials_breakdown_jobs, rk_ials_breakdown_check);
+}
+END_TEST
+
+/* ALS queues a whole iteration, exchanges included, before it waits: a breakdown found
+ * on one rank at the iteration's end still fails both, naming the user. */
+START_TEST(als_first_failure_wins)
+{
+    breakdown_over_two("als_first_failure_wins", rk_als_breakdown_jobs, rk_als_breakdown_check);
 }
 END_TEST
 
@@ -331,7 +346,8 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
-    const TTest *const tests[] = {one_rank_over_nccl, every_device, gathers_in_chunks,
-                                  ials_first_failure_wins, one_device_per_rank};
+    const TTest *const tests[] = {one_rank_over_nccl,     every_device,
+                                  gathers_in_chunks,      ials_first_failure_wins,
+                                  als_first_failure_wins, one_device_per_rank};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

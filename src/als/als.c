@@ -164,20 +164,45 @@ typedef struct run_state {
     double mean;
 } run_state;
 
-/* After a half step in a group: the ranks agree that every one of them solved its share,
- * then each share's factors (and biases) go to every rank. Outside a group: st. */
+/* After a half step in a group: each share's factors (and biases) go to every rank,
+ * whatever this rank's status st, so that every rank makes the same collective calls (a
+ * rank that failed sends what it has); the iteration's agreement then stops them all.
+ * Agreeing here instead cost a host round trip a half step, and drained every rank's queue
+ * twice an iteration. Outside a group: st. */
 static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
 {
     mf_ctx *ctx = s->run.ctx;
     if (mf_ranks(ctx) == 1)
         return st;
-    MF_TRY(mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0));
     void *factors;
     size_t row_bytes;
     float *biases;
     s->e->shared(s->e, side, &factors, &row_bytes, &biases);
-    return mf_shares_gather(ctx, &s->shares, side, NULL, factors, row_bytes, biases,
-                            sizeof *biases);
+    const mf_status gathered =
+        mf_shares_gather(ctx, &s->shares, side, NULL, factors, row_bytes, biases, sizeof *biases);
+    return st != MF_OK ? st : gathered;
+}
+
+/* One iteration queued (the half steps and, in a group, the exchanges after each), then
+ * settled: one wait for the device. *point: where the first failure came, in the order of
+ * the work (0, 1: the users' half step and exchange; 2, 3: the items'), for
+ * mf_ranks_agree_first: a rank that went on from another's garbage may fail later. */
+static mf_status one_iteration(run_state *s, double *gram, double *solve, int *point)
+{
+    mf_als_engine *e = s->e;
+    mf_status step[4];
+    step[0] = e->half_step(e, MF_ALS_USERS);
+    step[1] = exchange(s, MF_ALS_USERS, MF_OK);
+    step[2] = step[0] == MF_OK && step[1] == MF_OK ? e->half_step(e, MF_ALS_ITEMS) : MF_OK;
+    step[3] = exchange(s, MF_ALS_ITEMS, MF_OK);
+    mf_als_side broke = MF_ALS_USERS;
+    const mf_status settled = e->settle(e, gram, solve, &broke);
+    if (settled != MF_OK) /* a breakdown, found as the queue drained */
+        step[broke == MF_ALS_USERS ? 0 : 2] = settled;
+    for (*point = 0; *point < 4; ++*point)
+        if (step[*point] != MF_OK)
+            return step[*point];
+    return settled;
 }
 
 /* The RMSE over M's entries summed over the ranks: each rank's over its M (its users' shard,
@@ -221,15 +246,16 @@ static mf_status iterate(run_state *s, const fit_spec *f)
     mf_ranks_costs(s->run.ctx, &wait0, &exchange0);
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
         double t0 = mf_seconds();
-        st = exchange(s, MF_ALS_USERS, s->e->half_step(s->e, MF_ALS_USERS, &gram, &solve));
-        if (st == MF_OK)
-            st = exchange(s, MF_ALS_ITEMS, s->e->half_step(s->e, MF_ALS_ITEMS, &gram, &solve));
-        if (st != MF_OK)
-            break;
-        iter += mf_seconds() - t0;
-        done = it;
-        have_rmse = 0;
-        if (measure_each && f->final) {
+        int point = 0;
+        st = one_iteration(s, &gram, &solve, &point);
+        /* In a group: one rank's failure stops them all (the earliest in the work wins). */
+        st = mf_ranks_agree_first(s->run.ctx, "mf_als_run", st, point);
+        if (st == MF_OK) {
+            iter += mf_seconds() - t0;
+            done = it;
+            have_rmse = 0;
+        }
+        if (st == MF_OK && measure_each && f->final) {
             double w, x;
             mf_ranks_costs(s->run.ctx, &w, &x);
             measured_wait -= w, measured_exchange -= x;
@@ -241,10 +267,10 @@ static mf_status iterate(run_state *s, const fit_spec *f)
                 mf_progress p = {it, mf_run_seconds(&s->run), train, test};
                 st = mf_run_cancelled(&s->run, o->progress(o->progress_user, &p), "iteration", it);
             }
+            /* In a group (whose ranks may have a progress callback or not): one rank's
+             * failure or cancel stops them all, each keeping this step when it was a cancel. */
+            st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
         }
-        /* In a group (whose ranks may have a progress callback or not): one rank's failure
-         * or cancel stops them all, each keeping this step when it was a cancel. */
-        st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
     }
     mf_ranks_costs(s->run.ctx, &wait1, &exchange1);
     if (st == MF_OK && !have_rmse)

@@ -308,7 +308,7 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
                         e->tiles,
                         e->lambda,
                         X,
-                        (unsigned long long *)e->failed.ptr,
+                        (unsigned long long *)e->failed.ptr + (s == &e->side[MF_ALS_USERS] ? 0 : 1),
                         e->biases ? e->k : -1,
                         e->lambda_bias,
                         bias_out,
@@ -319,7 +319,57 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
                          e->cg_cap);
 }
 
-mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double *solve)
+/* Fold the finished batches' times, oldest first, into the engine's seconds; `wait`: wait
+ * for the oldest (the ring is full) or, with wait > 1, for every one (settle). */
+cudaError_t marks_fold(cuda_engine *e, int wait)
+{
+    while (e->mark_count > 0) {
+        cudaEvent_t *m = e->marks[e->mark_head];
+        cudaError_t err = wait ? cudaEventSynchronize(m[2]) : cudaEventQuery(m[2]);
+        if (err == cudaErrorNotReady)
+            return cudaSuccess;
+        float gram_ms = 0.0f, solve_ms = 0.0f;
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&gram_ms, m[0], m[1]);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&solve_ms, m[1], m[2]);
+        if (err != cudaSuccess)
+            return err;
+        e->gram_seconds += 1e-3 * gram_ms;
+        e->solve_seconds += 1e-3 * solve_ms;
+        e->mark_head = (e->mark_head + 1) % ALS_TIMING_MARKS;
+        e->mark_count--;
+        if (wait == 1)
+            wait = 0;
+    }
+    return cudaSuccess;
+}
+
+/* One batch, queued: its Gram kernel and its solver between three events of the ring. */
+cudaError_t queue_batch(cuda_engine *e, const side_plan *s, const float *F, int32_t r0, int32_t r1,
+                        int64_t s0, float *slots, float *X)
+{
+    cudaStream_t stream = e->ctx->link.cuda->stream;
+    cudaError_t err = e->mark_count == ALS_TIMING_MARKS ? marks_fold(e, 1) : cudaSuccess;
+    cudaEvent_t *m = e->marks[(e->mark_head + e->mark_count) % ALS_TIMING_MARKS];
+    const int64_t nseg = s->host_row_seg[r1] - s0;
+    if (err == cudaSuccess)
+        err = cudaEventRecord(m[0], stream);
+    if (err == cudaSuccess)
+        err = launch_gram(e, s, F, s0, nseg, slots);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(m[1], stream);
+    if (err == cudaSuccess)
+        err = launch_solve(e, s, r0, r1, s0, slots, X);
+    if (err == cudaSuccess)
+        err = cudaEventRecord(m[2], stream);
+    if (err == cudaSuccess)
+        e->mark_count++;
+    return err;
+}
+
+/* Queues the half step's batches; nothing here waits for the device (settle does). */
+mf_status half_step(mf_als_engine *base, mf_als_side which)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
@@ -328,6 +378,9 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
     side_plan *s = &e->side[which];
     const float *F = (const float *)(which == MF_ALS_USERS ? e->V.ptr : e->U.ptr);
     float *X = (float *)(which == MF_ALS_USERS ? e->U.ptr : e->V.ptr);
+    unsigned long long *failed = (unsigned long long *)e->failed.ptr + which;
+    /* All bits set: no breakdown yet (the solver keeps the minimum). */
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(failed, 0xff, sizeof *failed, stream));
     if (s->hi == s->lo)
         return MF_OK;
 
@@ -340,58 +393,47 @@ mf_status half_step(mf_als_engine *base, mf_als_side which, double *gram, double
                        max_slots, system_bytes(e), s->longest);
     const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
     size_t want = segments < max_slots ? segments : max_slots;
+    /* Freed in the stream's order (the pool): the next half step's batches reuse it. */
     mf_dbuf slots = {NULL, 0};
     MF_TRY(
         mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e), "ALS partial systems"));
-    /* All bits set: no breakdown yet (the solver keeps the minimum). */
     mf_status st = MF_OK;
-    cudaError_t set = cudaMemsetAsync(e->failed.ptr, 0xff, sizeof(unsigned long long), stream);
-    if (set != cudaSuccess)
-        st = mf_cuda_fail(ctx, set, "cudaMemsetAsync", __FILE__, __LINE__);
-
-    int32_t r0 = s->lo;
-    while (st == MF_OK && r0 < s->hi) {
+    for (int32_t r0 = s->lo; st == MF_OK && r0 < s->hi;) {
         /* The longest run of rows from r0 whose segments fit. */
-        int64_t s0 = s->host_row_seg[r0];
+        const int64_t s0 = s->host_row_seg[r0];
         int32_t r1 = r0;
         while (r1 < s->hi && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
             r1++;
-        int64_t nseg = s->host_row_seg[r1] - s0;
-        float gram_ms = 0.0f, solve_ms = 0.0f;
-        cudaError_t err = cudaEventRecord(e->ev[0], stream);
-        if (err == cudaSuccess)
-            err = launch_gram(e, s, F, s0, nseg, (float *)slots.ptr);
-        if (err == cudaSuccess)
-            err = cudaEventRecord(e->ev[1], stream);
-        if (err == cudaSuccess)
-            err = launch_solve(e, s, r0, r1, s0, (const float *)slots.ptr, X);
-        if (err == cudaSuccess)
-            err = cudaEventRecord(e->ev[2], stream);
-        if (err == cudaSuccess)
-            err = cudaEventSynchronize(e->ev[2]);
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&gram_ms, e->ev[0], e->ev[1]);
-        if (err == cudaSuccess)
-            err = cudaEventElapsedTime(&solve_ms, e->ev[1], e->ev[2]);
+        const cudaError_t err = queue_batch(e, s, F, r0, r1, s0, (float *)slots.ptr, X);
         if (err != cudaSuccess)
             st = mf_cuda_fail(ctx, err, "ALS half-step kernels", __FILE__, __LINE__);
-        *gram += 1e-3 * gram_ms;
-        *solve += 1e-3 * solve_ms;
         r0 = r1;
     }
     mf_dmem_free(ctx, &slots);
-    if (st != MF_OK)
-        return st;
-    unsigned long long failed = ULLONG_MAX;
-    MF_CUDA_TRY(ctx, cudaMemcpyAsync(&failed, e->failed.ptr, sizeof failed, cudaMemcpyDeviceToHost,
-                                     stream));
+    return st;
+}
+
+mf_status settle(mf_als_engine *base, double *gram, double *solve, mf_als_side *side)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(ctx->link.cuda->device);
+    cudaStream_t stream = ctx->link.cuda->stream;
+    unsigned long long failed[2] = {ULLONG_MAX, ULLONG_MAX};
+    MF_CUDA_TRY(
+        ctx, cudaMemcpyAsync(failed, e->failed.ptr, sizeof failed, cudaMemcpyDeviceToHost, stream));
     MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
-    if (failed != ULLONG_MAX)
-        return mf_fail(ctx, MF_ERR_NUMERIC,
-                       "mf_als_run: the system of %s %llu broke down at %s %llu (lambda * "
-                       "count too small for rank %d: not positive definite in float)",
-                       which == MF_ALS_USERS ? "user" : "item", failed >> 32,
-                       e->cg_steps > 0 ? "CG step" : "pivot", failed & 0xffffffffull, e->k);
+    MF_CUDA_TRY(ctx, marks_fold(e, 2));
+    *gram += e->gram_seconds;
+    *solve += e->solve_seconds;
+    e->gram_seconds = e->solve_seconds = 0.0;
+    for (int w = 0; w < 2; w++)
+        if (failed[w] != ULLONG_MAX && (*side = (mf_als_side)w, 1))
+            return mf_fail(ctx, MF_ERR_NUMERIC,
+                           "mf_als_run: the system of %s %llu broke down at %s %llu (lambda * "
+                           "count too small for rank %d: not positive definite in float)",
+                           w == MF_ALS_USERS ? "user" : "item", failed[w] >> 32,
+                           e->cg_steps > 0 ? "CG step" : "pivot", failed[w] & 0xffffffffull, e->k);
     return MF_OK;
 }
 
@@ -463,6 +505,10 @@ void destroy(mf_als_engine *base)
     for (int i = 0; i < 3; i++)
         if (e->ev[i])
             cudaEventDestroy(e->ev[i]);
+    for (int b = 0; b < ALS_TIMING_MARKS; b++)
+        for (int i = 0; i < 3; i++)
+            if (e->marks[b][i])
+                cudaEventDestroy(e->marks[b][i]);
     free(e);
 }
 
@@ -473,6 +519,9 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     cudaStream_t stream = ctx->link.cuda->stream;
     for (int i = 0; i < 3; i++)
         MF_CUDA_TRY(ctx, cudaEventCreate(&e->ev[i]));
+    for (int b = 0; b < ALS_TIMING_MARKS; b++)
+        for (int i = 0; i < 3; i++)
+            MF_CUDA_TRY(ctx, cudaEventCreate(&e->marks[b][i]));
     MF_CUDA_TRY(ctx, solver_allow_smem(e->kp, solver_smem(e)));
     if (e->cg_steps > 0)
         MF_CUDA_TRY(ctx, cg_grid_cap(e->kp, e->tiles, ctx->link.cuda->prop.multiProcessorCount,
@@ -507,7 +556,8 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
            vb = (size_t)R->cols * e->kp * sizeof(float);
     MF_TRY(mf_dmem_alloc(ctx, &e->U, ub, "ALS user factors"));
     MF_TRY(mf_dmem_alloc(ctx, &e->V, vb, "ALS item factors"));
-    MF_TRY(mf_dmem_alloc(ctx, &e->failed, sizeof(unsigned long long), "ALS breakdown flag"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->failed, 2 * sizeof(unsigned long long), "ALS breakdown flags"));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->failed.ptr, 0xff, e->failed.bytes, stream));
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->U.ptr, 0, ub, stream));
     if (e->biases) {
         MF_TRY(mf_dmem_alloc(ctx, &e->bu, (size_t)R->rows * sizeof(float) + 4, "ALS user biases"));
@@ -547,6 +597,7 @@ mf_status mf_cuda_als_engine(const mf_als_setup *s, mf_als_engine **out)
     if (!e)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory");
     e->base.half_step = half_step;
+    e->base.settle = settle;
     e->base.rmse = engine_rmse;
     e->base.finish = finish;
     e->base.shared = shared;

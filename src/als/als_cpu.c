@@ -22,6 +22,7 @@ typedef struct cpu_engine {
     float *U, *V;         /* working copies, leading dimension k */
     float *bu, *bi;       /* biases (biased model only) */
     int32_t lo[2], hi[2]; /* the rows of each side this rank solves */
+    double solve_seconds; /* since the last settle */
 } cpu_engine;
 
 /* Solve rows [lo, hi) of one side (this rank's share): X[r] from F, the other side, through CSR
@@ -122,7 +123,7 @@ static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t
     return MF_OK;
 }
 
-static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gram, double *solve)
+static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side)
 {
     cpu_engine *e = (cpu_engine *)base;
     const mf_sparse *Ru = e->part[MF_ALS_USERS], *Ri = e->part[MF_ALS_ITEMS];
@@ -135,10 +136,19 @@ static mf_status cpu_half_step(mf_als_engine *base, mf_als_side side, double *gr
     else
         st = solve_rows(e, e->lo[side], e->hi[side], Ri->transpose.ptr, Ri->transpose.idx,
                         Ri->transpose.val, e->U, e->bu, e->V, bi, "item");
-    /* Building and solving are interleaved per row here: all of it counts as solving. */
-    (void)gram;
-    *solve += mf_seconds() - t0;
+    e->solve_seconds += mf_seconds() - t0;
     return st;
+}
+
+/* Nothing is queued here (a breakdown was returned by the half step). Building and solving
+ * are interleaved per row: all of it counts as solving. */
+static mf_status cpu_settle(mf_als_engine *base, double *gram, double *solve, mf_als_side *side)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    (void)gram, (void)side;
+    *solve += e->solve_seconds;
+    e->solve_seconds = 0.0;
+    return MF_OK;
 }
 
 static mf_status cpu_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
@@ -209,7 +219,8 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
                        "working factors (%d + %d rows of %d)",
                        s->R->rows, s->R->cols, s->k);
     }
-    e->base = (mf_als_engine){cpu_half_step, cpu_rmse, cpu_finish, cpu_shared, cpu_destroy};
+    e->base =
+        (mf_als_engine){cpu_half_step, cpu_settle, cpu_rmse, cpu_finish, cpu_shared, cpu_destroy};
     for (int w = 0; w < 2; w++)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx;

@@ -13,6 +13,10 @@
 namespace mf_als_gpu
 {
 
+/* Batches whose timing events may be pending at once (a half step of Netflix's users on one
+ * GPU has 6 batches; of Hugewiki's on 4 GPUs, about 140). */
+#define ALS_TIMING_MARKS 64
+
 /* A Gram kernel and how it is launched. */
 struct gram_launch {
     void (*kernel)(als_gram_args);
@@ -53,8 +57,16 @@ struct cuda_engine {
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */
     side_plan side[2];
+    /* Per side, the first breakdown of its last half step (row << 32 | step), all bits set
+     * for none: read back at settle. */
     mf_dbuf failed;
-    cudaEvent_t ev[3];
+    cudaEvent_t ev[3]; /* the bench hooks' timing */
+    /* The batches' events (before the Gram kernel, between it and the solver, after),
+     * read once done: a ring of ALS_TIMING_MARKS batches, the oldest waited for only when
+     * it is full. */
+    cudaEvent_t marks[ALS_TIMING_MARKS][3];
+    int mark_head, mark_count;
+    double gram_seconds, solve_seconds; /* read since the last settle */
 };
 
 /* The padded order of a rank-k system (room for the augmented row) and its tile count. */

@@ -22,9 +22,16 @@ typedef enum mf_als_side { MF_ALS_USERS = 0, MF_ALS_ITEMS = 1 } mf_als_side;
 
 typedef struct mf_als_engine mf_als_engine;
 struct mf_als_engine {
-    /* Solve every row of `side` against the other side's current factors. The seconds
-     * spent building the systems and solving them are added to *gram and *solve. */
-    mf_status (*half_step)(mf_als_engine *e, mf_als_side side, double *gram, double *solve);
+    /* Solve every row of `side` against the other side's current factors. The CUDA
+     * engine only queues the work (a breakdown shows at settle); a failure returned here
+     * is one of the host (memory, a launch). */
+    mf_status (*half_step)(mf_als_engine *e, mf_als_side side);
+    /* Wait for the queued half steps: MF_ERR_NUMERIC where a system broke down (users
+     * first; *side says which), and the seconds spent building the systems and solving
+     * them since the last settle added to *gram and *solve. One host wait an iteration,
+     * not one a batch: a group's ranks then queue a whole iteration, exchanges included,
+     * without draining. */
+    mf_status (*settle)(mf_als_engine *e, double *gram, double *solve, mf_als_side *side);
     /* RMSE of the current factors over the stored entries of R (users x items). */
     mf_status (*rmse)(mf_als_engine *e, const mf_sparse *R, double *rmse);
     /* Copy the working factors into the caller's U and V (leading dimension ld >= k, the
