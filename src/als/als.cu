@@ -393,10 +393,13 @@ mf_status half_step(mf_als_engine *base, mf_als_side which)
                        max_slots, system_bytes(e), s->longest);
     const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
     size_t want = segments < max_slots ? segments : max_slots;
-    /* Freed in the stream's order (the pool): the next half step's batches reuse it. */
-    mf_dbuf slots = {NULL, 0};
-    MF_TRY(
-        mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e), "ALS partial systems"));
+    /* The engine's own (setup), or taken for this half step under a context limit. */
+    mf_dbuf slots = e->slots;
+    if (!slots.ptr)
+        MF_TRY(mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
+                             "ALS partial systems"));
+    else if (want > e->slots.bytes / system_bytes(e))
+        want = e->slots.bytes / system_bytes(e);
     mf_status st = MF_OK;
     for (int32_t r0 = s->lo; st == MF_OK && r0 < s->hi;) {
         /* The longest run of rows from r0 whose segments fit. */
@@ -409,7 +412,8 @@ mf_status half_step(mf_als_engine *base, mf_als_side which)
             st = mf_cuda_fail(ctx, err, "ALS half-step kernels", __FILE__, __LINE__);
         r0 = r1;
     }
-    mf_dmem_free(ctx, &slots);
+    if (slots.ptr != e->slots.ptr)
+        mf_dmem_free(ctx, &slots);
     return st;
 }
 
@@ -502,6 +506,7 @@ void destroy(mf_als_engine *base)
     mf_dmem_free(ctx, &e->bu);
     mf_dmem_free(ctx, &e->bi);
     mf_dmem_free(ctx, &e->failed);
+    mf_dmem_free(ctx, &e->slots);
     for (int i = 0; i < 3; i++)
         if (e->ev[i])
             cudaEventDestroy(e->ev[i]);
@@ -510,6 +515,28 @@ void destroy(mf_als_engine *base)
             if (e->marks[b][i])
                 cudaEventDestroy(e->marks[b][i]);
     free(e);
+}
+
+/* Without a context limit the engine holds the larger side's batch of partial systems for
+ * its life: taking 2 GB from the pool every half step cost 1.1 ms of host time on an H200
+ * (the device idle meanwhile), and 2-4 ms with four devices' threads in one process (the
+ * driver serializes it), which made every rank of a group late by turns. Under a limit the
+ * half steps take and give back their batch, leaving the room to the measurements. */
+mf_status own_slots(cuda_engine *e)
+{
+    if (e->ctx->dmem.limit)
+        return MF_OK;
+    size_t max_slots = 0, want = 0;
+    MF_TRY(batch_budget(e, &max_slots));
+    for (int w = 0; w < 2; w++) {
+        const side_plan *s = &e->side[w];
+        const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
+        const size_t side = segments < max_slots ? segments : max_slots;
+        want = side > want ? side : want;
+    }
+    return want > 0
+               ? mf_dmem_alloc(e->ctx, &e->slots, want * system_bytes(e), "ALS partial systems")
+               : MF_OK;
 }
 
 mf_status setup(cuda_engine *e, const mf_als_setup *s)
@@ -582,7 +609,7 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
         return mf_cuda_fail(ctx, err, "uploading the initial V", __FILE__, __LINE__);
     size_t total = 0;
     MF_CUDA_TRY(ctx, cudaMemGetInfo(&e->device_free, &total));
-    return MF_OK;
+    return own_slots(e);
 }
 
 } // namespace mf_als_gpu

@@ -57,6 +57,7 @@ struct cuda_engine {
     mf_dbuf U, V;   /* rows of kp floats, zero past k (biased: 1 at column k) */
     mf_dbuf bu, bi; /* the biases, rows and cols floats (biased model only) */
     side_plan side[2];
+    mf_dbuf slots; /* the batches' partial systems (own_slots; empty under a limit) */
     /* Per side, the first breakdown of its last half step (row << 32 | step), all bits set
      * for none: read back at settle. */
     mf_dbuf failed;
