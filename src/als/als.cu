@@ -368,6 +368,8 @@ cudaError_t queue_batch(cuda_engine *e, const side_plan *s, const float *F, int3
     return err;
 }
 
+mf_status own_slots(cuda_engine *e);
+
 /* Queues the half step's batches; nothing here waits for the device (settle does). */
 mf_status half_step(mf_als_engine *base, mf_als_side which)
 {
@@ -393,7 +395,9 @@ mf_status half_step(mf_als_engine *base, mf_als_side which)
                        max_slots, system_bytes(e), s->longest);
     const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
     size_t want = segments < max_slots ? segments : max_slots;
-    /* The engine's own (setup), or taken for this half step under a context limit. */
+    /* The engine's own (own_slots), or taken for this half step under a context limit. */
+    if (!e->slots.ptr)
+        MF_TRY(own_slots(e));
     mf_dbuf slots = e->slots;
     if (!slots.ptr)
         MF_TRY(mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
@@ -444,6 +448,9 @@ mf_status settle(mf_als_engine *base, double *gram, double *solve, mf_als_side *
 mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
+    /* The measurement's buffers take the batch's room (the peak stays a half step's); the
+     * next half step takes it back. */
+    mf_dmem_free(e->ctx, &e->slots);
     mf_bias_terms b = {e->mean, (const float *)e->bu.ptr, (const float *)e->bi.ptr};
     return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
                            (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL, MF_MEMORY_DEVICE,
