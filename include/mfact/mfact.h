@@ -743,7 +743,8 @@ typedef struct mf_als_report {
     size_t struct_size;       /* set by the caller: sizeof(mf_als_report)                   */
     int iterations;           /* completed                                                  */
     double seconds;           /* the whole call: setup, iterations, final RMSEs             */
-    double iteration_seconds; /* the iterations alone (per-iteration RMSEs excluded)        */
+    double iteration_seconds; /* the iterations alone (per-iteration RMSEs excluded; in a   */
+                              /* group, each iteration's closing agreement included)        */
     double gram_seconds;      /* of which building the Gram matrices and right-hand sides   */
     double solve_seconds;     /* of which the batched solves                                */
     double train_rmse;        /* after the last completed iteration                         */
@@ -755,9 +756,10 @@ typedef struct mf_als_report {
     double validation_rmse; /* with opts.tune: the chosen candidate's; else NaN           */
     mf_als_solver solver;   /* the final fit's: EXACT or CG (AUTO resolved)               */
     /* Since 0.5, in a group (zeros alone): of the final fit's iterations (the per-iteration
-     * RMSEs excluded), this rank's host time in the agreements after each half step, which
-     * includes waiting for the slowest rank, and the time of the factor exchanges
-     * (mf_group_stats has the same over the context's life). */
+     * RMSEs excluded), this rank's host time in the agreement that closes each iteration,
+     * which includes waiting for the slowest rank, and the device time of the factor
+     * exchanges, waiting for the other ranks to join them included (mf_group_stats has the
+     * same over the context's life). */
     double group_wait_seconds;
     double group_exchange_seconds;
 } mf_als_report;
