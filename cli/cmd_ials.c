@@ -130,6 +130,18 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     const ials_args *a = args;
     const bool to_stdout = !strcmp(a->cmd, "recommend") && !a->out_rec;
     FILE *log = stderr; /* progress on stderr, as every command's: stdout is the results' */
+    /* Split input (--split-input under a launcher): the fit gathers what each rank solves,
+     * but the ranking and the lists leave out each user's training items, all of which no
+     * rank holds. */
+    if (mf_sparse_is_part(train) == 1 && cli_launched_size() > 1 &&
+        (test || !strcmp(a->cmd, "recommend"))) {
+        cli_error(a->cmd,
+                  "--split-input fits the factors alone (--output-u, --output-v, "
+                  "--save-model): %s leave out every training interaction of a user, "
+                  "which no rank holds; measure or recommend from the saved model",
+                  test ? "the ranking metrics" : "the recommendations");
+        return CLI_FAILED;
+    }
     int32_t users, items;
     mf_sparse_shape(train, &users, &items, NULL);
     const int k = (int)a->rank;

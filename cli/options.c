@@ -299,7 +299,8 @@ cli_group cli_common_group(cli_common *c, cli_opt out[CLI_COMMON_OPTS])
                      "started by a launcher (mpirun, torchrun): each of N ranks "
                      "keeps every N-th entry of FILE and the fit gathers what "
                      "each rank solves, so no rank holds all of FILE (als, sgd, "
-                     "complete; the test set is split the same way)"),
+                     "complete, whose test set is split the same way; ials, "
+                     "without a test set)"),
         CLI_OPT_FLAG("--help", &c->help, "this text (also -h)"),
     };
     _Static_assert(CLI_COUNT(t) <= CLI_COMMON_OPTS, "CLI_COMMON_OPTS is too small");

@@ -144,3 +144,22 @@ int rk_nccl_missing(mf_status st, mf_ctx *ctx)
     printf("NCCL not usable, test skipped: %s\n", mf_ctx_last_error(ctx));
     return 1;
 }
+
+void rk_keep_part(rk_job *j, int i, int n, int32_t rows, int32_t cols)
+{
+    int64_t nnz = 0, kept = 0;
+    ck_assert_int_eq(mf_sparse_shape(j->R, NULL, NULL, &nnz), MF_OK);
+    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val);
+    ck_assert(row && col && val);
+    ck_assert_int_eq(mf_sparse_get_coo(j->R, row, col, val, MF_MEMORY_HOST), MF_OK);
+    for (int64_t p = 0; p < nnz; p++)
+        if ((int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)n) == i)
+            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
+    mf_sparse_destroy(j->R);
+    ck_assert_int_eq(
+        mf_sparse_from_coo(j->ctx, &j->R, rows, cols, kept, row, col, val, MF_MEMORY_HOST, 0),
+        MF_OK);
+    ck_assert_int_eq(mf_sparse_set_part(j->R, 1), MF_OK);
+    free(row), free(col), free(val);
+}

@@ -58,6 +58,11 @@ void rk_ials_breakdown_check(const rk_job j[2]);
 void rk_als_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
 void rk_als_breakdown_check(const rk_job j[2]);
 
+/* Rank i of n keeps its part of j's ratings (a rows x cols matrix), marked as a part of a
+ * split matrix (mf_sparse_set_part): the entries whose scrambled position falls to it, never
+ * whole lines. */
+void rk_keep_part(rk_job *j, int i, int n, int32_t rows, int32_t cols);
+
 /* The relative difference of two factors of n entries: max |a - b| over max |b|. */
 double rk_max_rel_diff(const float *a, const float *b, int64_t n);
 

@@ -122,33 +122,56 @@ static void check_sgd_group(int n)
     free(V1);
 }
 
-/* Implicit ALS over n ranks: one context's factors, bit for bit (CG and exact at rank 64;
- * CG in half precision with log confidence at rank 100, 128 wide: 10 tiles a chunk). The
- * ranks form even shares of the Gram matrices' chunks (1024 rows each: the users' 4, the
- * items' 1, so that most ranks form none of the items') and add all of them in chunk
- * order, as one context does. */
-static void check_ials_group(int n)
+static int progress_ok(void *user, const mf_progress *p)
+{
+    (void)user, (void)p;
+    return 0;
+}
+
+/* Implicit ALS's case c of IALS_CASES as a group's prototype job: CG and exact at rank 64;
+ * CG in half precision with log confidence at rank 100, 128 wide: 10 tiles a chunk. Its
+ * fit on one context (device 0, with a progress callback, so that the loss is computed)
+ * into U1 and V1 (host, the caller's to free); returns the loss. */
+enum { IALS_CASES = 3 };
+static double ials_case(int c, rk_job *proto, float **U1, float **V1)
 {
     static const struct {
         int solver, rank, fp16, log;
-    } cases[] = {{MF_ALS_SOLVER_CG, 64, 0, 0},
-                 {MF_ALS_SOLVER_EXACT, 64, 0, 0},
-                 {MF_ALS_SOLVER_CG, 100, 1, 1}};
-    for (int c = 0; c < 3; c++) {
-        rk_job proto = {0};
-        proto.ials = 1;
-        mf_ials_opts_init(&proto.io);
-        proto.io.rank = cases[c].rank, proto.io.iterations = 3, proto.io.solver = cases[c].solver;
-        proto.io.fp16 = cases[c].fp16;
-        proto.io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+    } cases[IALS_CASES] = {{MF_ALS_SOLVER_CG, 64, 0, 0},
+                           {MF_ALS_SOLVER_EXACT, 64, 0, 0},
+                           {MF_ALS_SOLVER_CG, 100, 1, 1}};
+    *proto = (rk_job){0};
+    proto->ials = 1;
+    mf_ials_opts_init(&proto->io);
+    proto->io.rank = cases[c].rank, proto->io.iterations = 3, proto->io.solver = cases[c].solver;
+    proto->io.fp16 = cases[c].fp16;
+    proto->io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+    mf_ctx *one = rk_cuda_ctx(0);
+    ck_assert_ptr_nonnull(one);
+    mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
+    *U1 = malloc((size_t)USERS * proto->io.rank * sizeof(float));
+    *V1 = malloc((size_t)ITEMS * proto->io.rank * sizeof(float));
+    mf_ials_opts o1 = proto->io;
+    o1.progress = progress_ok;
+    mf_ials_report r1 = {.struct_size = sizeof r1};
+    ck_assert_int_eq(mf_ials_run(one, R1, &o1, *U1, *V1, MF_MEMORY_HOST, &r1), MF_OK);
+    ck_assert(isfinite(r1.loss));
+    mf_sparse_destroy(R1);
+    mf_ctx_destroy(one);
+    return r1.loss;
+}
+
+/* Implicit ALS over n ranks: one context's factors, bit for bit. The ranks form even shares
+ * of the Gram matrices' chunks (1024 rows each: the users' 4, the items' 1, so that most
+ * ranks form none of the items') and add all of them in chunk order, as one context does. */
+static void check_ials_group(int n)
+{
+    for (int c = 0; c < IALS_CASES; c++) {
+        rk_job proto;
+        float *U1, *V1;
+        ials_case(c, &proto, &U1, &V1);
         const size_t ub = (size_t)USERS * proto.io.rank * sizeof(float),
                      vb = (size_t)ITEMS * proto.io.rank * sizeof(float);
-        mf_ctx *one = rk_cuda_ctx(0);
-        mf_sparse *R1 = ax_ratings(one, USERS, ITEMS, 0.03, 9, NULL, NULL);
-        float *U1 = malloc(ub), *V1 = malloc(vb);
-        ck_assert_int_eq(mf_ials_run(one, R1, &proto.io, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
-        mf_sparse_destroy(R1);
-        mf_ctx_destroy(one);
         rk_job jobs[8];
         const int run = open_group(jobs, n, &proto, proto.io.rank);
         if (run) {
@@ -245,6 +268,52 @@ static void check_asd_group(int n)
             return;
     }
 }
+
+/* Implicit ALS over 2 devices from input split over the ranks: each rank gathers its users'
+ * rows and its items' columns and its engine holds those shards alone; U, V and the loss
+ * (collective: only rank 0 has a progress callback) are one context's bit for bit, as the
+ * whole input's group gives them. */
+START_TEST(ials_split_input_over_two)
+{
+    if (rk_device_count() < 2) {
+        printf("ials_split_input_over_two: needs 2 devices: skipped\n");
+        return;
+    }
+    for (int c = 0; c < IALS_CASES; c++) {
+        rk_job proto;
+        float *U1, *V1;
+        const double loss1 = ials_case(c, &proto, &U1, &V1);
+        const size_t ub = (size_t)USERS * proto.io.rank * sizeof(float),
+                     vb = (size_t)ITEMS * proto.io.rank * sizeof(float);
+        for (int split = 0; split < 2; split++) {
+            rk_job jobs[2];
+            if (!open_group(jobs, 2, &proto, proto.io.rank)) {
+                free(U1), free(V1);
+                return;
+            }
+            jobs[0].io.progress = progress_ok;
+            for (int i = 0; i < 2 && split; i++)
+                rk_keep_part(&jobs[i], i, 2, USERS, ITEMS);
+            rk_run_als(jobs, 2);
+            for (int i = 0; i < 2; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "split %d, rank %d: %s", split, i,
+                              jobs[i].error);
+                ck_assert_msg(!memcmp(jobs[i].U, U1, ub) && !memcmp(jobs[i].V, V1, vb),
+                              "case %d, split %d: rank %d differs from one context", c, split, i);
+                ck_assert_msg(jobs[i].irep.loss == loss1,
+                              "case %d, split %d: rank %d's loss %.17g, one context's %.17g", c,
+                              split, i, jobs[i].irep.loss, loss1);
+            }
+            printf("implicit ALS over 2 ranks, case %d, %s input: one context's factors and "
+                   "loss %.9g; peak device bytes %zu, %zu\n",
+                   c, split ? "split" : "whole", loss1, jobs[0].irep.peak_device_bytes,
+                   jobs[1].irep.peak_device_bytes);
+            rk_close_group(jobs, 2);
+        }
+        free(U1), free(V1);
+    }
+}
+END_TEST
 
 START_TEST(one_rank_over_nccl)
 {
@@ -346,8 +415,9 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
-    const TTest *const tests[] = {one_rank_over_nccl,     every_device,
-                                  gathers_in_chunks,      ials_first_failure_wins,
-                                  als_first_failure_wins, one_device_per_rank};
+    const TTest *const tests[] = {one_rank_over_nccl,       every_device,
+                                  gathers_in_chunks,        ials_first_failure_wins,
+                                  als_first_failure_wins,   one_device_per_rank,
+                                  ials_split_input_over_two};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -467,21 +467,7 @@ END_TEST
  * part, the entries whose scrambled position falls to it, never whole lines. */
 static void keep_my_part(rk_job *j)
 {
-    int64_t nnz = 0, kept = 0;
-    ck_assert_int_eq(mf_sparse_shape(j->R, NULL, NULL, &nnz), MF_OK);
-    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
-    float *val = malloc((size_t)nnz * sizeof *val);
-    ck_assert(row && col && val);
-    ck_assert_int_eq(mf_sparse_get_coo(j->R, row, col, val, MF_MEMORY_HOST), MF_OK);
-    for (int64_t p = 0; p < nnz; p++)
-        if ((int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)world_size) == world_rank)
-            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
-    mf_sparse_destroy(j->R);
-    ck_assert_int_eq(
-        mf_sparse_from_coo(j->ctx, &j->R, USERS, ITEMS, kept, row, col, val, MF_MEMORY_HOST, 0),
-        MF_OK);
-    ck_assert_int_eq(mf_sparse_set_part(j->R, 1), MF_OK);
-    free(row), free(col), free(val);
+    rk_keep_part(j, world_rank, world_size, USERS, ITEMS);
 }
 
 /* The entries travel to their owners over MPI. Integral ratings: the sums over the ranks
@@ -565,6 +551,56 @@ START_TEST(asd_split_input_equals_whole_input)
     for (int split = 0; split < 2; split++) {
         job_free(&j[split]);
         mf_ctx_destroy(j[split].ctx);
+    }
+    check_expectations();
+}
+END_TEST
+
+static int ials_progress_ok(void *user, const mf_progress *p)
+{
+    (void)user, (void)p;
+    return 0;
+}
+
+/* Implicit ALS over the processes from their parts: each gathers its users' rows and its
+ * items' columns over MPI, and the fit is the whole input's, one context's, bit for bit.
+ * Only rank 0 has a progress callback: the loss is collective (each rank its users' terms,
+ * summed over the ranks) and every rank reports one context's. */
+START_TEST(ials_split_input_equals_whole_input)
+{
+    static const int solvers[] = {MF_ALS_SOLVER_CG, MF_ALS_SOLVER_EXACT};
+    for (int t = 0; t < 2; t++) {
+        mf_ials_opts io;
+        mf_ials_opts_init(&io);
+        io.rank = 8, io.iterations = 3, io.solver = solvers[t];
+        rk_job one, j[2];
+        job_init(&one, cpu_ctx(42, 0), io.rank, 0);
+        one.ials = 1, one.io = io;
+        one.io.progress = ials_progress_ok;
+        rk_run_job(&one);
+        ck_assert_msg(one.st == MF_OK && isfinite(one.irep.loss), "%s", one.error);
+        for (int split = 0; split < 2; split++) {
+            job_init(&j[split], mpi_ctx(MPI_COMM_WORLD, 42, 0), io.rank, 0);
+            j[split].ials = 1, j[split].io = io;
+            if (world_rank == 0)
+                j[split].io.progress = ials_progress_ok;
+            if (split)
+                keep_my_part(&j[split]);
+            rk_run_job(&j[split]);
+            expect(j[split].st == MF_OK, "solver %d, split %d: %s", t, split, j[split].error);
+            expect(!memcmp(j[split].U, one.U, (size_t)USERS * io.rank * sizeof(float)) &&
+                       !memcmp(j[split].V, one.V, (size_t)ITEMS * io.rank * sizeof(float)),
+                   "solver %d, split %d: the factors differ from one context's", t, split);
+            expect(j[split].irep.loss == one.irep.loss,
+                   "solver %d, split %d: loss %.17g, one context's %.17g", t, split,
+                   j[split].irep.loss, one.irep.loss);
+        }
+        for (int split = 0; split < 2; split++) {
+            job_free(&j[split]);
+            mf_ctx_destroy(j[split].ctx);
+        }
+        job_free(&one);
+        mf_ctx_destroy(one.ctx);
     }
     check_expectations();
 }
@@ -822,6 +858,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, sgd_split_input_equals_whole_input);
     tcase_add_test(tc, asd_split_input_equals_whole_input);
     tcase_add_test(tc, ials_equals_one_context);
+    tcase_add_test(tc, ials_split_input_equals_whole_input);
     tcase_add_test(tc, asd_matches_one_context_and_threads);
     tcase_add_test(tc, sgd_ranks_agree);
     tcase_add_test(tc, one_failure_fails_all);

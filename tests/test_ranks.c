@@ -202,14 +202,25 @@ static void make_split_group(rk_job *jobs, int n, const mf_als_opts *o, int over
     }
 }
 
-/* Parts that overlap (ALS, or SGD with so): every rank fails, and the one that found it
- * names the entry. */
-static void overlapping_parts_fail(const mf_als_opts *o, const mf_sgd_opts *so)
+/* jobs[0..n) become implicit ALS at o's rank (ials set; else ALS as they are). */
+static void maybe_ials(rk_job *jobs, int n, const mf_als_opts *o, int ials)
+{
+    for (int i = 0; ials && i < n; i++) {
+        jobs[i].ials = 1;
+        mf_ials_opts_init(&jobs[i].io);
+        jobs[i].io.rank = o->rank;
+    }
+}
+
+/* Parts that overlap (ALS, SGD with so, or iALS with ials set): every rank fails, and the
+ * one that found it names the entry. */
+static void overlapping_parts_fail(const mf_als_opts *o, const mf_sgd_opts *so, int ials)
 {
     rk_job jobs[3];
     make_split_group(jobs, 3, o, 5);
     for (int i = 0; so && i < 3; i++)
         jobs[i].sgd = 1, jobs[i].so = *so;
+    maybe_ials(jobs, 3, o, ials);
     rk_run_als(jobs, 3);
     int named = 0;
     for (int i = 0; i < 3; i++) {
@@ -218,6 +229,43 @@ static void overlapping_parts_fail(const mf_als_opts *o, const mf_sgd_opts *so)
     }
     ck_assert_int_ge(named, 1);
     rk_close_group(jobs, 3);
+}
+
+/* Bad parts (ALS, or iALS with ials set) fail every rank: parts that overlap, a part where
+ * the other rank gives the whole matrix, a file's part of 3 fitted by 2 ranks. */
+static void bad_parts_fail(const mf_als_opts *o, int ials)
+{
+    overlapping_parts_fail(o, NULL, ials);
+    rk_job jobs[3];
+    /* A part where the others give the whole matrix: the ranks disagree. */
+    make_group(jobs, 2, o, 5);
+    ck_assert_int_eq(mf_sparse_set_part(jobs[1].R, 1), MF_OK);
+    maybe_ials(jobs, 2, o, ials);
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[0].error, "split matrix") || strstr(jobs[1].error, "split matrix"),
+                  "%s / %s", jobs[0].error, jobs[1].error);
+    rk_close_group(jobs, 2);
+    /* A file read in 3 parts fitted by a group of 2: refused on every rank (entries would
+     * be missing), naming the parts. */
+    const char *path = tu_write_text(".txt", "0 0 5\n1 2 4\n2 1 3\n3 3 2\n0 3 1\n1 1 2\n");
+    make_group(jobs, 2, o, 5);
+    for (int i = 0; i < 2; i++) {
+        mf_sparse_destroy(jobs[i].R);
+        mf_read_opts ro;
+        mf_read_opts_init(&ro);
+        ro.format = MF_FORMAT_TRIPLETS, ro.rows = USERS, ro.cols = ITEMS;
+        ro.part_index = i, ro.part_count = 3;
+        ck_assert_int_eq(mf_sparse_read(jobs[i].ctx, &jobs[i].R, path, &ro), MF_OK);
+    }
+    maybe_ials(jobs, 2, o, ials);
+    rk_run_als(jobs, 2);
+    for (int i = 0; i < 2; i++)
+        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[0].error, "part 0 of 3") || strstr(jobs[1].error, "part 1 of 3"),
+                  "%s / %s", jobs[0].error, jobs[1].error);
+    rk_close_group(jobs, 2);
 }
 
 START_TEST(split_input_fits_the_whole_matrix)
@@ -251,47 +299,7 @@ START_TEST(split_input_fits_the_whole_matrix)
         }
         free(U1), free(V1);
     }
-    overlapping_parts_fail(&o, NULL);
-    rk_job jobs[3];
-    /* A part where the others give the whole matrix: the ranks disagree. */
-    make_group(jobs, 2, &o, 5);
-    ck_assert_int_eq(mf_sparse_set_part(jobs[1].R, 1), MF_OK);
-    rk_run_als(jobs, 2);
-    for (int i = 0; i < 2; i++)
-        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(jobs[0].error, "split matrix") || strstr(jobs[1].error, "split matrix"),
-                  "%s / %s", jobs[0].error, jobs[1].error);
-    rk_close_group(jobs, 2);
-    /* iALS takes no parts over a group yet. */
-    make_split_group(jobs, 2, &o, 0);
-    for (int i = 0; i < 2; i++) {
-        jobs[i].ials = 1;
-        mf_ials_opts_init(&jobs[i].io);
-        jobs[i].io.rank = o.rank;
-    }
-    rk_run_als(jobs, 2);
-    for (int i = 0; i < 2; i++)
-        ck_assert_int_eq(jobs[i].st, MF_ERR_UNSUPPORTED);
-    ck_assert_ptr_nonnull(strstr(jobs[0].error, "mf_sparse_set_part"));
-    rk_close_group(jobs, 2);
-    /* A file read in 3 parts fitted by a group of 2: refused on every rank (entries would
-     * be missing), naming the parts. */
-    const char *path = tu_write_text(".txt", "0 0 5\n1 2 4\n2 1 3\n3 3 2\n0 3 1\n1 1 2\n");
-    make_group(jobs, 2, &o, 5);
-    for (int i = 0; i < 2; i++) {
-        mf_sparse_destroy(jobs[i].R);
-        mf_read_opts ro;
-        mf_read_opts_init(&ro);
-        ro.format = MF_FORMAT_TRIPLETS, ro.rows = USERS, ro.cols = ITEMS;
-        ro.part_index = i, ro.part_count = 3;
-        ck_assert_int_eq(mf_sparse_read(jobs[i].ctx, &jobs[i].R, path, &ro), MF_OK);
-    }
-    rk_run_als(jobs, 2);
-    for (int i = 0; i < 2; i++)
-        ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_ARGUMENT);
-    ck_assert_msg(strstr(jobs[0].error, "part 0 of 3") || strstr(jobs[1].error, "part 1 of 3"),
-                  "%s / %s", jobs[0].error, jobs[1].error);
-    rk_close_group(jobs, 2);
+    bad_parts_fail(&o, 0);
     /* Bad arguments. */
     ck_assert_int_eq(mf_sparse_set_part(NULL, 1), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_sparse_is_part(NULL), -1);
@@ -341,7 +349,7 @@ START_TEST(sgd_split_input_fits_the_whole_matrix)
         rk_close_group(whole, n);
         rk_close_group(split, n);
     }
-    overlapping_parts_fail(&o, &so);
+    overlapping_parts_fail(&o, &so, 0);
 }
 END_TEST
 
@@ -449,6 +457,74 @@ START_TEST(ials_group_equals_one_context)
         free(U3);
         free(V3);
     }
+}
+END_TEST
+
+static int ials_progress_ok(void *user, const mf_progress *p)
+{
+    (void)user, (void)p;
+    return 0;
+}
+
+/* Implicit ALS from input split over the ranks: each rank gathers its users' rows and its
+ * items' columns from every rank's part, so its engine reads what the whole input's shards
+ * give it, and the fit (U, V and the loss) is the whole input's over the same group bit for
+ * bit, which is one context's. The loss is collective (each rank its users' terms, summed
+ * over the ranks): only rank 0 has a progress callback, and every rank reports the same
+ * loss, one context's. A bad part is refused on every rank. */
+START_TEST(ials_split_input_fits_the_whole_matrix)
+{
+    static const struct {
+        int solver, fp16, log;
+    } cases[] = {{MF_ALS_SOLVER_CG, 0, 0}, {MF_ALS_SOLVER_EXACT, 0, 0}, {MF_ALS_SOLVER_CG, 1, 1}};
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    for (int c = 0; c < 3; c++) {
+        mf_ials_opts io;
+        mf_ials_opts_init(&io);
+        io.rank = 8, io.iterations = 3, io.solver = cases[c].solver, io.fp16 = cases[c].fp16;
+        io.confidence = cases[c].log ? MF_IALS_CONFIDENCE_LOG : MF_IALS_CONFIDENCE_LINEAR;
+        o.rank = io.rank;
+        const size_t ub = (size_t)USERS * io.rank * sizeof(float),
+                     vb = (size_t)ITEMS * io.rank * sizeof(float);
+        float *U1 = malloc(ub), *V1 = malloc(vb);
+        mf_ials_report r1 = {.struct_size = sizeof r1};
+        mf_ials_opts one = io;
+        one.progress = ials_progress_ok;
+        mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+        mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+        ck_assert_int_eq(mf_ials_run(ctx, R, &one, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+        ck_assert(isfinite(r1.loss));
+        mf_sparse_destroy(R);
+        mf_ctx_destroy(ctx);
+        for (int n = 2; n <= 3; n++) {
+            rk_job whole[3], split[3];
+            make_group(whole, n, &o, 5);
+            make_split_group(split, n, &o, 0);
+            for (int i = 0; i < n; i++) {
+                whole[i].ials = split[i].ials = 1;
+                whole[i].io = split[i].io = i == 0 ? one : io;
+            }
+            rk_run_als(whole, n);
+            rk_run_als(split, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(split[i].st == MF_OK, "rank %d of %d: %s", i, n, split[i].error);
+                ck_assert_msg(whole[i].st == MF_OK, "rank %d of %d: %s", i, n, whole[i].error);
+                ck_assert_msg(!memcmp(split[i].U, whole[i].U, ub) && !memcmp(split[i].U, U1, ub),
+                              "case %d: rank %d of %d: U differs", c, i, n);
+                ck_assert_msg(!memcmp(split[i].V, whole[i].V, vb) && !memcmp(split[i].V, V1, vb),
+                              "case %d: rank %d of %d: V differs", c, i, n);
+                ck_assert_msg(split[i].irep.loss == r1.loss && whole[i].irep.loss == r1.loss,
+                              "case %d: rank %d of %d: loss %.17g / %.17g, one context's %.17g", c,
+                              i, n, split[i].irep.loss, whole[i].irep.loss, r1.loss);
+                ck_assert_int_eq(split[i].irep.iterations, io.iterations);
+            }
+            rk_close_group(whole, n);
+            rk_close_group(split, n);
+        }
+        free(U1), free(V1);
+    }
+    bad_parts_fail(&o, 1);
 }
 END_TEST
 
@@ -1093,6 +1169,7 @@ int main(void)
                                   sgd_split_input_fits_the_whole_matrix,
                                   ials_group_equals_one_context,
                                   ials_first_failure_wins,
+                                  ials_split_input_fits_the_whole_matrix,
                                   agree_first_failure_wins,
                                   asd_group_matches_one_context,
                                   asd_group_stops_together,

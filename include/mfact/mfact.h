@@ -278,13 +278,14 @@ MF_API void mf_sparse_destroy(mf_sparse *m);
  * no entry is in two parts (an overlap is an error of the fit, naming the entry), and the
  * parts all have values or are all patterns. The ranks need not split by rows or columns:
  * the fit moves each entry to the rank that solves its line, so no rank ever holds the whole
- * matrix. mf_als_run and (since 0.5) mf_sgd_hogwild_run and mf_asd_run take parts: their
- * results are the whole matrix's, to rounding (the mean, the norms and the train RMSE are
- * sums over the ranks; mf_sgd_hogwild_run gathers each rank's users' ratings, and its
- * report's rate counts the whole matrix's; mf_asd_run each rank's rows and columns, and
- * refuses the spectral start, which needs the whole matrix, with MF_ERR_UNSUPPORTED);
- * mf_ials_run refuses them over a group (MF_ERR_UNSUPPORTED). Outside a group a part is
- * simply the matrix. is_part 0 unmarks it. Since 0.4. */
+ * matrix. mf_als_run and (since 0.5) mf_sgd_hogwild_run, mf_asd_run and mf_ials_run take
+ * parts: their results are the whole matrix's, to rounding (the mean, the norms and the
+ * train RMSE are sums over the ranks; mf_sgd_hogwild_run gathers each rank's users' ratings,
+ * and its report's rate counts the whole matrix's; mf_asd_run each rank's rows and columns,
+ * and refuses the spectral start, which needs the whole matrix, with MF_ERR_UNSUPPORTED;
+ * mf_ials_run each rank's users' rows and items' columns, its factors and loss the whole
+ * matrix's bit for bit). Outside a group a part is simply the matrix. is_part 0 unmarks it.
+ * Since 0.4. */
 MF_API mf_status mf_sparse_set_part(mf_sparse *m, int is_part);
 /* 1 when m is marked a part, 0 when not, -1 for NULL. Since 0.4. */
 MF_API int mf_sparse_is_part(const mf_sparse *m);
@@ -1186,7 +1187,8 @@ typedef struct mf_ials_report {
     double seconds;           /* the whole call                                            */
     double iteration_seconds; /* the iterations alone                                      */
     double loss;              /* the objective over users x items pairs, after the last    */
-                              /* completed iteration (NaN: not computed, no progress fn)   */
+                              /* completed iteration (NaN: not computed, no progress fn;   */
+                              /* in a group computed on every rank when any rank has one)  */
     mf_als_solver solver;     /* EXACT or CG (AUTO resolved)                               */
     size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU          */
 } mf_ials_report;
@@ -1213,7 +1215,10 @@ MF_API void mf_ials_opts_init_sized(mf_ials_opts *opts, size_t size);
  * (lambda = 0): MF_ERR_NUMERIC naming the row; MF_ALS_SOLVER_EXACT on a CUDA context at a
  * rank whose system does not fit the device's shared memory (past 224 on Hopper, 199 on
  * the A100, 154 on sm_86/89): MF_ERR_UNSUPPORTED. A cancelled run hands over its last
- * completed iteration. */
+ * completed iteration. Collective over a group of contexts (below): each rank keeps only the
+ * interactions its rows' solves read (its users' rows, its items' columns), and takes input
+ * already split over the ranks (mf_sparse_set_part): the factors and the loss are one
+ * context's bit for bit either way, the loss the same on every rank. */
 MF_API mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
                              float *U, float *V, mf_memory where, mf_ials_report *report);
 
@@ -1307,10 +1312,10 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * and every rank returns the whole result. mf_als_run and mf_ials_run: each rank solves a
  * contiguous share of the rows, balanced by work, and the ranks exchange the solved
  * factors after every half step (the factors are one context's, bit for bit; over a group,
- * mf_ials_run needs the interactions to fit on each device). mf_sgd_hogwild_run: each rank
- * keeps a share of the users and blocks of items rotate between the ranks within an
- * epoch, so no factor row is written by two ranks at once. mf_asd_run: each rank takes a
- * share of the rows of the observed entries (and of X), Y and the step lengths are summed
+ * mf_ials_run needs each rank's share of the interactions to fit on its device).
+ * mf_sgd_hogwild_run: each rank keeps a share of the users and blocks of items rotate between the
+ * ranks within an epoch, so no factor row is written by two ranks at once. mf_asd_run: each rank
+ * takes a share of the rows of the observed entries (and of X), Y and the step lengths are summed
  * over the ranks; every rank returns the same X and Y, one context's up to the order of
  * the sums (every start and rank continuation included).
  * A collective call first checks that the ranks agree on shapes, options and seed

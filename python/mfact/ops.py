@@ -53,9 +53,9 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
     part=(index, count): this rank's part of the file for a fit over a group of `count`
     processes (Context(process_group=...) or Context.join): only the entries i (in file
     order) with i % count == index are kept, while the shape, index base and ids are the
-    whole file's. The matrix gets `part` = (index, count), and ALS, SGD and complete() fit
-    it as this rank's part of the whole (mf_sparse_set_part): no process holds all the
-    ratings (ImplicitALS refuses parts over a group)."""
+    whole file's. The matrix gets `part` = (index, count), and ALS, SGD, ImplicitALS and
+    complete() fit it as this rank's part of the whole (mf_sparse_set_part): no process
+    holds all the ratings."""
     ctx = resolve(ctx)
     if format not in _FORMATS:
         raise ValueError(f"mfact.read: format must be one of {sorted(_FORMATS)}, not {format!r}")

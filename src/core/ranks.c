@@ -186,20 +186,14 @@ int64_t mf_ranks_bits(float x)
     return b;
 }
 
-/* The agreement of a fit over R, which takes split input (mf_sparse_set_part) or not. */
-static mf_status agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
-                           const int64_t *opts, const char *const *names, int n, int takes_parts)
+mf_status mf_ranks_agree_fit_parts(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
+                                   const int64_t *opts, const char *const *names, int n)
 {
     if (mf_ranks(ctx) == 1)
         return st;
     enum { FIXED = 7 };
     if (n > MF_RANKS_MAX_SAME - FIXED)
         return mf_fail(ctx, MF_ERR_INTERNAL, "%s: %d options to agree on", fn, n);
-    if (st == MF_OK && R->is_part && !takes_parts)
-        st = mf_fail(ctx, MF_ERR_UNSUPPORTED,
-                     "%s: the input is a rank's part of a split matrix (mf_sparse_set_part), "
-                     "which mf_ials_run does not take over a group yet",
-                     fn);
     int64_t v[MF_RANKS_MAX_SAME] = {0};
     const char *all[MF_RANKS_MAX_SAME] = {
         "the input's rows", "the input's columns",
@@ -218,18 +212,6 @@ static mf_status agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_s
     all[5 + n] = "the context seed's high bits";
     all[6 + n] = "the context seed's low bits";
     return mf_ranks_agree(ctx, fn, st, v, all, n + FIXED);
-}
-
-mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
-                             const int64_t *opts, const char *const *names, int n)
-{
-    return agree_fit(ctx, fn, st, R, opts, names, n, 0);
-}
-
-mf_status mf_ranks_agree_fit_parts(mf_ctx *ctx, const char *fn, mf_status st, const mf_sparse *R,
-                                   const int64_t *opts, const char *const *names, int n)
-{
-    return agree_fit(ctx, fn, st, R, opts, names, n, 1);
 }
 
 void mf_partition_rows(const int64_t *ptr, int32_t rows, int parts, int64_t row_cost,

@@ -44,19 +44,16 @@ mf_status mf_ranks_agree(mf_ctx *ctx, const char *fn, mf_status st, const int64_
  * status and "fn: rank r failed". */
 mf_status mf_ranks_agree_first(mf_ctx *ctx, const char *fn, mf_status st, int point);
 
-/* The agreement a collective fit starts with (mf_ranks_agree): st, then the input's rows,
- * columns and count of entries, the n (<= MF_RANKS_MAX_SAME - 7) option values opts named
- * by names, and the context seed. R is read only when st is MF_OK. A part of a split matrix
- * (mf_sparse_set_part) is refused. */
+/* The agreement a collective fit starts with (mf_ranks_agree): st, then the input's rows and
+ * columns, whether it is a part of a split matrix (mf_sparse_set_part: every rank's input a
+ * part or none), its count of entries (not compared for parts), whether it has values, the
+ * n (<= MF_RANKS_MAX_SAME - 7) option values opts named by names, and the context seed. R
+ * is read only when st is MF_OK. */
 struct mf_sparse;
-mf_status mf_ranks_agree_fit(mf_ctx *ctx, const char *fn, mf_status st, const struct mf_sparse *R,
-                             const int64_t *opts, const char *const *names, int n);
-/* The same for a fit that takes split input (mf_sparse_set_part; mf_ranks_agree_fit refuses
- * it over a group): every rank's input a part or none, the count of entries not compared. */
 mf_status mf_ranks_agree_fit_parts(mf_ctx *ctx, const char *fn, mf_status st,
                                    const struct mf_sparse *R, const int64_t *opts,
                                    const char *const *names, int n);
-/* A float option as the integer of its bits, for mf_ranks_agree_fit. */
+/* A float option as the integer of its bits, for mf_ranks_agree_fit_parts. */
 int64_t mf_ranks_bits(float x);
 
 /* Contiguous shares of rows [0, rows) for `parts` ranks: rank p takes [bounds[p],

@@ -196,11 +196,41 @@ static mf_status group_iteration(mf_ctx *ctx, mf_ials_engine *e, const group_ste
     return st;
 }
 
+/* The loss (mfact.h's, per pair) of the current factors. In a group (collective: every rank
+ * calls it at the same point, after an agreement) each rank forms its users' terms (it
+ * holds only their interactions) and the terms are summed over the ranks: each user's
+ * comes from the one rank that has it, the others add zeros, so every rank then adds one
+ * context's terms in one context's order (loss_total): one context's loss, bit for bit,
+ * on every rank. */
+static mf_status loss_of(mf_ctx *ctx, mf_ials_engine *e, const mf_shares *sh, int32_t users,
+                         double *out)
+{
+    static const char fn[] = "mf_ials_run";
+    double *row = calloc((size_t)users + 1, sizeof *row), items = 0.0;
+    mf_status st = row ? e->loss_terms(e, row + sh->lo[MF_IALS_USERS], &items)
+                       : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    if (mf_ranks(ctx) > 1) {
+        st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+        if (st == MF_OK)
+            st = mf_ranks_sum_host(ctx, fn, row, (size_t)users, 1);
+    }
+    if (st == MF_OK)
+        *out = e->loss_total(e, row, items);
+    free(row);
+    return st;
+}
+
+/* The iterations. In a group the loss is collective: every rank computes it after each
+ * iteration when any rank has a progress callback (*measure, which the caller reads for the
+ * final loss). */
 static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, const group_step *g,
-                         mf_ials_report *rep)
+                         int32_t users, int64_t *measure, mf_ials_report *rep)
 {
     mf_ctx *ctx = run->ctx;
     const int group = mf_ranks(ctx) > 1;
+    *measure = o->progress != NULL;
+    if (group)
+        MF_TRY(ctx->comm->ops->max_i64(ctx->comm, ctx, measure, 1));
     mf_status st = MF_OK;
     double iter = 0.0;
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
@@ -208,6 +238,8 @@ static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, 
         int phase = 0;
         if (group) {
             st = group_iteration(ctx, e, g, &phase);
+            /* One rank's failure stops them all (the earliest in the work wins). */
+            st = mf_ranks_agree_first(ctx, "mf_ials_run", st, phase);
         } else {
             st = half_step(e, MF_IALS_USERS);
             if (st == MF_OK)
@@ -217,21 +249,53 @@ static mf_status iterate(mf_run *run, mf_ials_engine *e, const mf_ials_opts *o, 
             iter += mf_seconds() - t0;
             rep->iterations = it;
         }
-        if (st == MF_OK && o->progress) {
-            phase = 2;
-            st = e->loss(e, &rep->loss);
-            if (st == MF_OK) {
+        if (st == MF_OK && *measure) {
+            st = loss_of(ctx, e, g->sh, users, &rep->loss);
+            if (st == MF_OK && o->progress) {
                 mf_progress p = {it, mf_run_seconds(run), rep->loss, NAN};
                 st = mf_run_cancelled(run, o->progress(o->progress_user, &p), "iteration", it);
             }
+            /* In a group (whose ranks may have a progress callback or not): one rank's
+             * failure or cancel stops them all, each keeping this iteration when it was a
+             * cancel. */
+            if (group)
+                st = mf_ranks_agree(ctx, "mf_ials_run", st, NULL, NULL, 0);
         }
-        /* In a group (whose ranks may have a progress callback or not): the one agreement
-         * of the iteration. One rank's failure or cancel stops them all, each keeping this
-         * iteration when it was a cancel. */
-        if (group)
-            st = mf_ranks_agree_first(ctx, "mf_ials_run", st, phase);
     }
     rep->iteration_seconds = iter;
+    return st;
+}
+
+/* A group's shares of the rows and this rank's shards of the interactions (part[0]: its
+ * users' rows, part[1]: its items' columns), so that a rank holds its share of the
+ * interactions, not all of them. From split input (collective: every rank calls it with its
+ * status so far) the shares come from the whole matrix's lines summed over the ranks, the
+ * shards gathered from every rank's part: no rank ever holds the whole matrix, and the
+ * shards are those a whole R gives. Outside a group: the whole sides, no shards. */
+static mf_status share(mf_ctx *ctx, mf_sparse *R, int64_t row_cost, mf_status st, mf_shares *sh,
+                       mf_sparse *part[2])
+{
+    static const char fn[] = "mf_ials_run";
+    const int group = mf_ranks(ctx) > 1;
+    if (!group || !R->is_part) {
+        if (st == MF_OK)
+            st = mf_shares_make(ctx, fn, R, row_cost, sh);
+        for (int w = 0; w < 2 && st == MF_OK && group; w++)
+            st = mf_sparse_block(ctx, R, w, sh->lo[w], sh->hi[w], fn, &part[w]);
+        return st;
+    }
+    int64_t *whole[2] = {NULL, NULL}, nnz = 0;
+    double mean = 0.0;
+    st = mf_ranks_check_part(ctx, fn, R, st);
+    MF_TRY(mf_ranks_whole_lines(ctx, fn, R, st, whole, NULL, &mean, &nnz));
+    const int64_t *const ptr[2] = {whole[0], whole[1]};
+    const int32_t lines[2] = {R->rows, R->cols};
+    st = mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, sh);
+    free(whole[0]);
+    free(whole[1]);
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    for (int w = 0; w < 2 && st == MF_OK; w++)
+        st = mf_ranks_gather_lines(ctx, fn, R, w, sh->bounds[w], &part[w]);
     return st;
 }
 
@@ -250,7 +314,7 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->cg_steps,
                          o->fp16,
                          o->init};
-    return mf_ranks_agree_fit(ctx, "mf_ials_run", st, R, v, names, 10);
+    return mf_ranks_agree_fit_parts(ctx, "mf_ials_run", st, R, v, names, 10);
 }
 
 mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
@@ -295,10 +359,10 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     rep.solver = cg > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     mf_ials_setup setup = setup_of(ctx, fn, R, &o, cg, U0, V0);
     mf_shares sh = {{NULL, NULL}, {0, 0}, {0, 0}};
-    if (st == MF_OK)
-        st = mf_shares_make(ctx, fn, R, mf_shares_solve_cost(k, cg), &sh);
+    mf_sparse *part[2] = {NULL, NULL};
+    st = share(ctx, R, mf_shares_solve_cost(k, cg), st, &sh, part);
     for (int w = 0; w < 2; w++)
-        setup.lo[w] = sh.lo[w], setup.hi[w] = sh.hi[w];
+        setup.lo[w] = sh.lo[w], setup.hi[w] = sh.hi[w], setup.part[w] = part[w];
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
@@ -313,15 +377,19 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
         e = NULL;
     }
     if (st == MF_OK) {
-        st = iterate(&run, e, &o, &g, &rep);
-        if (mf_run_has_result(st) && isnan(rep.loss) && o.progress)
-            st = mf_run_then(st, e->loss(e, &rep.loss));
+        int64_t measure = 0;
+        st = iterate(&run, e, &o, &g, R->rows, &measure, &rep);
+        /* In a group every rank comes here alike: the status and the loss so far agreed. */
+        if (mf_run_has_result(st) && isnan(rep.loss) && measure)
+            st = mf_run_then(st, loss_of(ctx, e, &sh, R->rows, &rep.loss));
         if (mf_run_has_result(st))
             st = mf_run_then(st, e->finish(e, U, V, where));
         e->destroy(e);
     }
     free(g.chunk_bounds[0]);
     free(g.chunk_bounds[1]);
+    mf_sparse_destroy(part[0]);
+    mf_sparse_destroy(part[1]);
     mf_shares_free(&sh);
     rep.seconds = mf_run_seconds(&run);
     return mf_run_finish(&run, st, report, &rep, &rep.peak_device_bytes);

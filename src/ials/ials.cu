@@ -208,22 +208,46 @@ mf_status loss_part(cuda_engine *e, int32_t rows, const int64_t *ptr, const int3
     return MF_OK;
 }
 
-/* This rank's own: V's whole Gram here, every user and item. */
-mf_status engine_loss(mf_ials_engine *base, double *loss)
+/* V's whole Gram here; this engine's users' terms, each row's total (loss_rows with
+ * row_total) into `row`; the items' penalty as one launch's block sums. */
+mf_status engine_loss_terms(mf_ials_engine *base, double *row, double *items)
 {
     cuda_engine *e = (cuda_engine *)base;
-    mf_device_guard guard(mf_cuda_of(e->ctx)->device);
+    mf_ctx *ctx = e->ctx;
+    mf_device_guard guard(mf_cuda_of(ctx)->device);
     const side &u = e->by[0], &v = e->by[1];
     MF_TRY(gram_partials(e, MF_IALS_USERS, 0, e->chunks[1]));
     MF_TRY(gram_sum(e, MF_IALS_USERS));
-    double users = 0.0, items = 0.0;
-    if (e->z)
-        MF_TRY(stream_loss_users(e, &users));
-    else
-        MF_TRY(loss_part(e, u.rows, u.ptr, u.idx, u.val, e->F[0].ptr, &users));
-    MF_TRY(loss_part(e, v.rows, NULL, NULL, NULL, e->F[1].ptr, &items));
-    *loss = (users + items) / ((double)u.rows * (double)v.rows);
-    return MF_OK;
+    if (e->z) {
+        MF_TRY(stream_loss_users(e, row));
+    } else if (u.count > 0) {
+        /* The share's rows: the offsets index the side's whole arrays (engine_solve). */
+        const size_t xrow = (size_t)e->kp * fac_bytes(e);
+        double *total = (double *)e->partial.ptr;
+        MF_TRY(launch_loss(e, u.count, u.ptr + u.first, u.idx, u.val,
+                           (const unsigned char *)e->F[0].ptr + (size_t)u.first * xrow, total));
+        MF_CUDA_TRY(ctx, cudaMemcpyAsync(row, total, (size_t)u.count * sizeof *row,
+                                         cudaMemcpyDeviceToHost, mf_cuda_of(ctx)->stream));
+        MF_CUDA_TRY(ctx, cudaStreamSynchronize(mf_cuda_of(ctx)->stream));
+    }
+    return loss_part(e, v.rows, NULL, NULL, NULL, e->F[1].ptr, items);
+}
+
+/* The users' terms in blocks of 8 rows of the whole side (a block's missing rows add 0.0),
+ * the blocks in order, as loss_rows's block sums are added: the same bits whichever rank
+ * formed each term. */
+double engine_loss_total(const mf_ials_engine *base, const double *row, double items)
+{
+    const cuda_engine *e = (const cuda_engine *)base;
+    const int32_t rows = e->by[0].rows;
+    double users = 0.0;
+    for (int32_t b = 0; b < rows; b += 8) {
+        double block = 0.0;
+        for (int32_t r = b; r < b + 8; r++)
+            block += r < rows ? row[r] : 0.0;
+        users += block;
+    }
+    return (users + items) / ((double)rows * (double)e->by[1].rows);
 }
 
 /* ---- the factors out, the end --------------------------------------------------------- */
@@ -392,7 +416,8 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
     e->base.gram = engine_gram;
     e->base.solve = engine_solve;
     e->base.check = engine_check;
-    e->base.loss = engine_loss;
+    e->base.loss_terms = engine_loss_terms;
+    e->base.loss_total = engine_loss_total;
     e->base.finish = engine_finish;
     e->base.shared = engine_shared;
     e->base.destroy = engine_destroy;

@@ -36,7 +36,8 @@ typedef struct cpu_engine {
     mf_ials_engine base;
     mf_ctx *ctx;
     const char *fn;
-    mf_sparse *R;
+    mf_sparse *R;     /* its shape */
+    mf_sparse *by[2]; /* what the users' and the items' half steps read (mf_ials_part) */
     int k;
     float lambda, alpha, epsilon;
     int log_confidence, cg_steps;
@@ -231,7 +232,7 @@ static int solve_cg(const cpu_engine *e, const int64_t *ptr, const int32_t *idx,
 static mf_status solve(mf_ials_engine *base, mf_ials_side side)
 {
     cpu_engine *e = (cpu_engine *)base;
-    mf_sparse *R = e->R;
+    mf_sparse *R = e->by[side];
     const int k = e->k;
     const int64_t *ptr;
     const int32_t *idx;
@@ -303,54 +304,60 @@ static mf_status check(mf_ials_engine *base, mf_ials_side *broke)
 
 /* sum_u x_u^T G_V x_u + sum over stored (c (1 - s)^2 - s^2) + lambda (|U|^2 + |V|^2),
  * s = x_u . v_i: the objective over all pairs, with the unstored pairs' sum of s^2 taken
- * from G_V. */
-static mf_status loss(mf_ials_engine *base, double *out)
+ * from G_V. Here each user's term of this engine's users and the items' penalty. */
+static mf_status loss_terms(mf_ials_engine *base, double *row, double *items)
 {
     cpu_engine *e = (cpu_engine *)base;
-    const mf_sparse *R = e->R;
+    const mf_sparse *R = e->by[MF_IALS_USERS];
     const int k = e->k;
+    const int32_t lo = e->lo[MF_IALS_USERS], hi = e->hi[MF_IALS_USERS];
     MF_TRY(gram(base, MF_IALS_USERS, 0, e->chunks[1]));
     gram_reduce(e, MF_IALS_USERS);
-    /* Each block of LOSS_BLOCK users summed alone, the blocks added in order: the same bits
-     * for any count of threads and any scheduling (a reduction would add the threads' sums
-     * in the order they finish, and a converged fit's loss could then seem to go up). */
-    enum { LOSS_BLOCK = 64 };
-    const int32_t blocks = (R->rows + LOSS_BLOCK - 1) / LOSS_BLOCK;
-    double *part = calloc((size_t)blocks + 1, sizeof *part);
-    if (!part)
-        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(e->ctx))
-    for (int32_t blk = 0; blk < blocks; blk++)
-        for (int32_t u = blk * LOSS_BLOCK; u < R->rows && u < (blk + 1) * LOSS_BLOCK; u++) {
-            const float *x = e->U + (int64_t)u * k;
-            double s = 0.0, reg = 0.0;
-            for (int a = 0; a < k; a++) {
-                double ga = 0.0;
-                for (int c = 0; c < k; c++)
-                    ga += e->G[(size_t)a * k + c] * x[c];
-                s += x[a] * ga;
-                reg += (double)x[a] * x[a];
-            }
-            for (int64_t p = R->row_ptr[u]; p < R->row_ptr[u + 1]; p++) {
-                const float *v = e->V + (int64_t)R->col[p] * k;
-                double d = 0.0;
-                for (int a = 0; a < k; a++)
-                    d += (double)x[a] * v[a];
-                const double c = 1.0 + mf_ials_weight(R->val ? R->val[p] : 1.0f, e->alpha,
-                                                      e->epsilon, e->log_confidence);
-                s += c * (1.0 - d) * (1.0 - d) - d * d;
-            }
-            part[blk] += s + e->lambda * reg;
+#pragma omp parallel for schedule(dynamic, 64) num_threads(mf_ctx_threads(e->ctx))
+    for (int32_t u = lo; u < hi; u++) {
+        const float *x = e->U + (int64_t)u * k;
+        double s = 0.0, reg = 0.0;
+        for (int a = 0; a < k; a++) {
+            double ga = 0.0;
+            for (int c = 0; c < k; c++)
+                ga += e->G[(size_t)a * k + c] * x[c];
+            s += x[a] * ga;
+            reg += (double)x[a] * x[a];
         }
-    double total = 0.0;
-    for (int32_t blk = 0; blk < blocks; blk++)
-        total += part[blk];
-    free(part);
+        for (int64_t p = R->row_ptr[u]; p < R->row_ptr[u + 1]; p++) {
+            const float *v = e->V + (int64_t)R->col[p] * k;
+            double d = 0.0;
+            for (int a = 0; a < k; a++)
+                d += (double)x[a] * v[a];
+            const double c = 1.0 + mf_ials_weight(R->val ? R->val[p] : 1.0f, e->alpha, e->epsilon,
+                                                  e->log_confidence);
+            s += c * (1.0 - d) * (1.0 - d) - d * d;
+        }
+        row[u - lo] = s + e->lambda * reg;
+    }
     double vreg = 0.0;
-    for (int64_t p = 0; p < (int64_t)R->cols * k; p++)
+    for (int64_t p = 0; p < (int64_t)e->R->cols * k; p++)
         vreg += (double)e->V[p] * e->V[p];
-    *out = (total + e->lambda * vreg) / ((double)R->rows * (double)R->cols);
+    *items = e->lambda * vreg;
     return MF_OK;
+}
+
+/* Each block of LOSS_BLOCK users summed alone, the blocks added in order: the same bits for
+ * any count of threads or ranks (a reduction would add the threads' sums in the order they
+ * finish, and a converged fit's loss could then seem to go up). */
+static double loss_total(const mf_ials_engine *base, const double *row, double items)
+{
+    const cpu_engine *e = (const cpu_engine *)base;
+    enum { LOSS_BLOCK = 64 };
+    const int32_t rows = e->R->rows;
+    double total = 0.0;
+    for (int32_t b = 0; b < rows; b += LOSS_BLOCK) {
+        double block = 0.0;
+        for (int32_t u = b; u < rows && u < b + LOSS_BLOCK; u++)
+            block += row[u];
+        total += block;
+    }
+    return (total + items) / ((double)rows * (double)e->R->cols);
 }
 
 /* Host or device memory: the engine also serves a CUDA context's fold-in past the device's
@@ -394,10 +401,13 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
     cpu_engine *e = calloc(1, sizeof *e);
     if (!e)
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", s->fn);
-    e->base = (mf_ials_engine){gram_parts, gram, solve, check, loss, finish, shared, destroy};
+    e->base = (mf_ials_engine){gram_parts, gram,   solve,  check,  loss_terms,
+                               loss_total, finish, shared, destroy};
     for (int w = 0; w < 2; w++)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
     e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;
+    for (int w = 0; w < 2; w++)
+        e->by[w] = mf_ials_part(s, w);
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence, e->cg_steps = s->cg_steps;
     const size_t nu = (size_t)s->R->rows * s->k, nv = (size_t)s->R->cols * s->k;

@@ -40,10 +40,12 @@ struct cuda_engine {
      * chunks[w]) holds its lower 32 x 32 tiles, tiles x 1024 floats, at c x tiles x 1024. */
     mf_dbuf G, part;
     int64_t chunks[2];
-    mf_dbuf R, P, AP, rs;    /* CG's vectors (the larger side's rows) */
-    mf_dbuf PA, PB;          /* CG's per-segment partial sums */
-    mf_dbuf failed, partial; /* breakdown words (one per side); the loss's block sums */
-    streamer *z;             /* non-NULL: the interactions stay on the host */
+    mf_dbuf R, P, AP, rs; /* CG's vectors (the larger side's rows) */
+    mf_dbuf PA, PB;       /* CG's per-segment partial sums */
+    /* The breakdown words (one per side); the loss's block sums or its users' terms (a
+     * double for each row of the larger side). */
+    mf_dbuf failed, partial;
+    streamer *z; /* non-NULL: the interactions stay on the host */
 };
 
 inline float *fp(const mf_dbuf &b)
@@ -86,7 +88,8 @@ struct rows_view {
 mf_status solve_rows(cuda_engine *e, mf_ials_side s, const void *F, const rows_view &v);
 /* The loss over `rows` users (offsets ptr; NULL: the penalty alone, X then V) of X against
  * V and the current G (V's): a sum per block of 8 rows into e->partial, or with row_total
- * (a streamed batch) each row's total there. Queued on the stream. */
+ * (the users' terms: ials.cu's share, a streamed batch) each row's total there. Queued on
+ * the stream. */
 mf_status launch_loss(cuda_engine *e, int32_t rows, const int64_t *ptr, const int32_t *idx,
                       const float *val, const void *X, double *row_total);
 /* The exact solver's shared memory for rank k on this device, or MF_ERR_UNSUPPORTED. */
@@ -115,8 +118,9 @@ mf_status stream_setup(cuda_engine *e, const mf_ials_setup *s, size_t common, si
 /* Every row of side s solved batch by batch with solve_rows: the resident arithmetic in
  * the resident order, so the same factors bit for bit. */
 mf_status stream_solve(cuda_engine *e, mf_ials_side s, const void *F);
-/* The users' part of the loss, batch by batch, summed as the resident launch sums it. */
-mf_status stream_loss_users(cuda_engine *e, double *out);
+/* Every user's term of the loss (row[0 .. users)), batch by batch (one context: every
+ * user is this engine's). */
+mf_status stream_loss_users(cuda_engine *e, double *row);
 /* Everything the streamed mode holds (e->z too); nothing when e->z is NULL. */
 void stream_release(cuda_engine *e);
 

@@ -36,7 +36,19 @@ typedef struct mf_ials_setup {
     /* The rows half_step solves, [lo[side], hi[side]) of each side: every row, or a rank's
      * share in a group (core/ranks.h). */
     int32_t lo[2], hi[2];
+    /* The interactions each side reads: part[MF_IALS_USERS] those of users [lo, hi) (its
+     * CSR), part[MF_IALS_ITEMS] those of items [lo, hi) (its transpose), each of R's shape
+     * and in R's order: a rank of a group holds its shards only (cut from R, or gathered
+     * from every rank's part of split input, where no rank holds R). NULL: R itself, whose
+     * shape alone is read then. */
+    mf_sparse *part[2];
 } mf_ials_setup;
+
+/* The matrix whose interactions side w reads (mf_ials_setup.part, else R). */
+static inline mf_sparse *mf_ials_part(const mf_ials_setup *s, int w)
+{
+    return s->part[w] ? s->part[w] : s->R;
+}
 
 typedef struct mf_ials_engine mf_ials_engine;
 /* A half step of `side` solves its rows against G = F^T F of the other side's factors F.
@@ -59,9 +71,15 @@ struct mf_ials_engine {
     /* The first breakdown of the solves since the last check, users before items; *broke:
      * the side it was on. */
     mf_status (*check)(mf_ials_engine *e, mf_ials_side *broke);
-    /* The objective (mfact.h's mf_ials_run) of the current factors, summed in double; this
-     * rank alone (it forms the whole Gram itself). */
-    mf_status (*loss)(mf_ials_engine *e, double *loss);
+    /* The objective's terms (mfact.h's mf_ials_run) of the current factors, in double,
+     * against V's Gram (formed here whole, as every rank holds all of V): each user of
+     * [lo[users], hi[users]) its x^T G x + lambda |x|^2 + its stored pairs' terms, into
+     * row[0 .. hi - lo); and *items, the items' penalty lambda |V|^2. */
+    mf_status (*loss_terms)(mf_ials_engine *e, double *row, double *items);
+    /* The objective per pair from every user's terms (row[0 .. users)) and the items'
+     * penalty, added in this engine's fixed order: so the ranks of a group, each with its
+     * users' terms and the others' gathered, all get one context's loss bit for bit. */
+    double (*loss_total)(const mf_ials_engine *e, const double *row, double items);
     /* The working factors into the caller's U and V (rows x k; either may be NULL), in
      * `where` memory. */
     mf_status (*finish)(mf_ials_engine *e, float *U, float *V, mf_memory where);

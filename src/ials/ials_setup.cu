@@ -119,7 +119,7 @@ size_t common_bytes(const cuda_engine *e, const mf_sparse *R)
     const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
     size_t b = ((size_t)R->rows * e->kp + 1) * eb + ((size_t)R->cols * e->kp + 1) * eb;
     b += kk * sizeof(float) + part_bytes(e) + 2 * sizeof(unsigned long long);
-    b += ((lines + 7) / 8 + 1) * sizeof(double);
+    b += (lines + 1) * sizeof(double);
     if (e->is_half)
         b += lines * (size_t)e->k * sizeof(float);
     return b;
@@ -133,46 +133,50 @@ int64_t count_segments(const int64_t *ptr, int32_t rows)
     return n;
 }
 
-/* The resident mode's peak: the CSR (unless the matrix holds it already) and the CSC, with
- * the device sort's scratch while the CSC is built (gone before the factors come), then
- * common_bytes and CG's vectors, segments and partial sums. Without a host transpose the
- * items' segments are bounded: a column past IALS_SEGMENT has at most n / IALS_SEGMENT + 1,
- * and at most nnz / (IALS_SEGMENT + 1) columns are past it. *inter: the two orientations. */
-size_t resident_bytes(const cuda_engine *e, const mf_sparse *R, size_t common, size_t *inter)
+/* The resident mode's peak: the users' CSR (of Ru, unless it holds it already) and the
+ * items' CSC (of Ri), with the device sort's scratch while the CSC is built (gone before the
+ * factors come), then common_bytes and CG's vectors, segments and partial sums. Ru and Ri
+ * are R itself, or a group's rank's shards (mf_ials_setup.part). Without a host transpose
+ * the items' segments are bounded: a column past IALS_SEGMENT has at most n / IALS_SEGMENT
+ * + 1, and at most nnz / (IALS_SEGMENT + 1) columns are past it. *inter: the two
+ * orientations. */
+size_t resident_bytes(const cuda_engine *e, const mf_sparse *Ru, const mf_sparse *Ri, size_t common,
+                      size_t *inter)
 {
-    const size_t n = (size_t)R->nnz, per = R->val ? 8 : 4;
-    const size_t csr = ((size_t)R->rows + 1) * 8 + n * per,
-                 csc = ((size_t)R->cols + 1) * 8 + n * per;
+    const size_t per = Ru->val ? 8 : 4;
+    const size_t csr = ((size_t)Ru->rows + 1) * 8 + (size_t)Ru->nnz * per,
+                 csc = ((size_t)Ri->cols + 1) * 8 + (size_t)Ri->nnz * per;
     *inter = csr + csc;
-    const size_t scratch = R->transpose.ptr ? 0 : mf_cuda_csr_transpose_scratch(R->nnz, R->cols);
+    const size_t scratch = Ri->transpose.ptr ? 0 : mf_cuda_csr_transpose_scratch(Ri->nnz, Ri->cols);
     size_t work = common;
     if (e->cg_steps > 0) {
-        const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
+        const size_t lines = (size_t)(Ru->rows > Ru->cols ? Ru->rows : Ru->cols);
         work += 3 * (lines * e->kp + 1) * sizeof(float) + (lines + 1) * sizeof(float);
-        const int64_t su = count_segments(R->row_ptr, R->rows);
+        const int64_t su = count_segments(Ru->row_ptr, Ru->rows);
         int64_t sv;
-        if (R->transpose.ptr) {
-            sv = count_segments(R->transpose.ptr, R->cols);
+        if (Ri->transpose.ptr) {
+            sv = count_segments(Ri->transpose.ptr, Ri->cols);
         } else {
-            const int64_t long_cols = R->nnz / (IALS_SEGMENT + 1);
-            sv = (R->nnz + IALS_SEGMENT - 1) / IALS_SEGMENT +
-                 (long_cols < R->cols ? long_cols : R->cols);
+            const int64_t long_cols = Ri->nnz / (IALS_SEGMENT + 1);
+            sv = (Ri->nnz + IALS_SEGMENT - 1) / IALS_SEGMENT +
+                 (long_cols < Ri->cols ? long_cols : Ri->cols);
         }
         work += ((size_t)su + 1 + (size_t)sv + 1) * (8 + 8 + 4) +
-                ((size_t)R->rows + 1 + (size_t)R->cols + 1) * 8;
+                ((size_t)Ru->rows + 1 + (size_t)Ri->cols + 1) * 8;
         work += 2 * (((size_t)(su > sv ? su : sv) * e->kp + 1) * sizeof(float));
     }
-    return (R->device.row_ptr.ptr ? 0 : csr) + csc + (scratch > work ? scratch : work);
+    return (Ru->device.row_ptr.ptr ? 0 : csr) + csc + (scratch > work ? scratch : work);
 }
 
 /* The resident mode: the interactions on the device in both orientations, as they were
- * before streaming existed. */
+ * before streaming existed: the users' CSR and the items' CSC, of R, or of a group's rank's
+ * shards (its users' rows, its items' columns: what its solves and its users' loss read). */
 mf_status setup_resident(cuda_engine *e, const mf_ials_setup *s)
 {
     mf_ctx *ctx = e->ctx;
-    mf_sparse *R = s->R;
-    MF_TRY(mf_sparse_device_csr(R, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
-    MF_TRY(mf_sparse_device_csc(R, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
+    mf_sparse *R = s->R, *Ru = mf_ials_part(s, MF_IALS_USERS), *Ri = mf_ials_part(s, MF_IALS_ITEMS);
+    MF_TRY(mf_sparse_device_csr(Ru, &e->by[0].ptr, &e->by[0].idx, &e->by[0].val));
+    MF_TRY(mf_sparse_device_csc(Ri, &e->by[1].ptr, &e->by[1].idx, &e->by[1].val));
     MF_TRY(alloc_common(e, s));
     const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
     if (e->cg_steps > 0) {
@@ -187,7 +191,7 @@ mf_status setup_resident(cuda_engine *e, const mf_ials_setup *s)
             return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
         mf_status st = mf_cuda_copy(ctx, cptr, e->by[1].ptr, ((size_t)R->cols + 1) * sizeof *cptr);
         if (st == MF_OK)
-            st = build_segments(e, &e->by[0], R->row_ptr);
+            st = build_segments(e, &e->by[0], Ru->row_ptr);
         if (st == MF_OK)
             st = build_segments(e, &e->by[1], cptr);
         free(cptr);
@@ -245,8 +249,7 @@ mf_status alloc_common(cuda_engine *e, const mf_ials_setup *s)
     MF_CUDA_TRY(ctx,
                 cudaMemsetAsync(e->failed.ptr, 0xff, e->failed.bytes, mf_cuda_of(ctx)->stream));
     const size_t lines = (size_t)(R->rows > R->cols ? R->rows : R->cols);
-    MF_TRY(mf_dmem_alloc(ctx, &e->partial, ((lines + 7) / 8 + 1) * sizeof(double),
-                         "iALS loss partials"));
+    MF_TRY(mf_dmem_alloc(ctx, &e->partial, (lines + 1) * sizeof(double), "iALS loss partials"));
     return MF_OK;
 }
 
@@ -287,8 +290,13 @@ mf_status engine_setup(cuda_engine *e, const mf_ials_setup *s)
     }
     const size_t usable = avail - avail / (limited ? 32 : 8);
     const size_t common = common_bytes(e, R);
+    /* A shard's CSC is uploaded from its host transpose (built on the device, it would
+     * first upload the shard's CSR, which nothing reads): so a rank's peak is its shards'. */
+    if (s->part[MF_IALS_ITEMS])
+        MF_TRY(mf_sparse_host_transpose(s->part[MF_IALS_ITEMS]));
     size_t inter = 0;
-    if (resident_bytes(e, R, common, &inter) <= usable)
+    if (resident_bytes(e, mf_ials_part(s, MF_IALS_USERS), mf_ials_part(s, MF_IALS_ITEMS), common,
+                       &inter) <= usable)
         return setup_resident(e, s);
     if (mf_ranks(ctx) > 1)
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,

@@ -272,51 +272,26 @@ mf_status stream_solve(cuda_engine *e, mf_ials_side s, const void *F)
     return stream_pass(e, s, solve);
 }
 
-/* The users' part of the loss from streamed batches: each row's total comes back and the
- * host adds them in blocks of 8 rows of the whole side, then the blocks in order, as
- * ials.cu's resident launch adds them: the same sum bit for bit. */
-mf_status stream_loss_users(cuda_engine *e, double *out)
+/* Every user's term of the loss from streamed batches: each batch's row totals come back
+ * into row[r0 .. r1), for the driver to add as it adds the resident launch's (loss_total). */
+mf_status stream_loss_users(cuda_engine *e, double *row)
 {
     mf_ctx *ctx = e->ctx;
     cudaStream_t stream = mf_cuda_of(ctx)->stream;
     const stream_side &sd = e->z->side[MF_IALS_USERS];
-    int32_t most = 0;
-    for (int b = 0; b < sd.nb; b++)
-        most = sd.b[b].r1 - sd.b[b].r0 > most ? sd.b[b].r1 - sd.b[b].r0 : most;
-    double *h = (double *)malloc(((size_t)most + 1) * sizeof *h);
-    if (!h)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
     const size_t xrow = (size_t)e->kp * fac_bytes(e);
-    double sum = 0.0, block = 0.0;
-    int64_t row = 0;
     auto part = [&](const batch &b, unsigned char *T) -> mf_status {
         const int32_t rows = b.r1 - b.r0;
         double *row_total = (double *)e->z->W.ptr;
         MF_TRY(launch_loss(e, rows, (const int64_t *)(T + b.l.ptr), (const int32_t *)(T + b.l.idx),
                            sd.val ? (const float *)(T + b.l.val) : NULL,
                            (const unsigned char *)e->F[0].ptr + (size_t)b.r0 * xrow, row_total));
-        MF_CUDA_TRY(ctx, cudaMemcpyAsync(h, row_total, (size_t)rows * sizeof *h,
+        MF_CUDA_TRY(ctx, cudaMemcpyAsync(row + b.r0, row_total, (size_t)rows * sizeof *row,
                                          cudaMemcpyDeviceToHost, stream));
         MF_CUDA_TRY(ctx, cudaStreamSynchronize(stream));
-        for (int32_t r = 0; r < rows; r++, row++) {
-            if (row % 8 == 0)
-                block = 0.0;
-            block += h[r];
-            if (row % 8 == 7)
-                sum += block;
-        }
         return MF_OK;
     };
-    mf_status st = stream_pass(e, MF_IALS_USERS, part);
-    free(h);
-    MF_TRY(st);
-    if (row % 8 != 0) { /* the last block's missing rows count 0.0, as in loss_rows */
-        for (int64_t w = row % 8; w < 8; w++)
-            block += 0.0;
-        sum += block;
-    }
-    *out = sum;
-    return MF_OK;
+    return stream_pass(e, MF_IALS_USERS, part);
 }
 
 mf_status stream_setup(cuda_engine *e, const mf_ials_setup *s, size_t common, size_t inter,

@@ -643,9 +643,9 @@ if command -v mpirun >/dev/null; then
       fail "mpirun -np 2 --split-input: the factors are not one process's"
     "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
       fail "--split-input outside a launcher is not the whole file"
-    # sgd and complete take parts too (sgd: each rank gathers its users' ratings; complete:
-    # its rows and columns): over mpirun -np 2, --split-input writes the whole file's
-    # factors bit for bit (sgd with one worker a rank). split_equals A B CMD...: the two
+    # sgd, complete and ials take parts too (sgd: each rank gathers its users' ratings;
+    # complete and ials: its rows and columns): over mpirun -np 2, --split-input writes the
+    # whole file's factors bit for bit (sgd with one worker a rank). split_equals A B CMD...: the two
     # factor outputs (--output-A/-B) of CMD from the whole file and from split input.
     split_equals() {
       local a=$1 b=$2 how; shift 2
@@ -660,6 +660,13 @@ if command -v mpirun >/dev/null; then
     }
     split_equals u v sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1
     split_equals x y complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10
+    split_equals u v ials --backend cpu "$base/train1.txt" --rank 4 --iterations 3
+    # ials's ranking metrics leave out each user's training items, which no rank holds all of.
+    mpirun $over -np 2 "$mfact" ials --backend cpu "$base/train1.txt" --rank 4 --iterations 1 \
+      --test-fraction 0.2 --split-input >/dev/null 2>/tmp/mfact-cli-err.$$ &&
+      fail "ials --split-input with a test set under mpirun -np 2 succeeded"
+    grep -q "fits the factors alone" /tmp/mfact-cli-err.$$ ||
+      fail "ials --split-input with a test set: $(cat /tmp/mfact-cli-err.$$)"
     # One rank failing alone (its input missing) ends the job with its message, never a
     # hang: the others wait inside a collective for it.
     rc=0
