@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "als_fixtures.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/ranks.h"
 #include "ranks_fixtures.h"
@@ -749,6 +750,16 @@ static int never_cancel(void *user, const mf_progress *p)
     return 0;
 }
 
+/* A callback that takes 0.1 s (a tool plotting from one rank). */
+static int slow_progress(void *user, const mf_progress *p)
+{
+    (void)user;
+    (void)p;
+    for (const double t0 = mf_seconds(); mf_seconds() - t0 < 0.1;) {
+    }
+    return 0;
+}
+
 START_TEST(one_cancel_stops_all)
 {
     mf_als_opts o;
@@ -766,14 +777,22 @@ START_TEST(one_cancel_stops_all)
     ck_assert(!memcmp(jobs[0].U, jobs[1].U, (size_t)USERS * o.rank * sizeof(float)));
     rk_close_group(jobs, 2);
 
-    /* A callback on some ranks only (a tool printing from rank 0): the same fit. */
+    /* A slow callback on some ranks only (a tool plotting from one rank): the same fit. The
+     * agreement after the callbacks waits for the slowest: that is the measurement's cost,
+     * which iteration_seconds and group_wait_seconds leave out. */
     make_group(jobs, 3, &o, 5);
-    jobs[1].o.progress = never_cancel;
+    jobs[1].o.progress = slow_progress;
     rk_run_als(jobs, 3);
     for (int i = 0; i < 3; i++) {
+        const mf_als_report *r = &jobs[i].rep;
         ck_assert_msg(jobs[i].st == MF_OK, "%s", jobs[i].error);
-        ck_assert_int_eq(jobs[i].rep.iterations, o.iterations);
+        ck_assert_int_eq(r->iterations, o.iterations);
         ck_assert(!memcmp(jobs[i].V, jobs[1].V, (size_t)ITEMS * o.rank * sizeof(float)));
+        ck_assert_msg(r->seconds >= 0.1 * o.iterations, "rank %d: %g s", i, r->seconds);
+        ck_assert_msg(r->group_wait_seconds < 0.05 * o.iterations &&
+                          r->iteration_seconds < 0.05 * o.iterations,
+                      "rank %d: group wait %g s, iterations %g s of %g s", i, r->group_wait_seconds,
+                      r->iteration_seconds, r->seconds);
     }
     rk_close_group(jobs, 3);
 }

@@ -241,7 +241,8 @@ static mf_status iterate(run_state *s, const fit_spec *f)
     if (mf_ranks(s->run.ctx) > 1)
         MF_TRY(s->run.ctx->comm->ops->max_i64(s->run.ctx->comm, s->run.ctx, &measure_each, 1));
     /* The group's costs over the iterations: from here to the last agreement, less the
-     * measurements' (their RMSE sums wait for the slowest rank too). */
+     * measurements' and the agreements after them (their RMSE sums and the progress
+     * callbacks wait for the slowest rank too). */
     double wait0, exchange0, wait1, exchange1, measured_wait = 0.0, measured_exchange = 0.0;
     mf_ranks_costs(s->run.ctx, &wait0, &exchange0);
     for (int it = 1; it <= o->iterations && st == MF_OK; it++) {
@@ -260,8 +261,6 @@ static mf_status iterate(run_state *s, const fit_spec *f)
             mf_ranks_costs(s->run.ctx, &w, &x);
             measured_wait -= w, measured_exchange -= x;
             st = measure(s, f, &train, &test);
-            mf_ranks_costs(s->run.ctx, &w, &x);
-            measured_wait += w, measured_exchange += x;
             have_rmse = st == MF_OK;
             if (st == MF_OK && o->progress) {
                 mf_progress p = {it, mf_run_seconds(&s->run), train, test};
@@ -270,6 +269,10 @@ static mf_status iterate(run_state *s, const fit_spec *f)
             /* In a group (whose ranks may have a progress callback or not): one rank's
              * failure or cancel stops them all, each keeping this step when it was a cancel. */
             st = mf_ranks_agree(s->run.ctx, "mf_als_run", st, NULL, NULL, 0);
+            /* This agreement waits for the slowest rank's measurement and callback: it is
+             * the measurement's cost, not the iteration's (as in iteration_seconds). */
+            mf_ranks_costs(s->run.ctx, &w, &x);
+            measured_wait += w, measured_exchange += x;
         }
     }
     mf_ranks_costs(s->run.ctx, &wait1, &exchange1);
