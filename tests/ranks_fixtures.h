@@ -54,7 +54,8 @@ void rk_ials_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
  * (its own failure came later, from rank 0's). */
 void rk_ials_breakdown_check(const rk_job j[2]);
 /* ALS over two ranks where user 0's system breaks down (lambda 0, one rating at rank 3):
- * every rank fails with MF_ERR_NUMERIC, and one names the user. */
+ * after rk_run_als, both ranks failed with MF_ERR_NUMERIC, rank 0 naming user 0 and rank 1
+ * rank 0 (its own items' breakdown came later in the iteration). */
 void rk_als_breakdown_jobs(rk_job j[2], mf_ctx *const ctxs[2]);
 void rk_als_breakdown_check(const rk_job j[2]);
 

@@ -177,6 +177,9 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
     }
     b->e = (cuda_engine *)base;
     b->count = count;
+    /* The engine's own batch of partial systems (own_slots) serves half steps, which the
+     * bench does not run: its room goes back to the pool for the bench's systems. */
+    mf_dmem_free(ctx, &b->e->slots);
     side_plan *s = &b->e->side[MF_ALS_USERS];
     int64_t nseg = s->host_row_seg[count];
     mf_status st =
