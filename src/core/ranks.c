@@ -285,6 +285,10 @@ mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int 
                            void *factors, size_t row_bytes, void *biases, size_t bias_bytes)
 {
     mf_comm *c = ctx->comm;
-    MF_TRY(c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes, owner));
-    return biases ? c->ops->allgatherv(c, ctx, biases, s->bounds[side], bias_bytes, owner) : MF_OK;
+    /* Both gathers whatever the first returned: a rank that left out the second would leave
+     * the others waiting in it (the caller's agreement reports the first failure). */
+    const mf_status st = c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes, owner);
+    const mf_status b =
+        biases ? c->ops->allgatherv(c, ctx, biases, s->bounds[side], bias_bytes, owner) : MF_OK;
+    return st != MF_OK ? st : b;
 }
