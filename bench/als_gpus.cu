@@ -10,6 +10,9 @@
 // usage: bench_als_gpus [--gpus 1,2,4,8] [--k 100] [--iterations N] [--lambda L] [--repeat R]
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
 //                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
+//                       [--split] [--no-one] [--ranks] [--baseline-out FILE]
+//        (under a launcher) bench_als_gpus --launched [--launched-out DIR] [--baseline-in FILE]
+//                       [the same case and fit options; --gpus is the launcher's]
 // --no-one: no one-GPU baseline (a case one GPU cannot hold): the groups' rows alone.
 // --ranks: every group run also prints one line per rank (stderr): its kernels (ALS), wait
 // and exchange per iteration, so that a late rank is seen by name (the one that waits least).
@@ -30,29 +33,48 @@
 // the factors handed back), so that a setup that does not scale shows.
 // The data are bench_als's (synthetic_ratings.h); group sizes above the machine's device
 // count are left out. Medians of --repeat fits, each timed over its iterations.
+//
+// --launched: one process per GPU, started by torchrun, mpirun or srun (what users run; in one
+// process the CUDA driver and NCCL serialize some host calls across the ranks' threads:
+// docs/scaling.md). Each process reads its rank, the group's size and its device (the local
+// rank) from the launcher's environment (mf_launch_detect), makes one context there, joins
+// the others (mf_ctx_join_launched; the rendezvous file is MFACT_RENDEZVOUS or DIR/rendezvous),
+// builds the same data as every rank (the generators are deterministic by seed; with --split
+// it keeps its part) and runs the same --repeat fits on that one context, its cached pool
+// memory given back before each (as a fresh context's). The library offers no public
+// collective for a few host numbers, so each rank writes its numbers of a case and k to a
+// file in DIR (--launched-out, default /tmp/bench_als_gpus-UID: one host, or a shared file
+// system), and rank 0 reads every rank's (they leave the collective fit together) and prints
+// the group's row as the in-process table does: the slowest rank's seconds, the largest peak,
+// whether every rank's factors hash to rank 0's. Only rank 0 prints. The whole call includes
+// waiting in the fit's first agreement for the last rank to have built its matrices.
+// A launched group cannot hold an ungrouped one-GPU fit, so the baseline is a separate
+// invocation in the same command: `bench_als_gpus --gpus 1,2,4 --baseline-out FILE ...` writes
+// its one-GPU rows (seconds, RMSE, a hash of the factors) to FILE, and `torchrun
+// --nproc_per_node 4 bench_als_gpus --launched --baseline-in FILE ...` with the same case,
+// k and settings prints them as its "1 (FILE)" row and its speed-up and last column against
+// them; without --baseline-in (or a row of the same key) those columns are "-". One launch
+// at a time per DIR. torchrun sets OMP_NUM_THREADS=1 where it is unset: each rank's data are
+// then generated on one core (give it cores / ranks).
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "als_gpus.h"
 #include "bench_util.h"
 #include "mfact/mfact.h"
 #include "synthetic_ratings.h"
 
-struct host_csr {
-    int32_t rows, cols;
-    int64_t nnz;
-    std::vector<int64_t> ptr;
-    std::vector<int32_t> col;
-    std::vector<float> val;
-};
-
-static host_csr to_host(mf_ctx *ctx, const mf_sparse *m)
+host_csr to_host(mf_ctx *ctx, const mf_sparse *m)
 {
     host_csr h;
     MF_CHECK(ctx, mf_sparse_shape(m, &h.rows, &h.cols, &h.nnz));
@@ -63,7 +85,7 @@ static host_csr to_host(mf_ctx *ctx, const mf_sparse *m)
     return h;
 }
 
-static mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
+mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
 {
     mf_sparse *m = NULL;
     MF_CHECK(ctx, mf_sparse_from_csr(ctx, &m, h.rows, h.cols, h.nnz, h.ptr.data(), h.col.data(),
@@ -73,7 +95,7 @@ static mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
 
 // --split: rank `part` of `parts` gets every entry p with p % parts == part (not whole rows
 // or columns), marked as a part of the split matrix (mf_sparse_set_part).
-static mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int parts)
+mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int parts)
 {
     host_csr mine = {h.rows, h.cols, 0, std::vector<int64_t>(1, 0), {}, {}};
     for (int32_t r = 0; r < h.rows; r++) {
@@ -89,8 +111,6 @@ static mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int p
     MF_CHECK(ctx, mf_sparse_set_part(m, 1));
     return m;
 }
-static bool split_input = false;
-static bool rank_lines = false; // --ranks
 
 // SGD over g ranks waits, in each of an epoch's g sub-steps, for the slowest cell (rank r's
 // users against item block (r + q) mod g). The cells as the library cuts them (users and
@@ -109,7 +129,7 @@ static void shares_by_entries(const std::vector<int64_t> &ptr, int parts, std::v
     }
 }
 
-static double sgd_cell_balance(const host_csr &h, int g)
+double sgd_cell_balance(const host_csr &h, int g)
 {
     std::vector<int64_t> colptr((size_t)h.cols + 1, 0), ub, ib;
     for (int64_t p = 0; p < h.nnz; p++)
@@ -134,26 +154,6 @@ static double sgd_cell_balance(const host_csr &h, int g)
     return h.nnz > 0 ? worst / ((double)h.nnz / g) : 1.0;
 }
 
-struct rank_job {
-    mf_ctx *ctx;
-    mf_sparse *train, *test;
-    mf_als_opts o;
-    bool sgd, asd, ials;
-    mf_ials_opts io;
-    mf_ials_report irep;
-    mf_sgd_opts so;
-    mf_sgd_report srep;
-    mf_asd_opts ao;
-    mf_asd_report arep;
-    std::vector<double> ends;            // ASD: each iteration's end, from the call's start
-    std::vector<mf_group_stats> at_ends; // ASD: the group's costs at each iteration's end
-    std::vector<float> U, V;
-    mf_als_report rep;
-    mf_status st;
-    double call_seconds;  // the whole call, wall clock
-    mf_group_stats group; // what the call's collectives cost this rank (mf_ctx_group_stats)
-};
-
 // ctx's group stats now (zeros outside a group).
 static mf_group_stats group_stats(mf_ctx *ctx)
 {
@@ -163,7 +163,7 @@ static mf_group_stats group_stats(mf_ctx *ctx)
     return g;
 }
 
-static void *run_rank(void *arg)
+void *run_rank(void *arg)
 {
     rank_job *j = (rank_job *)arg;
     j->o.test = j->so.test = j->test;
@@ -217,7 +217,7 @@ static void *run_rank(void *arg)
     return NULL;
 }
 
-static mf_ctx *ctx_on(int device)
+mf_ctx *ctx_on(int device)
 {
     mf_ctx_opts co;
     mf_ctx_opts_init(&co);
@@ -228,24 +228,11 @@ static mf_ctx *ctx_on(int device)
     return mf_ctx_create(&ctx, &co) == MF_OK ? ctx : NULL;
 }
 
-struct fit_result {
-    double seconds_per_iteration; // the slowest rank's
-    double call_seconds;          // the slowest rank's whole call
-    double test_rmse;
-    double peak_gib; // the largest rank's peak device memory during the call
-    // ALS: each rank's own device work per iteration (its Gram and solve kernels, timed by
-    // events: mf_als_report's gram_seconds + solve_seconds), least and most over the ranks.
-    // The most against the iteration shows the exchange and waits; the spread, imbalance.
-    double compute_min, compute_max;
-    // Per iteration, the most over the ranks: host time in agreements (waiting for the
-    // slowest rank included) and the exchanges' time; ALS's over its iterations alone
-    // (mf_als_report), the others' over the whole call, setup included (mf_group_stats).
-    double wait_min, wait_max, exchange_max; // wait: least and most (imbalance vs latency)
-    bool same_on_ranks;                      // every rank returned rank 0's factors
-    std::vector<float> U, V;                 // rank 0's
-};
+static const char *algorithm_name(const fit_opts &f)
+{
+    return f.asd ? "asd" : f.sgd ? "sgd" : f.ials ? "ials" : "als";
+}
 
-// One fit over `ranks` devices (0: one ungrouped context on device 0).
 static int record_end(void *user, const mf_progress *p)
 {
     rank_job *j = (rank_job *)user;
@@ -254,8 +241,67 @@ static int record_end(void *user, const mf_progress *p)
     return 0;
 }
 
-static fit_result fit(int ranks, const host_csr &train, const host_csr &test, const mf_als_opts &o,
-                      const mf_sgd_opts *so, const mf_asd_opts *ao, const mf_ials_opts *io)
+// A job on ctx with f's options and room for the factors; the matrices are the caller's.
+void setup_job(rank_job *j, mf_ctx *ctx, const fit_opts &f, const host_csr &train)
+{
+    j->ctx = ctx;
+    j->o = f.o;
+    j->sgd = f.sgd, j->so = f.so;
+    j->ials = f.ials, j->io = f.io;
+    j->asd = f.asd, j->ao = f.ao;
+    if (f.asd) // every rank times its iterations (a rank without a progress call would
+               // report its whole call as one iteration)
+        j->ao.progress = record_end, j->ao.progress_user = j;
+    j->U.resize((size_t)train.rows * f.o.rank);
+    j->V.resize((size_t)train.cols * f.o.rank);
+}
+
+// A rank's numbers from its finished job (the factors' hash left to the caller).
+rank_stats stats_of(const rank_job &j)
+{
+    const int its = std::max(1, j.rep.iterations);
+    rank_stats s = {};
+    s.seconds_per_iteration = j.rep.iteration_seconds / j.rep.iterations;
+    s.call_seconds = j.call_seconds;
+    s.peak_gib = j.rep.peak_device_bytes / 1073741824.0;
+    s.compute = (j.rep.gram_seconds + j.rep.solve_seconds) / its;
+    s.wait = j.group.wait_seconds / its;
+    s.exchange = j.group.exchange_seconds / its;
+    s.test_rmse = j.rep.test_rmse;
+    return s;
+}
+
+fit_result start_fit(double test_rmse)
+{
+    fit_result r = {};
+    r.test_rmse = test_rmse;
+    r.compute_min = r.wait_min = 1e300;
+    r.same_on_ranks = true;
+    return r;
+}
+
+// Folds rank s into the group's numbers: the slowest, the largest, least and most.
+void add_rank(fit_result *r, const rank_stats &s)
+{
+    r->seconds_per_iteration = std::max(r->seconds_per_iteration, s.seconds_per_iteration);
+    r->call_seconds = std::max(r->call_seconds, s.call_seconds);
+    r->peak_gib = std::max(r->peak_gib, s.peak_gib);
+    r->compute_min = std::min(r->compute_min, s.compute);
+    r->compute_max = std::max(r->compute_max, s.compute);
+    r->wait_min = std::min(r->wait_min, s.wait);
+    r->wait_max = std::max(r->wait_max, s.wait);
+    r->exchange_max = std::max(r->exchange_max, s.exchange);
+}
+
+// --ranks: one rank's line (stderr), so that a late rank is seen by name.
+void print_rank_line(int n, int i, const rank_stats &s)
+{
+    fprintf(stderr, "  %d GPUs, rank %d: %.4f s / it, kernels %.4f, wait %.4f, exchange %.4f\n", n,
+            i, s.seconds_per_iteration, s.compute, s.wait, s.exchange);
+}
+
+// One fit over `ranks` devices (0: one ungrouped context on device 0).
+static fit_result fit(int ranks, const host_csr &train, const host_csr &test, const fit_opts &f)
 {
     const int n = ranks > 0 ? ranks : 1;
     std::vector<rank_job> jobs(n);
@@ -266,31 +312,15 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
             fprintf(stderr, "bench_als_gpus: device %d: %s\n", i, mf_ctx_last_error(NULL));
             exit(1);
         }
-        jobs[i].ctx = ctxs[i];
-        jobs[i].o = o;
-        jobs[i].sgd = so != NULL;
-        jobs[i].ials = io != NULL;
-        if (io)
-            jobs[i].io = *io;
-        if (so)
-            jobs[i].so = *so;
-        jobs[i].asd = ao != NULL;
-        if (ao) {
-            jobs[i].ao = *ao;
-            // Every rank times its iterations (a rank without a progress call would report
-            // its whole call as one iteration).
-            jobs[i].ao.progress = record_end, jobs[i].ao.progress_user = &jobs[i];
-        }
-        jobs[i].U.resize((size_t)train.rows * o.rank);
-        jobs[i].V.resize((size_t)train.cols * o.rank);
+        setup_job(&jobs[i], ctxs[i], f, train);
     }
     // The ranks' matrices are built side by side (each build uses every core): for billions
     // of ratings, one after another took minutes before any fit began.
     std::vector<std::thread> builders;
     for (int i = 0; i < n; i++)
         builders.emplace_back([&, i] {
-            jobs[i].train = split_input && ranks > 1 ? part_from_host(ctxs[i], train, i, n)
-                                                     : from_host(ctxs[i], train);
+            jobs[i].train = f.split && ranks > 1 ? part_from_host(ctxs[i], train, i, n)
+                                                 : from_host(ctxs[i], train);
             jobs[i].test = from_host(ctxs[i], test);
         });
     for (std::thread &b : builders)
@@ -302,32 +332,18 @@ static fit_result fit(int ranks, const host_csr &train, const host_csr &test, co
         pthread_create(&threads[i], NULL, run_rank, &jobs[i]);
     for (int i = 0; i < n; i++)
         pthread_join(threads[i], NULL);
-    fit_result r = {
-        0.0,       0.0,      jobs[0].rep.test_rmse, 0.0, 1e300, 0.0, 1e300, 0.0, 0.0, true,
-        jobs[0].U, jobs[0].V};
+    fit_result r = start_fit(jobs[0].rep.test_rmse);
+    r.U = jobs[0].U, r.V = jobs[0].V;
     for (int i = 0; i < n; i++) {
         if (jobs[i].st != MF_OK) {
             fprintf(stderr, "bench_als_gpus: rank %d: %s\n", i, mf_ctx_last_error(ctxs[i]));
             exit(1);
         }
-        r.seconds_per_iteration = std::max(r.seconds_per_iteration,
-                                           jobs[i].rep.iteration_seconds / jobs[i].rep.iterations);
-        r.call_seconds = std::max(r.call_seconds, jobs[i].call_seconds);
-        r.peak_gib = std::max(r.peak_gib, jobs[i].rep.peak_device_bytes / 1073741824.0);
-        const double compute = (jobs[i].rep.gram_seconds + jobs[i].rep.solve_seconds) /
-                               std::max(1, jobs[i].rep.iterations);
-        r.compute_min = std::min(r.compute_min, compute);
-        r.compute_max = std::max(r.compute_max, compute);
-        const int its = std::max(1, jobs[i].rep.iterations);
-        r.wait_min = std::min(r.wait_min, jobs[i].group.wait_seconds / its);
-        r.wait_max = std::max(r.wait_max, jobs[i].group.wait_seconds / its);
-        r.exchange_max = std::max(r.exchange_max, jobs[i].group.exchange_seconds / its);
+        const rank_stats s = stats_of(jobs[i]);
+        add_rank(&r, s);
         r.same_on_ranks = r.same_on_ranks && jobs[i].U == jobs[0].U && jobs[i].V == jobs[0].V;
-        if (rank_lines && ranks > 0)
-            fprintf(stderr,
-                    "  %d GPUs, rank %d: %.4f s / it, kernels %.4f, wait %.4f, exchange %.4f\n", n,
-                    i, jobs[i].rep.iteration_seconds / its, compute,
-                    jobs[i].group.wait_seconds / its, jobs[i].group.exchange_seconds / its);
+        if (f.rank_lines && ranks > 0)
+            print_rank_line(n, i, s);
     }
     for (int i = 0; i < n; i++) {
         mf_sparse_destroy(jobs[i].train);
@@ -357,80 +373,194 @@ static std::string group_span(const fit_result &r)
     return b;
 }
 
-static fit_result median_fit(int ranks, int repeat, const host_csr &train, const host_csr &test,
-                             const mf_als_opts &o, const mf_sgd_opts *so, const mf_asd_opts *ao,
-                             const mf_ials_opts *io)
+// The run of median seconds per iteration.
+fit_result median_of(std::vector<fit_result> runs)
 {
-    std::vector<fit_result> runs;
-    for (int r = 0; r < repeat; r++)
-        runs.push_back(fit(ranks, train, test, o, so, ao, io));
     std::sort(runs.begin(), runs.end(), [](const fit_result &a, const fit_result &b) {
         return a.seconds_per_iteration < b.seconds_per_iteration;
     });
     return runs[runs.size() / 2];
 }
 
+static fit_result median_fit(int ranks, int repeat, const host_csr &train, const host_csr &test,
+                             const fit_opts &f)
+{
+    std::vector<fit_result> runs;
+    for (int r = 0; r < repeat; r++)
+        runs.push_back(fit(ranks, train, test, f));
+    return median_of(runs);
+}
+
+fit_opts make_opts(const bench_args &a, int k)
+{
+    fit_opts f;
+    f.sgd = a.sgd, f.asd = a.asd, f.ials = a.ials;
+    f.split = a.split, f.rank_lines = a.rank_lines;
+    mf_als_opts_init(&f.o);
+    f.o.rank = k, f.o.lambda = a.lambda, f.o.iterations = a.iterations;
+    f.o.weighting = MF_ALS_WEIGHT_COUNT, f.o.lambda_bias = a.lambda, f.o.solver = a.solver;
+    mf_sgd_opts_init(&f.so);
+    f.so.rank = k, f.so.epochs = a.iterations, f.so.learning_rate = 0.08f, f.so.decay = 0.3f;
+    f.so.lambda_u = f.so.lambda_v = f.so.lambda_bias = 0.05f;
+    f.so.storage = MF_SGD_STORAGE_FP16;
+    mf_ials_opts_init(&f.io);
+    f.io.rank = k, f.io.iterations = a.iterations, f.io.alpha = 1.0f, f.io.lambda = 0.01f;
+    f.io.cg_steps = 3;
+    mf_asd_opts_init(&f.ao);
+    f.ao.rank = k, f.ao.max_iterations = a.iterations, f.ao.tolerance = 1e-12;
+    f.ao.stagnation_window = 0;
+    return f;
+}
+
+// What a one-GPU row of --baseline-out must share with a launched row to be its baseline.
+std::string baseline_key(const bench_args &a, const fit_opts &f, const std::string &label, int k)
+{
+    char b[256];
+    snprintf(b, sizeof b, " k=%d iterations=%d lambda=%g solver=%d scale=%g seed=%llu", k,
+             a.iterations, a.lambda, (int)a.solver, a.scale, (unsigned long long)a.seed);
+    return std::string(algorithm_name(f)) + " " + label + b;
+}
+
+void print_table_head(const fit_opts &f, const char *speedup_title)
+{
+    printf("\n%s\n| case | k | GPUs | s / iteration | %s | of ideal | "
+           "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
+           "group wait least - most / exchange most, s / it (ALS, ASD: iterations; others: "
+           "call) | test RMSE | "
+           "ranks agree | factors = 1 GPU's "
+           "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+           f.asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
+           : f.sgd  ? "Hogwild SGD (an iteration is an epoch)"
+           : f.ials ? "implicit ALS (the RMSE column holds the loss)"
+                    : "ALS",
+           speedup_title);
+}
+
+// The one-GPU row: `compute` is "-" where unknown (a baseline read from a file).
+void print_one_row(const std::string &label, int k, const char *gpus, double spi,
+                   double call_seconds, double peak_gib, const std::string &compute,
+                   double test_rmse)
+{
+    printf("| %s | %d | %s | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | - | %.4f | - | - |\n",
+           label.c_str(), k, gpus, spi, call_seconds, peak_gib, compute.c_str(), test_rmse);
+    fflush(stdout);
+}
+
+// A group's row of g GPUs against one GPU's seconds and RMSE (one_spi <= 0: no baseline, so
+// the speed-up and last columns are "-"). same_bits: the group's factors are one GPU's.
+void print_group_row(const std::string &label, int k, const std::string &gpus, int g,
+                     const fit_result &r, const fit_opts &f, double one_spi, double one_rmse,
+                     bool same_bits)
+{
+    char speed[32] = "-", ideal[16] = "-";
+    const char *last = "-";
+    if (one_spi > 0) {
+        const double speedup = one_spi / r.seconds_per_iteration;
+        snprintf(speed, sizeof speed, "%.2fx", speedup);
+        snprintf(ideal, sizeof ideal, "%.0f%%", 100.0 * speedup / g);
+        last = f.asd       ? (fabs(r.test_rmse / one_rmse - 1) <= 0.001 ? "residual within 0.1%"
+                                                                        : "residual NOT within 0.1%")
+               : f.sgd     ? (fabs(r.test_rmse / one_rmse - 1) <= 0.005 ? "RMSE within 0.5%"
+                                                                        : "RMSE NOT within 0.5%")
+               : same_bits ? "yes"
+                           : "NO";
+    }
+    printf("| %s | %d | %s | %.4f | %s | %s | %.3f | %.2f | %s | %s | %.4f | %s | %s |\n",
+           label.c_str(), k, gpus.c_str(), r.seconds_per_iteration, speed, ideal, r.call_seconds,
+           r.peak_gib, compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
+           r.same_on_ranks ? "yes" : "NO", last);
+    fflush(stdout);
+}
+
+// A switch of the command line: its name, what it sets and to what.
+struct switch_arg {
+    const char *name;
+    bool *flag, value;
+};
+
+// Sets the switch named `name`; false when none is.
+static bool set_switch(const std::vector<switch_arg> &switches, const char *name)
+{
+    for (const switch_arg &s : switches)
+        if (!strcmp(s.name, name)) {
+            *s.flag = s.value;
+            return true;
+        }
+    return false;
+}
+
 int main(int argc, char **argv)
 {
-    std::vector<int> gpus = {1, 2, 4, 8}, ks = {100};
-    int iterations = 10, repeat = 3;
-    float lambda = 0.048f; // bench_als's (cuMF_als's Netflix setting)
-    mf_als_solver solver = MF_ALS_SOLVER_AUTO;
-    double scale = 1.0;
-    uint64_t seed = 2024;
-    const char *train_file = NULL, *test_file = NULL;
-    bool sgd = false, asd = false, ials = false, baseline = true;
+    bench_args a;
     std::vector<std::string> specs;
+    const std::vector<switch_arg> switches = {
+        {"--split", &a.split, true},      {"--no-one", &a.baseline, false},
+        {"--ranks", &a.rank_lines, true}, {"--sgd", &a.sgd, true},
+        {"--ials", &a.ials, true},        {"--asd", &a.asd, true},
+        {"--launched", &a.launched, true}};
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
-        if (!strcmp(a, "--gpus"))
-            gpus = parse_ints(argv[++i]);
-        else if (!strcmp(a, "--k"))
-            ks = parse_ints(argv[++i]);
-        else if (!strcmp(a, "--iterations"))
-            iterations = atoi(argv[++i]);
-        else if (!strcmp(a, "--lambda"))
-            lambda = (float)atof(argv[++i]);
-        else if (!strcmp(a, "--repeat"))
-            repeat = atoi(argv[++i]);
-        else if (!strcmp(a, "--solver")) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        if (!strcmp(o, "--gpus"))
+            a.gpus = parse_ints(argv[++i]);
+        else if (!strcmp(o, "--k"))
+            a.ks = parse_ints(argv[++i]);
+        else if (!strcmp(o, "--iterations"))
+            a.iterations = atoi(argv[++i]);
+        else if (!strcmp(o, "--lambda"))
+            a.lambda = (float)atof(argv[++i]);
+        else if (!strcmp(o, "--repeat"))
+            a.repeat = atoi(argv[++i]);
+        else if (!strcmp(o, "--solver")) {
             i++;
-            solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
-                     : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
-                                         : MF_ALS_SOLVER_AUTO;
-        } else if (!strcmp(a, "--case"))
+            a.solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
+                       : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
+                                           : MF_ALS_SOLVER_AUTO;
+        } else if (!strcmp(o, "--case"))
             specs.push_back(argv[++i]);
-        else if (!strcmp(a, "--scale"))
-            scale = atof(argv[++i]);
-        else if (!strcmp(a, "--seed"))
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(a, "--train"))
-            train_file = argv[++i];
-        else if (!strcmp(a, "--test"))
-            test_file = argv[++i];
-        else if (!strcmp(a, "--split"))
-            split_input = true;
-        else if (!strcmp(a, "--no-one"))
-            baseline = false;
-        else if (!strcmp(a, "--ranks"))
-            rank_lines = true;
-        else if (!strcmp(a, "--sgd"))
-            sgd = true;
-        else if (!strcmp(a, "--ials"))
-            ials = true;
-        else if (!strcmp(a, "--asd"))
-            asd = true;
+        else if (!strcmp(o, "--scale"))
+            a.scale = atof(argv[++i]);
+        else if (!strcmp(o, "--seed"))
+            a.seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(o, "--train"))
+            a.train_file = argv[++i];
+        else if (!strcmp(o, "--test"))
+            a.test_file = argv[++i];
+        else if (set_switch(switches, o))
+            continue;
+        else if (!strcmp(o, "--launched-out") && i + 1 < argc)
+            a.launched_out = argv[++i];
+        else if (!strcmp(o, "--baseline-out") && i + 1 < argc)
+            a.baseline_out = argv[++i];
+        else if (!strcmp(o, "--baseline-in") && i + 1 < argc)
+            a.baseline_in = argv[++i];
         else {
             fprintf(stderr,
                     "usage: bench_als_gpus [--gpus LIST] [--k LIST] [--iterations N] [--lambda L] "
                     "[--repeat R] [--solver auto|exact|cg] [--case NAME[,key=value,...]]... "
                     "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--no-one] "
-                    "[--ranks] [--sgd | --asd | --ials]\n");
+                    "[--ranks] [--sgd | --asd | --ials] [--baseline-out FILE]\n"
+                    "       (under torchrun/mpirun/srun) bench_als_gpus --launched "
+                    "[--launched-out DIR] [--baseline-in FILE] [the same case and fit options]\n");
             return 2;
         }
     }
-    if (specs.empty() && !train_file)
+    if (specs.empty() && !a.train_file)
         specs.push_back("netflix");
+    if (a.launched_out.empty())
+        a.launched_out = "/tmp/bench_als_gpus-" + std::to_string((long)geteuid());
+    if (a.repeat < 1 || (a.launched && a.baseline_out) || (!a.launched && a.baseline_in) ||
+        (a.baseline_out && !a.baseline)) {
+        fprintf(stderr, "bench_als_gpus: --repeat must be at least 1; --baseline-out goes with "
+                        "the one-GPU fit of an in-process run, --baseline-in with --launched\n");
+        return 2;
+    }
+    if (a.launched)
+        return run_launched(a, specs);
+    FILE *baseline_file = NULL;
+    if (a.baseline_out && !(baseline_file = fopen(a.baseline_out, "w"))) {
+        fprintf(stderr, "bench_als_gpus: --baseline-out %s: %s\n", a.baseline_out, strerror(errno));
+        return 1;
+    }
     int devices = 0;
     for (mf_ctx *c; devices < 64 && (c = ctx_on(devices)) != NULL; devices++)
         mf_ctx_destroy(c);
@@ -443,96 +573,57 @@ int main(int argc, char **argv)
     info.struct_size = sizeof info;
     MF_CHECK(ctx, mf_ctx_device_info(ctx, &info));
     printf("bench_als_gpus: %d x %s; lambda %g (weighted), %d iterations, medians of %d\n", devices,
-           info.name, lambda, iterations, repeat);
+           info.name, a.lambda, a.iterations, a.repeat);
+    if (baseline_file) {
+        char when[64];
+        const time_t now = time(NULL);
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&now));
+        baseline_write_head(baseline_file,
+                            std::string("bench_als_gpus one-GPU rows, ") + info.name + ", " + when);
+    }
     const std::vector<ratings_shape> cases =
-        ratings_cases("bench_als_gpus", specs, scale, seed, train_file, test_file);
+        ratings_cases("bench_als_gpus", specs, a.scale, a.seed, a.train_file, a.test_file);
     for (const ratings_shape &c : cases) {
         mf_sparse *train = NULL, *test = NULL;
         ratings_stats made = {};
         double t0 = omp_get_wtime();
-        double oracle = load_ratings(ctx, train_file, test_file, c, &train, &test, &made);
+        double oracle = load_ratings(ctx, a.train_file, a.test_file, c, &train, &test, &made);
         print_ratings_case(ctx, c, made, oracle, train, test, omp_get_wtime() - t0);
         const host_csr htrain = to_host(ctx, train), htest = to_host(ctx, test);
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);
-        for (int g : gpus)
-            if (sgd && g > 1 && g <= devices)
+        for (int g : a.gpus)
+            if (a.sgd && g > 1 && g <= devices)
                 printf("SGD cells over %d GPUs: the sub-steps' largest cells sum to %.3f x nnz / "
                        "%d\n",
                        g, sgd_cell_balance(htrain, g), g);
-        printf("\n%s\n| case | k | GPUs | s / iteration | speed-up over 1 GPU | of ideal | "
-               "whole call s | peak GiB / GPU | rank compute s / it, least - most | "
-               "group wait least - most / exchange most, s / it (ALS, ASD: iterations; others: "
-               "call) | test RMSE | "
-               "ranks agree | factors = 1 GPU's "
-               "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-               asd    ? "ASD (Scaled; the RMSE column holds the relative residual)"
-               : sgd  ? "Hogwild SGD (an iteration is an epoch)"
-               : ials ? "implicit ALS (the RMSE column holds the loss)"
-                      : "ALS");
-        for (int k : ks) {
-            mf_als_opts o;
-            mf_als_opts_init(&o);
-            o.rank = k, o.lambda = lambda, o.iterations = iterations;
-            o.weighting = MF_ALS_WEIGHT_COUNT, o.lambda_bias = lambda, o.solver = solver;
-            mf_sgd_opts so;
-            mf_sgd_opts_init(&so);
-            so.rank = k, so.epochs = iterations, so.learning_rate = 0.08f, so.decay = 0.3f;
-            so.lambda_u = so.lambda_v = so.lambda_bias = 0.05f;
-            so.storage = MF_SGD_STORAGE_FP16;
-            const mf_sgd_opts *use_sgd = sgd ? &so : NULL;
-            mf_ials_opts io;
-            mf_ials_opts_init(&io);
-            io.rank = k, io.iterations = iterations, io.alpha = 1.0f, io.lambda = 0.01f;
-            io.cg_steps = 3;
-            const mf_ials_opts *use_ials = ials ? &io : NULL;
-            mf_asd_opts ao;
-            mf_asd_opts_init(&ao);
-            ao.rank = k, ao.max_iterations = iterations, ao.tolerance = 1e-12;
-            ao.stagnation_window = 0;
-            const mf_asd_opts *use_asd = asd ? &ao : NULL;
+        print_table_head(make_opts(a, a.ks.front()), "speed-up over 1 GPU");
+        for (int k : a.ks) {
+            const fit_opts f = make_opts(a, k);
             fit_result one = {};
-            if (baseline) {
-                one = median_fit(0, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
-                printf("| %s | %d | 1 | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | - | %.4f | - | - "
-                       "|\n",
-                       c.label.c_str(), k, one.seconds_per_iteration, one.call_seconds,
-                       one.peak_gib, compute_span(one).c_str(), one.test_rmse);
-                fflush(stdout);
+            if (a.baseline) {
+                one = median_fit(0, a.repeat, htrain, htest, f);
+                print_one_row(c.label, k, "1", one.seconds_per_iteration, one.call_seconds,
+                              one.peak_gib, compute_span(one), one.test_rmse);
+                if (baseline_file)
+                    baseline_write_row(baseline_file, baseline_key(a, f, c.label, k),
+                                       {one.seconds_per_iteration, one.call_seconds, one.peak_gib,
+                                        one.test_rmse, factors_hash(one.U, one.V)});
             }
-            for (int g : gpus) {
+            for (int g : a.gpus) {
                 if (g > devices)
                     continue;
-                const fit_result r =
-                    median_fit(g, repeat, htrain, htest, o, use_sgd, use_asd, use_ials);
-                if (!baseline) { // the group alone: nothing to compare with
-                    printf("| %s | %d | %d | %.4f | - | - | %.3f | %.2f | %s | %s | %.4f | %s | - "
-                           "|\n",
-                           c.label.c_str(), k, g, r.seconds_per_iteration, r.call_seconds,
-                           r.peak_gib, compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
-                           r.same_on_ranks ? "yes" : "NO");
-                    fflush(stdout);
-                    continue;
-                }
-                const double speedup = one.seconds_per_iteration / r.seconds_per_iteration;
-                printf("| %s | %d | %d%s | %.4f | %.2fx | %.0f%% | %.3f | %.2f | %s | %s | %.4f | "
-                       "%s | %s |\n",
-                       c.label.c_str(), k, g, g == 1 ? " (NCCL)" : "", r.seconds_per_iteration,
-                       speedup, 100.0 * speedup / g, r.call_seconds, r.peak_gib,
-                       compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
-                       r.same_on_ranks ? "yes" : "NO",
-                       asd   ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.001
-                                    ? "residual within 0.1%"
-                                    : "residual NOT within 0.1%")
-                       : sgd ? (fabs(r.test_rmse / one.test_rmse - 1) <= 0.005
-                                    ? "RMSE within 0.5%"
-                                    : "RMSE NOT within 0.5%")
-                       : r.U == one.U && r.V == one.V ? "yes"
-                                                      : "NO");
-                fflush(stdout);
+                const fit_result r = median_fit(g, a.repeat, htrain, htest, f);
+                const std::string cell =
+                    std::to_string(g) + (a.baseline && g == 1 ? " (NCCL)" : "");
+                print_group_row(c.label, k, cell, g, r, f,
+                                a.baseline ? one.seconds_per_iteration : 0.0, one.test_rmse,
+                                r.U == one.U && r.V == one.V);
             }
         }
     }
+    if (baseline_file)
+        fclose(baseline_file);
     mf_ctx_destroy(ctx);
     return 0;
 }
