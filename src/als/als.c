@@ -165,22 +165,21 @@ typedef struct run_state {
 } run_state;
 
 /* After a half step in a group: each share's factors (and biases) go to every rank,
- * whatever this rank's status st, so that every rank makes the same collective calls (a
+ * whatever the half step's status, so that every rank makes the same collective calls (a
  * rank that failed sends what it has); the iteration's agreement then stops them all.
  * Agreeing here instead cost a host round trip a half step, and drained every rank's queue
- * twice an iteration. Outside a group: st. */
-static mf_status exchange(run_state *s, mf_als_side side, mf_status st)
+ * twice an iteration. Outside a group: nothing. */
+static mf_status exchange(run_state *s, mf_als_side side)
 {
     mf_ctx *ctx = s->run.ctx;
     if (mf_ranks(ctx) == 1)
-        return st;
+        return MF_OK;
     void *factors;
     size_t row_bytes;
     float *biases;
     s->e->shared(s->e, side, &factors, &row_bytes, &biases);
-    const mf_status gathered =
-        mf_shares_gather(ctx, &s->shares, side, NULL, factors, row_bytes, biases, sizeof *biases);
-    return st != MF_OK ? st : gathered;
+    return mf_shares_gather(ctx, &s->shares, side, NULL, factors, row_bytes, biases,
+                            sizeof *biases);
 }
 
 /* One iteration queued (the half steps and, in a group, the exchanges after each), then
@@ -192,9 +191,9 @@ static mf_status one_iteration(run_state *s, double *gram, double *solve, int *p
     mf_als_engine *e = s->e;
     mf_status step[4];
     step[0] = e->half_step(e, MF_ALS_USERS);
-    step[1] = exchange(s, MF_ALS_USERS, MF_OK);
+    step[1] = exchange(s, MF_ALS_USERS);
     step[2] = step[0] == MF_OK && step[1] == MF_OK ? e->half_step(e, MF_ALS_ITEMS) : MF_OK;
-    step[3] = exchange(s, MF_ALS_ITEMS, MF_OK);
+    step[3] = exchange(s, MF_ALS_ITEMS);
     mf_als_side broke = MF_ALS_USERS;
     const mf_status settled = e->settle(e, gram, solve, &broke);
     if (settled != MF_OK) /* a breakdown, found as the queue drained */
@@ -312,17 +311,13 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     mf_ctx *ctx = s->run.ctx;
     const mf_sparse *P = f->R;
     int64_t nnz = 0;
-    st = mf_ranks_check_part(ctx, fn, P, st);
     if (st == MF_OK && zhou) {
         s->col_sum = calloc((size_t)P->cols + 1, sizeof(double));
         if (!s->col_sum)
             st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
     }
-    MF_TRY(mf_ranks_whole_lines(ctx, fn, P, st, s->whole_ptr, s->col_sum, &s->mean, &nnz));
-    const int64_t *const ptr[2] = {s->whole_ptr[0], s->whole_ptr[1]};
-    const int32_t lines[2] = {P->rows, P->cols};
-    st = mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, &s->shares);
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    st = mf_ranks_split_shares(ctx, fn, P, st, row_cost, s->whole_ptr, s->col_sum, &s->mean, &nnz,
+                               &s->shares);
     for (int w = 0; w < 2 && st == MF_OK; w++)
         st = mf_ranks_gather_lines(ctx, fn, P, w, s->shares.bounds[w], &s->part[w]);
     return st;

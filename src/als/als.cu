@@ -435,13 +435,16 @@ mf_status settle(mf_als_engine *base, double *gram, double *solve, mf_als_side *
     *gram += e->gram_seconds;
     *solve += e->solve_seconds;
     e->gram_seconds = e->solve_seconds = 0.0;
-    for (int w = 0; w < 2; w++)
-        if (failed[w] != ULLONG_MAX && (*side = (mf_als_side)w, 1))
-            return mf_fail(ctx, MF_ERR_NUMERIC,
-                           "mf_als_run: the system of %s %llu broke down at %s %llu (lambda * "
-                           "count too small for rank %d: not positive definite in float)",
-                           w == MF_ALS_USERS ? "user" : "item", failed[w] >> 32,
-                           e->cg_steps > 0 ? "CG step" : "pivot", failed[w] & 0xffffffffull, e->k);
+    for (int w = 0; w < 2; w++) {
+        if (failed[w] == ULLONG_MAX)
+            continue;
+        *side = (mf_als_side)w;
+        return mf_fail(ctx, MF_ERR_NUMERIC,
+                       "mf_als_run: the system of %s %llu broke down at %s %llu (lambda * "
+                       "count too small for rank %d: not positive definite in float)",
+                       w == MF_ALS_USERS ? "user" : "item", failed[w] >> 32,
+                       e->cg_steps > 0 ? "CG step" : "pivot", failed[w] & 0xffffffffull, e->k);
+    }
     return MF_OK;
 }
 

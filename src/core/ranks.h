@@ -106,6 +106,16 @@ mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const struct mf_spar
                                mf_status st, int64_t *ptr[2], double *col_sum, double *mean,
                                int64_t *nnz);
 
+/* What every fit that takes split input starts with (collective, every rank with its
+ * status so far): the part checked (mf_ranks_check_part), the whole matrix's lines summed
+ * over the ranks (mf_ranks_whole_lines: ptr, col_sum, mean and nnz as there), the shares
+ * cut from them at row_cost (mf_shares_make_lines), and an agreement: MF_OK on every rank,
+ * or a failure on every rank. The shards to gather (mf_ranks_gather_lines) are the
+ * caller's choice. */
+mf_status mf_ranks_split_shares(mf_ctx *ctx, const char *fn, const struct mf_sparse *part,
+                                mf_status st, int64_t row_cost, int64_t *ptr[2], double *col_sum,
+                                double *mean, int64_t *nnz, mf_shares *out);
+
 /* Collective, for input split over the group (each rank's `part` holds its own entries of a
  * matrix of part's shape, mf_sparse_set_part): the entries of every rank whose row (side 0)
  * or column (side 1) falls in this rank's share [bounds[side][rank], bounds[side][rank + 1])

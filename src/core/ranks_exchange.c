@@ -265,3 +265,15 @@ mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *pa
     }
     return st;
 }
+
+mf_status mf_ranks_split_shares(mf_ctx *ctx, const char *fn, const mf_sparse *part, mf_status st,
+                                int64_t row_cost, int64_t *ptr[2], double *col_sum, double *mean,
+                                int64_t *nnz, mf_shares *out)
+{
+    st = mf_ranks_check_part(ctx, fn, part, st);
+    MF_TRY(mf_ranks_whole_lines(ctx, fn, part, st, ptr, col_sum, mean, nnz));
+    const int64_t *const lines_ptr[2] = {ptr[0], ptr[1]};
+    const int32_t lines[2] = {part->rows, part->cols};
+    st = mf_shares_make_lines(ctx, fn, lines_ptr, lines, row_cost, out);
+    return mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+}

@@ -286,14 +286,9 @@ static mf_status share(mf_ctx *ctx, mf_sparse *R, int64_t row_cost, mf_status st
     }
     int64_t *whole[2] = {NULL, NULL}, nnz = 0;
     double mean = 0.0;
-    st = mf_ranks_check_part(ctx, fn, R, st);
-    MF_TRY(mf_ranks_whole_lines(ctx, fn, R, st, whole, NULL, &mean, &nnz));
-    const int64_t *const ptr[2] = {whole[0], whole[1]};
-    const int32_t lines[2] = {R->rows, R->cols};
-    st = mf_shares_make_lines(ctx, fn, ptr, lines, row_cost, sh);
+    st = mf_ranks_split_shares(ctx, fn, R, st, row_cost, whole, NULL, &mean, &nnz, sh);
     free(whole[0]);
     free(whole[1]);
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     for (int w = 0; w < 2 && st == MF_OK; w++)
         st = mf_ranks_gather_lines(ctx, fn, R, w, sh->bounds[w], &part[w]);
     return st;

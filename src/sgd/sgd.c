@@ -189,12 +189,8 @@ static mf_status share_rows(run_state *s, const mf_sparse *R, mf_status st)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
     if (!s->split)
         return st == MF_OK ? mf_shares_make(ctx, fn, (mf_sparse *)R, 0, &s->shares) : st;
-    st = mf_ranks_check_part(ctx, fn, R, st);
-    MF_TRY(mf_ranks_whole_lines(ctx, fn, R, st, s->whole_ptr, NULL, &s->whole_mean, &s->whole_nnz));
-    const int64_t *const ptr[2] = {s->whole_ptr[0], s->whole_ptr[1]};
-    const int32_t lines[2] = {R->rows, R->cols};
-    st = mf_shares_make_lines(ctx, fn, ptr, lines, 0, &s->shares);
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    st = mf_ranks_split_shares(ctx, fn, R, st, 0, s->whole_ptr, NULL, &s->whole_mean, &s->whole_nnz,
+                               &s->shares);
     return st == MF_OK ? mf_ranks_gather_lines(ctx, fn, R, 0, s->shares.bounds[0], &s->mine) : st;
 }
 
