@@ -139,7 +139,7 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     mf_dbuf half = {0, 0};
     const bool is16 = call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16;
     P.A16 = P.B16 = NULL;
-    P.ld16 = (call->k + 15) / 16 * 16;
+    P.ld16 = (call->k + 31) / 32 * 32; // the kernel reads 32 values a step
     if (is16) {
         MF_TRY(mf_dmem_alloc(ctx, &half, (size_t)(S->rows + (int64_t)S->cols) * P.ld16 * 2,
                              "SDDMM 16-bit factors"));

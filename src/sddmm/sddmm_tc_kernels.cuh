@@ -2,11 +2,11 @@
 // condensed-column layout (sddmm_tc_layout.h).
 //
 // bf16 and fp16 read their factors from a 16-bit copy made for the call (mf_tc_convert, rows
-// padded with zeros to a multiple of 16): the gathers of B rows move half the bytes, and the
-// conversion is the one the MMA operands would get anyway. On the H200 (bench_sddmm) the
-// copy made NYTimes 16% faster at k = 128 and 512, Netflix within 3% either way, and k = 32
-// 10-14% slower than converting the floats in registers (the copy's cost against a short
-// kernel). A run-time choice between the two inside one kernel was slower at every k (its
+// padded with zeros to a multiple of 32, so that each lane reads 16 bytes a row): the gathers of B
+// rows move half the bytes, and the conversion is the one the MMA operands would get anyway. On the
+// H200 (bench_sddmm) the copy made NYTimes 16% faster at k = 128 and 512, Netflix within 3% either
+// way, and k = 32 10-14% slower than converting the floats in registers (the copy's cost against a
+// short kernel). A run-time choice between the two inside one kernel was slower at every k (its
 // registers), so a k threshold needs two instantiations: not done yet.
 //
 // One warp per unit: up to MF_TC_UNIT_TILES tiles of one window of 8 rows. For a tile, the
@@ -46,7 +46,7 @@ struct mf_sddmm_tc_params {
     float alpha, beta;
     const float *val; // NULL: pattern
     float *out;
-    // bf16, fp16: the factors as 16-bit values, rows of ld16 (k rounded up to 16, zeros past
+    // bf16, fp16: the factors as 16-bit values, rows of ld16 (k rounded up to 32, zeros past
     // k); A and B are not read then
     const uint16_t *A16, *B16;
     int64_t ld16;
@@ -164,12 +164,14 @@ __global__ void mf_tc_convert(const float *X, int64_t ldx, int64_t rows, int k, 
     }
 }
 
-// One 16-wide k chunk from the 16-bit copies: each uint2 holds a lane's 4 values, in the
-// order mf_tc_chunk packs them.
+// One 32-wide k chunk from the 16-bit copies: each uint4 holds a lane's 8 consecutive values
+// of a row, the first four for one m16n8k16 (in the order mf_tc_chunk packs them), the last
+// four for a second.
 template <int PREC>
-__device__ __forceinline__ void mf_tc_chunk16(float (&d)[4], uint2 c0, uint2 c1, uint2 a)
+__device__ __forceinline__ void mf_tc_chunk16(float (&d)[4], uint4 c0, uint4 c1, uint4 a)
 {
     mf_mma_16bit<PREC>(d, c0.x, c1.x, c0.y, c1.y, a.x, a.y);
+    mf_mma_16bit<PREC>(d, c0.z, c1.z, c0.w, c1.w, a.z, a.w);
 }
 
 template <int PREC, bool VEC>
@@ -185,22 +187,23 @@ __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sdd
     const mf_tc_tile *T = P.tiles + U.tile_begin;
     float d[MF_TC_UNIT_TILES][4] = {};
     if (HALF) {
-        const uint16_t *arow = P.A16 + (int64_t)U.row[g] * P.ld16 + 4 * q;
+        // 16 bytes a lane and row (8 values at 8q): a row's 4 lanes read 64 contiguous bytes
+        const uint16_t *arow = P.A16 + (int64_t)U.row[g] * P.ld16 + 8 * q;
         const uint16_t *crow[MF_TC_UNIT_TILES][2];
 #pragma unroll
         for (int t = 0; t < MF_TC_UNIT_TILES; t++) {
             const int tt = t < n_tiles ? t : 0; // unused tiles read tile 0, never computed
-            crow[t][0] = P.B16 + (size_t)(uint32_t)T[tt].col[g] * (size_t)P.ld16 + 4 * q;
-            crow[t][1] = P.B16 + (size_t)(uint32_t)T[tt].col[g + 8] * (size_t)P.ld16 + 4 * q;
+            crow[t][0] = P.B16 + (size_t)(uint32_t)T[tt].col[g] * (size_t)P.ld16 + 8 * q;
+            crow[t][1] = P.B16 + (size_t)(uint32_t)T[tt].col[g + 8] * (size_t)P.ld16 + 8 * q;
         }
-        for (int kk = 0; kk < P.k; kk += 16) {
-            const uint2 a = __ldg(reinterpret_cast<const uint2 *>(arow + kk));
+        for (int kk = 0; kk < P.k; kk += 32) {
+            const uint4 a = __ldg(reinterpret_cast<const uint4 *>(arow + kk));
 #pragma unroll
             for (int t = 0; t < MF_TC_UNIT_TILES; t++)
                 if (t < n_tiles)
                     mf_tc_chunk16<PREC>(d[t],
-                                        __ldg(reinterpret_cast<const uint2 *>(crow[t][0] + kk)),
-                                        __ldg(reinterpret_cast<const uint2 *>(crow[t][1] + kk)), a);
+                                        __ldg(reinterpret_cast<const uint4 *>(crow[t][0] + kk)),
+                                        __ldg(reinterpret_cast<const uint4 *>(crow[t][1] + kk)), a);
         }
     } else {
         const float *arow = P.A + (int64_t)U.row[g] * P.lda;
