@@ -13,7 +13,8 @@
 // S is used as a pattern on both sides (cuSPARSE's SDDMM ignores C's values).
 //
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
-//                    [--precisions fp32,3xtf32,tf32,bf16,fp16] [--scale F] [--graph FILE]...
+//                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--scale F] [--graph
+//                    FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto]
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -148,14 +149,19 @@ static void capture_log(void *, mf_log_level, const char *msg)
     }
 }
 
+// bf16 and fp16 run on the CUDA cores where the float kernel's tuned variant applies (the
+// library's default); "-tc" forces the tensor-core kernel (MFACT_SDDMM_HALF, set per call).
 static const struct {
     const char *name;
     mf_precision p;
-} precisions[] = {{"fp32", MF_PRECISION_FP32},
-                  {"3xtf32", MF_PRECISION_3XTF32},
-                  {"tf32", MF_PRECISION_TF32},
-                  {"bf16", MF_PRECISION_BF16},
-                  {"fp16", MF_PRECISION_FP16}};
+    const char *half; // MFACT_SDDMM_HALF for the call (NULL: unset)
+} precisions[] = {{"fp32", MF_PRECISION_FP32, NULL},
+                  {"3xtf32", MF_PRECISION_3XTF32, NULL},
+                  {"tf32", MF_PRECISION_TF32, NULL},
+                  {"bf16", MF_PRECISION_BF16, NULL},
+                  {"fp16", MF_PRECISION_FP16, NULL},
+                  {"bf16-tc", MF_PRECISION_BF16, "tensor-cores"},
+                  {"fp16-tc", MF_PRECISION_FP16, "tensor-cores"}};
 
 // The header's bound for the precision (mfact.h, mf_precision), relative to sum |a_t b_t|.
 static double precision_bound(mf_precision p, int k)
@@ -266,6 +272,10 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
                                CUSPARSE_SDDMM_ALG_DEFAULT, work));
     };
     auto run_mf = [&](size_t i) {
+        if (precisions[precs[i]].half)
+            setenv("MFACT_SDDMM_HALF", precisions[precs[i]].half, 1);
+        else
+            unsetenv("MFACT_SDDMM_HALF");
         MF_CHECK(ctx, mf_sddmm_ex(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf[i], MF_MEMORY_DEVICE,
                                   MF_SDDMM_PATTERN, precisions[precs[i]].p));
     };
@@ -365,7 +375,7 @@ int main(int argc, char **argv)
     std::vector<int> ks = {32, 128, 512};
     std::vector<const char *> graphs;
     int repeat = 10;
-    std::vector<int> precs = {0, 1, 2, 3, 4};
+    std::vector<int> precs = {0, 1, 2, 3, 4, 5, 6};
     double scale = 1.0;
     uint64_t seed = 2026;
     for (int i = 1; i < argc; i++) {
@@ -379,9 +389,14 @@ int main(int argc, char **argv)
             scale = atof(argv[++i]);
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) {
             precs.clear();
-            for (int p = 0; p < (int)(sizeof precisions / sizeof *precisions); p++)
-                if (strstr(argv[i + 1], precisions[p].name))
-                    precs.push_back(p);
+            // comma-separated names, each exactly (tf32 is not 3xtf32)
+            for (const char *n = argv[i + 1]; *n;) {
+                const size_t len = strcspn(n, ",");
+                for (int p = 0; p < (int)(sizeof precisions / sizeof *precisions); p++)
+                    if (strlen(precisions[p].name) == len && !strncmp(n, precisions[p].name, len))
+                        precs.push_back(p);
+                n += len + (n[len] == ',');
+            }
             i++;
         } else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
             graphs.push_back(argv[++i]);
@@ -394,7 +409,8 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                    "[--precisions fp32,3xtf32,tf32,bf16,fp16] [--repeat N] [--scale F] "
+                    "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--repeat N] "
+                    "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
                     "[--verbose]\n",
                     argv[0]);

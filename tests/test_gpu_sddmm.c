@@ -55,10 +55,10 @@ typedef struct problem {
     double *ref, *bound;
 } problem;
 
-static problem make_problem(mf_ctx *ctx, fx_pattern kind, int k, int pad, uint64_t seed)
+static problem make_problem_sized(mf_ctx *ctx, fx_pattern kind, int32_t rows, int32_t cols, int k,
+                                  int pad, uint64_t seed)
 {
     problem pr;
-    int32_t rows = kind == FX_DENSE ? 64 : 700, cols = kind == FX_DENSE ? 96 : 900;
     pr.S = fx_matrix(ctx, kind, rows, cols, 0.02, 1, seed);
     pr.k = k;
     pr.lda = k + pad;
@@ -71,6 +71,12 @@ static problem make_problem(mf_ctx *ctx, fx_pattern kind, int k, int pad, uint64
     pr.bound = malloc((size_t)pr.nnz * sizeof *pr.bound);
     fx_sddmm_ref(pr.S, k, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, pr.ref, pr.bound);
     return pr;
+}
+
+static problem make_problem(mf_ctx *ctx, fx_pattern kind, int k, int pad, uint64_t seed)
+{
+    return make_problem_sized(ctx, kind, kind == FX_DENSE ? 64 : 700, kind == FX_DENSE ? 96 : 900,
+                              k, pad, seed);
 }
 
 static void free_problem(problem *pr)
@@ -218,27 +224,37 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
 }
 
 /* Every reduced precision on every pattern and k, with 16-byte loads (k % 4 == 0, ld padded
- * to a multiple of 4) and without (ld = k + 1); host arrays through the staging path. */
+ * to a multiple of 4) and without (ld = k + 1); host arrays through the staging path. bf16
+ * and fp16 twice: on the CUDA cores and on the tensor cores (MFACT_SDDMM_HALF forces each;
+ * the default picks by timing, below). */
 START_TEST(tensor_core_precisions)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
     /* 12: 16-byte loads whose last 16-wide chunk is partly past k */
     static const int tc_k[] = {1, 7, 12, 32, 33, 128, 515};
-    for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++)
-        for (int pi = 0; pi < FX_PATTERNS; pi++)
-            for (size_t ki = 0; ki < sizeof tc_k / sizeof *tc_k; ki++)
-                for (int vec = 0; vec <= 1; vec++) {
-                    int k = tc_k[ki];
-                    if ((vec && k % 4) || (quick && (k == 1 || k == 515)))
-                        continue;
-                    problem pr = make_problem(ctx, (fx_pattern)pi, k, vec ? 4 : 1, 60 + pi);
-                    char what[128];
-                    snprintf(what, sizeof what, "precision %d %s k=%d %s", prec,
-                             fx_pattern_name((fx_pattern)pi), k, vec ? "vec4" : "scalar");
-                    check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
-                    free_problem(&pr);
-                }
+    for (int route = 0; route < 2; route++)
+        for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++)
+            for (int pi = 0; pi < FX_PATTERNS; pi++)
+                for (size_t ki = 0; ki < sizeof tc_k / sizeof *tc_k; ki++)
+                    for (int vec = 0; vec <= 1; vec++) {
+                        int k = tc_k[ki];
+                        if ((vec && k % 4) || (quick && (k == 1 || k == 515)))
+                            continue;
+                        if (route && prec < MF_PRECISION_BF16)
+                            continue;
+                        setenv("MFACT_SDDMM_HALF", route ? "tensor-cores" : "cuda-cores", 1);
+                        problem pr = make_problem(ctx, (fx_pattern)pi, k, vec ? 4 : 1, 60 + pi);
+                        char what[128];
+                        snprintf(what, sizeof what, "precision %d %s k=%d %s%s", prec,
+                                 fx_pattern_name((fx_pattern)pi), k, vec ? "vec4" : "scalar",
+                                 prec < MF_PRECISION_BF16 ? ""
+                                 : route                  ? ", tensor cores"
+                                                          : ", CUDA cores");
+                        check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
+                        free_problem(&pr);
+                    }
+    unsetenv("MFACT_SDDMM_HALF");
     /* host arrays, staged: the same bound */
     problem pr = make_problem(ctx, FX_POWER_LAW, 64, 0, 5);
     float *out = malloc((size_t)pr.nnz * sizeof *out);
@@ -250,6 +266,32 @@ START_TEST(tensor_core_precisions)
                       fx_precision_bound(MF_PRECISION_BF16, 64), NULL, 2.0, pr.before);
     free(out);
     free_problem(&pr);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* bf16 and fp16 without MFACT_SDDMM_HALF on a matrix large enough to be timed: the call
+ * times the float kernel's variants on the 16-bit copies and the tensor-core kernel, keeps
+ * the faster, and its results (beta = 0, then beta = -1 with the choice cached) are within
+ * the precision's bounds and match the CPU backend; float factors with unaligned rows too
+ * (the copies are aligned whatever the factors are). */
+START_TEST(half_precision_timed_choice)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    unsetenv("MFACT_SDDMM_HALF");
+    const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
+    for (int prec = MF_PRECISION_BF16; prec <= MF_PRECISION_FP16; prec++)
+        for (int pad = 0; pad <= 1; pad++) {
+            if (quick && pad)
+                continue;
+            problem pr = make_problem_sized(ctx, FX_RANDOM, 4500, 5000, 64, pad, 90 + prec);
+            ck_assert_int_gt(pr.nnz, 200000); /* MF_SDDMM_TUNE_MIN_NNZ: timed */
+            char what[96];
+            snprintf(what, sizeof what, "precision %d timed choice, ld = k + %d", prec, pad);
+            check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
+            free_problem(&pr);
+        }
     mf_ctx_destroy(cpu);
     mf_ctx_destroy(ctx);
 }
@@ -514,7 +556,8 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
-                                  tensor_core_row_orders_agree,  host_memory_and_cpu_parity,
-                                  auto_tune_and_plan_cache,      spmm_and_rmse_match_cpu};
+                                  half_precision_timed_choice,   tensor_core_row_orders_agree,
+                                  host_memory_and_cpu_parity,    auto_tune_and_plan_cache,
+                                  spmm_and_rmse_match_cpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

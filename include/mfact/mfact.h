@@ -490,9 +490,14 @@ typedef enum mf_precision {
  * matrix builds its condensed-column plan (one per matrix, for every k and precision; the
  * INFO log line "mf_sddmm: tensor-core plan ..." reports its size and build time) and caches
  * it on S (about 80 bytes per 16 condensed columns of each 8-row window). BF16 and FP16 also
- * take (rows + cols) * (k rounded up to 16) * 2 bytes of device memory for the call, for the
- * factors' 16-bit copies. A precision that is not one of mf_precision's values is
- * MF_ERR_INVALID_ARGUMENT and leaves out untouched; other arguments as mf_sddmm. */
+ * take (rows + cols) * (k rounded up to 32) * 2 bytes of device memory for the call, for the
+ * factors' 16-bit copies, and may run on the CUDA cores instead: the float kernel reading
+ * the copies and widening each value to float (the same rounded inputs, exact products,
+ * float sums: the same bounds). The first BF16 or FP16 call for a matrix and k times both
+ * and keeps the faster (INFO line "mf_sddmm: bf16 for k = ...: CUDA cores ... ms, tensor
+ * cores ... ms"; untimed below 200,000 entries: the tensor cores). A precision that is not
+ * one of mf_precision's values is MF_ERR_INVALID_ARGUMENT and leaves out untouched; other
+ * arguments as mf_sddmm. */
 MF_API mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
                              const float *B, int64_t ldb, float alpha, float beta, float *out,
                              mf_memory where, unsigned flags, mf_precision precision);

@@ -13,21 +13,35 @@
 #include "sddmm/sddmm_kernels.cuh"
 #include "sddmm/sddmm_tuning.h"
 
-typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, int mode, unsigned grid, size_t smem,
-                                   cudaStream_t);
+typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, int half, int mode, unsigned grid,
+                                   size_t smem, cudaStream_t);
 
-// One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh).
-template <int V, int KR, bool VEC, bool SMEM>
-static void launch(const mf_sddmm_params &P, int mode, unsigned grid, size_t smem,
-                   cudaStream_t stream)
+template <int V, int KR, bool VEC, bool SMEM, int HALF>
+static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_t smem,
+                        cudaStream_t stream)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
     if (mode == MF_SDDMM_TAIL)
-        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_TAIL, T><<<grid, T, smem, stream>>>(P);
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_TAIL, T, HALF><<<grid, T, smem, stream>>>(P);
     else if (mode == MF_SDDMM_PLAIN)
-        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_PLAIN, T><<<grid, T, smem, stream>>>(P);
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_PLAIN, T, HALF><<<grid, T, smem, stream>>>(P);
     else
-        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T><<<grid, T, smem, stream>>>(P);
+        mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T, HALF><<<grid, T, smem, stream>>>(P);
+}
+
+// One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with
+// P.A16 set, the instance for 16-bit inputs of `half` (SM-L2 vector variants only).
+template <int V, int KR, bool VEC, bool SMEM>
+static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
+                   cudaStream_t stream)
+{
+    if constexpr (VEC && !SMEM) {
+        if (half == MF_PRECISION_BF16)
+            return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_BF16>(P, mode, grid, smem, stream);
+        if (half == MF_PRECISION_FP16)
+            return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_FP16>(P, mode, grid, smem, stream);
+    }
+    launch_mode<V, KR, VEC, SMEM, 0>(P, mode, grid, smem, stream);
 }
 
 template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
@@ -121,9 +135,10 @@ struct mf_sddmm_dev_layout {
 #define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES)
 
 struct mf_sddmm_choice {
-    int k, vec; // the call shape the choice is for
+    int k, vec; // the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies
     int variant, layout;
     float ms;
+    bool tensor_cores; // bf16, fp16: the tensor-core kernel was faster than the variant
 };
 
 struct mf_sddmm_plan {
@@ -269,8 +284,16 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
     return MF_OK;
 }
 
+// The factors' 16-bit copies for a bf16 or fp16 call on the CUDA cores (rows of ld values).
+struct mf_sddmm_half_in {
+    const uint16_t *A16, *B16;
+    int64_t ld;
+    int precision;
+};
+
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                             const mf_sddmm_dev_layout *L, float *out, float beta)
+                             const mf_sddmm_dev_layout *L, float *out, float beta,
+                             const mf_sddmm_half_in *half = NULL)
 {
     const int64_t *row_ptr;
     const int32_t *col;
@@ -292,6 +315,14 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.cols = S->cols;
     P.items = (const mf_sddmm_item *)L->items.ptr;
     P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
+    P.A16 = P.B16 = NULL;
+    if (half) {
+        if (!var.cfg.vec || var.cfg.smem)
+            return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: variant %d has no 16-bit instance", v);
+        P.A16 = half->A16;
+        P.B16 = half->B16;
+        P.lda = P.ldb = half->ld;
+    }
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
     if (L->n_blocks == 0)
         return MF_OK;
@@ -305,15 +336,18 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
                                                         : MF_SDDMM_FULL;
-        var.launch(P, mode, (unsigned)L->n_blocks, smem, ctx->link.cuda->stream);
+        var.launch(P, half ? half->precision : 0, mode, (unsigned)L->n_blocks, smem,
+                   ctx->link.cuda->stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
     return MF_OK;
 }
 
-// Time one run on the context's stream, in milliseconds.
+// Time one run on the context's stream, in milliseconds: variant v on layout L, or with L
+// NULL the tensor-core kernel on half's copies.
 static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                              const mf_sddmm_dev_layout *L, float *out, float *ms)
+                              const mf_sddmm_dev_layout *L, float *out, float *ms,
+                              const mf_sddmm_half_in *half = NULL)
 {
     cudaStream_t stream = ctx->link.cuda->stream;
     cudaEvent_t e0, e1;
@@ -326,7 +360,14 @@ static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ca
     mf_status st = MF_OK;
     err = cudaEventRecord(e0, stream);
     if (err == cudaSuccess) {
-        st = run_variant(ctx, S, call, v, L, out, 0.f);
+        if (L)
+            st = run_variant(ctx, S, call, v, L, out, 0.f, half);
+        else { // the tensor-core kernel on the copies, into out
+            mf_sddmm_call c = *call;
+            c.out = out;
+            c.beta = 0.f;
+            st = mf_cuda_sddmm_tc_on(ctx, S, &c, half->A16, half->B16, half->ld);
+        }
         if (st == MF_OK)
             err = cudaEventRecord(e1, stream);
     }
@@ -368,21 +409,44 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 
 // Pick the variant and layout for this call shape: the cached choice, or the fastest of
 // the candidates, each timed twice (the first run warms caches and the layout upload).
-static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int *variant,
-                        int *layout)
+//
+// With half (bf16 or fp16 copies) the candidates are the SM-L2 vector variants run on the
+// copies, and the fastest is then timed against the tensor-core kernel on the same copies;
+// *tensor_cores says which won (untimed, for matrices too small to time: the tensor cores,
+// which won on every small graph measured).
+static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                        const mf_sddmm_half_in *half, int *variant, int *layout,
+                        bool *tensor_cores = NULL)
 {
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
-    const int vec = vector_ok(call);
+    const int vec = half ? 10 + half->precision : vector_ok(call);
     for (int c = 0; c < plan->n_choices; c++)
         if (plan->choices[c].k == call->k && plan->choices[c].vec == vec) {
             *variant = plan->choices[c].variant;
             *layout = plan->choices[c].layout;
+            if (tensor_cores)
+                *tensor_cores = plan->choices[c].tensor_cores;
             return MF_OK;
         }
     mf_sddmm_shape sh = shape_of(ctx, S, call);
+    if (half)
+        sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are
     mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
     int n = mf_sddmm_candidates(&sh, cand);
+    if (half) { // no SM-SM instance reads 16-bit copies
+        int kept = 0;
+        for (int c = 0; c < n; c++)
+            if (variants[cand[c].variant].cfg.vec && !variants[cand[c].variant].cfg.smem)
+                cand[kept++] = cand[c];
+        n = kept;
+    }
+    bool tc = half != NULL;
+    if (n == 0 && half && tensor_cores) { // no variant for the copies: the tensor cores
+        *variant = *layout = -1;
+        *tensor_cores = true;
+        return MF_OK;
+    }
     if (n == 0)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
 
@@ -413,10 +477,12 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
                 st = allow_shared_memory(ctx, cand[c].variant);
             float ms = 0.f, ms2 = 0.f;
             if (st == MF_OK)
-                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms);
+                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms,
+                                  half);
             // A candidate three times slower than the best on its cold run is not rerun.
             if (st == MF_OK && ms < 3.f * best_ms) {
-                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms2);
+                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms2,
+                                  half);
                 ms = ms2 < ms ? ms2 : ms;
             }
             if (st != MF_OK)
@@ -431,10 +497,27 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
                 best_layout = li;
             }
         }
+        // bf16, fp16: the tensor-core kernel on the same copies (its first run builds its
+        // plan: not timed), the best of two against the variant's best
+        float tc_ms = INFINITY;
+        for (int r = 0; half && st == MF_OK && r < 3; r++) {
+            float ms = 0.f;
+            st = time_variant(ctx, S, call, -1, NULL, target, &ms, half);
+            if (r > 0 && ms < tc_ms)
+                tc_ms = ms;
+        }
+        tc = half && tc_ms < best_ms;
+        if (half && st == MF_OK)
+            mf_log(ctx, MF_LOG_INFO,
+                   "mf_sddmm: %s for k = %d: CUDA cores %.3f ms, tensor cores %.3f ms",
+                   half->precision == MF_PRECISION_BF16 ? "bf16" : "fp16", call->k, (double)best_ms,
+                   (double)tc_ms);
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
     }
-    mf_sddmm_choice ch = {call->k, vec, best, best_layout, best_ms};
+    mf_sddmm_choice ch = {call->k, vec, best, best_layout, best_ms, tc};
+    if (tensor_cores)
+        *tensor_cores = tc;
     plan->choices[plan->next_choice] = ch;
     plan->next_choice = (plan->next_choice + 1) % MF_SDDMM_MAX_CHOICES;
     if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
@@ -454,14 +537,14 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, in
 // add small partial sums to beta * out, losing them to rounding when |beta * out| is large;
 // instead they accumulate in a scratch array and beta * out is added once at the end.
 static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                     const mf_sddmm_dev_layout *L)
+                     const mf_sddmm_dev_layout *L, const mf_sddmm_half_in *half = NULL)
 {
     int chunks = (call->k + mf_sddmm_chunk(variants[v].cfg) - 1) / mf_sddmm_chunk(variants[v].cfg);
     if (chunks == 1 || call->beta == 0.f)
-        return run_variant(ctx, S, call, v, L, call->out, call->beta);
+        return run_variant(ctx, S, call, v, L, call->out, call->beta, half);
     mf_dbuf t = {0, 0};
     MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
-    mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f);
+    mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f, half);
     if (st == MF_OK) {
         add_scaled<<<mf_cuda_grid(ctx->link.cuda, S->nnz, 256, 16), 256, 0,
                      ctx->link.cuda->stream>>>(call->out, (const float *)t.ptr, call->beta, S->nnz);
@@ -473,13 +556,45 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 
 // Stream-ordered: returns once the work is queued on the context's stream (callers with
 // host arrays synchronize when they copy the result back).
+// bf16 and fp16: the factors' 16-bit copies, then whichever of the two kernels choose()
+// timed faster for this matrix and k: the float kernel's SM-L2 vector variants widening the
+// copies' values to floats as they load (exact products of the rounded factors, float sums:
+// the CUDA cores), or the tensor-core kernel (sddmm_tc_kernels.cuh). MFACT_SDDMM_HALF
+// (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
+static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    const char *knob = getenv("MFACT_SDDMM_HALF");
+    mf_sddmm_half_in half;
+    mf_dbuf copies = {0, 0};
+    MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
+    half.precision = call->precision;
+    int v = -1, li = -1;
+    bool tc = knob && !strcmp(knob, "tensor-cores");
+    mf_status st = MF_OK;
+    if (!tc) {
+        st = choose(ctx, S, call, &half, &v, &li, &tc);
+        if (knob && !strcmp(knob, "cuda-cores"))
+            tc = false;
+    }
+    mf_sddmm_plan *plan = NULL;
+    if (st == MF_OK && !tc)
+        st = get_plan(ctx, S, &plan);
+    if (st == MF_OK)
+        st = tc ? mf_cuda_sddmm_tc_on(ctx, S, call, half.A16, half.B16, half.ld)
+                : run(ctx, S, call, v, &plan->layouts[li], &half);
+    mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
+    return st;
+}
+
 extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     mf_device_guard guard(ctx->link.cuda->device);
+    if (call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16)
+        return sddmm_half(ctx, S, call);
     if (call->precision != MF_PRECISION_FP32)
         return mf_cuda_sddmm_tc(ctx, S, call);
     int v, li;
-    MF_TRY(choose(ctx, S, call, &v, &li));
+    MF_TRY(choose(ctx, S, call, NULL, &v, &li));
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
     return run(ctx, S, call, v, &plan->layouts[li]);

@@ -21,6 +21,16 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
  * runs the tensor-core kernel for call->precision; stream-ordered. */
 mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
+/* The same on 16-bit copies made by mf_tc_copy16 (bf16, fp16; NULL for the TF32 kinds). */
+mf_status mf_cuda_sddmm_tc_on(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                              const uint16_t *A16, const uint16_t *B16, int64_t ld16);
+
+/* bf16 and fp16 (sddmm_tc.cu): A and B rounded to call->precision into one device buffer
+ * (*copies, freed by the caller, stream-ordered), rows of *ld values (k rounded up to 32,
+ * zeros past k, two values a 32-bit word, the lower index in the low half); stream-ordered. */
+mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, mf_dbuf *copies,
+                       const uint16_t **A16, const uint16_t **B16, int64_t *ld);
+
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, bypassing the
  * tuning rules; finished on return. */

@@ -27,9 +27,11 @@
 #ifndef MF_SDDMM_KERNELS_CUH
 #define MF_SDDMM_KERNELS_CUH
 
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "mfact/mfact.h"
 #include "sddmm/sddmm_layout.h"
 #include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
 
@@ -46,12 +48,27 @@ struct mf_sddmm_params {
     int32_t tj, cols;
     const mf_sddmm_item *items;
     const mf_sddmm_block *blocks;
+    // HALF kernels (bf16 or fp16 inputs): the factors' 16-bit copies (sddmm_tc_kernels.cuh's
+    // mf_tc_convert), rows of lda and ldb values; A and B are not read then
+    const uint16_t *A16, *B16;
 };
 
-template <bool VEC> struct mf_unit;
+// A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16 or FP16, with
+// VEC) 4 16-bit values widened to floats as they load, whose products and sums are then
+// exact float arithmetic on the rounded factors.
+template <bool VEC, int HALF = 0> struct mf_unit;
 template <> struct mf_unit<true> {
     typedef float4 type;
+    typedef float elem;
     static constexpr int width = 4;
+    __device__ static const float *A(const mf_sddmm_params &P)
+    {
+        return P.A;
+    }
+    __device__ static const float *B(const mf_sddmm_params &P)
+    {
+        return P.B;
+    }
     __device__ static float4 zero()
     {
         return make_float4(0.f, 0.f, 0.f, 0.f);
@@ -78,7 +95,16 @@ template <> struct mf_unit<true> {
 };
 template <> struct mf_unit<false> {
     typedef float type;
+    typedef float elem;
     static constexpr int width = 1;
+    __device__ static const float *A(const mf_sddmm_params &P)
+    {
+        return P.A;
+    }
+    __device__ static const float *B(const mf_sddmm_params &P)
+    {
+        return P.B;
+    }
     __device__ static float zero()
     {
         return 0.f;
@@ -101,13 +127,38 @@ template <> struct mf_unit<false> {
     }
 };
 
+template <int HALF> struct mf_unit<true, HALF> : mf_unit<true> {
+    typedef uint16_t elem;
+    __device__ static const uint16_t *A(const mf_sddmm_params &P)
+    {
+        return P.A16;
+    }
+    __device__ static const uint16_t *B(const mf_sddmm_params &P)
+    {
+        return P.B16;
+    }
+    // One 16-bit value (the low half of x when hi is false) as a float, exactly.
+    __device__ static float widen(uint32_t x, bool hi)
+    {
+        const uint32_t h = hi ? x >> 16 : x & 0xffffu;
+        return HALF == MF_PRECISION_BF16 ? __uint_as_float(h << 16)
+                                         : __half2float(__ushort_as_half((unsigned short)h));
+    }
+    __device__ static float4 load(const uint16_t *p)
+    {
+        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
+        return make_float4(widen(v.x, false), widen(v.x, true), widen(v.y, false),
+                           widen(v.y, true));
+    }
+};
+
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
 // wholly inside k or wholly outside.
 template <int KC, bool VEC, int T>
 __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, int jn, int kc)
 {
-    typedef mf_unit<VEC> U;
+    typedef mf_unit<VEC> U; // float factors: SM-SM has no 16-bit instances
     constexpr int per_row = KC / U::width;
     for (int u = threadIdx.x; u < jn * per_row; u += T) {
         int r = u / per_row, c = (u % per_row) * U::width;
@@ -120,11 +171,13 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
 
 enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
 
-template <int V, int KR, bool VEC, bool SMEM, int MODE, int T>
+template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
-    typedef mf_unit<VEC> U;
+    static_assert(HALF == 0 || (VEC && !SMEM), "16-bit inputs: SM-L2 with 4-value units only");
+    typedef mf_unit<VEC, HALF> U;
     typedef typename U::type unit;
+    typedef typename U::elem elem;
     constexpr int W = U::width, KC = V * KR * W, NVW = T / V;
     // Entries in flight per virtual warp: 8 when the loads they need fit in registers (and
     // the reduce-scatter has lanes enough to spread them).
@@ -149,7 +202,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     __shared__ int next_item;
     if (DYN && threadIdx.x == 0)
         next_item = NVW;
-    if (SMEM)
+    if constexpr (SMEM)
         mf_sddmm_stage_b<KC, VEC, T>(bs, P, j0, jn, kc);
     if (SMEM || DYN)
         __syncthreads();
@@ -157,7 +210,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
         const int64_t it = blk.item_begin + rel;
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
-        const float *arow = P.A + (int64_t)item.row * P.lda + kc;
+        const elem *arow = U::A(P) + (int64_t)item.row * P.lda + kc;
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
@@ -173,7 +226,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                 const int64_t q = p + u < end ? p + u : p;
                 const int j = __ldg(P.col + q);
                 float acc = 0.f;
-                if (SMEM) {
+                if constexpr (SMEM) {
                     const float *brow = bs + (j - j0) * KC;
 #pragma unroll
                     for (int r = 0; r < KR; r++)
@@ -181,7 +234,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                 } else {
                     // Column indices are never negative (mf_sparse checks them): unsigned
                     // arithmetic spares the sign extension.
-                    const float *brow = P.B + (size_t)(uint32_t)j * (size_t)P.ldb + kc;
+                    const elem *brow = U::B(P) + (size_t)(uint32_t)j * (size_t)P.ldb + kc;
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         int kk = (r * V + lane) * W;

@@ -102,8 +102,55 @@ static bool aligned16(const void *p)
     return ((uintptr_t)p & 15u) == 0;
 }
 
+extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                                  mf_dbuf *copies, const uint16_t **A16, const uint16_t **B16,
+                                  int64_t *ld)
+{
+    const int64_t ld16 = (call->k + 31) / 32 * 32; // the tensor-core kernel reads 32 a step
+    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)(S->rows + (int64_t)S->cols) * ld16 * 2,
+                         "SDDMM 16-bit factors"));
+    uint32_t *a16 = (uint32_t *)copies->ptr, *b16 = a16 + (size_t)S->rows * ld16 / 2;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    unsigned ga = mf_cuda_grid(ctx->link.cuda, S->rows * ld16 / 2, 256, 16);
+    unsigned gb = mf_cuda_grid(ctx->link.cuda, S->cols * ld16 / 2, 256, 16);
+    if (call->precision == MF_PRECISION_BF16) {
+        mf_tc_convert<MF_PRECISION_BF16>
+            <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
+        mf_tc_convert<MF_PRECISION_BF16>
+            <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, ld16, b16);
+    } else {
+        mf_tc_convert<MF_PRECISION_FP16>
+            <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
+        mf_tc_convert<MF_PRECISION_FP16>
+            <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, ld16, b16);
+    }
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM 16-bit conversion");
+    if (st != MF_OK) {
+        mf_dmem_free(ctx, copies);
+        return st;
+    }
+    *A16 = (const uint16_t *)a16;
+    *B16 = (const uint16_t *)b16;
+    *ld = ld16;
+    return MF_OK;
+}
+
 // Stream-ordered, like mf_cuda_sddmm (which calls it for every precision but float).
 extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    if (call->precision != MF_PRECISION_BF16 && call->precision != MF_PRECISION_FP16)
+        return mf_cuda_sddmm_tc_on(ctx, S, call, NULL, NULL, 0);
+    mf_dbuf copies = {0, 0};
+    const uint16_t *A16, *B16;
+    int64_t ld16;
+    MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &A16, &B16, &ld16));
+    mf_status st = mf_cuda_sddmm_tc_on(ctx, S, call, A16, B16, ld16);
+    mf_dmem_free(ctx, &copies); // stream-ordered: after the kernel that reads them
+    return st;
+}
+
+extern "C" mf_status mf_cuda_sddmm_tc_on(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                                         const uint16_t *A16, const uint16_t *B16, int64_t ld16)
 {
     mf_sddmm_tc_plan *plan = NULL;
     MF_TRY(get_tc_plan(ctx, S, &plan));
@@ -135,36 +182,11 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
         return mf_fail(ctx, MF_ERR_UNSUPPORTED,
                        "mf_sddmm: %lld thread blocks exceed the grid limit", (long long)blocks);
     cudaStream_t stream = ctx->link.cuda->stream;
-    // bf16, fp16: the factors' 16-bit copies, freed (stream-ordered) after the kernel.
-    mf_dbuf half = {0, 0};
-    const bool is16 = call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16;
-    P.A16 = P.B16 = NULL;
-    P.ld16 = (call->k + 31) / 32 * 32; // the kernel reads 32 values a step
-    if (is16) {
-        MF_TRY(mf_dmem_alloc(ctx, &half, (size_t)(S->rows + (int64_t)S->cols) * P.ld16 * 2,
-                             "SDDMM 16-bit factors"));
-        uint32_t *a16 = (uint32_t *)half.ptr, *b16 = a16 + (size_t)S->rows * P.ld16 / 2;
-        unsigned ga = mf_cuda_grid(ctx->link.cuda, S->rows * P.ld16 / 2, 256, 16);
-        unsigned gb = mf_cuda_grid(ctx->link.cuda, S->cols * P.ld16 / 2, 256, 16);
-        if (call->precision == MF_PRECISION_BF16) {
-            mf_tc_convert<MF_PRECISION_BF16>
-                <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, P.ld16, a16);
-            mf_tc_convert<MF_PRECISION_BF16>
-                <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, P.ld16, b16);
-        } else {
-            mf_tc_convert<MF_PRECISION_FP16>
-                <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, P.ld16, a16);
-            mf_tc_convert<MF_PRECISION_FP16>
-                <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, P.ld16, b16);
-        }
-        mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM 16-bit conversion");
-        if (st != MF_OK) {
-            mf_dmem_free(ctx, &half);
-            return st;
-        }
-        P.A16 = (const uint16_t *)a16;
-        P.B16 = (const uint16_t *)b16;
-    }
+    P.A16 = A16;
+    P.B16 = B16;
+    P.ld16 = ld16;
+    if ((call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16) && !A16)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: a 16-bit precision without its copies");
     switch (call->precision) {
     case MF_PRECISION_3XTF32:
         launch_tc<MF_PRECISION_3XTF32>(P, vec, (unsigned)blocks, stream);
@@ -173,11 +195,8 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     case MF_PRECISION_BF16: launch_tc<MF_PRECISION_BF16>(P, vec, (unsigned)blocks, stream); break;
     case MF_PRECISION_FP16: launch_tc<MF_PRECISION_FP16>(P, vec, (unsigned)blocks, stream); break;
     default:
-        mf_dmem_free(ctx, &half);
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no tensor-core kernel for precision %d",
                        call->precision);
     }
-    mf_status st = MF_CUDA_LAUNCHED(ctx, "the tensor-core SDDMM kernel");
-    mf_dmem_free(ctx, &half); // stream-ordered: after the kernel that reads it
-    return st;
+    return MF_CUDA_LAUNCHED(ctx, "the tensor-core SDDMM kernel");
 }
