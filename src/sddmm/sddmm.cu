@@ -454,7 +454,9 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         reset_plan(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
-    if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
+    // A single candidate needs no timing, but bf16 and fp16 still time it against the tensor
+    // cores (k > 256 with few columns leaves one SM-L2 vector candidate).
+    if ((n == 1 && !half) || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
         MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
