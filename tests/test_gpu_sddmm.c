@@ -275,7 +275,7 @@ END_TEST
  * times the float kernel's variants on the 16-bit copies and the tensor-core kernel, keeps
  * the faster, and its results (beta = 0, then beta = -1 with the choice cached) are within
  * the precision's bounds and match the CPU backend; float factors with unaligned rows too
- * (the copies are aligned whatever the factors are). */
+ * (the copies are aligned whatever the factors are). MFACT_SDDMM_HALF's unknown values fail. */
 START_TEST(half_precision_timed_choice)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -292,6 +292,19 @@ START_TEST(half_precision_timed_choice)
             check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
             free_problem(&pr);
         }
+    /* a value the variable does not name fails the call, out untouched */
+    problem pr = make_problem(ctx, FX_RANDOM, 32, 0, 7);
+    float *out = malloc((size_t)pr.nnz * sizeof *out);
+    memcpy(out, pr.before, (size_t)pr.nnz * sizeof *out);
+    setenv("MFACT_SDDMM_HALF", "both", 1);
+    ck_assert_int_eq(mf_sddmm_ex(ctx, pr.S, 32, pr.A, pr.lda, pr.B, pr.ldb, 1.0f, 0.0f, out,
+                                 MF_MEMORY_HOST, 0, MF_PRECISION_BF16),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "MFACT_SDDMM_HALF='both'");
+    ck_assert_int_eq(memcmp(out, pr.before, (size_t)pr.nnz * sizeof *out), 0);
+    unsetenv("MFACT_SDDMM_HALF");
+    free(out);
+    free_problem(&pr);
     mf_ctx_destroy(cpu);
     mf_ctx_destroy(ctx);
 }

@@ -566,16 +566,22 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     const char *knob = getenv("MFACT_SDDMM_HALF");
+    const bool force_tc = knob && !strcmp(knob, "tensor-cores"),
+               force_cores = knob && !strcmp(knob, "cuda-cores");
+    if (knob && *knob && !force_tc && !force_cores)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores or cuda-cores", knob);
     mf_sddmm_half_in half;
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
     half.precision = call->precision;
     int v = -1, li = -1;
-    bool tc = knob && !strcmp(knob, "tensor-cores");
+    bool tc = force_tc;
     mf_status st = MF_OK;
     if (!tc) {
         st = choose(ctx, S, call, &half, &v, &li, &tc);
-        if (knob && !strcmp(knob, "cuda-cores"))
+        // forced onto the CUDA cores where a variant exists (choose() found none: v < 0)
+        if (force_cores && v >= 0)
             tc = false;
     }
     mf_sddmm_plan *plan = NULL;
