@@ -133,6 +133,7 @@ static csr from_file(mf_ctx *ctx, const char *path)
 // ---- measurement -------------------------------------------------------------------------
 
 static char last_plan[512];
+static char last_pick[256];    // bf16/fp16: "CUDA cores X ms, tensor cores Y ms", the timed pick
 static double tc_plan_ms = -1; // the tensor-core plan's build time, from the library's log
 static int verbose;
 static void capture_log(void *, mf_log_level, const char *msg)
@@ -141,6 +142,9 @@ static void capture_log(void *, mf_log_level, const char *msg)
         fprintf(stderr, "  [mfact] %s\n", msg);
     if (strstr(msg, "plan for k"))
         snprintf(last_plan, sizeof last_plan, "%s", msg);
+    const char *pick = strstr(msg, "CUDA cores ");
+    if (pick && strstr(msg, "tensor cores "))
+        snprintf(last_pick, sizeof last_pick, "%s", pick);
     const char *built = strstr(msg, "tensor-core plan") ? strstr(msg, "built in ") : NULL;
     if (built) {
         tc_plan_ms = atof(built + 9);
@@ -304,7 +308,7 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         r.k = k;
         r.nnz = nnz;
         r.precision = precs[i];
-        last_plan[0] = 0;
+        last_plan[0] = last_pick[0] = 0;
         tc_plan_ms = -1;
         select(i);
         CUDA_CHECK(cudaStreamSynchronize(st));
@@ -318,6 +322,10 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
             const char *plan = strstr(last_plan, "plan for k");
             plan = plan ? strstr(plan, ": ") : NULL;
             snprintf(r.plan, sizeof r.plan, "%s", plan ? plan + 2 : "cached");
+        } else if (last_pick[0]) { // bf16/fp16 timed both kernels: which won, by how much
+            snprintf(r.plan, sizeof r.plan, "timed %s", last_pick);
+        } else if (precisions[precs[i]].half) {
+            snprintf(r.plan, sizeof r.plan, "forced %s", precisions[precs[i]].half);
         } else if (tc_plan_ms >= 0) {
             snprintf(r.plan, sizeof r.plan, "tensor-core plan built in %.1f ms", tc_plan_ms);
         } else {
