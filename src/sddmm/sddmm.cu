@@ -288,7 +288,6 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     int64_t ld;
-    int precision;
 };
 
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
@@ -336,7 +335,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
                                                         : MF_SDDMM_FULL;
-        var.launch(P, half ? half->precision : 0, mode, (unsigned)L->n_blocks, smem,
+        var.launch(P, half ? call->precision : 0, mode, (unsigned)L->n_blocks, smem,
                    ctx->link.cuda->stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
@@ -366,7 +365,7 @@ static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ca
             mf_sddmm_call c = *call;
             c.out = out;
             c.beta = 0.f;
-            st = mf_cuda_sddmm_tc_on(ctx, S, &c, half->A16, half->B16, half->ld);
+            st = mf_cuda_sddmm_tc(ctx, S, &c, half->A16, half->B16, half->ld);
         }
         if (st == MF_OK)
             err = cudaEventRecord(e1, stream);
@@ -420,7 +419,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 {
     mf_sddmm_plan *plan = NULL;
     MF_TRY(get_plan(ctx, S, &plan));
-    const int vec = half ? 10 + half->precision : vector_ok(call);
+    const int vec = half ? 10 + call->precision : vector_ok(call);
     for (int c = 0; c < plan->n_choices; c++)
         if (plan->choices[c].k == call->k && plan->choices[c].vec == vec) {
             *variant = plan->choices[c].variant;
@@ -512,7 +511,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         if (half && st == MF_OK)
             mf_log(ctx, MF_LOG_INFO,
                    "mf_sddmm: %s for k = %d: CUDA cores %.3f ms, tensor cores %.3f ms",
-                   half->precision == MF_PRECISION_BF16 ? "bf16" : "fp16", call->k, (double)best_ms,
+                   call->precision == MF_PRECISION_BF16 ? "bf16" : "fp16", call->k, (double)best_ms,
                    (double)tc_ms);
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
@@ -556,8 +555,6 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     return st;
 }
 
-// Stream-ordered: returns once the work is queued on the context's stream (callers with
-// host arrays synchronize when they copy the result back).
 // bf16 and fp16: the factors' 16-bit copies, then whichever of the two kernels choose()
 // timed faster for this matrix and k: the float kernel's SM-L2 vector variants widening the
 // copies' values to floats as they load (exact products of the rounded factors, float sums:
@@ -574,7 +571,6 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_sddmm_half_in half;
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
-    half.precision = call->precision;
     int v = -1, li = -1;
     bool tc = force_tc;
     mf_status st = MF_OK;
@@ -588,19 +584,21 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     if (st == MF_OK && !tc)
         st = get_plan(ctx, S, &plan);
     if (st == MF_OK)
-        st = tc ? mf_cuda_sddmm_tc_on(ctx, S, call, half.A16, half.B16, half.ld)
+        st = tc ? mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.B16, half.ld)
                 : run(ctx, S, call, v, &plan->layouts[li], &half);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
     return st;
 }
 
+// Stream-ordered: returns once the work is queued on the context's stream (callers with
+// host arrays synchronize when they copy the result back).
 extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     mf_device_guard guard(ctx->link.cuda->device);
     if (call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16)
         return sddmm_half(ctx, S, call);
     if (call->precision != MF_PRECISION_FP32)
-        return mf_cuda_sddmm_tc(ctx, S, call);
+        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
     int v, li;
     MF_TRY(choose(ctx, S, call, NULL, &v, &li));
     mf_sddmm_plan *plan = NULL;

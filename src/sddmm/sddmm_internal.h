@@ -18,12 +18,10 @@ void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
 mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
 /* The reduced precisions (sddmm_tc.cu): builds or reuses S's condensed-column plan, then
- * runs the tensor-core kernel for call->precision; stream-ordered. */
-mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
-
-/* The same on 16-bit copies made by mf_tc_copy16 (bf16, fp16; NULL for the TF32 kinds). */
-mf_status mf_cuda_sddmm_tc_on(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
-                              const uint16_t *A16, const uint16_t *B16, int64_t ld16);
+ * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
+ * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16); the TF32 kinds pass NULL. */
+mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                           const uint16_t *A16, const uint16_t *B16, int64_t ld16);
 
 /* bf16 and fp16 (sddmm_tc.cu): A and B rounded to call->precision into one device buffer
  * (*copies, freed by the caller, stream-ordered), rows of *ld values (k rounded up to 32,

@@ -135,22 +135,10 @@ extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddm
     return MF_OK;
 }
 
-// Stream-ordered, like mf_cuda_sddmm (which calls it for every precision but float).
-extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
-{
-    if (call->precision != MF_PRECISION_BF16 && call->precision != MF_PRECISION_FP16)
-        return mf_cuda_sddmm_tc_on(ctx, S, call, NULL, NULL, 0);
-    mf_dbuf copies = {0, 0};
-    const uint16_t *A16, *B16;
-    int64_t ld16;
-    MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &A16, &B16, &ld16));
-    mf_status st = mf_cuda_sddmm_tc_on(ctx, S, call, A16, B16, ld16);
-    mf_dmem_free(ctx, &copies); // stream-ordered: after the kernel that reads them
-    return st;
-}
-
-extern "C" mf_status mf_cuda_sddmm_tc_on(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
-                                         const uint16_t *A16, const uint16_t *B16, int64_t ld16)
+// Stream-ordered, like mf_cuda_sddmm (which calls it for every precision but float; for
+// bf16 and fp16 with the copies it made).
+extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                                      const uint16_t *A16, const uint16_t *B16, int64_t ld16)
 {
     mf_sddmm_tc_plan *plan = NULL;
     MF_TRY(get_tc_plan(ctx, S, &plan));
