@@ -524,6 +524,16 @@ MF_API mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, f
 MF_API mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
                          const float *B, int64_t ldb, mf_memory where, double *rmse);
 
+/* mf_rmse with the residuals' sampled products in a chosen arithmetic (mf_precision; its
+ * bounds apply to each product, the squares are still summed in double): mf_rmse(...) is
+ * mf_rmse_ex(..., MF_PRECISION_FP32). An evaluation that tolerates the products' rounding
+ * (an RMSE printed to three digits) runs faster at BF16 or FP16 on a CUDA context (the
+ * gathers of B's rows carry half the bytes; bench/README.md says by how much). A precision
+ * outside mf_precision is MF_ERR_INVALID_ARGUMENT. Since 0.5. */
+MF_API mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A,
+                            int64_t lda, const float *B, int64_t ldb, mf_memory where,
+                            mf_precision precision, double *rmse);
+
 /* ------------------------------------------------------------------------------------- */
 /* Explicit-ratings models: biases and predictions                                       */
 /* ------------------------------------------------------------------------------------- */
@@ -554,6 +564,12 @@ typedef struct mf_model {
     const float *user_bias; /* users entries, or NULL                                     */
     const float *item_bias; /* items entries, or NULL                                     */
     mf_memory where;        /* where U, V, the biases and the predictions live            */
+    /* Since 0.5: the arithmetic of U_u . V_i in mf_predict, mf_predict_pairs and
+     * mf_model_rmse (mf_precision and its bounds); default (0) MF_PRECISION_FP32. The
+     * entries of a matrix within the model's shape go through mf_sddmm_ex; pairs, and a
+     * matrix with unseen users or items, round U's and V's entries the same way (TF32, BF16,
+     * FP16) and sum in float, 3XTF32 there being float's own product. */
+    mf_precision precision;
 } mf_model;
 
 /* Zeroes the model and sets struct_size and where (MF_MEMORY_HOST). */
@@ -742,6 +758,11 @@ typedef struct mf_als_opts {
      * at k = 100 with the same test RMSE to 4 digits (docs/api.md). 0: products to float
      * accuracy always (3xTF32 or FP32). The exact solver and the CPU ignore it. */
     int tf32;
+    /* Since 0.5: the arithmetic of the sampled products in the RMSEs the run reports (the
+     * per-iteration train RMSE that opts.progress turns on, the final train and test RMSEs):
+     * an mf_precision, default MF_PRECISION_FP32. The fit itself is unchanged: BF16 or FP16
+     * makes the evaluations cheaper on a CUDA context, with each product within its bound. */
+    mf_precision rmse_precision;
 } mf_als_opts;
 
 /* Totals of a run, filled on success and on cancellation. */
@@ -1107,6 +1128,15 @@ typedef struct mf_asd_opts {
      * more iterations on well-conditioned matrices; recovers ill-conditioned ones where a
      * random start stalls. Iterations, the time limit and progress count over all ranks. */
     int rank_continuation;
+    /* Since 0.5: MF_PRECISION_BF16 or MF_PRECISION_FP16 starts the run with the gathered
+     * factor rows (the other side's row of every sampled product and gradient term) read
+     * from a 16-bit copy, made once per half step, sums in float: half the bytes of the
+     * passes that bound an iteration. The reduced phase ends when it stagnates (the window
+     * and rate above) or reaches the tolerance; the run then goes on in float, so the
+     * stopping rules judge float residuals and the result meets the same tolerance.
+     * Default MF_PRECISION_FP32 (float throughout); other values are
+     * MF_ERR_INVALID_ARGUMENT. The CPU rounds the same way. */
+    mf_precision precision;
 } mf_asd_opts;
 
 /* A completion run's totals, filled on success and on cancellation. */
@@ -1120,6 +1150,7 @@ typedef struct mf_asd_report {
                               /* took the plain steepest-descent direction)              */
     double seconds;           /* the whole call                                          */
     size_t peak_device_bytes; /* the context's peak during the call; 0 on the CPU        */
+    int reduced_iterations;   /* since 0.5: of `iterations`, those run in opts.precision  */
 } mf_asd_report;
 
 MF_API void mf_asd_opts_init(mf_asd_opts *opts);
