@@ -227,3 +227,14 @@ void ax_check_movielens(mf_ctx *ctx, const char *label)
     mf_sparse_destroy(train);
     mf_sparse_destroy(test);
 }
+
+void ax_check_reported_rmse(mf_ctx *ctx, const mf_als_report *rep, const mf_sparse *R,
+                            const mf_sparse *T, int k, const float *U, const float *V,
+                            mf_precision precision, double tol)
+{
+    double train = -1.0, test = -1.0;
+    ck_assert_int_eq(mf_rmse_ex(ctx, R, k, U, k, V, k, MF_MEMORY_HOST, precision, &train), MF_OK);
+    ck_assert_int_eq(mf_rmse_ex(ctx, T, k, U, k, V, k, MF_MEMORY_HOST, precision, &test), MF_OK);
+    ck_assert_double_eq_tol(rep->train_rmse, train, tol * train);
+    ck_assert_double_eq_tol(rep->test_rmse, test, tol * test);
+}

@@ -32,6 +32,13 @@ int ax_movielens(mf_ctx *ctx, mf_sparse **train, mf_sparse **test);
  * MF_ERR_NUMERIC naming user 1 and leave U and V as they were. */
 void ax_check_breakdown(mf_ctx *ctx);
 
+/* A run's reported train and test RMSEs (biases off: rep->train_rmse over R, test_rmse over T)
+ * are mf_rmse_ex's in `precision` of the factors it returned (host, leading dimension k),
+ * to a relative `tol`. */
+void ax_check_reported_rmse(mf_ctx *ctx, const mf_als_report *rep, const mf_sparse *R,
+                            const mf_sparse *T, int k, const float *U, const float *V,
+                            mf_precision precision, double tol);
+
 /* MovieLens 100K, k = 10, lambda = 0.1, 10 iterations: the test RMSE must be <= 0.93.
  * Prints the RMSEs with `label`, or that the data set is absent. */
 void ax_check_movielens(mf_ctx *ctx, const char *label);

@@ -240,6 +240,41 @@ START_TEST(progress_and_cancel)
 }
 END_TEST
 
+/* opts.rmse_precision changes the reported RMSEs alone: the factors are the float run's bit
+ * for bit, the RMSEs those of mf_rmse_ex in that precision (here, within its rounding of the
+ * float ones); a value outside mf_precision is refused with the factors untouched. */
+START_TEST(rmse_precision_reports_only)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    mf_sparse *R = ax_ratings(ctx, 60, 50, 0.3, 9, NULL, NULL);
+    mf_sparse *T = ax_ratings(ctx, 60, 50, 0.05, 10, NULL, NULL);
+    enum { K = 24 };
+    float U1[60 * K], V1[50 * K], U2[60 * K], V2[50 * K];
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    ck_assert_int_eq(o.rmse_precision, MF_PRECISION_FP32);
+    o.rank = K, o.iterations = 4, o.test = T, o.biases = 0;
+    mf_als_report r1 = {.struct_size = sizeof r1}, r2 = {.struct_size = sizeof r2};
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    o.rmse_precision = MF_PRECISION_BF16;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, MF_MEMORY_HOST, &r2), MF_OK);
+    ck_assert_mem_eq(U1, U2, sizeof U1);
+    ck_assert_mem_eq(V1, V2, sizeof V1);
+    ax_check_reported_rmse(ctx, &r2, R, T, K, U2, V2, MF_PRECISION_BF16, 1e-9);
+    ck_assert(r2.train_rmse != r1.train_rmse);
+    ck_assert_double_eq_tol(r2.train_rmse, r1.train_rmse, 1e-2 * r1.train_rmse);
+    ck_assert_double_eq_tol(r2.test_rmse, r1.test_rmse, 1e-2 * r1.test_rmse);
+    memcpy(U2, U1, sizeof U1);
+    o.rmse_precision = (mf_precision)7;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "rmse_precision = 7");
+    ck_assert_mem_eq(U1, U2, sizeof U1);
+    mf_sparse_destroy(R);
+    mf_sparse_destroy(T);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(warm_start_continues)
 {
     /* Three iterations equal two, then one more warm-started from the V they reached (the
@@ -376,9 +411,18 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "als"};
-    const TTest *const tests[] = {
-        hand_solved,          ldlt_matches_float64, ldlt_breakdown,      cg_solver,
-        cg_fits_like_exact,   planted_recovery,     empty_rows_get_zero, progress_and_cancel,
-        warm_start_continues, breakdown_is_numeric, bad_arguments,       movielens_quality};
+    const TTest *const tests[] = {hand_solved,
+                                  ldlt_matches_float64,
+                                  ldlt_breakdown,
+                                  cg_solver,
+                                  cg_fits_like_exact,
+                                  planted_recovery,
+                                  empty_rows_get_zero,
+                                  progress_and_cancel,
+                                  rmse_precision_reports_only,
+                                  warm_start_continues,
+                                  breakdown_is_numeric,
+                                  bad_arguments,
+                                  movielens_quality};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -197,6 +197,109 @@ START_TEST(predictions_match_cpu)
 }
 END_TEST
 
+/* model.precision and ALS's rmse_precision on the GPU: predictions (the SDDMM path, staged
+ * and on device; the pairs kernel; a matrix beyond the model) and RMSEs in TF32, BF16, FP16
+ * and 3XTF32 equal the CPU's in that precision up to float accumulation order, and are
+ * visibly not float's; a GPU ALS run's reported RMSEs are mf_rmse_ex's of its factors. The
+ * matrix has over 200,000 entries, so the 16-bit calls time both kernels first. */
+START_TEST(reduced_precision_matches_cpu)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *gpu = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    enum { USERS = 3000, ITEMS = 2000, K = 40 };
+    mf_sparse *Rg = ax_ratings(gpu, USERS, ITEMS, 0.05, 41, NULL, NULL);
+    mf_sparse *Rc = ax_ratings(cpu, USERS, ITEMS, 0.05, 41, NULL, NULL);
+    int64_t nnz;
+    mf_sparse_shape(Rc, NULL, NULL, &nnz);
+    ck_assert(nnz > 200000);
+    float *U = malloc((size_t)USERS * K * 4), *V = malloc((size_t)ITEMS * K * 4);
+    float *bu = malloc((size_t)USERS * 4), *bi = malloc((size_t)ITEMS * 4);
+    uint64_t st = 5;
+    for (int64_t p = 0; p < (int64_t)USERS * K; p++)
+        U[p] = (float)(tu_unit(&st) - 0.5);
+    for (int64_t p = 0; p < (int64_t)ITEMS * K; p++)
+        V[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < USERS; p++)
+        bu[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < ITEMS; p++)
+        bi[p] = (float)(tu_unit(&st) - 0.5);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = USERS, m.items = ITEMS, m.k = K, m.U = U, m.ldu = K, m.V = V, m.ldv = K;
+    m.mean = 3.5f, m.user_bias = bu, m.item_bias = bi;
+    mf_model d = m;
+    d.where = MF_MEMORY_DEVICE;
+    d.U = to_device(U, (size_t)USERS * K * 4), d.V = to_device(V, (size_t)ITEMS * K * 4);
+    d.user_bias = to_device(bu, USERS * 4), d.item_bias = to_device(bi, ITEMS * 4);
+    float *exact = malloc((size_t)nnz * 4), *pc = malloc((size_t)nnz * 4),
+          *pg = malloc((size_t)nnz * 4), *dout = NULL;
+    ck_assert_int_eq(cudaMalloc((void **)&dout, (size_t)nnz * 4), cudaSuccess);
+    int32_t *r = malloc((size_t)nnz * 4), *c = malloc((size_t)nnz * 4);
+    ck_assert_int_eq(mf_sparse_get_coo(Rc, r, c, NULL, MF_MEMORY_HOST), MF_OK);
+    int32_t *dr = to_device(r, (size_t)nnz * 4), *dc = to_device(c, (size_t)nnz * 4);
+    ck_assert_int_eq(mf_predict(cpu, &m, Rc, exact), MF_OK);
+    /* a few entries beyond the model: the pairs path of mf_predict */
+    int32_t br[] = {0, 5, USERS + 3, 77}, bc[] = {1, ITEMS + 1, 9, 1999};
+    mf_sparse *Bg = NULL, *Bc = NULL;
+    ck_assert_int_eq(
+        mf_sparse_from_coo(gpu, &Bg, USERS + 5, ITEMS + 5, 4, br, bc, NULL, MF_MEMORY_HOST, 0),
+        MF_OK);
+    ck_assert_int_eq(
+        mf_sparse_from_coo(cpu, &Bc, USERS + 5, ITEMS + 5, 4, br, bc, NULL, MF_MEMORY_HOST, 0),
+        MF_OK);
+    for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++) {
+        m.precision = d.precision = (mf_precision)prec;
+        ck_assert_int_eq(mf_predict(cpu, &m, Rc, pc), MF_OK);
+        ck_assert_msg(mf_predict(gpu, &m, Rg, pg) == MF_OK, "%s", mf_ctx_last_error(gpu));
+        double dh = tu_rel_diff(nnz, pg, pc);
+        ck_assert_int_eq(mf_predict(gpu, &d, Rg, dout), MF_OK);
+        ck_assert_int_eq(cudaMemcpy(pg, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        double dd = tu_rel_diff(nnz, pg, pc);
+        ck_assert_int_eq(mf_predict_pairs(gpu, &d, nnz, dr, dc, dout), MF_OK);
+        ck_assert_int_eq(cudaMemcpy(pg, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost),
+                         cudaSuccess);
+        double dp = tu_rel_diff(nnz, pg, pc), apart = tu_rel_diff(nnz, pc, exact);
+        ck_assert_msg(dh < 1e-6 && dd < 1e-6 && dp < 1e-6,
+                      "precision %d: staged %g, device %g, pairs %g from the CPU", prec, dh, dd,
+                      dp);
+        if (prec == MF_PRECISION_3XTF32)
+            ck_assert_msg(apart < 1e-6, "3xTF32 %g from float", apart);
+        else
+            ck_assert_msg(apart > 1e-6, "precision %d %g from float: as if unrounded", prec, apart);
+        double rc = 0, rg = 0, rd = 0;
+        ck_assert_int_eq(mf_model_rmse(cpu, &m, Rc, &rc), MF_OK);
+        ck_assert_int_eq(mf_model_rmse(gpu, &m, Rg, &rg), MF_OK);
+        ck_assert_int_eq(mf_model_rmse(gpu, &d, Rg, &rd), MF_OK);
+        ck_assert_double_eq_tol(rg, rc, 1e-6 * rc);
+        ck_assert_double_eq_tol(rd, rc, 1e-6 * rc);
+        float four_g[4], four_c[4];
+        ck_assert_int_eq(mf_predict(gpu, &m, Bg, four_g), MF_OK);
+        ck_assert_int_eq(mf_predict(cpu, &m, Bc, four_c), MF_OK);
+        for (int p = 0; p < 4; p++)
+            ck_assert_float_eq_tol(four_g[p], four_c[p], 1e-5f);
+    }
+    /* ALS on the GPU: the reported RMSEs are mf_rmse_ex's of the factors it returns */
+    mf_sparse *Tg = ax_ratings(gpu, USERS, ITEMS, 0.01, 42, NULL, NULL);
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = K, o.iterations = 2, o.test = Tg, o.biases = 0;
+    o.rmse_precision = MF_PRECISION_BF16;
+    mf_als_report rep = {.struct_size = sizeof rep};
+    ck_assert_msg(mf_als_run(gpu, Rg, &o, U, V, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
+                  mf_ctx_last_error(gpu));
+    ax_check_reported_rmse(gpu, &rep, Rg, Tg, K, U, V, MF_PRECISION_BF16, 1e-6);
+    cudaFree((void *)d.U), cudaFree((void *)d.V), cudaFree((void *)d.user_bias);
+    cudaFree((void *)d.item_bias), cudaFree(dout), cudaFree(dr), cudaFree(dc);
+    free(U), free(V), free(bu), free(bi), free(exact), free(pc), free(pg), free(r), free(c);
+    mf_sparse_destroy(Rg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tg);
+    mf_sparse_destroy(Bg), mf_sparse_destroy(Bc);
+    mf_ctx_destroy(gpu);
+    mf_ctx_destroy(cpu);
+#endif
+}
+END_TEST
+
 /* Tuning on the GPU, factors in device memory: a candidate is chosen and reported. */
 START_TEST(tuning_on_device)
 {
@@ -237,6 +340,7 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_model", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device};
+    const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device,
+                                  reduced_precision_matches_cpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "als_fixtures.h"
+#include "sddmm/sddmm_round.h"
 #include "testutil.h"
 
 /* r = mean + bu + bi + U* . V* at a seeded pattern (every row and column rated at least
@@ -322,6 +323,101 @@ START_TEST(predictions_are_the_model)
 }
 END_TEST
 
+/* model.precision: mf_predict (the SDDMM path and, for a matrix with unseen users, the pairs
+ * path), mf_predict_pairs and mf_model_rmse use the rounded factors: each prediction within
+ * float accumulation of the float64 sum of the rounded products, TF32, BF16 and FP16
+ * visibly apart from float, 3XTF32 within float's bound; a precision outside the enum fails
+ * with out untouched. */
+START_TEST(reduced_precision_predictions)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    enum { USERS = 40, ITEMS = 30, K = 20 };
+    mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.5, 4, NULL, NULL);
+    /* the same entries plus a row of an unseen user: mf_predict's pairs path */
+    mf_sparse *W = ax_ratings(ctx, USERS + 1, ITEMS, 0.5, 4, NULL, NULL);
+    int64_t nnz, wnz;
+    mf_sparse_shape(R, NULL, NULL, &nnz);
+    mf_sparse_shape(W, NULL, NULL, &wnz);
+    float U[USERS * K], V[ITEMS * K], bu[USERS], bi[ITEMS];
+    uint64_t st = 21;
+    for (int p = 0; p < USERS * K; p++)
+        U[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < ITEMS * K; p++)
+        V[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < USERS; p++)
+        bu[p] = (float)tu_unit(&st);
+    for (int p = 0; p < ITEMS; p++)
+        bi[p] = (float)tu_unit(&st);
+    mf_model m;
+    mf_model_init(&m);
+    ck_assert_int_eq(m.precision, MF_PRECISION_FP32);
+    m.users = USERS, m.items = ITEMS, m.k = K, m.U = U, m.ldu = K, m.V = V, m.ldv = K;
+    m.mean = 3.0f, m.user_bias = bu, m.item_bias = bi;
+    const int64_t n = wnz > nnz ? wnz : nnz;
+    int32_t *r = malloc((size_t)n * sizeof *r), *c = malloc((size_t)n * sizeof *c);
+    float *vals = malloc((size_t)nnz * sizeof *vals), *pred = malloc((size_t)n * sizeof *pred),
+          *pp = malloc((size_t)n * sizeof *pp), *exact = malloc((size_t)nnz * sizeof *exact);
+    ck_assert_int_eq(mf_sparse_get_coo(R, r, c, vals, MF_MEMORY_HOST), MF_OK);
+    ck_assert_int_eq(mf_predict(ctx, &m, R, exact), MF_OK);
+    for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++) {
+        m.precision = (mf_precision)prec;
+        ck_assert_int_eq(mf_predict(ctx, &m, R, pred), MF_OK);
+        ck_assert_int_eq(mf_predict_pairs(ctx, &m, nnz, r, c, pp), MF_OK);
+        double worst_apart = 0.0, sq = 0.0;
+        for (int64_t p = 0; p < nnz; p++) {
+            double x = 0.0, mag = 0.0;
+            for (int t = 0; t < K; t++) {
+                const double a = mf_round_to(U[r[p] * K + t], prec),
+                             b = mf_round_to(V[c[p] * K + t], prec);
+                x += a * b, mag += fabs(a * b);
+            }
+            const double base = 3.0 + bu[r[p]] + bi[c[p]];
+            /* float sums of K exact products, then three bias additions */
+            const double tol = 2.0 * (K + 4) * ldexp(1.0, -24) * (mag + fabs(base) + 2.0);
+            ck_assert_msg(fabs(pred[p] - (base + x)) <= tol,
+                          "precision %d entry %lld: %.9g vs %.9g", prec, (long long)p,
+                          (double)pred[p], base + x);
+            ck_assert_msg(fabs(pp[p] - (base + x)) <= tol, "precision %d pair %lld: %.9g vs %.9g",
+                          prec, (long long)p, (double)pp[p], base + x);
+            worst_apart = fmax(worst_apart, fabs((double)pred[p] - exact[p]));
+            sq += ((double)vals[p] - pred[p]) * ((double)vals[p] - pred[p]);
+        }
+        if (prec == MF_PRECISION_3XTF32)
+            ck_assert_msg(worst_apart < 1e-5, "3xTF32 %.3g from float", worst_apart);
+        else
+            ck_assert_msg(worst_apart > 1e-5, "precision %d: %.3g from float, as if unrounded",
+                          prec, worst_apart);
+        double rmse = -1.0;
+        ck_assert_int_eq(mf_model_rmse(ctx, &m, R, &rmse), MF_OK);
+        ck_assert_double_eq_tol(rmse, sqrt(sq / (double)nnz), 1e-5);
+        /* an unseen user: the pairs path rounds too, and agrees with the pairs call */
+        ck_assert_int_eq(mf_predict(ctx, &m, W, pred), MF_OK);
+        ck_assert_int_eq(mf_sparse_get_coo(W, r, c, NULL, MF_MEMORY_HOST), MF_OK);
+        ck_assert_int_eq(mf_predict_pairs(ctx, &m, wnz, r, c, pp), MF_OK);
+        for (int64_t p = 0; p < wnz; p++)
+            ck_assert_float_eq(pred[p], pp[p]);
+        ck_assert_int_eq(mf_sparse_get_coo(R, r, c, NULL, MF_MEMORY_HOST), MF_OK);
+    }
+    /* bad precisions: MF_ERR_INVALID_ARGUMENT naming the field, out untouched */
+    const int bad[] = {-1, 5};
+    for (int b = 0; b < 2; b++) {
+        m.precision = (mf_precision)bad[b];
+        float keep = -7.0f;
+        ck_assert_int_eq(mf_predict(ctx, &m, R, pred), MF_ERR_INVALID_ARGUMENT);
+        tu_assert_error_has(ctx, "precision");
+        ck_assert_int_eq(mf_predict_pairs(ctx, &m, 1, r, c, &keep), MF_ERR_INVALID_ARGUMENT);
+        ck_assert(keep == -7.0f);
+        double rmse = -1.0;
+        ck_assert_int_eq(mf_model_rmse(ctx, &m, R, &rmse), MF_ERR_INVALID_ARGUMENT);
+        ck_assert(rmse == -1.0);
+    }
+    free(r), free(c), free(vals), free(pred), free(pp), free(exact);
+    mf_sparse_destroy(R);
+    mf_sparse_destroy(W);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* opts.tune picks a candidate, reports it, and the chosen rank's factors fill the first
  * columns; bad option values are rejected with the factors untouched. */
 START_TEST(tuning_and_bad_options)
@@ -409,7 +505,8 @@ int main(void)
 {
     static const tu_suite suite = {.name = "model"};
     const TTest *const tests[] = {
-        als_biases_match_float64,  planted_biases_recovered, unseen_predict_from_what_is_known,
-        predictions_are_the_model, tuning_and_bad_options,   keep_last_duplicates};
+        als_biases_match_float64,     planted_biases_recovered, unseen_predict_from_what_is_known,
+        predictions_are_the_model,    tuning_and_bad_options,   keep_last_duplicates,
+        reduced_precision_predictions};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

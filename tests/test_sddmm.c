@@ -294,6 +294,55 @@ START_TEST(rmse_known_answer)
 }
 END_TEST
 
+/* mf_rmse_ex: the RMSE of the residuals that mf_sddmm_ex makes in that precision (the
+ * squares summed in double), mf_rmse itself at FP32, and a bad precision refused with the
+ * result untouched. */
+START_TEST(rmse_precisions)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    const int k = 33;
+    mf_sparse *S = fx_matrix(ctx, FX_RANDOM, 300, 200, 0.05, 1, 17);
+    int64_t nnz;
+    mf_sparse_shape(S, NULL, NULL, &nnz);
+    const int64_t lda = k + 3, ldb = k;
+    float *A = fx_floats(300 * lda, 31), *B = fx_floats(200 * ldb, 32);
+    float *resid = malloc((size_t)nnz * sizeof *resid);
+    double plain = -1.0;
+    ck_assert_int_eq(mf_rmse(ctx, S, k, A, lda, B, ldb, MF_MEMORY_HOST, &plain), MF_OK);
+    for (int prec = MF_PRECISION_FP32; prec <= MF_PRECISION_FP16; prec++) {
+        ck_assert_int_eq(mf_sparse_get_coo(S, NULL, NULL, resid, MF_MEMORY_HOST), MF_OK);
+        ck_assert_int_eq(mf_sddmm_ex(ctx, S, k, A, lda, B, ldb, -1.0f, 1.0f, resid, MF_MEMORY_HOST,
+                                     MF_SDDMM_PATTERN, (mf_precision)prec),
+                         MF_OK);
+        double sq = 0.0;
+        for (int64_t p = 0; p < nnz; p++)
+            sq += (double)resid[p] * resid[p];
+        double rmse = -1.0;
+        ck_assert_int_eq(
+            mf_rmse_ex(ctx, S, k, A, lda, B, ldb, MF_MEMORY_HOST, (mf_precision)prec, &rmse),
+            MF_OK);
+        ck_assert_msg(fabs(rmse - sqrt(sq / (double)nnz)) <= 1e-12 * rmse,
+                      "precision %d: %.17g vs %.17g", prec, rmse, sqrt(sq / (double)nnz));
+        if (prec == MF_PRECISION_FP32)
+            ck_assert(rmse == plain);
+        else if (prec != MF_PRECISION_3XTF32)
+            ck_assert_msg(rmse != plain, "precision %d: the float RMSE, as if unrounded", prec);
+    }
+    const int bad[] = {-1, 5, 99};
+    for (int b = 0; b < 3; b++) {
+        double rmse = -1.0;
+        ck_assert_int_eq(
+            mf_rmse_ex(ctx, S, k, A, lda, B, ldb, MF_MEMORY_HOST, (mf_precision)bad[b], &rmse),
+            MF_ERR_INVALID_ARGUMENT);
+        tu_assert_error_has(ctx, "not an mf_precision");
+        ck_assert(rmse == -1.0);
+    }
+    free(A), free(B), free(resid);
+    mf_sparse_destroy(S);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(spmm_both_ops)
 {
     mf_ctx *ctx = tu_cpu_ctx();
@@ -675,6 +724,7 @@ int main(void)
                                   precisions_known_answers,
                                   bad_arguments_leave_out_untouched,
                                   rmse_known_answer,
+                                  rmse_precisions,
                                   spmm_both_ops,
                                   layout_covers_every_entry_once,
                                   tensor_core_layout_covers_every_entry_once,

@@ -81,7 +81,7 @@ class Model(Structure):
     _fields_ = [("struct_size", c_size_t), ("users", c_int32), ("items", c_int32), ("k", c_int),
                 ("U", c_void_p), ("ldu", c_int64), ("V", c_void_p), ("ldv", c_int64),
                 ("mean", c_float), ("user_bias", c_void_p), ("item_bias", c_void_p),
-                ("where", c_int)]
+                ("where", c_int), ("precision", c_int)]
 
 
 class ModelSaveOpts(Structure):
@@ -94,7 +94,8 @@ class AlsOpts(Structure):
                 ("iterations", c_int), ("init", c_int), ("test", c_void_p),
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p), ("biases", c_int),
                 ("lambda_bias", c_float), ("bias_out", POINTER(Biases)), ("tune", c_uint),
-                ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int), ("tf32", c_int)]
+                ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int), ("tf32", c_int),
+                ("rmse_precision", c_int)]
 
 
 class AlsReport(Structure):
@@ -155,14 +156,14 @@ class AsdOpts(Structure):
                 ("stagnation_rate", c_double), ("max_iterations", c_int),
                 ("time_limit", c_double), ("init", c_int), ("test", c_void_p),
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p),
-                ("rank_continuation", c_int)]
+                ("rank_continuation", c_int), ("precision", c_int)]
 
 
 class AsdReport(Structure):
     _fields_ = [("struct_size", c_size_t), ("iterations", c_int), ("stopped", c_int),
                 ("relative_residual", c_double), ("test_rmse", c_double),
                 ("singular_steps", c_int), ("seconds", c_double),
-                ("peak_device_bytes", c_size_t)]
+                ("peak_device_bytes", c_size_t), ("reduced_iterations", c_int)]
 
 
 class IalsOpts(Structure):

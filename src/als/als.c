@@ -61,6 +61,7 @@ static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
                    o->solver == MF_ALS_SOLVER_CG,
                "%s: solver = %d is not an mf_als_solver value", fn, (int)o->solver);
     MF_REQUIRE(ctx, o->tf32 == 0 || o->tf32 == 1, "%s: tf32 = %d must be 0 or 1", fn, o->tf32);
+    MF_TRY(mf_precision_check(ctx, fn, "rmse_precision", (int)o->rmse_precision));
     MF_REQUIRE(ctx, o->cg_steps >= 1 && o->cg_steps <= 64, "%s: cg_steps = %d is outside 1..64", fn,
                o->cg_steps);
     MF_REQUIRE(
@@ -210,7 +211,7 @@ static mf_status one_iteration(run_state *s, double *gram, double *solve, int *p
 static mf_status group_rmse(run_state *s, const mf_sparse *M, double *out)
 {
     double rmse = 0.0;
-    mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, &rmse) : MF_OK;
+    mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, s->o->rmse_precision, &rmse) : MF_OK;
     return mf_ranks_rmse(s->run.ctx, "mf_als_run", st, rmse, M->nnz, out);
 }
 
@@ -219,12 +220,12 @@ static mf_status measure(run_state *s, const fit_spec *f, double *train, double 
     if (s->part[MF_ALS_USERS])
         MF_TRY(group_rmse(s, s->part[MF_ALS_USERS], train));
     else
-        MF_TRY(s->e->rmse(s->e, f->R, train));
+        MF_TRY(s->e->rmse(s->e, f->R, s->o->rmse_precision, train));
     *test = NAN;
     if (f->test && f->test->is_part && mf_ranks(s->run.ctx) > 1)
         MF_TRY(group_rmse(s, f->test, test));
     else if (f->test)
-        MF_TRY(s->e->rmse(s->e, f->test, test));
+        MF_TRY(s->e->rmse(s->e, f->test, s->o->rmse_precision, test));
     return MF_OK;
 }
 
@@ -437,9 +438,9 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
  * options and seed), or every rank fails. Outside a group: st. */
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_als_opts *o)
 {
-    static const char *const names[] = {"rank",        "iterations", "lambda", "biases",
-                                        "lambda_bias", "init",       "solver", "cg_steps",
-                                        "weighting",   "tf32"};
+    static const char *const names[] = {"rank",        "iterations", "lambda",        "biases",
+                                        "lambda_bias", "init",       "solver",        "cg_steps",
+                                        "weighting",   "tf32",       "rmse_precision"};
     const int64_t v[] = {o->rank,
                          o->iterations,
                          mf_ranks_bits(o->lambda),
@@ -449,8 +450,9 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->solver,
                          o->cg_steps,
                          o->weighting,
-                         o->tf32};
-    return mf_ranks_agree_fit_parts(ctx, "mf_als_run", st, R, v, names, 10);
+                         o->tf32,
+                         o->rmse_precision};
+    return mf_ranks_agree_fit_parts(ctx, "mf_als_run", st, R, v, names, 11);
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,

@@ -448,16 +448,16 @@ mf_status settle(mf_als_engine *base, double *gram, double *solve, mf_als_side *
     return MF_OK;
 }
 
-mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
+mf_status engine_rmse(mf_als_engine *base, const mf_sparse *R, int precision, double *rmse)
 {
     cuda_engine *e = (cuda_engine *)base;
     /* The measurement's buffers take the batch's room (the peak stays a half step's); the
      * next half step takes it back. */
     mf_dmem_free(e->ctx, &e->slots);
     mf_bias_terms b = {e->mean, (const float *)e->bu.ptr, (const float *)e->bi.ptr};
-    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
-                           (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL, MF_MEMORY_DEVICE,
-                           rmse);
+    return mf_rmse_compute_ex(e->ctx, (mf_sparse *)R, e->k, (const float *)e->U.ptr, e->kp,
+                              (const float *)e->V.ptr, e->kp, e->biases ? &b : NULL,
+                              MF_MEMORY_DEVICE, precision, rmse);
 }
 
 /* rows x k of a padded factor into dst with leading dimension ld (>= k): the padding (and

@@ -151,12 +151,12 @@ static mf_status cpu_settle(mf_als_engine *base, double *gram, double *solve, mf
     return MF_OK;
 }
 
-static mf_status cpu_rmse(mf_als_engine *base, const mf_sparse *R, double *rmse)
+static mf_status cpu_rmse(mf_als_engine *base, const mf_sparse *R, int precision, double *rmse)
 {
     cpu_engine *e = (cpu_engine *)base;
     mf_bias_terms b = {e->mean, e->bu, e->bi};
-    return mf_rmse_compute(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
-                           e->biases ? &b : NULL, MF_MEMORY_HOST, rmse);
+    return mf_rmse_compute_ex(e->ctx, (mf_sparse *)R, e->k, e->U, e->k, e->V, e->k,
+                              e->biases ? &b : NULL, MF_MEMORY_HOST, precision, rmse);
 }
 
 /* rows x k (leading dimension k) into dst with leading dimension ld, zero past k. */

@@ -32,8 +32,9 @@ struct mf_als_engine {
      * not one a batch: a group's ranks then queue a whole iteration, exchanges included,
      * without draining. */
     mf_status (*settle)(mf_als_engine *e, double *gram, double *solve, mf_als_side *side);
-    /* RMSE of the current factors over the stored entries of R (users x items). */
-    mf_status (*rmse)(mf_als_engine *e, const mf_sparse *R, double *rmse);
+    /* RMSE of the current factors over the stored entries of R (users x items), the
+     * sampled products in `precision` (an mf_precision: opts.rmse_precision). */
+    mf_status (*rmse)(mf_als_engine *e, const mf_sparse *R, int precision, double *rmse);
     /* Copy the working factors into the caller's U and V (leading dimension ld >= k, the
      * columns past k zero) and, where not NULL, the biases into bu and bi (host or device
      * memory as the setup's `where`). */

@@ -267,3 +267,10 @@ mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const c
                        "%s: %s is device memory but where = MF_MEMORY_HOST", fn, name);
     return MF_OK;
 }
+
+mf_status mf_precision_check(mf_ctx *ctx, const char *fn, const char *name, int precision)
+{
+    MF_REQUIRE(ctx, precision >= MF_PRECISION_FP32 && precision <= MF_PRECISION_FP16,
+               "%s: %s = %d is not an mf_precision (0 to 4)", fn, name, precision);
+    return MF_OK;
+}

@@ -38,6 +38,11 @@ int mf_ctx_threads(const mf_ctx *ctx);
 mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const char *fn,
                           const char *name);
 
+/* MF_OK when `precision` is one of mf_precision's values; else MF_ERR_INVALID_ARGUMENT with
+ * "<fn>: <name> = <value> is not an mf_precision (0 to 4)". Read as an int: a value outside
+ * the enum is the caller's mistake, not undefined. */
+mf_status mf_precision_check(mf_ctx *ctx, const char *fn, const char *name, int precision);
+
 #ifdef __cplusplus
 }
 #endif

@@ -39,6 +39,7 @@ mf_status mf_model_check(mf_ctx *ctx, const mf_model *model, const char *fn, mf_
                (double)m->mean);
     MF_REQUIRE(ctx, m->where == MF_MEMORY_HOST || m->where == MF_MEMORY_DEVICE,
                "%s: the model's where = %d is not an mf_memory value", fn, (int)m->where);
+    MF_TRY(mf_precision_check(ctx, fn, "the model's precision", (int)m->precision));
     MF_TRY(mf_check_memory(ctx, m->U, m->where, fn, "U"));
     MF_TRY(mf_check_memory(ctx, m->V, m->where, fn, "V"));
     if (m->user_bias)

@@ -14,6 +14,7 @@
 #include "core/staging.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_round.h"
 
 /* Host arrays on a CUDA context go up once; `bufs` owns the copies (4 of them). */
 static mf_status stage_model(mf_ctx *ctx, int32_t rows, int32_t cols, int k, const float **A,
@@ -57,7 +58,8 @@ static mf_pairs_call pairs_of(const mf_model *m, int64_t n, const int32_t *user,
                        m->V,
                        m->ldv,
                        {m->mean, m->user_bias, m->item_bias},
-                       out};
+                       out,
+                       (int)m->precision};
     return c;
 }
 
@@ -71,8 +73,12 @@ static void pairs_cpu(const mf_pairs_call *c, int threads)
         if (ku && ki) {
             const float *a = c->A + (int64_t)u * c->lda, *b = c->B + (int64_t)i * c->ldb;
             float dot = 0.0f;
-            for (int t = 0; t < c->k; t++)
-                dot += a[t] * b[t];
+            if (c->precision == MF_PRECISION_FP32 || c->precision == MF_PRECISION_3XTF32)
+                for (int t = 0; t < c->k; t++)
+                    dot += a[t] * b[t];
+            else
+                for (int t = 0; t < c->k; t++)
+                    dot += mf_round_to(a[t], c->precision) * mf_round_to(b[t], c->precision);
             pred += dot;
         }
         if (ku && c->bias.user)
@@ -161,7 +167,7 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
             for (int64_t p = S->row_ptr[i]; p < S->row_ptr[i + 1]; p++)
                 out[p] = b.mean + (b.user ? b.user[i] : 0.0f) + (b.item ? b.item[S->col[p]] : 0.0f);
         mf_sddmm_call call = {m->k, m->U, m->ldu, m->V, m->ldv,
-                              1.0f, 1.0f, out,    1,    MF_PRECISION_FP32};
+                              1.0f, 1.0f, out,    1,    (int)m->precision};
         mf_sddmm_cpu(ctx, S, &call);
         return MF_OK;
     }
@@ -177,7 +183,7 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
     }
     if (st == MF_OK)
         st = mf_cuda_bias_offsets(ctx, S, &b, 1.0f, 0, dout);
-    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 1.0f, dout, 1, MF_PRECISION_FP32};
+    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 1.0f, dout, 1, (int)m->precision};
     if (st == MF_OK)
         st = mf_cuda_sddmm(ctx, S, &call);
     if (st == MF_OK && m->where == MF_MEMORY_HOST)
@@ -253,7 +259,8 @@ mf_status mf_model_rmse(mf_ctx *ctx, const mf_model *model, const mf_sparse *rat
     }
     mf_bias_terms b = {m.mean, m.user_bias, m.item_bias};
     if (fits(&m, R))
-        return mf_rmse_compute(ctx, R, m.k, m.U, m.ldu, m.V, m.ldv, &b, m.where, rmse);
+        return mf_rmse_compute_ex(ctx, R, m.k, m.U, m.ldu, m.V, m.ldv, &b, m.where,
+                                  (int)m.precision, rmse);
     /* Unseen users or items: the predictions on the host, then the residuals. */
     size_t n = (size_t)R->nnz;
     float *pred = malloc(n * sizeof *pred);

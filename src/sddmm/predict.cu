@@ -4,6 +4,7 @@
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_round.h"
 
 #define PREDICT_THREADS 256
 
@@ -62,6 +63,9 @@ __global__ void first_negative_kernel(const int32_t *user, const int32_t *item, 
 }
 
 // A warp per pair: the lanes split the dot product, lane 0 adds the biases and writes.
+// ROUND: the factors' entries rounded to c.precision (TF32, BF16, FP16) as they are read;
+// products of rounded entries are exact in float, so fmaf adds them as the CPU does.
+template <bool ROUND>
 __global__ void __launch_bounds__(PREDICT_THREADS) pairs_kernel(mf_pairs_call c)
 {
     const int lane = threadIdx.x & 31;
@@ -73,7 +77,9 @@ __global__ void __launch_bounds__(PREDICT_THREADS) pairs_kernel(mf_pairs_call c)
         if (ku && ki) {
             const float *a = c.A + (int64_t)u * c.lda, *b = c.B + (int64_t)i * c.ldb;
             for (int t = lane; t < c.k; t += 32)
-                dot = fmaf(a[t], b[t], dot);
+                dot = ROUND ? fmaf(mf_round_to(a[t], c.precision), mf_round_to(b[t], c.precision),
+                                   dot)
+                            : fmaf(a[t], b[t], dot);
             for (int m = 16; m > 0; m >>= 1)
                 dot += __shfl_xor_sync(0xffffffffu, dot, m);
         }
@@ -119,7 +125,11 @@ extern "C" mf_status mf_cuda_predict_pairs(mf_ctx *ctx, const mf_pairs_call *cal
                        "mf_predict_pairs: pair %llu has a negative index (user %d, item %d)", found,
                        (int)u, (int)i);
     }
-    pairs_kernel<<<grid_for(call->n, PREDICT_THREADS / 32), PREDICT_THREADS, 0, stream>>>(*call);
+    const unsigned grid = grid_for(call->n, PREDICT_THREADS / 32);
+    if (call->precision == MF_PRECISION_FP32 || call->precision == MF_PRECISION_3XTF32)
+        pairs_kernel<false><<<grid, PREDICT_THREADS, 0, stream>>>(*call);
+    else
+        pairs_kernel<true><<<grid, PREDICT_THREADS, 0, stream>>>(*call);
     err = cudaGetLastError();
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "predicting pairs", __FILE__, __LINE__);

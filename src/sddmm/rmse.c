@@ -104,15 +104,16 @@ static mf_status rmse_cuda(mf_ctx *ctx, mf_sparse *R, mf_sddmm_call *call,
     return st;
 }
 
-mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
-                          const float *B, int64_t ldb, const mf_bias_terms *bias, mf_memory where,
-                          double *rmse)
+mf_status mf_rmse_compute_ex(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
+                             const float *B, int64_t ldb, const mf_bias_terms *bias,
+                             mf_memory where, int precision, double *rmse)
 {
+    MF_TRY(mf_precision_check(ctx, "RMSE", "precision", precision));
     if (R->nnz == 0) {
         *rmse = 0.0;
         return MF_OK;
     }
-    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1, MF_PRECISION_FP32};
+    mf_sddmm_call call = {k, A, lda, B, ldb, -1.0f, 1.0f, NULL, 1, precision};
     double sum = 0.0;
     if (ctx->backend == MF_BACKEND_CUDA)
         MF_TRY(rmse_cuda(ctx, R, &call, bias, where, &sum));
@@ -122,8 +123,22 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
     return MF_OK;
 }
 
+mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
+                          const float *B, int64_t ldb, const mf_bias_terms *bias, mf_memory where,
+                          double *rmse)
+{
+    return mf_rmse_compute_ex(ctx, R, k, A, lda, B, ldb, bias, where, MF_PRECISION_FP32, rmse);
+}
+
 mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
                   const float *B, int64_t ldb, mf_memory where, double *rmse)
+{
+    return mf_rmse_ex(ctx, ratings, k, A, lda, B, ldb, where, MF_PRECISION_FP32, rmse);
+}
+
+mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, mf_memory where, mf_precision precision,
+                     double *rmse)
 {
     static const char fn[] = "mf_rmse";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
@@ -135,8 +150,10 @@ mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, 
     MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
     MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
     MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);
+    MF_TRY(mf_precision_check(ctx, fn, "precision", (int)precision));
     MF_TRY(mf_check_memory(ctx, A, where, fn, "A"));
     MF_TRY(mf_check_memory(ctx, B, where, fn, "B"));
     /* The handle is logically const: what it caches does not change what it represents. */
-    return mf_rmse_compute(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, NULL, where, rmse);
+    return mf_rmse_compute_ex(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, NULL, where,
+                              (int)precision, rmse);
 }

@@ -74,10 +74,8 @@ mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, in
                "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, (flags & ~MF_SDDMM_KNOWN_FLAGS) == 0, "%s: unknown flags 0x%x", fn,
                flags & ~MF_SDDMM_KNOWN_FLAGS);
-    /* Read as an int: a value outside the enum is the caller's mistake, not undefined. */
     const int prec = (int)precision;
-    MF_REQUIRE(ctx, prec >= MF_PRECISION_FP32 && prec <= MF_PRECISION_FP16,
-               "%s: precision = %d is not an mf_precision (0 to 4)", fn, prec);
+    MF_TRY(mf_precision_check(ctx, fn, "precision", prec));
     MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
     MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
     MF_REQUIRE(ctx, S->nnz == 0 || out, "%s: out is NULL", fn);

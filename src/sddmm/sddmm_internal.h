@@ -54,6 +54,7 @@ typedef struct mf_pairs_call {
     int64_t ldb;
     mf_bias_terms bias;
     float *out;
+    int precision; /* an mf_precision: A's and B's entries rounded as mf_round_to does */
 } mf_pairs_call;
 mf_status mf_cuda_predict_pairs(mf_ctx *ctx, const mf_pairs_call *call);
 
