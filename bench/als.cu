@@ -24,10 +24,14 @@
 //                  [--limit-gb G] [--train FILE --test FILE]
 //                  [--no-biases] [--lambda-bias L] [--write-cumf DIR]
 //                  [--solver auto|exact|cg] [--cg-steps N] [--no-tf32]
-//                  [--gram auto|fp32|tc|tf32|tf32-long]
+//                  [--gram auto|fp32|tc|tf32|tf32-long] [--monitor fp32,bf16,fp16]
 // --gram forces one Gram kernel (als_internal.h) on every run: a knob for measuring them.
 // --limit-gb caps the context's device memory and skips the solver comparison.
 // --write-cumf DIR also writes the ratings as cuMF_als's input files into DIR (cumf_files.h).
+// --monitor fp32,bf16,fp16 runs each k and start again with the per-iteration train RMSE on
+// (a progress callback, as a user watching convergence has), its RMSEs in that precision
+// (opts.rmse_precision), and prints the whole call's seconds and their ratio to fp32
+// monitoring: what a reduced-precision evaluation gains end to end (issue 45).
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <math.h>
@@ -163,6 +167,19 @@ static solve_row compare_solvers(mf_ctx *ctx, mf_sparse *train, int k, float lam
             median(gram_fp32), tensor_cores};
 }
 
+// ---- monitored runs ------------------------------------------------------------------------
+
+static int keep_going(void *, const mf_progress *)
+{
+    return 0; // its presence turns on the per-iteration train RMSE
+}
+
+static const struct {
+    const char *name;
+    mf_precision p;
+} monitor_names[] = {
+    {"fp32", MF_PRECISION_FP32}, {"bf16", MF_PRECISION_BF16}, {"fp16", MF_PRECISION_FP16}};
+
 // ---- main ----------------------------------------------------------------------------------
 
 int main(int argc, char **argv)
@@ -180,6 +197,7 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
     std::vector<std::string> specs; // --case
+    std::vector<int> monitor;       // --monitor: indices into monitor_names
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(a, "--k"))
@@ -234,7 +252,22 @@ int main(int argc, char **argv)
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
-        else if (!strcmp(a, "--write-cumf"))
+        else if (!strcmp(a, "--monitor")) {
+            for (const char *n = argv[++i]; *n;) {
+                const size_t len = strcspn(n, ",");
+                int found = -1;
+                for (int p = 0; p < 3; p++)
+                    if (strlen(monitor_names[p].name) == len &&
+                        !strncmp(n, monitor_names[p].name, len))
+                        found = p;
+                if (found < 0) {
+                    fprintf(stderr, "bench_als: --monitor takes fp32, bf16 and fp16\n");
+                    return 2;
+                }
+                monitor.push_back(found);
+                n += len + (n[len] == ',');
+            }
+        } else if (!strcmp(a, "--write-cumf"))
             cumf_dir = v, i++;
         else {
             fprintf(
@@ -243,7 +276,7 @@ int main(int argc, char **argv)
                 "[--repeat R] [--case NAME[,key=value,...]]... [--scale F] [--seed S] "
                 "[--limit-gb G] [--train FILE --test FILE] [--no-biases] [--lambda-bias L] "
                 "[--write-cumf DIR] [--solver auto|exact|cg] [--cg-steps N] [--no-tf32] "
-                "[--gram auto|fp32|tc|tf32|tf32-long]\n");
+                "[--gram auto|fp32|tc|tf32|tf32-long] [--monitor fp32,bf16,fp16]\n");
             return 2;
         }
     }
@@ -307,6 +340,25 @@ int main(int argc, char **argv)
                     s.peer_ms / s.ours_ms, s.rel_diff, s.gram_tc_ms,
                     s.tensor_cores ? "" : " (FP32 fallback)", s.gram_fp32_ms);
                 fflush(stdout);
+                double base_seconds = NAN;
+                for (int p : monitor) { // the same run, watched every iteration
+                    o.progress = keep_going;
+                    o.rmse_precision = monitor_names[p].p;
+                    mf_als_report mr;
+                    mr.struct_size = sizeof mr;
+                    MF_CHECK(ctx,
+                             mf_als_run(ctx, train, &o, U.data(), V.data(), MF_MEMORY_HOST, &mr));
+                    if (monitor_names[p].p == MF_PRECISION_FP32)
+                        base_seconds = mr.seconds;
+                    printf("| %s | %d | %s | monitored, RMSE in %s | whole call %.3f s (iterations "
+                           "%.3f s) | %.2fx of fp32 monitoring | train RMSE %.5f | test RMSE %.5f "
+                           "|\n",
+                           c.label.c_str(), k, init == MF_ALS_INIT_MEAN ? "mean" : "uniform",
+                           monitor_names[p].name, mr.seconds, mr.iteration_seconds,
+                           base_seconds / mr.seconds, mr.train_rmse, mr.test_rmse);
+                    fflush(stdout);
+                }
+                o.progress = NULL;
             }
         mf_sparse_destroy(train);
         mf_sparse_destroy(test);

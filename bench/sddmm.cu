@@ -12,10 +12,19 @@
 // mfact's plan.
 // S is used as a pattern on both sides (cuSPARSE's SDDMM ignores C's values).
 //
+// --rmse adds, per case and k, the evaluations built on the sampled product (issue 45, "use
+// it where it pays"): mf_rmse_ex and mf_predict (model.precision) at fp32, bf16 and fp16 on
+// device arrays, each call whole (its buffers, bias pass, reduction and the host wait for the
+// result), against the same pipeline from the peers in the same run: the ratings copied into
+// C's values, cusparseSDDMM with alpha = -1 and beta = 1, cublasSnrm2 (RMSE); cusparseSDDMM
+// alone (predictions, which have no bias terms here). Each row gives the RMSE's relative
+// difference from the peer's float RMSE.
+//
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
 //                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--scale F] [--graph
 //                    FILE]...
-//                    [--seed S] [--tc-order natural|length-minhash|minhash|auto]
+//                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
 #include <math.h>
@@ -383,6 +392,142 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     return rows;
 }
 
+// ---- evaluations: RMSE and predictions ------------------------------------------------------
+
+#define BLAS_CHECK(call)                                                                           \
+    do {                                                                                           \
+        cublasStatus_t s_ = (call);                                                                \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                         \
+            fprintf(stderr, "%s:%d: %s: status %d\n", __FILE__, __LINE__, #call, (int)s_);         \
+            exit(1);                                                                               \
+        }                                                                                          \
+    } while (0)
+
+// The --rmse rows of one case and k: mfact's RMSE and predictions at fp32, bf16 and fp16
+// against the peers' pipeline on the same inputs, interleaved, medians of `repeat` runs.
+static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, const char *name,
+                     const csr &m, mf_sparse *S, int k, int repeat, uint64_t seed)
+{
+    cudaStream_t st = (cudaStream_t)mf_ctx_stream(ctx);
+    const int64_t nnz = m.nnz();
+    float *A, *B, *ones, *out_sp, *out_mf;
+    int32_t *ptr32, *col;
+    CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
+    CUDA_CHECK(cudaMalloc(&B, (size_t)m.cols * k * 4));
+    CUDA_CHECK(cudaMalloc(&ones, (size_t)nnz * 4));
+    CUDA_CHECK(cudaMalloc(&out_sp, (size_t)nnz * 4));
+    CUDA_CHECK(cudaMalloc(&out_mf, (size_t)nnz * 4));
+    CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
+    CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
+    std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
+    std::vector<float> h1((size_t)nnz, 1.0f); // S is a pattern: its ratings count as 1
+    CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy(ones, h1.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    // Factors scaled so that predictions sit near the ratings (an RMSE of order 1).
+    const float a = (float)sqrt(3.0 / k);
+    MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, 0, a, seed, 3, MF_MEMORY_DEVICE));
+    MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, 0, a, seed, 4, MF_MEMORY_DEVICE));
+
+    cusparseSpMatDescr_t C;
+    cusparseDnMatDescr_t dA, dB;
+    SP_CHECK(cusparseCreateCsr(&C, m.rows, m.cols, nnz, ptr32, col, out_sp, CUSPARSE_INDEX_32I,
+                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+    SP_CHECK(cusparseCreateDnMat(&dA, m.rows, k, k, A, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+    SP_CHECK(cusparseCreateDnMat(&dB, k, m.cols, k, B, CUDA_R_32F, CUSPARSE_ORDER_COL));
+    const float minus = -1.f, one = 1.f, zero = 0.f;
+    size_t bytes = 0;
+    SP_CHECK(cusparseSetStream(sp, st));
+    BLAS_CHECK(cublasSetStream(blas, st));
+    SP_CHECK(cusparseSDDMM_bufferSize(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &minus, dA, dB, &one, C,
+                                      CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, &bytes));
+    void *work = NULL;
+    CUDA_CHECK(cudaMalloc(&work, bytes ? bytes : 16));
+    SP_CHECK(cusparseSDDMM_preprocess(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                      CUSPARSE_OPERATION_NON_TRANSPOSE, &minus, dA, dB, &one, C,
+                                      CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
+    double peer_rmse = 0;
+    auto peer_rmse_run = [&] { // residuals r - A B^T in C's values, then their norm
+        CUDA_CHECK(cudaMemcpyAsync(out_sp, ones, (size_t)nnz * 4, cudaMemcpyDeviceToDevice, st));
+        SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                               CUSPARSE_OPERATION_NON_TRANSPOSE, &minus, dA, dB, &one, C,
+                               CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
+        float norm = 0;
+        BLAS_CHECK(cublasSnrm2(blas, (int)nnz, out_sp, 1, &norm)); // host result: waits
+        peer_rmse = norm / sqrt((double)nnz);
+    };
+    auto peer_predict = [&] {
+        SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C, CUDA_R_32F,
+                               CUSPARSE_SDDMM_ALG_DEFAULT, work));
+    };
+    static const mf_precision evals[] = {MF_PRECISION_FP32, MF_PRECISION_BF16, MF_PRECISION_FP16};
+    static const char *const eval_names[] = {"fp32", "bf16", "fp16"};
+    double got[3] = {0, 0, 0};
+    mf_model model;
+    mf_model_init(&model);
+    model.users = m.rows, model.items = m.cols, model.k = k;
+    model.U = A, model.ldu = k, model.V = B, model.ldv = k, model.where = MF_MEMORY_DEVICE;
+    auto mf_rmse_run = [&](int e) {
+        MF_CHECK(ctx, mf_rmse_ex(ctx, S, k, A, k, B, k, MF_MEMORY_DEVICE, evals[e], &got[e]));
+    };
+    auto mf_predict_run = [&](int e) {
+        model.precision = evals[e];
+        MF_CHECK(ctx, mf_predict(ctx, &model, S, out_mf));
+    };
+    cudaEvent_t e0, e1;
+    CUDA_CHECK(cudaEventCreate(&e0));
+    CUDA_CHECK(cudaEventCreate(&e1));
+    auto timed = [&](auto fn) {
+        float ms;
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        fn();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        return ms;
+    };
+    peer_rmse_run(); // warm-up; each precision's first call makes its plan or timed choice
+    peer_predict();
+    for (int e = 0; e < 3; e++)
+        mf_rmse_run(e), mf_predict_run(e);
+    std::vector<float> t_peer_rmse, t_peer_pred, t_rmse[3], t_pred[3];
+    for (int rep = 0; rep < repeat; rep++) {
+        t_peer_rmse.push_back(timed(peer_rmse_run));
+        t_peer_pred.push_back(timed(peer_predict));
+        for (int e = 0; e < 3; e++) {
+            t_rmse[e].push_back(timed([&] { mf_rmse_run(e); }));
+            t_pred[e].push_back(timed([&] { mf_predict_run(e); }));
+        }
+    }
+    const float pr = median(t_peer_rmse), pp = median(t_peer_pred);
+    const float r32 = median(t_rmse[0]), p32_ms = median(t_pred[0]);
+    printf("%-22s %5d %11lld %-10s %10.3f %10.3f %8.2fx %9s %12.4f  cuSPARSE SDDMM + cublasSnrm2\n",
+           name, k, (long long)nnz, "rmse-peer", pr, pr, 1.0, "", peer_rmse);
+    for (int e = 0; e < 3; e++) {
+        const float t = median(t_rmse[e]);
+        printf("%-22s %5d %11lld rmse-%-5s %10.3f %10.3f %8.2fx %8.2fx %12.4f  rel diff %.2e\n",
+               name, k, (long long)nnz, eval_names[e], t, pr, pr / t, r32 / t, got[e],
+               fabs(got[e] - peer_rmse) / peer_rmse);
+    }
+    for (int e = 0; e < 3; e++) {
+        const float t = median(t_pred[e]);
+        printf("%-22s %5d %11lld pred-%-5s %10.3f %10.3f %8.2fx %8.2fx %12s  vs cuSPARSE SDDMM\n",
+               name, k, (long long)nnz, eval_names[e], t, pp, pp / t, p32_ms / t, "");
+    }
+    fflush(stdout);
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cusparseDestroySpMat(C);
+    cusparseDestroyDnMat(dA);
+    cusparseDestroyDnMat(dB);
+    for (void *p : {(void *)work, (void *)A, (void *)B, (void *)ones, (void *)out_sp,
+                    (void *)out_mf, (void *)ptr32, (void *)col})
+        CUDA_CHECK(cudaFree(p));
+}
+
 int main(int argc, char **argv)
 {
     const char *cases = "netflix,nytimes,uniform";
@@ -392,6 +537,7 @@ int main(int argc, char **argv)
     std::vector<int> precs = {0, 1, 2, 3, 4, 5, 6};
     double scale = 1.0;
     uint64_t seed = 2026;
+    int eval = 0; // --rmse
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cases") && i + 1 < argc)
             cases = argv[++i];
@@ -416,6 +562,8 @@ int main(int argc, char **argv)
             graphs.push_back(argv[++i]);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--rmse"))
+            eval = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--tc-order") && i + 1 < argc)
@@ -426,7 +574,7 @@ int main(int argc, char **argv)
                     "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--repeat N] "
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
-                    "[--verbose]\n",
+                    "[--verbose] [--rmse]\n",
                     argv[0]);
             return 2;
         }
@@ -446,6 +594,8 @@ int main(int argc, char **argv)
     mf_ctx_device_info(ctx, &info);
     cusparseHandle_t sp;
     SP_CHECK(cusparseCreate(&sp));
+    cublasHandle_t blas;
+    BLAS_CHECK(cublasCreate(&blas));
     double bw = bench_copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
     printf("device: %s, copy bandwidth %.0f GB/s, %s\n", info.name, bw / 1e9, mf_version_string());
     printf("times: median of %d interleaved runs; preparation (cuSPARSE preprocess, mfact plan) "
@@ -503,6 +653,11 @@ int main(int argc, char **argv)
                 }
             }
             fflush(stdout);
+            if (eval) {
+                printf("%-22s %5s %11s %-10s %10s %10s %9s %9s %12s\n", "", "k", "nnz", "eval",
+                       "mfact ms", "peer ms", "speedup", "vs fp32", "rmse");
+                run_eval(ctx, sp, blas, nm.first.c_str(), m, S, k, repeat, seed + k);
+            }
         }
         mf_sparse_destroy(S);
     }
@@ -513,6 +668,7 @@ int main(int argc, char **argv)
                    p == precs[0] ? "\n" : "", precisions[p].name, exp(log_sum[p] / n_main[p]),
                    n_main[p]);
     cusparseDestroy(sp);
+    cublasDestroy(blas);
     mf_ctx_destroy(ctx);
     return 0;
 }
