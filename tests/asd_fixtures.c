@@ -200,7 +200,8 @@ int asd_check_group_cancel(mf_backend backend, int n, double tol)
     return 1;
 }
 
-int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol)
+int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol,
+                                  mf_precision precision)
 {
     static const char *const names[] = {"scaled", "plain", "scaled, spectral start"};
     const asd_case c = {900, 700, 8, 0.06, 21};
@@ -211,6 +212,8 @@ int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int coun
         o.rank = c.r, o.max_iterations = 30, o.tolerance = 1e-30, o.stagnation_window = 0;
         o.variant = v == 1 ? MF_ASD_PLAIN : MF_ASD_SCALED;
         o.init = v == 2 ? MF_ASD_INIT_SPECTRAL : MF_ASD_INIT_RANDOM;
+        o.precision = precision;
+        o.stagnation_rate = 0.2; /* the reduced phase's own window (15) ends it early */
         mf_ctx *one = asd_rank_ctx(backend, 0);
         ck_assert(one != NULL);
         planted p1 = make_planted(one, c.m, c.n, c.r, c.fraction, NULL, c.seed);
@@ -229,6 +232,7 @@ int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int coun
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
                 ck_assert(!memcmp(jobs[i].U, jobs[0].U, bx) && !memcmp(jobs[i].V, jobs[0].V, by));
                 ck_assert_int_eq(jobs[i].arep.iterations, 30);
+                ck_assert_int_eq(jobs[i].arep.reduced_iterations, jobs[0].arep.reduced_iterations);
             }
             if (!made)
                 break;
@@ -236,10 +240,14 @@ int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int coun
                          dy = tu_rel_diff((int64_t)c.n * c.r, jobs[0].V, Y1),
                          dres = fabs(jobs[0].arep.relative_residual / r1.relative_residual - 1);
             const int bits = !memcmp(jobs[0].U, X1, bx) && !memcmp(jobs[0].V, Y1, by);
-            printf("ASD %s over %d rank(s): residual %.9f (alone %.9f), factors within %.1e, "
-                   "%.1e: %s\n",
-                   names[v], n, jobs[0].arep.relative_residual, r1.relative_residual, dx, dy,
-                   bits ? "bit for bit" : "NOT bit for bit");
+            const int dred = abs(jobs[0].arep.reduced_iterations - r1.reduced_iterations);
+            printf("ASD %s, precision %d, over %d rank(s): residual %.9f (alone %.9f), %d reduced "
+                   "iterations (alone %d), factors within %.1e, %.1e: %s\n",
+                   names[v], (int)precision, n, jobs[0].arep.relative_residual,
+                   r1.relative_residual, jobs[0].arep.reduced_iterations, r1.reduced_iterations, dx,
+                   dy, bits ? "bit for bit" : "NOT bit for bit");
+            ck_assert_msg(dred <= (tol == 0.0 ? 0 : 1), "reduced iterations %d, alone %d",
+                          jobs[0].arep.reduced_iterations, r1.reduced_iterations);
             if (tol == 0.0)
                 ck_assert_msg(bits, "%s over %d ranks: X %g Y %g", names[v], n, dx, dy);
             /* the residual is a double sum, in another order over the ranks */

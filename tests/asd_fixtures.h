@@ -55,11 +55,13 @@ void asd_group_free(struct rk_job *jobs, planted *p, int n);
 
 /* A group's fit against one context's (asd_rank_ctx(backend, 0)), for groups of each size
  * in sizes: a planted 900 x 700 rank-8 case, 6% observed, 30 iterations, scaled and plain
- * from the random start and scaled from the spectral one. Every rank returns the same
- * factors, and they are one context's within tol (relative; 0: bit for bit), as is the
- * residual (a double sum in another order: within 1e-12 at least); prints each. Returns 0 when a
- * group could not be made. */
-int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol);
+ * from the random start and scaled from the spectral one, in `precision` (mf_asd_opts).
+ * Every rank returns the same factors, and they are one context's within tol (relative; 0:
+ * bit for bit), as is the residual (a double sum in another order: within 1e-12 at least);
+ * every rank counts one context's reduced iterations (tol 0; else within 1); prints each.
+ * Returns 0 when a group could not be made. */
+int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol,
+                                  mf_precision precision);
 
 /* The way a group of n ranks stops (src/asd/asd_internal.h: a rank's reason to stop travels
  * with the next iteration's sums, and that iteration moves nothing). Each rank has its own

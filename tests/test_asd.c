@@ -1,11 +1,16 @@
-/* mf_asd_run on the CPU: an exact small case, planted recovery for ASD and Scaled ASD, an
- * ill-conditioned case where scaling pays, cancellation, a rank-deficient start, and every
- * bad input with the caller's factors untouched. */
+/* mf_asd_run on the CPU: an exact small case, planted recovery for ASD and Scaled ASD (in
+ * float, and starting in bf16 and fp16), an ill-conditioned case where scaling pays,
+ * cancellation, a rank-deficient start, and every bad input with the caller's factors
+ * untouched. */
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "asd_fixtures.h"
+#include "core/sparse.h"
+#include "ranks_fixtures.h"
 #include "testutil.h"
 
 static mf_asd_report run_ok(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *o, float *X,
@@ -19,7 +24,8 @@ static mf_asd_report run_ok(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *
 
 START_TEST(exact_small)
 {
-    /* A fully observed rank-1 4 x 3 matrix: both variants reach it. */
+    /* A fully observed rank-1 4 x 3 matrix: both variants reach it; a start on it in bf16
+     * stops at once. */
     mf_ctx *ctx = tu_cpu_ctx();
     const float u[4] = {1, 2, -1, 0.5f}, v[3] = {3, -1, 2};
     int32_t row[12], col[12];
@@ -44,6 +50,23 @@ START_TEST(exact_small)
             for (int j = 0; j < 3; j++)
                 ck_assert_float_eq_tol(X[i] * Y[j], u[i] * v[j], 1e-4f);
     }
+    /* Started in bf16 from u and v, which bf16 holds exactly: the residual read through the
+     * copy is 0, within the tolerance, so the reduced phase ends before the first
+     * iteration and the float residual, 0 too, stops the run. */
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 1;
+    o.init = MF_ASD_INIT_GIVEN;
+    o.precision = MF_PRECISION_BF16;
+    float X[4], Y[3];
+    memcpy(X, u, sizeof X);
+    memcpy(Y, v, sizeof Y);
+    mf_asd_report rep = run_ok(ctx, M, &o, X, Y);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
+    ck_assert_int_eq(rep.iterations, 0);
+    ck_assert_int_eq(rep.reduced_iterations, 0);
+    ck_assert_double_eq(rep.relative_residual, 0.0);
+    ck_assert(!memcmp(X, u, sizeof X) && !memcmp(Y, v, sizeof Y));
     mf_sparse_destroy(M);
     mf_ctx_destroy(ctx);
 }
@@ -52,27 +75,49 @@ END_TEST
 START_TEST(planted_recovery)
 {
     /* The issue's case: rank 5, 2,000 x 1,500, 10% observed; error against the whole
-     * planted matrix below 1e-4 for both variants. */
+     * planted matrix below 1e-4 for both variants, from the random and the spectral start.
+     * Then from the random start in bf16 and fp16: the reduced phase stagnates at its
+     * rounding, the run goes on in float and meets the tolerance as float does, with the
+     * planted matrix recovered as well (within 10x float's error), some iterations reduced
+     * and not all; float has none. */
     mf_ctx *ctx = tu_cpu_ctx();
     planted p = make_planted(ctx, 2000, 1500, 5, 0.10, NULL, 11);
     float *X = malloc((size_t)p.m * 5 * sizeof *X), *Y = malloc((size_t)p.n * 5 * sizeof *Y);
-    for (int run = 0; run < 4; run++) {
+    static const char *const names[] = {"fp32", "", "", "bf16", "fp16"};
+    double err32[2] = {0.0, 0.0};
+    for (int run = 0; run < 8; run++) {
         int variant = run & 1;
+        const mf_precision prec = run < 4   ? MF_PRECISION_FP32
+                                  : run < 6 ? MF_PRECISION_BF16
+                                            : MF_PRECISION_FP16;
         mf_asd_opts o;
         mf_asd_opts_init(&o);
         o.rank = 5;
         o.variant = (mf_asd_variant)variant;
-        o.init = run < 2 ? MF_ASD_INIT_RANDOM : MF_ASD_INIT_SPECTRAL;
+        o.init = run == 2 || run == 3 ? MF_ASD_INIT_SPECTRAL : MF_ASD_INIT_RANDOM;
         o.tolerance = 1e-6;
         o.max_iterations = 3000;
+        o.precision = prec;
         mf_asd_report rep = run_ok(ctx, p.M, &o, X, Y);
         double err = full_error(&p, X, Y, 5);
-        printf("planted 2000 x 1500 r 5, %s, %s start: %d iterations, residual %.2e, error %.2e, "
-               "%.2f s\n",
-               variant ? "scaled" : "plain", run < 2 ? "random" : "spectral", rep.iterations,
-               rep.relative_residual, err, rep.seconds);
+        printf("planted 2000 x 1500 r 5, %s, %s start, %s: %d iterations (%d reduced), residual "
+               "%.2e, error %.2e, %.2f s\n",
+               variant ? "scaled" : "plain", o.init ? "spectral" : "random", names[prec],
+               rep.iterations, rep.reduced_iterations, rep.relative_residual, err, rep.seconds);
         ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
+        ck_assert_double_le(rep.relative_residual, 1e-6);
         ck_assert_msg(err < 1e-4, "variant %d: error %g", variant, err);
+        if (prec == MF_PRECISION_FP32) {
+            ck_assert_int_eq(rep.reduced_iterations, 0);
+            if (run < 2)
+                err32[variant] = err;
+            continue;
+        }
+        ck_assert_msg(err <= 10 * err32[variant] + 1e-6, "%s: error %g, float's %g", names[prec],
+                      err, err32[variant]);
+        ck_assert_msg(rep.reduced_iterations > 0 && rep.reduced_iterations < rep.iterations,
+                      "%s: %d of %d iterations reduced", names[prec], rep.reduced_iterations,
+                      rep.iterations);
     }
     free(X), free(Y);
     free_planted(&p);
@@ -148,6 +193,84 @@ START_TEST(rank_continuation_recovers_ill_conditioned)
 }
 END_TEST
 
+/* p (rank 4) fitted in `precision` to 1e-7, without a stagnation test or (continuation)
+ * with rank continuation: the tolerance met with some iterations reduced, not all. */
+static void reduced_then_float(mf_ctx *ctx, const planted *p, float *X, float *Y,
+                               mf_precision precision, int continuation, const char *what)
+{
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 4;
+    o.precision = precision;
+    o.stagnation_window = continuation ? 15 : 0;
+    o.rank_continuation = continuation;
+    o.tolerance = 1e-7;
+    o.max_iterations = 3000;
+    mf_asd_report rep = run_ok(ctx, p->M, &o, X, Y);
+    printf("%s: %d iterations (%d reduced), residual %.2e\n", what, rep.iterations,
+           rep.reduced_iterations, rep.relative_residual);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
+    ck_assert(rep.reduced_iterations > 0 && rep.reduced_iterations < rep.iterations);
+}
+
+/* On cancel_and_time_limit's rank-4 case p: a cancel and an iteration cap met in the
+ * reduced phase (every iteration reduced, the residual reported in float); a window of 0
+ * still ends the reduced phase (its own window of 15) and the run then goes on without a
+ * stagnation test; rank continuation's reduced phase spans the ranks; a report of the size
+ * before 0.5 is written only that far. */
+static void reduced_phase_limits(mf_ctx *ctx, const planted *p, float *X, float *Y)
+{
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 4;
+    o.precision = MF_PRECISION_BF16;
+    int calls = 0;
+    o.progress = asd_stop_at_3;
+    o.progress_user = &calls;
+    mf_asd_report rep = {.struct_size = sizeof rep};
+    ck_assert_int_eq(mf_asd_run(ctx, p->M, &o, X, Y, MF_MEMORY_HOST, &rep), MF_ERR_CANCELLED);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_CANCELLED);
+    ck_assert_int_eq(rep.iterations, 3);
+    ck_assert_int_eq(rep.reduced_iterations, 3);
+    o.progress = NULL;
+    o.max_iterations = 5;
+    rep = run_ok(ctx, p->M, &o, X, Y);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_MAX_ITERATIONS);
+    ck_assert_int_eq(rep.iterations, 5);
+    ck_assert_int_eq(rep.reduced_iterations, 5);
+    /* the reported residual is the float one of the factors handed back */
+    const mf_sparse *M = p->M;
+    double num = 0.0, den = 0.0;
+    for (int32_t i = 0; i < p->m; i++)
+        for (int64_t q = M->row_ptr[i]; q < M->row_ptr[i + 1]; q++) {
+            double d = 0.0;
+            for (int t = 0; t < 4; t++)
+                d += (double)X[i * 4 + t] * Y[M->col[q] * 4 + t];
+            num += (d - M->val[q]) * (d - M->val[q]);
+            den += (double)M->val[q] * M->val[q];
+        }
+    ck_assert_msg(fabs(rep.relative_residual / sqrt(num / den) - 1) < 1e-4, "%g vs %g",
+                  rep.relative_residual, sqrt(num / den));
+    /* no stagnation test: the reduced phase ends by its own window, the tolerance the run */
+    reduced_then_float(ctx, p, X, Y, MF_PRECISION_FP16, 0, "fp16, no stagnation test");
+    reduced_then_float(ctx, p, X, Y, MF_PRECISION_BF16, 1, "bf16, rank continuation");
+    ck_assert_msg(full_error(p, X, Y, 4) < 1e-3, "error %g", full_error(p, X, Y, 4));
+    /* a report of the size before 0.5 is written only that far */
+    struct {
+        mf_asd_report rep;
+        int guard;
+    } old;
+    memset(&old, 0x5a, sizeof old);
+    old.rep.struct_size = offsetof(mf_asd_report, reduced_iterations);
+    o.max_iterations = 3;
+    ck_assert_int_eq(mf_asd_run(ctx, p->M, &o, X, Y, MF_MEMORY_HOST, &old.rep), MF_OK);
+    ck_assert_int_eq(old.rep.iterations, 3);
+    int pattern;
+    memset(&pattern, 0x5a, sizeof pattern);
+    ck_assert_int_eq(old.rep.reduced_iterations, pattern);
+}
+
+/* A cancel and a time limit, in float; then reduced_phase_limits. */
 START_TEST(cancel_and_time_limit)
 {
     mf_ctx *ctx = tu_cpu_ctx();
@@ -177,6 +300,7 @@ START_TEST(cancel_and_time_limit)
     rep = run_ok(ctx, p.M, &o, X, Y);
     ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TIME_LIMIT);
     ck_assert_double_lt(rep.seconds, 2.0);
+    reduced_phase_limits(ctx, &p, X, Y);
     free(X), free(Y);
     free_planted(&p);
     mf_ctx_destroy(ctx);
@@ -249,7 +373,11 @@ START_TEST(bad_arguments)
                  {4, 1, "stagnation_rate = 1"},
                  {5, 0, "max_iterations = 0"},
                  {6, -1, "time_limit"},
-                 {7, 4, "init = 4"}};
+                 {7, 4, "init = 4"},
+                 {8, MF_PRECISION_3XTF32, "precision = 1 is not MF_PRECISION_FP32"},
+                 {8, MF_PRECISION_TF32, "precision = 2"},
+                 {8, 5, "precision = 5"},
+                 {8, -1, "precision = -1"}};
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mf_asd_opts b = o;
         double v = cases[t].value;
@@ -261,7 +389,8 @@ START_TEST(bad_arguments)
         case 4: b.stagnation_rate = v; break;
         case 5: b.max_iterations = (int)v; break;
         case 6: b.time_limit = v; break;
-        default: b.init = (mf_asd_init)v; break;
+        case 7: b.init = (mf_asd_init)v; break;
+        default: b.precision = (mf_precision)v; break;
         }
         expect_bad(ctx, p.M, &b, MF_ERR_INVALID_ARGUMENT, cases[t].needle);
     }
@@ -290,11 +419,45 @@ START_TEST(bad_arguments)
 END_TEST
 
 /* A group of CPU ranks fits one context's factors bit for bit (each rank solves whole rows
- * of X and whole columns of Y; asd_fixtures.h), over 2, 3 and 4 ranks. */
+ * of X and whole columns of Y; asd_fixtures.h), over 2, 3 and 4 ranks; started in bf16 over
+ * 2 and 3, leaving the reduced phase at one context's iteration. */
 START_TEST(group_fits_one_contexts_factors)
 {
     const int sizes[] = {2, 3, 4};
-    ck_assert(asd_check_group_matches_alone(MF_BACKEND_CPU, sizes, 3, 0.0));
+    ck_assert(asd_check_group_matches_alone(MF_BACKEND_CPU, sizes, 3, 0.0, MF_PRECISION_FP32));
+    ck_assert(asd_check_group_matches_alone(MF_BACKEND_CPU, sizes, 2, 0.0, MF_PRECISION_BF16));
+}
+END_TEST
+
+/* A group of 2 CPU ranks started in fp16: one rank's cancel after iteration 3 stops both in
+ * the reduced phase, every iteration reduced, with the same factors and the same residual,
+ * recomputed in float; the group's run of 3 iterations hands back the same factors. */
+START_TEST(group_cancels_in_the_reduced_phase)
+{
+    const asd_case c = {120, 90, 3, 0.4, 11};
+    mf_asd_opts o;
+    mf_asd_opts_init(&o);
+    o.rank = 3, o.max_iterations = 10, o.tolerance = 1e-30, o.stagnation_window = 0;
+    o.precision = MF_PRECISION_FP16;
+    int calls = 0;
+    o.progress = asd_stop_at_3, o.progress_user = &calls;
+    rk_job cancel[2], three[2];
+    planted pc[2], p3[2];
+    ck_assert(asd_group_fit(MF_BACKEND_CPU, 2, &c, &o, 1, cancel, pc));
+    ck_assert_int_eq(calls, 3);
+    o.max_iterations = 3;
+    ck_assert(asd_group_fit(MF_BACKEND_CPU, 2, &c, &o, -1, three, p3));
+    for (int i = 0; i < 2; i++) {
+        ck_assert_msg(cancel[i].st == MF_ERR_CANCELLED, "rank %d: %s", i, cancel[i].error);
+        ck_assert_msg(three[i].st == MF_OK, "rank %d: %s", i, three[i].error);
+        ck_assert_int_eq(cancel[i].arep.iterations, 3);
+        ck_assert_int_eq(cancel[i].arep.reduced_iterations, 3);
+        ck_assert_int_eq(three[i].arep.reduced_iterations, 3);
+        ck_assert(cancel[i].arep.relative_residual == three[0].arep.relative_residual);
+        ck_assert(!memcmp(cancel[i].U, three[0].U, (size_t)c.m * c.r * sizeof(float)));
+        ck_assert(!memcmp(cancel[i].V, three[0].V, (size_t)c.n * c.r * sizeof(float)));
+    }
+    asd_group_free(cancel, pc, 2), asd_group_free(three, p3, 2);
 }
 END_TEST
 
@@ -313,6 +476,7 @@ int main(void)
     static const tu_suite suite = {.name = "asd", .timeout = 300};
     const TTest *const tests[] = {group_fits_one_contexts_factors,
                                   group_stops_together_without_a_round_trip,
+                                  group_cancels_in_the_reduced_phase,
                                   exact_small,
                                   planted_recovery,
                                   scaling_pays_when_ill_conditioned,

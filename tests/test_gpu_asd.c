@@ -1,7 +1,8 @@
 /* mf_asd_run on the CUDA backend: iterates against the CPU engine (several ranks, both
  * variants), planted recovery, the ill-conditioned case, host and device factors, test-set
  * RMSE, cancellation and time limit, a rank-deficient start, bad input with device factors
- * untouched, and the device transpose against the host one. */
+ * untouched, the device transpose against the host one, and runs started in bf16 and fp16
+ * (the reduced phase's iterates and its length against the CPU engine's, recovery). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +105,72 @@ START_TEST(iterates_match_cpu)
         free(Xc), free(Yc), free(Xg), free(Yg);
         free_pair(&q);
     }
+}
+END_TEST
+
+START_TEST(reduced_precision_matches_cpu_and_recovers)
+{
+    /* bf16 and fp16, both variants, on the planted case. (a) 20 iterations, every one in
+     * the reduced phase (no stagnation test: the phase's own window of 15 has not seen it
+     * stagnate by then), against the CPU engine, which rounds as the GPU does: the iterates
+     * differ by the float sums' order, which can flip a rounding of the copy (2^-9 of a
+     * value in bf16), hence bounds well above float's 1e-4 (a start perturbed by one ulp
+     * moved bf16's iterates 4e-4 and fp16's 6e-5 on the CPU after 20 iterations); the
+     * residuals, reported in float at the end, agree to 1e-2. (b) To the tolerance: the
+     * GPU meets it with the planted matrix recovered, some iterations reduced and not all,
+     * and as many reduced iterations as the CPU engine within a small slack (the
+     * stagnation test reads residuals that differ in their last bits). */
+    pair q = make_pair(2000, 1500, 5, 0.10, NULL, 11);
+    const size_t nx = (size_t)q.p.m * 5, ny = (size_t)q.p.n * 5;
+    float *Xc = malloc(nx * 4), *Yc = malloc(ny * 4), *Xg = malloc(nx * 4), *Yg = malloc(ny * 4);
+    static const mf_precision precisions[] = {MF_PRECISION_BF16, MF_PRECISION_FP16};
+    for (int k = 0; k < 2; k++)
+        for (int variant = 0; variant < 2; variant++) {
+            const char *name = k == 0 ? "bf16" : "fp16";
+            mf_asd_opts o;
+            mf_asd_opts_init(&o);
+            o.rank = 5;
+            o.variant = (mf_asd_variant)variant;
+            o.precision = precisions[k];
+            o.tolerance = 1e-30;
+            o.stagnation_window = 0;
+            o.max_iterations = 20;
+            mf_asd_report rc = run_where(q.cpu, q.p.M, &o, Xc, Yc, MF_MEMORY_HOST);
+            mf_asd_report rg = run_where(q.gpu, q.Mg, &o, Xg, Yg, MF_MEMORY_HOST);
+            const double dx = tu_rel_diff((int64_t)nx, Xg, Xc),
+                         dy = tu_rel_diff((int64_t)ny, Yg, Yc);
+            const double dres = fabs(rg.relative_residual / rc.relative_residual - 1);
+            printf("reduced parity %s %s, 20 iterations: X %.1e, Y %.1e, residual %.3e vs %.3e\n",
+                   name, variant ? "scaled" : "plain", dx, dy, rg.relative_residual,
+                   rc.relative_residual);
+            ck_assert_int_eq(rc.reduced_iterations, 20);
+            ck_assert_int_eq(rg.reduced_iterations, 20);
+            const double bound = k == 0 ? 1e-2 : 2e-3;
+            ck_assert_msg(dx < bound && dy < bound, "%s: X %g Y %g", name, dx, dy);
+            ck_assert_msg(dres < 1e-2, "%s: residuals %g vs %g", name, rg.relative_residual,
+                          rc.relative_residual);
+            o.tolerance = 1e-6;
+            o.stagnation_window = 15;
+            o.max_iterations = 3000;
+            rc = run_where(q.cpu, q.p.M, &o, Xc, Yc, MF_MEMORY_HOST);
+            rg = run_where(q.gpu, q.Mg, &o, Xg, Yg, MF_MEMORY_HOST);
+            const double err = full_error(&q.p, Xg, Yg, 5);
+            printf("GPU planted %s %s: %d iterations (%d reduced; CPU %d, %d reduced), residual "
+                   "%.2e, error %.2e, %.3f s\n",
+                   name, variant ? "scaled" : "plain", rg.iterations, rg.reduced_iterations,
+                   rc.iterations, rc.reduced_iterations, rg.relative_residual, err, rg.seconds);
+            ck_assert_int_eq(rg.stopped, MF_ASD_STOP_TOLERANCE);
+            ck_assert_double_le(rg.relative_residual, 1e-6);
+            ck_assert_msg(err < 1e-4, "%s: error %g", name, err);
+            ck_assert_msg(rg.reduced_iterations > 0 && rg.reduced_iterations < rg.iterations,
+                          "%s: %d of %d reduced", name, rg.reduced_iterations, rg.iterations);
+            ck_assert_msg(abs(rg.reduced_iterations - rc.reduced_iterations) <=
+                              3 + rc.reduced_iterations / 10,
+                          "%s: %d reduced iterations, the CPU's %d", name, rg.reduced_iterations,
+                          rc.reduced_iterations);
+        }
+    free(Xc), free(Yc), free(Xg), free(Yg);
+    free_pair(&q);
 }
 END_TEST
 
@@ -388,8 +455,12 @@ START_TEST(group_fits_one_gpus_factors)
     for (mf_ctx *c; devices < 4 && (c = asd_rank_ctx(MF_BACKEND_CUDA, devices)) != NULL; devices++)
         mf_ctx_destroy(c);
     const int sizes[] = {1, devices};
-    if (!asd_check_group_matches_alone(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1, 1e-6))
+    if (!asd_check_group_matches_alone(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1, 1e-6,
+                                       MF_PRECISION_FP32))
         printf("group_fits_one_gpus_factors: no group (NCCL?): skipped\n");
+    else if (!asd_check_group_matches_alone(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1, 1e-6,
+                                            MF_PRECISION_BF16))
+        printf("group_fits_one_gpus_factors, bf16: no group (NCCL?): skipped\n");
 }
 END_TEST
 
@@ -415,6 +486,7 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_asd", .gpu = true, .timeout = 300};
     const TTest *const tests[] = {iterates_match_cpu,
+                                  reduced_precision_matches_cpu_and_recovers,
                                   group_stops_together_over_nccl,
                                   group_fits_one_gpus_factors,
                                   planted_recovery,

@@ -1130,11 +1130,14 @@ typedef struct mf_asd_opts {
     int rank_continuation;
     /* Since 0.5: MF_PRECISION_BF16 or MF_PRECISION_FP16 starts the run with the gathered
      * factor rows (the other side's row of every sampled product and gradient term) read
-     * from a 16-bit copy, made once per half step, sums in float: half the bytes of the
-     * passes that bound an iteration. The reduced phase ends when it stagnates (the window
-     * and rate above) or reaches the tolerance; the run then goes on in float, so the
-     * stopping rules judge float residuals and the result meets the same tolerance.
-     * Default MF_PRECISION_FP32 (float throughout); other values are
+     * from a 16-bit copy, made once per half step, sums in float: half the bytes gathered
+     * per observed entry, which bound an iteration's passes. The reduced phase ends when it
+     * stagnates (the window and rate above; a window of 15 where stagnation_window is 0)
+     * or reaches the tolerance; the run then goes on in float, so the stopping rules judge
+     * float residuals and the result meets the same tolerance. The iteration cap, the time
+     * limit and a cancel end the run in the reduced phase too (the report's residual is
+     * then recomputed in float). With rank_continuation the reduced phase spans the ranks
+     * until it ends. Default MF_PRECISION_FP32 (float throughout); other values are
      * MF_ERR_INVALID_ARGUMENT. The CPU rounds the same way. */
     mf_precision precision;
 } mf_asd_opts;

@@ -9,7 +9,19 @@
  * sum over the ranks what spans the shares. The ranks stop together: a rank's reason to
  * stop (a cancel, a failure, the time limit) rides the next iteration's sums
  * (asd_internal.h). X's shares are gathered at the end, so every rank returns the same X
- * and Y. */
+ * and Y.
+ *
+ * opts.precision (BF16, FP16) starts the run in the reduced phase: the engines' passes read
+ * the other side's factor from a 16-bit copy (asd_internal.h). The first time a rule would
+ * end the run on its own terms (the tolerance, or stagnation: over a window of 15 where
+ * stagnation_window is 0) the run instead leaves that phase: the engine recomputes the
+ * residual in float, the stagnation window starts afresh, and the float residual is judged
+ * at once against the tolerance. The iteration cap, the time limit, a cancel or a failure
+ * end the reduced phase as they end the run; the report's residual is then recomputed in
+ * float (not after a failure, which reports nothing). With rank continuation the reduced
+ * phase spans the ranks (their engines made in it) until it ends. In a group every rank
+ * applies these rules to the same summed residual, so all leave the phase at the same
+ * iteration. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +49,9 @@ static void asd_opts_defaults(mf_asd_opts *opts)
     opts->init = MF_ASD_INIT_RANDOM;
 }
 
+/* `rank_continuation`, not `precision`: the exported mf_asd_opts_init fills the struct of the
+ * header before the sized initializers, for the binaries built then (docs/abi.md; later
+ * fields are read by struct_size, and test_status checks the extent). */
 MF_OPTS_INITIALIZERS(mf_asd_opts, mf_asd_opts_init, asd_opts_defaults, rank_continuation)
 
 /* A rank's part of a split input may be empty: the group checks the whole's count. */
@@ -63,6 +78,12 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *
                o->init == MF_ASD_INIT_RANDOM || o->init == MF_ASD_INIT_GIVEN ||
                    o->init == MF_ASD_INIT_SPECTRAL,
                "%s: init = %d is not an mf_asd_init value", fn, (int)o->init);
+    MF_REQUIRE(ctx,
+               o->precision == MF_PRECISION_FP32 || o->precision == MF_PRECISION_BF16 ||
+                   o->precision == MF_PRECISION_FP16,
+               "%s: precision = %d is not MF_PRECISION_FP32, MF_PRECISION_BF16 or "
+               "MF_PRECISION_FP16 (ASD has no TF32 phase)",
+               fn, (int)o->precision);
     if (M->is_part && mf_ranks(ctx) > 1) {
         if (o->init == MF_ASD_INIT_SPECTRAL)
             return mf_fail(ctx, MF_ERR_UNSUPPORTED,
@@ -141,6 +162,7 @@ typedef struct run_state {
     mf_sparse *cols;
     mf_sparse *test;  /* the test rows of the share; NULL: the caller's (or none) */
     int any_progress; /* some rank has a progress callback (then all measure the test set) */
+    int reduced;      /* in the reduced phase (opts.precision, until it ends) */
 } run_state;
 
 /* Rows [lo, hi) of A as a matrix of their own (rows renumbered from 0). */
@@ -273,15 +295,40 @@ typedef struct rules {
     int window;
 } rules;
 
+/* The stagnation window of the reduced phase where the caller's is 0 (no test). */
+#define ASD_REDUCED_WINDOW 15
+
+/* The reduced phase's end (the file's top): the engine's residual in float (in a group,
+ * once the ranks agree that every engine made it, summed over them: collective) becomes
+ * *res and the report's. */
+static mf_status leave_reduced(run_state *s, double norm, double *res)
+{
+    double res2 = 0.0;
+    mf_status st = s->e->to_float(s->e, &res2);
+    s->reduced = 0;
+    if (s->comm) {
+        st = mf_ranks_agree(s->run.ctx, "mf_asd_run", st, NULL, NULL, 0);
+        if (st == MF_OK)
+            st = s->comm->ops->sum_f64(s->comm, s->run.ctx, &res2, 1);
+    }
+    if (st == MF_OK) {
+        *res = sqrt(res2) / norm;
+        s->rep.relative_residual = *res;
+    }
+    return st;
+}
+
 /* Iterations on s->e until a rule stops them; the count continues s->rep.iterations. */
 static mf_status iterate(run_state *s, double norm, const rules *ru)
 {
     const mf_asd_opts *o = s->o;
-    const int w = ru->window;
-    double *hist = w > 0 ? malloc(((size_t)w + 1) * sizeof *hist) : NULL;
-    mf_status st0 =
-        w > 0 && !hist ? mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory")
-                       : MF_OK;
+    /* the stagnation window in force: the reduced phase's, then the caller's (0: none) */
+    int w = s->reduced && ru->window == 0 ? ASD_REDUCED_WINDOW : ru->window;
+    const int most = w > ru->window ? w : ru->window;
+    double *hist = most > 0 ? malloc(((size_t)most + 1) * sizeof *hist) : NULL;
+    mf_status st0 = most > 0 && !hist ? mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY,
+                                                "mf_asd_run: out of host memory")
+                                      : MF_OK;
     st0 = s->comm ? mf_ranks_agree(s->run.ctx, "mf_asd_run", st0, NULL, NULL, 0) : st0;
     if (st0 != MF_OK) {
         free(hist);
@@ -291,11 +338,16 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     s->rep.relative_residual = res;
     s->rep.stopped = MF_ASD_STOP_MAX_ITERATIONS;
     mf_status st = MF_OK;
+    if (s->reduced && res <= ru->tolerance) { /* a start within the tolerance: judged in float */
+        st = leave_reduced(s, norm, &res);
+        w = ru->window;
+    }
     if (w > 0)
         hist[0] = res;
-    if (res <= ru->tolerance)
+    if (st == MF_OK && res <= ru->tolerance)
         s->rep.stopped = MF_ASD_STOP_TOLERANCE;
     const int first = s->rep.iterations + 1;
+    int from = first - 1; /* the iteration the stagnation window counts from */
     /* In a group a rank's reason to stop (its status, the time limit) travels with the
      * next iteration's sums, which then moves nothing (asd_internal.h): `pending` is that
      * status, why_next the reasons; no round trip of its own per iteration. */
@@ -323,6 +375,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
         if (st == MF_OK) {
             res = sqrt(res2) / norm;
             s->rep.iterations = it;
+            s->rep.reduced_iterations += s->reduced;
             s->rep.relative_residual = res;
             s->rep.singular_steps += singular;
         }
@@ -348,32 +401,50 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
         }
         if (st != MF_OK)
             break;
-        if (res <= ru->tolerance) {
-            s->rep.stopped = MF_ASD_STOP_TOLERANCE;
-            break;
-        }
+        int stop = res <= ru->tolerance ? MF_ASD_STOP_TOLERANCE : -1;
         /* Stagnation (Tanner & Wei): the mean rate of decrease over the last w iterations,
          * (res_k / res_{k-w})^(1/w), has come within stagnation_rate of 1. */
-        if (w > 0) {
-            const int k = it - first + 1; /* iterations of this call */
+        if (stop < 0 && w > 0) {
+            const int k = it - from; /* iterations in the window's phase */
             hist[k % (w + 1)] = res;
-            if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate) {
-                s->rep.stopped = MF_ASD_STOP_STAGNATION;
+            if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate)
+                stop = MF_ASD_STOP_STAGNATION;
+        }
+        /* In the reduced phase either rule ends the phase instead: float from here, judged
+         * at once against the tolerance, with a fresh window. */
+        if (stop >= 0 && s->reduced) {
+            st = leave_reduced(s, norm, &res);
+            if (st != MF_OK)
                 break;
-            }
+            from = it;
+            w = ru->window;
+            if (w > 0)
+                hist[0] = res;
+            stop = res <= ru->tolerance ? MF_ASD_STOP_TOLERANCE : -1;
+        }
+        if (stop >= 0) {
+            s->rep.stopped = (mf_asd_stop)stop;
+            break;
         }
         if (time_up) {
             s->rep.stopped = MF_ASD_STOP_TIME_LIMIT;
             break;
         }
     }
-    if (s->comm && !settled) /* a reason to stop that no iteration carried */
-        st = settle(s, pending, why_next[MF_ASD_WHY_TIME] > 0.0, &time_up);
+    if (s->comm && !settled) /* a reason to stop that no iteration carried (or the ranks'
+                              * agreed failure to leave the reduced phase) */
+        st = settle(s, st != MF_OK ? st : pending, why_next[MF_ASD_WHY_TIME] > 0.0, &time_up);
     if (s->comm && st == MF_OK && time_up && s->rep.stopped != MF_ASD_STOP_TOLERANCE &&
         s->rep.stopped != MF_ASD_STOP_STAGNATION)
         s->rep.stopped = MF_ASD_STOP_TIME_LIMIT;
     if (st == MF_ERR_CANCELLED)
         s->rep.stopped = MF_ASD_STOP_CANCELLED;
+    /* A run that a limit or a cancel ended in the reduced phase reports its residual in
+     * float (every rank of a group is here with the same status). */
+    if (s->reduced && mf_run_has_result(st)) {
+        const mf_status fin = leave_reduced(s, norm, &res);
+        st = fin != MF_OK ? fin : st;
+    }
     free(hist);
     return st;
 }
@@ -395,7 +466,8 @@ static mf_status open_engine(run_state *s, int k, const float *X0, const float *
                           s->comm ? s->chi : s->M->cols,
                           s->comm ? s->shares.bounds[0] : NULL,
                           s->comm ? s->shares.bounds[1] : NULL,
-                          s->cols};
+                          s->cols,
+                          s->reduced ? (int)s->o->precision : (int)MF_PRECISION_FP32};
     return MF_RUN_ENGINE(&s->run, mf_asd_cpu_engine, mf_cuda_asd_engine, &setup, &s->e);
 }
 
@@ -539,6 +611,7 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
     mf_ctx *ctx = s->run.ctx;
     const mf_asd_opts *o = s->o;
     const int r = o->rank;
+    s->reduced = o->precision != MF_PRECISION_FP32;
     double norm2 = observed_norm2(s->M, mf_ctx_threads(ctx));
     if (s->comm)
         MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &norm2, 1));
@@ -652,7 +725,8 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
                                         "time_limit",
                                         "init",
                                         "test",
-                                        "rank_continuation"};
+                                        "rank_continuation",
+                                        "precision"};
     const int64_t v[] = {o->rank,
                          o->variant,
                          bits_of(o->tolerance),
@@ -662,8 +736,9 @@ static mf_status join_group(run_state *s, mf_ctx *ctx, mf_status st, const mf_sp
                          bits_of(o->time_limit),
                          o->init,
                          o->test != NULL,
-                         o->rank_continuation};
-    MF_TRY(mf_ranks_agree_fit_parts(ctx, "mf_asd_run", st, M, v, names, 10));
+                         o->rank_continuation,
+                         o->precision};
+    MF_TRY(mf_ranks_agree_fit_parts(ctx, "mf_asd_run", st, M, v, names, 11));
     s->comm = ctx->comm;
     int64_t any = o->progress != NULL;
     MF_TRY(s->comm->ops->max_i64(s->comm, ctx, &any, 1));

@@ -22,7 +22,15 @@
  * factors are meant to be one GPU's bit for bit (test_gpu_asd checks). Per iteration: two
  * gathers (X's and Y's rows, as many bytes as the all-reduce of the Y gradient that they
  * replace, whose float partial sums, one per rank, ran in another order than one GPU's)
- * and three small sums; no rank repeats another's step or direction. */
+ * and three small sums; no rank repeats another's step or direction.
+ *
+ * In the reduced phase (mf_asd_setup.precision: BF16 or FP16) every pass reads the other
+ * side's factor from its 16-bit copy (ld values a row, as the float factor: a lane's 4
+ * values are 8 bytes, aligned), made by half_copy_kernel each time that factor moves: after
+ * each side's step (and its gather in a group: every rank rounds the whole factor, the same
+ * bits) and at the start. The Gram matrices, the own rows and the steps read the floats.
+ * to_float() ends the phase: the copies are no longer read, and the X gradient that the
+ * last iteration made from Y's copy is made again in float. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +86,10 @@ struct cuda_engine {
     int L, C;     /* the pass kernels' lanes per entry and float4s per lane */
     side by[2];   /* this rank's lines: by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
+    /* The reduced phase: its precision (MF_PRECISION_BF16 or FP16; 0 once over, or never),
+     * and X's (0) and Y's (1) 16-bit copies, all lines (allocated when the run has one). */
+    int half;
+    mf_dbuf low[2];
     /* pinned: |R|^2, the singular count and the reasons to stop read back per iteration
      * (0 .. 4), this rank's reasons sent (5 .. 7) */
     double *host;
@@ -92,21 +104,31 @@ mf_status group_sum(cuda_engine *e, void *buf, size_t count, int is_double)
     return e->comm ? e->comm->ops->sum_buffer(e->comm, e->ctx, buf, count, is_double) : MF_OK;
 }
 
-template <bool GRAD> const void *pass_fn(int L, int C)
+template <bool GRAD, int HALF> const void *pass_fn(int L, int C)
 {
     switch (L) {
-    case 1: return (const void *)&asd::pass_kernel<1, 1, GRAD>;
-    case 2: return (const void *)&asd::pass_kernel<2, 1, GRAD>;
-    case 4: return (const void *)&asd::pass_kernel<4, 1, GRAD>;
-    case 8: return (const void *)&asd::pass_kernel<8, 1, GRAD>;
-    case 16: return (const void *)&asd::pass_kernel<16, 1, GRAD>;
+    case 1: return (const void *)&asd::pass_kernel<1, 1, GRAD, HALF>;
+    case 2: return (const void *)&asd::pass_kernel<2, 1, GRAD, HALF>;
+    case 4: return (const void *)&asd::pass_kernel<4, 1, GRAD, HALF>;
+    case 8: return (const void *)&asd::pass_kernel<8, 1, GRAD, HALF>;
+    case 16: return (const void *)&asd::pass_kernel<16, 1, GRAD, HALF>;
     default: break;
     }
     switch (C) {
-    case 1: return (const void *)&asd::pass_kernel<32, 1, GRAD>;
-    case 2: return (const void *)&asd::pass_kernel<32, 2, GRAD>;
-    case 3: return (const void *)&asd::pass_kernel<32, 3, GRAD>;
-    default: return (const void *)&asd::pass_kernel<32, 4, GRAD>;
+    case 1: return (const void *)&asd::pass_kernel<32, 1, GRAD, HALF>;
+    case 2: return (const void *)&asd::pass_kernel<32, 2, GRAD, HALF>;
+    case 3: return (const void *)&asd::pass_kernel<32, 3, GRAD, HALF>;
+    default: return (const void *)&asd::pass_kernel<32, 4, GRAD, HALF>;
+    }
+}
+
+/* The pass kernel for the other factor in `half` (0: float; MF_PRECISION_BF16, FP16). */
+template <bool GRAD> const void *pass_fn_in(int half, int L, int C)
+{
+    switch (half) {
+    case MF_PRECISION_BF16: return pass_fn<GRAD, MF_PRECISION_BF16>(L, C);
+    case MF_PRECISION_FP16: return pass_fn<GRAD, MF_PRECISION_FP16>(L, C);
+    default: return pass_fn<GRAD, 0>(L, C);
     }
 }
 
@@ -129,9 +151,10 @@ double *sums(cuda_engine *e, int slot)
     return (double *)e->sums.ptr + slot;
 }
 
-/* A pass over side s's lines: own rows against the other factor. grad: G out, |R|^2 and
- * |G|^2 into slots 0, 1 of the side; else |P(own other^T)|^2 into `slot`. */
-mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool grad, int slot)
+/* A pass over side s's lines: own rows against the other factor, read in `half` (0: the
+ * floats; else its 16-bit copy). grad: G out, |R|^2 and |G|^2 into slots 0, 1 of the side;
+ * else |P(own other^T)|^2 into `slot`. */
+mf_status pass(cuda_engine *e, int s, const float *own, int half, bool grad, int slot)
 {
     mf_ctx *ctx = e->ctx;
     mf_cuda *c = mf_cuda_of(ctx);
@@ -141,7 +164,7 @@ mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool
     a.idx = e->by[s].idx;
     a.val = e->by[s].val;
     a.own = own;
-    a.other = other;
+    a.other = half ? (const void *)e->low[1 - s].ptr : (const void *)factor(e, 1 - s);
     a.ld = e->ld;
     a.G = fp(e->G);
     a.sums = sums(e, slot);
@@ -149,9 +172,28 @@ mf_status pass(cuda_engine *e, int s, const float *own, const float *other, bool
         return MF_OK;
     void *args[] = {&a};
     const unsigned grid = mf_cuda_grid(c, (int64_t)a.lines * 32, asd::pass_threads, 8);
-    MF_CUDA_TRY(ctx, cudaLaunchKernel(grad ? pass_fn<true>(e->L, e->C) : pass_fn<false>(e->L, e->C),
-                                      dim3(grid), dim3(asd::pass_threads), args, 0, c->stream));
+    const void *fn =
+        grad ? pass_fn_in<true>(half, e->L, e->C) : pass_fn_in<false>(half, e->L, e->C);
+    MF_CUDA_TRY(ctx, cudaLaunchKernel(fn, dim3(grid), dim3(asd::pass_threads), args, 0, c->stream));
     return MF_OK;
+}
+
+/* In the reduced phase, side s's 16-bit copy made anew from its factor (all lines). */
+mf_status half_copy(cuda_engine *e, int s)
+{
+    if (!e->half)
+        return MF_OK;
+    mf_cuda *c = mf_cuda_of(e->ctx);
+    const int64_t n = (int64_t)(s == 0 ? e->m : e->n) * e->ld; /* a multiple of 4 */
+    if (n == 0)
+        return MF_OK;
+    const unsigned grid = mf_cuda_grid(c, n / 4, 256, 8);
+    uint16_t *out = (uint16_t *)e->low[s].ptr;
+    if (e->half == MF_PRECISION_BF16)
+        asd::half_copy_kernel<MF_PRECISION_BF16><<<grid, 256, 0, c->stream>>>(factor(e, s), n, out);
+    else
+        asd::half_copy_kernel<MF_PRECISION_FP16><<<grid, 256, 0, c->stream>>>(factor(e, s), n, out);
+    return MF_CUDA_LAUNCHED(e->ctx, "asd half_copy_kernel");
 }
 
 /* D = G (F^T F)^-1 for this rank's lines of side s, F the other factor (other_lines x ld,
@@ -198,14 +240,13 @@ const float *direction(cuda_engine *e)
  * factor's Gram, Cholesky, D, <D, G>], the denominator |P(D F^T)|^2. */
 mf_status prepare(cuda_engine *e, int s)
 {
-    const float *other = factor(e, 1 - s);
     if (e->scaled)
-        MF_TRY(precondition(e, s, other, s == 0 ? e->n : e->m));
-    return pass(e, s, direction(e), other, false, slot(s, S_DEN));
+        MF_TRY(precondition(e, s, factor(e, 1 - s), s == 0 ? e->n : e->m));
+    return pass(e, s, direction(e), e->half, false, slot(s, S_DEN));
 }
 
-/* The rest: the side's sums over the ranks, F -= (num / den) D on this rank's lines, and
- * in a group every rank's lines of F to every rank. */
+/* The rest: the side's sums over the ranks, F -= (num / den) D on this rank's lines, in a
+ * group every rank's lines of F to every rank, and in the reduced phase F's 16-bit copy. */
 mf_status take_step(cuda_engine *e, int s)
 {
     mf_ctx *ctx = e->ctx;
@@ -220,10 +261,10 @@ mf_status take_step(cuda_engine *e, int s)
             sums(e, slot(s, S_DEN)), sums(e, S_STOP));
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd step_kernel"));
     }
-    if (!e->comm)
-        return MF_OK;
-    return e->comm->ops->allgatherv(e->comm, ctx, factor(e, s), e->bounds[s],
-                                    (size_t)e->ld * sizeof(float), NULL);
+    if (e->comm)
+        MF_TRY(e->comm->ops->allgatherv(e->comm, ctx, factor(e, s), e->bounds[s],
+                                        (size_t)e->ld * sizeof(float), NULL));
+    return half_copy(e, s);
 }
 
 /* The next iteration's start, which neither moves a factor, sums over the ranks nor waits
@@ -241,7 +282,7 @@ mf_status x_gradient(cuda_engine *e)
 {
     MF_CUDA_TRY(e->ctx,
                 cudaMemsetAsync(sums(e, S_RES), 0, 2 * sizeof(double), mf_cuda_of(e->ctx)->stream));
-    return pass(e, 0, own(e, 0), fp(e->Y), true, S_RES);
+    return pass(e, 0, own(e, 0), e->half, true, S_RES);
 }
 
 /* |R|^2 (in a group, summed over the ranks when sum_ranks), the singular count and (stop:
@@ -296,7 +337,7 @@ mf_status engine_iterate(mf_asd_engine *base, const double *stop_in, double *res
     }
     MF_TRY(take_step(e, 0));
     /* the gradient of this rank's columns, from all of X: every row's entries */
-    MF_TRY(pass(e, 1, own(e, 1), fp(e->X), true, slot(1, S_RES)));
+    MF_TRY(pass(e, 1, own(e, 1), e->half, true, slot(1, S_RES)));
     MF_TRY(prepare(e, 1));
     MF_TRY(take_step(e, 1));
     MF_TRY(x_gradient(e));
@@ -346,7 +387,8 @@ void engine_destroy(mf_asd_engine *base)
     /* the queued start of an iteration that never came (read_back) still reads and writes
      * these buffers: done before they go back to the pool */
     cudaStreamSynchronize(mf_cuda_of(ctx)->stream);
-    mf_dbuf *bufs[] = {&e->X, &e->Y, &e->G, &e->D, &e->sums, &e->gram, &e->chol, &e->inv};
+    mf_dbuf *bufs[] = {&e->X,    &e->Y,    &e->G,   &e->D,      &e->sums,
+                       &e->gram, &e->chol, &e->inv, &e->low[0], &e->low[1]};
     for (mf_dbuf *b : bufs)
         mf_dmem_free(ctx, b);
     if (e->host)
@@ -391,12 +433,25 @@ mf_status scale_start(cuda_engine *e, float scale)
     return MF_OK;
 }
 
-/* The start's |R|^2 over this rank's rows into res2 (the driver sums it: no collective
- * step while engines are made), and the gradient the first iteration starts from. */
-mf_status first_gradient(cuda_engine *e)
+/* The start's |R|^2 over this rank's rows into *res2 (the driver sums it: no collective
+ * step while engines are made), and the gradient the first iteration starts from (in the
+ * reduced phase from Y's 16-bit copy, made here). */
+mf_status first_gradient(cuda_engine *e, double *res2)
 {
+    MF_TRY(half_copy(e, 1));
     MF_TRY(x_gradient(e));
-    return read_back(e, &e->base.res2, NULL, false, NULL);
+    return read_back(e, res2, NULL, false, NULL);
+}
+
+/* The reduced phase's end (asd_internal.h): the X gradient and its start (read_back queues
+ * it) again from the float Y; the queued start made from the copy, never used, is dropped
+ * (its singular Gram, if any, counted by this read_back, not reported twice). */
+mf_status engine_to_float(mf_asd_engine *base, double *res2)
+{
+    cuda_engine *e = (cuda_engine *)base;
+    mf_device_guard guard(mf_cuda_of(e->ctx)->device);
+    e->half = 0;
+    return first_gradient(e, res2);
 }
 
 /* A group's start (asd_internal.h): scaled by the p2 summed over the ranks, as one GPU
@@ -407,7 +462,7 @@ mf_status engine_begin(mf_asd_engine *base, double p2)
     mf_device_guard guard(mf_cuda_of(e->ctx)->device);
     if (p2 > 0.0)
         MF_TRY(scale_start(e, (float)sqrt(sqrt(e->norm2 / p2))));
-    return first_gradient(e);
+    return first_gradient(e, &e->base.res2);
 }
 
 /* The random start, drawn by the device twin of the CPU engine's generator (the same
@@ -439,7 +494,7 @@ mf_status random_start(cuda_engine *e)
     mf_dmem_free(ctx, &tmp);
     MF_TRY(st);
     MF_CUDA_TRY(ctx, cudaMemsetAsync(sums(e, S_DEN), 0, sizeof(double), c->stream));
-    MF_TRY(pass(e, 0, own(e, 0), fp(e->Y), false, S_DEN));
+    MF_TRY(pass(e, 0, own(e, 0), 0, false, S_DEN)); /* the start's scale: in float */
     double p2 = 0.0;
     MF_CUDA_TRY(ctx,
                 cudaMemcpyAsync(&p2, sums(e, S_DEN), sizeof p2, cudaMemcpyDeviceToHost, c->stream));
@@ -474,6 +529,12 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
         MF_TRY(mf_dmem_alloc(ctx, &e->chol, 2 * rr * sizeof(double), "ASD Cholesky scratch"));
         MF_TRY(mf_dmem_alloc(ctx, &e->inv, rr * sizeof(float), "ASD Gram inverse"));
     }
+    if (e->half) {
+        MF_TRY(mf_dmem_alloc(ctx, &e->low[0], (size_t)e->m * e->ld * sizeof(uint16_t),
+                             "ASD factor X, 16-bit copy"));
+        MF_TRY(mf_dmem_alloc(ctx, &e->low[1], (size_t)e->n * e->ld * sizeof(uint16_t),
+                             "ASD factor Y, 16-bit copy"));
+    }
     MF_CUDA_TRY(ctx, cudaMallocHost((void **)&e->host, 8 * sizeof(double)));
     MF_CUDA_TRY(ctx, cudaEventCreateWithFlags(&e->copied, cudaEventDisableTiming));
     if (!s->X0) {
@@ -485,7 +546,7 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
         if (e->base.p2 > 0.0)
             MF_TRY(scale_start(e, (float)sqrt(sqrt(e->norm2 / e->base.p2))));
     }
-    return first_gradient(e);
+    return first_gradient(e, &e->base.res2);
 }
 
 } // namespace
@@ -501,6 +562,7 @@ extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **o
     e->base.rmse = engine_rmse;
     e->base.finish = engine_finish;
     e->base.destroy = engine_destroy;
+    e->base.to_float = engine_to_float;
     e->ctx = ctx;
     e->comm = ctx->comm;
     e->r = s->r;
@@ -511,6 +573,8 @@ extern "C" mf_status mf_cuda_asd_engine(const mf_asd_setup *s, mf_asd_engine **o
     e->lo[0] = s->row_lo, e->hi[0] = s->row_hi, e->bounds[0] = s->row_bounds;
     e->lo[1] = s->col_lo, e->hi[1] = s->col_hi, e->bounds[1] = s->col_bounds;
     e->norm2 = s->norm2;
+    e->half =
+        s->precision == MF_PRECISION_BF16 || s->precision == MF_PRECISION_FP16 ? s->precision : 0;
     const int q4 = e->ld / 4;
     e->L = 1;
     while (e->L < q4 && e->L < 32)

@@ -10,7 +10,12 @@
  * (a float step length almost never shows it). Norms and inner products accumulate in
  * double. (Summing float partial gradients over the ranks instead had left a group of 2 on
  * a 200,000^2, 40M-entry case 0.47% off one context after 30 iterations: ASD there
- * magnifies rounding.) */
+ * magnifies rounding.)
+ *
+ * In the reduced phase (mf_asd_setup.precision) the passes over the entries read the other
+ * side's factor from a copy of it rounded as the CUDA engine's 16-bit copy is
+ * (core/round16.h), made each time that factor moves; the Gram matrices read the float
+ * factor, as on the GPU. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +23,7 @@
 #include "asd/asd_internal.h"
 #include "core/ctx.h"
 #include "core/random.h"
+#include "core/round16.h"
 #include "sddmm/sddmm.h"
 
 /* One side's lines as the engine solves them: lines + 1 offsets into idx (the other side's
@@ -47,6 +53,10 @@ typedef struct cpu_engine {
     mf_comm *comm;            /* the context's group, or NULL                       */
     mf_status failed;         /* a collective step that failed                      */
     double norm2;             /* |P(M)|^2, for the random start's scale             */
+    /* The reduced phase: MF_PRECISION_BF16 or FP16 (0: over, or never), and X's and Y's
+     * entries rounded to it (all lines, as X and Y), which the passes read. */
+    int precision;
+    float *X16, *Y16;
     /* In a group, this iteration: the ranks' reasons to stop (their sums), and whether
      * any is nonzero, when neither factor moves. */
     double why[MF_ASD_WHY_COUNT];
@@ -94,6 +104,28 @@ static const float *other(const cpu_engine *e, int s)
 {
     return s == 0 ? e->Y : e->X;
 }
+/* The other side's factor as the passes over side s's entries read it: its rounded copy in
+ * the reduced phase. */
+static const float *gathered(const cpu_engine *e, int s)
+{
+    if (!e->precision)
+        return other(e, s);
+    return s == 0 ? e->Y16 : e->X16;
+}
+
+/* In the reduced phase, side s's rounded copy made anew from its factor (all lines). */
+static void refresh(cpu_engine *e, int s)
+{
+    if (!e->precision)
+        return;
+    const float *F = s == 0 ? e->X : e->Y;
+    float *out = s == 0 ? e->X16 : e->Y16;
+    const int64_t n = (int64_t)(s == 0 ? e->m : e->n) * e->r;
+    const int bf16 = e->precision == MF_PRECISION_BF16;
+#pragma omp parallel for schedule(static) num_threads(e->threads)
+    for (int64_t p = 0; p < n; p++)
+        out[p] = bf16 ? mf_round_bf16(F[p]) : mf_round_fp16(F[p]);
+}
 
 /* Lines per block of the engine's sums: each block is summed by one thread in line order and
  * the blocks are added in order, so a sum's bits depend neither on the count of threads nor
@@ -124,12 +156,13 @@ static double blocks_total(const double *part, int32_t lines)
 }
 
 /* Over side s's entries, in the blocks of sum_blocks: the sum of d^2, d = x . y (the
- * product a row's x times a column's y, the same float on either side) less the entry's
- * value where `residual` (R = P(X Y^T - M), kept per entry), else the product alone. */
-static double entry_squares(cpu_engine *e, int s, int residual)
+ * product a row's x times a column's y, the same float on either side; O the other side's
+ * factor) less the entry's value where `residual` (R = P(X Y^T - M), kept per entry), else
+ * the product alone. */
+static double entry_squares(cpu_engine *e, int s, const float *O, int residual)
 {
     const lines_of *L = &e->by[s];
-    const float *F = own(e, s), *O = other(e, s);
+    const float *F = own(e, s);
     const int r = e->r;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(e->threads)
     for (int32_t b = 0; b < sum_blocks(L->lines); b++) {
@@ -153,14 +186,14 @@ static double entry_squares(cpu_engine *e, int s, int residual)
 /* R = P(X Y^T - M) on side s's entries; returns |R|^2 over them. */
 static double residual(cpu_engine *e, int s)
 {
-    return entry_squares(e, s, 1);
+    return entry_squares(e, s, gathered(e, s), 1);
 }
 
 /* G = R F_other on side s's lines (line by line, its entries in order). */
 static void gradient(cpu_engine *e, int s)
 {
     const lines_of *L = &e->by[s];
-    const float *O = other(e, s);
+    const float *O = gathered(e, s);
     const int r = e->r;
 #pragma omp parallel for schedule(dynamic, 64) num_threads(e->threads)
     for (int32_t i = 0; i < L->lines; i++) {
@@ -243,14 +276,14 @@ static int half_step(cpu_engine *e, int s)
 {
     const int r = e->r;
     const lines_of *L = &e->by[s];
-    const float *O = other(e, s);
+    const float *O = gathered(e, s);
     if (s == 1) /* X moved: the columns' residual anew (the rows' is the last iteration's) */
         residual(e, 1);
     gradient(e, s);
     const float *dir = e->G;
     int fell_back = 0;
     if (e->scaled) {
-        gram(e, O, s == 0 ? e->n : e->m, e->A);
+        gram(e, other(e, s), s == 0 ? e->n : e->m, e->A);
         if (cholesky(e->A, r)) {
             precondition(e, L->lines, e->A);
             dir = e->D;
@@ -305,6 +338,7 @@ static int half_step(cpu_engine *e, int s)
             F[i] -= t * dir[i];
     }
     gather(e, s);
+    refresh(e, s);
     return fell_back;
 }
 
@@ -316,7 +350,7 @@ static double random_draw(cpu_engine *e)
                            e->threads);
     mf_random_uniform_host(e->Y, (int64_t)e->n * e->r, -1.0f, 1.0f, e->ctx->seed, MF_ASD_Y_STREAM,
                            e->threads);
-    return entry_squares(e, 0, 0);
+    return entry_squares(e, 0, e->Y, 0);
 }
 
 /* Both factors times the square root of |P(M)| / |P(X Y^T)| (p2 over all rows), which the
@@ -337,7 +371,17 @@ static mf_status cpu_begin(mf_asd_engine *base, double p2)
 {
     cpu_engine *e = (cpu_engine *)base;
     scale_start(e, p2);
+    refresh(e, 1);
     e->base.res2 = residual(e, 0);
+    return MF_OK;
+}
+
+/* The reduced phase's end (asd_internal.h): the rows' residual anew from the float Y. */
+static mf_status cpu_to_float(mf_asd_engine *base, double *res2)
+{
+    cpu_engine *e = (cpu_engine *)base;
+    e->precision = 0;
+    *res2 = residual(e, 0);
     return MF_OK;
 }
 
@@ -386,6 +430,8 @@ static void cpu_destroy(mf_asd_engine *base)
     free(e->col_ptr);
     free(e->X);
     free(e->Y);
+    free(e->X16);
+    free(e->Y16);
     free(e->G);
     free(e->D);
     free(e->A);
@@ -430,6 +476,7 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->base.rmse = cpu_rmse;
     e->base.finish = cpu_finish;
     e->base.destroy = cpu_destroy;
+    e->base.to_float = cpu_to_float;
     e->ctx = s->ctx;
     e->r = s->r;
     e->scaled = s->scaled;
@@ -452,6 +499,12 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     e->D = malloc(((size_t)lines * e->r + 1) * sizeof *e->D);
     e->A = malloc((size_t)e->r * e->r * sizeof *e->A);
     e->part = malloc(((size_t)sum_blocks(lines) + 1) * sizeof *e->part);
+    e->precision = s->precision;
+    if (e->precision) {
+        e->X16 = malloc(((size_t)e->m * e->r + 1) * sizeof *e->X16);
+        e->Y16 = malloc(((size_t)e->n * e->r + 1) * sizeof *e->Y16);
+        ok = ok && e->X16 && e->Y16;
+    }
     if (!ok || !e->by[0].R || !e->by[1].R || !e->X || !e->Y || !e->G || !e->D || !e->A ||
         !e->part) {
         cpu_destroy(&e->base);
@@ -472,6 +525,7 @@ mf_status mf_asd_cpu_engine(const mf_asd_setup *s, mf_asd_engine **out)
     }
     /* This rank's share of |R|^2: in a group the driver sums it once every rank has an
      * engine, so that a rank failing to make one never leaves the others in a sum. */
+    refresh(e, 1);
     e->base.res2 = residual(e, 0);
     return MF_OK;
 }

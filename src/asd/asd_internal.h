@@ -44,6 +44,12 @@ struct mf_asd_engine {
      * with the sum, which scales the start as on one GPU and sets res2. NULL otherwise. */
     double p2;
     mf_status (*begin)(mf_asd_engine *e, double p2);
+    /* The end of the reduced phase (mf_asd_setup.precision): from here on every pass reads
+     * the float factors. The engine recomputes the residual and X's gradient (the next
+     * iteration's start, made in the last iteration from the 16-bit copy) in float, and
+     * puts |R|^2 over this rank's rows in *res2 (takes no collective step: in a group the
+     * driver sums it). An engine of float makes the same recomputation. */
+    mf_status (*to_float)(mf_asd_engine *e, double *res2);
 };
 
 /* The Philox streams of the random start: fixed, so that a seed means one start, the same
@@ -69,6 +75,13 @@ typedef struct mf_asd_setup {
     int32_t rows_all, row_lo, row_hi, col_lo, col_hi;
     const int64_t *row_bounds, *col_bounds;
     mf_sparse *cols;
+    /* The reduced phase: MF_PRECISION_BF16 or MF_PRECISION_FP16 has every pass (the
+     * residual with the gradient, the step's denominator) read the other side's factor
+     * from a copy rounded to it, made each time that factor moves (once a half step), until
+     * to_float(); the own row, the Gram matrices, every sum and the steps stay float (or
+     * double). The gradient G = R F is then a product with the rounded F as well.
+     * MF_PRECISION_FP32 (0): float throughout. */
+    int precision;
 } mf_asd_setup;
 
 /* The spectral start (asd_start.c): `rounds` of subspace iteration on P(M) / p, into host

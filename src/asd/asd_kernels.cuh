@@ -15,11 +15,21 @@
  * float4s of the row (L the power of two that holds ld/4 float4s, C > 1 only past r = 128).
  * The line's own row stays in the group's registers; the other factor's row is gathered
  * per entry (the factors of a large case live in L2). Sums go to double, one atomic per
- * block. */
+ * block.
+ *
+ * In the reduced phase (HALF: MF_PRECISION_BF16 or FP16) the gathered row comes from the
+ * other factor's 16-bit copy (half_copy_kernel, the same layout with ld 16-bit values a
+ * row): a lane loads 4 values (8 bytes) where it loaded a float4, and widens them to
+ * floats, exactly; the own row, the products, the gradient and every sum stay float (or
+ * double), so the pass computes in float on the rounded factor. */
 #ifndef MF_ASD_KERNELS_CUH
 #define MF_ASD_KERNELS_CUH
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <stdint.h>
+
+#include "mfact/mfact.h"
 
 namespace asd
 {
@@ -33,7 +43,7 @@ struct pass_args {
     const int32_t *idx; /* the other side's index     */
     const float *val;   /* observed values; NULL: 1   */
     const float *own;   /* lines x ld: the line's row (a factor or a direction) */
-    const float *other; /* the other factor           */
+    const void *other;  /* the other factor: floats, or (HALF) its 16-bit copy */
     int ld;
     float *G;     /* gradient pass: lines x ld out */
     double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
@@ -84,7 +94,46 @@ __device__ inline void block_add2(double a, double b, double *out)
 /* Entries a group takes per step of its loop: two, for loads in flight. */
 constexpr int unroll = 2;
 
-template <int L, int C, bool GRAD>
+/* One 16-bit value of HALF's kind (the low half of x when hi is false) as a float, exactly. */
+template <int HALF> __device__ inline float widen(uint32_t x, bool hi)
+{
+    const uint32_t h = hi ? x >> 16 : x & 0xffffu;
+    return HALF == MF_PRECISION_BF16 ? __uint_as_float(h << 16)
+                                     : __half2float(__ushort_as_half((unsigned short)h));
+}
+
+/* The q-th 4 values of row j of the other factor (ld values a row) as floats: a float4, or
+ * (HALF) 4 16-bit values, 8 bytes, widened. */
+template <int HALF> __device__ inline float4 gather4(const void *other, int64_t j, int ld, int q)
+{
+    if constexpr (HALF == 0)
+        return __ldg((const float4 *)((const float *)other + j * ld) + q);
+    const uint2 v = __ldg((const uint2 *)((const uint16_t *)other + j * ld) + q);
+    return make_float4(widen<HALF>(v.x, false), widen<HALF>(v.x, true), widen<HALF>(v.y, false),
+                       widen<HALF>(v.y, true));
+}
+
+/* x as HALF's 16-bit kind, rounded to nearest even (__float2bfloat16_rn, __float2half_rn). */
+template <int HALF> __device__ inline uint32_t round16(float x)
+{
+    return HALF == MF_PRECISION_BF16 ? (uint32_t)__bfloat16_as_ushort(__float2bfloat16_rn(x))
+                                     : (uint32_t)__half_as_ushort(__float2half_rn(x));
+}
+
+/* F (n floats, n a multiple of 4) rounded to HALF's kind into out (n 16-bit values, the
+ * same layout): 4 values a thread a step, a float4 in, 8 bytes out. */
+template <int HALF> __global__ void half_copy_kernel(const float *F, int64_t n, uint16_t *out)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n / 4;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float4 v = __ldg((const float4 *)F + i);
+        ((uint2 *)out)[i] = make_uint2(round16<HALF>(v.x) | (round16<HALF>(v.y) << 16),
+                                       round16<HALF>(v.z) | (round16<HALF>(v.w) << 16));
+    }
+}
+
+/* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16. */
+template <int L, int C, bool GRAD, int HALF>
 __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
     constexpr int E = 32 / L; /* entries per warp at a time */
@@ -123,9 +172,8 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 #pragma unroll
                 for (int c = 0; c < C; c++) {
                     const int q = k + c * L;
-                    f[u][c] = ok[u] && q < q4
-                                  ? __ldg((const float4 *)(a.other + (int64_t)j[u] * a.ld) + q)
-                                  : make_float4(0.f, 0.f, 0.f, 0.f);
+                    f[u][c] = ok[u] && q < q4 ? gather4<HALF>(a.other, j[u], a.ld, q)
+                                              : make_float4(0.f, 0.f, 0.f, 0.f);
                     d[u] += dot4(own[c], f[u][c]);
                 }
             }
