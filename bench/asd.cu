@@ -21,11 +21,19 @@
 // compulsory-traffic floor: one pass over Ω's indices and values per half step, the
 // offsets once, both factors read and the stepped one written once per half step, at the
 // measured copy bandwidth.
+//
+// --precision fp32,bf16,fp16 (default fp32) adds a row per variant and precision
+// (mf_asd_opts.precision): bf16 and fp16 start in the reduced phase (the gathered factor
+// read from a 16-bit copy) and finish in float. Their ms per iteration are the reduced
+// phase's (the fixed-length run's iterations before it ended); the last columns give the
+// to-tolerance run's reduced iterations and fp32's ms per iteration and whole-call seconds
+// over this row's (the same variant; "-" on fp32 rows or without an fp32 row).
 #include <cusparse.h>
 #include <math.h>
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -403,7 +411,10 @@ static double library_sddmm_ms(mf_ctx *ctx, mf_sparse *M, const problem &p)
     return bench_median(t);
 }
 
+static const char *const precision_names[] = {"fp32", "3xtf32", "tf32", "bf16", "fp16"};
+
 struct options {
+    std::vector<mf_precision> precisions{MF_PRECISION_FP32}; // fp32, bf16, fp16 in that order
     double tol = 1e-5;
     int timed = 20, runs = 3, peer_cap = 400, stagnation = 15, max_its = 5000;
     uint64_t seed = 0; // the mfact context's seed: its random start
@@ -460,68 +471,109 @@ static void run_case(problem &p, const options &opt, double bandwidth)
         peer_free(P);
     }
     for (int variant = 0; variant < 2; variant++) {
-        mf_asd_opts o;
-        mf_asd_opts_init(&o);
-        o.rank = r;
-        o.variant = (mf_asd_variant)variant;
-        // ms per iteration: a fixed-length run.
-        timing tm;
-        o.tolerance = 1e-30;
-        o.stagnation_window = 0;
-        o.max_iterations = opt.timed;
-        o.progress = record;
-        o.progress_user = &tm;
-        mf_sparse *M = NULL;
-        MF_CHECK(ctx, mf_sparse_from_csr(ctx, &M, p.m, p.n, nnz, p.ptr.data(), p.col.data(),
-                                         p.val.data(), MF_MEMORY_HOST, 0));
-        mf_asd_report rep;
-        memset(&rep, 0, sizeof rep);
-        rep.struct_size = sizeof rep;
-        MF_CHECK(ctx, mf_asd_run(ctx, M, &o, X.data(), Y.data(), MF_MEMORY_HOST, &rep));
-        if (variant == 0)
-            fprintf(stderr,
-                    "[%s] one library SDDMM (sddmm.h, k = %d) over Ω: %.3f ms; mfact's "
-                    "iteration makes 4 fused passes\n",
-                    p.name.c_str(), r, library_sddmm_ms(ctx, M, p));
-        mf_sparse_destroy(M);
-        const double ms = per_iteration_ms(tm.at);
-        // To the tolerance, the whole call on a fresh matrix; median of opt.runs.
-        mf_asd_opts_init(&o);
-        o.rank = r;
-        o.variant = (mf_asd_variant)variant;
-        o.tolerance = opt.tol;
-        o.stagnation_window = opt.stagnation;
-        o.max_iterations = opt.max_its;
-        o.rank_continuation = opt.continuation;
-        std::vector<double> secs;
-        for (int run = 0; run < opt.runs; run++) {
+        double fp32_ms = NAN, fp32_s = NAN; // this variant's fp32 row, for the ratios
+        for (size_t pi = 0; pi < opt.precisions.size(); pi++) {
+            const mf_precision prec = opt.precisions[pi];
+            mf_asd_opts o;
+            mf_asd_opts_init(&o);
+            o.rank = r;
+            o.variant = (mf_asd_variant)variant;
+            o.precision = prec;
+            // ms per iteration: a fixed-length run (bf16, fp16: its reduced iterations).
+            timing tm;
+            o.tolerance = 1e-30;
+            o.stagnation_window = 0;
+            o.max_iterations = opt.timed;
+            o.progress = record;
+            o.progress_user = &tm;
+            mf_sparse *M = NULL;
             MF_CHECK(ctx, mf_sparse_from_csr(ctx, &M, p.m, p.n, nnz, p.ptr.data(), p.col.data(),
                                              p.val.data(), MF_MEMORY_HOST, 0));
-            const double w0 = now();
+            mf_asd_report rep;
+            memset(&rep, 0, sizeof rep);
+            rep.struct_size = sizeof rep;
             MF_CHECK(ctx, mf_asd_run(ctx, M, &o, X.data(), Y.data(), MF_MEMORY_HOST, &rep));
-            secs.push_back(now() - w0);
+            if (variant == 0 && pi == 0)
+                fprintf(stderr,
+                        "[%s] one library SDDMM (sddmm.h, k = %d) over Ω: %.3f ms; mfact's "
+                        "iteration makes 4 fused passes\n",
+                        p.name.c_str(), r, library_sddmm_ms(ctx, M, p));
             mf_sparse_destroy(M);
+            if (prec != MF_PRECISION_FP32 && (size_t)rep.reduced_iterations < tm.at.size())
+                tm.at.resize((size_t)rep.reduced_iterations);
+            const double ms = per_iteration_ms(tm.at);
+            // To the tolerance, the whole call on a fresh matrix; median of opt.runs.
+            mf_asd_opts_init(&o);
+            o.rank = r;
+            o.variant = (mf_asd_variant)variant;
+            o.precision = prec;
+            o.tolerance = opt.tol;
+            o.stagnation_window = opt.stagnation;
+            o.max_iterations = opt.max_its;
+            o.rank_continuation = opt.continuation;
+            std::vector<double> secs;
+            for (int run = 0; run < opt.runs; run++) {
+                MF_CHECK(ctx, mf_sparse_from_csr(ctx, &M, p.m, p.n, nnz, p.ptr.data(), p.col.data(),
+                                                 p.val.data(), MF_MEMORY_HOST, 0));
+                const double w0 = now();
+                MF_CHECK(ctx, mf_asd_run(ctx, M, &o, X.data(), Y.data(), MF_MEMORY_HOST, &rep));
+                secs.push_back(now() - w0);
+                mf_sparse_destroy(M);
+            }
+            const double err = planted_error(p, X.data(), Y.data(), false);
+            static const char *why[] = {"tolerance", "stagnation", "max iterations", "time",
+                                        "cancel"};
+            char conv[64];
+            snprintf(conv, sizeof conv, "%d (%s, %.1e)", rep.iterations, why[rep.stopped],
+                     rep.relative_residual);
+            char peer_conv[64];
+            if (peer_its >= 0)
+                snprintf(peer_conv, sizeof peer_conv, "%d", peer_its);
+            else
+                snprintf(peer_conv, sizeof peer_conv, ">%d (%.1e)", opt.peer_cap, peer_res);
+            const double mf_s = bench_median(secs);
+            if (prec == MF_PRECISION_FP32)
+                fp32_ms = ms, fp32_s = mf_s;
+            char vs_ms[32] = "-", vs_s[32] = "-";
+            if (prec != MF_PRECISION_FP32 && !std::isnan(fp32_s)) {
+                snprintf(vs_ms, sizeof vs_ms, "%.2fx", fp32_ms / ms);
+                snprintf(vs_s, sizeof vs_s, "%.2fx", fp32_s / mf_s);
+            }
+            printf("| %s | %lld | %s | %.3f | %.3f | %.2fx | %.2f | %s | %.3f | %s | %.2f | %s | "
+                   "%.1e | %.1e | %.2f | %.1f | %s | %d | %s | %s |\n",
+                   p.name.c_str(), (long long)nnz, variant ? "scaled" : "plain", ms, peer_ms,
+                   peer_ms / ms, ms / floor_ms, conv, mf_s, peer_conv, peer_s,
+                   peer_its >= 0 ? (std::to_string(peer_s / mf_s).substr(0, 5) + "x").c_str() : "-",
+                   err, peer_err, rep.peak_device_bytes / 1073741824.0, floor_ms,
+                   precision_names[prec], rep.reduced_iterations, vs_ms, vs_s);
+            fflush(stdout);
         }
-        const double err = planted_error(p, X.data(), Y.data(), false);
-        static const char *why[] = {"tolerance", "stagnation", "max iterations", "time", "cancel"};
-        char conv[64];
-        snprintf(conv, sizeof conv, "%d (%s, %.1e)", rep.iterations, why[rep.stopped],
-                 rep.relative_residual);
-        char peer_conv[64];
-        if (peer_its >= 0)
-            snprintf(peer_conv, sizeof peer_conv, "%d", peer_its);
-        else
-            snprintf(peer_conv, sizeof peer_conv, ">%d (%.1e)", opt.peer_cap, peer_res);
-        const double mf_s = bench_median(secs);
-        printf("| %s | %lld | %s | %.3f | %.3f | %.2fx | %.2f | %s | %.3f | %s | %.2f | %s | %.1e "
-               "| %.1e | %.2f | %.1f |\n",
-               p.name.c_str(), (long long)nnz, variant ? "scaled" : "plain", ms, peer_ms,
-               peer_ms / ms, ms / floor_ms, conv, mf_s, peer_conv, peer_s,
-               peer_its >= 0 ? (std::to_string(peer_s / mf_s).substr(0, 5) + "x").c_str() : "-",
-               err, peer_err, rep.peak_device_bytes / 1073741824.0, floor_ms);
-        fflush(stdout);
     }
     mf_ctx_destroy(ctx);
+}
+
+// "fp32,bf16,fp16" (any of them, in any order) into opt.precisions, fp32 first; false on
+// an unknown name.
+static bool parse_precisions(const char *s, options &opt)
+{
+    bool want[5] = {false, false, false, false, false};
+    for (std::string rest = s; !rest.empty();) {
+        const size_t comma = rest.find(',');
+        const std::string name = rest.substr(0, comma);
+        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
+        const int k = name == "fp32"   ? MF_PRECISION_FP32
+                      : name == "bf16" ? MF_PRECISION_BF16
+                      : name == "fp16" ? MF_PRECISION_FP16
+                                       : -1;
+        if (k < 0)
+            return false;
+        want[k] = true;
+    }
+    opt.precisions.clear();
+    for (int k : {MF_PRECISION_FP32, MF_PRECISION_BF16, MF_PRECISION_FP16})
+        if (want[k])
+            opt.precisions.push_back((mf_precision)k);
+    return !opt.precisions.empty();
 }
 
 static bool parse_case(const char *s, problem &p)
@@ -578,12 +630,17 @@ int main(int argc, char **argv)
             uniform = true;
         else if (a == "--no-peer")
             opt.peer = false;
-        else {
-            fprintf(
-                stderr,
-                "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
-                "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
-                "[--max-iterations N] [--seed S] [--rank-continuation] [--uniform] [--no-peer]\n");
+        else if (a == "--precision" && i + 1 < argc) {
+            if (!parse_precisions(argv[++i], opt)) {
+                fprintf(stderr, "--precision fp32,bf16,fp16 (any of them): bad '%s'\n", argv[i]);
+                return 2;
+            }
+        } else {
+            fprintf(stderr,
+                    "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
+                    "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "
+                    "[--max-iterations N] [--seed S] [--rank-continuation] [--uniform] [--no-peer] "
+                    "[--precision fp32,bf16,fp16]\n");
             return 2;
         }
     }
@@ -610,8 +667,9 @@ int main(int argc, char **argv)
     printf(
         "| case M,N,R,density[,cond] | nnz | variant | mfact ms/it | peer ms/it | per-it ratio | "
         "x floor | mfact its to tol | mfact s (whole call) | peer its to tol | peer s | "
-        "to-tol ratio | mfact rel err | peer rel err | peak GB | floor ms |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "to-tol ratio | mfact rel err | peer rel err | peak GB | floor ms | precision | "
+        "reduced its to tol | fp32 ms/it over this | fp32 s over this |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (problem &p : cases)
         run_case(p, opt, bw);
     return 0;
