@@ -142,7 +142,6 @@ static csr from_file(mf_ctx *ctx, const char *path)
 // ---- measurement -------------------------------------------------------------------------
 
 static char last_plan[512];
-static char last_pick[256];    // bf16/fp16: "CUDA cores X ms, tensor cores Y ms", the timed pick
 static double tc_plan_ms = -1; // the tensor-core plan's build time, from the library's log
 static int verbose;
 static void capture_log(void *, mf_log_level, const char *msg)
@@ -151,9 +150,6 @@ static void capture_log(void *, mf_log_level, const char *msg)
         fprintf(stderr, "  [mfact] %s\n", msg);
     if (strstr(msg, "plan for k"))
         snprintf(last_plan, sizeof last_plan, "%s", msg);
-    const char *pick = strstr(msg, "CUDA cores ");
-    if (pick && strstr(msg, "tensor cores "))
-        snprintf(last_pick, sizeof last_pick, "%s", pick);
     const char *built = strstr(msg, "tensor-core plan") ? strstr(msg, "built in ") : NULL;
     if (built) {
         tc_plan_ms = atof(built + 9);
@@ -162,8 +158,9 @@ static void capture_log(void *, mf_log_level, const char *msg)
     }
 }
 
-// bf16 and fp16 run on the CUDA cores where the float kernel's tuned variant applies (the
-// library's default); "-tc" forces the tensor-core kernel (MFACT_SDDMM_HALF, set per call).
+// bf16 and fp16 run on the CUDA cores, the float kernel's tuned variant reading 16-bit
+// copies (the library's default); "-tc" forces the tensor-core kernel (MFACT_SDDMM_HALF, set
+// per call).
 static const struct {
     const char *name;
     mf_precision p;
@@ -317,7 +314,7 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         r.k = k;
         r.nnz = nnz;
         r.precision = precs[i];
-        last_plan[0] = last_pick[0] = 0;
+        last_plan[0] = 0;
         tc_plan_ms = -1;
         select(i);
         CUDA_CHECK(cudaStreamSynchronize(st));
@@ -326,13 +323,17 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         CUDA_CHECK(cudaStreamSynchronize(st));
         r.first_ms =
             std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (precisions[precs[i]].p == MF_PRECISION_FP32) {
+        if (last_plan[0]) { // fp32, and bf16/fp16 on the CUDA cores: the variant picked
             // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
             const char *plan = strstr(last_plan, "plan for k");
             plan = plan ? strstr(plan, ": ") : NULL;
-            snprintf(r.plan, sizeof r.plan, "%s", plan ? plan + 2 : "cached");
-        } else if (last_pick[0]) { // bf16/fp16 timed both kernels: which won, by how much
-            snprintf(r.plan, sizeof r.plan, "timed %s", last_pick);
+            snprintf(r.plan, sizeof r.plan, "%s%s",
+                     precisions[precs[i]].p == MF_PRECISION_FP32 ? "" : "CUDA cores, ",
+                     plan ? plan + 2 : "?");
+        } else if (precisions[precs[i]].p == MF_PRECISION_FP32 ||
+                   (!precisions[precs[i]].half && (precisions[precs[i]].p == MF_PRECISION_BF16 ||
+                                                   precisions[precs[i]].p == MF_PRECISION_FP16))) {
+            snprintf(r.plan, sizeof r.plan, "cached");
         } else if (precisions[precs[i]].half) {
             snprintf(r.plan, sizeof r.plan, "forced %s", precisions[precs[i]].half);
         } else if (tc_plan_ms >= 0) {

@@ -79,12 +79,14 @@ START_TEST(planted_recovery)
      * Then from the random start in bf16 and fp16: the reduced phase stagnates at its
      * rounding, the run goes on in float and meets the tolerance as float does, with the
      * planted matrix recovered as well (within 10x float's error), some iterations reduced
-     * and not all; float has none. */
+     * and not all, and in no more iterations than float's plus two (the phase ends at its
+     * level, before its rounding's plateau); float has none. */
     mf_ctx *ctx = tu_cpu_ctx();
     planted p = make_planted(ctx, 2000, 1500, 5, 0.10, NULL, 11);
     float *X = malloc((size_t)p.m * 5 * sizeof *X), *Y = malloc((size_t)p.n * 5 * sizeof *Y);
     static const char *const names[] = {"fp32", "", "", "bf16", "fp16"};
     double err32[2] = {0.0, 0.0};
+    int its32[2] = {0, 0};
     for (int run = 0; run < 8; run++) {
         int variant = run & 1;
         const mf_precision prec = run < 4   ? MF_PRECISION_FP32
@@ -110,7 +112,7 @@ START_TEST(planted_recovery)
         if (prec == MF_PRECISION_FP32) {
             ck_assert_int_eq(rep.reduced_iterations, 0);
             if (run < 2)
-                err32[variant] = err;
+                err32[variant] = err, its32[variant] = rep.iterations;
             continue;
         }
         ck_assert_msg(err <= 10 * err32[variant] + 1e-6, "%s: error %g, float's %g", names[prec],
@@ -118,6 +120,8 @@ START_TEST(planted_recovery)
         ck_assert_msg(rep.reduced_iterations > 0 && rep.reduced_iterations < rep.iterations,
                       "%s: %d of %d iterations reduced", names[prec], rep.reduced_iterations,
                       rep.iterations);
+        ck_assert_msg(rep.iterations <= its32[variant] + 2, "%s: %d iterations, float's %d",
+                      names[prec], rep.iterations, its32[variant]);
     }
     free(X), free(Y);
     free_planted(&p);

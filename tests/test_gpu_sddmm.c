@@ -272,11 +272,11 @@ START_TEST(tensor_core_precisions)
 END_TEST
 
 /* bf16 and fp16 without MFACT_SDDMM_HALF on a matrix large enough to be timed: the call
- * times the float kernel's variants on the 16-bit copies and the tensor-core kernel, keeps
- * the faster, and its results (beta = 0, then beta = -1 with the choice cached) are within
- * the precision's bounds and match the CPU backend; float factors with unaligned rows too
- * (the copies are aligned whatever the factors are). MFACT_SDDMM_HALF's unknown values fail. */
-START_TEST(half_precision_timed_choice)
+ * times the float kernel's variants on the 16-bit copies and keeps the fastest, and its
+ * results (beta = 0, then beta = -1 with the choice cached) are within the precision's
+ * bounds and match the CPU backend; float factors with unaligned rows too (the copies are
+ * aligned whatever the factors are). MFACT_SDDMM_HALF's unknown values fail. */
+START_TEST(half_precision_default_route)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     unsetenv("MFACT_SDDMM_HALF");
@@ -569,7 +569,7 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
-                                  half_precision_timed_choice,   tensor_core_row_orders_agree,
+                                  half_precision_default_route,  tensor_core_row_orders_agree,
                                   host_memory_and_cpu_parity,    auto_tune_and_plan_cache,
                                   spmm_and_rmse_match_cpu};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);

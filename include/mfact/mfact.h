@@ -486,18 +486,18 @@ typedef enum mf_precision {
 } mf_precision;
 
 /* mf_sddmm with a choice of arithmetic: mf_sddmm(...) is mf_sddmm_ex(..., MF_PRECISION_FP32).
- * The reduced precisions run on the tensor cores on a CUDA context: the first such call on a
- * matrix builds its condensed-column plan (one per matrix, for every k and precision; the
- * INFO log line "mf_sddmm: tensor-core plan ..." reports its size and build time) and caches
- * it on S (about 80 bytes per 16 condensed columns of each 8-row window). BF16 and FP16 also
- * take (rows + cols) * (k rounded up to 32) * 2 bytes of device memory for the call, for the
- * factors' 16-bit copies, and may run on the CUDA cores instead: the float kernel reading
- * the copies and widening each value to float (the same rounded inputs, exact products,
- * float sums: the same bounds). The first BF16 or FP16 call for a matrix and k times both
- * and keeps the faster (INFO line "mf_sddmm: bf16 for k = ...: CUDA cores ... ms, tensor
- * cores ... ms"; untimed below 200,000 entries: the tensor cores). A precision that is not
- * one of mf_precision's values is MF_ERR_INVALID_ARGUMENT and leaves out untouched; other
- * arguments as mf_sddmm. */
+ * On a CUDA context 3XTF32 and TF32 run on the tensor cores: the first such call on a matrix
+ * builds its condensed-column plan (one per matrix, for every k and precision; the INFO log
+ * line "mf_sddmm: tensor-core plan ..." reports its size and build time, about 0.9 s for
+ * 74 million entries) and caches it on S (about 80 bytes per 16 condensed columns of each
+ * 8-row window). BF16 and FP16 take (rows + cols) * (k rounded up to 32) * 2 bytes of
+ * device memory for the call, for the factors' 16-bit copies, and run on the CUDA cores: the
+ * float kernel, tuned per matrix and k as for FP32, reading the copies and widening each
+ * value to float (the same rounded inputs, exact products, float sums: the same bounds);
+ * half the bytes of the gathers that bound it. The tensor-core kernel takes them only where
+ * no such variant applies (bench/README.md: it was faster in one case of eleven measured,
+ * never by enough to repay its plan). A precision that is not one of mf_precision's values
+ * is MF_ERR_INVALID_ARGUMENT and leaves out untouched; other arguments as mf_sddmm. */
 MF_API mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
                              const float *B, int64_t ldb, float alpha, float beta, float *out,
                              mf_memory where, unsigned flags, mf_precision precision);
@@ -1131,13 +1131,15 @@ typedef struct mf_asd_opts {
     /* Since 0.5: MF_PRECISION_BF16 or MF_PRECISION_FP16 starts the run with the gathered
      * factor rows (the other side's row of every sampled product and gradient term) read
      * from a 16-bit copy, made once per half step, sums in float: half the bytes gathered
-     * per observed entry, which bound an iteration's passes. The reduced phase ends when it
-     * stagnates (the window and rate above; a window of 15 where stagnation_window is 0)
-     * or reaches the tolerance; the run then goes on in float, so the stopping rules judge
-     * float residuals and the result meets the same tolerance. The iteration cap, the time
-     * limit and a cancel end the run in the reduced phase too (the report's residual is
-     * then recomputed in float). With rank_continuation the reduced phase spans the ranks
-     * until it ends. Default MF_PRECISION_FP32 (float throughout); other values are
+     * per observed entry, which bound an iteration's passes. The reduced phase ends when the
+     * relative residual reaches 4 units of the format's rounding (2^-6 for BF16, 2^-9 for
+     * FP16; its rounding holds it near 0.4 of a unit), or the tolerance, or when it
+     * stagnates (the window and rate above; a window of 15 where stagnation_window is 0);
+     * the run then goes on in float, so the stopping rules judge float residuals and the
+     * result meets the same tolerance. The iteration cap, the time limit and a cancel end
+     * the run in the reduced phase too (the report's residual is then recomputed in
+     * float). With rank_continuation the reduced phase spans the ranks until it ends.
+     * Default MF_PRECISION_FP32 (float throughout); other values are
      * MF_ERR_INVALID_ARGUMENT. The CPU rounds the same way. */
     mf_precision precision;
 } mf_asd_opts;

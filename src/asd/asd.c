@@ -160,9 +160,10 @@ typedef struct run_state {
      * caller's shape); NULL alone. */
     int32_t clo, chi;
     mf_sparse *cols;
-    mf_sparse *test;  /* the test rows of the share; NULL: the caller's (or none) */
-    int any_progress; /* some rank has a progress callback (then all measure the test set) */
-    int reduced;      /* in the reduced phase (opts.precision, until it ends) */
+    mf_sparse *test;      /* the test rows of the share; NULL: the caller's (or none) */
+    int any_progress;     /* some rank has a progress callback (then all measure the test set) */
+    int reduced;          /* in the reduced phase (opts.precision, until it ends) */
+    double reduced_level; /* the relative residual that ends the reduced phase */
 } run_state;
 
 /* Rows [lo, hi) of A as a matrix of their own (rows renumbered from 0). */
@@ -298,6 +299,15 @@ typedef struct rules {
 /* The stagnation window of the reduced phase where the caller's is 0 (no test). */
 #define ASD_REDUCED_WINDOW 15
 
+/* The reduced phase also ends at a relative residual of 4 units of the format's rounding
+ * (2^-6 for bf16, 2^-9 for fp16): its rounding holds the residual near 0.4 of a unit
+ * (measured on planted problems), and progress slows well before; ending at the plateau
+ * through the stagnation window cost 15 iterations there, more than the phase saved. */
+static double reduced_level(mf_precision p)
+{
+    return p == MF_PRECISION_BF16 ? ldexp(1.0, -6) : p == MF_PRECISION_FP16 ? ldexp(1.0, -9) : 0.0;
+}
+
 /* The reduced phase's end (the file's top): the engine's residual in float (in a group,
  * once the ranks agree that every engine made it, summed over them: collective) becomes
  * *res and the report's. */
@@ -338,7 +348,8 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     s->rep.relative_residual = res;
     s->rep.stopped = MF_ASD_STOP_MAX_ITERATIONS;
     mf_status st = MF_OK;
-    if (s->reduced && res <= ru->tolerance) { /* a start within the tolerance: judged in float */
+    if (s->reduced && (res <= ru->tolerance || res <= s->reduced_level)) {
+        /* a start within the tolerance, or already at the level: judged in float */
         st = leave_reduced(s, norm, &res);
         w = ru->window;
     }
@@ -410,9 +421,9 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate)
                 stop = MF_ASD_STOP_STAGNATION;
         }
-        /* In the reduced phase either rule ends the phase instead: float from here, judged
-         * at once against the tolerance, with a fresh window. */
-        if (stop >= 0 && s->reduced) {
+        /* In the reduced phase either rule, or its level, ends the phase instead: float
+         * from here, judged at once against the tolerance, with a fresh window. */
+        if ((stop >= 0 || res <= s->reduced_level) && s->reduced) {
             st = leave_reduced(s, norm, &res);
             if (st != MF_OK)
                 break;
@@ -612,6 +623,7 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
     const mf_asd_opts *o = s->o;
     const int r = o->rank;
     s->reduced = o->precision != MF_PRECISION_FP32;
+    s->reduced_level = reduced_level(o->precision);
     double norm2 = observed_norm2(s->M, mf_ctx_threads(ctx));
     if (s->comm)
         MF_TRY(s->comm->ops->sum_f64(s->comm, ctx, &norm2, 1));

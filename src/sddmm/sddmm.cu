@@ -138,7 +138,6 @@ struct mf_sddmm_choice {
     int k, vec; // the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies
     int variant, layout;
     float ms;
-    bool tensor_cores; // bf16, fp16: the tensor-core kernel was faster than the variant
 };
 
 struct mf_sddmm_plan {
@@ -342,8 +341,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     return MF_OK;
 }
 
-// Time one run on the context's stream, in milliseconds: variant v on layout L, or with L
-// NULL the tensor-core kernel on half's copies.
+// Time one run on the context's stream, in milliseconds: variant v on layout L (on half's
+// copies where half is given).
 static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                               const mf_sddmm_dev_layout *L, float *out, float *ms,
                               const mf_sddmm_half_in *half = NULL)
@@ -359,14 +358,7 @@ static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ca
     mf_status st = MF_OK;
     err = cudaEventRecord(e0, stream);
     if (err == cudaSuccess) {
-        if (L)
-            st = run_variant(ctx, S, call, v, L, out, 0.f, half);
-        else { // the tensor-core kernel on the copies, into out
-            mf_sddmm_call c = *call;
-            c.out = out;
-            c.beta = 0.f;
-            st = mf_cuda_sddmm_tc(ctx, S, &c, half->A16, half->B16, half->ld);
-        }
+        st = run_variant(ctx, S, call, v, L, out, 0.f, half);
         if (st == MF_OK)
             err = cudaEventRecord(e1, stream);
     }
@@ -410,9 +402,12 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // the candidates, each timed twice (the first run warms caches and the layout upload).
 //
 // With half (bf16 or fp16 copies) the candidates are the SM-L2 vector variants run on the
-// copies, and the fastest is then timed against the tensor-core kernel on the same copies;
-// *tensor_cores says which won (untimed, for matrices too small to time: the tensor cores,
-// which won on every small graph measured).
+// copies. The tensor-core kernel is not timed against them: it won in one of the eleven
+// cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only where the output
+// is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it took 5.6 ms
+// where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a Netflix-
+// sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
+// when no variant reads the copies.
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                         const mf_sddmm_half_in *half, int *variant, int *layout,
                         bool *tensor_cores = NULL)
@@ -425,7 +420,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             *variant = plan->choices[c].variant;
             *layout = plan->choices[c].layout;
             if (tensor_cores)
-                *tensor_cores = plan->choices[c].tensor_cores;
+                *tensor_cores = false;
             return MF_OK;
         }
     mf_sddmm_shape sh = shape_of(ctx, S, call);
@@ -440,7 +435,6 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                 cand[kept++] = cand[c];
         n = kept;
     }
-    bool tc = half != NULL;
     if (n == 0 && half && tensor_cores) { // no variant for the copies: the tensor cores
         *variant = *layout = -1;
         *tensor_cores = true;
@@ -453,9 +447,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         reset_plan(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
-    // A single candidate needs no timing, but bf16 and fp16 still time it against the tensor
-    // cores (k > 256 with few columns leaves one SM-L2 vector candidate).
-    if ((n == 1 && !half) || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
+    if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
         MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
@@ -498,27 +490,12 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                 best_layout = li;
             }
         }
-        // bf16, fp16: the tensor-core kernel on the same copies (its first run builds its
-        // plan: not timed), the best of two against the variant's best
-        float tc_ms = INFINITY;
-        for (int r = 0; half && st == MF_OK && r < 3; r++) {
-            float ms = 0.f;
-            st = time_variant(ctx, S, call, -1, NULL, target, &ms, half);
-            if (r > 0 && ms < tc_ms)
-                tc_ms = ms;
-        }
-        tc = half && tc_ms < best_ms;
-        if (half && st == MF_OK)
-            mf_log(ctx, MF_LOG_INFO,
-                   "mf_sddmm: %s for k = %d: CUDA cores %.3f ms, tensor cores %.3f ms",
-                   call->precision == MF_PRECISION_BF16 ? "bf16" : "fp16", call->k, (double)best_ms,
-                   (double)tc_ms);
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
     }
-    mf_sddmm_choice ch = {call->k, vec, best, best_layout, best_ms, tc};
+    mf_sddmm_choice ch = {call->k, vec, best, best_layout, best_ms};
     if (tensor_cores)
-        *tensor_cores = tc;
+        *tensor_cores = false;
     plan->choices[plan->next_choice] = ch;
     plan->next_choice = (plan->next_choice + 1) % MF_SDDMM_MAX_CHOICES;
     if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
@@ -555,10 +532,10 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     return st;
 }
 
-// bf16 and fp16: the factors' 16-bit copies, then whichever of the two kernels choose()
-// timed faster for this matrix and k: the float kernel's SM-L2 vector variants widening the
-// copies' values to floats as they load (exact products of the rounded factors, float sums:
-// the CUDA cores), or the tensor-core kernel (sddmm_tc_kernels.cuh). MFACT_SDDMM_HALF
+// bf16 and fp16: the factors' 16-bit copies, then the float kernel's SM-L2 vector variant
+// that choose() timed fastest for this matrix and k, widening the copies' values to floats
+// as they load (exact products of the rounded factors, float sums: the CUDA cores); the
+// tensor-core kernel (sddmm_tc_kernels.cuh) where no variant applies. MFACT_SDDMM_HALF
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
