@@ -410,6 +410,7 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
                      const csr &m, mf_sparse *S, int k, int repeat, uint64_t seed)
 {
     cudaStream_t st = (cudaStream_t)mf_ctx_stream(ctx);
+    unsetenv("MFACT_SDDMM_HALF"); // the library's own route (a -tc row above forced it)
     const int64_t nnz = m.nnz();
     float *A, *B, *ones, *out_sp, *out_mf;
     int32_t *ptr32, *col;
