@@ -87,7 +87,7 @@ START_TEST(iterates_match_cpu)
             o.variant = (mf_asd_variant)variant;
             o.tolerance = 1e-30;
             o.stagnation_window = 0;
-            o.max_iterations = 4;
+            o.max_iterations = 20;
             mf_asd_report rc = run_where(q.cpu, q.p.M, &o, Xc, Yc, MF_MEMORY_HOST);
             mf_asd_report rg = run_where(q.gpu, q.Mg, &o, Xg, Yg, MF_MEMORY_HOST);
             double dx = tu_rel_diff((int64_t)nx, Xg, Xc), dy = tu_rel_diff((int64_t)ny, Yg, Yc);
@@ -135,7 +135,7 @@ START_TEST(reduced_precision_matches_cpu_and_recovers)
             o.precision = precisions[k];
             o.tolerance = 1e-30;
             o.stagnation_window = 0;
-            o.max_iterations = 20;
+            o.max_iterations = 4;
             mf_asd_report rc = run_where(q.cpu, q.p.M, &o, Xc, Yc, MF_MEMORY_HOST);
             mf_asd_report rg = run_where(q.gpu, q.Mg, &o, Xg, Yg, MF_MEMORY_HOST);
             const double dx = tu_rel_diff((int64_t)nx, Xg, Xc),
