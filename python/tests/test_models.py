@@ -72,6 +72,46 @@ def test_predictions_are_the_model(ctx):
     assert m.report["train_rmse"] == pytest.approx(m.rmse(R), rel=1e-5)
 
 
+def _bf16(x):
+    """float32 values rounded to bf16 (nearest, ties to even), as float32."""
+    u = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32)
+
+
+def test_reduced_precision_evaluation(ctx):
+    """precision= on predict and rmse rounds the factors (bf16 here) and sums in float; an
+    ALS run's rmse_precision changes its reported RMSEs and not its factors; complete()
+    with a reduced precision meets the same tolerance; bad names are ValueErrors."""
+    R = random_ratings(150, 100, 0.2, 3)
+    m = mfact.ALS(rank=16, iterations=3, lambda_=0.05, ctx=ctx).fit(R)
+    coo = R.tocoo()
+    got = m.predict(coo.row, coo.col, precision="bf16")
+    U, V = _bf16(m.user_factors).astype(np.float64), _bf16(m.item_factors).astype(np.float64)
+    want = m.mean + m.user_biases[coo.row] + m.item_biases[coo.col] + \
+        np.einsum("pk,pk->p", U[coo.row], V[coo.col])
+    assert np.abs(got - want).max() < 1e-5
+    assert np.abs(got - m.predict(coo.row, coo.col)).max() > 1e-5  # the rounding happened
+    rmse16 = m.rmse(R, precision="bf16")
+    assert rmse16 == pytest.approx(np.sqrt(np.mean((coo.data - got) ** 2)), rel=1e-5)
+    assert rmse16 != m.rmse(R) and rmse16 == pytest.approx(m.rmse(R), rel=1e-2)
+    m16 = mfact.ALS(rank=16, iterations=3, lambda_=0.05, rmse_precision="bf16", ctx=ctx).fit(R)
+    assert np.array_equal(m16.user_factors, m.user_factors)
+    assert m16.report["train_rmse"] == pytest.approx(rmse16, rel=1e-6)
+    with pytest.raises(ValueError, match="precision"):
+        m.rmse(R, precision="fp8")
+    with pytest.raises(ValueError, match="precision"):
+        mfact.ALS(rank=4, rmse_precision="half", ctx=ctx).fit(R)
+    rng = np.random.default_rng(5)
+    A, B = rng.standard_normal((200, 4)), rng.standard_normal((150, 4))
+    full = (A @ B.T).astype(np.float32)
+    seen = rng.random(full.shape) < 0.3
+    obs = sp.csr_matrix((full[seen], np.nonzero(seen)), shape=full.shape)
+    X, Y, rep = mfact.complete(obs, rank=4, tolerance=1e-6, precision="bf16", ctx=ctx)
+    assert rep["relative_residual"] <= 1e-6 and rep["stopped"] == "tolerance"
+    assert 0 < rep["reduced_iterations"] < rep["iterations"]
+
+
 def test_biases_off_and_options(ctx):
     R = random_ratings(100, 60, 0.3, 4)
     m = mfact.ALS(rank=4, biases=False, solver="cg", cg_steps=3, weighting="count",
