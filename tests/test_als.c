@@ -264,6 +264,16 @@ START_TEST(rmse_precision_reports_only)
     ck_assert(r2.train_rmse != r1.train_rmse);
     ck_assert_double_eq_tol(r2.train_rmse, r1.train_rmse, 1e-2 * r1.train_rmse);
     ck_assert_double_eq_tol(r2.test_rmse, r1.test_rmse, 1e-2 * r1.test_rmse);
+    /* with opts.tune the candidates' validation RMSEs, which pick the fit, stay float */
+    o.tune = MF_TUNE_LAMBDA;
+    o.rmse_precision = MF_PRECISION_FP32;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    o.rmse_precision = MF_PRECISION_BF16;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, MF_MEMORY_HOST, &r2), MF_OK);
+    ck_assert(r2.validation_rmse == r1.validation_rmse && r2.lambda == r1.lambda);
+    ck_assert_mem_eq(U1, U2, sizeof U1);
+    ck_assert(r2.test_rmse != r1.test_rmse);
+    o.tune = MF_TUNE_NONE;
     memcpy(U2, U1, sizeof U1);
     o.rmse_precision = (mf_precision)7;
     ck_assert_int_eq(mf_als_run(ctx, R, &o, U2, V2, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_ARGUMENT);

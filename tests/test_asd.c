@@ -211,10 +211,16 @@ static void reduced_then_float(mf_ctx *ctx, const planted *p, float *X, float *Y
     o.tolerance = 1e-7;
     o.max_iterations = 3000;
     mf_asd_report rep = run_ok(ctx, p->M, &o, X, Y);
-    printf("%s: %d iterations (%d reduced), residual %.2e\n", what, rep.iterations,
-           rep.reduced_iterations, rep.relative_residual);
+    o.precision = MF_PRECISION_FP32;
+    const mf_asd_report f = run_ok(ctx, p->M, &o, X, Y);
+    printf("%s: %d iterations (%d reduced), residual %.2e; float alone %d iterations\n", what,
+           rep.iterations, rep.reduced_iterations, rep.relative_residual, f.iterations);
     ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TOLERANCE);
     ck_assert(rep.reduced_iterations > 0 && rep.reduced_iterations < rep.iterations);
+    /* no extra window: with rank continuation an intermediate rank's stagnation ends that
+     * rank and the phase goes on (it once ended the phase, and the rank stagnated again) */
+    ck_assert_msg(rep.iterations <= f.iterations + 3 + f.iterations / 10,
+                  "%s: %d iterations, float's %d", what, rep.iterations, f.iterations);
 }
 
 /* On cancel_and_time_limit's rank-4 case p: a cancel and an iteration cap met in the

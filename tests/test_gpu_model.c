@@ -201,7 +201,7 @@ END_TEST
  * and on device; the pairs kernel; a matrix beyond the model) and RMSEs in TF32, BF16, FP16
  * and 3XTF32 equal the CPU's in that precision up to float accumulation order, and are
  * visibly not float's; a GPU ALS run's reported RMSEs are mf_rmse_ex's of its factors. The
- * matrix has over 200,000 entries, so the 16-bit calls time both kernels first. */
+ * matrix has over 200,000 entries, so the 16-bit calls time their CUDA-core variants first. */
 START_TEST(reduced_precision_matches_cpu)
 {
 #ifdef MFACT_HAVE_CUDA

@@ -760,8 +760,9 @@ typedef struct mf_als_opts {
     int tf32;
     /* Since 0.5: the arithmetic of the sampled products in the RMSEs the run reports (the
      * per-iteration train RMSE that opts.progress turns on, the final train and test RMSEs):
-     * an mf_precision, default MF_PRECISION_FP32. The fit itself is unchanged: BF16 or FP16
-     * makes the evaluations cheaper on a CUDA context, with each product within its bound. */
+     * an mf_precision, default MF_PRECISION_FP32. The fit itself is unchanged (opts.tune's
+     * validation RMSEs, which pick the fit, stay float): BF16 or FP16 makes the evaluations
+     * cheaper on a CUDA context, with each product within its bound. */
     mf_precision rmse_precision;
 } mf_als_opts;
 

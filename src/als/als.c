@@ -208,24 +208,28 @@ static mf_status one_iteration(run_state *s, double *gram, double *solve, int *p
 /* The RMSE over M's entries summed over the ranks: each rank's over its M (its users' shard,
  * or its part of a split test set), squared errors and counts added (the same bits on every
  * rank; equal to one context's to rounding, not bit for bit). */
-static mf_status group_rmse(run_state *s, const mf_sparse *M, double *out)
+static mf_status group_rmse(run_state *s, const mf_sparse *M, int precision, double *out)
 {
     double rmse = 0.0;
-    mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, s->o->rmse_precision, &rmse) : MF_OK;
+    mf_status st = M->nnz > 0 ? s->e->rmse(s->e, M, precision, &rmse) : MF_OK;
     return mf_ranks_rmse(s->run.ctx, "mf_als_run", st, rmse, M->nnz, out);
 }
 
+/* The RMSEs of a fit: the final fit's in opts.rmse_precision, a tuning candidate's in float
+ * (its validation RMSE picks lambda and rank: the fit the caller gets must not depend on
+ * the reported RMSEs' arithmetic). */
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
+    const int prec = f->final ? (int)s->o->rmse_precision : MF_PRECISION_FP32;
     if (s->part[MF_ALS_USERS])
-        MF_TRY(group_rmse(s, s->part[MF_ALS_USERS], train));
+        MF_TRY(group_rmse(s, s->part[MF_ALS_USERS], prec, train));
     else
-        MF_TRY(s->e->rmse(s->e, f->R, s->o->rmse_precision, train));
+        MF_TRY(s->e->rmse(s->e, f->R, prec, train));
     *test = NAN;
     if (f->test && f->test->is_part && mf_ranks(s->run.ctx) > 1)
-        MF_TRY(group_rmse(s, f->test, test));
+        MF_TRY(group_rmse(s, f->test, prec, test));
     else if (f->test)
-        MF_TRY(s->e->rmse(s->e, f->test, s->o->rmse_precision, test));
+        MF_TRY(s->e->rmse(s->e, f->test, prec, test));
     return MF_OK;
 }
 

@@ -294,6 +294,8 @@ static mf_status settle(run_state *s, mf_status st, int mine_time_up, int *time_
 typedef struct rules {
     double tolerance, rate;
     int window;
+    int final; /* the caller's rules (the last rank): their stop ends the reduced phase; an
+                * intermediate rank's stop ends the rank and the phase goes on with the next */
 } rules;
 
 /* The stagnation window of the reduced phase where the caller's is 0 (no test). */
@@ -348,7 +350,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     s->rep.relative_residual = res;
     s->rep.stopped = MF_ASD_STOP_MAX_ITERATIONS;
     mf_status st = MF_OK;
-    if (s->reduced && (res <= ru->tolerance || res <= s->reduced_level)) {
+    if (s->reduced && (res <= s->reduced_level || (ru->final && res <= ru->tolerance))) {
         /* a start within the tolerance, or already at the level: judged in float */
         st = leave_reduced(s, norm, &res);
         w = ru->window;
@@ -421,9 +423,10 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate)
                 stop = MF_ASD_STOP_STAGNATION;
         }
-        /* In the reduced phase either rule, or its level, ends the phase instead: float
-         * from here, judged at once against the tolerance, with a fresh window. */
-        if ((stop >= 0 || res <= s->reduced_level) && s->reduced) {
+        /* In the reduced phase its level, or either of the caller's rules, ends the phase
+         * instead: float from here, judged at once against the tolerance, with a fresh
+         * window (an intermediate rank's rule ends that rank, the phase going on). */
+        if (s->reduced && (res <= s->reduced_level || (stop >= 0 && ru->final))) {
             st = leave_reduced(s, norm, &res);
             if (st != MF_OK)
                 break;
@@ -451,8 +454,11 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     if (st == MF_ERR_CANCELLED)
         s->rep.stopped = MF_ASD_STOP_CANCELLED;
     /* A run that a limit or a cancel ended in the reduced phase reports its residual in
-     * float (every rank of a group is here with the same status). */
-    if (s->reduced && mf_run_has_result(st)) {
+     * float (every rank of a group is here with the same status and stop); an intermediate
+     * rank that its rules ended stays in the phase. */
+    const int run_ends = ru->final || st != MF_OK || s->rep.stopped == MF_ASD_STOP_TIME_LIMIT ||
+                         s->rep.stopped == MF_ASD_STOP_MAX_ITERATIONS;
+    if (s->reduced && mf_run_has_result(st) && run_ends) {
         const mf_status fin = leave_reduced(s, norm, &res);
         st = fin != MF_OK ? fin : st;
     }
@@ -581,8 +587,8 @@ static mf_status run_continuation(run_state *s, const mf_sparse *M, float *X, fl
     if (s->comm) /* every rank has its buffers, or none goes on */
         st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
     const rules inner = {o->tolerance, o->stagnation_rate,
-                         o->stagnation_window > 0 ? o->stagnation_window : 15};
-    const rules outer = {o->tolerance, o->stagnation_rate, o->stagnation_window};
+                         o->stagnation_window > 0 ? o->stagnation_window : 15, 0};
+    const rules outer = {o->tolerance, o->stagnation_rate, o->stagnation_window, 1};
     for (int k = 1; st == MF_OK && k <= r; k++) {
         if (k > 1) {
             add_column(ctx, Ak, m, k - 1, A, MF_ASD_X_STREAM + 2u * (uint64_t)k);
@@ -650,7 +656,7 @@ static mf_status run(run_state *s, const mf_sparse *M, float *X, float *Y, mf_me
     free(Y0);
     if (st != MF_OK)
         return st;
-    const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window};
+    const rules ru = {o->tolerance, o->stagnation_rate, o->stagnation_window, 1};
     return close_engine(s, iterate(s, sqrt(norm2), &ru), X, Y, where);
 }
 
