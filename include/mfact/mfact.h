@@ -497,8 +497,9 @@ typedef enum mf_precision {
  * half the bytes of the gathers that bound it. The tensor-core kernel takes them below
  * 200,000 entries (its plan costs milliseconds there, and it was the faster on the small
  * graphs measured) and where no such variant applies (bench/README.md: on the large shapes
- * it was faster in one case of eleven, never by enough to repay its plan). A precision that is not one of mf_precision's values
- * is MF_ERR_INVALID_ARGUMENT and leaves out untouched; other arguments as mf_sddmm. */
+ * it was faster in one case of eleven, never by enough to repay its plan). A precision
+ * that is not one of mf_precision's values is MF_ERR_INVALID_ARGUMENT and leaves out
+ * untouched; other arguments as mf_sddmm. */
 MF_API mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
                              const float *B, int64_t ldb, float alpha, float beta, float *out,
                              mf_memory where, unsigned flags, mf_precision precision);
