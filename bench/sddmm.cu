@@ -232,6 +232,62 @@ static void check_sample(const char *what, const csr &m, int k, const float *A, 
     *rms_out = sqrt(sq / (double)(samples > 0 ? samples : 1));
 }
 
+// The peer's view of one case: S's pattern on the device in 32-bit CSR, C over it (values
+// in `out`), A (rows x k, row-major) and B given as k x cols column-major, which is the same
+// memory as cols x k row-major.
+struct sp_operands {
+    int32_t *ptr32 = nullptr, *col = nullptr;
+    cusparseSpMatDescr_t C;
+    cusparseDnMatDescr_t dA, dB;
+    sp_operands(const csr &m, int k, float *A, float *B, float *out)
+    {
+        const int64_t nnz = m.nnz();
+        CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
+        CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
+        std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
+        CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
+        CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+        SP_CHECK(cusparseCreateCsr(&C, m.rows, m.cols, nnz, ptr32, col, out, CUSPARSE_INDEX_32I,
+                                   CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+        SP_CHECK(cusparseCreateDnMat(&dA, m.rows, k, k, A, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        SP_CHECK(cusparseCreateDnMat(&dB, k, m.cols, k, B, CUDA_R_32F, CUSPARSE_ORDER_COL));
+    }
+    ~sp_operands()
+    {
+        cusparseDestroySpMat(C);
+        cusparseDestroyDnMat(dA);
+        cusparseDestroyDnMat(dB);
+        CUDA_CHECK(cudaFree(ptr32));
+        CUDA_CHECK(cudaFree(col));
+    }
+};
+
+// Milliseconds of fn's work on stream st, between two events.
+struct event_timer {
+    cudaStream_t st;
+    cudaEvent_t e0, e1;
+    explicit event_timer(cudaStream_t s) : st(s)
+    {
+        CUDA_CHECK(cudaEventCreate(&e0));
+        CUDA_CHECK(cudaEventCreate(&e1));
+    }
+    ~event_timer()
+    {
+        cudaEventDestroy(e0);
+        cudaEventDestroy(e1);
+    }
+    template <class F> float operator()(F fn)
+    {
+        float ms;
+        CUDA_CHECK(cudaEventRecord(e0, st));
+        fn();
+        CUDA_CHECK(cudaEventRecord(e1, st));
+        CUDA_CHECK(cudaEventSynchronize(e1));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        return ms;
+    }
+};
+
 // One case at one k: cuSPARSE and every precision asked for, on the same inputs, S (created
 // once per matrix, so that its tensor-core plan serves every k) used as a pattern.
 static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const csr &m,
@@ -242,29 +298,18 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     int64_t nnz = m.nnz();
     float *A, *B, *out_sp;
     std::vector<float *> out_mf(precs.size());
-    int32_t *ptr32, *col;
     CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
     CUDA_CHECK(cudaMalloc(&B, (size_t)m.cols * k * 4));
     for (auto &o : out_mf)
         CUDA_CHECK(cudaMalloc(&o, (size_t)nnz * 4));
     CUDA_CHECK(cudaMalloc(&out_sp, (size_t)nnz * 4));
-    CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
-    CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
-    std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
-    CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
+    // cuSPARSE: C (CSR pattern) = A B^T
+    sp_operands op(m, k, A, B, out_sp);
     CUDA_CHECK(cudaDeviceSynchronize()); // mfact's stream does not wait for the legacy one
     MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, -1, 1, seed, 1, MF_MEMORY_DEVICE));
     MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, -1, 1, seed, 2, MF_MEMORY_DEVICE));
-
-    // cuSPARSE: C (CSR pattern) = A (rows x k, row-major) * B^T, B given as k x cols
-    // column-major, which is the same memory as cols x k row-major.
-    cusparseSpMatDescr_t C;
-    cusparseDnMatDescr_t dA, dB;
-    SP_CHECK(cusparseCreateCsr(&C, m.rows, m.cols, nnz, ptr32, col, out_sp, CUSPARSE_INDEX_32I,
-                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    SP_CHECK(cusparseCreateDnMat(&dA, m.rows, k, k, A, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    SP_CHECK(cusparseCreateDnMat(&dB, k, m.cols, k, B, CUDA_R_32F, CUSPARSE_ORDER_COL));
+    cusparseSpMatDescr_t C = op.C;
+    cusparseDnMatDescr_t dA = op.dA, dB = op.dB;
     float one = 1.f, zero = 0.f;
     size_t bytes = 0;
     SP_CHECK(cusparseSetStream(sp, st));
@@ -292,18 +337,7 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         MF_CHECK(ctx, mf_sddmm_ex(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf[i], MF_MEMORY_DEVICE,
                                   MF_SDDMM_PATTERN, precisions[precs[i]].p));
     };
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    auto timed = [&](auto fn) {
-        float ms;
-        CUDA_CHECK(cudaEventRecord(e0, st));
-        fn();
-        CUDA_CHECK(cudaEventRecord(e1, st));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        return ms;
-    };
+    event_timer timed(st);
     // Warm-up: each precision's first call (its plan built here, timed on the host since
     // the plan is built there), then check every result against float64.
     std::vector<row> rows(precs.size());
@@ -377,19 +411,12 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     printf("%-22s %5d %11lld %-7s %10s %10.3f %9s %8s %9s %10.2e %10.2e\n", name, k, (long long)nnz,
            "cuSP", "", median(t_sp), "", "", "", sp_err, sp_rms);
 
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cusparseDestroySpMat(C);
-    cusparseDestroyDnMat(dA);
-    cusparseDestroyDnMat(dB);
     CUDA_CHECK(cudaFree(work));
     CUDA_CHECK(cudaFree(A));
     CUDA_CHECK(cudaFree(B));
     for (auto o : out_mf)
         CUDA_CHECK(cudaFree(o));
     CUDA_CHECK(cudaFree(out_sp));
-    CUDA_CHECK(cudaFree(ptr32));
-    CUDA_CHECK(cudaFree(col));
     return rows;
 }
 
@@ -413,18 +440,13 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
     unsetenv("MFACT_SDDMM_HALF"); // the library's own route (a -tc row above forced it)
     const int64_t nnz = m.nnz();
     float *A, *B, *ones, *out_sp, *out_mf;
-    int32_t *ptr32, *col;
     CUDA_CHECK(cudaMalloc(&A, (size_t)m.rows * k * 4));
     CUDA_CHECK(cudaMalloc(&B, (size_t)m.cols * k * 4));
     CUDA_CHECK(cudaMalloc(&ones, (size_t)nnz * 4));
     CUDA_CHECK(cudaMalloc(&out_sp, (size_t)nnz * 4));
     CUDA_CHECK(cudaMalloc(&out_mf, (size_t)nnz * 4));
-    CUDA_CHECK(cudaMalloc(&ptr32, ((size_t)m.rows + 1) * 4));
-    CUDA_CHECK(cudaMalloc(&col, (size_t)nnz * 4));
-    std::vector<int32_t> p32(m.ptr.begin(), m.ptr.end());
+    sp_operands op(m, k, A, B, out_sp);
     std::vector<float> h1((size_t)nnz, 1.0f); // S is a pattern: its ratings count as 1
-    CUDA_CHECK(cudaMemcpy(ptr32, p32.data(), p32.size() * 4, cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMemcpy(col, m.col.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaMemcpy(ones, h1.data(), (size_t)nnz * 4, cudaMemcpyHostToDevice));
     CUDA_CHECK(cudaDeviceSynchronize());
     // Factors scaled so that predictions sit near the ratings (an RMSE of order 1).
@@ -432,12 +454,8 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
     MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, 0, a, seed, 3, MF_MEMORY_DEVICE));
     MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, 0, a, seed, 4, MF_MEMORY_DEVICE));
 
-    cusparseSpMatDescr_t C;
-    cusparseDnMatDescr_t dA, dB;
-    SP_CHECK(cusparseCreateCsr(&C, m.rows, m.cols, nnz, ptr32, col, out_sp, CUSPARSE_INDEX_32I,
-                               CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-    SP_CHECK(cusparseCreateDnMat(&dA, m.rows, k, k, A, CUDA_R_32F, CUSPARSE_ORDER_ROW));
-    SP_CHECK(cusparseCreateDnMat(&dB, k, m.cols, k, B, CUDA_R_32F, CUSPARSE_ORDER_COL));
+    cusparseSpMatDescr_t C = op.C;
+    cusparseDnMatDescr_t dA = op.dA, dB = op.dB;
     const float minus = -1.f, one = 1.f, zero = 0.f;
     size_t bytes = 0;
     SP_CHECK(cusparseSetStream(sp, st));
@@ -479,18 +497,7 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
         model.precision = evals[e];
         MF_CHECK(ctx, mf_predict(ctx, &model, S, out_mf));
     };
-    cudaEvent_t e0, e1;
-    CUDA_CHECK(cudaEventCreate(&e0));
-    CUDA_CHECK(cudaEventCreate(&e1));
-    auto timed = [&](auto fn) {
-        float ms;
-        CUDA_CHECK(cudaEventRecord(e0, st));
-        fn();
-        CUDA_CHECK(cudaEventRecord(e1, st));
-        CUDA_CHECK(cudaEventSynchronize(e1));
-        CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        return ms;
-    };
+    event_timer timed(st);
     peer_rmse_run(); // warm-up; each precision's first call makes its plan or timed choice
     peer_predict();
     for (int e = 0; e < 3; e++)
@@ -520,13 +527,8 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
                name, k, (long long)nnz, eval_names[e], t, pp, pp / t, p32_ms / t, "");
     }
     fflush(stdout);
-    cudaEventDestroy(e0);
-    cudaEventDestroy(e1);
-    cusparseDestroySpMat(C);
-    cusparseDestroyDnMat(dA);
-    cusparseDestroyDnMat(dB);
-    for (void *p : {(void *)work, (void *)A, (void *)B, (void *)ones, (void *)out_sp,
-                    (void *)out_mf, (void *)ptr32, (void *)col})
+    for (void *p :
+         {(void *)work, (void *)A, (void *)B, (void *)ones, (void *)out_sp, (void *)out_mf})
         CUDA_CHECK(cudaFree(p));
 }
 

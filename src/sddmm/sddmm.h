@@ -52,7 +52,8 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
                           const float *B, int64_t ldb, const mf_bias_terms *bias, mf_memory where,
                           double *rmse);
 
-/* mf_rmse_compute with the sampled products in `precision` (an mf_precision, checked):
+/* mf_rmse_compute with the sampled products in `precision` (an mf_precision the caller
+ * checked, as every argument here):
  * mf_rmse_compute is this with MF_PRECISION_FP32. */
 mf_status mf_rmse_compute_ex(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int64_t lda,
                              const float *B, int64_t ldb, const mf_bias_terms *bias,
