@@ -24,6 +24,10 @@
 //                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--scale F] [--graph
 //                    FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
+//                    [--beta B]
+//
+// --beta B times out = A B^T + B out on both sides (the checked warm-up runs at beta = 0):
+// a kernel that reads out where it writes it (the tensor cores' scattered epilogue) shows here.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <cusparse.h>
@@ -292,7 +296,7 @@ struct event_timer {
 // once per matrix, so that its tensor-core plan serves every k) used as a pattern.
 static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *name, const csr &m,
                                  mf_sparse *S, int k, const std::vector<int> &precs, int repeat,
-                                 uint64_t seed, double bandwidth)
+                                 uint64_t seed, double bandwidth, float beta)
 {
     cudaStream_t st = (cudaStream_t)mf_ctx_stream(ctx);
     int64_t nnz = m.nnz();
@@ -321,9 +325,10 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     SP_CHECK(cusparseSDDMM_preprocess(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
                                       CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C,
                                       CUDA_R_32F, CUSPARSE_SDDMM_ALG_DEFAULT, work));
-    auto run_sp = [&] {
+    // b: beta, 0 in the checked warm-up, the --beta value in the timed runs (both sides)
+    auto run_sp = [&](float b) {
         SP_CHECK(cusparseSDDMM(sp, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &zero, C, CUDA_R_32F,
+                               CUSPARSE_OPERATION_NON_TRANSPOSE, &one, dA, dB, &b, C, CUDA_R_32F,
                                CUSPARSE_SDDMM_ALG_DEFAULT, work));
     };
     // The knob of precision i, set outside the timed region.
@@ -333,15 +338,15 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         else
             unsetenv("MFACT_SDDMM_HALF");
     };
-    auto run_mf = [&](size_t i) {
-        MF_CHECK(ctx, mf_sddmm_ex(ctx, S, k, A, k, B, k, 1.f, 0.f, out_mf[i], MF_MEMORY_DEVICE,
+    auto run_mf = [&](size_t i, float b) {
+        MF_CHECK(ctx, mf_sddmm_ex(ctx, S, k, A, k, B, k, 1.f, b, out_mf[i], MF_MEMORY_DEVICE,
                                   MF_SDDMM_PATTERN, precisions[precs[i]].p));
     };
     event_timer timed(st);
     // Warm-up: each precision's first call (its plan built here, timed on the host since
     // the plan is built there), then check every result against float64.
     std::vector<row> rows(precs.size());
-    run_sp();
+    run_sp(0.f);
     for (size_t i = 0; i < precs.size(); i++) {
         row &r = rows[i];
         snprintf(r.name, sizeof r.name, "%s", name);
@@ -353,7 +358,7 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         select(i);
         CUDA_CHECK(cudaStreamSynchronize(st));
         auto t0 = std::chrono::steady_clock::now();
-        run_mf(i);
+        run_mf(i, 0.f);
         CUDA_CHECK(cudaStreamSynchronize(st));
         r.first_ms =
             std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -396,10 +401,10 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     std::vector<float> t_sp;
     std::vector<std::vector<float>> t_mf(precs.size());
     for (int rep = 0; rep < repeat; rep++) { // interleaved, so clocks and caches treat all alike
-        t_sp.push_back(timed(run_sp));
+        t_sp.push_back(timed([&] { run_sp(beta); }));
         for (size_t i = 0; i < precs.size(); i++) {
             select(i);
-            t_mf[i].push_back(timed([&] { run_mf(i); }));
+            t_mf[i].push_back(timed([&] { run_mf(i, beta); }));
         }
     }
     double traffic = (double)nnz * 8 + (double)(m.rows + 1) * 8 + ((double)m.rows + m.cols) * k * 4;
@@ -541,7 +546,8 @@ int main(int argc, char **argv)
     std::vector<int> precs = {0, 1, 2, 3, 4, 5, 6};
     double scale = 1.0;
     uint64_t seed = 2026;
-    int eval = 0; // --rmse
+    int eval = 0;     // --rmse
+    float beta = 0.f; // --beta: the timed runs' beta (out = A B^T + beta out), both sides
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cases") && i + 1 < argc)
             cases = argv[++i];
@@ -566,6 +572,8 @@ int main(int argc, char **argv)
             graphs.push_back(argv[++i]);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
+        else if (!strcmp(argv[i], "--beta") && i + 1 < argc)
+            beta = strtof(argv[++i], NULL);
         else if (!strcmp(argv[i], "--rmse"))
             eval = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
@@ -578,7 +586,7 @@ int main(int argc, char **argv)
                     "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--repeat N] "
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
-                    "[--verbose] [--rmse]\n",
+                    "[--verbose] [--rmse] [--beta B]\n",
                     argv[0]);
             return 2;
         }
@@ -602,9 +610,9 @@ int main(int argc, char **argv)
     BLAS_CHECK(cublasCreate(&blas));
     double bw = bench_copy_bandwidth((cudaStream_t)mf_ctx_stream(ctx));
     printf("device: %s, copy bandwidth %.0f GB/s, %s\n", info.name, bw / 1e9, mf_version_string());
-    printf("times: median of %d interleaved runs; preparation (cuSPARSE preprocess, mfact plan) "
-           "excluded from both\n\n",
-           repeat);
+    printf("times: median of %d interleaved runs at beta = %g; preparation (cuSPARSE preprocess, "
+           "mfact plan) excluded from both\n\n",
+           repeat, (double)beta);
 
     struct spec {
         const char *name;
@@ -642,7 +650,7 @@ int main(int argc, char **argv)
                                          m.col.data(), NULL, MF_MEMORY_HOST, 0));
         for (int k : ks) {
             std::vector<row> rows =
-                run_case(ctx, sp, nm.first.c_str(), m, S, k, precs, repeat, seed + k, bw);
+                run_case(ctx, sp, nm.first.c_str(), m, S, k, precs, repeat, seed + k, bw, beta);
             for (const row &r : rows) {
                 double gflops = 2.0 * k * r.nnz / (r.mf_ms * 1e-3) / 1e9;
                 printf(

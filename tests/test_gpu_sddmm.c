@@ -275,7 +275,8 @@ END_TEST
  * times the float kernel's variants on the 16-bit copies and keeps the fastest, and its
  * results (beta = 0, then beta = -1 with the choice cached) are within the precision's
  * bounds and match the CPU backend; float factors with unaligned rows too (the copies are
- * aligned whatever the factors are). MFACT_SDDMM_HALF's unknown values fail. */
+ * aligned whatever the factors are). Then the same on the tensor cores, forced (at this
+ * size, on the copies). MFACT_SDDMM_HALF's unknown values fail. */
 START_TEST(half_precision_default_route)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -290,6 +291,13 @@ START_TEST(half_precision_default_route)
             char what[96];
             snprintf(what, sizeof what, "precision %d timed choice, ld = k + %d", prec, pad);
             check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
+            /* the tensor cores forced at this size read the 16-bit copies (below 200,000
+             * entries they round in registers: tensor_core_precisions) */
+            setenv("MFACT_SDDMM_HALF", "tensor-cores", 1);
+            snprintf(what, sizeof what, "precision %d tensor cores on copies, ld = k + %d", prec,
+                     pad);
+            check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
+            unsetenv("MFACT_SDDMM_HALF");
             free_problem(&pr);
         }
     /* a value the variable does not name fails the call, out untouched */

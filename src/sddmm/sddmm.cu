@@ -535,8 +535,8 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 // bf16 and fp16: the factors' 16-bit copies, then the float kernel's SM-L2 vector variant
 // that choose() timed fastest for this matrix and k, widening the copies' values to floats
 // as they load (exact products of the rounded factors, float sums: the CUDA cores); the
-// tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries and where
-// no variant applies. MFACT_SDDMM_HALF
+// tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
+// the copies) and where no variant applies. MFACT_SDDMM_HALF
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
@@ -546,14 +546,18 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     if (knob && *knob && !force_tc && !force_cores)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                        "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores or cuda-cores", knob);
+    // Below the size worth timing the tensor cores: their plan takes milliseconds there,
+    // and they beat the variants' rule pick on the three small graphs measured (83K-196K
+    // entries, bench/README.md). They round the floats in registers there: the calls are
+    // launch-bound, and the 16-bit copies would add two launches.
+    const bool small = S->nnz < MF_SDDMM_TUNE_MIN_NNZ;
+    bool tc = force_tc || (!force_cores && small);
+    if (tc && small)
+        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
     mf_sddmm_half_in half;
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
     int v = -1, li = -1;
-    // Below the size worth timing the tensor cores: their plan takes milliseconds there,
-    // and they beat the variants' rule pick on the three small graphs measured (83K-196K
-    // entries, bench/README.md).
-    bool tc = force_tc || (!force_cores && S->nnz < MF_SDDMM_TUNE_MIN_NNZ);
     mf_status st = MF_OK;
     if (!tc) {
         st = choose(ctx, S, call, &half, &v, &li, &tc);

@@ -19,7 +19,8 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
 /* The reduced precisions (sddmm_tc.cu): builds or reuses S's condensed-column plan, then
  * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
- * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16); the TF32 kinds pass NULL. */
+ * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16) when given, else round the
+ * floats in registers; the TF32 kinds pass NULL. */
 mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                            const uint16_t *A16, const uint16_t *B16, int64_t ld16);
 

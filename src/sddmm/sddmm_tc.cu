@@ -88,13 +88,28 @@ static mf_status get_tc_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tc_plan **out)
     return MF_OK;
 }
 
+template <int PREC, bool VEC, bool COPIES>
+static void launch_tc(const mf_sddmm_tc_params &P, unsigned grid, cudaStream_t stream)
+{
+    if (P.beta == 0.f && !P.val)
+        mf_sddmm_tc_kernel<PREC, VEC, COPIES, true><<<grid, MF_TC_THREADS, 0, stream>>>(P);
+    else
+        mf_sddmm_tc_kernel<PREC, VEC, COPIES, false><<<grid, MF_TC_THREADS, 0, stream>>>(P);
+}
+
+// The instance for the call: bf16 and fp16 with P.A16 set read the 16-bit copies; every other
+// call reads the floats, in 16-byte vectors where vec.
 template <int PREC>
 static void launch_tc(const mf_sddmm_tc_params &P, bool vec, unsigned grid, cudaStream_t stream)
 {
-    if (PREC == MF_PRECISION_BF16 || PREC == MF_PRECISION_FP16 || vec) // 16-bit: copies
-        mf_sddmm_tc_kernel<PREC, true><<<grid, MF_TC_THREADS, 0, stream>>>(P);
+    if constexpr (PREC == MF_PRECISION_BF16 || PREC == MF_PRECISION_FP16) {
+        if (P.A16)
+            return launch_tc<PREC, true, true>(P, grid, stream);
+    }
+    if (vec)
+        launch_tc<PREC, true, false>(P, grid, stream);
     else
-        mf_sddmm_tc_kernel<PREC, false><<<grid, MF_TC_THREADS, 0, stream>>>(P);
+        launch_tc<PREC, false, false>(P, grid, stream);
 }
 
 static bool aligned16(const void *p)
@@ -136,7 +151,7 @@ extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddm
 }
 
 // Stream-ordered, like mf_cuda_sddmm (which calls it for every precision but float; for
-// bf16 and fp16 with the copies it made).
+// bf16 and fp16 with the copies it made, or without: A16 NULL, rounding in registers).
 extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                                       const uint16_t *A16, const uint16_t *B16, int64_t ld16)
 {
@@ -173,8 +188,6 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     P.A16 = A16;
     P.B16 = B16;
     P.ld16 = ld16;
-    if ((call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16) && !A16)
-        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: a 16-bit precision without its copies");
     switch (call->precision) {
     case MF_PRECISION_3XTF32:
         launch_tc<MF_PRECISION_3XTF32>(P, vec, (unsigned)blocks, stream);

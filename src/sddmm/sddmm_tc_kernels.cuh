@@ -1,13 +1,14 @@
 // The tensor-core SDDMM kernel (the reduced precisions of mf_sddmm_ex) over the
 // condensed-column layout (sddmm_tc_layout.h).
 //
-// bf16 and fp16 read their factors from a 16-bit copy made for the call (mf_tc_convert, rows
-// padded with zeros to a multiple of 32, so that each lane reads 16 bytes a row): the gathers of B
-// rows move half the bytes, and the conversion is the one the MMA operands would get anyway. On the
-// H200 (bench_sddmm) the copy made NYTimes 16% faster at k = 128 and 512, Netflix within 3% either
-// way, and k = 32 10-14% slower than converting the floats in registers (the copy's cost against a
-// short kernel). A run-time choice between the two inside one kernel was slower at every k (its
-// registers), so a k threshold needs two instantiations: not done yet.
+// bf16 and fp16 on large matrices read their factors from a 16-bit copy made for the call
+// (mf_tc_convert, rows padded with zeros to a multiple of 32, so that each lane reads 16 bytes a
+// row): the gathers of B rows move half the bytes, and the conversion is the one the MMA operands
+// would get anyway. On the H200 (bench_sddmm) the copy made NYTimes 16% faster at k = 128 and
+// 512, Netflix within 3% either way, and k = 32 10-14% slower than converting the floats in
+// registers (the copy's cost against a short kernel). A run-time choice between the two inside
+// one kernel was slower at every k (its registers), hence two instances (COPIES). Small
+// matrices, launch-bound, convert in registers: the copy costs two more launches there.
 //
 // One warp per unit: up to MF_TC_UNIT_TILES tiles of one window of 8 rows. For a tile, the
 // MMA's A operand is B[tile columns] (m = 16 condensed columns x k) and its B operand is
@@ -174,10 +175,69 @@ __device__ __forceinline__ void mf_tc_chunk16(float (&d)[4], uint4 c0, uint4 c1,
     mf_mma_16bit<PREC>(d, c0.z, c1.z, c0.w, c1.w, a.z, a.w);
 }
 
-template <int PREC, bool VEC>
+// Write a unit's results: d[t] = (column g, row 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1)
+// of tile t, stored where the tile's row masks mark an entry, at canonical positions counted
+// from the unit's pos. PLAIN stores alpha * d. Otherwise every value the results need (out
+// for beta, S's values) is loaded before the first store: loading and storing one entry at a
+// time (the compiler may not move a load past a store that might alias it) made calls with
+// beta = 1, as RMSE and predictions make them, about twice as slow as beta = 0.
+template <bool PLAIN>
+__device__ __forceinline__ void
+mf_sddmm_tc_store(const mf_sddmm_tc_params &P, const mf_tc_unit &U, const mf_tc_tile *T,
+                  int n_tiles, const float (&d)[MF_TC_UNIT_TILES][4], int g, int q)
+{
+    int64_t pos[2] = {U.pos[2 * q], U.pos[2 * q + 1]};
+    int64_t at[MF_TC_UNIT_TILES][4]; // d's entry positions, -1 where none is stored
+#pragma unroll
+    for (int t = 0; t < MF_TC_UNIT_TILES; t++) {
+        const uint32_t masks =
+            t < n_tiles ? *reinterpret_cast<const uint32_t *>(&T[t].rowmask[2 * q]) : 0u;
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            const uint32_t m = (masks >> (16 * r)) & 0xffffu;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int c = g + 8 * h;
+                at[t][2 * h + r] = (m >> c) & 1u ? pos[r] + __popc(m & ((1u << c) - 1u)) : -1;
+            }
+            pos[r] += __popc(m);
+        }
+    }
+    if constexpr (PLAIN) {
+#pragma unroll
+        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (at[t][i] >= 0)
+                    P.out[at[t][i]] = P.alpha * d[t][i];
+    } else {
+        float old[MF_TC_UNIT_TILES][4], scale[MF_TC_UNIT_TILES][4];
+#pragma unroll
+        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                const bool here = at[t][i] >= 0;
+                old[t][i] = here && P.beta != 0.f ? P.out[at[t][i]] : 0.f;
+                scale[t][i] = here && P.val ? __ldg(P.val + at[t][i]) : 1.f;
+            }
+#pragma unroll
+        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+                if (at[t][i] >= 0) {
+                    const float v = P.alpha * d[t][i] * scale[t][i];
+                    P.out[at[t][i]] = P.beta == 0.f ? v : v + P.beta * old[t][i];
+                }
+    }
+}
+
+// COPIES (bf16, fp16): read P.A16 and P.B16; otherwise the floats, rounded in registers.
+// PLAIN: beta = 0 and S a pattern, so out is only written (mf_sddmm_tc_store above).
+template <int PREC, bool VEC, bool COPIES, bool PLAIN>
 __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sddmm_tc_params P)
 {
-    constexpr bool HALF = PREC == MF_PRECISION_BF16 || PREC == MF_PRECISION_FP16;
+    static_assert(!COPIES || PREC == MF_PRECISION_BF16 || PREC == MF_PRECISION_FP16,
+                  "16-bit copies exist for bf16 and fp16 only");
     const int64_t u = ((int64_t)blockIdx.x * MF_TC_THREADS + threadIdx.x) / 32;
     if (u >= P.n_units)
         return;
@@ -186,7 +246,7 @@ __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sdd
     const int n_tiles = U.n_tiles;
     const mf_tc_tile *T = P.tiles + U.tile_begin;
     float d[MF_TC_UNIT_TILES][4] = {};
-    if (HALF) {
+    if constexpr (COPIES) {
         // 16 bytes a lane and row (8 values at 8q): a row's 4 lanes read 64 contiguous bytes
         const uint16_t *arow = P.A16 + (int64_t)U.row[g] * P.ld16 + 8 * q;
         const uint16_t *crow[MF_TC_UNIT_TILES][2];
@@ -223,31 +283,7 @@ __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sdd
                                       mf_tc_load4<VEC>(crow[t][1], kk, P.k), a);
         }
     }
-    // d[t] = (column g, row 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1): rows 2q and 2q + 1
-    // of the window, whose next entries stand at pos.
-    int64_t pos[2] = {U.pos[2 * q], U.pos[2 * q + 1]};
-#pragma unroll
-    for (int t = 0; t < MF_TC_UNIT_TILES; t++) {
-        if (t >= n_tiles)
-            break;
-        const uint32_t masks = *reinterpret_cast<const uint32_t *>(&T[t].rowmask[2 * q]);
-#pragma unroll
-        for (int r = 0; r < 2; r++) {
-            const uint32_t m = (masks >> (16 * r)) & 0xffffu;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int c = g + 8 * h;
-                if ((m >> c) & 1u) {
-                    const int64_t p = pos[r] + __popc(m & ((1u << c) - 1u));
-                    float v = P.alpha * d[t][2 * h + r];
-                    if (P.val)
-                        v *= __ldg(P.val + p);
-                    P.out[p] = P.beta == 0.f ? v : v + P.beta * P.out[p];
-                }
-            }
-            pos[r] += __popc(m);
-        }
-    }
+    mf_sddmm_tc_store<PLAIN>(P, U, T, n_tiles, d, g, q);
 }
 
 #endif
