@@ -276,7 +276,7 @@ END_TEST
  * results (beta = 0, then beta = -1 with the choice cached) are within the precision's
  * bounds and match the CPU backend; float factors with unaligned rows too (the copies are
  * aligned whatever the factors are). Then the same on the tensor cores, forced (at this
- * size, on the copies). MFACT_SDDMM_HALF's unknown values fail. */
+ * size, on the copies), and in 3xTF32 and TF32. MFACT_SDDMM_HALF's unknown values fail. */
 START_TEST(half_precision_default_route)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -300,6 +300,14 @@ START_TEST(half_precision_default_route)
             unsetenv("MFACT_SDDMM_HALF");
             free_problem(&pr);
         }
+    /* TF32 kinds at this size: calls that read out or S's values finish in a second pass */
+    for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_TF32; prec++) {
+        problem big = make_problem_sized(ctx, FX_RANDOM, 4500, 5000, 64, prec - 1, 95 + prec);
+        char what[96];
+        snprintf(what, sizeof what, "precision %d above 200,000 entries", prec);
+        check_precision(ctx, cpu, &big, (mf_precision)prec, what);
+        free_problem(&big);
+    }
     /* a value the variable does not name fails the call, out untouched */
     problem pr = make_problem(ctx, FX_RANDOM, 32, 0, 7);
     float *out = malloc((size_t)pr.nnz * sizeof *out);

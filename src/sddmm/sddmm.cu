@@ -536,7 +536,7 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 // that choose() timed fastest for this matrix and k, widening the copies' values to floats
 // as they load (exact products of the rounded factors, float sums: the CUDA cores); the
 // tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
-// the copies) and where no variant applies. MFACT_SDDMM_HALF
+// the copies up to MF_SDDMM_TC_COPY_K) and where no variant applies. MFACT_SDDMM_HALF
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
@@ -548,11 +548,11 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
                        "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores or cuda-cores", knob);
     // Below the size worth timing the tensor cores: their plan takes milliseconds there,
     // and they beat the variants' rule pick on the three small graphs measured (83K-196K
-    // entries, bench/README.md). They round the floats in registers there: the calls are
-    // launch-bound, and the 16-bit copies would add two launches.
+    // entries, bench/README.md). Up to MF_SDDMM_TC_COPY_K they round the floats in registers
+    // there instead of reading 16-bit copies.
     const bool small = S->nnz < MF_SDDMM_TUNE_MIN_NNZ;
     bool tc = force_tc || (!force_cores && small);
-    if (tc && small)
+    if (tc && small && call->k <= MF_SDDMM_TC_COPY_K)
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
     mf_sddmm_half_in half;
     mf_dbuf copies = {0, 0};

@@ -21,6 +21,13 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
  * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
  * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16) when given, else round the
  * floats in registers; the TF32 kinds pass NULL. */
+/* Below MF_SDDMM_TUNE_MIN_NNZ entries (sddmm_tuning.h) and up to this k, bf16 and fp16 on the
+ * tensor cores round the floats in registers rather than read 16-bit copies: the calls are
+ * launch-bound there and the copies take two more launches. On the H200 (three graphs of
+ * 84K-196K entries, bench/README.md) that was 1.6-1.9x faster at k = 32 and 1.1-1.3x at
+ * k = 128, but 1.2-1.5x slower at k = 512, where the copies halve the bytes gathered. */
+#define MF_SDDMM_TC_COPY_K 128
+
 mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                            const uint16_t *A16, const uint16_t *B16, int64_t ld16);
 

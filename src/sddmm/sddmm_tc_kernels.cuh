@@ -8,7 +8,7 @@
 // 512, Netflix within 3% either way, and k = 32 10-14% slower than converting the floats in
 // registers (the copy's cost against a short kernel). A run-time choice between the two inside
 // one kernel was slower at every k (its registers), hence two instances (COPIES). Small
-// matrices, launch-bound, convert in registers: the copy costs two more launches there.
+// matrices at k <= MF_SDDMM_TC_COPY_K (sddmm_internal.h) convert in registers.
 //
 // One warp per unit: up to MF_TC_UNIT_TILES tiles of one window of 8 rows. For a tile, the
 // MMA's A operand is B[tile columns] (m = 16 condensed columns x k) and its B operand is
@@ -33,7 +33,6 @@
 #include "sddmm/sddmm_tc_layout.h"
 
 #define MF_TC_THREADS 128
-#define MF_TC_COPY_K  128
 
 struct mf_sddmm_tc_params {
     const mf_tc_unit *units;
