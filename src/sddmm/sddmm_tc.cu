@@ -92,10 +92,7 @@ static mf_status get_tc_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tc_plan **out)
 template <int PREC, bool VEC, bool COPIES>
 static void launch_tc(const mf_sddmm_tc_params &P, unsigned grid, cudaStream_t stream)
 {
-    if (P.beta == 0.f && !P.val)
-        mf_sddmm_tc_kernel<PREC, VEC, COPIES, true><<<grid, MF_TC_THREADS, 0, stream>>>(P);
-    else
-        mf_sddmm_tc_kernel<PREC, VEC, COPIES, false><<<grid, MF_TC_THREADS, 0, stream>>>(P);
+    mf_sddmm_tc_kernel<PREC, VEC, COPIES><<<grid, MF_TC_THREADS, 0, stream>>>(P);
 }
 
 // The instance for the call: bf16 and fp16 with P.A16 set read the 16-bit copies; every other

@@ -176,63 +176,43 @@ __device__ __forceinline__ void mf_tc_chunk16(float (&d)[4], uint4 c0, uint4 c1,
 
 // Write a unit's results: d[t] = (column g, row 2q), (g, 2q + 1), (g + 8, 2q), (g + 8, 2q + 1)
 // of tile t, stored where the tile's row masks mark an entry, at canonical positions counted
-// from the unit's pos. PLAIN stores alpha * d. Otherwise every value the results need (out
-// for beta, S's values) is loaded before the first store: loading and storing one entry at a
-// time (the compiler may not move a load past a store that might alias it) made calls with
-// beta = 1, as RMSE and predictions make them, about twice as slow as beta = 0.
-template <bool PLAIN>
-__device__ __forceinline__ void
-mf_sddmm_tc_store(const mf_sddmm_tc_params &P, const mf_tc_unit &U, const mf_tc_tile *T,
-                  int n_tiles, const float (&d)[MF_TC_UNIT_TILES][4], int g, int q)
+// from the unit's pos. Reading out (beta != 0) and S's values at those scattered positions
+// is slow on large matrices: mf_cuda_sddmm_tc gives such calls there a scratch array and
+// finishes them in index order. Issuing all of a lane's loads before its first store did not
+// help (H200, Netflix shape: TF32 at beta = 1 still took 2.4x its beta = 0 time) and took 96
+// registers against 56.
+__device__ __forceinline__ void mf_sddmm_tc_store(const mf_sddmm_tc_params &P, const mf_tc_unit &U,
+                                                  const mf_tc_tile *T, int n_tiles,
+                                                  const float (&d)[MF_TC_UNIT_TILES][4], int g,
+                                                  int q)
 {
     int64_t pos[2] = {U.pos[2 * q], U.pos[2 * q + 1]};
-    int64_t at[MF_TC_UNIT_TILES][4]; // d's entry positions, -1 where none is stored
 #pragma unroll
     for (int t = 0; t < MF_TC_UNIT_TILES; t++) {
-        const uint32_t masks =
-            t < n_tiles ? *reinterpret_cast<const uint32_t *>(&T[t].rowmask[2 * q]) : 0u;
+        if (t >= n_tiles)
+            break;
+        const uint32_t masks = *reinterpret_cast<const uint32_t *>(&T[t].rowmask[2 * q]);
 #pragma unroll
         for (int r = 0; r < 2; r++) {
             const uint32_t m = (masks >> (16 * r)) & 0xffffu;
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int c = g + 8 * h;
-                at[t][2 * h + r] = (m >> c) & 1u ? pos[r] + __popc(m & ((1u << c) - 1u)) : -1;
+                if ((m >> c) & 1u) {
+                    const int64_t p = pos[r] + __popc(m & ((1u << c) - 1u));
+                    float v = P.alpha * d[t][2 * h + r];
+                    if (P.val)
+                        v *= __ldg(P.val + p);
+                    P.out[p] = P.beta == 0.f ? v : v + P.beta * P.out[p];
+                }
             }
             pos[r] += __popc(m);
         }
     }
-    if constexpr (PLAIN) {
-#pragma unroll
-        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                if (at[t][i] >= 0)
-                    P.out[at[t][i]] = P.alpha * d[t][i];
-    } else {
-        float old[MF_TC_UNIT_TILES][4], scale[MF_TC_UNIT_TILES][4];
-#pragma unroll
-        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                const bool here = at[t][i] >= 0;
-                old[t][i] = here && P.beta != 0.f ? P.out[at[t][i]] : 0.f;
-                scale[t][i] = here && P.val ? __ldg(P.val + at[t][i]) : 1.f;
-            }
-#pragma unroll
-        for (int t = 0; t < MF_TC_UNIT_TILES; t++)
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-                if (at[t][i] >= 0) {
-                    const float v = P.alpha * d[t][i] * scale[t][i];
-                    P.out[at[t][i]] = P.beta == 0.f ? v : v + P.beta * old[t][i];
-                }
-    }
 }
 
 // COPIES (bf16, fp16): read P.A16 and P.B16; otherwise the floats, rounded in registers.
-// PLAIN: beta = 0 and S a pattern, so out is only written (mf_sddmm_tc_store above).
-template <int PREC, bool VEC, bool COPIES, bool PLAIN>
+template <int PREC, bool VEC, bool COPIES>
 __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sddmm_tc_params P)
 {
     static_assert(!COPIES || PREC == MF_PRECISION_BF16 || PREC == MF_PRECISION_FP16,
@@ -282,7 +262,7 @@ __global__ void __launch_bounds__(MF_TC_THREADS) mf_sddmm_tc_kernel(const mf_sdd
                                       mf_tc_load4<VEC>(crow[t][1], kk, P.k), a);
         }
     }
-    mf_sddmm_tc_store<PLAIN>(P, U, T, n_tiles, d, g, q);
+    mf_sddmm_tc_store(P, U, T, n_tiles, d, g, q);
 }
 
 #endif
