@@ -436,13 +436,24 @@ void print_table_head(const fit_opts &f, const char *speedup_title)
            speedup_title);
 }
 
+// The last metric column: "-" where the fit reports none (iALS without its loss measured
+// reports NaN).
+static std::string metric(double v)
+{
+    char b[32] = "-";
+    if (isfinite(v))
+        snprintf(b, sizeof b, "%.4f", v);
+    return b;
+}
+
 // The one-GPU row: `compute` is "-" where unknown (a baseline read from a file).
 void print_one_row(const std::string &label, int k, const char *gpus, double spi,
                    double call_seconds, double peak_gib, const std::string &compute,
                    double test_rmse)
 {
-    printf("| %s | %d | %s | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | - | %.4f | - | - |\n",
-           label.c_str(), k, gpus, spi, call_seconds, peak_gib, compute.c_str(), test_rmse);
+    printf("| %s | %d | %s | %.4f | 1.00x | 100%% | %.3f | %.2f | %s | - | %s | - | - |\n",
+           label.c_str(), k, gpus, spi, call_seconds, peak_gib, compute.c_str(),
+           metric(test_rmse).c_str());
     fflush(stdout);
 }
 
@@ -465,9 +476,9 @@ void print_group_row(const std::string &label, int k, const std::string &gpus, i
                : same_bits ? "yes"
                            : "NO";
     }
-    printf("| %s | %d | %s | %.4f | %s | %s | %.3f | %.2f | %s | %s | %.4f | %s | %s |\n",
+    printf("| %s | %d | %s | %.4f | %s | %s | %.3f | %.2f | %s | %s | %s | %s | %s |\n",
            label.c_str(), k, gpus.c_str(), r.seconds_per_iteration, speed, ideal, r.call_seconds,
-           r.peak_gib, compute_span(r).c_str(), group_span(r).c_str(), r.test_rmse,
+           r.peak_gib, compute_span(r).c_str(), group_span(r).c_str(), metric(r.test_rmse).c_str(),
            r.same_on_ranks ? "yes" : "NO", last);
     fflush(stdout);
 }
