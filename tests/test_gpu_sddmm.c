@@ -292,7 +292,7 @@ START_TEST(half_precision_default_route)
             snprintf(what, sizeof what, "precision %d timed choice, ld = k + %d", prec, pad);
             check_precision(ctx, cpu, &pr, (mf_precision)prec, what);
             /* the tensor cores forced at this size read the 16-bit copies (below 200,000
-             * entries they round in registers: tensor_core_precisions) */
+             * entries and up to k = 128 they round in registers: tensor_core_precisions) */
             setenv("MFACT_SDDMM_HALF", "tensor-cores", 1);
             snprintf(what, sizeof what, "precision %d tensor cores on copies, ld = k + %d", prec,
                      pad);
@@ -303,6 +303,7 @@ START_TEST(half_precision_default_route)
     /* TF32 kinds at this size: calls that read out or S's values finish in a second pass */
     for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_TF32; prec++) {
         problem big = make_problem_sized(ctx, FX_RANDOM, 4500, 5000, 64, prec - 1, 95 + prec);
+        ck_assert_int_gt(big.nnz, 200000);
         char what[96];
         snprintf(what, sizeof what, "precision %d above 200,000 entries", prec);
         check_precision(ctx, cpu, &big, (mf_precision)prec, what);
@@ -581,12 +582,100 @@ START_TEST(spmm_and_rmse_match_cpu)
 }
 END_TEST
 
+/* The two ways a tensor-core call finishes its entries give the same bits: in the kernel
+ * (below 200,000 entries, or where a scratch array would pass the memory limit) and in a
+ * pass in index order (from 200,000 entries). Against a pattern call at beta = 0 (t: alpha
+ * times the products, written alone), every call that reads S's values or out must give
+ * t * val, then fmaf(beta, before, that), rounded as the device rounds. S (in ctx) carries
+ * its values; prec runs with the tensor cores forced. */
+static void check_finish_bits(mf_ctx *ctx, mf_sparse *S, const problem *pr, mf_precision prec,
+                              const char *what)
+{
+    int32_t rows, cols;
+    mf_sparse_shape(S, &rows, &cols, NULL);
+    const size_t ob = (size_t)pr->nnz * sizeof(float);
+    float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
+    float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
+    float *dout = to_device(pr->before, ob), *t = malloc(ob + 4), *got = malloc(ob + 4);
+    cudaStream_t stream = (cudaStream_t)mf_ctx_stream(ctx);
+    setenv("MFACT_SDDMM_HALF", "tensor-cores", 1);
+    for (int c = 0; c < 4; c++) {
+        /* c = 0: t; then values at beta = 0, values at beta = -1, pattern at beta = -1 */
+        const unsigned flags = c == 0 || c == 3 ? MF_SDDMM_PATTERN : 0;
+        const float beta = c >= 2 ? -1.0f : 0.0f;
+        CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
+        mf_status st = mf_sddmm_ex(ctx, S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout,
+                                   MF_MEMORY_DEVICE, flags, prec);
+        ck_assert_msg(st == MF_OK, "%s, call %d: %s", what, c, mf_ctx_last_error(ctx));
+        CUDA_OK(cudaStreamSynchronize(stream));
+        CUDA_OK(cudaMemcpy(c == 0 ? t : got, dout, ob, cudaMemcpyDeviceToHost));
+        for (int64_t p = 0; c > 0 && p < pr->nnz; p++) {
+            float want = flags ? t[p] : t[p] * S->val[p];
+            if (beta != 0.0f)
+                want = fmaf(beta, pr->before[p], want);
+            if (memcmp(&want, &got[p], sizeof want) != 0)
+                ck_abort_msg("%s, call %d (beta %g, %s): entry %lld = %.9g, want %.9g", what, c,
+                             (double)beta, flags ? "pattern" : "values", (long long)p,
+                             (double)got[p], (double)want);
+        }
+    }
+    unsetenv("MFACT_SDDMM_HALF");
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    CUDA_OK(cudaFree(dout));
+    free(t), free(got);
+}
+
+/* check_finish_bits below and above 200,000 entries, TF32 and bf16; and above it in a context
+ * whose memory limit leaves no room for the scratch array (the limit: the peak of the same
+ * calls in a context without one, less half the array): the calls still succeed, finishing
+ * in the kernel, after a refused allocation. */
+START_TEST(tensor_core_finish_bits)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16};
+    for (int big = 0; big <= 1; big++) {
+        problem pr = big ? make_problem_sized(ctx, FX_RANDOM, 4500, 5000, 64, 0, 120)
+                         : make_problem(ctx, FX_POWER_LAW, 64, 0, 121);
+        ck_assert(big ? pr.nnz >= 200000 : pr.nnz < 200000);
+        for (int i = 0; i < 2; i++) {
+            char what[96];
+            snprintf(what, sizeof what, "finish bits, precision %d, %lld entries", precs[i],
+                     (long long)pr.nnz);
+            check_finish_bits(ctx, pr.S, &pr, precs[i], what);
+        }
+        if (big) {
+            mf_memory_stats m = {.struct_size = sizeof m};
+            mf_ctx *probe = tu_cuda_ctx(0);
+            mf_sparse *Sp = copy_to(probe, pr.S);
+            check_finish_bits(probe, Sp, &pr, MF_PRECISION_TF32, "finish bits, probe");
+            ck_assert_int_eq(mf_ctx_memory_stats(probe, &m), MF_OK);
+            const size_t scratch = (size_t)pr.nnz * sizeof(float);
+            ck_assert_uint_gt(m.peak_bytes, scratch);
+            const size_t limit = m.peak_bytes - scratch / 2;
+            mf_sparse_destroy(Sp);
+            mf_ctx_destroy(probe);
+            mf_ctx *lim = tu_cuda_ctx(limit);
+            mf_sparse *Sl = copy_to(lim, pr.S);
+            check_finish_bits(lim, Sl, &pr, MF_PRECISION_TF32, "finish bits, no room to spare");
+            ck_assert_int_eq(mf_ctx_memory_stats(lim, &m), MF_OK);
+            ck_assert_uint_gt(m.failed_allocations, 0);
+            ck_assert_uint_le(m.peak_bytes, limit);
+            mf_sparse_destroy(Sl);
+            mf_ctx_destroy(lim);
+        }
+        free_problem(&pr);
+    }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
                                   half_precision_default_route,  tensor_core_row_orders_agree,
                                   host_memory_and_cpu_parity,    auto_tune_and_plan_cache,
-                                  spmm_and_rmse_match_cpu};
+                                  spmm_and_rmse_match_cpu,       tensor_core_finish_bits};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -111,15 +111,16 @@ static void launch_tc(const mf_sddmm_tc_params &P, bool vec, unsigned grid, cuda
 }
 
 // out = t * val + beta * out (val NULL: 1; beta = 0: out not read), in index order: the
-// second half of a large call whose results read out or S's values.
+// second half of a large call whose results read out or S's values. The roundings are the
+// in-kernel epilogue's (mf_sddmm_tc_store), so both give the same bits.
 __global__ void mf_tc_finish(float *out, const float *t, const float *val, float beta, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
         float v = t[i];
         if (val)
-            v *= val[i];
-        out[i] = beta == 0.f ? v : v + beta * out[i];
+            v = __fmul_rn(v, val[i]);
+        out[i] = beta == 0.f ? v : __fmaf_rn(beta, out[i], v);
     }
 }
 
@@ -203,14 +204,20 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     // positions, at the end of each warp's short life: on large matrices that doubled the
     // time (H200, Netflix shape: TF32 0.62 -> 1.52 ms at k = 32, bf16 1.21 -> 1.88 ms at
     // k = 128). There the kernel writes alpha * products to a scratch array instead, and a
-    // pass in index order finishes them; small matrices, launch-bound, finish in the kernel.
+    // pass in index order finishes them; small matrices, launch-bound, finish in the kernel,
+    // and so does a call the scratch array would take past the memory limit (same results,
+    // slower).
     mf_dbuf scratch = {0, 0};
     if ((P.beta != 0.f || P.val) && S->nnz >= MF_SDDMM_TUNE_MIN_NNZ) {
-        MF_TRY(mf_dmem_alloc(ctx, &scratch, (size_t)S->nnz * sizeof(float),
-                             "SDDMM tensor-core products"));
-        P.out = (float *)scratch.ptr;
-        P.beta = 0.f;
-        P.val = NULL;
+        mf_status got = mf_dmem_alloc(ctx, &scratch, (size_t)S->nnz * sizeof(float),
+                                      "SDDMM tensor-core products");
+        if (got != MF_OK && got != MF_ERR_OUT_OF_MEMORY)
+            return got;
+        if (scratch.ptr) {
+            P.out = (float *)scratch.ptr;
+            P.beta = 0.f;
+            P.val = NULL;
+        }
     }
     mf_status st = MF_OK;
     switch (call->precision) {

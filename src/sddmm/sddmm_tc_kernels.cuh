@@ -1,14 +1,14 @@
 // The tensor-core SDDMM kernel (the reduced precisions of mf_sddmm_ex) over the
 // condensed-column layout (sddmm_tc_layout.h).
 //
-// bf16 and fp16 on large matrices read their factors from a 16-bit copy made for the call
-// (mf_tc_convert, rows padded with zeros to a multiple of 32, so that each lane reads 16 bytes a
-// row): the gathers of B rows move half the bytes, and the conversion is the one the MMA operands
-// would get anyway. On the H200 (bench_sddmm) the copy made NYTimes 16% faster at k = 128 and
-// 512, Netflix within 3% either way, and k = 32 10-14% slower than converting the floats in
-// registers (the copy's cost against a short kernel). A run-time choice between the two inside
-// one kernel was slower at every k (its registers), hence two instances (COPIES). Small
-// matrices at k <= MF_SDDMM_TC_COPY_K (sddmm_internal.h) convert in registers.
+// bf16 and fp16 read their factors from a 16-bit copy made for the call (mf_tc_convert, rows
+// padded with zeros to a multiple of 32, so that each lane reads 16 bytes a row): the gathers
+// of B rows move half the bytes, and the conversion is the one the MMA operands would get
+// anyway. On the H200 (bench_sddmm) the copy made NYTimes 16% faster at k = 128 and 512,
+// Netflix within 3% either way, and k = 32 10-14% slower than converting the floats in
+// registers (the copy's cost against a short kernel). A run-time choice between the two
+// inside one kernel was slower at every k (its registers), hence two instances (COPIES):
+// small matrices at k <= MF_SDDMM_TC_COPY_K (sddmm_internal.h) convert in registers.
 //
 // One warp per unit: up to MF_TC_UNIT_TILES tiles of one window of 8 rows. For a tile, the
 // MMA's A operand is B[tile columns] (m = 16 condensed columns x k) and its B operand is
@@ -47,7 +47,8 @@ struct mf_sddmm_tc_params {
     const float *val; // NULL: pattern
     float *out;
     // bf16, fp16: the factors as 16-bit values, rows of ld16 (k rounded up to 32, zeros past
-    // k); A and B are not read then
+    // k); A and B are not read then. NULL (every TF32 call; bf16 and fp16 without copies): A
+    // and B are read and rounded in registers
     const uint16_t *A16, *B16;
     int64_t ld16;
 };
@@ -200,10 +201,11 @@ __device__ __forceinline__ void mf_sddmm_tc_store(const mf_sddmm_tc_params &P, c
                 const int c = g + 8 * h;
                 if ((m >> c) & 1u) {
                     const int64_t p = pos[r] + __popc(m & ((1u << c) - 1u));
-                    float v = P.alpha * d[t][2 * h + r];
+                    // roundings spelled out: mf_tc_finish (sddmm_tc.cu) must match them
+                    float v = __fmul_rn(P.alpha, d[t][2 * h + r]);
                     if (P.val)
-                        v *= __ldg(P.val + p);
-                    P.out[p] = P.beta == 0.f ? v : v + P.beta * P.out[p];
+                        v = __fmul_rn(v, __ldg(P.val + p));
+                    P.out[p] = P.beta == 0.f ? v : __fmaf_rn(P.beta, P.out[p], v);
                 }
             }
             pos[r] += __popc(m);
