@@ -1,5 +1,6 @@
-// The CUDA backend of mf_sddmm: kernel variants, the per-matrix plan, and the auto-tune
-// that picks a variant by timing the candidates on the first call for a given k.
+// The CUDA backend of mf_sddmm: kernel variants and the auto-tune that picks a variant by
+// timing the candidates on the first call for a given k, kept in the matrix's plan
+// (sddmm_plan.h).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "sddmm/sddmm_engine.cuh"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_kernels.cuh"
+#include "sddmm/sddmm_plan.h"
 #include "sddmm/sddmm_tuning.h"
 
 typedef void (*mf_sddmm_launch_fn)(const mf_sddmm_params &, int half, int mode, unsigned grid,
@@ -116,150 +118,6 @@ extern "C" int mf_sddmm_variant_count(void)
 extern "C" mf_sddmm_config mf_sddmm_variant_config(int i)
 {
     return variants[i].cfg;
-}
-
-// ---- the plan cached on the matrix ---------------------------------------------------
-
-struct mf_sddmm_dev_layout {
-    int32_t tj; // 0: an empty slot (a layout dropped after tuning)
-    int32_t item_nnz;
-    int64_t block_nnz;
-    int32_t panels;
-    int64_t n_blocks;
-    mf_dbuf items, blocks;
-};
-
-// Every cached choice's layout plus every candidate of one tuning, so that tuning a new k
-// never evicts the choices made for others (the losers' layouts are freed after tuning).
-#define MF_SDDMM_MAX_CHOICES 8
-#define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES)
-
-struct mf_sddmm_choice {
-    int k, vec; // the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies
-    int variant, layout;
-    float ms;
-};
-
-struct mf_sddmm_plan {
-    mf_sddmm_dev_layout layouts[MF_SDDMM_MAX_LAYOUTS];
-    int n_layouts;
-    mf_sddmm_choice choices[MF_SDDMM_MAX_CHOICES];
-    int n_choices, next_choice; // a small ring: the oldest choice is replaced
-};
-
-// The plan lives in the matrix's cache under this key, freed with the matrix.
-static const char plan_key = 0;
-
-static void plan_free(mf_sparse *m, void *value)
-{
-    mf_sddmm_plan *plan = (mf_sddmm_plan *)value;
-    for (int i = 0; i < plan->n_layouts; i++) {
-        mf_dmem_free(m->ctx, &plan->layouts[i].items);
-        mf_dmem_free(m->ctx, &plan->layouts[i].blocks);
-    }
-    free(plan);
-}
-
-static mf_status get_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_plan **out)
-{
-    mf_sddmm_plan *plan = (mf_sddmm_plan *)mf_sparse_cache_get(S, &plan_key);
-    if (!plan) {
-        plan = (mf_sddmm_plan *)calloc(1, sizeof(mf_sddmm_plan));
-        if (!plan)
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
-        MF_TRY(mf_sparse_cache_put(S, &plan_key, plan, plan_free));
-    }
-    *out = plan;
-    return MF_OK;
-}
-
-// Drop every layout and choice: done before tuning when the new candidates' layouts might
-// not fit in the cache, so indices held during one tuning never move.
-static void reset_plan(mf_ctx *ctx, mf_sddmm_plan *plan)
-{
-    for (int i = 0; i < plan->n_layouts; i++) {
-        mf_dmem_free(ctx, &plan->layouts[i].items);
-        mf_dmem_free(ctx, &plan->layouts[i].blocks);
-    }
-    memset(plan, 0, sizeof *plan);
-}
-
-// Free the layouts that no cached choice uses (the tuning's losers: a layout of short items
-// takes up to 16 bytes per stored entry). Their slots stay, empty, so the layout indices
-// the choices hold do not move.
-static void drop_unused_layouts(mf_ctx *ctx, mf_sddmm_plan *plan)
-{
-    for (int i = 0; i < plan->n_layouts; i++) {
-        bool used = false;
-        for (int c = 0; c < plan->n_choices; c++)
-            used = used || plan->choices[c].layout == i;
-        if (!used && plan->layouts[i].tj != 0) {
-            mf_dmem_free(ctx, &plan->layouts[i].items);
-            mf_dmem_free(ctx, &plan->layouts[i].blocks);
-            memset(&plan->layouts[i], 0, sizeof plan->layouts[i]);
-        }
-    }
-}
-
-static int free_layout_slots(const mf_sddmm_plan *plan)
-{
-    int n = MF_SDDMM_MAX_LAYOUTS - plan->n_layouts;
-    for (int i = 0; i < plan->n_layouts; i++)
-        n += plan->layouts[i].tj == 0;
-    return n;
-}
-
-// The layout for (tj, block_nnz, item_nnz), built and uploaded on first use.
-static mf_status get_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz,
-                            int32_t item_nnz, int *index)
-{
-    mf_sddmm_plan *plan = NULL;
-    MF_TRY(get_plan(ctx, S, &plan));
-    if (tj > S->cols)
-        tj = S->cols;
-    if (tj < 1)
-        tj = 1;
-    int slot = plan->n_layouts;
-    for (int i = plan->n_layouts - 1; i >= 0; i--) {
-        const mf_sddmm_dev_layout &l = plan->layouts[i];
-        if (l.tj == tj && l.block_nnz == block_nnz && l.item_nnz == item_nnz) {
-            *index = i;
-            return MF_OK;
-        }
-        if (l.tj == 0)
-            slot = i;
-    }
-    if (slot == MF_SDDMM_MAX_LAYOUTS)
-        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: the plan's layout cache is full");
-    mf_sddmm_layout host;
-    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, item_nnz, block_nnz, &host));
-    mf_sddmm_dev_layout dev = {};
-    dev.tj = host.tj;
-    dev.item_nnz = item_nnz;
-    dev.block_nnz = block_nnz;
-    dev.panels = host.panels;
-    dev.n_blocks = host.n_blocks;
-    mf_status st = mf_upload(ctx, &dev.items, host.items,
-                             (size_t)host.n_items * sizeof(mf_sddmm_item), "SDDMM plan items");
-    if (st == MF_OK)
-        st = mf_upload(ctx, &dev.blocks, host.blocks,
-                       (size_t)host.n_blocks * sizeof(mf_sddmm_block), "SDDMM plan blocks");
-    mf_log(ctx, MF_LOG_DEBUG,
-           "mf_sddmm: layout tj = %d (%d panels): %lld items of <= %d entries, %lld blocks of "
-           "~%lld entries",
-           host.tj, host.panels, (long long)host.n_items, (int)item_nnz, (long long)host.n_blocks,
-           (long long)block_nnz);
-    mf_sddmm_layout_free(&host);
-    if (st != MF_OK) {
-        mf_dmem_free(ctx, &dev.items);
-        mf_dmem_free(ctx, &dev.blocks);
-        return st;
-    }
-    *index = slot;
-    plan->layouts[slot] = dev;
-    if (slot == plan->n_layouts)
-        plan->n_layouts++;
-    return MF_OK;
 }
 
 // ---- running one variant -------------------------------------------------------------
@@ -413,7 +271,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                         bool *tensor_cores = NULL)
 {
     mf_sddmm_plan *plan = NULL;
-    MF_TRY(get_plan(ctx, S, &plan));
+    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
     const int vec = half ? 10 + call->precision : vector_ok(call);
     for (int c = 0; c < plan->n_choices; c++)
         if (plan->choices[c].k == call->k && plan->choices[c].vec == vec) {
@@ -443,13 +301,14 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     if (n == 0)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
 
-    if (free_layout_slots(plan) < n)
-        reset_plan(ctx, plan);
+    if (mf_sddmm_plan_free_slots(plan) < n)
+        mf_sddmm_plan_reset(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
     if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
-        MF_TRY(get_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, &best_layout));
+        MF_TRY(mf_sddmm_plan_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz,
+                                    &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
         best = cand[0].variant;
         best_ms = 0.f;
@@ -465,7 +324,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         mf_status st = MF_OK;
         for (int c = 0; c < n && st == MF_OK; c++) {
             int li;
-            st = get_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, &li);
+            st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, &li);
             if (st == MF_OK)
                 st = allow_shared_memory(ctx, cand[c].variant);
             float ms = 0.f, ms2 = 0.f;
@@ -500,7 +359,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     plan->next_choice = (plan->next_choice + 1) % MF_SDDMM_MAX_CHOICES;
     if (plan->n_choices < MF_SDDMM_MAX_CHOICES)
         plan->n_choices++;
-    drop_unused_layouts(ctx, plan);
+    mf_sddmm_plan_drop_unused(ctx, plan);
     mf_sddmm_config cf = variants[best].cfg;
     mf_log(ctx, MF_LOG_INFO,
            "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)", call->k,
@@ -567,7 +426,7 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     }
     mf_sddmm_plan *plan = NULL;
     if (st == MF_OK && !tc)
-        st = get_plan(ctx, S, &plan);
+        st = mf_sddmm_plan_get(ctx, S, &plan);
     if (st == MF_OK)
         st = tc ? mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.B16, half.ld)
                 : run(ctx, S, call, v, &plan->layouts[li], &half);
@@ -587,7 +446,7 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
     int v, li;
     MF_TRY(choose(ctx, S, call, NULL, &v, &li));
     mf_sddmm_plan *plan = NULL;
-    MF_TRY(get_plan(ctx, S, &plan));
+    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
     return run(ctx, S, call, v, &plan->layouts[li]);
 }
 
@@ -605,13 +464,13 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                     (size_t)ctx->link.cuda->prop.sharedMemPerBlockOptin)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "tj = %d does not fit in shared memory", tj);
     mf_sddmm_plan *plan = NULL;
-    MF_TRY(get_plan(ctx, S, &plan));
-    if (free_layout_slots(plan) == 0)
-        reset_plan(ctx, plan);
+    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
+    if (mf_sddmm_plan_free_slots(plan) == 0)
+        mf_sddmm_plan_reset(ctx, plan);
     mf_sddmm_config cf = variants[v].cfg;
     int li;
-    MF_TRY(get_layout(ctx, S, tj, block_nnz,
-                      mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), &li));
+    MF_TRY(mf_sddmm_plan_layout(ctx, S, tj, block_nnz,
+                                mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), &li));
     MF_TRY(allow_shared_memory(ctx, v));
     return run(ctx, S, call, v, &plan->layouts[li]);
 }
