@@ -202,11 +202,11 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     P.ld16 = ld16;
     // A call that reads out (beta != 0) or S's values reads them at the entries' scattered
     // positions, at the end of each warp's short life: on large matrices that doubled the
-    // time (H200, Netflix shape: TF32 0.62 -> 1.52 ms at k = 32, bf16 1.21 -> 1.88 ms at
-    // k = 128). There the kernel writes alpha * products to a scratch array instead, and a
-    // pass in index order finishes them; small matrices, launch-bound, finish in the kernel,
-    // and so does a call the scratch array would take past the memory limit (same results,
-    // slower).
+    // time (H200, Netflix shape at half scale, beta = 0 -> 1: TF32 0.62 -> 1.52 ms at k = 32,
+    // bf16 1.21 -> 1.88 ms at k = 128; now 0.75 and 1.32 ms). There the kernel writes alpha *
+    // products to a scratch array instead, and a pass in index order finishes them; small
+    // matrices, launch-bound, finish in the kernel, and so does a call the scratch array
+    // would take past the memory limit (same results, slower).
     mf_dbuf scratch = {0, 0};
     if ((P.beta != 0.f || P.val) && S->nnz >= MF_SDDMM_TUNE_MIN_NNZ) {
         mf_status got = mf_dmem_alloc(ctx, &scratch, (size_t)S->nnz * sizeof(float),
