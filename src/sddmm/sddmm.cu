@@ -122,12 +122,26 @@ extern "C" mf_sddmm_config mf_sddmm_variant_config(int i)
 
 // ---- running one variant -------------------------------------------------------------
 
-// out = t + beta * out: the beta term of a chunked run, applied once at the end.
-__global__ void add_scaled(float *out, const float *t, float beta, int64_t n)
+// out = t * val + beta * out (val NULL: 1; beta = 0: out not read), in index order. The
+// roundings are the tensor-core kernel's own epilogue's (mf_sddmm_tc_store), so a call
+// finished here gives the bits it would have given finished there.
+__global__ void finish_kernel(float *out, const float *t, const float *val, float beta, int64_t n)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x)
-        out[i] = t[i] + beta * out[i];
+         i += (int64_t)gridDim.x * blockDim.x) {
+        float v = t[i];
+        if (val)
+            v = __fmul_rn(v, val[i]);
+        out[i] = beta == 0.f ? v : __fmaf_rn(beta, out[i], v);
+    }
+}
+
+extern "C" mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *t, const float *val,
+                                          float beta, int64_t n)
+{
+    finish_kernel<<<mf_cuda_grid(ctx->link.cuda, n, 256, 16), 256, 0, ctx->link.cuda->stream>>>(
+        out, t, val, beta, n);
+    return MF_CUDA_LAUNCHED(ctx, "the SDDMM finish");
 }
 
 // Let an SM-SM variant use all the shared memory a block may opt into. Done when a variant
@@ -382,11 +396,8 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     mf_dbuf t = {0, 0};
     MF_TRY(mf_dmem_alloc(ctx, &t, (size_t)S->nnz * sizeof(float), "SDDMM partial sums"));
     mf_status st = run_variant(ctx, S, call, v, L, (float *)t.ptr, 0.f, half);
-    if (st == MF_OK) {
-        add_scaled<<<mf_cuda_grid(ctx->link.cuda, S->nnz, 256, 16), 256, 0,
-                     ctx->link.cuda->stream>>>(call->out, (const float *)t.ptr, call->beta, S->nnz);
-        st = MF_CUDA_LAUNCHED(ctx, "add_scaled");
-    }
+    if (st == MF_OK) // the partial sums hold S's values already
+        st = mf_cuda_sddmm_finish(ctx, call->out, (const float *)t.ptr, NULL, call->beta, S->nnz);
     mf_dmem_free(ctx, &t); /* stream-ordered: freed after the kernels that use it */
     return st;
 }

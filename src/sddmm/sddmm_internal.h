@@ -21,6 +21,13 @@ mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
  * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
  * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16) when given, else round the
  * floats in registers; the TF32 kinds pass NULL. */
+/* out = t * val + beta * out over n entries (val NULL: 1; beta = 0: out not read), in index
+ * order, stream-ordered (sddmm.cu): the second pass of a call whose products were computed
+ * apart, a chunked float run's partial sums or a large tensor-core call's products. Rounded
+ * as the tensor-core kernel's own epilogue, so either way gives the same bits. */
+mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *t, const float *val,
+                               float beta, int64_t n);
+
 /* Below MF_SDDMM_TUNE_MIN_NNZ entries (sddmm_tuning.h) and up to this k, bf16 and fp16 on the
  * tensor cores round the floats in registers rather than read 16-bit copies: the calls are
  * launch-bound there and the copies take two more launches. On the H200 (three graphs of

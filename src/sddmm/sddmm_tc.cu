@@ -110,20 +110,6 @@ static void launch_tc(const mf_sddmm_tc_params &P, bool vec, unsigned grid, cuda
         launch_tc<PREC, false, false>(P, grid, stream);
 }
 
-// out = t * val + beta * out (val NULL: 1; beta = 0: out not read), in index order: the
-// second half of a large call whose results read out or S's values. The roundings are the
-// in-kernel epilogue's (mf_sddmm_tc_store), so both give the same bits.
-__global__ void mf_tc_finish(float *out, const float *t, const float *val, float beta, int64_t n)
-{
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        float v = t[i];
-        if (val)
-            v = __fmul_rn(v, val[i]);
-        out[i] = beta == 0.f ? v : __fmaf_rn(beta, out[i], v);
-    }
-}
-
 static bool aligned16(const void *p)
 {
     return ((uintptr_t)p & 15u) == 0;
@@ -233,11 +219,9 @@ extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_
     }
     if (st == MF_OK)
         st = MF_CUDA_LAUNCHED(ctx, "the tensor-core SDDMM kernel");
-    if (st == MF_OK && scratch.ptr) {
-        mf_tc_finish<<<mf_cuda_grid(ctx->link.cuda, S->nnz, 256, 16), 256, 0, stream>>>(
-            call->out, (const float *)scratch.ptr, call->pattern ? NULL : val, call->beta, S->nnz);
-        st = MF_CUDA_LAUNCHED(ctx, "the tensor-core SDDMM finish");
-    }
+    if (st == MF_OK && scratch.ptr)
+        st = mf_cuda_sddmm_finish(ctx, call->out, (const float *)scratch.ptr,
+                                  call->pattern ? NULL : val, call->beta, S->nnz);
     mf_dmem_free(ctx, &scratch); // stream-ordered: after the kernels that use it
     return st;
 }

@@ -201,7 +201,7 @@ __device__ __forceinline__ void mf_sddmm_tc_store(const mf_sddmm_tc_params &P, c
                 const int c = g + 8 * h;
                 if ((m >> c) & 1u) {
                     const int64_t p = pos[r] + __popc(m & ((1u << c) - 1u));
-                    // roundings spelled out: mf_tc_finish (sddmm_tc.cu) must match them
+                    // roundings spelled out: mf_cuda_sddmm_finish (sddmm.cu) must match them
                     float v = __fmul_rn(P.alpha, d[t][2 * h + r]);
                     if (P.val)
                         v = __fmul_rn(v, __ldg(P.val + p));
