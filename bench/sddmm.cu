@@ -24,7 +24,11 @@
 //                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--scale F] [--graph
 //                    FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
-//                    [--beta B]
+//                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
+//
+// --shape adds the generator at another shape: ROWS x COLS, row lengths Pareto(ALPHA) of
+// mean MEAN (ALPHA 0: all MEAN), column popularity Zipf(ZIPF) (0: uniform), a row capped at
+// MAXFRAC of the columns (default 1); --scale applies to its rows too.
 //
 // --beta B times out = A B^T + B out on both sides (the checked warm-up runs at beta = 0):
 // a kernel that reads out where it writes it (the tensor cores' scattered epilogue) shows here.
@@ -543,7 +547,7 @@ int main(int argc, char **argv)
 {
     const char *cases = "netflix,nytimes,uniform";
     std::vector<int> ks = {32, 128, 512};
-    std::vector<const char *> graphs;
+    std::vector<const char *> graphs, shapes;
     int repeat = 10;
     std::vector<int> precs = {0, 1, 2, 3, 4, 5, 6};
     double scale = 1.0;
@@ -572,6 +576,8 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
             graphs.push_back(argv[++i]);
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc)
+            shapes.push_back(argv[++i]);
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
         else if (!strcmp(argv[i], "--beta") && i + 1 < argc)
@@ -588,7 +594,8 @@ int main(int argc, char **argv)
                     "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--repeat N] "
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
-                    "[--verbose] [--rmse] [--beta B]\n",
+                    "[--verbose] [--rmse] [--beta B] "
+                    "[--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...\n",
                     argv[0]);
             return 2;
         }
@@ -632,6 +639,19 @@ int main(int argc, char **argv)
             csr m = power_law(rows, sp_.cols, sp_.mean, sp_.alpha, sp_.beta, sp_.max_frac, seed);
             mats.push_back({sp_.name, std::move(m)});
         }
+    for (const char *s : shapes) { // the generator at another shape: NAME,ROWS,COLS,MEAN,...
+        char name[64] = "";
+        int rows = 0, cols = 0;
+        double mean = 0, alpha = 0, zipf = 0, max_frac = 1.0;
+        int got = sscanf(s, "%63[^,],%d,%d,%lf,%lf,%lf,%lf", name, &rows, &cols, &mean, &alpha,
+                         &zipf, &max_frac);
+        if (got < 6 || rows < 1 || cols < 1 || mean <= 0 || max_frac <= 0) {
+            fprintf(stderr, "--shape %s: want NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]\n", s);
+            return 2;
+        }
+        mats.push_back(
+            {name, power_law((int32_t)(rows * scale), cols, mean, alpha, zipf, max_frac, seed)});
+    }
     for (const char *g : graphs) {
         const char *base = strrchr(g, '/');
         mats.push_back({base ? base + 1 : g, from_file(ctx, g)});

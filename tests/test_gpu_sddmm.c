@@ -88,7 +88,7 @@ static void free_problem(problem *pr)
 /* Run variant v (or the tuned path when v < 0) on device copies with out poisoned by NaN
  * (beta = 0), then with beta = -1 on `before`, and check both against the reference. */
 static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t block_nnz,
-                         const char *what)
+                         int grouped, float *keep, const char *what)
 {
     int32_t rows, cols;
     mf_sparse_shape(pr->S, &rows, &cols, NULL);
@@ -102,19 +102,21 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
     mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 0, MF_PRECISION_FP32};
     mf_status st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout,
                                     MF_MEMORY_DEVICE, 0)
-                         : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
+                         : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz, grouped);
     ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
     /* device-memory calls are stream-ordered: wait before reading on another stream */
     CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
     CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
     fx_check_sddmm(what, pr->nnz, pr->k, got, pr->ref, pr->bound, 0.0, NULL);
+    if (keep)
+        memcpy(keep, got, ob);
 
     CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
     CUDA_OK(cudaDeviceSynchronize());
     call.beta = -1.0f;
     st = v < 0 ? mf_sddmm(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, -1.0f, dout,
                           MF_MEMORY_DEVICE, 0)
-               : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz);
+               : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, block_nnz, grouped);
     ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
     /* device-memory calls are stream-ordered: wait before reading on another stream */
     CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
@@ -127,7 +129,9 @@ static void check_device(mf_ctx *ctx, problem *pr, int v, int32_t tj, int64_t bl
     free(nan);
 }
 
-/* Every variant that can serve k, on every pattern, with one panel and with several. */
+/* Every variant that can serve k, on every pattern, with one panel and with several; the
+ * SM-L2 variants also on the grouped layout (rows regrouped, items by column), which must
+ * give the same bits as index order. */
 START_TEST(every_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0);
@@ -141,6 +145,8 @@ START_TEST(every_variant_matches_float64)
             if (quick && (pi == FX_RANDOM || pi == FX_SINGLE || k == 1 || k == 32))
                 continue;
             problem pr = make_problem(ctx, (fx_pattern)pi, k, k % 4 ? 1 : 4, 40 + pi);
+            const size_t ob = (size_t)pr.nnz * sizeof(float) + 4;
+            float *plain = malloc(ob), *grouped = malloc(ob);
             for (int v = 0; v < nv; v++) {
                 mf_sddmm_config cf = mf_sddmm_variant_config(v);
                 if (cf.vec && k % 4)
@@ -154,12 +160,21 @@ START_TEST(every_variant_matches_float64)
                     snprintf(what, sizeof what, "%s k=%d variant %d (V=%d KR=%d %s%s) tj=%d",
                              fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr,
                              cf.vec ? "vec" : "scalar", cf.smem ? " smem" : "", tj);
-                    check_device(ctx, &pr, v, tj, 100 + 37 * t, what);
+                    check_device(ctx, &pr, v, tj, 100 + 37 * t, 0, t ? NULL : plain, what);
+                    if (t == 0 && !cf.smem) {
+                        strncat(what, " grouped", sizeof what - strlen(what) - 1);
+                        check_device(ctx, &pr, v, tj, 100, 1, grouped, what);
+                        for (int64_t p = 0; p < pr.nnz; p++)
+                            ck_assert_msg(!memcmp(&plain[p], &grouped[p], sizeof(float)),
+                                          "%s: %.9g, index order %.9g at entry %lld", what,
+                                          (double)grouped[p], (double)plain[p], (long long)p);
+                    }
                 }
             }
+            free(plain), free(grouped);
             char what[96];
             snprintf(what, sizeof what, "%s k=%d tuned", fx_pattern_name((fx_pattern)pi), k);
-            check_device(ctx, &pr, -1, 0, 0, what);
+            check_device(ctx, &pr, -1, 0, 0, 0, NULL, what);
             free_problem(&pr);
         }
     mf_ctx_destroy(ctx);

@@ -357,15 +357,21 @@ START_TEST(spmm_both_ops)
 END_TEST
 
 /* The layout covers every entry once, in item order within panels, and items never cross
- * a panel boundary or exceed the cap. */
+ * a panel boundary or exceed the cap; grouped too, where a block's items also come by first
+ * column, and the same on 1 thread as on 4 (the matrix is large enough, 65,536 entries or
+ * more, for the builder to use threads). */
 START_TEST(layout_covers_every_entry_once)
 {
-    mf_ctx *ctx = tu_cpu_ctx();
-    mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 500, 1000, 0.02, 1, 9);
+    mf_ctx *ctx = tu_cpu_ctx_threads(4);
+    mf_sparse *S = fx_matrix(ctx, FX_LONG_ROW, 2000, 3000, 0.015, 1, 9);
+    ck_assert_int_ge(S->nnz, 65536);
     int32_t tjs[] = {1, 7, 64, 1000, 5000};
-    for (size_t t = 0; t < sizeof tjs / sizeof *tjs; t++) {
+    for (size_t t = 0; t < 2 * sizeof tjs / sizeof *tjs; t++) {
+        const int grouped = t >= sizeof tjs / sizeof *tjs;
+        const int32_t tj = tjs[t % (sizeof tjs / sizeof *tjs)];
         mf_sddmm_layout L;
-        ck_assert_int_eq(mf_sddmm_layout_build(ctx, S, tjs[t], 64, 300, &L), MF_OK);
+        ck_assert_int_eq(mf_sddmm_layout_build(ctx, S, tj, 64, 300, grouped, &L), MF_OK);
+        ck_assert_int_eq(L.grouped, grouped);
         char *seen = calloc((size_t)S->nnz, 1);
         int64_t covered = 0;
         for (int64_t b = 0; b < L.n_blocks; b++) {
@@ -377,6 +383,8 @@ START_TEST(layout_covers_every_entry_once)
                 ck_assert_int_le(item->count, 64);
                 ck_assert_int_ge(item->begin, S->row_ptr[item->row]);
                 ck_assert_int_le(item->begin + item->count, S->row_ptr[item->row + 1]);
+                if (grouped && it > blk->item_begin)
+                    ck_assert_int_le(S->col[item[-1].begin], S->col[item->begin]);
                 for (int64_t p = item->begin; p < item->begin + item->count; p++) {
                     ck_assert_int_eq(S->col[p] / L.tj, blk->panel);
                     ck_assert_int_eq(seen[p], 0);
@@ -387,8 +395,19 @@ START_TEST(layout_covers_every_entry_once)
         }
         ck_assert_int_eq(covered, L.n_items);
         for (int64_t p = 0; p < S->nnz; p++)
-            ck_assert_msg(seen[p], "tj %d: entry %lld not covered", tjs[t], (long long)p);
+            ck_assert_msg(seen[p], "tj %d%s: entry %lld not covered", tj, grouped ? " grouped" : "",
+                          (long long)p);
         free(seen);
+        if (grouped) { /* the order depends on S alone, not on the thread count */
+            mf_ctx *one = tu_cpu_ctx_threads(1);
+            mf_sddmm_layout L1;
+            ck_assert_int_eq(mf_sddmm_layout_build(one, S, tj, 64, 300, 1, &L1), MF_OK);
+            ck_assert_int_eq(L1.n_items, L.n_items);
+            ck_assert_int_eq(L1.n_blocks, L.n_blocks);
+            ck_assert(!memcmp(L1.items, L.items, (size_t)L.n_items * sizeof *L.items));
+            mf_sddmm_layout_free(&L1);
+            mf_ctx_destroy(one);
+        }
         mf_sddmm_layout_free(&L);
     }
     mf_sparse_destroy(S);

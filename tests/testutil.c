@@ -19,15 +19,26 @@ mf_ctx *tu_cpu_ctx(void)
     return tu_cpu_ctx_seeded(0);
 }
 
-mf_ctx *tu_cpu_ctx_seeded(uint64_t seed)
+static mf_ctx *cpu_ctx(uint64_t seed, int threads)
 {
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CPU;
     o.seed = seed;
+    o.cpu_threads = threads;
     mf_ctx *ctx = NULL;
     ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
     return ctx;
+}
+
+mf_ctx *tu_cpu_ctx_seeded(uint64_t seed)
+{
+    return cpu_ctx(seed, 0);
+}
+
+mf_ctx *tu_cpu_ctx_threads(int threads)
+{
+    return cpu_ctx(0, threads);
 }
 
 const char *tu_write_file(const char *suffix, const void *data, size_t size)

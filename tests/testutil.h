@@ -15,6 +15,8 @@
 /* A CPU context (seed 0, or `seed`); the test fails if it cannot be made. */
 mf_ctx *tu_cpu_ctx(void);
 mf_ctx *tu_cpu_ctx_seeded(uint64_t seed);
+/* A CPU context of `threads` OpenMP threads (seed 0). */
+mf_ctx *tu_cpu_ctx_threads(int threads);
 
 /* Write `size` bytes (text: size = strlen) to a new temporary file; returns its path, which
  * tu_cleanup() removes. `suffix` (".mtx", ".in", ...) matters for format detection. */

@@ -315,13 +315,13 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     if (n == 0)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
 
-    if (mf_sddmm_plan_free_slots(plan) < n)
+    if (mf_sddmm_plan_free_slots(plan) < n + 1) // + 1: the grouped layout below
         mf_sddmm_plan_reset(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
     if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
         // Too small for timing to mean anything: the first candidate is the rule's pick.
-        MF_TRY(mf_sddmm_plan_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz,
+        MF_TRY(mf_sddmm_plan_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, 0,
                                     &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
         best = cand[0].variant;
@@ -336,32 +336,46 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             target = (float *)scratch.ptr;
         }
         mf_status st = MF_OK;
-        for (int c = 0; c < n && st == MF_OK; c++) {
-            int li;
-            st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, &li);
-            if (st == MF_OK)
-                st = allow_shared_memory(ctx, cand[c].variant);
+        // Time variant v on layout li (the best of two runs; one, when the first is three
+        // times slower than the best so far) and keep it when it is the fastest.
+        auto try_candidate = [&](int v, int li) -> mf_status {
+            MF_TRY(allow_shared_memory(ctx, v));
             float ms = 0.f, ms2 = 0.f;
-            if (st == MF_OK)
-                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms,
-                                  half);
-            // A candidate three times slower than the best on its cold run is not rerun.
-            if (st == MF_OK && ms < 3.f * best_ms) {
-                st = time_variant(ctx, S, call, cand[c].variant, &plan->layouts[li], target, &ms2,
-                                  half);
+            MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms, half));
+            if (ms < 3.f * best_ms) {
+                MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms2, half));
                 ms = ms2 < ms ? ms2 : ms;
             }
-            if (st != MF_OK)
-                break;
-            mf_sddmm_config cf = variants[cand[c].variant].cfg;
-            mf_log(ctx, MF_LOG_DEBUG, "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d: %.3f ms",
-                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
-                   plan->layouts[li].tj, (double)ms);
+            mf_sddmm_config cf = variants[v].cfg;
+            mf_log(ctx, MF_LOG_DEBUG,
+                   "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms", call->k,
+                   cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
+                   plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms);
             if (ms < best_ms) {
                 best_ms = ms;
-                best = cand[c].variant;
+                best = v;
                 best_layout = li;
             }
+            return MF_OK;
+        };
+        for (int c = 0; c < n && st == MF_OK; c++) {
+            int li;
+            st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, 0,
+                                      &li);
+            if (st == MF_OK)
+                st = try_candidate(cand[c].variant, li);
+        }
+        // The winner once more on the grouped layout (sddmm_layout.h), from
+        // MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large.
+        // MFACT_SDDMM_GROUPED=off leaves it out (bench_sddmm measures with and without).
+        const char *knob = getenv("MFACT_SDDMM_GROUPED");
+        if (st == MF_OK && best >= 0 && !variants[best].cfg.smem &&
+            call->k >= MF_SDDMM_GROUPED_MIN_K && !(knob && !strcmp(knob, "off"))) {
+            const mf_sddmm_dev_layout won = plan->layouts[best_layout];
+            int li;
+            st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
+            if (st == MF_OK)
+                st = try_candidate(best, li);
         }
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
@@ -376,9 +390,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     mf_sddmm_plan_drop_unused(ctx, plan);
     mf_sddmm_config cf = variants[best].cfg;
     mf_log(ctx, MF_LOG_INFO,
-           "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)", call->k,
+           "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s", call->k,
            cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar", mf_sddmm_chunk(cf),
-           plan->layouts[best_layout].tj, plan->layouts[best_layout].panels);
+           plan->layouts[best_layout].tj, plan->layouts[best_layout].panels,
+           plan->layouts[best_layout].grouped ? ", rows grouped" : "");
     *variant = best;
     *layout = best_layout;
     return MF_OK;
@@ -461,11 +476,11 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
     return run(ctx, S, call, v, &plan->layouts[li]);
 }
 
-// Run variant v on the layout of panel width tj and block_nnz, bypassing the tuning rules
-// (stream-ordered). Serves the test hook (sddmm_hooks.cu) that checks every compiled
+// Run variant v on the layout of panel width tj and block_nnz (grouped or not), bypassing the
+// tuning rules (stream-ordered). Serves the test hook (sddmm_hooks.cu) that checks every compiled
 // variant against the reference, whatever the rules would pick.
 mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                                    int32_t tj, int64_t block_nnz)
+                                    int32_t tj, int64_t block_nnz, int grouped)
 {
     if (v < 0 || v >= n_variants)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no SDDMM variant %d", v);
@@ -481,7 +496,8 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     mf_sddmm_config cf = variants[v].cfg;
     int li;
     MF_TRY(mf_sddmm_plan_layout(ctx, S, tj, block_nnz,
-                                mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), &li));
+                                mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), grouped,
+                                &li));
     MF_TRY(allow_shared_memory(ctx, v));
     return run(ctx, S, call, v, &plan->layouts[li]);
 }

@@ -9,9 +9,10 @@ namespace mf_sddmm_gpu
 {
 
 // Run compiled variant v (sddmm_tuning.h) on the layout of panel width tj and about
-// block_nnz entries per block, whatever the tuning rules would pick; stream-ordered.
+// block_nnz entries per block, grouped or not (sddmm_layout.h), whatever the tuning rules
+// would pick; stream-ordered.
 mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v, int32_t tj,
-                      int64_t block_nnz);
+                      int64_t block_nnz, int grouped);
 
 } // namespace mf_sddmm_gpu
 

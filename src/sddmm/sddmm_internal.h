@@ -45,10 +45,10 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
                        const uint16_t **A16, const uint16_t **B16, int64_t *ld);
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
- * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, bypassing the
- * tuning rules; finished on return. */
+ * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped
+ * layout or not (sddmm_layout.h), bypassing the tuning rules; finished on return. */
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                                int32_t tj, int64_t block_nnz);
+                                int32_t tj, int64_t block_nnz, int grouped);
 
 /* Device arrays (predict.cu): out[p] = (accumulate ? out[p] : 0) + sign * (mean + user[i] +
  * item[j]) at every stored entry p = (i, j) of S. */

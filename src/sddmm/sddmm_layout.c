@@ -4,15 +4,18 @@
 #include <string.h>
 
 #include "core/ctx.h"
+#include "sddmm/sddmm_tc_order.h"
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
-/* Walk the items of rows [r0, r1): emit(panel, row, begin, count) for each, in row order. A
- * macro rather than a callback so both passes stay tight loops. */
-#define MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, EMIT)                                                 \
-    for (int32_t i = (r0); i < (r1); i++) {                                                        \
+/* Walk the items of rows [r0, r1) of the order (rows[]: the rows in order; NULL: index
+ * order): emit(panel, row, begin, count) for each, in that order. A macro rather than a
+ * callback so both passes stay tight loops. */
+#define MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, EMIT)                                           \
+    for (int64_t ri = (r0); ri < (r1); ri++) {                                                     \
+        const int32_t i = (rows) ? (rows)[ri] : (int32_t)ri;                                       \
         int64_t p = (S)->row_ptr[i], end = (S)->row_ptr[i + 1];                                    \
         while (p < end) {                                                                          \
             int32_t panel = (S)->col[p] / (tj);                                                    \
@@ -41,16 +44,17 @@ static int mf_thread_index(void)
 #endif
 }
 
-/* This thread's fixed range of rows: the same in both passes, in row order by thread. */
-static void thread_rows(const mf_sparse *S, int threads, int32_t *r0, int32_t *r1)
+/* This thread's fixed range of the n rows of the order: the same in both passes, in order
+ * by thread. */
+static void thread_rows(int64_t n, int threads, int64_t *r0, int64_t *r1)
 {
     int t = mf_thread_index();
-    *r0 = (int32_t)((int64_t)S->rows * t / threads);
-    *r1 = (int32_t)((int64_t)S->rows * (t + 1) / threads);
+    *r0 = n * t / threads;
+    *r1 = n * (t + 1) / threads;
 }
 
-static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l, int threads,
-                             int64_t *panel_first)
+static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *rows, int64_t n,
+                             mf_sddmm_layout *l, int threads, int64_t *panel_first)
 {
     const int32_t tj = l->tj, cap = l->max_item_nnz, panels = l->panels;
     /* counts[t * panels + q]: items of thread t's rows in panel q, then its write offset. */
@@ -59,11 +63,11 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
 #pragma omp parallel num_threads(threads)
     {
-        int32_t r0, r1;
-        thread_rows(S, threads, &r0, &r1);
+        int64_t r0, r1;
+        thread_rows(n, threads, &r0, &r1);
         int64_t *mine = counts + (size_t)mf_thread_index() * (size_t)panels;
 #define MF_COUNT(panel, i, p, n) mine[panel]++
-        MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, MF_COUNT)
+        MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_COUNT)
 #undef MF_COUNT
     }
     /* Panel-major, then thread order = row order. */
@@ -87,11 +91,11 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l
     mf_sddmm_item *items = l->items;
 #pragma omp parallel num_threads(threads)
     {
-        int32_t r0, r1;
-        thread_rows(S, threads, &r0, &r1);
+        int64_t r0, r1;
+        thread_rows(n, threads, &r0, &r1);
         int64_t *next = counts + (size_t)mf_thread_index() * (size_t)panels;
 #define MF_FILL(panel, i, p, n) items[next[panel]++] = (mf_sddmm_item){(i), (n), (p)}
-        MF_FOR_EACH_ITEM(S, tj, cap, r0, r1, MF_FILL)
+        MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_FILL)
 #undef MF_FILL
     }
     free(counts);
@@ -120,22 +124,80 @@ static mf_status build_blocks(mf_ctx *ctx, mf_sddmm_layout *l, const int64_t *pa
     return MF_OK;
 }
 
+/* A grouped layout's items of one block, by first column (ties: by row, so the order is
+ * unique and the layout does not depend on the thread count). */
+typedef struct keyed_item {
+    int32_t col;
+    mf_sddmm_item item;
+} keyed_item;
+
+static int keyed_item_cmp(const void *a, const void *b)
+{
+    const keyed_item *x = a, *y = b;
+    if (x->col != y->col)
+        return x->col < y->col ? -1 : 1;
+    return (x->item.row > y->item.row) - (x->item.row < y->item.row);
+}
+
+static mf_status sort_block_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l, int threads)
+{
+    int32_t most = 0;
+    for (int64_t b = 0; b < l->n_blocks; b++)
+        if (l->blocks[b].item_count > most)
+            most = l->blocks[b].item_count;
+    keyed_item *scratch = malloc((size_t)threads * (size_t)(most > 0 ? most : 1) * sizeof *scratch);
+    if (!scratch)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+#pragma omp parallel num_threads(threads)
+    {
+        keyed_item *buf = scratch + (size_t)mf_thread_index() * (size_t)most;
+#pragma omp for schedule(dynamic, 64)
+        for (int64_t b = 0; b < l->n_blocks; b++) {
+            mf_sddmm_item *it = l->items + l->blocks[b].item_begin;
+            const size_t n = (size_t)l->blocks[b].item_count;
+            for (size_t i = 0; i < n; i++)
+                buf[i] = (keyed_item){S->col[it[i].begin], it[i]};
+            qsort(buf, n, sizeof *buf, keyed_item_cmp);
+            for (size_t i = 0; i < n; i++)
+                it[i] = buf[i].item;
+        }
+    }
+    free(scratch);
+    return MF_OK;
+}
+
 mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int32_t max_item_nnz,
-                                int64_t block_nnz, mf_sddmm_layout *out)
+                                int64_t block_nnz, int grouped, mf_sddmm_layout *out)
 {
     memset(out, 0, sizeof *out);
     out->tj = tj < S->cols ? tj : S->cols;
     out->panels = (S->cols + out->tj - 1) / out->tj;
     out->max_item_nnz = max_item_nnz;
     out->block_nnz = block_nnz;
-    /* Fixed row ranges per thread keep the items in row order within each panel. */
+    out->grouped = grouped != 0;
+    /* Fixed row ranges per thread keep the items in the row order within each panel. */
     int threads = S->nnz < 65536 ? 1 : mf_ctx_threads(ctx);
     int64_t *panel_first = malloc(((size_t)out->panels + 1) * sizeof *panel_first);
-    if (!panel_first)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
-    mf_status st = build_items(ctx, S, out, threads, panel_first);
+    int32_t *rows = NULL;
+    int64_t n = S->rows;
+    mf_status st = panel_first ? MF_OK
+                               : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                         "mf_sddmm: out of host memory for the plan");
+    if (st == MF_OK && out->grouped) {
+        n = 0;
+        for (int32_t i = 0; i < S->rows; i++)
+            n += S->row_ptr[i + 1] > S->row_ptr[i];
+        rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
+        st = rows ? mf_tc_order_rows(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, rows, n)
+                  : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+    }
+    if (st == MF_OK)
+        st = build_items(ctx, S, rows, n, out, threads, panel_first);
     if (st == MF_OK)
         st = build_blocks(ctx, out, panel_first);
+    if (st == MF_OK && out->grouped)
+        st = sort_block_items(ctx, S, out, threads);
+    free(rows);
     free(panel_first);
     if (st != MF_OK)
         mf_sddmm_layout_free(out);

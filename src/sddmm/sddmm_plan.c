@@ -67,7 +67,7 @@ int mf_sddmm_plan_free_slots(const mf_sddmm_plan *plan)
 }
 
 mf_status mf_sddmm_plan_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz,
-                               int32_t item_nnz, int *index)
+                               int32_t item_nnz, int grouped, int *index)
 {
     mf_sddmm_plan *plan = NULL;
     MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
@@ -78,7 +78,8 @@ mf_status mf_sddmm_plan_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t bl
     int slot = plan->n_layouts;
     for (int i = plan->n_layouts - 1; i >= 0; i--) {
         const mf_sddmm_dev_layout *l = &plan->layouts[i];
-        if (l->tj == tj && l->block_nnz == block_nnz && l->item_nnz == item_nnz) {
+        if (l->tj == tj && l->block_nnz == block_nnz && l->item_nnz == item_nnz &&
+            l->grouped == (grouped != 0)) {
             *index = i;
             return MF_OK;
         }
@@ -88,11 +89,12 @@ mf_status mf_sddmm_plan_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t bl
     if (slot == MF_SDDMM_MAX_LAYOUTS)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: the plan's layout cache is full");
     mf_sddmm_layout host;
-    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, item_nnz, block_nnz, &host));
+    MF_TRY(mf_sddmm_layout_build(ctx, S, tj, item_nnz, block_nnz, grouped, &host));
     mf_sddmm_dev_layout dev = {0};
     dev.tj = host.tj;
     dev.item_nnz = item_nnz;
     dev.block_nnz = block_nnz;
+    dev.grouped = host.grouped;
     dev.panels = host.panels;
     dev.n_blocks = host.n_blocks;
     mf_status st = mf_upload(ctx, &dev.items, host.items,
@@ -101,10 +103,10 @@ mf_status mf_sddmm_plan_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t bl
         st = mf_upload(ctx, &dev.blocks, host.blocks,
                        (size_t)host.n_blocks * sizeof(mf_sddmm_block), "SDDMM plan blocks");
     mf_log(ctx, MF_LOG_DEBUG,
-           "mf_sddmm: layout tj = %d (%d panels): %lld items of <= %d entries, %lld blocks of "
+           "mf_sddmm: %slayout tj = %d (%d panels): %lld items of <= %d entries, %lld blocks of "
            "~%lld entries",
-           host.tj, host.panels, (long long)host.n_items, (int)item_nnz, (long long)host.n_blocks,
-           (long long)block_nnz);
+           host.grouped ? "grouped " : "", host.tj, host.panels, (long long)host.n_items,
+           (int)item_nnz, (long long)host.n_blocks, (long long)block_nnz);
     mf_sddmm_layout_free(&host);
     if (st != MF_OK) {
         free_layout(ctx, &dev);

@@ -19,6 +19,7 @@ extern "C" {
 typedef struct mf_sddmm_dev_layout {
     int32_t tj; /* 0: an empty slot (a layout dropped after tuning) */
     int32_t item_nnz;
+    int grouped; /* rows grouped, items by column (sddmm_layout.h) */
     int64_t block_nnz;
     int32_t panels;
     int64_t n_blocks;
@@ -58,10 +59,10 @@ void mf_sddmm_plan_drop_unused(mf_ctx *ctx, mf_sddmm_plan *plan);
 /* Layout slots still free (never used, or emptied). */
 int mf_sddmm_plan_free_slots(const mf_sddmm_plan *plan);
 
-/* *index: the layout for (tj, block_nnz, item_nnz) in S's plan, built and uploaded on first
- * use (tj clamped to 1 .. S's columns). */
+/* *index: the layout for (tj, block_nnz, item_nnz, grouped) in S's plan, built and uploaded
+ * on first use (tj clamped to 1 .. S's columns). */
 mf_status mf_sddmm_plan_layout(mf_ctx *ctx, mf_sparse *S, int32_t tj, int64_t block_nnz,
-                               int32_t item_nnz, int *index);
+                               int32_t item_nnz, int grouped, int *index);
 
 #ifdef __cplusplus
 }

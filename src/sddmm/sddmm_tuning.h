@@ -37,6 +37,10 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 /* Entries per thread block in the SM-L2 scheme: at most this many, and fewer on small
  * matrices so that every SM gets several blocks. */
 #define MF_SDDMM_L2_BLOCK_NNZ 4096
+/* From this k on, where the tuning times candidates, the fastest SM-L2 candidate is timed
+ * again on the grouped layout (sddmm_layout.h) and keeps it when faster: on the H200 it
+ * gained 7-12% at k = 128 and 512 on the Netflix shape and lost 2-6% at k = 32. */
+#define MF_SDDMM_GROUPED_MIN_K 64
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
 /* Shared memory for one SM-SM block's B tile: one 1024-thread block per SM holds a tile
