@@ -55,6 +55,15 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
     }
     if (first_l2 >= 0 && tj_l2 >= 64 && tj_l2 < sh->cols)
         n = add(cand, n, first_l2, (int32_t)tj_l2, l2_block);
+    /* Large k also in two chunks (a launch each, out accumulating): each pass gathers half of
+     * every B row, so L1 holds twice the rows (H200, k = 512: the amazon-like shape of
+     * bench/README.md 1.40 -> 1.49x cuSPARSE with the grouped layout; Netflix 1-2%). */
+    if (fit && sh->k >= 256)
+        for (int i = 0; i < nv; i++) {
+            mf_sddmm_config c = mf_sddmm_variant_config(i);
+            if (!c.smem && c.vec == sh->vec && 2 * c.v * c.kr == level)
+                n = add(cand, n, i, sh->cols, l2_block);
+        }
 
     /* SM-SM: a B tile of tj rows x Tk columns in shared memory, worth it only when the
      * panels are dense enough that a row has several entries per panel (else the A row is
