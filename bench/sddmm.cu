@@ -21,8 +21,8 @@
 // difference from the peer's float RMSE.
 //
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
-//                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--scale F] [--graph
-//                    FILE]...
+//                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,3xtf32-tc]
+//                    [--scale F] [--graph FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
 //                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
 //
@@ -179,7 +179,9 @@ static const struct {
                   {"bf16", MF_PRECISION_BF16, NULL},
                   {"fp16", MF_PRECISION_FP16, NULL},
                   {"bf16-tc", MF_PRECISION_BF16, "tensor-cores"},
-                  {"fp16-tc", MF_PRECISION_FP16, "tensor-cores"}};
+                  {"fp16-tc", MF_PRECISION_FP16, "tensor-cores"},
+                  {"tf32-tc", MF_PRECISION_TF32, "tensor-cores"},
+                  {"3xtf32-tc", MF_PRECISION_3XTF32, "tensor-cores"}};
 
 // The header's bound for the precision (mfact.h, mf_precision), relative to sum |a_t b_t|.
 static double precision_bound(mf_precision p, int k)
@@ -366,23 +368,20 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         CUDA_CHECK(cudaStreamSynchronize(st));
         r.first_ms =
             std::chrono::duration<float, std::milli>(std::chrono::steady_clock::now() - t0).count();
-        if (last_plan[0]) { // fp32, and bf16/fp16 on the CUDA cores: the variant picked
+        if (last_plan[0]) { // a route through the float kernel: the variant picked
             // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
             const char *plan = strstr(last_plan, "plan for k");
             plan = plan ? strstr(plan, ": ") : NULL;
             snprintf(r.plan, sizeof r.plan, "%s%s",
                      precisions[precs[i]].p == MF_PRECISION_FP32 ? "" : "CUDA cores, ",
                      plan ? plan + 2 : "?");
-        } else if (precisions[precs[i]].p == MF_PRECISION_FP32 ||
-                   (!precisions[precs[i]].half && (precisions[precs[i]].p == MF_PRECISION_BF16 ||
-                                                   precisions[precs[i]].p == MF_PRECISION_FP16))) {
+        } else if (!precisions[precs[i]].half) {
             snprintf(r.plan, sizeof r.plan, "cached");
-        } else if (precisions[precs[i]].half) {
-            snprintf(r.plan, sizeof r.plan, "forced %s", precisions[precs[i]].half);
         } else if (tc_plan_ms >= 0) {
-            snprintf(r.plan, sizeof r.plan, "tensor-core plan built in %.1f ms", tc_plan_ms);
+            snprintf(r.plan, sizeof r.plan, "forced %s, plan built in %.1f ms",
+                     precisions[precs[i]].half, tc_plan_ms);
         } else {
-            snprintf(r.plan, sizeof r.plan, "tensor-core plan cached");
+            snprintf(r.plan, sizeof r.plan, "forced %s, plan cached", precisions[precs[i]].half);
         }
     }
     double sp_err, sp_rms;
@@ -591,7 +590,8 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                    "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc] [--repeat N] "
+                    "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,3xtf32-tc] "
+                    "[--repeat N] "
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
                     "[--verbose] [--rmse] [--beta B] "

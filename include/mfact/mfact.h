@@ -486,20 +486,26 @@ typedef enum mf_precision {
 } mf_precision;
 
 /* mf_sddmm with a choice of arithmetic: mf_sddmm(...) is mf_sddmm_ex(..., MF_PRECISION_FP32).
- * On a CUDA context 3XTF32 and TF32 run on the tensor cores: the first such call on a matrix
- * builds its condensed-column plan (one per matrix, for every k and precision; the INFO log
- * line "mf_sddmm: tensor-core plan ..." reports its size and build time, about 0.9 s for
- * 74 million entries) and caches it on S (about 80 bytes per 16 condensed columns of each
- * 8-row window). BF16 and FP16 take (rows + cols) * (k rounded up to 32) * 2 bytes of
- * device memory for the call, for the factors' 16-bit copies, and run on the CUDA cores: the
- * float kernel, tuned per matrix and k as for FP32, reading the copies and widening each
- * value to float (the same rounded inputs, exact products, float sums: the same bounds);
- * half the bytes of the gathers that bound it. The tensor-core kernel takes them below
- * 200,000 entries (its plan costs milliseconds there, and it was the faster on the small
- * graphs measured) and where no such variant applies (bench/README.md: on the large shapes
- * it was faster in one case of eleven, never by enough to repay its plan). A precision
- * that is not one of mf_precision's values is MF_ERR_INVALID_ARGUMENT and leaves out
- * untouched; other arguments as mf_sddmm. */
+ * On a CUDA context each precision runs where it was measured fastest (bench/README.md; the
+ * products are gathers of factor rows before they are arithmetic). 3XTF32 asks for float's
+ * accuracy and gets float's own product, the FP32 kernel (its bound is well inside
+ * 3XTF32's; the CPU backend sums the split's three products, so the two differ by the
+ * split's dropped terms too, 3 * 2^-22 m at most). TF32 runs the float kernel's variants that round
+ * each value to TF32 as it loads (exact products of the rounded inputs, float sums: TF32's
+ * bound), tuned per matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
+ * up to 32) * 2 bytes of device memory for the call, for the factors' 16-bit copies, and
+ * run the float kernel's variants reading the copies and widening each value to float (the
+ * same rounded inputs, exact products, float sums: the same bounds), half the bytes of the
+ * gathers that bound it. The tensor cores take TF32 when the factors' rows are not 16-byte
+ * vectors (k or a leading dimension not a multiple of 4, or unaligned arrays), BF16 and FP16
+ * below 200,000 entries (where they were the faster on the small graphs measured) or where
+ * no variant applies, and every reduced precision when the environment variable
+ * MFACT_SDDMM_HALF is "tensor-cores" ("cuda-cores" forces the other way; a measuring knob).
+ * Their first call on a matrix builds its condensed-column plan (one per matrix, for every k
+ * and precision; the INFO log line "mf_sddmm: tensor-core plan ..." reports its size and
+ * build time, about 0.9 s for 74 million entries) and caches it on S (about 80 bytes per 16
+ * condensed columns of each 8-row window). A precision that is not one of mf_precision's
+ * values is MF_ERR_INVALID_ARGUMENT and leaves out untouched; other arguments as mf_sddmm. */
 MF_API mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
                              const float *B, int64_t ldb, float alpha, float beta, float *out,
                              mf_memory where, unsigned flags, mf_precision precision);

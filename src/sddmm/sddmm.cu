@@ -31,8 +31,9 @@ static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_
         mf_sddmm_kernel<V, KR, VEC, SMEM, MF_SDDMM_FULL, T, HALF><<<grid, T, smem, stream>>>(P);
 }
 
-// One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with
-// P.A16 set, the instance for 16-bit inputs of `half` (SM-L2 vector variants only).
+// One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with `half`
+// a reduced precision, the instance that rounds the inputs (SM-L2 vector variants only):
+// bf16 and fp16 read P.A16 and P.B16, TF32 rounds the floats as they load.
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
                    cudaStream_t stream)
@@ -42,6 +43,8 @@ static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, 
             return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_BF16>(P, mode, grid, smem, stream);
         if (half == MF_PRECISION_FP16)
             return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_FP16>(P, mode, grid, smem, stream);
+        if (half == MF_PRECISION_TF32)
+            return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_TF32>(P, mode, grid, smem, stream);
     }
     launch_mode<V, KR, VEC, SMEM, 0>(P, mode, grid, smem, stream);
 }
@@ -155,7 +158,8 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
     return MF_OK;
 }
 
-// The factors' 16-bit copies for a bf16 or fp16 call on the CUDA cores (rows of ld values).
+// A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
+// (rows of ld values); TF32 (A16 NULL) reads the floats and rounds them as they load.
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     int64_t ld;
@@ -186,9 +190,10 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.items = (const mf_sddmm_item *)L->items.ptr;
     P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
     P.A16 = P.B16 = NULL;
-    if (half) {
-        if (!var.cfg.vec || var.cfg.smem)
-            return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: variant %d has no 16-bit instance", v);
+    if (half && (!var.cfg.vec || var.cfg.smem))
+        return mf_fail(ctx, MF_ERR_INTERNAL,
+                       "mf_sddmm: variant %d has no reduced-precision instance", v);
+    if (half && half->A16) {
         P.A16 = half->A16;
         P.B16 = half->B16;
         P.lda = P.ldb = half->ld;
@@ -273,12 +278,12 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // Pick the variant and layout for this call shape: the cached choice, or the fastest of
 // the candidates, each timed twice (the first run warms caches and the layout upload).
 //
-// With half (bf16 or fp16 copies) the candidates are the SM-L2 vector variants run on the
-// copies. The tensor-core kernel is not timed against them: it won in one of the eleven
-// cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only where the output
-// is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it took 5.6 ms
-// where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a Netflix-
-// sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
+// With half (bf16 or fp16 copies, or TF32 rounding as it loads) the candidates are the SM-L2
+// vector variants run on the reduced inputs. The tensor-core kernel is not timed against them: it
+// won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only
+// where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it
+// took 5.6 ms where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a
+// Netflix- sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
 // when no variant reads the copies.
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                         const mf_sddmm_half_in *half, int *variant, int *layout,
@@ -297,7 +302,8 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
     mf_sddmm_shape sh = shape_of(ctx, S, call);
     if (half)
-        sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are
+        sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (TF32:
+                    // the caller checked the factors')
     mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
     int n = mf_sddmm_candidates(&sh, cand);
     if (half) { // no SM-SM instance reads 16-bit copies
@@ -423,14 +429,23 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
 // tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
 // the copies up to MF_SDDMM_TC_COPY_K) and where no variant applies. MFACT_SDDMM_HALF
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
-static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+// MFACT_SDDMM_HALF: tensor-cores or cuda-cores forces the route of every reduced precision;
+// unset or empty leaves the library's pick; another value fails the call.
+static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores)
 {
     const char *knob = getenv("MFACT_SDDMM_HALF");
-    const bool force_tc = knob && !strcmp(knob, "tensor-cores"),
-               force_cores = knob && !strcmp(knob, "cuda-cores");
-    if (knob && *knob && !force_tc && !force_cores)
+    *force_tc = knob && !strcmp(knob, "tensor-cores");
+    *force_cores = knob && !strcmp(knob, "cuda-cores");
+    if (knob && *knob && !*force_tc && !*force_cores)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                        "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores or cuda-cores", knob);
+    return MF_OK;
+}
+
+static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    bool force_tc, force_cores;
+    MF_TRY(route_knob(ctx, &force_tc, &force_cores));
     // Below the size worth timing the tensor cores: their plan takes milliseconds there,
     // and they beat the variants' rule pick on the three small graphs measured (83K-196K
     // entries, bench/README.md). Up to MF_SDDMM_TC_COPY_K they round the floats in registers
@@ -460,6 +475,33 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     return st;
 }
 
+// TF32 and 3xTF32. Both are gathers of factor rows before they are arithmetic, and on the
+// tensor cores, whose tiles are 16-18% stored entries on the shapes measured, they lost to
+// the float kernel in 22 of the 24 cases of one command (bench/README.md, 2026-11-29: TF32
+// won at k = 32 on two small graphs, by 3% and 14%; 3xTF32 never). So 3xTF32, a request for float's
+// accuracy, gets float's own product (the CPU backend's 3xTF32 too; its bound holds with room), and
+// TF32 the float kernel's variants rounding each value to TF32 as it loads (exact products of the
+// rounded factors, float sums: TF32's bound and CPU parity, as on the tensor cores), tuned per
+// matrix and k; factors without 16-byte rows (no such variant) stay on the tensor cores.
+// MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
+static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
+{
+    bool force_tc, force_cores;
+    MF_TRY(route_knob(ctx, &force_tc, &force_cores));
+    if (force_tc || (call->precision == MF_PRECISION_TF32 && !vector_ok(call)))
+        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
+    mf_sddmm_half_in tf32 = {NULL, NULL, 0};
+    const mf_sddmm_half_in *in = call->precision == MF_PRECISION_TF32 ? &tf32 : NULL;
+    int v = -1, li = -1;
+    bool tc = false;
+    MF_TRY(choose(ctx, S, call, in, &v, &li, in ? &tc : NULL));
+    if (tc) // no variant for this k
+        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
+    mf_sddmm_plan *plan = NULL;
+    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
+    return run(ctx, S, call, v, &plan->layouts[li], in);
+}
+
 // Stream-ordered: returns once the work is queued on the context's stream (callers with
 // host arrays synchronize when they copy the result back).
 extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
@@ -467,8 +509,11 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
     mf_device_guard guard(ctx->link.cuda->device);
     if (call->precision == MF_PRECISION_BF16 || call->precision == MF_PRECISION_FP16)
         return sddmm_half(ctx, S, call);
+    if (call->precision == MF_PRECISION_TF32 || call->precision == MF_PRECISION_3XTF32)
+        return sddmm_tf32(ctx, S, call);
     if (call->precision != MF_PRECISION_FP32)
-        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no CUDA route for precision %d",
+                       call->precision);
     int v, li;
     MF_TRY(choose(ctx, S, call, NULL, &v, &li));
     mf_sddmm_plan *plan = NULL;

@@ -33,6 +33,7 @@
 
 #include "mfact/mfact.h"
 #include "sddmm/sddmm_layout.h"
+#include "sddmm/sddmm_round.h"  // mf_round_tf32
 #include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
 
 struct mf_sddmm_params {
@@ -152,6 +153,18 @@ template <int HALF> struct mf_unit<true, HALF> : mf_unit<true> {
     }
 };
 
+// TF32 (HALF = MF_PRECISION_TF32, with VEC): the float factors, each value rounded to TF32
+// as it loads (sddmm_round.h, as the CPU backend rounds it): exact products of the rounded
+// factors and float sums, the same bound as on the tensor cores, at the float kernel's speed.
+template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
+    __device__ static float4 load(const float *p)
+    {
+        const float4 v = mf_unit<true>::load(p);
+        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                           mf_round_tf32(v.w));
+    }
+};
+
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
 // wholly inside k or wholly outside.
@@ -174,7 +187,8 @@ enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
 template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
-    static_assert(HALF == 0 || (VEC && !SMEM), "16-bit inputs: SM-L2 with 4-value units only");
+    static_assert(HALF == 0 || (VEC && !SMEM),
+                  "rounded inputs (16-bit, TF32): SM-L2 with 4-value units only");
     typedef mf_unit<VEC, HALF> U;
     typedef typename U::type unit;
     typedef typename U::elem elem;
