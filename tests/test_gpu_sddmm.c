@@ -386,10 +386,13 @@ static int order_moves_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order)
  * index order's bit for bit, and within the precision's bound of float64: a kernel that
  * took a window's rows as consecutive, or wrote by tile position, fails here. Patterns
  * where grouping moves rows: interleaved groups (moved a lot), power law, random with empty
- * rows, one long row. A value the variable does not name fails the call, out untouched. */
+ * rows, one long row. A value the variable does not name fails the call, out untouched.
+ * Every precision on the tensor cores (MFACT_SDDMM_HALF: TF32 and 3xTF32 default to the
+ * float kernel). */
 START_TEST(tensor_core_row_orders_agree)
 {
     mf_ctx *ctx = tu_cuda_ctx(0);
+    setenv("MFACT_SDDMM_HALF", "tensor-cores", 1);
     const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL, ks[] = {7, 32, 128};
     for (int pi = 0; pi < 4; pi++) {
         const fx_pattern kinds[] = {FX_POWER_LAW, FX_POWER_LAW, FX_RANDOM, FX_LONG_ROW};
@@ -466,6 +469,7 @@ START_TEST(tensor_core_row_orders_agree)
     ck_assert_int_eq(
         mf_sddmm_ex(ctx, S, 4, A, 4, B, 4, 1.0f, 0.0f, out, MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
         MF_OK);
+    unsetenv("MFACT_SDDMM_HALF");
     free(A), free(B), free(out);
     mf_sparse_destroy(S);
     mf_ctx_destroy(ctx);
