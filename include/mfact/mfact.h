@@ -459,15 +459,16 @@ MF_API mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A
 
 /* The arithmetic of a sampled product (mf_sddmm_ex). Values are part of the ABI. With a reduced
  * precision the factors' entries are rounded to the narrower format on the way into the
- * tensor cores (round to nearest: TF32 ties away from zero, as the hardware's conversion
- * does; bf16 and fp16 ties to even), their products are exact, and the sums accumulate in
- * float. Bounds per entry, relative to m = |alpha * S_ij| * sum_t |A_it * B_jt|, with
- * u = 2^-24 (float's unit roundoff):
+ * arithmetic, the tensor cores' or the float kernel's (round to nearest: TF32 ties away from
+ * zero, as the hardware's conversion does; bf16 and fp16 ties to even), their products are
+ * exact, and the sums accumulate in float. Bounds per entry, relative to
+ * m = |alpha * S_ij| * sum_t |A_it * B_jt|, with u = 2^-24 (float's unit roundoff):
  *   FP32    2 k u m: today's CUDA-core (and CPU) float dot product, the default.
  *   3XTF32  (4 k + 16) u m: each entry split as big + small, big = tf32(x), small =
  *           tf32(x - big), and big*big + big*small + small*big summed on the tensor cores;
  *           only small*small and small's own rounding (2^-22 each) are dropped, and the
- *           three products per term double the float sums: fp32-like.
+ *           three products per term double the float sums: fp32-like. The default CUDA
+ *           route computes float's own product instead (FP32's bound, inside this one).
  *   TF32    (2^-10 + 2^-22 + 2 k u) m: 10 stored mantissa bits, 2^-11 per input.
  *   BF16    (2^-7 + 2^-16 + 2 k u) m: 7 stored mantissa bits, 2^-8 per input.
  *   FP16    (2^-10 + 2^-22 + 2 k u) m, while every |A_it|, |B_jt| is in [2^-14, 65504]:
