@@ -251,15 +251,16 @@ START_TEST(tensor_core_precisions)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
-    /* 12: 16-byte loads whose last 16-wide chunk is partly past k */
-    static const int tc_k[] = {1, 7, 12, 32, 33, 128, 515};
+    /* 12: 16-byte loads whose last 16-wide chunk is partly past k; 516: TF32 on the CUDA
+     * cores in chunks (a launch each, the last partly past k) */
+    static const int tc_k[] = {1, 7, 12, 32, 33, 128, 515, 516};
     for (int route = 0; route < 2; route++)
         for (int prec = MF_PRECISION_3XTF32; prec <= MF_PRECISION_FP16; prec++)
             for (int pi = 0; pi < FX_PATTERNS; pi++)
                 for (size_t ki = 0; ki < sizeof tc_k / sizeof *tc_k; ki++)
                     for (int vec = 0; vec <= 1; vec++) {
                         int k = tc_k[ki];
-                        if ((vec && k % 4) || (quick && (k == 1 || k == 515)))
+                        if ((vec && k % 4) || (quick && (k == 1 || k == 515 || k == 516)))
                             continue;
                         setenv("MFACT_SDDMM_HALF", route ? "tensor-cores" : "cuda-cores", 1);
                         problem pr = make_problem(ctx, (fx_pattern)pi, k, vec ? 4 : 1, 60 + pi);

@@ -708,15 +708,19 @@ START_TEST(tuning_rules_offer_fitting_candidates)
 {
     if (mf_sddmm_variant_count() == 0)
         return; /* built without CUDA: no variants */
-    for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++)
+    /* 256 and 512: the two-chunk candidates join the others */
+    static const int ks[] = {1, 7, 32, 33, 128, 256, 512, 515};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
         for (int vec = 0; vec <= 1; vec++) {
-            int k = test_k[ki];
+            int k = ks[ki];
             if (vec && k % 4)
                 continue;
             mf_sddmm_shape sh = {480189, 17770, 99000000, k, vec, 50 << 20, 227 << 10, 132};
             mf_sddmm_candidate c[MF_SDDMM_MAX_CANDIDATES];
             int n = mf_sddmm_candidates(&sh, c);
             ck_assert_int_ge(n, 1);
+            /* room to spare: a full list would mean add() dropped candidates silently */
+            ck_assert_msg(n < MF_SDDMM_MAX_CANDIDATES, "k = %d vec %d: %d candidates", k, vec, n);
             for (int i = 0; i < n; i++) {
                 mf_sddmm_config cf = mf_sddmm_variant_config(c[i].variant);
                 ck_assert_int_eq(cf.vec, vec);

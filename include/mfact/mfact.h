@@ -501,7 +501,8 @@ typedef enum mf_precision {
  * vectors (k or a leading dimension not a multiple of 4, or unaligned arrays), BF16 and FP16
  * below 200,000 entries (where they were the faster on the small graphs measured) or where
  * no variant applies, and every reduced precision when the environment variable
- * MFACT_SDDMM_HALF is "tensor-cores" ("cuda-cores" forces the other way; a measuring knob).
+ * MFACT_SDDMM_HALF is "tensor-cores" ("cuda-cores" forces the other way where a variant
+ * applies; a measuring knob).
  * Their first call on a matrix builds its condensed-column plan (one per matrix, for every k
  * and precision; the INFO log line "mf_sddmm: tensor-core plan ..." reports its size and
  * build time, about 0.9 s for 74 million entries) and caches it on S (about 80 bytes per 16

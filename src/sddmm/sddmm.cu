@@ -373,15 +373,22 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
         // The winner once more on the grouped layout (sddmm_layout.h), from
         // MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large.
-        // MFACT_SDDMM_GROUPED=off leaves it out (bench_sddmm measures with and without).
+        // MFACT_SDDMM_GROUPED=off leaves it out (bench_sddmm measures with and without). An
+        // optional try: out of memory for its layout keeps the winner (the context's last
+        // error then tells of it, though the call succeeds).
         const char *knob = getenv("MFACT_SDDMM_GROUPED");
+        if (st == MF_OK && knob && *knob && strcmp(knob, "off"))
+            st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                         "mf_sddmm: MFACT_SDDMM_GROUPED='%s' is not off", knob);
         if (st == MF_OK && best >= 0 && !variants[best].cfg.smem &&
-            call->k >= MF_SDDMM_GROUPED_MIN_K && !(knob && !strcmp(knob, "off"))) {
+            call->k >= MF_SDDMM_GROUPED_MIN_K && (!knob || !*knob)) {
             const mf_sddmm_dev_layout won = plan->layouts[best_layout];
             int li;
             st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
             if (st == MF_OK)
                 st = try_candidate(best, li);
+            else if (st == MF_ERR_OUT_OF_MEMORY)
+                st = MF_OK;
         }
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
@@ -478,11 +485,12 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // TF32 and 3xTF32. Both are gathers of factor rows before they are arithmetic, and on the
 // tensor cores, whose tiles are 16-18% stored entries on the shapes measured, they lost to
 // the float kernel in 22 of the 24 cases of one command (bench/README.md, 2026-11-29: TF32
-// won at k = 32 on two small graphs, by 3% and 14%; 3xTF32 never). So 3xTF32, a request for float's
-// accuracy, gets float's own product (the CPU backend's 3xTF32 too; its bound holds with room), and
-// TF32 the float kernel's variants rounding each value to TF32 as it loads (exact products of the
-// rounded factors, float sums: TF32's bound and CPU parity, as on the tensor cores), tuned per
-// matrix and k; factors without 16-byte rows (no such variant) stay on the tensor cores.
+// won at k = 32 on two small graphs, by 3% and 14%; 3xTF32 never). So 3xTF32, a request for
+// float's accuracy, gets float's own product (its bound holds with room; the CPU backend
+// sums the split's three products), and TF32 the float kernel's variants rounding each
+// value to TF32 as it loads (exact products of the rounded factors, float sums: TF32's
+// bound and CPU parity, as on the tensor cores), tuned per matrix and k; factors without
+// 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says.
 // MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
 static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {

@@ -44,33 +44,33 @@ static int mf_thread_index(void)
 #endif
 }
 
-/* This thread's fixed range of the n rows of the order: the same in both passes, in order
- * by thread. */
-static void thread_rows(int64_t n, int threads, int64_t *r0, int64_t *r1)
+/* Range t of `ranges` fixed ranges of the n rows of the order: the same in both passes,
+ * whichever thread takes it (OpenMP may give a team smaller than asked: nested inside a
+ * caller's parallel region, or under a thread limit). */
+static void range_rows(int64_t n, int ranges, int t, int64_t *r0, int64_t *r1)
 {
-    int t = mf_thread_index();
-    *r0 = n * t / threads;
-    *r1 = n * (t + 1) / threads;
+    *r0 = n * t / ranges;
+    *r1 = n * (t + 1) / ranges;
 }
 
 static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *rows, int64_t n,
                              mf_sddmm_layout *l, int threads, int64_t *panel_first)
 {
     const int32_t tj = l->tj, cap = l->max_item_nnz, panels = l->panels;
-    /* counts[t * panels + q]: items of thread t's rows in panel q, then its write offset. */
+    /* counts[t * panels + q]: items of range t's rows in panel q, then its write offset. */
     int64_t *counts = calloc((size_t)threads * (size_t)panels, sizeof *counts);
     if (!counts)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
-#pragma omp parallel num_threads(threads)
-    {
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
         int64_t r0, r1;
-        thread_rows(n, threads, &r0, &r1);
-        int64_t *mine = counts + (size_t)mf_thread_index() * (size_t)panels;
+        range_rows(n, threads, t, &r0, &r1);
+        int64_t *mine = counts + (size_t)t * (size_t)panels;
 #define MF_COUNT(panel, i, p, n) mine[panel]++
         MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_COUNT)
 #undef MF_COUNT
     }
-    /* Panel-major, then thread order = row order. */
+    /* Panel-major, then range order = row order. */
     int64_t total = 0;
     for (int32_t q = 0; q < panels; q++) {
         panel_first[q] = total;
@@ -89,11 +89,11 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *row
                        "mf_sddmm: out of host memory for %lld plan items", (long long)total);
     }
     mf_sddmm_item *items = l->items;
-#pragma omp parallel num_threads(threads)
-    {
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+    for (int t = 0; t < threads; t++) {
         int64_t r0, r1;
-        thread_rows(n, threads, &r0, &r1);
-        int64_t *next = counts + (size_t)mf_thread_index() * (size_t)panels;
+        range_rows(n, threads, t, &r0, &r1);
+        int64_t *next = counts + (size_t)t * (size_t)panels;
 #define MF_FILL(panel, i, p, n) items[next[panel]++] = (mf_sddmm_item){(i), (n), (p)}
         MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_FILL)
 #undef MF_FILL
@@ -175,7 +175,7 @@ mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int
     out->max_item_nnz = max_item_nnz;
     out->block_nnz = block_nnz;
     out->grouped = grouped != 0;
-    /* Fixed row ranges per thread keep the items in the row order within each panel. */
+    /* Fixed row ranges keep the items in the row order within each panel. */
     int threads = S->nnz < 65536 ? 1 : mf_ctx_threads(ctx);
     int64_t *panel_first = malloc(((size_t)out->panels + 1) * sizeof *panel_first);
     int32_t *rows = NULL;

@@ -26,13 +26,15 @@ typedef struct mf_sddmm_dev_layout {
     mf_dbuf items, blocks;
 } mf_sddmm_dev_layout;
 
-/* Every cached choice's layout plus every candidate of one tuning, so that tuning a new k
- * never evicts the choices made for others (the losers' layouts are freed after tuning). */
+/* Every cached choice's layout plus every candidate of one tuning and the winner's grouped
+ * layout, so that tuning a new k never evicts the choices made for others (the losers'
+ * layouts are freed after tuning). */
 #define MF_SDDMM_MAX_CHOICES 8
-#define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES)
+#define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + 1)
 
 typedef struct mf_sddmm_choice {
-    int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies */
+    int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies,
+                 * or TF32 rounding as it loads */
     int variant, layout;
     float ms;
 } mf_sddmm_choice;

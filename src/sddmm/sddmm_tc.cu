@@ -148,8 +148,9 @@ extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddm
     return MF_OK;
 }
 
-// Stream-ordered, like mf_cuda_sddmm (which calls it for every precision but float; for
-// bf16 and fp16 with the copies it made, or without: A16 NULL, rounding in registers).
+// Stream-ordered, like mf_cuda_sddmm (which calls it for the reduced precisions it sends to
+// the tensor cores; for bf16 and fp16 with the copies it made, or without: A16 NULL,
+// rounding in registers).
 extern "C" mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                                       const uint16_t *A16, const uint16_t *B16, int64_t ld16)
 {

@@ -46,7 +46,7 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 /* Shared memory for one SM-SM block's B tile: one 1024-thread block per SM holds a tile
  * this large (sm_80 and sm_90 offer 227 KB per block). */
 #define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
-#define MF_SDDMM_MAX_CANDIDATES  12
+#define MF_SDDMM_MAX_CANDIDATES  16
 
 /* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of 4 floats
  * (vec) or 1, B staged in shared memory (smem) or read through L2. */
