@@ -283,7 +283,7 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only
 // where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it
 // took 5.6 ms where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a
-// Netflix- sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
+// Netflix-sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
 // when no variant reads the copies.
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                         const mf_sddmm_half_in *half, int *variant, int *layout,
@@ -377,11 +377,12 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         // optional try: out of memory for its layout keeps the winner (the context's last
         // error then tells of it, though the call succeeds).
         const char *knob = getenv("MFACT_SDDMM_GROUPED");
-        if (st == MF_OK && knob && *knob && strcmp(knob, "off"))
+        const bool grouped = !knob || !*knob;
+        if (st == MF_OK && !grouped && strcmp(knob, "off"))
             st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                          "mf_sddmm: MFACT_SDDMM_GROUPED='%s' is not off", knob);
-        if (st == MF_OK && best >= 0 && !variants[best].cfg.smem &&
-            call->k >= MF_SDDMM_GROUPED_MIN_K && (!knob || !*knob)) {
+        if (st == MF_OK && grouped && best >= 0 && !variants[best].cfg.smem &&
+            call->k >= MF_SDDMM_GROUPED_MIN_K) {
             const mf_sddmm_dev_layout won = plan->layouts[best_layout];
             int li;
             st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
@@ -430,12 +431,20 @@ static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v
     return st;
 }
 
-// bf16 and fp16: the factors' 16-bit copies, then the float kernel's SM-L2 vector variant
-// that choose() timed fastest for this matrix and k, widening the copies' values to floats
-// as they load (exact products of the rounded factors, float sums: the CUDA cores); the
-// tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
-// the copies up to MF_SDDMM_TC_COPY_K) and where no variant applies. MFACT_SDDMM_HALF
-// (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
+// The float kernel's tuned variant for this call (choose()), run; in: as choose() takes it.
+// *tensor_cores (when given) comes back set when no variant reads `in`, and nothing ran.
+static mf_status run_tuned(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                           const mf_sddmm_half_in *in, bool *tensor_cores = NULL)
+{
+    int v = -1, li = -1;
+    MF_TRY(choose(ctx, S, call, in, &v, &li, tensor_cores));
+    if (tensor_cores && *tensor_cores)
+        return MF_OK;
+    mf_sddmm_plan *plan = NULL;
+    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
+    return run(ctx, S, call, v, &plan->layouts[li], in);
+}
+
 // MFACT_SDDMM_HALF: tensor-cores or cuda-cores forces the route of every reduced precision;
 // unset or empty leaves the library's pick; another value fails the call.
 static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores)
@@ -449,6 +458,12 @@ static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores)
     return MF_OK;
 }
 
+// bf16 and fp16: the factors' 16-bit copies, then the float kernel's SM-L2 vector variant
+// that choose() timed fastest for this matrix and k, widening the copies' values to floats
+// as they load (exact products of the rounded factors, float sums: the CUDA cores); the
+// tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
+// the copies up to MF_SDDMM_TC_COPY_K) and where no variant applies. MFACT_SDDMM_HALF
+// (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     bool force_tc, force_cores;
@@ -464,20 +479,11 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_sddmm_half_in half;
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
-    int v = -1, li = -1;
     mf_status st = MF_OK;
-    if (!tc) {
-        st = choose(ctx, S, call, &half, &v, &li, &tc);
-        // forced onto the CUDA cores where a variant exists (choose() found none: v < 0)
-        if (force_cores && v >= 0)
-            tc = false;
-    }
-    mf_sddmm_plan *plan = NULL;
-    if (st == MF_OK && !tc)
-        st = mf_sddmm_plan_get(ctx, S, &plan);
-    if (st == MF_OK)
-        st = tc ? mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.B16, half.ld)
-                : run(ctx, S, call, v, &plan->layouts[li], &half);
+    if (!tc) // the CUDA cores, unless no variant reads the copies
+        st = run_tuned(ctx, S, call, &half, &tc);
+    if (st == MF_OK && tc)
+        st = mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.B16, half.ld);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
     return st;
 }
@@ -498,16 +504,12 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     MF_TRY(route_knob(ctx, &force_tc, &force_cores));
     if (force_tc || (call->precision == MF_PRECISION_TF32 && !vector_ok(call)))
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
-    mf_sddmm_half_in tf32 = {NULL, NULL, 0};
-    const mf_sddmm_half_in *in = call->precision == MF_PRECISION_TF32 ? &tf32 : NULL;
-    int v = -1, li = -1;
+    if (call->precision == MF_PRECISION_3XTF32)
+        return run_tuned(ctx, S, call, NULL);
+    const mf_sddmm_half_in tf32 = {NULL, NULL, 0};
     bool tc = false;
-    MF_TRY(choose(ctx, S, call, in, &v, &li, in ? &tc : NULL));
-    if (tc) // no variant for this k
-        return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
-    mf_sddmm_plan *plan = NULL;
-    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
-    return run(ctx, S, call, v, &plan->layouts[li], in);
+    MF_TRY(run_tuned(ctx, S, call, &tf32, &tc));
+    return tc ? mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0) : MF_OK; // tc: no variant for k
 }
 
 // Stream-ordered: returns once the work is queued on the context's stream (callers with
@@ -522,11 +524,7 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
     if (call->precision != MF_PRECISION_FP32)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no CUDA route for precision %d",
                        call->precision);
-    int v, li;
-    MF_TRY(choose(ctx, S, call, NULL, &v, &li));
-    mf_sddmm_plan *plan = NULL;
-    MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
-    return run(ctx, S, call, v, &plan->layouts[li]);
+    return run_tuned(ctx, S, call, NULL);
 }
 
 // Run variant v on the layout of panel width tj and block_nnz (grouped or not), bypassing the

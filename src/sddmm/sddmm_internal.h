@@ -17,10 +17,6 @@ void mf_sddmm_cpu(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call);
 /* The CUDA backend (sddmm.cu): builds or reuses S's plan for call->k, then runs. */
 mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call);
 
-/* The reduced precisions (sddmm_tc.cu): builds or reuses S's condensed-column plan, then
- * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
- * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16) when given, else round the
- * floats in registers; the TF32 kinds pass NULL. */
 /* out = t * val + beta * out over n entries (val NULL: 1; beta = 0: out not read), in index
  * order, stream-ordered (sddmm.cu): the second pass of a call whose products were computed
  * apart, a chunked float run's partial sums or a large tensor-core call's products. Rounded
@@ -35,6 +31,10 @@ mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *t, const fl
  * k = 128, but 1.2-1.5x slower at k = 512, where the copies halve the bytes gathered. */
 #define MF_SDDMM_TC_COPY_K 128
 
+/* The reduced precisions (sddmm_tc.cu): builds or reuses S's condensed-column plan, then
+ * runs the tensor-core kernel for call->precision; stream-ordered. bf16 and fp16 read the
+ * 16-bit copies made by mf_tc_copy16 (A16, B16, rows of ld16) when given, else round the
+ * floats in registers; the TF32 kinds pass NULL. */
 mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                            const uint16_t *A16, const uint16_t *B16, int64_t ld16);
 

@@ -184,9 +184,7 @@ mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int
                                : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                                          "mf_sddmm: out of host memory for the plan");
     if (st == MF_OK && out->grouped) {
-        n = 0;
-        for (int32_t i = 0; i < S->rows; i++)
-            n += S->row_ptr[i + 1] > S->row_ptr[i];
+        n = mf_tc_rows_with_entries(S);
         rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
         st = rows ? mf_tc_order_rows(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, rows, n)
                   : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");

@@ -158,9 +158,7 @@ static mf_status choose_order(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order
 mf_status mf_tc_layout_build(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, mf_tc_layout *out)
 {
     memset(out, 0, sizeof *out);
-    int64_t nonempty = 0;
-    for (int32_t i = 0; i < S->rows; i++)
-        nonempty += S->row_ptr[i + 1] > S->row_ptr[i];
+    const int64_t nonempty = mf_tc_rows_with_entries(S);
     const int64_t windows = (nonempty + MF_TC_WINDOW - 1) / MF_TC_WINDOW;
     const int two = order == MF_TC_ORDER_AUTO; /* a candidate's arrays beside the best's */
     const size_t rows_bytes = (size_t)(nonempty > 0 ? nonempty : 1) * sizeof(int32_t),

@@ -100,6 +100,14 @@ static row_key *sort_keys(row_key *a, row_key *tmp, int64_t n, int threads)
     return a;
 }
 
+int64_t mf_tc_rows_with_entries(const mf_sparse *S)
+{
+    int64_t n = 0;
+    for (int32_t i = 0; i < S->rows; i++)
+        n += S->row_ptr[i + 1] > S->row_ptr[i];
+    return n;
+}
+
 mf_status mf_tc_order_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, int32_t *rows,
                            int64_t n)
 {

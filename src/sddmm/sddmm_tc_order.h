@@ -36,6 +36,9 @@ const char *mf_tc_order_name(mf_tc_order order);
  * value is MF_ERR_INVALID_ARGUMENT. */
 mf_status mf_tc_order_from_env(mf_ctx *ctx, mf_tc_order *order);
 
+/* How many rows of S hold entries: the n that mf_tc_order_rows orders. */
+int64_t mf_tc_rows_with_entries(const mf_sparse *S);
+
 /* The n rows of S that hold entries, in `order` (not AUTO), into rows[0 .. n). Ties keep
  * index order, so the result does not depend on the thread count. */
 mf_status mf_tc_order_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, int32_t *rows,
