@@ -131,11 +131,48 @@ START_TEST(a_refusing_source_gives_out_of_memory)
 }
 END_TEST
 
+static void *misaligned_alloc(void *user, size_t bytes, void *stream)
+{
+    char *p = fake_alloc(user, bytes + 8, stream);
+    return p ? p + 8 : NULL; /* malloc's blocks are 16-byte aligned: 8 past is not */
+}
+
+static void misaligned_free(void *user, void *ptr, size_t bytes, void *stream)
+{
+    fake_free(user, (char *)ptr - 8, bytes + 8, stream);
+}
+
+START_TEST(a_misaligned_block_is_refused_and_returned)
+{
+    fake_source f = {0};
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CPU;
+    o.device_alloc = misaligned_alloc;
+    o.device_free = misaligned_free;
+    o.allocator_user = &f;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    mf_dbuf a = {(void *)&f, 7};
+    ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 100, "SDDMM 16-bit factors"), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "not aligned to 16 bytes");
+    tu_assert_error_has(ctx, "SDDMM 16-bit factors");
+    ck_assert_ptr_null(a.ptr);
+    ck_assert_int_eq(f.allocs, 1);
+    ck_assert_int_eq(f.frees, 1); /* handed back, not leaked */
+    ck_assert_uint_eq(f.outstanding, 0);
+    ck_assert_uint_eq(tu_memory_stats(ctx).failed_allocations, 1);
+    ck_assert_uint_eq(tu_memory_stats(ctx).current_bytes, 0);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "device_memory"};
     const TTest *const tests[] = {accounting_tracks_current_and_peak, zero_bytes_allocates_nothing,
                                   limit_gives_out_of_memory_with_a_message,
-                                  a_refusing_source_gives_out_of_memory};
+                                  a_refusing_source_gives_out_of_memory,
+                                  a_misaligned_block_is_refused_and_returned};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -122,7 +122,9 @@ typedef enum mf_log_level {
 typedef void (*mf_log_fn)(void *user, mf_log_level level, const char *message);
 
 /* Optional device allocator of the host application. `stream` is the context's CUDA
- * stream (a cudaStream_t). Return NULL when the request cannot be served; mfact then
+ * stream (a cudaStream_t). Return memory aligned to at least 16 bytes (cudaMalloc, its pools
+ * and RMM give 256; mfact's kernels load 16-byte vectors, and it refuses a misaligned block
+ * with MF_ERR_INVALID_ARGUMENT), or NULL when the request cannot be served; mfact then
  * reports MF_ERR_OUT_OF_MEMORY. `free` receives the size that was allocated, and may be
  * called while work that uses the memory is still queued on `stream`: release it in stream
  * order (as cudaFreeAsync and RMM do) or synchronize the stream first. */

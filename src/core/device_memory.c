@@ -1,5 +1,6 @@
 #include "core/device_memory.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "core/ctx.h"
@@ -44,6 +45,14 @@ mf_status mf_dmem_alloc(mf_ctx *ctx, mf_dbuf *buf, size_t bytes, const char *wha
                        "out of device memory: %zu bytes for %s refused by %s (mfact holds %zu "
                        "bytes)",
                        bytes, what, m->source_name, m->current);
+    }
+    /* The kernels load 16-byte vectors from the buffers (cudaMalloc and pools give 256). */
+    if ((uintptr_t)p % MF_DMEM_ALIGN) {
+        m->free(m->user, p, bytes, m->stream);
+        m->failed++;
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s returned %p for %s, not aligned to %d bytes", m->source_name, p, what,
+                       MF_DMEM_ALIGN);
     }
     buf->ptr = p;
     buf->bytes = bytes;

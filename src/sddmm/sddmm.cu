@@ -147,6 +147,17 @@ extern "C" mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *
     return MF_CUDA_LAUNCHED(ctx, "the SDDMM finish");
 }
 
+// X (rows x k, leading dimension ldx) rounded to TF32 in Y (rows x k, dense rows).
+__global__ void round_tf32_kernel(const float *X, int64_t ldx, int64_t rows, int k, float *Y)
+{
+    const int64_t n = rows * k;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t r = i / k;
+        Y[i] = mf_round_tf32(X[r * ldx + (i - r * k)]);
+    }
+}
+
 // Let an SM-SM variant use all the shared memory a block may opt into. Done when a variant
 // is picked (tuning, the test hook), not per launch: the limit only ever grows to the
 // device's maximum, so a cached choice stays launchable.
@@ -159,11 +170,34 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 }
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
-// (rows of ld values); TF32 (A16 NULL) reads the floats and rounds them as they load.
+// (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
+// floats, rounding them as they load.
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
+    const float *B32;
     int64_t ld;
 };
+
+// B's values rounded to TF32 (the float kernel's TF32 instance reads them) in *copy, rows
+// of k values (k % 4 == 0: vector_ok), stream-ordered.
+static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                              mf_dbuf *copy, mf_sddmm_half_in *in)
+{
+    MF_TRY(mf_dmem_alloc(ctx, copy, (size_t)S->cols * (size_t)call->k * sizeof(float),
+                         "SDDMM TF32 copy of B"));
+    round_tf32_kernel<<<mf_cuda_grid(ctx->link.cuda, S->cols * (int64_t)call->k, 256, 16), 256, 0,
+                        ctx->link.cuda->stream>>>(call->B, call->ldb, S->cols, call->k,
+                                                  (float *)copy->ptr);
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 rounding");
+    if (st != MF_OK) {
+        mf_dmem_free(ctx, copy);
+        return st;
+    }
+    in->A16 = in->B16 = NULL;
+    in->B32 = (const float *)copy->ptr; // NULL only for no columns, where no kernel runs
+    in->ld = call->k;
+    return MF_OK;
+}
 
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                              const mf_sddmm_dev_layout *L, float *out, float beta,
@@ -197,6 +231,9 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.A16 = half->A16;
         P.B16 = half->B16;
         P.lda = P.ldb = half->ld;
+    } else if (half && half->B32) {
+        P.B = half->B32;
+        P.ldb = half->ld;
     }
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
     if (L->n_blocks == 0)
@@ -476,7 +513,7 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     bool tc = force_tc || (!force_cores && small);
     if (tc && small && call->k <= MF_SDDMM_TC_COPY_K)
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
-    mf_sddmm_half_in half;
+    mf_sddmm_half_in half = {NULL, NULL, NULL, 0};
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
     mf_status st = MF_OK;
@@ -493,11 +530,12 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // the float kernel in 22 of the 24 cases of one command (bench/README.md, 2026-11-29: TF32
 // won at k = 32 on two small graphs, by 3% and 14%; 3xTF32 never). So 3xTF32, a request for
 // float's accuracy, gets float's own product (its bound holds with room; the CPU backend
-// sums the split's three products), and TF32 the float kernel's variants rounding each
-// value to TF32 as it loads (exact products of the rounded factors, float sums: TF32's
-// bound and CPU parity, as on the tensor cores), tuned per matrix and k; factors without
-// 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says.
-// MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
+// sums the split's three products), and TF32 the float kernel's variants on TF32-rounded
+// factors: B rounded once into a copy (cols x k floats), A as it loads (exact products of
+// the rounded factors, float sums: TF32's bound and CPU parity, as on the tensor cores),
+// tuned per matrix and k; factors without 16-byte rows (no such variant) stay on the
+// tensor cores, whatever MFACT_SDDMM_HALF says. MFACT_SDDMM_HALF=tensor-cores forces the
+// tensor cores.
 static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     bool force_tc, force_cores;
@@ -506,9 +544,13 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
     if (call->precision == MF_PRECISION_3XTF32)
         return run_tuned(ctx, S, call, NULL);
-    const mf_sddmm_half_in tf32 = {NULL, NULL, 0};
+    mf_sddmm_half_in tf32;
+    mf_dbuf copy = {0, 0};
+    MF_TRY(round_b_tf32(ctx, S, call, &copy, &tf32));
     bool tc = false;
-    MF_TRY(run_tuned(ctx, S, call, &tf32, &tc));
+    mf_status st = run_tuned(ctx, S, call, &tf32, &tc);
+    mf_dmem_free(ctx, &copy); // stream-ordered: after the kernels that read it
+    MF_TRY(st);
     return tc ? mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0) : MF_OK; // tc: no variant for k
 }
 

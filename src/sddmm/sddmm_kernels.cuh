@@ -78,6 +78,11 @@ template <> struct mf_unit<true> {
     {
         return __ldg(reinterpret_cast<const float4 *>(p));
     }
+    // A's loads (once per item); B's go through load (once per entry).
+    __device__ static float4 loadA(const float *p)
+    {
+        return load(p);
+    }
     __device__ static float4 lds(const float *p)
     {
         return *reinterpret_cast<const float4 *>(p);
@@ -113,6 +118,10 @@ template <> struct mf_unit<false> {
     __device__ static float load(const float *p)
     {
         return __ldg(p);
+    }
+    __device__ static float loadA(const float *p)
+    {
+        return load(p);
     }
     __device__ static float lds(const float *p)
     {
@@ -151,13 +160,20 @@ template <int HALF> struct mf_unit<true, HALF> : mf_unit<true> {
         return make_float4(widen(v.x, false), widen(v.x, true), widen(v.y, false),
                            widen(v.y, true));
     }
+    __device__ static float4 loadA(const uint16_t *p)
+    {
+        return load(p);
+    }
 };
 
-// TF32 (HALF = MF_PRECISION_TF32, with VEC): the float factors, each value rounded to TF32
-// as it loads (sddmm_round.h, as the CPU backend rounds it): exact products of the rounded
-// factors and float sums, the same bound as on the tensor cores, at the float kernel's speed.
+// TF32 (HALF = MF_PRECISION_TF32, with VEC): the float factors rounded to TF32 as the CPU
+// backend rounds them (sddmm_round.h): B already rounded, in the copy round_tf32_kernel made
+// (sddmm.cu; P.B points at it), A as it loads, once per item. Exact products of the rounded
+// factors and float sums: the bound of the tensor cores' TF32, at the float kernel's speed.
+// (Rounding B's values as they load cost TF32 a third of fp32's speed at k = 32: a few
+// integer instructions for each of the entry loop's FMAs, H200, 2026-11-29.)
 template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
-    __device__ static float4 load(const float *p)
+    __device__ static float4 loadA(const float *p)
     {
         const float4 v = mf_unit<true>::load(p);
         return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
@@ -228,7 +244,7 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
-            a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::load(arow + kk) : U::zero();
+            a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
         }
         const int64_t end = item.begin + item.count;
         for (int64_t p = item.begin; p < end; p += NU) {
