@@ -365,6 +365,7 @@ START_TEST(bad_input_leaves_device_factors)
     ck_assert_int_eq(cudaMalloc((void **)&Yd, sizeof Yh), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Xd, Xh, sizeof Xh, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Yd, Yh, sizeof Yh, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     mf_asd_opts o;
     mf_asd_opts_init(&o);
     o.rank = 7;
@@ -381,6 +382,7 @@ START_TEST(bad_input_leaves_device_factors)
     /* A NaN in a given device start. */
     float nan = NAN;
     ck_assert_int_eq(cudaMemcpy(Xd + 3, &nan, 4, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     o.init = MF_ASD_INIT_GIVEN;
     ck_assert_int_eq(mf_asd_run(q.gpu, q.Mg, &o, Xd, Yd, MF_MEMORY_DEVICE, NULL),
                      MF_ERR_INVALID_DATA);

@@ -251,6 +251,7 @@ START_TEST(device_factors_and_limit)
     /* A warm start from the planted factors, read from and written to device memory. */
     ck_assert_int_eq(cudaMemcpy(dA, At, 300 * kw * 8, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(dB, Bt, 200 * kw * 8, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     mf_bmf_opts o = opts(70);
     o.init = MF_BMF_INIT_GIVEN;
     mf_bmf_report rep = {.struct_size = sizeof rep};

@@ -28,6 +28,9 @@ static void *to_device(const void *src, size_t bytes)
     ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 4), cudaSuccess);
     if (src)
         ck_assert_int_eq(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable copy may still be in flight when cudaMemcpy returns, and mfact works on
+     * its own non-blocking stream: wait for the data before handing it over. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     return d;
 }
 
@@ -222,6 +225,7 @@ START_TEST(device_arrays_and_bad_ids)
     ids[5] = -2;
     int32_t *bad = to_device(ids, sizeof ids);
     ck_assert_int_eq(cudaMemset(dout_i, 0x7f, sizeof di), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess); /* see to_device */
     ck_assert_int_eq(mf_recommend(gpu, &d, users, bad, NULL, N, dout_i, dout_s),
                      MF_ERR_INVALID_DATA);
     tu_assert_error_has(gpu, "users[5] = -2");

@@ -117,6 +117,9 @@ static void *to_device(const void *src, size_t bytes)
     void *d = NULL;
     ck_assert_int_eq(cudaMalloc(&d, bytes ? bytes : 4), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(d, src, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    /* A pageable copy may still be in flight when cudaMemcpy returns, and mfact works on
+     * its own non-blocking stream: wait for the data before handing it over. */
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     return d;
 }
 #endif
@@ -169,6 +172,7 @@ START_TEST(predictions_match_cpu)
     r[3] = 1, c[3] = -4;
     ck_assert_int_eq(cudaMemcpy(dc, c, (size_t)nnz * 4, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemset(dout, 0, (size_t)nnz * 4), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess); /* see to_device */
     ck_assert_int_eq(mf_predict_pairs(gpu, &d, nnz, dr, dc, dout), MF_ERR_INVALID_DATA);
     tu_assert_error_has(gpu, "pair 3");
     ck_assert_int_eq(cudaMemcpy(pd, dout, 4, cudaMemcpyDeviceToHost), cudaSuccess);

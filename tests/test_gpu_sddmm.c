@@ -635,6 +635,8 @@ static void check_finish_bits(mf_ctx *ctx, mf_sparse *S, const problem *pr, mf_p
         const unsigned flags = c == 0 || c == 3 ? MF_SDDMM_PATTERN : 0;
         const float beta = c >= 2 ? -1.0f : 0.0f;
         CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
+        CUDA_OK(
+            cudaDeviceSynchronize()); /* the copy may be in flight: mfact's stream does not wait */
         mf_status st = mf_sddmm_ex(ctx, S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout,
                                    MF_MEMORY_DEVICE, flags, prec);
         ck_assert_msg(st == MF_OK, "%s, call %d: %s", what, c, mf_ctx_last_error(ctx));

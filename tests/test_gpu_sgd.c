@@ -439,6 +439,7 @@ START_TEST(device_factors)
     ck_assert_int_eq(cudaMalloc((void **)&Vd, sizeof Vh), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Ud, Uh, sizeof Uh, cudaMemcpyHostToDevice), cudaSuccess);
     ck_assert_int_eq(cudaMemcpy(Vd, Vh, sizeof Vh, cudaMemcpyHostToDevice), cudaSuccess);
+    ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
     mf_sgd_report rep = {.struct_size = sizeof rep};
     ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Uh, Vh, MF_MEMORY_HOST, &rep), MF_OK);
     ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &o, Ud, Vd, MF_MEMORY_DEVICE, &rep), MF_OK);
