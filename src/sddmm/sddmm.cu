@@ -534,13 +534,19 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // factors: B rounded once into a copy (cols x k floats), A as it loads (exact products of
 // the rounded factors, float sums: TF32's bound and CPU parity, as on the tensor cores),
 // tuned per matrix and k; factors without 16-byte rows (no such variant) stay on the
-// tensor cores, whatever MFACT_SDDMM_HALF says. MFACT_SDDMM_HALF=tensor-cores forces the
-// tensor cores.
+// tensor cores, whatever MFACT_SDDMM_HALF says, and so do small matrices at small k unless
+// MFACT_SDDMM_HALF=cuda-cores. MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
 static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     bool force_tc, force_cores;
     MF_TRY(route_knob(ctx, &force_tc, &force_cores));
-    if (force_tc || (call->precision == MF_PRECISION_TF32 && !vector_ok(call)))
+    // TF32 below MF_SDDMM_TUNE_MIN_NNZ and up to MF_SDDMM_TC_COPY_K: the tensor cores,
+    // rounding in registers (B's copy, a second launch and an allocation, cost more than
+    // the product there: bcsstk13 and pushpull at k = 32, 12-14 us against 15-17; at k = 512
+    // the copy paid on bcsstk13, 31 us against 47; H200, 2026-11-29).
+    const bool small = S->nnz < MF_SDDMM_TUNE_MIN_NNZ && call->k <= MF_SDDMM_TC_COPY_K;
+    if (force_tc ||
+        (call->precision == MF_PRECISION_TF32 && (!vector_ok(call) || (small && !force_cores))))
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
     if (call->precision == MF_PRECISION_3XTF32)
         return run_tuned(ctx, S, call, NULL);

@@ -57,11 +57,12 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         n = add(cand, n, first_l2, (int32_t)tj_l2, l2_block);
     /* Large k also in two chunks (a launch each, out accumulating): each pass gathers half of
      * every B row, so L1 holds twice the rows (H200, k = 512: the amazon-like shape of
-     * bench/README.md 1.40 -> 1.49x cuSPARSE with the grouped layout; Netflix 1-2%). */
-    if (fit && sh->k >= 256)
+     * bench/README.md 1.40 -> 1.49x cuSPARSE with the grouped layout; Netflix 1-2%); from
+     * k = 512 also in four. */
+    for (int parts = 2; fit && parts <= (sh->k >= 512 ? 4 : sh->k >= 256 ? 2 : 1); parts *= 2)
         for (int i = 0; i < nv; i++) {
             mf_sddmm_config c = mf_sddmm_variant_config(i);
-            if (!c.smem && c.vec == sh->vec && 2 * c.v * c.kr == level)
+            if (!c.smem && c.vec == sh->vec && parts * c.v * c.kr == level)
                 n = add(cand, n, i, sh->cols, l2_block);
         }
 
