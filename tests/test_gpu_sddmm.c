@@ -500,6 +500,78 @@ START_TEST(host_memory_and_cpu_parity)
 }
 END_TEST
 
+/* Under every device-memory limit from none of the call's memory to all of it, a call on a
+ * matrix big enough to be timed (the tuning allocates a layout per candidate, and with beta
+ * = 0 writes candidates' results into out) either succeeds with the right result or fails
+ * with MF_ERR_OUT_OF_MEMORY and out as it was; fp32, TF32 (B's rounded copy) and bf16 (the
+ * 16-bit copies), beta = 0 and -1, a fresh context and matrix each time (nothing cached). */
+START_TEST(memory_limits_fail_cleanly)
+{
+    mf_ctx *big = tu_cuda_ctx(0);
+    problem pr = make_problem_sized(big, FX_RANDOM, 4500, 5000, 64, 0, 31);
+    ck_assert_int_gt(pr.nnz, 200000); /* MF_SDDMM_TUNE_MIN_NNZ: timed */
+    const size_t ob = (size_t)pr.nnz * sizeof(float);
+    float *dA = to_device(pr.A, (size_t)4500 * 64 * sizeof(float));
+    float *dB = to_device(pr.B, (size_t)5000 * 64 * sizeof(float));
+    float *got = malloc(ob);
+    double *rref = malloc((size_t)pr.nnz * sizeof *rref),
+           *rbound = malloc((size_t)pr.nnz * sizeof *rbound),
+           *slack = malloc((size_t)pr.nnz * sizeof *slack);
+    static const mf_precision precs[] = {MF_PRECISION_FP32, MF_PRECISION_TF32, MF_PRECISION_BF16};
+    const int steps = getenv("MFACT_UNDER_SANITIZER") ? 4 : 12;
+    for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
+        fx_sddmm_ref_rounded(pr.S, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, precs[pi], rref, rbound,
+                             slack);
+        for (int pass = 0; pass < 2; pass++) {
+            const float beta = pass ? -1.0f : 0.0f;
+            /* the call's peak with no limit: the matrix's CSR, the layouts, the copies */
+            size_t peak = 0;
+            int failed = 0, passed = 0;
+            for (int step = -1; step <= steps; step++) {
+                if (step == 0) /* a limit of 0 is none */
+                    continue;
+                mf_ctx *ctx = tu_cuda_ctx(step < 0 ? 0 : peak * (size_t)step / (size_t)steps);
+                mf_sparse *S = fresh_copy(ctx, pr.S);
+                float *dout = to_device(pr.before, ob);
+                mf_status st = mf_sddmm_ex(ctx, S, 64, dA, pr.lda, dB, pr.ldb, 0.5f, beta, dout,
+                                           MF_MEMORY_DEVICE, 0, precs[pi]);
+                CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+                CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+                char what[128];
+                snprintf(what, sizeof what, "precision %d beta %g limit %d/%d of %zu bytes",
+                         (int)precs[pi], (double)beta, step, steps, peak);
+                if (step < 0)
+                    peak = tu_memory_stats(ctx).peak_bytes;
+                if (st == MF_OK) {
+                    passed++;
+                    fx_check_relative(what, pr.nnz, got, rref, rbound,
+                                      2.0 * (64 + 2) * ldexp(1.0, -24), NULL, beta,
+                                      pass ? pr.before : NULL);
+                } else {
+                    failed++;
+                    ck_assert_msg(st == MF_ERR_OUT_OF_MEMORY, "%s: %s", what,
+                                  mf_ctx_last_error(ctx));
+                    ck_assert_msg(step < steps, "%s: failed with the whole peak allowed", what);
+                    ck_assert_msg(memcmp(got, pr.before, ob) == 0,
+                                  "%s: out changed by a failed call", what);
+                }
+                CUDA_OK(cudaFree(dout));
+                mf_sparse_destroy(S);
+                mf_ctx_destroy(ctx);
+            }
+            ck_assert_uint_gt(peak, 0);
+            ck_assert_int_gt(failed, 0); /* the small limits must fail, or nothing was tested */
+            ck_assert_int_gt(passed, 1);
+        }
+    }
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    free(got), free(rref), free(rbound), free(slack);
+    free_problem(&pr);
+    mf_ctx_destroy(big);
+}
+END_TEST
+
 /* Big enough to be timed: the tuned plan is built once per k, later calls reuse it (no new
  * device memory), and the result stays right; tuning another k (which builds and then drops
  * the losing candidates' layouts) leaves the earlier choices usable. */
@@ -706,9 +778,9 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
-                                  half_precision_default_route,  tensor_core_row_orders_agree,
-                                  host_memory_and_cpu_parity,    auto_tune_and_plan_cache,
-                                  spmm_and_rmse_match_cpu,       tensor_core_finish_bits};
+    const TTest *const tests[] = {
+        every_variant_matches_float64, tensor_core_precisions,     half_precision_default_route,
+        tensor_core_row_orders_agree,  host_memory_and_cpu_parity, auto_tune_and_plan_cache,
+        spmm_and_rmse_match_cpu,       tensor_core_finish_bits,    memory_limits_fail_cleanly};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

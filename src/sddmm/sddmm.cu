@@ -401,12 +401,18 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             }
             return MF_OK;
         };
+        // A candidate whose layout does not fit the device memory (or the context's limit)
+        // is left out once another has run: with beta = 0 the candidates write into out, and
+        // failing then would leave the caller's out changed; the call succeeds with the
+        // fastest that fit (the context's last error tells of the one left out).
         for (int c = 0; c < n && st == MF_OK; c++) {
             int li;
             st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, 0,
                                       &li);
             if (st == MF_OK)
                 st = try_candidate(cand[c].variant, li);
+            else if (st == MF_ERR_OUT_OF_MEMORY && best >= 0)
+                st = MF_OK;
         }
         // The winner once more on the grouped layout (sddmm_layout.h), from
         // MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large.
