@@ -500,6 +500,94 @@ START_TEST(host_memory_and_cpu_parity)
 }
 END_TEST
 
+/* Which kernel a call ran, from the INFO lines a matrix's first call logs: "mf_sddmm: plan
+ * for k" when the float kernel's variants were tuned for it (the CUDA cores), "mf_sddmm:
+ * tensor-core plan" when the tensor-core plan was built. */
+typedef struct route_log {
+    int cores, tensor_cores;
+} route_log;
+
+static void count_routes(void *user, mf_log_level level, const char *message)
+{
+    route_log *r = user;
+    (void)level;
+    if (strstr(message, "mf_sddmm: tensor-core plan"))
+        r->tensor_cores++;
+    else if (strstr(message, "mf_sddmm: plan for k"))
+        r->cores++;
+}
+
+/* Each precision takes the route the header promises (both routes meet the bounds, so the
+ * result tests alone would not notice a silent reroute): a fresh matrix per case, its first
+ * call's log read. */
+START_TEST(precision_routes)
+{
+    route_log seen = {0, 0};
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.log = count_routes;
+    o.log_user = &seen;
+    o.log_level = MF_LOG_INFO;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    static const struct {
+        mf_precision prec;
+        int big, k, pad;  /* big: above MF_SDDMM_TUNE_MIN_NNZ; pad 1: rows not 16-byte vectors */
+        const char *knob; /* MFACT_SDDMM_HALF */
+        int tensor_cores;
+    } cases[] = {
+        {MF_PRECISION_FP32, 1, 64, 0, NULL, 0},
+        {MF_PRECISION_3XTF32, 1, 64, 0, NULL, 0},
+        {MF_PRECISION_TF32, 1, 64, 0, NULL, 0},
+        {MF_PRECISION_TF32, 1, 64, 1, NULL, 1},  /* no 16-byte rows */
+        {MF_PRECISION_TF32, 0, 32, 0, NULL, 1},  /* small, k <= 128 */
+        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: B's copy pays */
+        {MF_PRECISION_TF32, 0, 32, 0, "cuda-cores", 0},
+        {MF_PRECISION_TF32, 1, 64, 0, "tensor-cores", 1},
+        {MF_PRECISION_3XTF32, 1, 64, 0, "tensor-cores", 1},
+        {MF_PRECISION_BF16, 1, 64, 0, NULL, 0},
+        {MF_PRECISION_FP16, 1, 64, 1, NULL, 0}, /* the copies are aligned */
+        {MF_PRECISION_BF16, 0, 32, 0, NULL, 1}, /* small */
+        {MF_PRECISION_BF16, 0, 32, 0, "cuda-cores", 0},
+        {MF_PRECISION_FP16, 1, 64, 0, "tensor-cores", 1},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        if (cases[c].knob)
+            setenv("MFACT_SDDMM_HALF", cases[c].knob, 1);
+        else
+            unsetenv("MFACT_SDDMM_HALF");
+        const int k = cases[c].k;
+        problem pr = cases[c].big
+                         ? make_problem_sized(ctx, FX_RANDOM, 4500, 5000, k, cases[c].pad, 200 + c)
+                         : make_problem(ctx, FX_RANDOM, k, cases[c].pad, 200 + c);
+        ck_assert(cases[c].big ? pr.nnz > 200000 : pr.nnz < 200000);
+        int32_t rows, cols;
+        mf_sparse_shape(pr.S, &rows, &cols, NULL);
+        float *dA = to_device(pr.A, (size_t)rows * pr.lda * sizeof(float));
+        float *dB = to_device(pr.B, (size_t)cols * pr.ldb * sizeof(float));
+        float *dout = to_device(pr.before, (size_t)pr.nnz * sizeof(float));
+        seen.cores = seen.tensor_cores = 0;
+        ck_assert_msg(mf_sddmm_ex(ctx, pr.S, k, dA, pr.lda, dB, pr.ldb, 1.0f, 0.0f, dout,
+                                  MF_MEMORY_DEVICE, 0, cases[c].prec) == MF_OK,
+                      "case %zu: %s", c, mf_ctx_last_error(ctx));
+        CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+        ck_assert_msg(seen.tensor_cores == cases[c].tensor_cores &&
+                          seen.cores == !cases[c].tensor_cores,
+                      "case %zu (precision %d, %s, k = %d, pad %d, MFACT_SDDMM_HALF %s): %d "
+                      "tensor-core plans, %d float-kernel plans",
+                      c, (int)cases[c].prec, cases[c].big ? "big" : "small", k, cases[c].pad,
+                      cases[c].knob ? cases[c].knob : "unset", seen.tensor_cores, seen.cores);
+        CUDA_OK(cudaFree(dA));
+        CUDA_OK(cudaFree(dB));
+        CUDA_OK(cudaFree(dout));
+        free_problem(&pr);
+    }
+    unsetenv("MFACT_SDDMM_HALF");
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Under every device-memory limit from none of the call's memory to all of it, a call on a
  * matrix big enough to be timed (the tuning allocates a layout per candidate, and with beta
  * = 0 writes candidates' results into out) either succeeds with the right result or fails
@@ -778,9 +866,10 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {
-        every_variant_matches_float64, tensor_core_precisions,     half_precision_default_route,
-        tensor_core_row_orders_agree,  host_memory_and_cpu_parity, auto_tune_and_plan_cache,
-        spmm_and_rmse_match_cpu,       tensor_core_finish_bits,    memory_limits_fail_cleanly};
+    const TTest *const tests[] = {every_variant_matches_float64, tensor_core_precisions,
+                                  half_precision_default_route,  tensor_core_row_orders_agree,
+                                  host_memory_and_cpu_parity,    auto_tune_and_plan_cache,
+                                  spmm_and_rmse_match_cpu,       tensor_core_finish_bits,
+                                  memory_limits_fail_cleanly,    precision_routes};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -8,6 +8,7 @@
 #include "sddmm/sddmm_layout.h"
 #include "sddmm/sddmm_round.h"
 #include "sddmm/sddmm_tc_layout.h"
+#include "sddmm/sddmm_tc_order.h"
 #include "sddmm/sddmm_tuning.h"
 #include "sddmm_fixtures.h"
 #include "testutil.h"
@@ -398,18 +399,40 @@ START_TEST(layout_covers_every_entry_once)
             ck_assert_msg(seen[p], "tj %d%s: entry %lld not covered", tj, grouped ? " grouped" : "",
                           (long long)p);
         free(seen);
-        if (grouped) { /* the order depends on S alone, not on the thread count */
+        if (grouped) { /* the order depends on S alone, not on the thread count: a copy of S
+                        * (its own cached order) on one thread */
             mf_ctx *one = tu_cpu_ctx_threads(1);
+            mf_sparse *S1 = NULL;
+            ck_assert_int_eq(mf_sparse_from_csr(one, &S1, S->rows, S->cols, S->nnz, S->row_ptr,
+                                                S->col, S->val, MF_MEMORY_HOST, 0),
+                             MF_OK);
             mf_sddmm_layout L1;
-            ck_assert_int_eq(mf_sddmm_layout_build(one, S, tj, 64, 300, 1, &L1), MF_OK);
+            ck_assert_int_eq(mf_sddmm_layout_build(one, S1, tj, 64, 300, 1, &L1), MF_OK);
             ck_assert_int_eq(L1.n_items, L.n_items);
             ck_assert_int_eq(L1.n_blocks, L.n_blocks);
             ck_assert(!memcmp(L1.items, L.items, (size_t)L.n_items * sizeof *L.items));
             mf_sddmm_layout_free(&L1);
+            mf_sparse_destroy(S1);
             mf_ctx_destroy(one);
         }
         mf_sddmm_layout_free(&L);
     }
+    /* The grouped layouts' row order is kept on S: the same array for every later call, and
+     * the order mf_tc_order_rows makes. */
+    const int32_t *kept = NULL, *again = NULL;
+    int64_t n = -1, n2 = -1;
+    ck_assert_int_eq(mf_tc_order_rows_cached(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, &kept, &n), MF_OK);
+    ck_assert_int_eq(mf_tc_order_rows_cached(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, &again, &n2),
+                     MF_OK);
+    ck_assert_ptr_eq(kept, again);
+    ck_assert_int_eq(n, mf_tc_rows_with_entries(S));
+    ck_assert_int_eq(n2, n);
+    int32_t *fresh = malloc((size_t)n * sizeof *fresh);
+    ck_assert_int_eq(mf_tc_order_rows(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, fresh, n), MF_OK);
+    ck_assert(!memcmp(fresh, kept, (size_t)n * sizeof *fresh));
+    free(fresh);
+    ck_assert_int_eq(mf_tc_order_rows_cached(ctx, S, MF_TC_ORDER_AUTO, &again, &n2),
+                     MF_ERR_INTERNAL);
     mf_sparse_destroy(S);
     mf_ctx_destroy(ctx);
 }

@@ -166,7 +166,7 @@ static mf_status sort_block_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layo
     return MF_OK;
 }
 
-mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int32_t max_item_nnz,
+mf_status mf_sddmm_layout_build(mf_ctx *ctx, mf_sparse *S, int32_t tj, int32_t max_item_nnz,
                                 int64_t block_nnz, int grouped, mf_sddmm_layout *out)
 {
     memset(out, 0, sizeof *out);
@@ -178,24 +178,19 @@ mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int
     /* Fixed row ranges keep the items in the row order within each panel. */
     int threads = S->nnz < 65536 ? 1 : mf_ctx_threads(ctx);
     int64_t *panel_first = malloc(((size_t)out->panels + 1) * sizeof *panel_first);
-    int32_t *rows = NULL;
+    const int32_t *rows = NULL;
     int64_t n = S->rows;
     mf_status st = panel_first ? MF_OK
                                : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                                          "mf_sddmm: out of host memory for the plan");
-    if (st == MF_OK && out->grouped) {
-        n = mf_tc_rows_with_entries(S);
-        rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *rows);
-        st = rows ? mf_tc_order_rows(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, rows, n)
-                  : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
-    }
+    if (st == MF_OK && out->grouped)
+        st = mf_tc_order_rows_cached(ctx, S, MF_TC_ORDER_LENGTH_MINHASH, &rows, &n);
     if (st == MF_OK)
         st = build_items(ctx, S, rows, n, out, threads, panel_first);
     if (st == MF_OK)
         st = build_blocks(ctx, out, panel_first);
     if (st == MF_OK && out->grouped)
         st = sort_block_items(ctx, S, out, threads);
-    free(rows);
     free(panel_first);
     if (st != MF_OK)
         mf_sddmm_layout_free(out);

@@ -52,7 +52,7 @@ typedef struct mf_sddmm_layout {
 
 /* Build the layout (grouped: see above); on failure (out of host memory) *out is empty and the
  * status recorded. */
-mf_status mf_sddmm_layout_build(mf_ctx *ctx, const mf_sparse *S, int32_t tj, int32_t max_item_nnz,
+mf_status mf_sddmm_layout_build(mf_ctx *ctx, mf_sparse *S, int32_t tj, int32_t max_item_nnz,
                                 int64_t block_nnz, int grouped, mf_sddmm_layout *out);
 void mf_sddmm_layout_free(mf_sddmm_layout *l);
 

@@ -138,3 +138,42 @@ mf_status mf_tc_order_rows(mf_ctx *ctx, const mf_sparse *S, mf_tc_order order, i
     free(tmp);
     return MF_OK;
 }
+
+/* An order kept on the matrix: rows[0 .. n). */
+typedef struct cached_order {
+    int64_t n;
+    int32_t rows[];
+} cached_order;
+
+/* One key per order: the addresses are the keys (sparse.h). */
+static const char order_keys[MF_TC_ORDERS];
+
+static void cached_order_free(mf_sparse *m, void *value)
+{
+    (void)m;
+    free(value);
+}
+
+mf_status mf_tc_order_rows_cached(mf_ctx *ctx, mf_sparse *S, mf_tc_order order,
+                                  const int32_t **rows, int64_t *n)
+{
+    if ((int)order < 0 || order >= MF_TC_ORDER_AUTO)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no row order %d", (int)order);
+    cached_order *c = mf_sparse_cache_get(S, &order_keys[order]);
+    if (!c) {
+        const int64_t m = mf_tc_rows_with_entries(S);
+        c = malloc(sizeof *c + (size_t)(m > 0 ? m : 1) * sizeof *c->rows);
+        if (!c)
+            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
+        c->n = m;
+        mf_status st = mf_tc_order_rows(ctx, S, order, c->rows, m);
+        if (st != MF_OK) {
+            free(c);
+            return st;
+        }
+        MF_TRY(mf_sparse_cache_put(S, &order_keys[order], c, cached_order_free));
+    }
+    *rows = c->rows;
+    *n = c->n;
+    return MF_OK;
+}
