@@ -304,6 +304,94 @@ START_TEST(reduced_precision_matches_cpu)
 }
 END_TEST
 
+/* mf_predict on device arrays under device-memory limits from an eighth of the call's peak
+ * to all of it (a fresh context and matrix each, so the SDDMM tunes again): each call
+ * matches the CPU's predictions or fails with MF_ERR_OUT_OF_MEMORY and out unchanged. fp32,
+ * TF32 (B's rounded copy) and bf16 (the 16-bit copies). */
+START_TEST(device_predictions_fail_cleanly)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *cpu = tu_cpu_ctx();
+    enum { USERS = 3000, ITEMS = 2000, K = 40, STEPS = 8 };
+    mf_sparse *Rc = ax_ratings(cpu, USERS, ITEMS, 0.05, 43, NULL, NULL);
+    int64_t nnz;
+    mf_sparse_shape(Rc, NULL, NULL, &nnz);
+    ck_assert(nnz > 200000); /* timed: the tuning allocates a layout per candidate */
+    float *U = malloc((size_t)USERS * K * 4), *V = malloc((size_t)ITEMS * K * 4);
+    float *bu = malloc((size_t)USERS * 4), *bi = malloc((size_t)ITEMS * 4);
+    uint64_t st = 9;
+    for (int64_t p = 0; p < (int64_t)USERS * K; p++)
+        U[p] = (float)(tu_unit(&st) - 0.5);
+    for (int64_t p = 0; p < (int64_t)ITEMS * K; p++)
+        V[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < USERS; p++)
+        bu[p] = (float)(tu_unit(&st) - 0.5);
+    for (int p = 0; p < ITEMS; p++)
+        bi[p] = (float)(tu_unit(&st) - 0.5);
+    mf_model m;
+    mf_model_init(&m);
+    m.users = USERS, m.items = ITEMS, m.k = K, m.U = U, m.ldu = K, m.V = V, m.ldv = K;
+    m.mean = 3.5f, m.user_bias = bu, m.item_bias = bi;
+    mf_model d = m;
+    d.where = MF_MEMORY_DEVICE;
+    d.U = to_device(U, (size_t)USERS * K * 4), d.V = to_device(V, (size_t)ITEMS * K * 4);
+    d.user_bias = to_device(bu, USERS * 4), d.item_bias = to_device(bi, ITEMS * 4);
+    float *want = malloc((size_t)nnz * 4), *got = malloc((size_t)nnz * 4), *dout = NULL;
+    unsigned char *poison = malloc((size_t)nnz * 4);
+    memset(poison, 0x7f, (size_t)nnz * 4);
+    ck_assert_int_eq(cudaMalloc((void **)&dout, (size_t)nnz * 4), cudaSuccess);
+    static const mf_precision precs[] = {MF_PRECISION_FP32, MF_PRECISION_TF32, MF_PRECISION_BF16};
+    for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
+        m.precision = d.precision = precs[pi];
+        ck_assert_int_eq(mf_predict(cpu, &m, Rc, want), MF_OK);
+        size_t peak = 0;
+        int failed = 0, passed = 0;
+        for (int step = -1; step <= STEPS; step++) {
+            if (step == 0) /* a limit of 0 is none */
+                continue;
+            mf_ctx *gpu = tu_cuda_ctx(step < 0 ? 0 : peak * (size_t)step / STEPS);
+            mf_sparse *Rg = ax_ratings(gpu, USERS, ITEMS, 0.05, 43, NULL, NULL);
+            ck_assert_int_eq(cudaMemcpy(dout, poison, (size_t)nnz * 4, cudaMemcpyHostToDevice),
+                             cudaSuccess);
+            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+            mf_status s = mf_predict(gpu, &d, Rg, dout);
+            ck_assert_int_eq(cudaDeviceSynchronize(), cudaSuccess);
+            ck_assert_int_eq(cudaMemcpy(got, dout, (size_t)nnz * 4, cudaMemcpyDeviceToHost),
+                             cudaSuccess);
+            if (step < 0)
+                peak = tu_memory_stats(gpu).peak_bytes;
+            if (s == MF_OK) {
+                passed++;
+                double diff = tu_rel_diff(nnz, got, want);
+                ck_assert_msg(diff < 1e-6, "precision %d, limit %d/%d: %g from the CPU",
+                              (int)precs[pi], step, STEPS, diff);
+            } else {
+                failed++;
+                ck_assert_msg(s == MF_ERR_OUT_OF_MEMORY, "precision %d, limit %d/%d: %s",
+                              (int)precs[pi], step, STEPS, mf_ctx_last_error(gpu));
+                ck_assert_msg(step < STEPS, "precision %d failed with its whole peak allowed",
+                              (int)precs[pi]);
+                ck_assert_msg(!memcmp(got, poison, (size_t)nnz * 4),
+                              "precision %d, limit %d/%d: out changed by a failed call",
+                              (int)precs[pi], step, STEPS);
+            }
+            mf_sparse_destroy(Rg);
+            mf_ctx_destroy(gpu);
+        }
+        ck_assert_uint_gt(peak, 0);
+        ck_assert_int_gt(failed, 0);
+        ck_assert_int_gt(passed, 1);
+    }
+    cudaFree(dout);
+    cudaFree((void *)d.U), cudaFree((void *)d.V);
+    cudaFree((void *)d.user_bias), cudaFree((void *)d.item_bias);
+    free(U), free(V), free(bu), free(bi), free(want), free(got), free(poison);
+    mf_sparse_destroy(Rc);
+    mf_ctx_destroy(cpu);
+#endif
+}
+END_TEST
+
 /* Tuning on the GPU, factors in device memory: a candidate is chosen and reported. */
 START_TEST(tuning_on_device)
 {
@@ -345,6 +433,6 @@ int main(void)
 {
     static const tu_suite suite = {.name = "gpu_model", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device,
-                                  reduced_precision_matches_cpu};
+                                  reduced_precision_matches_cpu, device_predictions_fail_cleanly};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -493,17 +493,18 @@ typedef enum mf_precision {
  * products are gathers of factor rows before they are arithmetic). 3XTF32 asks for float's
  * accuracy and gets float's own product, the FP32 kernel (its bound is well inside
  * 3XTF32's; the CPU backend sums the split's three products, so the two differ by the
- * split's dropped terms too, 3 * 2^-22 m at most). TF32 takes cols * k * 4 bytes of device
- * memory for the call, for B rounded to TF32, and runs the float kernel's variants on it,
+ * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores takes cols * k * 4
+ * bytes of device memory for the call, for B rounded to TF32, and runs the float kernel's
+ * variants on it,
  * rounding A's values as they load (exact products of the rounded inputs, float sums:
  * TF32's bound), tuned per matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
  * up to 32) * 2 bytes of device memory for the call, for the factors' 16-bit copies, and
  * run the float kernel's variants reading the copies and widening each value to float (the
  * same rounded inputs, exact products, float sums: the same bounds), half the bytes of the
  * gathers that bound it. The tensor cores take TF32 when the factors' rows are not 16-byte
- * vectors (k or a leading dimension not a multiple of 4, or unaligned arrays), TF32 up to
- * k = 128 and BF16 and FP16 below 200,000 entries (where they were the faster on the small
- * graphs measured) or where
+ * vectors (k or a leading dimension not a multiple of 4, or unaligned arrays), TF32 below
+ * 200,000 entries up to k = 128 and BF16 and FP16 below 200,000 entries (where they were
+ * the faster on the small graphs measured) or where
  * no variant applies, and every reduced precision when the environment variable
  * MFACT_SDDMM_HALF is "tensor-cores" ("cuda-cores" forces the other way where a variant
  * applies; a measuring knob).

@@ -15,10 +15,10 @@
 extern "C" {
 #endif
 
-/* A device allocation and its size: callers keep the pair, so freeing needs no lookup. */
 /* The alignment mf_dmem_alloc guarantees (and checks of an application's allocator). */
 #define MF_DMEM_ALIGN 16
 
+/* A device allocation and its size: callers keep the pair, so freeing needs no lookup. */
 typedef struct mf_dbuf {
     void *ptr;
     size_t bytes;

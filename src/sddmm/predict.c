@@ -181,11 +181,15 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
             st = mf_dmem_alloc(ctx, &bufs[4], (size_t)S->nnz * sizeof(float), "predictions");
         dout = bufs[4].ptr;
     }
-    if (st == MF_OK)
-        st = mf_cuda_bias_offsets(ctx, S, &b, 1.0f, 0, dout);
-    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 1.0f, dout, 1, (int)m->precision};
+    /* The product first (beta = 0), then the bias terms added: the SDDMM is what can fail
+     * (its plan, B's TF32 copy, partial sums), and it writes out only once it runs, so a
+     * failed call leaves a device out as it was. The same bits as bias-then-product: one
+     * rounding of product + bias either way. */
+    mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 0.0f, dout, 1, (int)m->precision};
     if (st == MF_OK)
         st = mf_cuda_sddmm(ctx, S, &call);
+    if (st == MF_OK)
+        st = mf_cuda_bias_offsets(ctx, S, &b, 1.0f, 1, dout);
     if (st == MF_OK && m->where == MF_MEMORY_HOST)
         st = mf_cuda_copy(ctx, out, dout, (size_t)S->nnz * sizeof(float));
     else if (st == MF_OK)

@@ -33,7 +33,7 @@ static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_
 
 // One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with `half`
 // a reduced precision, the instance that rounds the inputs (SM-L2 vector variants only):
-// bf16 and fp16 read P.A16 and P.B16, TF32 rounds the floats as they load.
+// bf16 and fp16 read P.A16 and P.B16, TF32 reads B's rounded copy and rounds A as it loads.
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
                    cudaStream_t stream)
@@ -315,7 +315,7 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // Pick the variant and layout for this call shape: the cached choice, or the fastest of
 // the candidates, each timed twice (the first run warms caches and the layout upload).
 //
-// With half (bf16 or fp16 copies, or TF32 rounding as it loads) the candidates are the SM-L2
+// With half (bf16 or fp16 copies, or TF32's rounded B) the candidates are the SM-L2
 // vector variants run on the reduced inputs. The tensor-core kernel is not timed against them: it
 // won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only
 // where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it
@@ -370,6 +370,13 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         best = cand[0].variant;
         best_ms = 0.f;
     } else {
+        // MFACT_SDDMM_GROUPED=off leaves the grouped layout's try out (below; bench_sddmm
+        // measures with and without); read before any candidate writes into out.
+        const char *knob = getenv("MFACT_SDDMM_GROUPED");
+        const bool grouped = !knob || !*knob;
+        if (!grouped && strcmp(knob, "off"))
+            return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                           "mf_sddmm: MFACT_SDDMM_GROUPED='%s' is not off", knob);
         // Candidates write into a scratch array unless out is write-only (beta == 0).
         mf_dbuf scratch = {0, 0};
         float *target = call->out;
@@ -401,29 +408,27 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             }
             return MF_OK;
         };
-        // A candidate whose layout does not fit the device memory (or the context's limit)
-        // is left out once another has run: with beta = 0 the candidates write into out, and
-        // failing then would leave the caller's out changed; the call succeeds with the
-        // fastest that fit (the context's last error tells of the one left out).
+        // A candidate whose layout the memory manager refuses (out of device memory, the
+        // context's limit, a misaligned block from the caller's allocator) is left out: with
+        // beta = 0 the candidates write into out, and failing after one ran would leave the
+        // caller's out changed. The call succeeds with the fastest that fit (the context's
+        // last error tells of the one left out; the choice is kept, as any other), or fails
+        // with the refusal when none fit, before anything was written.
+        mf_status refused = MF_OK;
         for (int c = 0; c < n && st == MF_OK; c++) {
             int li;
             st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, 0,
                                       &li);
             if (st == MF_OK)
                 st = try_candidate(cand[c].variant, li);
-            else if (st == MF_ERR_OUT_OF_MEMORY && best >= 0)
-                st = MF_OK;
+            else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
+                refused = st, st = MF_OK;
         }
+        if (st == MF_OK && best < 0)
+            st = refused;
         // The winner once more on the grouped layout (sddmm_layout.h), from
-        // MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large.
-        // MFACT_SDDMM_GROUPED=off leaves it out (bench_sddmm measures with and without). An
-        // optional try: out of memory for its layout keeps the winner (the context's last
-        // error then tells of it, though the call succeeds).
-        const char *knob = getenv("MFACT_SDDMM_GROUPED");
-        const bool grouped = !knob || !*knob;
-        if (st == MF_OK && !grouped && strcmp(knob, "off"))
-            st = mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
-                         "mf_sddmm: MFACT_SDDMM_GROUPED='%s' is not off", knob);
+        // MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large. An
+        // optional try: a refused layout keeps the winner.
         if (st == MF_OK && grouped && best >= 0 && !variants[best].cfg.smem &&
             call->k >= MF_SDDMM_GROUPED_MIN_K) {
             const mf_sddmm_dev_layout won = plan->layouts[best_layout];
@@ -431,7 +436,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
             if (st == MF_OK)
                 st = try_candidate(best, li);
-            else if (st == MF_ERR_OUT_OF_MEMORY)
+            else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
                 st = MF_OK;
         }
         mf_dmem_free(ctx, &scratch);
