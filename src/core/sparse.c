@@ -156,10 +156,29 @@ static mf_status check_outputs(mf_ctx *ctx, mf_memory where, const char *fn, con
     return MF_OK;
 }
 
+/* A pattern's values delivered to device memory come from a host array of ones, made before
+ * anything is delivered (so that running out of host memory leaves the caller's arrays as
+ * they were): *ones stays NULL when none is needed. */
+static mf_status make_ones(const mf_sparse *m, const float *val, mf_memory where, const char *fn,
+                           float **ones)
+{
+    *ones = NULL;
+    if (!val || m->val || where == MF_MEMORY_HOST)
+        return MF_OK;
+    size_t n = (size_t)m->nnz;
+    *ones = malloc(n * sizeof **ones);
+    if (!*ones)
+        return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    for (size_t i = 0; i < n; i++)
+        (*ones)[i] = 1.0f;
+    return MF_OK;
+}
+
 /* The columns and values of every entry, in canonical order, to the caller's arrays (either
- * may be NULL); a pattern's values are delivered as ones. */
+ * may be NULL); a pattern's values are delivered as ones (from make_ones' array on a
+ * device). */
 static mf_status deliver_cols_vals(const mf_sparse *m, int32_t *col, float *val, mf_memory where,
-                                   const char *fn)
+                                   const float *ones)
 {
     size_t n = (size_t)m->nnz;
     if (col)
@@ -168,14 +187,12 @@ static mf_status deliver_cols_vals(const mf_sparse *m, int32_t *col, float *val,
         return MF_OK;
     if (m->val)
         return deliver(m->ctx, val, m->val, n * sizeof *val, where);
-    float *ones = malloc(n * sizeof *ones);
-    if (!ones)
-        return mf_fail(m->ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
-    for (size_t i = 0; i < n; i++)
-        ones[i] = 1.0f;
-    mf_status st = deliver(m->ctx, val, ones, n * sizeof *val, where);
-    free(ones);
-    return st;
+    if (where == MF_MEMORY_HOST) {
+        for (size_t i = 0; i < n; i++)
+            val[i] = 1.0f;
+        return MF_OK;
+    }
+    return deliver(m->ctx, val, ones, n * sizeof *val, where);
 }
 
 mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, float *val,
@@ -188,20 +205,25 @@ mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, floa
         return MF_OK;
     MF_TRY(check_outputs(ctx, where, fn, row, "row", col, "col", val, "val"));
     size_t n = (size_t)m->nnz;
-    mf_status st = MF_OK;
-    if (row) {
-        int32_t *rows = where == MF_MEMORY_HOST ? row : malloc(n * sizeof *rows);
-        if (!rows)
-            return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    /* Host memory for device copies first: nothing is delivered until it is all there. */
+    float *ones = NULL;
+    int32_t *rows = row && where == MF_MEMORY_DEVICE ? malloc(n * sizeof *rows) : row;
+    if (row && !rows)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", fn);
+    mf_status st = make_ones(m, val, where, fn, &ones);
+    if (st == MF_OK && row) {
         for (int32_t r = 0; r < m->rows; r++)
             for (int64_t i = m->row_ptr[r]; i < m->row_ptr[r + 1]; i++)
                 rows[i] = r;
-        if (where == MF_MEMORY_DEVICE) {
+        if (where == MF_MEMORY_DEVICE)
             st = mf_cuda_copy(ctx, row, rows, n * sizeof *rows);
-            free(rows);
-        }
     }
-    return st == MF_OK ? deliver_cols_vals(m, col, val, where, fn) : st;
+    if (st == MF_OK)
+        st = deliver_cols_vals(m, col, val, where, ones);
+    if (rows != row)
+        free(rows);
+    free(ones);
+    return st;
 }
 
 mf_status mf_sparse_get_csr(const mf_sparse *m, int64_t *row_ptr, int32_t *col, float *val,
@@ -212,10 +234,14 @@ mf_status mf_sparse_get_csr(const mf_sparse *m, int64_t *row_ptr, int32_t *col, 
     mf_ctx *ctx = m->ctx;
     MF_TRY(check_outputs(ctx, where, fn, row_ptr, "row_ptr", m->nnz ? col : NULL, "col",
                          m->nnz ? val : NULL, "val"));
+    float *ones = NULL;
+    if (m->nnz > 0)
+        MF_TRY(make_ones(m, val, where, fn, &ones));
     mf_status st = MF_OK;
     if (row_ptr)
         st = deliver(ctx, row_ptr, m->row_ptr, ((size_t)m->rows + 1) * sizeof *row_ptr, where);
-    if (st != MF_OK || m->nnz == 0)
-        return st;
-    return deliver_cols_vals(m, col, val, where, fn);
+    if (st == MF_OK && m->nnz > 0)
+        st = deliver_cols_vals(m, col, val, where, ones);
+    free(ones);
+    return st;
 }

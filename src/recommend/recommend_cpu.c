@@ -8,6 +8,19 @@
 #include "core/ctx.h"
 #include "recommend/recommend_internal.h"
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+static int thread_number(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 typedef struct cand {
     float score;
     int32_t item;
@@ -91,18 +104,20 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
             norm[i] = sqrtf(dot(v, v, k));
         }
     }
-    int out_of_memory = 0;
-#pragma omp parallel num_threads(mf_ctx_threads(ctx))
+    /* Every thread's heap before any output is written: a failed allocation inside the
+     * parallel region would leave the other threads' rows written and the call failing. */
+    const int threads = mf_ctx_threads(ctx);
+    cand *heaps = malloc((size_t)threads * (size_t)cap * sizeof *heaps);
+    if (!heaps) {
+        free(norm);
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for top-N heaps",
+                       c->kind == MF_REC_SIMILAR ? "mf_similar_items" : "mf_recommend");
+    }
+#pragma omp parallel num_threads(threads)
     {
-        cand *h = malloc((size_t)cap * sizeof *h);
-        if (!h) {
-#pragma omp atomic write
-            out_of_memory = 1;
-        }
+        cand *h = heaps + (size_t)thread_number() * (size_t)cap; /* a team is at most threads */
 #pragma omp for schedule(dynamic, 4)
         for (int64_t b = 0; b < c->n; b++) {
-            if (!h)
-                continue;
             const int32_t id = c->ids[b];
             int size = 0;
             if (c->kind == MF_REC_SIMILAR) {
@@ -135,10 +150,8 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
             }
             drain(h, size, N, c->out_items + b * N, c->out_scores + b * N);
         }
-        free(h);
     }
+    free(heaps);
     free(norm);
-    if (out_of_memory)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "out of host memory for top-N heaps");
     return MF_OK;
 }
