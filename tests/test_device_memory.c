@@ -11,6 +11,7 @@ typedef struct fake_source {
     size_t outstanding;
     void *last_stream;
     size_t refuse_above; /* 0: never refuse */
+    int misalign;        /* hand out blocks 8 bytes past malloc's (16-byte aligned) ones */
 } fake_source;
 
 static void *fake_alloc(void *user, size_t bytes, void *stream)
@@ -21,7 +22,8 @@ static void *fake_alloc(void *user, size_t bytes, void *stream)
         return NULL;
     f->allocs++;
     f->outstanding += bytes;
-    return malloc(bytes);
+    char *p = malloc(bytes + 8);
+    return p && f->misalign ? p + 8 : p;
 }
 
 static void fake_free(void *user, void *ptr, size_t bytes, void *stream)
@@ -30,7 +32,7 @@ static void fake_free(void *user, void *ptr, size_t bytes, void *stream)
     (void)stream;
     f->frees++;
     f->outstanding -= bytes;
-    free(ptr);
+    free(f->misalign ? (char *)ptr - 8 : ptr);
 }
 
 static mf_ctx *ctx_with_fake(fake_source *f, size_t limit)
@@ -131,28 +133,10 @@ START_TEST(a_refusing_source_gives_out_of_memory)
 }
 END_TEST
 
-static void *misaligned_alloc(void *user, size_t bytes, void *stream)
-{
-    char *p = fake_alloc(user, bytes + 8, stream);
-    return p ? p + 8 : NULL; /* malloc's blocks are 16-byte aligned: 8 past is not */
-}
-
-static void misaligned_free(void *user, void *ptr, size_t bytes, void *stream)
-{
-    fake_free(user, (char *)ptr - 8, bytes + 8, stream);
-}
-
 START_TEST(a_misaligned_block_is_refused_and_returned)
 {
-    fake_source f = {0};
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CPU;
-    o.device_alloc = misaligned_alloc;
-    o.device_free = misaligned_free;
-    o.allocator_user = &f;
-    mf_ctx *ctx = NULL;
-    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    fake_source f = {.misalign = 1};
+    mf_ctx *ctx = ctx_with_fake(&f, 0);
     mf_dbuf a = {(void *)&f, 7};
     ck_assert_int_eq(mf_dmem_alloc(ctx, &a, 100, "SDDMM 16-bit factors"), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "not aligned to 16 bytes");

@@ -201,6 +201,46 @@ START_TEST(predictions_match_cpu)
 }
 END_TEST
 
+#ifdef MFACT_HAVE_CUDA
+/* A model of factors and biases uniform in [-0.5, 0.5) and mean 3.5: rows users x k and
+ * items x k, on the host (host) and copied to the device (dev). */
+typedef struct random_model {
+    float *U, *V, *bu, *bi;
+    mf_model host, dev;
+} random_model;
+
+static void make_random_model(random_model *r, int32_t users, int32_t items, int k, uint64_t seed)
+{
+    r->U = malloc((size_t)users * k * 4), r->V = malloc((size_t)items * k * 4);
+    r->bu = malloc((size_t)users * 4), r->bi = malloc((size_t)items * 4);
+    for (int64_t p = 0; p < (int64_t)users * k; p++)
+        r->U[p] = (float)(tu_unit(&seed) - 0.5);
+    for (int64_t p = 0; p < (int64_t)items * k; p++)
+        r->V[p] = (float)(tu_unit(&seed) - 0.5);
+    for (int p = 0; p < users; p++)
+        r->bu[p] = (float)(tu_unit(&seed) - 0.5);
+    for (int p = 0; p < items; p++)
+        r->bi[p] = (float)(tu_unit(&seed) - 0.5);
+    mf_model *m = &r->host, *d = &r->dev;
+    mf_model_init(m);
+    m->users = users, m->items = items, m->k = k, m->U = r->U, m->ldu = k, m->V = r->V;
+    m->ldv = k, m->mean = 3.5f, m->user_bias = r->bu, m->item_bias = r->bi;
+    *d = *m;
+    d->where = MF_MEMORY_DEVICE;
+    d->U = to_device(r->U, (size_t)users * k * 4), d->V = to_device(r->V, (size_t)items * k * 4);
+    d->user_bias = to_device(r->bu, (size_t)users * 4);
+    d->item_bias = to_device(r->bi, (size_t)items * 4);
+}
+
+static void free_random_model(random_model *r)
+{
+    cudaFree((void *)r->dev.U), cudaFree((void *)r->dev.V);
+    cudaFree((void *)r->dev.user_bias), cudaFree((void *)r->dev.item_bias);
+    free(r->U), free(r->V), free(r->bu), free(r->bi);
+}
+
+#endif
+
 /* model.precision and ALS's rmse_precision on the GPU: predictions (the SDDMM path, staged
  * and on device; the pairs kernel; a matrix beyond the model) and RMSEs in TF32, BF16, FP16
  * and 3XTF32 equal the CPU's in that precision up to float accumulation order, and are
@@ -216,25 +256,10 @@ START_TEST(reduced_precision_matches_cpu)
     int64_t nnz;
     mf_sparse_shape(Rc, NULL, NULL, &nnz);
     ck_assert(nnz > 200000);
-    float *U = malloc((size_t)USERS * K * 4), *V = malloc((size_t)ITEMS * K * 4);
-    float *bu = malloc((size_t)USERS * 4), *bi = malloc((size_t)ITEMS * 4);
-    uint64_t st = 5;
-    for (int64_t p = 0; p < (int64_t)USERS * K; p++)
-        U[p] = (float)(tu_unit(&st) - 0.5);
-    for (int64_t p = 0; p < (int64_t)ITEMS * K; p++)
-        V[p] = (float)(tu_unit(&st) - 0.5);
-    for (int p = 0; p < USERS; p++)
-        bu[p] = (float)(tu_unit(&st) - 0.5);
-    for (int p = 0; p < ITEMS; p++)
-        bi[p] = (float)(tu_unit(&st) - 0.5);
-    mf_model m;
-    mf_model_init(&m);
-    m.users = USERS, m.items = ITEMS, m.k = K, m.U = U, m.ldu = K, m.V = V, m.ldv = K;
-    m.mean = 3.5f, m.user_bias = bu, m.item_bias = bi;
-    mf_model d = m;
-    d.where = MF_MEMORY_DEVICE;
-    d.U = to_device(U, (size_t)USERS * K * 4), d.V = to_device(V, (size_t)ITEMS * K * 4);
-    d.user_bias = to_device(bu, USERS * 4), d.item_bias = to_device(bi, ITEMS * 4);
+    random_model rm;
+    make_random_model(&rm, USERS, ITEMS, K, 5);
+    mf_model m = rm.host, d = rm.dev;
+    float *U = rm.U, *V = rm.V; /* the ALS run below writes its factors here */
     float *exact = malloc((size_t)nnz * 4), *pc = malloc((size_t)nnz * 4),
           *pg = malloc((size_t)nnz * 4), *dout = NULL;
     ck_assert_int_eq(cudaMalloc((void **)&dout, (size_t)nnz * 4), cudaSuccess);
@@ -293,9 +318,9 @@ START_TEST(reduced_precision_matches_cpu)
     ck_assert_msg(mf_als_run(gpu, Rg, &o, U, V, MF_MEMORY_HOST, &rep) == MF_OK, "%s",
                   mf_ctx_last_error(gpu));
     ax_check_reported_rmse(gpu, &rep, Rg, Tg, K, U, V, MF_PRECISION_BF16, 1e-6);
-    cudaFree((void *)d.U), cudaFree((void *)d.V), cudaFree((void *)d.user_bias);
-    cudaFree((void *)d.item_bias), cudaFree(dout), cudaFree(dr), cudaFree(dc);
-    free(U), free(V), free(bu), free(bi), free(exact), free(pc), free(pg), free(r), free(c);
+    free_random_model(&rm);
+    cudaFree(dout), cudaFree(dr), cudaFree(dc);
+    free(exact), free(pc), free(pg), free(r), free(c);
     mf_sparse_destroy(Rg), mf_sparse_destroy(Rc), mf_sparse_destroy(Tg);
     mf_sparse_destroy(Bg), mf_sparse_destroy(Bc);
     mf_ctx_destroy(gpu);
@@ -317,25 +342,9 @@ START_TEST(device_predictions_fail_cleanly)
     int64_t nnz;
     mf_sparse_shape(Rc, NULL, NULL, &nnz);
     ck_assert(nnz > 200000); /* timed: the tuning allocates a layout per candidate */
-    float *U = malloc((size_t)USERS * K * 4), *V = malloc((size_t)ITEMS * K * 4);
-    float *bu = malloc((size_t)USERS * 4), *bi = malloc((size_t)ITEMS * 4);
-    uint64_t st = 9;
-    for (int64_t p = 0; p < (int64_t)USERS * K; p++)
-        U[p] = (float)(tu_unit(&st) - 0.5);
-    for (int64_t p = 0; p < (int64_t)ITEMS * K; p++)
-        V[p] = (float)(tu_unit(&st) - 0.5);
-    for (int p = 0; p < USERS; p++)
-        bu[p] = (float)(tu_unit(&st) - 0.5);
-    for (int p = 0; p < ITEMS; p++)
-        bi[p] = (float)(tu_unit(&st) - 0.5);
-    mf_model m;
-    mf_model_init(&m);
-    m.users = USERS, m.items = ITEMS, m.k = K, m.U = U, m.ldu = K, m.V = V, m.ldv = K;
-    m.mean = 3.5f, m.user_bias = bu, m.item_bias = bi;
-    mf_model d = m;
-    d.where = MF_MEMORY_DEVICE;
-    d.U = to_device(U, (size_t)USERS * K * 4), d.V = to_device(V, (size_t)ITEMS * K * 4);
-    d.user_bias = to_device(bu, USERS * 4), d.item_bias = to_device(bi, ITEMS * 4);
+    random_model rm;
+    make_random_model(&rm, USERS, ITEMS, K, 9);
+    mf_model m = rm.host, d = rm.dev;
     float *want = malloc((size_t)nnz * 4), *got = malloc((size_t)nnz * 4), *dout = NULL;
     unsigned char *poison = malloc((size_t)nnz * 4);
     memset(poison, 0x7f, (size_t)nnz * 4);
@@ -383,9 +392,8 @@ START_TEST(device_predictions_fail_cleanly)
         ck_assert_int_gt(passed, 1);
     }
     cudaFree(dout);
-    cudaFree((void *)d.U), cudaFree((void *)d.V);
-    cudaFree((void *)d.user_bias), cudaFree((void *)d.item_bias);
-    free(U), free(V), free(bu), free(bi), free(want), free(got), free(poison);
+    free_random_model(&rm);
+    free(want), free(got), free(poison);
     mf_sparse_destroy(Rc);
     mf_ctx_destroy(cpu);
 #endif

@@ -164,6 +164,15 @@ mf_backend mf_ctx_backend(const mf_ctx *ctx)
     return ctx ? ctx->backend : MF_BACKEND_AUTO;
 }
 
+int mf_thread_index(void)
+{
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 int mf_ctx_threads(const mf_ctx *ctx)
 {
     if (ctx->cpu_threads > 0)

@@ -32,6 +32,10 @@ struct mf_ctx {
 /* Threads for an OpenMP region of the CPU backend. */
 int mf_ctx_threads(const mf_ctx *ctx);
 
+/* The calling thread's number in its OpenMP team (0 outside one, or without OpenMP): below
+ * the num_threads the region asked for, so it indexes per-thread scratch sized by it. */
+int mf_thread_index(void);
+
 /* Check that an array argument lives where the caller says: MF_MEMORY_DEVICE needs a CUDA
  * context and a device (or managed) pointer; MF_MEMORY_HOST must not be device-only memory.
  * `fn` and `name` name the function and argument in the message. */

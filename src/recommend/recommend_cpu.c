@@ -8,19 +8,6 @@
 #include "core/ctx.h"
 #include "recommend/recommend_internal.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-static int thread_number(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-
 typedef struct cand {
     float score;
     int32_t item;
@@ -115,7 +102,7 @@ mf_status mf_recommend_cpu(mf_ctx *ctx, const mf_rec_call *c)
     }
 #pragma omp parallel num_threads(threads)
     {
-        cand *h = heaps + (size_t)thread_number() * (size_t)cap; /* a team is at most threads */
+        cand *h = heaps + (size_t)mf_thread_index() * (size_t)cap; /* a team is at most threads */
 #pragma omp for schedule(dynamic, 4)
         for (int64_t b = 0; b < c->n; b++) {
             const int32_t id = c->ids[b];

@@ -6,10 +6,6 @@
 #include "core/ctx.h"
 #include "sddmm/sddmm_tc_order.h"
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 /* Walk the items of rows [r0, r1) of the order (rows[]: the rows in order; NULL: index
  * order): emit(panel, row, begin, count) for each, in that order. A macro rather than a
  * callback so both passes stay tight loops. */
@@ -33,15 +29,6 @@ void mf_sddmm_layout_free(mf_sddmm_layout *l)
     free(l->items);
     free(l->blocks);
     memset(l, 0, sizeof *l);
-}
-
-static int mf_thread_index(void)
-{
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
 }
 
 /* Range t of `ranges` fixed ranges of the n rows of the order: the same in both passes,

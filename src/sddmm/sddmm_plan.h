@@ -34,7 +34,7 @@ typedef struct mf_sddmm_dev_layout {
 
 typedef struct mf_sddmm_choice {
     int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies,
-                 * or TF32 rounding as it loads */
+                 * or TF32's rounded copy of B */
     int variant, layout;
     float ms;
 } mf_sddmm_choice;
