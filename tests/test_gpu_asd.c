@@ -3,6 +3,7 @@
  * RMSE, cancellation and time limit, a rank-deficient start, bad input with device factors
  * untouched, the device transpose against the host one, and runs started in bf16 and fp16
  * (the reduced phase's iterates and its length against the CPU engine's, recovery). */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ START_TEST(iterates_match_cpu)
 {
     /* The issue's bar: relative difference of the iterates below 1e-4 after 20 iterations,
      * on the planted case and at ranks that take every kernel shape (lanes per entry 1 to
-     * 32, several float4s per lane). */
+     * 32, several float4s per lane, long lines). */
     const struct {
         int32_t m, n;
         int r;
@@ -72,7 +73,11 @@ START_TEST(iterates_match_cpu)
                  {300, 250, 1, 0.3},
                  {400, 300, 20, 0.3},
                  {500, 400, 37, 0.4},
-                 {600, 500, 150, 0.6}};
+                 {600, 500, 150, 0.6},
+                 /* lines of 4,096 entries and more go to the long-line kernel (one block a
+                  * line): about half the columns here, then half the rows */
+                 {5000, 300, 8, 0.82},
+                 {300, 5000, 20, 0.82}};
     const size_t ncases = quick() ? 2 : sizeof cases / sizeof *cases;
     for (size_t c = 0; c < ncases; c++) {
         const int r = cases[c].r;
@@ -91,16 +96,18 @@ START_TEST(iterates_match_cpu)
             mf_asd_report rc = run_where(q.cpu, q.p.M, &o, Xc, Yc, MF_MEMORY_HOST);
             mf_asd_report rg = run_where(q.gpu, q.Mg, &o, Xg, Yg, MF_MEMORY_HOST);
             double dx = tu_rel_diff((int64_t)nx, Xg, Xc), dy = tu_rel_diff((int64_t)ny, Yg, Yc);
-            /* The residuals agree to 1e-3 relative, or to float rounding (1e-8 absolute)
-             * once they are that small. */
+            /* The residuals agree to 1e-3 relative, or to float rounding once they are that
+             * small: at a relative residual of one or two FLT_EPSILON (the dense long-line
+             * cases recover their plant that far) the two differ by rounding alone, 1.2e-8
+             * measured; a quarter of FLT_EPSILON is the bound. */
             double dres = fabs(rg.relative_residual - rc.relative_residual);
             printf("parity %d x %d r %d %s: X %.1e, Y %.1e, residual %.3e vs %.3e\n", q.p.m, q.p.n,
                    r, variant ? "scaled" : "plain", dx, dy, rg.relative_residual,
                    rc.relative_residual);
             ck_assert_int_eq(rg.iterations, 20);
             ck_assert_msg(dx < 1e-4 && dy < 1e-4, "r %d variant %d: X %g Y %g", r, variant, dx, dy);
-            ck_assert_msg(dres < 1e-3 * rc.relative_residual + 1e-8, "residuals %g vs %g",
-                          rg.relative_residual, rc.relative_residual);
+            ck_assert_msg(dres < 1e-3 * rc.relative_residual + 0.25 * FLT_EPSILON,
+                          "residuals %g vs %g", rg.relative_residual, rc.relative_residual);
         }
         free(Xc), free(Yc), free(Xg), free(Yg);
         free_pair(&q);

@@ -86,6 +86,12 @@ struct cuda_engine {
     int L, C;     /* the pass kernels' lanes per entry and float4s per lane */
     side by[2];   /* this rank's lines: by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
+    /* The pass kernels' grid per side and each warp's first line (asd::warp_lines_kernel). */
+    unsigned grid[2];
+    mf_dbuf first[2];
+    /* Side s's long lines (asd::long_entries or more; C == 1 only): their count and list. */
+    int long_count[2];
+    mf_dbuf long_list[2];
     /* The reduced phase: its precision (MF_PRECISION_BF16 or FP16; 0 once over, or never),
      * and X's (0) and Y's (1) 16-bit copies, all lines (allocated when the run has one). */
     int half;
@@ -119,6 +125,27 @@ template <bool GRAD, int HALF> const void *pass_fn(int L, int C)
     case 2: return (const void *)&asd::pass_kernel<32, 2, GRAD, HALF>;
     case 3: return (const void *)&asd::pass_kernel<32, 3, GRAD, HALF>;
     default: return (const void *)&asd::pass_kernel<32, 4, GRAD, HALF>;
+    }
+}
+
+template <bool GRAD, int HALF> const void *long_fn(int L)
+{
+    switch (L) {
+    case 1: return (const void *)&asd::long_pass_kernel<1, GRAD, HALF>;
+    case 2: return (const void *)&asd::long_pass_kernel<2, GRAD, HALF>;
+    case 4: return (const void *)&asd::long_pass_kernel<4, GRAD, HALF>;
+    case 8: return (const void *)&asd::long_pass_kernel<8, GRAD, HALF>;
+    case 16: return (const void *)&asd::long_pass_kernel<16, GRAD, HALF>;
+    default: return (const void *)&asd::long_pass_kernel<32, GRAD, HALF>;
+    }
+}
+
+template <bool GRAD> const void *long_fn_in(int half, int L)
+{
+    switch (half) {
+    case MF_PRECISION_BF16: return long_fn<GRAD, MF_PRECISION_BF16>(L);
+    case MF_PRECISION_FP16: return long_fn<GRAD, MF_PRECISION_FP16>(L);
+    default: return long_fn<GRAD, 0>(L);
     }
 }
 
@@ -168,13 +195,20 @@ mf_status pass(cuda_engine *e, int s, const float *own, int half, bool grad, int
     a.ld = e->ld;
     a.G = fp(e->G);
     a.sums = sums(e, slot);
+    a.first = (const int32_t *)e->first[s].ptr;
     if (a.lines == 0)
         return MF_OK;
     void *args[] = {&a};
-    const unsigned grid = mf_cuda_grid(c, (int64_t)a.lines * 32, asd::pass_threads, 8);
     const void *fn =
         grad ? pass_fn_in<true>(half, e->L, e->C) : pass_fn_in<false>(half, e->L, e->C);
-    MF_CUDA_TRY(ctx, cudaLaunchKernel(fn, dim3(grid), dim3(asd::pass_threads), args, 0, c->stream));
+    MF_CUDA_TRY(
+        ctx, cudaLaunchKernel(fn, dim3(e->grid[s]), dim3(asd::pass_threads), args, 0, c->stream));
+    if (e->long_count[s] > 0) { /* the lines that the warps left */
+        a.first = (const int32_t *)e->long_list[s].ptr;
+        const void *lf = grad ? long_fn_in<true>(half, e->L) : long_fn_in<false>(half, e->L);
+        MF_CUDA_TRY(ctx, cudaLaunchKernel(lf, dim3((unsigned)e->long_count[s]),
+                                          dim3(asd::long_threads), args, 0, c->stream));
+    }
     return MF_OK;
 }
 
@@ -205,7 +239,12 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
     mf_cuda *c = mf_cuda_of(ctx);
     const int r = e->r, tiles = (r + 31) / 32;
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->gram.ptr, 0, (size_t)r * r * sizeof(double), c->stream));
-    if (other_lines > 0) {
+    if (other_lines > 0 && e->ld <= 32) {
+        const int per = asd::gram_small_floats / e->ld;
+        asd::gram_small_kernel<<<(unsigned)((other_lines + per - 1) / per), 256, 0, c->stream>>>(
+            F, other_lines, e->ld, r, (double *)e->gram.ptr);
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_small_kernel"));
+    } else if (other_lines > 0) {
         int64_t slices = (int64_t)c->prop.multiProcessorCount * 2 / (tiles * tiles) + 1;
         int64_t per = ((other_lines + slices - 1) / slices + 31) / 32 * 32;
         slices = (other_lines + per - 1) / per;
@@ -387,8 +426,20 @@ void engine_destroy(mf_asd_engine *base)
     /* the queued start of an iteration that never came (read_back) still reads and writes
      * these buffers: done before they go back to the pool */
     cudaStreamSynchronize(mf_cuda_of(ctx)->stream);
-    mf_dbuf *bufs[] = {&e->X,    &e->Y,    &e->G,   &e->D,      &e->sums,
-                       &e->gram, &e->chol, &e->inv, &e->low[0], &e->low[1]};
+    mf_dbuf *bufs[] = {&e->X,
+                       &e->Y,
+                       &e->G,
+                       &e->D,
+                       &e->sums,
+                       &e->gram,
+                       &e->chol,
+                       &e->inv,
+                       &e->low[0],
+                       &e->low[1],
+                       &e->first[0],
+                       &e->first[1],
+                       &e->long_list[0],
+                       &e->long_list[1]};
     for (mf_dbuf *b : bufs)
         mf_dmem_free(ctx, b);
     if (e->host)
@@ -503,6 +554,48 @@ mf_status random_start(cuda_engine *e)
     return MF_OK;
 }
 
+/* Side s's pass grid and its warps' lines (asd::warp_lines_kernel). A line's fixed work
+ * (its own row, the reductions, its gradient row) weighs about two steps of the entry loop,
+ * each step 32 / L entries per unrolled load. */
+mf_status split_lines(cuda_engine *e, int s)
+{
+    mf_ctx *ctx = e->ctx;
+    mf_cuda *c = mf_cuda_of(ctx);
+    const int32_t lines = e->by[s].lines;
+    if (lines == 0)
+        return MF_OK;
+    e->grid[s] = mf_cuda_grid(c, (int64_t)lines * 32, asd::pass_threads, 8);
+    const int64_t warps = (int64_t)e->grid[s] * (asd::pass_threads / 32);
+    MF_TRY(mf_dmem_alloc(ctx, &e->first[s], (size_t)(warps + 1) * sizeof(int32_t),
+                         "ASD pass lines per warp"));
+    const int64_t line_cost = 2 * asd::unroll * (32 / e->L);
+    asd::warp_lines_kernel<<<mf_cuda_grid(c, warps + 1, 256, 8), 256, 0, c->stream>>>(
+        e->by[s].ptr, lines, warps, line_cost, (int32_t *)e->first[s].ptr);
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd warp_lines_kernel"));
+    if (e->C != 1) /* rows past 128 values: no long lines (the block's scratch) */
+        return MF_OK;
+    /* the long lines: counted (in the pinned host word, e->host), then listed */
+    int *count = (int *)sums(e, S_COUNT);
+    const unsigned grid = mf_cuda_grid(c, lines, 256, 8);
+    for (int listing = 0; listing < 2; listing++) {
+        MF_CUDA_TRY(ctx, cudaMemsetAsync(count, 0, sizeof(int), c->stream));
+        asd::long_lines_kernel<<<grid, 256, 0, c->stream>>>(
+            e->by[s].ptr, lines, listing ? (int32_t *)e->long_list[s].ptr : NULL, count);
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd long_lines_kernel"));
+        if (listing)
+            break;
+        MF_CUDA_TRY(
+            ctx, cudaMemcpyAsync(e->host, count, sizeof(int), cudaMemcpyDeviceToHost, c->stream));
+        MF_CUDA_TRY(ctx, cudaStreamSynchronize(c->stream));
+        memcpy(&e->long_count[s], e->host, sizeof(int));
+        if (e->long_count[s] == 0)
+            break;
+        MF_TRY(mf_dmem_alloc(ctx, &e->long_list[s], (size_t)e->long_count[s] * sizeof(int32_t),
+                             "ASD long lines"));
+    }
+    return MF_OK;
+}
+
 mf_status setup(cuda_engine *e, const mf_asd_setup *s)
 {
     mf_ctx *ctx = e->ctx;
@@ -537,6 +630,9 @@ mf_status setup(cuda_engine *e, const mf_asd_setup *s)
     }
     MF_CUDA_TRY(ctx, cudaMallocHost((void **)&e->host, 8 * sizeof(double)));
     MF_CUDA_TRY(ctx, cudaEventCreateWithFlags(&e->copied, cudaEventDisableTiming));
+    MF_TRY(split_lines(e, 0));
+    MF_TRY(split_lines(e, 1));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync(e->sums.ptr, 0, e->sums.bytes, mf_cuda_of(ctx)->stream));
     if (!s->X0) {
         MF_TRY(random_start(e));
         if (e->comm) { /* scaled by begin(), once the driver summed p2 */

@@ -45,9 +45,37 @@ struct pass_args {
     const float *own;   /* lines x ld: the line's row (a factor or a direction) */
     const void *other;  /* the other factor: floats, or (HALF) its 16-bit copy */
     int ld;
-    float *G;     /* gradient pass: lines x ld out */
-    double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
+    float *G;             /* gradient pass: lines x ld out */
+    double *sums;         /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
+    const int32_t *first; /* warp w takes lines [first[w], first[w + 1]) (warp_lines_kernel) */
 };
+
+/* A pass's lines split among its warps (grid x pass_threads / 32 of them) into contiguous
+ * ranges of about equal work, entries plus line_cost a line: first[w] is the first line
+ * whose work before it reaches w / warps of the total, first[warps] = lines. Every warp of
+ * the grid is resident at once, so a warp handed lines round-robin (as before) ended the
+ * kernel late by its share's excess: with 12 to 24 lines a warp, a log-normal degree
+ * (sigma 0.5) leaves the most loaded warp 30-40% above the mean, and a group's passes,
+ * fewer lines a warp, took 57% of one GPU's time on half the entries. The pattern does not
+ * change during a run, so this runs once per side. */
+__global__ void warp_lines_kernel(const int64_t *ptr, int32_t lines, int64_t warps,
+                                  int64_t line_cost, int32_t *first)
+{
+    const int64_t total = ptr[lines] - ptr[0] + (int64_t)lines * line_cost;
+    for (int64_t w = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; w <= warps;
+         w += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t target = total / warps * w + total % warps * w / warps;
+        int64_t lo = 0, hi = lines;
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (ptr[mid] - ptr[0] + mid * line_cost < target)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        first[w] = w == warps ? lines : (int32_t)lo;
+    }
+}
 
 __device__ inline float dot4(float4 a, float4 b)
 {
@@ -132,77 +160,115 @@ template <int HALF> __global__ void half_copy_kernel(const float *F, int64_t n, 
     }
 }
 
+/* The entries [first, end) of a line, every stride-th group of unroll * 32 / L from first,
+ * against the line's own row: the gradient row's part into acc (GRAD), and the lane group's
+ * sum of squared residuals (or sampled products) returned. */
+template <int L, int C, bool GRAD, int HALF>
+__device__ inline float line_entries(const pass_args &a, const float4 (&own)[C], float4 (&acc)[C],
+                                     int64_t first, int64_t end, int64_t stride, int g, int k)
+{
+    constexpr int E = 32 / L; /* entries per warp at a time */
+    const int q4 = a.ld / 4;
+    float line_sum = 0.0f;
+    for (int64_t base = first; base < end; base += stride) {
+        int32_t j[unroll];
+        float v[unroll];
+        bool ok[unroll];
+#pragma unroll
+        for (int u = 0; u < unroll; u++) {
+            const int64_t t = base + u * E + g;
+            ok[u] = t < end;
+            j[u] = ok[u] ? __ldg(a.idx + t) : 0;
+            v[u] = GRAD && ok[u] ? (a.val ? __ldg(a.val + t) : 1.0f) : 0.0f;
+        }
+        float4 f[unroll][C];
+        float d[unroll];
+#pragma unroll
+        for (int u = 0; u < unroll; u++) {
+            d[u] = 0.0f;
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                const int q = k + c * L;
+                f[u][c] = ok[u] && q < q4 ? gather4<HALF>(a.other, j[u], a.ld, q)
+                                          : make_float4(0.f, 0.f, 0.f, 0.f);
+                d[u] += dot4(own[c], f[u][c]);
+            }
+        }
+#pragma unroll
+        for (int off = L / 2; off > 0; off >>= 1)
+#pragma unroll
+            for (int u = 0; u < unroll; u++)
+                d[u] += __shfl_xor_sync(full_mask, d[u], off);
+#pragma unroll
+        for (int u = 0; u < unroll; u++) {
+            const float x = ok[u] ? d[u] - v[u] : 0.0f; /* R_ij, or the sampled product */
+            line_sum += x * x;
+            if (GRAD)
+#pragma unroll
+                for (int c = 0; c < C; c++)
+                    axpy4(acc[c], x, f[u][c]);
+        }
+    }
+    return line_sum;
+}
+
+/* The line's own row (C float4s of lane k, zeros past ld) and zeroed accumulators. */
+template <int L, int C>
+__device__ inline void line_start(const pass_args &a, int64_t line, int k, float4 (&own)[C],
+                                  float4 (&acc)[C])
+{
+    const int q4 = a.ld / 4;
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+        const int q = k + c * L;
+        own[c] = q < q4 ? __ldg((const float4 *)(a.own + line * a.ld) + q)
+                        : make_float4(0.f, 0.f, 0.f, 0.f);
+        acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+}
+
+/* acc summed over the warp's lane groups (lanes with the same k). */
+template <int L, int C> __device__ inline void groups_sum(float4 (&acc)[C])
+{
+#pragma unroll
+    for (int c = 0; c < C; c++)
+        for (int off = L; off < 32; off <<= 1) {
+            acc[c].x += __shfl_xor_sync(full_mask, acc[c].x, off);
+            acc[c].y += __shfl_xor_sync(full_mask, acc[c].y, off);
+            acc[c].z += __shfl_xor_sync(full_mask, acc[c].z, off);
+            acc[c].w += __shfl_xor_sync(full_mask, acc[c].w, off);
+        }
+}
+
+/* A line is long from this many entries: one block of long_threads takes it
+ * (long_pass_kernel), and the warps' pass leaves it. A fixed count, so that one GPU and
+ * every group split the same lines the same way (their factors are one GPU's bit for bit).
+ * One warp gathers unroll * 32 / L entries at a time: a Netflix-like column of 84,000
+ * ratings took it over 5,000 steps, the kernel's whole time, on one GPU and on any group. */
+constexpr int64_t long_entries = 4096;
+constexpr int long_threads = 1024;
+
 /* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16. */
 template <int L, int C, bool GRAD, int HALF>
 __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
-    constexpr int E = 32 / L; /* entries per warp at a time */
+    constexpr int E = 32 / L;
     const int lane = threadIdx.x % 32, g = lane / L, k = lane % L;
     const int q4 = a.ld / 4;
-    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
+    const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     double s0 = 0.0, s1 = 0.0;
-    for (int64_t line = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; line < a.lines;
-         line += warps) {
-        float4 own[C], acc[C];
-#pragma unroll
-        for (int c = 0; c < C; c++) {
-            const int q = k + c * L;
-            own[c] = q < q4 ? __ldg((const float4 *)(a.own + line * a.ld) + q)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-            acc[c] = make_float4(0.f, 0.f, 0.f, 0.f);
-        }
+    for (int64_t line = a.first[warp], end_line = a.first[warp + 1]; line < end_line; line++) {
         const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
-        float line_sum = 0.0f;
-        for (int64_t base = begin; base < end; base += unroll * E) {
-            int32_t j[unroll];
-            float v[unroll];
-            bool ok[unroll];
-#pragma unroll
-            for (int u = 0; u < unroll; u++) {
-                const int64_t t = base + u * E + g;
-                ok[u] = t < end;
-                j[u] = ok[u] ? __ldg(a.idx + t) : 0;
-                v[u] = GRAD && ok[u] ? (a.val ? __ldg(a.val + t) : 1.0f) : 0.0f;
-            }
-            float4 f[unroll][C];
-            float d[unroll];
-#pragma unroll
-            for (int u = 0; u < unroll; u++) {
-                d[u] = 0.0f;
-#pragma unroll
-                for (int c = 0; c < C; c++) {
-                    const int q = k + c * L;
-                    f[u][c] = ok[u] && q < q4 ? gather4<HALF>(a.other, j[u], a.ld, q)
-                                              : make_float4(0.f, 0.f, 0.f, 0.f);
-                    d[u] += dot4(own[c], f[u][c]);
-                }
-            }
-#pragma unroll
-            for (int off = L / 2; off > 0; off >>= 1)
-#pragma unroll
-                for (int u = 0; u < unroll; u++)
-                    d[u] += __shfl_xor_sync(full_mask, d[u], off);
-#pragma unroll
-            for (int u = 0; u < unroll; u++) {
-                const float x = ok[u] ? d[u] - v[u] : 0.0f; /* R_ij, or the sampled product */
-                line_sum += x * x;
-                if (GRAD)
-#pragma unroll
-                    for (int c = 0; c < C; c++)
-                        axpy4(acc[c], x, f[u][c]);
-            }
-        }
+        if (C == 1 && end - begin >= long_entries)
+            continue;
+        float4 own[C], acc[C];
+        line_start<L, C>(a, line, k, own, acc);
+        const float line_sum =
+            line_entries<L, C, GRAD, HALF>(a, own, acc, begin, end, unroll * E, g, k);
         if (k == 0)
             s0 += line_sum;
         if (GRAD) {
-#pragma unroll
-            for (int c = 0; c < C; c++)
-                for (int off = L; off < 32; off <<= 1) {
-                    acc[c].x += __shfl_xor_sync(full_mask, acc[c].x, off);
-                    acc[c].y += __shfl_xor_sync(full_mask, acc[c].y, off);
-                    acc[c].z += __shfl_xor_sync(full_mask, acc[c].z, off);
-                    acc[c].w += __shfl_xor_sync(full_mask, acc[c].w, off);
-                }
+            groups_sum<L, C>(acc);
             if (g == 0)
 #pragma unroll
                 for (int c = 0; c < C; c++) {
@@ -215,6 +281,74 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
         }
     }
     block_add2(s0, s1, a.sums);
+}
+
+/* The long lines (at least long_entries entries; C == 1, ld <= 128): a block of
+ * long_threads a line (a.first lists them, blockIdx.x the index), each warp every
+ * (long_threads / 32)-th group of entries; the warps' gradient rows are added in warp order
+ * in shared memory, so the result does not depend on timing. */
+template <int L, bool GRAD, int HALF>
+__global__ void __launch_bounds__(long_threads) long_pass_kernel(pass_args a)
+{
+    constexpr int E = 32 / L, warps = long_threads / 32;
+    __shared__ float4 part[warps][32];
+    __shared__ float sums[warps];
+    const int lane = threadIdx.x % 32, g = lane / L, k = lane % L, w = threadIdx.x / 32;
+    const int q4 = a.ld / 4;
+    const int64_t line = a.first[blockIdx.x];
+    const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
+    float4 own[1], acc[1];
+    line_start<L, 1>(a, line, k, own, acc);
+    float line_sum = line_entries<L, 1, GRAD, HALF>(a, own, acc, begin + (int64_t)w * unroll * E,
+                                                    end, (int64_t)warps * unroll * E, g, k);
+    for (int off = L; off < 32; off <<= 1)
+        line_sum += __shfl_xor_sync(full_mask, line_sum, off);
+    if (GRAD)
+        groups_sum<L, 1>(acc);
+    if (lane < L) {
+        part[w][lane] = acc[0];
+        if (lane == 0)
+            sums[w] = line_sum;
+    }
+    __syncthreads();
+    if (w == 0) {
+        double s0 = 0.0, s1 = 0.0;
+        if (lane == 0)
+            for (int i = 0; i < warps; i++)
+                s0 += sums[i];
+        if (GRAD && lane < L && lane < q4) {
+            float4 t = part[0][lane];
+            for (int i = 1; i < warps; i++) {
+                const float4 p = part[i][lane];
+                t.x += p.x, t.y += p.y, t.z += p.z, t.w += p.w;
+            }
+            ((float4 *)(a.G + line * a.ld))[lane] = t;
+            s1 = dot4(t, t);
+        }
+        for (int off = 16; off > 0; off >>= 1) {
+            s0 += __shfl_xor_sync(full_mask, s0, off);
+            s1 += __shfl_xor_sync(full_mask, s1, off);
+        }
+        if (lane == 0) {
+            if (s0 != 0.0)
+                atomicAdd(a.sums, s0);
+            if (s1 != 0.0)
+                atomicAdd(a.sums + 1, s1);
+        }
+    }
+}
+
+/* The long lines of a side (long_entries or more): their numbers appended to list at
+ * *count (in no particular order: each line's result does not depend on it). */
+__global__ void long_lines_kernel(const int64_t *ptr, int32_t lines, int32_t *list, int *count)
+{
+    for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines;
+         l += (int64_t)gridDim.x * blockDim.x)
+        if (ptr[l + 1] - ptr[l] >= long_entries) {
+            const int at = atomicAdd(count, 1);
+            if (list)
+                list[at] = (int32_t)l;
+        }
 }
 
 /* gram += F^T F (r x r, double) for F lines x ld: 32 x 32 tiles of the product (grid.x),
@@ -244,6 +378,43 @@ __global__ void __launch_bounds__(1024)
     const int a = ta * 32 + ty, b = tb * 32 + tx;
     if (a < r && b < r && acc != 0.0f)
         atomicAdd(gram + (int64_t)a * r + b, (double)acc);
+}
+
+/* gram += F^T F for r <= 32 (ld <= 32): a block stages up to gram_small_floats / ld rows of
+ * F in shared memory (float4 loads, all in flight at once) and each thread sums pairs
+ * (a <= b) over them in row order, one atomic a pair and block (the mirror pair gets the
+ * same value). The tiled kernel below stages 32 rows at a time behind two barriers, with
+ * 32 x 32 threads for r^2 sums (400 at r = 20): 73 us on a 200,000-row factor on an H200,
+ * replicated on every rank of a group; this one is latency once. */
+constexpr int gram_small_floats = 8192;
+__global__ void __launch_bounds__(256)
+    gram_small_kernel(const float *F, int64_t lines, int ld, int r, double *gram)
+{
+    __shared__ float4 rows4[gram_small_floats / 4];
+    const int per = gram_small_floats / ld;
+    const int64_t first = blockIdx.x * (int64_t)per;
+    const int n = lines - first < per ? (int)(lines - first) : per;
+    const int q4 = ld / 4;
+    const float4 *src = (const float4 *)(F + first * ld);
+    for (int i = threadIdx.x; i < n * q4; i += blockDim.x)
+        rows4[i] = __ldg(src + i);
+    __syncthreads();
+    const float *rows = (const float *)rows4;
+    const int pairs = r * (r + 1) / 2;
+    for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+        int a = 0, b = p;
+        while (b >= r - a)
+            b -= r - a, a++;
+        b += a;
+        float acc = 0.0f;
+        for (int t = 0; t < n; t++)
+            acc += rows[t * ld + a] * rows[t * ld + b];
+        if (acc != 0.0f) {
+            atomicAdd(gram + (int64_t)a * r + b, (double)acc);
+            if (a != b)
+                atomicAdd(gram + (int64_t)b * r + a, (double)acc);
+        }
+    }
 }
 
 /* The Cholesky kernel's scratch (2 r^2 doubles) lives in shared memory up to this rank
