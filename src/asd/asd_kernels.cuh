@@ -2,7 +2,9 @@
  *
  * Layout: factors are row-major with a leading dimension ld = r rounded up to 4 and zeros
  * past r, so that a row is whole float4s. Ω is read twice per half step, by lines (rows in
- * CSR order for X's step, columns in CSC order for Y's), one warp per line:
+ * CSR order for X's step, columns in CSC order for Y's), one warp per line, each warp a
+ * contiguous range of lines of equal work (warp_lines_kernel) and each line of
+ * long_entries or more one block (long_pass_kernel):
  *
  * - the gradient pass recomputes each residual R_ij = X_i . Y_j - M_ij from the factors it
  *   loads anyway and accumulates G = R F (its own line's gradient row) with |R|^2 and
