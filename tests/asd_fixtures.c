@@ -203,13 +203,20 @@ int asd_check_group_cancel(mf_backend backend, int n, double tol)
 int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol,
                                   mf_precision precision)
 {
-    static const char *const names[] = {"scaled", "plain", "scaled, spectral start"};
     const asd_case c = {900, 700, 8, 0.06, 21};
+    return asd_check_group_matches_alone_on(backend, sizes, count, tol, precision, &c, 30);
+}
+
+int asd_check_group_matches_alone_on(mf_backend backend, const int *sizes, int count, double tol,
+                                     mf_precision precision, const asd_case *cp, int iterations)
+{
+    static const char *const names[] = {"scaled", "plain", "scaled, spectral start"};
+    const asd_case c = *cp;
     const size_t bx = (size_t)c.m * c.r * sizeof(float), by = (size_t)c.n * c.r * sizeof(float);
     for (int v = 0; v < 3; v++) {
         mf_asd_opts o;
         mf_asd_opts_init(&o);
-        o.rank = c.r, o.max_iterations = 30, o.tolerance = 1e-30, o.stagnation_window = 0;
+        o.rank = c.r, o.max_iterations = iterations, o.tolerance = 1e-30, o.stagnation_window = 0;
         o.variant = v == 1 ? MF_ASD_PLAIN : MF_ASD_SCALED;
         o.init = v == 2 ? MF_ASD_INIT_SPECTRAL : MF_ASD_INIT_RANDOM;
         o.precision = precision;
@@ -225,7 +232,7 @@ int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int coun
          * checked across the switch */
         ck_assert(precision == MF_PRECISION_FP32
                       ? r1.reduced_iterations == 0
-                      : r1.reduced_iterations > 0 && r1.reduced_iterations < 30);
+                      : r1.reduced_iterations > 0 && r1.reduced_iterations < iterations);
         int made = 1;
         for (int k = 0; k < count && made; k++) {
             const int n = sizes[k];
@@ -236,7 +243,7 @@ int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int coun
             for (int i = 0; made && i < n; i++) {
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
                 ck_assert(!memcmp(jobs[i].U, jobs[0].U, bx) && !memcmp(jobs[i].V, jobs[0].V, by));
-                ck_assert_int_eq(jobs[i].arep.iterations, 30);
+                ck_assert_int_eq(jobs[i].arep.iterations, iterations);
                 ck_assert_int_eq(jobs[i].arep.reduced_iterations, jobs[0].arep.reduced_iterations);
             }
             if (!made)

@@ -62,6 +62,10 @@ void asd_group_free(struct rk_job *jobs, planted *p, int n);
  * Returns 0 when a group could not be made. */
 int asd_check_group_matches_alone(mf_backend backend, const int *sizes, int count, double tol,
                                   mf_precision precision);
+/* The same on case c, for `iterations` iterations (30 above; fewer keeps a case that
+ * recovers its plant fast off float's floor, where the residual is rounding alone). */
+int asd_check_group_matches_alone_on(mf_backend backend, const int *sizes, int count, double tol,
+                                     mf_precision precision, const asd_case *c, int iterations);
 
 /* The way a group of n ranks stops (src/asd/asd_internal.h: a rank's reason to stop travels
  * with the next iteration's sums, and that iteration moves nothing). Each rank has its own

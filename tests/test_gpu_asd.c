@@ -471,6 +471,13 @@ START_TEST(group_fits_one_gpus_factors)
     else if (!asd_check_group_matches_alone(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1, 1e-6,
                                             MF_PRECISION_BF16))
         printf("group_fits_one_gpus_factors, bf16: no group (NCCL?): skipped\n");
+    else {
+        /* columns of about 4,100 entries, half of them past the long-line count (4,096):
+         * the long-line kernel in every rank count; 8 iterations, off float's floor */
+        const asd_case long_lines = {4500, 300, 8, 0.91, 22};
+        ck_assert(asd_check_group_matches_alone_on(MF_BACKEND_CUDA, sizes, devices > 1 ? 2 : 1,
+                                                   1e-6, MF_PRECISION_FP32, &long_lines, 8));
+    }
 }
 END_TEST
 

@@ -32,8 +32,11 @@
  * to_float() ends the phase: the copies are no longer read, and the X gradient that the
  * last iteration made from Y's copy is made again in float. */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cub/device/device_scan.cuh>
 
 #include "asd/asd_internal.h"
 #include "asd/asd_kernels.cuh"
@@ -241,8 +244,8 @@ mf_status precondition(cuda_engine *e, int s, const float *F, int32_t other_line
     MF_CUDA_TRY(ctx, cudaMemsetAsync(e->gram.ptr, 0, (size_t)r * r * sizeof(double), c->stream));
     if (other_lines > 0 && e->ld <= 32) {
         const int per = asd::gram_small_floats / e->ld;
-        asd::gram_small_kernel<<<(unsigned)((other_lines + per - 1) / per), 256, 0, c->stream>>>(
-            F, other_lines, e->ld, r, (double *)e->gram.ptr);
+        asd::gram_small_kernel<<<(unsigned)(((int64_t)other_lines + per - 1) / per), 256, 0,
+                                 c->stream>>>(F, other_lines, e->ld, r, (double *)e->gram.ptr);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd gram_small_kernel"));
     } else if (other_lines > 0) {
         int64_t slices = (int64_t)c->prop.multiProcessorCount * 2 / (tiles * tiles) + 1;
@@ -568,9 +571,25 @@ mf_status split_lines(cuda_engine *e, int s)
     const int64_t warps = (int64_t)e->grid[s] * (asd::pass_threads / 32);
     MF_TRY(mf_dmem_alloc(ctx, &e->first[s], (size_t)(warps + 1) * sizeof(int32_t),
                          "ASD pass lines per warp"));
+    /* the lines' summed costs, in the gradient buffer (not yet used; lines x ld floats hold
+     * lines + 1 int64, ld being at least 4) */
     const int64_t line_cost = 2 * asd::unroll * (32 / e->L);
+    int64_t *work = (int64_t *)e->G.ptr;
+    asd::line_cost_kernel<<<mf_cuda_grid(c, lines, 256, 8), 256, 0, c->stream>>>(
+        e->by[s].ptr, lines, line_cost, e->C == 1 ? asd::long_entries : INT64_MAX, work);
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd line_cost_kernel"));
+    size_t temp_bytes = 0;
+    MF_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, work + 1, work + 1, lines,
+                                                   c->stream));
+    mf_dbuf temp = {NULL, 0};
+    MF_TRY(mf_dmem_alloc(ctx, &temp, temp_bytes, "ASD line split scratch"));
+    const cudaError_t scanned =
+        cub::DeviceScan::InclusiveSum(temp.ptr, temp_bytes, work + 1, work + 1, lines, c->stream);
+    mf_dmem_free(ctx, &temp);
+    if (scanned != cudaSuccess)
+        return mf_cuda_fail(ctx, scanned, "ASD line split", __FILE__, __LINE__);
     asd::warp_lines_kernel<<<mf_cuda_grid(c, warps + 1, 256, 8), 256, 0, c->stream>>>(
-        e->by[s].ptr, lines, warps, line_cost, (int32_t *)e->first[s].ptr);
+        work, lines, warps, (int32_t *)e->first[s].ptr);
     MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd warp_lines_kernel"));
     if (e->C != 1) /* rows past 128 values: no long lines (the block's scratch) */
         return MF_OK;

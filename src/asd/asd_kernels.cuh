@@ -52,25 +52,39 @@ struct pass_args {
     const int32_t *first; /* warp w takes lines [first[w], first[w + 1]) (warp_lines_kernel) */
 };
 
-/* A pass's lines split among its warps (grid x pass_threads / 32 of them) into contiguous
- * ranges of about equal work, entries plus line_cost a line: first[w] is the first line
- * whose work before it reaches w / warps of the total, first[warps] = lines. Every warp of
- * the grid is resident at once, so a warp handed lines round-robin (as before) ended the
- * kernel late by its share's excess: with 12 to 24 lines a warp, a log-normal degree
- * (sigma 0.5) leaves the most loaded warp 30-40% above the mean, and a group's passes,
- * fewer lines a warp, took 57% of one GPU's time on half the entries. The pattern does not
- * change during a run, so this runs once per side. */
-__global__ void warp_lines_kernel(const int64_t *ptr, int32_t lines, int64_t warps,
-                                  int64_t line_cost, int32_t *first)
+/* The cost of each line for the split below, into work[l + 1] (work[0] = 0), to be summed
+ * in place (an inclusive scan): its entries, none for a long line (long_from entries or
+ * more: a block of its own takes it, long_pass_kernel), plus line_cost. */
+__global__ void line_cost_kernel(const int64_t *ptr, int32_t lines, int64_t line_cost,
+                                 int64_t long_from, int64_t *work)
 {
-    const int64_t total = ptr[lines] - ptr[0] + (int64_t)lines * line_cost;
+    for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines;
+         l += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t n = ptr[l + 1] - ptr[l];
+        work[l + 1] = (n >= long_from ? 0 : n) + line_cost;
+        if (l == 0)
+            work[0] = 0;
+    }
+}
+
+/* A pass's lines split among its warps (grid x pass_threads / 32 of them) into contiguous
+ * ranges of about equal work (work: the lines' summed costs, line_cost_kernel): first[w]
+ * is the first line whose work before it reaches w / warps of the total, first[warps] =
+ * lines. Every warp of the grid is resident at once, so a warp handed lines round-robin
+ * (as before) ended the kernel late by its share's excess: with 12 to 24 lines a warp, a
+ * log-normal degree (sigma 0.5) leaves the most loaded warp 30-40% above the mean, and a
+ * group's passes, fewer lines a warp, took 57% of one GPU's time on half the entries. The
+ * pattern does not change during a run, so this runs once per side. */
+__global__ void warp_lines_kernel(const int64_t *work, int32_t lines, int64_t warps, int32_t *first)
+{
+    const int64_t total = work[lines];
     for (int64_t w = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; w <= warps;
          w += (int64_t)gridDim.x * blockDim.x) {
         const int64_t target = total / warps * w + total % warps * w / warps;
         int64_t lo = 0, hi = lines;
         while (lo < hi) {
             const int64_t mid = lo + (hi - lo) / 2;
-            if (ptr[mid] - ptr[0] + mid * line_cost < target)
+            if (work[mid] < target)
                 lo = mid + 1;
             else
                 hi = mid;
