@@ -17,6 +17,8 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "cuda/lower_bound.cuh"
+
 #define ALS_TILE_FLOATS 64
 /* Rows of the other side staged in shared memory per step of the Gram kernel. */
 #define ALS_GRAM_ROWS 32
@@ -159,20 +161,6 @@ __device__ __forceinline__ als_stage als_next_stage(const als_gram_args &a, als_
     return c;
 }
 
-/* First segment of [lo, hi) whose first rating is at least r (binary search). */
-__device__ __forceinline__ int64_t als_first_segment(const int64_t *seg_begin, int64_t lo,
-                                                     int64_t hi, int64_t r)
-{
-    while (lo < hi) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        if (seg_begin[mid] < r)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 /* Threads of the Gram kernel at the largest rank, k = 256: 561 tiles. The bound also caps
  * registers (at 113), which keeps six blocks per SM at k = 100. */
 #define ALS_GRAM_MAX_THREADS 576
@@ -216,9 +204,9 @@ __device__ __forceinline__ void als_gram_stream(const als_gram_args &a, int ld, 
     const int64_t first = a.seg_begin[a.s0];
     const int64_t total = a.seg_begin[s_end - 1] + a.seg_len[s_end - 1] - first;
     const int64_t seg_a =
-        als_first_segment(a.seg_begin, a.s0, s_end, first + total * blockIdx.x / gridDim.x);
+        mf_lower_bound(a.seg_begin, a.s0, s_end, first + total * blockIdx.x / gridDim.x);
     const int64_t seg_b =
-        als_first_segment(a.seg_begin, seg_a, s_end, first + total * (blockIdx.x + 1) / gridDim.x);
+        mf_lower_bound(a.seg_begin, seg_a, s_end, first + total * (blockIdx.x + 1) / gridDim.x);
     if (seg_a >= seg_b)
         return;
 

@@ -31,6 +31,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "cuda/lower_bound.cuh"
 #include "mfact/mfact.h"
 
 namespace asd
@@ -81,15 +82,7 @@ __global__ void warp_lines_kernel(const int64_t *work, int32_t lines, int64_t wa
     for (int64_t w = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; w <= warps;
          w += (int64_t)gridDim.x * blockDim.x) {
         const int64_t target = total / warps * w + total % warps * w / warps;
-        int64_t lo = 0, hi = lines;
-        while (lo < hi) {
-            const int64_t mid = lo + (hi - lo) / 2;
-            if (work[mid] < target)
-                lo = mid + 1;
-            else
-                hi = mid;
-        }
-        first[w] = w == warps ? lines : (int32_t)lo;
+        first[w] = w == warps ? lines : (int32_t)mf_lower_bound(work, 0, lines, target);
     }
 }
 
