@@ -36,7 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cub/device/device_scan.cuh>
+#include <cub/device/device_radix_sort.cuh>
 
 #include "asd/asd_internal.h"
 #include "asd/asd_kernels.cuh"
@@ -89,9 +89,9 @@ struct cuda_engine {
     int L, C;     /* the pass kernels' lanes per entry and float4s per lane */
     side by[2];   /* this rank's lines: by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
-    /* The pass kernels' grid per side and each warp's first line (asd::warp_lines_kernel). */
+    /* The pass kernels' grid per side and its lines by cost, most first (asd::pass_kernel). */
     unsigned grid[2];
-    mf_dbuf first[2];
+    mf_dbuf order[2];
     /* Side s's long lines (asd::long_entries or more; C == 1 only): their count and list. */
     int long_count[2];
     mf_dbuf long_list[2];
@@ -198,7 +198,7 @@ mf_status pass(cuda_engine *e, int s, const float *own, int half, bool grad, int
     a.ld = e->ld;
     a.G = fp(e->G);
     a.sums = sums(e, slot);
-    a.first = (const int32_t *)e->first[s].ptr;
+    a.order = (const int32_t *)e->order[s].ptr;
     if (a.lines == 0)
         return MF_OK;
     void *args[] = {&a};
@@ -207,7 +207,7 @@ mf_status pass(cuda_engine *e, int s, const float *own, int half, bool grad, int
     MF_CUDA_TRY(
         ctx, cudaLaunchKernel(fn, dim3(e->grid[s]), dim3(asd::pass_threads), args, 0, c->stream));
     if (e->long_count[s] > 0) { /* the lines that the warps left */
-        a.first = (const int32_t *)e->long_list[s].ptr;
+        a.order = (const int32_t *)e->long_list[s].ptr;
         const void *lf = grad ? long_fn_in<true>(half, e->L) : long_fn_in<false>(half, e->L);
         MF_CUDA_TRY(ctx, cudaLaunchKernel(lf, dim3((unsigned)e->long_count[s]),
                                           dim3(asd::long_threads), args, 0, c->stream));
@@ -439,8 +439,8 @@ void engine_destroy(mf_asd_engine *base)
                        &e->inv,
                        &e->low[0],
                        &e->low[1],
-                       &e->first[0],
-                       &e->first[1],
+                       &e->order[0],
+                       &e->order[1],
                        &e->long_list[0],
                        &e->long_list[1]};
     for (mf_dbuf *b : bufs)
@@ -557,9 +557,10 @@ mf_status random_start(cuda_engine *e)
     return MF_OK;
 }
 
-/* Side s's pass grid and its warps' lines (asd::warp_lines_kernel). A line's fixed work
- * (its own row, the reductions, its gradient row) weighs about two steps of the entry loop,
- * each step 32 / L entries per unrolled load. */
+/* Side s's pass grid and its lines sorted by cost, most first (asd::pass_kernel deals them to
+ * its warps). A line's fixed work (its own row, the reductions, its gradient row) weighs
+ * about two steps of the entry loop, each step 32 / L entries per unrolled load. The
+ * pattern does not change during a run, so this runs once per side. */
 mf_status split_lines(cuda_engine *e, int s)
 {
     mf_ctx *ctx = e->ctx;
@@ -568,29 +569,40 @@ mf_status split_lines(cuda_engine *e, int s)
     if (lines == 0)
         return MF_OK;
     e->grid[s] = mf_cuda_grid(c, (int64_t)lines * 32, asd::pass_threads, 8);
-    const int64_t warps = (int64_t)e->grid[s] * (asd::pass_threads / 32);
-    MF_TRY(mf_dmem_alloc(ctx, &e->first[s], (size_t)(warps + 1) * sizeof(int32_t),
-                         "ASD pass lines per warp"));
-    /* the lines' summed costs, in the gradient buffer (not yet used; lines x ld floats hold
-     * lines + 1 int64, ld being at least 4) */
+    MF_TRY(
+        mf_dmem_alloc(ctx, &e->order[s], (size_t)lines * sizeof(int32_t), "ASD pass line order"));
+    /* the sort's keys: the lines' costs (lines + 1 int64, cost[0] = 0) and their sorted copy */
     const int64_t line_cost = 2 * asd::unroll * (32 / e->L);
-    int64_t *work = (int64_t *)e->G.ptr;
+    mf_dbuf keys = {NULL, 0};
+    MF_TRY(mf_dmem_alloc(ctx, &keys, (size_t)(2 * (int64_t)lines + 1) * sizeof(int64_t),
+                         "ASD line costs"));
+    int64_t *cost = (int64_t *)keys.ptr;
+    const uint64_t *key_in = (const uint64_t *)(cost + 1); /* costs are not negative */
+    uint64_t *key_out = (uint64_t *)(cost + lines + 1);
+    /* the indices in the gradient buffer (not yet used; lines x ld floats hold lines int32) */
+    int32_t *index = (int32_t *)e->G.ptr;
     asd::line_cost_kernel<<<mf_cuda_grid(c, lines, 256, 8), 256, 0, c->stream>>>(
-        e->by[s].ptr, lines, line_cost, e->C == 1 ? asd::long_entries : INT64_MAX, work);
-    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd line_cost_kernel"));
+        e->by[s].ptr, lines, line_cost, e->C == 1 ? asd::long_entries : INT64_MAX, cost, index);
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "asd line_cost_kernel");
+    /* costs stay under 2^33 (a line's entries are under 2^31): 34 key bits */
     size_t temp_bytes = 0;
-    MF_CUDA_TRY(ctx, cub::DeviceScan::InclusiveSum(nullptr, temp_bytes, work + 1, work + 1, lines,
-                                                   c->stream));
+    cudaError_t err = cudaSuccess;
+    if (st == MF_OK)
+        err = cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes, key_in, key_out, index,
+                                                        (int32_t *)e->order[s].ptr, lines, 0, 34,
+                                                        c->stream);
     mf_dbuf temp = {NULL, 0};
-    MF_TRY(mf_dmem_alloc(ctx, &temp, temp_bytes, "ASD line split scratch"));
-    const cudaError_t scanned =
-        cub::DeviceScan::InclusiveSum(temp.ptr, temp_bytes, work + 1, work + 1, lines, c->stream);
-    mf_dmem_free(ctx, &temp);
-    if (scanned != cudaSuccess)
-        return mf_cuda_fail(ctx, scanned, "ASD line split", __FILE__, __LINE__);
-    asd::warp_lines_kernel<<<mf_cuda_grid(c, warps + 1, 256, 8), 256, 0, c->stream>>>(
-        work, lines, warps, (int32_t *)e->first[s].ptr);
-    MF_TRY(MF_CUDA_LAUNCHED(ctx, "asd warp_lines_kernel"));
+    if (st == MF_OK && err == cudaSuccess)
+        st = mf_dmem_alloc(ctx, &temp, temp_bytes, "ASD line sort scratch");
+    if (st == MF_OK && err == cudaSuccess)
+        err = cub::DeviceRadixSort::SortPairsDescending(temp.ptr, temp_bytes, key_in, key_out,
+                                                        index, (int32_t *)e->order[s].ptr, lines, 0,
+                                                        34, c->stream);
+    mf_dmem_free(ctx, &temp); /* stream-ordered: after the sort */
+    mf_dmem_free(ctx, &keys);
+    MF_TRY(st);
+    if (err != cudaSuccess)
+        return mf_cuda_fail(ctx, err, "ASD line sort", __FILE__, __LINE__);
     if (e->C != 1) /* rows past 128 values: no long lines (the block's scratch) */
         return MF_OK;
     /* the long lines: counted (in the pinned host word, e->host), then listed */

@@ -2,8 +2,8 @@
  *
  * Layout: factors are row-major with a leading dimension ld = r rounded up to 4 and zeros
  * past r, so that a row is whole float4s. Ω is read twice per half step, by lines (rows in
- * CSR order for X's step, columns in CSC order for Y's), one warp per line, each warp a
- * contiguous range of lines of equal work (warp_lines_kernel) and each line of
+ * CSR order for X's step, columns in CSC order for Y's), one warp per line, the lines
+ * sorted by cost and dealt to the warps in snake order (pass_kernel) and each line of
  * long_entries or more one block (long_pass_kernel):
  *
  * - the gradient pass recomputes each residual R_ij = X_i . Y_j - M_ij from the factors it
@@ -31,7 +31,6 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "cuda/lower_bound.cuh"
 #include "mfact/mfact.h"
 
 namespace asd
@@ -48,41 +47,26 @@ struct pass_args {
     const float *own;   /* lines x ld: the line's row (a factor or a direction) */
     const void *other;  /* the other factor: floats, or (HALF) its 16-bit copy */
     int ld;
-    float *G;             /* gradient pass: lines x ld out */
-    double *sums;         /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
-    const int32_t *first; /* warp w takes lines [first[w], first[w + 1]) (warp_lines_kernel) */
+    float *G;     /* gradient pass: lines x ld out */
+    double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
+    /* pass_kernel: the lines by cost, most first (line_cost_kernel, then a sort), dealt to
+     * the warps in snake order; long_pass_kernel: the long lines, one a block */
+    const int32_t *order;
 };
 
-/* The cost of each line for the split below, into work[l + 1] (work[0] = 0), to be summed
- * in place (an inclusive scan): its entries, none for a long line (long_from entries or
- * more: a block of its own takes it, long_pass_kernel), plus line_cost. */
+/* The cost of each line, into work[l + 1] (work[0] = 0), and its index into line[l]: its
+ * entries, none for a long line (long_from entries or more: a block of its own takes it,
+ * long_pass_kernel), plus line_cost. The pass sorts the lines by it (pass_kernel). */
 __global__ void line_cost_kernel(const int64_t *ptr, int32_t lines, int64_t line_cost,
-                                 int64_t long_from, int64_t *work)
+                                 int64_t long_from, int64_t *work, int32_t *line)
 {
     for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines;
          l += (int64_t)gridDim.x * blockDim.x) {
         const int64_t n = ptr[l + 1] - ptr[l];
         work[l + 1] = (n >= long_from ? 0 : n) + line_cost;
+        line[l] = (int32_t)l;
         if (l == 0)
             work[0] = 0;
-    }
-}
-
-/* A pass's lines split among its warps (grid x pass_threads / 32 of them) into contiguous
- * ranges of about equal work (work: the lines' summed costs, line_cost_kernel): first[w]
- * is the first line whose work before it reaches w / warps of the total, first[warps] =
- * lines. Every warp of the grid is resident at once, so a warp handed lines round-robin
- * (as before) ended the kernel late by its share's excess: with 12 to 24 lines a warp, a
- * log-normal degree (sigma 0.5) leaves the most loaded warp 30-40% above the mean, and a
- * group's passes, fewer lines a warp, took 57% of one GPU's time on half the entries. The
- * pattern does not change during a run, so this runs once per side. */
-__global__ void warp_lines_kernel(const int64_t *work, int32_t lines, int64_t warps, int32_t *first)
-{
-    const int64_t total = work[lines];
-    for (int64_t w = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; w <= warps;
-         w += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t target = total / warps * w + total % warps * w / warps;
-        first[w] = w == warps ? lines : (int32_t)mf_lower_bound(work, 0, lines, target);
     }
 }
 
@@ -257,7 +241,20 @@ template <int L, int C> __device__ inline void groups_sum(float4 (&acc)[C])
 constexpr int64_t long_entries = 4096;
 constexpr int long_threads = 1024;
 
-/* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16. */
+/* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16.
+ *
+ * The lines come sorted by cost, most first (a.order), and are dealt to the warps in snake
+ * order: round q gives warp w the line at q * warps + w (q even) or q * warps + warps - 1 - w
+ * (q odd). Every warp of the grid is resident at once, so the kernel ends with its busiest
+ * warp. Contiguous ranges of equal work, as before, left a warp up to a whole line above the
+ * mean: at 12 lines a warp (the 200,000^2 case on 2 GPUs) the passes ran 8% over half of one
+ * GPU's time (docs/scaling.md). Dealt in snake order, sorted lines even out to within the gap
+ * between neighbouring costs, and every warp gets as many lines, whatever a line's fixed cost
+ * is. Each line is still one warp's, so its gradient row is the same bits in any order.
+ * Measured (2 H200, bench_als_gpus --asd, s / iteration, 1 GPU / 2 GPUs): zipf 0.0073 / 0.0051
+ * -> 0.0062 / 0.0041, netflix scale 0.25 0.0023 / 0.0018 -> 0.0016 / 0.0014; the log-normal
+ * 200,000^2 case 0.0037 / 0.0023 -> 0.0040 / 0.0023, one GPU 8% slower for a reason not yet
+ * found (bench/README.md). */
 template <int L, int C, bool GRAD, int HALF>
 __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
@@ -265,8 +262,13 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
     const int lane = threadIdx.x % 32, g = lane / L, k = lane % L;
     const int q4 = a.ld / 4;
     const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
+    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     double s0 = 0.0, s1 = 0.0;
-    for (int64_t line = a.first[warp], end_line = a.first[warp + 1]; line < end_line; line++) {
+    for (int64_t q = 0;; q++) {
+        const int64_t p = q * warps + (q % 2 == 0 ? warp : warps - 1 - warp);
+        if (p >= a.lines)
+            break;
+        const int64_t line = a.order[p];
         const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
         if (C == 1 && end - begin >= long_entries)
             continue;
@@ -293,7 +295,7 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 }
 
 /* The long lines (at least long_entries entries; C == 1, ld <= 128): a block of
- * long_threads a line (a.first lists them, blockIdx.x the index), each warp every
+ * long_threads a line (a.order lists them, blockIdx.x the index), each warp every
  * (long_threads / 32)-th group of entries; the warps' gradient rows are added in warp order
  * in shared memory, so the result does not depend on timing. */
 template <int L, bool GRAD, int HALF>
@@ -304,7 +306,7 @@ __global__ void __launch_bounds__(long_threads) long_pass_kernel(pass_args a)
     __shared__ float sums[warps];
     const int lane = threadIdx.x % 32, g = lane / L, k = lane % L, w = threadIdx.x / 32;
     const int q4 = a.ld / 4;
-    const int64_t line = a.first[blockIdx.x];
+    const int64_t line = a.order[blockIdx.x];
     const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
     float4 own[1], acc[1];
     line_start<L, 1>(a, line, k, own, acc);
