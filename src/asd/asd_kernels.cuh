@@ -244,17 +244,21 @@ constexpr int long_threads = 1024;
 /* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16.
  *
  * The lines come sorted by cost, most first (a.order), and are dealt to the warps in snake
- * order: round q gives warp w the line at q * warps + w (q even) or q * warps + warps - 1 - w
- * (q odd). Every warp of the grid is resident at once, so the kernel ends with its busiest
- * warp. Contiguous ranges of equal work, as before, left a warp up to a whole line above the
- * mean: at 12 lines a warp (the 200,000^2 case on 2 GPUs) the passes ran 8% over half of one
- * GPU's time (docs/scaling.md). Dealt in snake order, sorted lines even out to within the gap
- * between neighbouring costs, and every warp gets as many lines, whatever a line's fixed cost
- * is. Each line is still one warp's, so its gradient row is the same bits in any order.
- * Measured (2 H200, bench_als_gpus --asd, s / iteration, 1 GPU / 2 GPUs): zipf 0.0073 / 0.0051
- * -> 0.0062 / 0.0041, netflix scale 0.25 0.0023 / 0.0018 -> 0.0016 / 0.0014; the log-normal
- * 200,000^2 case 0.0037 / 0.0023 -> 0.0040 / 0.0023, one GPU 8% slower for a reason not yet
- * found (bench/README.md). */
+ * order: round t gives warp w the line at t * warps + w (t even) or t * warps + warps - 1 - w
+ * (t odd). Every warp gets as many lines (within one), and each line is still one warp's, so
+ * its gradient row is the same bits in any order. This replaced contiguous ranges of equal
+ * work, which can only end at a line boundary.
+ *
+ * Measured on 2 H200 (bench_als_gpus --asd, s / iteration, 1 GPU / 2 GPUs):
+ * - zipf: 0.0073 / 0.0051 -> 0.0062 / 0.0041;
+ * - netflix scale 0.25: 0.0023 / 0.0018 -> 0.0016 / 0.0014;
+ * - log-normal 200,000^2: 0.0037 / 0.0023 -> 0.0040 / 0.0023.
+ *
+ * A host simulation of the warps' loads (max over mean, the same costs) agrees in direction.
+ * Snake order beats contiguous ranges on the heavy-tailed shapes (zipf rows 1.59 -> 1.38,
+ * netflix rows 2.08 -> 1.90) and loses on the log-normal one (1.19 -> 1.21). The first
+ * rounds' largest lines do not even out. Largest-first to the least-loaded warp would reach
+ * 1.005 / 1.005 / 1.19 (bench/README.md). */
 template <int L, int C, bool GRAD, int HALF>
 __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
@@ -264,8 +268,8 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
     const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
     const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     double s0 = 0.0, s1 = 0.0;
-    for (int64_t q = 0;; q++) {
-        const int64_t p = q * warps + (q % 2 == 0 ? warp : warps - 1 - warp);
+    for (int64_t t = 0;; t++) {
+        const int64_t p = t * warps + (t % 2 == 0 ? warp : warps - 1 - warp);
         if (p >= a.lines)
             break;
         const int64_t line = a.order[p];
