@@ -1,6 +1,5 @@
-// A device binary search for the CUDA engines (ALS's segment split uses it; ASD's warp split
-// did until its lines were dealt in snake order), so that none carries its own copy. CUDA
-// C++, header only.
+// A device binary search for the CUDA engines, so that none carries its own copy (ALS's
+// segment split uses it). CUDA C++, header only.
 #ifndef MF_CUDA_LOWER_BOUND_CUH
 #define MF_CUDA_LOWER_BOUND_CUH
 
