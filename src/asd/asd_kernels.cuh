@@ -56,7 +56,8 @@ struct pass_args {
 
 /* The cost of each line, into work[l + 1] (work[0] = 0), and its index into line[l]: its
  * entries, none for a long line (long_from entries or more: a block of its own takes it,
- * long_pass_kernel), plus line_cost. The pass sorts the lines by it (pass_kernel). */
+ * long_pass_kernel), plus line_cost. split_lines sorts the lines by it and deals them to
+ * the warps (asd_deal.h). */
 __global__ void line_cost_kernel(const int64_t *ptr, int32_t lines, int64_t line_cost,
                                  int64_t long_from, int64_t *work, int32_t *line)
 {
