@@ -565,18 +565,18 @@ mf_status split_lines(cuda_engine *e, int s)
         return MF_OK;
     e->grid[s] = mf_cuda_grid(c, (int64_t)lines * 32, asd::pass_threads, 8);
     const int64_t warps = (int64_t)e->grid[s] * (asd::pass_threads / 32);
-    /* the sort's keys: the lines' costs (lines + 1 int64, cost[0] = 0) and their sorted copy,
+    /* the sort's keys: the lines' costs (lines int64) and their sorted copy,
      * then the sorted lines (lines int32) */
     const int64_t line_cost = 2 * asd::unroll * (32 / e->L);
     mf_dbuf keys = {NULL, 0};
     MF_TRY(mf_dmem_alloc(ctx, &keys,
-                         (size_t)(2 * (int64_t)lines + 1) * sizeof(int64_t) +
+                         (size_t)(2 * (int64_t)lines) * sizeof(int64_t) +
                              (size_t)lines * sizeof(int32_t),
                          "ASD line costs"));
     int64_t *cost = (int64_t *)keys.ptr;
-    const uint64_t *key_in = (const uint64_t *)(cost + 1); /* costs are not negative */
-    uint64_t *key_out = (uint64_t *)(cost + lines + 1);
-    int32_t *sorted = (int32_t *)(cost + 2 * (int64_t)lines + 1);
+    const uint64_t *key_in = (const uint64_t *)cost; /* costs are not negative */
+    uint64_t *key_out = (uint64_t *)(cost + lines);
+    int32_t *sorted = (int32_t *)(cost + 2 * (int64_t)lines);
     /* the indices in the gradient buffer (not yet used; lines x ld floats hold lines int32) */
     int32_t *index = (int32_t *)e->G.ptr;
     asd::line_cost_kernel<<<mf_cuda_grid(c, lines, 256, 8), 256, 0, c->stream>>>(

@@ -54,7 +54,7 @@ struct pass_args {
     const int32_t *order, *first;
 };
 
-/* The cost of each line, into work[l + 1] (work[0] = 0), and its index into line[l]: its
+/* The cost of each line, into work[l], and its index into line[l]: its
  * entries, none for a long line (long_from entries or more: a block of its own takes it,
  * long_pass_kernel), plus line_cost. split_lines sorts the lines by it and deals them to
  * the warps (asd_deal.h). */
@@ -64,10 +64,8 @@ __global__ void line_cost_kernel(const int64_t *ptr, int32_t lines, int64_t line
     for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines;
          l += (int64_t)gridDim.x * blockDim.x) {
         const int64_t n = ptr[l + 1] - ptr[l];
-        work[l + 1] = (n >= long_from ? 0 : n) + line_cost;
+        work[l] = (n >= long_from ? 0 : n) + line_cost;
         line[l] = (int32_t)l;
-        if (l == 0)
-            work[0] = 0;
     }
 }
 
