@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "asd/asd_deal.h"
 #include "asd_fixtures.h"
 #include "core/sparse.h"
 #include "ranks_fixtures.h"
@@ -481,6 +482,114 @@ START_TEST(group_stops_together_without_a_round_trip)
 }
 END_TEST
 
+/* The CUDA pass's deal of lines to warps (asd_deal.h, plain C): a hand-checked case, every
+ * line once with each warp's lines contiguous in order, the same result for the same input,
+ * more warps than lines, no lines, and a balance within LPT's bound on many log-normal lines
+ * (the busiest warp at most the mean plus the largest line). */
+static void check_deal(const int32_t *sorted, const uint64_t *cost, int32_t lines, int64_t warps,
+                       double *max_over_mean)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    int32_t *first = malloc((size_t)(warps + 1) * sizeof *first);
+    int32_t *order = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *order);
+    ck_assert_int_eq(mf_asd_deal_lines(ctx, sorted, cost, lines, warps, first, order), MF_OK);
+    ck_assert_int_eq(first[0], 0);
+    ck_assert_int_eq(first[warps], lines);
+    /* every line once; a warp's load is its lines' costs */
+    char *seen = calloc((size_t)(lines > 0 ? lines : 1), 1);
+    int32_t *slot = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *slot);
+    for (int32_t k = 0; k < lines; k++)
+        slot[sorted[k]] = k; /* the tests' lines are 0 .. lines - 1 */
+    uint64_t total = 0, biggest = 0, most = 0;
+    for (int64_t w = 0; w < warps; w++) {
+        ck_assert_int_le(first[w], first[w + 1]);
+        uint64_t load = 0;
+        for (int32_t i = first[w]; i < first[w + 1]; i++) {
+            ck_assert_int_ge(order[i], 0);
+            ck_assert_int_lt(order[i], lines);
+            ck_assert(!seen[order[i]]);
+            seen[order[i]] = 1;
+            load += cost[slot[order[i]]];
+        }
+        most = load > most ? load : most;
+        total += load;
+    }
+    for (int32_t k = 0; k < lines; k++) {
+        ck_assert(seen[k]);
+        biggest = cost[k] > biggest ? cost[k] : biggest;
+    }
+    const double mean = (double)total / (double)warps;
+    ck_assert((double)most <= mean + (double)biggest + 1e-9);
+    /* the same input gives the same deal */
+    int32_t *first2 = malloc((size_t)(warps + 1) * sizeof *first2);
+    int32_t *order2 = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *order2);
+    ck_assert_int_eq(mf_asd_deal_lines(ctx, sorted, cost, lines, warps, first2, order2), MF_OK);
+    ck_assert(!memcmp(first, first2, (size_t)(warps + 1) * sizeof *first));
+    ck_assert(!memcmp(order, order2, (size_t)lines * sizeof *order));
+    if (max_over_mean)
+        *max_over_mean = total > 0 ? (double)most / mean : 1.0;
+    free(first), free(order), free(first2), free(order2), free(seen), free(slot);
+    mf_ctx_destroy(ctx);
+}
+
+static int decreasing(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x < y) - (x > y);
+}
+
+START_TEST(pass_lines_dealt_to_warps)
+{
+    /* costs 5 4 3 3 2 on 2 warps: 5 -> 0, 4 -> 1, 3 -> 1 (4 < 5), 3 -> 0 (5 < 7), 2 -> 1 */
+    {
+        mf_ctx *ctx = tu_cpu_ctx();
+        const int32_t sorted[] = {10, 11, 12, 13, 14};
+        const uint64_t cost[] = {5, 4, 3, 3, 2};
+        int32_t first[4], order[5];
+        ck_assert_int_eq(mf_asd_deal_lines(ctx, sorted, cost, 5, 2, first, order), MF_OK);
+        const int32_t want_first[] = {0, 2, 5}, want_order[] = {10, 13, 11, 12, 14};
+        ck_assert(!memcmp(first, want_first, sizeof want_first));
+        ck_assert(!memcmp(order, want_order, sizeof order));
+        /* ties go to the lower warp; no warps is an internal error */
+        const uint64_t flat[] = {1, 1, 1, 1, 1};
+        ck_assert_int_eq(mf_asd_deal_lines(ctx, sorted, flat, 5, 3, first, order), MF_OK);
+        ck_assert_int_eq(order[0], 10);
+        ck_assert_int_eq(order[1], 13);
+        ck_assert_int_eq(mf_asd_deal_lines(ctx, sorted, cost, 5, 0, first, order), MF_ERR_INTERNAL);
+        mf_ctx_destroy(ctx);
+    }
+    /* log-normal costs (sigma 0.5, mean about 200), sorted, on as many warps as the pass
+     * grid of one H200 has (8,448) and at 12 and 3 lines a warp */
+    const int32_t n = 100000;
+    uint64_t *cost = malloc((size_t)n * sizeof *cost);
+    int32_t *sorted = malloc((size_t)n * sizeof *sorted);
+    uint64_t state = 12345;
+    for (int32_t k = 0; k < n; k++) {
+        double u1 = 0, u2 = 0;
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        u1 = ((double)(state >> 11) + 0.5) / 9007199254740992.0;
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        u2 = ((double)(state >> 11) + 0.5) / 9007199254740992.0;
+        const double z = sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+        cost[k] = (uint64_t)(176.0 * exp(0.5 * z)) + 16;
+    }
+    qsort(cost, (size_t)n, sizeof *cost, decreasing); /* the device sorts */
+    for (int32_t k = 0; k < n; k++)
+        sorted[k] = k;
+    const int64_t warps[] = {8448, n / 12, n / 3, 1, 2 * (int64_t)n};
+    for (size_t w = 0; w < sizeof warps / sizeof *warps; w++) {
+        double balance = 0.0;
+        check_deal(sorted, cost, n, warps[w], &balance);
+        if (warps[w] <= n / 10) /* 10 lines a warp or more: LPT leaves it within 3% (1.018
+                                 * at 12 a warp; contiguous ranges gave 1.19 at 24) */
+            ck_assert_msg(balance < 1.03, "%lld warps: busiest at %.4f of the mean",
+                          (long long)warps[w], balance);
+    }
+    check_deal(sorted, cost, 0, 16, NULL);
+    free(cost), free(sorted);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "asd", .timeout = 300};
@@ -493,6 +602,7 @@ int main(void)
                                   rank_continuation_recovers_ill_conditioned,
                                   cancel_and_time_limit,
                                   rank_deficient_start,
-                                  bad_arguments};
+                                  bad_arguments,
+                                  pass_lines_dealt_to_warps};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

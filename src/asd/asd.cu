@@ -38,9 +38,11 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
+#include "asd/asd_deal.h"
 #include "asd/asd_internal.h"
 #include "asd/asd_kernels.cuh"
 #include "core/ctx.h"
+#include "core/staging.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm.h"
 
@@ -89,9 +91,10 @@ struct cuda_engine {
     int L, C;     /* the pass kernels' lanes per entry and float4s per lane */
     side by[2];   /* this rank's lines: by rows (CSR), by columns (CSC) */
     mf_dbuf X, Y, G, D, sums, gram, chol, inv;
-    /* The pass kernels' grid per side and its lines by cost, most first (asd::pass_kernel). */
+    /* The pass kernels' grid per side, its lines grouped by warp (order) and where each
+     * warp's start (first: warps + 1), asd_deal.h. */
     unsigned grid[2];
-    mf_dbuf order[2];
+    mf_dbuf order[2], first[2];
     /* Side s's long lines (asd::long_entries or more; C == 1 only): their count and list. */
     int long_count[2];
     mf_dbuf long_list[2];
@@ -199,6 +202,7 @@ mf_status pass(cuda_engine *e, int s, const float *own, int half, bool grad, int
     a.G = fp(e->G);
     a.sums = sums(e, slot);
     a.order = (const int32_t *)e->order[s].ptr;
+    a.first = (const int32_t *)e->first[s].ptr;
     if (a.lines == 0)
         return MF_OK;
     void *args[] = {&a};
@@ -429,19 +433,9 @@ void engine_destroy(mf_asd_engine *base)
     /* the queued start of an iteration that never came (read_back) still reads and writes
      * these buffers: done before they go back to the pool */
     cudaStreamSynchronize(mf_cuda_of(ctx)->stream);
-    mf_dbuf *bufs[] = {&e->X,
-                       &e->Y,
-                       &e->G,
-                       &e->D,
-                       &e->sums,
-                       &e->gram,
-                       &e->chol,
-                       &e->inv,
-                       &e->low[0],
-                       &e->low[1],
-                       &e->order[0],
-                       &e->order[1],
-                       &e->long_list[0],
+    mf_dbuf *bufs[] = {&e->X,           &e->Y,        &e->G,        &e->D,        &e->sums,
+                       &e->gram,        &e->chol,     &e->inv,      &e->low[0],   &e->low[1],
+                       &e->order[0],    &e->order[1], &e->first[0], &e->first[1], &e->long_list[0],
                        &e->long_list[1]};
     for (mf_dbuf *b : bufs)
         mf_dmem_free(ctx, b);
@@ -557,10 +551,11 @@ mf_status random_start(cuda_engine *e)
     return MF_OK;
 }
 
-/* Side s's pass grid and its lines sorted by cost, most first (asd::pass_kernel deals them to
- * its warps). A line's fixed work (its own row, the reductions, its gradient row) weighs
- * about two steps of the entry loop, each step 32 / L entries per unrolled load. The
- * pattern does not change during a run, so this runs once per side. */
+/* Side s's pass grid and its warps' lines (asd_deal.h: sorted by cost on the device, dealt
+ * largest first to the least-loaded warp on the host). A line's fixed work (its own row, the
+ * reductions, its gradient row) weighs about two steps of the entry loop, each step 32 / L
+ * entries per unrolled load. The pattern does not change during a run, so this runs once
+ * per side. */
 mf_status split_lines(cuda_engine *e, int s)
 {
     mf_ctx *ctx = e->ctx;
@@ -569,16 +564,19 @@ mf_status split_lines(cuda_engine *e, int s)
     if (lines == 0)
         return MF_OK;
     e->grid[s] = mf_cuda_grid(c, (int64_t)lines * 32, asd::pass_threads, 8);
-    MF_TRY(
-        mf_dmem_alloc(ctx, &e->order[s], (size_t)lines * sizeof(int32_t), "ASD pass line order"));
-    /* the sort's keys: the lines' costs (lines + 1 int64, cost[0] = 0) and their sorted copy */
+    const int64_t warps = (int64_t)e->grid[s] * (asd::pass_threads / 32);
+    /* the sort's keys: the lines' costs (lines int64) and their sorted copy,
+     * then the sorted lines (lines int32) */
     const int64_t line_cost = 2 * asd::unroll * (32 / e->L);
     mf_dbuf keys = {NULL, 0};
-    MF_TRY(mf_dmem_alloc(ctx, &keys, (size_t)(2 * (int64_t)lines + 1) * sizeof(int64_t),
+    MF_TRY(mf_dmem_alloc(ctx, &keys,
+                         (size_t)(2 * (int64_t)lines) * sizeof(int64_t) +
+                             (size_t)lines * sizeof(int32_t),
                          "ASD line costs"));
     int64_t *cost = (int64_t *)keys.ptr;
-    const uint64_t *key_in = (const uint64_t *)(cost + 1); /* costs are not negative */
-    uint64_t *key_out = (uint64_t *)(cost + lines + 1);
+    const uint64_t *key_in = (const uint64_t *)cost; /* costs are not negative */
+    uint64_t *key_out = (uint64_t *)(cost + lines);
+    int32_t *sorted = (int32_t *)(cost + 2 * (int64_t)lines);
     /* the indices in the gradient buffer (not yet used; lines x ld floats hold lines int32) */
     int32_t *index = (int32_t *)e->G.ptr;
     asd::line_cost_kernel<<<mf_cuda_grid(c, lines, 256, 8), 256, 0, c->stream>>>(
@@ -589,20 +587,50 @@ mf_status split_lines(cuda_engine *e, int s)
     cudaError_t err = cudaSuccess;
     if (st == MF_OK)
         err = cub::DeviceRadixSort::SortPairsDescending(nullptr, temp_bytes, key_in, key_out, index,
-                                                        (int32_t *)e->order[s].ptr, lines, 0, 34,
-                                                        c->stream);
+                                                        sorted, lines, 0, 34, c->stream);
     mf_dbuf temp = {NULL, 0};
     if (st == MF_OK && err == cudaSuccess)
         st = mf_dmem_alloc(ctx, &temp, temp_bytes, "ASD line sort scratch");
     if (st == MF_OK && err == cudaSuccess)
         err = cub::DeviceRadixSort::SortPairsDescending(temp.ptr, temp_bytes, key_in, key_out,
-                                                        index, (int32_t *)e->order[s].ptr, lines, 0,
-                                                        34, c->stream);
+                                                        index, sorted, lines, 0, 34, c->stream);
+    /* to the host, dealt there, and back: the warps' line lists */
+    uint64_t *h_cost = NULL;
+    int32_t *h_sorted = NULL, *h_first = NULL, *h_order = NULL;
+    if (st == MF_OK && err == cudaSuccess) {
+        h_cost = (uint64_t *)malloc((size_t)lines * sizeof *h_cost);
+        h_sorted = (int32_t *)malloc((size_t)lines * sizeof *h_sorted);
+        h_order = (int32_t *)malloc((size_t)lines * sizeof *h_order);
+        h_first = (int32_t *)malloc((size_t)(warps + 1) * sizeof *h_first);
+        if (!h_cost || !h_sorted || !h_order || !h_first)
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "ASD: out of host memory dealing %d lines",
+                         (int)lines);
+    }
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaMemcpyAsync(h_cost, key_out, (size_t)lines * sizeof *h_cost,
+                              cudaMemcpyDeviceToHost, c->stream);
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaMemcpyAsync(h_sorted, sorted, (size_t)lines * sizeof *h_sorted,
+                              cudaMemcpyDeviceToHost, c->stream);
+    if (st == MF_OK && err == cudaSuccess)
+        err = cudaStreamSynchronize(c->stream);
+    if (st == MF_OK && err == cudaSuccess)
+        st = mf_asd_deal_lines(ctx, h_sorted, h_cost, lines, warps, h_first, h_order);
+    if (st == MF_OK && err == cudaSuccess)
+        st = mf_upload(ctx, &e->order[s], h_order, (size_t)lines * sizeof *h_order,
+                       "ASD pass line order");
+    if (st == MF_OK && err == cudaSuccess)
+        st = mf_upload(ctx, &e->first[s], h_first, (size_t)(warps + 1) * sizeof *h_first,
+                       "ASD pass lines per warp");
+    free(h_cost);
+    free(h_sorted);
+    free(h_order);
+    free(h_first);
     mf_dmem_free(ctx, &temp); /* stream-ordered: after the sort */
     mf_dmem_free(ctx, &keys);
     MF_TRY(st);
     if (err != cudaSuccess)
-        return mf_cuda_fail(ctx, err, "ASD line sort", __FILE__, __LINE__);
+        return mf_cuda_fail(ctx, err, "ASD line deal", __FILE__, __LINE__);
     if (e->C != 1) /* rows past 128 values: no long lines (the block's scratch) */
         return MF_OK;
     /* the long lines: counted (in the pinned host word, e->host), then listed */

@@ -3,7 +3,7 @@
  * Layout: factors are row-major with a leading dimension ld = r rounded up to 4 and zeros
  * past r, so that a row is whole float4s. Ω is read twice per half step, by lines (rows in
  * CSR order for X's step, columns in CSC order for Y's), one warp per line, the lines
- * sorted by cost and dealt to the warps in snake order (pass_kernel) and each line of
+ * dealt to the warps largest first to the least loaded (asd_deal.h) and each line of
  * long_entries or more one block (long_pass_kernel):
  *
  * - the gradient pass recomputes each residual R_ij = X_i . Y_j - M_ij from the factors it
@@ -49,24 +49,23 @@ struct pass_args {
     int ld;
     float *G;     /* gradient pass: lines x ld out */
     double *sums; /* [0] += |R|^2 or |P(D F^T)|^2; [1] += |G|^2 */
-    /* pass_kernel: the lines by cost, most first (line_cost_kernel, then a sort), dealt to
-     * the warps in snake order; long_pass_kernel: the long lines, one a block */
-    const int32_t *order;
+    /* pass_kernel: warp w takes lines order[first[w] .. first[w + 1]) (asd_deal.h);
+     * long_pass_kernel: the long lines in order, one a block (first unused) */
+    const int32_t *order, *first;
 };
 
-/* The cost of each line, into work[l + 1] (work[0] = 0), and its index into line[l]: its
+/* The cost of each line, into work[l], and its index into line[l]: its
  * entries, none for a long line (long_from entries or more: a block of its own takes it,
- * long_pass_kernel), plus line_cost. The pass sorts the lines by it (pass_kernel). */
+ * long_pass_kernel), plus line_cost. split_lines sorts the lines by it and deals them to
+ * the warps (asd_deal.h). */
 __global__ void line_cost_kernel(const int64_t *ptr, int32_t lines, int64_t line_cost,
                                  int64_t long_from, int64_t *work, int32_t *line)
 {
     for (int64_t l = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; l < lines;
          l += (int64_t)gridDim.x * blockDim.x) {
         const int64_t n = ptr[l + 1] - ptr[l];
-        work[l + 1] = (n >= long_from ? 0 : n) + line_cost;
+        work[l] = (n >= long_from ? 0 : n) + line_cost;
         line[l] = (int32_t)l;
-        if (l == 0)
-            work[0] = 0;
     }
 }
 
@@ -243,22 +242,11 @@ constexpr int long_threads = 1024;
 
 /* HALF: 0 (the other factor in float), MF_PRECISION_BF16 or MF_PRECISION_FP16.
  *
- * The lines come sorted by cost, most first (a.order), and are dealt to the warps in snake
- * order: round t gives warp w the line at t * warps + w (t even) or t * warps + warps - 1 - w
- * (t odd). Every warp gets as many lines (within one), and each line is still one warp's, so
- * its gradient row is the same bits in any order. This replaced contiguous ranges of equal
- * work, which can only end at a line boundary.
- *
- * Measured on 2 H200 (bench_als_gpus --asd, s / iteration, 1 GPU / 2 GPUs):
- * - zipf: 0.0073 / 0.0051 -> 0.0062 / 0.0041;
- * - netflix scale 0.25: 0.0023 / 0.0018 -> 0.0016 / 0.0014;
- * - log-normal 200,000^2: 0.0037 / 0.0023 -> 0.0040 / 0.0023.
- *
- * A host simulation of the warps' loads (max over mean, the same costs) agrees in direction.
- * Snake order beats contiguous ranges on the heavy-tailed shapes (zipf rows 1.59 -> 1.38,
- * netflix rows 2.08 -> 1.90) and loses on the log-normal one (1.19 -> 1.21). The first
- * rounds' largest lines do not even out. Largest-first to the least-loaded warp would reach
- * 1.005 / 1.005 / 1.19 (bench/README.md). */
+ * Warp w takes the lines order[first[w] .. first[w + 1]): dealt largest first to the
+ * least-loaded warp (asd_deal.h). Each line is one warp's, so its gradient row is the same
+ * bits whichever warp takes it. Contiguous ranges of equal work (until 774a696) can only end
+ * at a line boundary. Snake order over the sorted lines (774a696 to 64f2e81) left the
+ * warps holding the first rounds' largest lines ahead. */
 template <int L, int C, bool GRAD, int HALF>
 __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
 {
@@ -266,13 +254,9 @@ __global__ void __launch_bounds__(pass_threads) pass_kernel(pass_args a)
     const int lane = threadIdx.x % 32, g = lane / L, k = lane % L;
     const int q4 = a.ld / 4;
     const int64_t warp = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32;
-    const int64_t warps = (int64_t)gridDim.x * (blockDim.x / 32);
     double s0 = 0.0, s1 = 0.0;
-    for (int64_t t = 0;; t++) {
-        const int64_t p = t * warps + (t % 2 == 0 ? warp : warps - 1 - warp);
-        if (p >= a.lines)
-            break;
-        const int64_t line = a.order[p];
+    for (int64_t i = a.first[warp], end_i = a.first[warp + 1]; i < end_i; i++) {
+        const int64_t line = a.order[i];
         const int64_t begin = a.ptr[line], end = a.ptr[line + 1];
         if (C == 1 && end - begin >= long_entries)
             continue;
