@@ -343,7 +343,9 @@ END_TEST
 /* The exchange's all-gather in many chunks: a staging of 64 KiB (MFACT_NCCL_GATHER_BYTES)
  * sends these tables (ALS's users: about 900 KB) in chunks of 32 KiB or less per rank, with
  * SGD's blocks in their rotated order; the factors must still be one context's. The default
- * staging (256 MiB) sends the benches' tables in one chunk; these fit under its threshold. */
+ * staging (256 MiB) sends the benches' tables in one chunk; these fit under its threshold.
+ * MFACT_NCCL_GATHER=allgather: groups of 2 gather by broadcasts unless told otherwise, and
+ * this is the staging's test on a 2-GPU machine. */
 START_TEST(gathers_in_chunks)
 {
     int n = rk_device_count();
@@ -352,10 +354,12 @@ START_TEST(gathers_in_chunks)
         return;
     }
     setenv("MFACT_NCCL_GATHER_BYTES", "65536", 1);
+    setenv("MFACT_NCCL_GATHER", "allgather", 1);
     check_group(n);
     check_sgd_group(n);
     check_ials_group(n);
     check_asd_group(n);
+    unsetenv("MFACT_NCCL_GATHER");
     unsetenv("MFACT_NCCL_GATHER_BYTES");
 }
 END_TEST

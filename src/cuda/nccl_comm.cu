@@ -105,6 +105,7 @@ struct nccl_comm {
     size_t slot_bytes;  // each rank's slot: the staging's bytes (staging_bytes) / size
     size_t small_bytes; // gathers under this many bytes in all go by broadcasts
     int staging_state;  // 0 not yet, 1 made, -1 refused
+    int gather_by;      // how large gathers go (gather_way): GATHER_AUTO, _ALLGATHER, _BROADCASTS
     // The queued exchanges' device time (mf_comm_ops.device_seconds): a ring of event
     // pairs around the latest ones, read once they completed (the ring is never waited on
     // but when full); -1 events: not made (then nothing is timed).
@@ -123,6 +124,24 @@ struct nccl_comm {
 // Below this many bytes in all (or a quarter of the staging), a gather is latency: the
 // grouped broadcasts, no copies.
 #define MF_GATHER_SMALL_BYTES ((size_t)1 << 20)
+
+// How a gather of more than MF_GATHER_SMALL_BYTES travels. Measured on H200s (bench/README.md,
+// 2026-11-29, thirteenth session): on 2 ranks the grouped broadcasts (each share one transfer,
+// in place, no copies) beat the staging's all-gather (iALS lastfm 1.76x -> 1.81x, the users'
+// gather 0.46 -> 0.31 ms, ALS netflix 1.92x -> 1.93x); on 4 ranks broadcasts ran at about
+// 35 GB/s (497e28a), so larger groups take the staging. Grouped sends and receives in place
+// lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms). MFACT_NCCL_GATHER
+// ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
+// MFACT_NCCL_GATHER_BYTES it must be the same on every rank.
+enum { GATHER_AUTO = 0, GATHER_ALLGATHER = 1, GATHER_BROADCASTS = 2 };
+
+static int gather_way(void)
+{
+    const char *v = getenv("MFACT_NCCL_GATHER");
+    return v && !strcmp(v, "allgather")   ? GATHER_ALLGATHER
+           : v && !strcmp(v, "broadcast") ? GATHER_BROADCASTS
+                                          : GATHER_AUTO;
+}
 
 static size_t staging_bytes(void)
 {
@@ -274,7 +293,9 @@ static mf_status gather_rows(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, voi
     for (int b = 0; b < c->size; b++)
         if ((size_t)(bounds[b + 1] - bounds[b]) > most)
             most = (size_t)(bounds[b + 1] - bounds[b]);
-    if (most * row_bytes * (size_t)c->size < n->small_bytes || row_bytes == 0)
+    const int broadcasts =
+        n->gather_by == GATHER_AUTO ? c->size == 2 : n->gather_by == GATHER_BROADCASTS;
+    if (broadcasts || most * row_bytes * (size_t)c->size < n->small_bytes || row_bytes == 0)
         return gather_by_broadcasts(n, ctx, stream, buf, bounds, row_bytes, owner);
     const mf_status made = make_staging(n, ctx);
     if (made != MF_OK)
@@ -499,6 +520,7 @@ static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *
     n->small_bytes = staging / 4 < MF_GATHER_SMALL_BYTES ? staging / 4 : MF_GATHER_SMALL_BYTES;
     n->comm = comm;
     n->owned = owned;
+    n->gather_by = gather_way(); // read once, as the staging's size
     n->device = device;
     *out = &n->base;
     return MF_OK;
