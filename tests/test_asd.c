@@ -3,6 +3,7 @@
  * cancellation, a rank-deficient start, and every bad input with the caller's factors
  * untouched. */
 #include <math.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -482,6 +483,42 @@ START_TEST(group_stops_together_without_a_round_trip)
 }
 END_TEST
 
+static int increasing_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* Whether the deal's loads (warp w: its lines' costs) are, sorted, those of LPT by a plain
+ * scan: each line in turn to a warp of least load, found through blocks of 64 warps whose
+ * least load is kept (so 100,000 lines on 200,000 warps stay quick). */
+static bool lpt_loads_match(const int32_t *order, const int32_t *first, const int32_t *slot,
+                            const uint64_t *cost, int32_t lines, int64_t warps)
+{
+    uint64_t *got = calloc((size_t)warps, sizeof *got), *want = calloc((size_t)warps, sizeof *want);
+    const int64_t blocks = (warps + 63) / 64;
+    uint64_t *least = calloc((size_t)blocks, sizeof *least);
+    for (int64_t w = 0; w < warps; w++)
+        for (int32_t i = first[w]; i < first[w + 1]; i++)
+            got[w] += cost[slot[order[i]]];
+    for (int32_t k = 0; k < lines; k++) {
+        int64_t b = 0;
+        for (int64_t c = 1; c < blocks; c++)
+            b = least[c] < least[b] ? c : b;
+        int64_t w = b * 64;
+        for (int64_t v = w; v < warps && v < (b + 1) * 64; v++)
+            w = want[v] < want[w] ? v : w;
+        want[w] += cost[k];
+        least[b] = UINT64_MAX;
+        for (int64_t v = b * 64; v < warps && v < (b + 1) * 64; v++)
+            least[b] = want[v] < least[b] ? want[v] : least[b];
+    }
+    qsort(got, (size_t)warps, sizeof *got, increasing_u64);
+    qsort(want, (size_t)warps, sizeof *want, increasing_u64);
+    const bool same = !memcmp(got, want, (size_t)warps * sizeof *got);
+    free(got), free(want), free(least);
+    return same;
+}
 /* The CUDA pass's deal of lines to warps (asd_deal.h, plain C): a hand-checked case, every
  * line once with each warp's lines contiguous in order, the same result for the same input,
  * more warps than lines, no lines, and a balance within LPT's bound on many log-normal lines
@@ -520,6 +557,9 @@ static void check_deal(const int32_t *sorted, const uint64_t *cost, int32_t line
     }
     const double mean = (double)total / (double)warps;
     ck_assert((double)most <= mean + (double)biggest + 1e-9);
+    /* the loads, as a multiset, are those of LPT done the plain way (a linear scan for the
+     * least-loaded warp, in blocks of the warps' minima so that it stays fast) */
+    ck_assert(lpt_loads_match(order, first, slot, cost, lines, warps));
     /* the same input gives the same deal */
     int32_t *first2 = malloc((size_t)(warps + 1) * sizeof *first2);
     int32_t *order2 = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *order2);

@@ -12,9 +12,9 @@
  * and 1.006 for LPT. On an H200 (2026-11-29, thirteenth session) one GPU's iteration on the
  * 200,000^2 case went from 0.0040 s (snake) to 0.0035 s, and no case measured slower.
  *
- * Cost: one thread, about 80 ns a line at 8,448 warps (a heap of the warps), measured on the
- * development host by a review. That is 0.8 s for 10M lines and 4.3 s for 50M, per side,
- * plus 20 bytes a line of host memory while it runs. */
+ * Cost: one thread, 39 ns a line at 8,448 warps on the development host (a radix heap of
+ * the warps: asd_deal.c; a binary heap took 130), so about 0.4 s for 10M lines and 2 s for
+ * 50M, per side, plus 4 bytes a line and 16 a warp of host memory while it runs. */
 #ifndef MF_ASD_DEAL_H
 #define MF_ASD_DEAL_H
 
@@ -27,8 +27,9 @@ extern "C" {
 #endif
 
 /* Deal `lines` lines to `warps` warps. sorted[0 .. lines) holds the lines by decreasing cost
- * and cost[k] is sorted[k]'s cost (not negative). Each line in turn goes to the warp with the
- * least load so far, the lowest index on ties, so the result depends on the input alone.
+ * and cost[k] is sorted[k]'s cost (not negative). Each line in turn goes to a warp with the
+ * least load so far (the first lines to warps 0, 1, ... in turn; later ties in an order that
+ * the input alone decides), so the result depends on the input alone.
  * Out: first[0 .. warps] and order[0 .. lines): warp w takes lines order[first[w] ..
  * first[w + 1]), largest first. MF_ERR_OUT_OF_MEMORY (recorded on ctx) when host memory
  * runs out, with the outputs unwritten. */
