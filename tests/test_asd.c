@@ -534,7 +534,7 @@ static void check_deal(const int32_t *sorted, const uint64_t *cost, int32_t line
     ck_assert_int_eq(first[warps], lines);
     /* every line once; a warp's load is its lines' costs */
     char *seen = calloc((size_t)(lines > 0 ? lines : 1), 1);
-    int32_t *slot = malloc((size_t)(lines > 0 ? lines : 1) * sizeof *slot);
+    int32_t *slot = calloc((size_t)(lines > 0 ? lines : 1), sizeof *slot);
     for (int32_t k = 0; k < lines; k++)
         slot[sorted[k]] = k; /* the tests' lines are 0 .. lines - 1 */
     uint64_t total = 0, biggest = 0, most = 0;
