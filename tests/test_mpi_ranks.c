@@ -501,6 +501,52 @@ START_TEST(als_split_input_equals_one_context)
 }
 END_TEST
 
+/* Sharded users over MPI (MF_ALS_LAYOUT_USERS_SHARDED): the item systems summed through
+ * MPI, U gathered at the end. One context's factors to rounding, whole or split input; the
+ * same bits on every process (checked through the factors' sums over the processes). */
+START_TEST(als_sharded_users_match_one_context)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.iterations = 4, o.lambda = 0.5f;
+    rk_job one;
+    job_init(&one, cpu_ctx(42, 0), o.rank, 0);
+    one.o = o;
+    rk_run_job(&one);
+    ck_assert_msg(one.st == MF_OK, "%s", one.error);
+    o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
+    for (int split = 0; split < 2; split++) {
+        rk_job j;
+        job_init(&j, mpi_ctx(MPI_COMM_WORLD, 42, 0), o.rank, 0);
+        j.o = o;
+        if (split)
+            keep_my_part(&j);
+        rk_run_job(&j);
+        expect(j.st == MF_OK, "sharded (split %d): %s", split, j.error);
+        const double du = rk_max_rel_diff(j.U, one.U, (int64_t)USERS * o.rank);
+        const double dv = rk_max_rel_diff(j.V, one.V, (int64_t)ITEMS * o.rank);
+        expect(du < 1e-3 && dv < 1e-3, "sharded (split %d): U off by %g, V by %g", split, du, dv);
+        expect(fabs(j.rep.train_rmse - one.rep.train_rmse) <= 5e-5 * one.rep.train_rmse,
+               "sharded (split %d): train RMSE %.9g, one context %.9g", split, j.rep.train_rmse,
+               one.rep.train_rmse);
+        double mine[2] = {0.0, 0.0}, most[2], least[2];
+        for (int64_t p = 0; p < (int64_t)USERS * o.rank; p++)
+            mine[0] += j.U[p] * (double)(p % 7 + 1);
+        for (int64_t p = 0; p < (int64_t)ITEMS * o.rank; p++)
+            mine[1] += j.V[p] * (double)(p % 5 + 1);
+        MPI_Allreduce(mine, most, 2, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        MPI_Allreduce(mine, least, 2, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+        expect(most[0] == least[0] && most[1] == least[1],
+               "sharded (split %d): the processes' factors differ", split);
+        job_free(&j);
+        mf_ctx_destroy(j.ctx);
+    }
+    job_free(&one);
+    mf_ctx_destroy(one.ctx);
+    check_expectations();
+}
+END_TEST
+
 /* SGD over the processes from their parts: each gathers its users' ratings over MPI, and
  * the fit is the same group's over the whole ratings bit for bit (one worker a rank). */
 START_TEST(sgd_split_input_equals_whole_input)
@@ -855,6 +901,7 @@ int main(int argc, char **argv)
     tcase_add_test(tc, library_messages_stay_apart);
     tcase_add_test(tc, als_equals_one_context);
     tcase_add_test(tc, als_split_input_equals_one_context);
+    tcase_add_test(tc, als_sharded_users_match_one_context);
     tcase_add_test(tc, sgd_split_input_equals_whole_input);
     tcase_add_test(tc, asd_split_input_equals_whole_input);
     tcase_add_test(tc, ials_equals_one_context);

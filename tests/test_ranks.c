@@ -153,6 +153,84 @@ START_TEST(group_fit_equals_one_context)
 }
 END_TEST
 
+/* Sharded users (MF_ALS_LAYOUT_USERS_SHARDED): each rank holds its users' rows alone and
+ * the item systems are summed over the ranks. The factors are one context's to rounding
+ * (the sums' order differs), the same bits on every rank; the train and test RMSEs too. */
+static void make_split_group(rk_job *jobs, int n, const mf_als_opts *o, int overlap);
+
+static void check_sharded(const mf_als_opts *o, int split, int with_test)
+{
+    mf_als_opts one = *o;
+    one.layout = MF_ALS_LAYOUT_REPLICATED;
+    mf_ctx *ctx = tu_cpu_ctx_seeded(42);
+    mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
+    mf_sparse *T = with_test ? ax_ratings(ctx, USERS, ITEMS, 0.02, 77, NULL, NULL) : NULL;
+    one.test = T;
+    float *U1 = malloc((size_t)USERS * o->rank * sizeof *U1);
+    float *V1 = malloc((size_t)ITEMS * o->rank * sizeof *V1);
+    mf_als_report r1 = {.struct_size = sizeof r1};
+    ck_assert_int_eq(mf_als_run(ctx, R, &one, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    for (int n = 2; n <= 4; n++) {
+        rk_job jobs[4];
+        mf_sparse *tests[4] = {NULL};
+        if (split)
+            make_split_group(jobs, n, o, 0);
+        else
+            make_group(jobs, n, o, 5);
+        for (int i = 0; i < n && with_test; i++) {
+            tests[i] = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.02, 77, NULL, NULL);
+            jobs[i].o.test = tests[i];
+        }
+        rk_run_als(jobs, n);
+        for (int i = 0; i < n; i++) {
+            ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+            const double du = rk_max_rel_diff(jobs[i].U, U1, (int64_t)USERS * o->rank);
+            const double dv = rk_max_rel_diff(jobs[i].V, V1, (int64_t)ITEMS * o->rank);
+            ck_assert_msg(du < 1e-3 && dv < 1e-3, "%d ranks (split %d): U off by %g, V by %g", n,
+                          split, du, dv);
+            ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * o->rank * sizeof *U1));
+            ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * o->rank * sizeof *V1));
+            ck_assert_double_eq_tol(jobs[i].rep.train_rmse, r1.train_rmse, 5e-5 * r1.train_rmse);
+            ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
+            if (with_test) {
+                ck_assert_double_eq_tol(jobs[i].rep.test_rmse, r1.test_rmse, 5e-5 * r1.test_rmse);
+                ck_assert(jobs[i].rep.test_rmse == jobs[0].rep.test_rmse);
+            }
+            ck_assert_int_eq(jobs[i].rep.iterations, o->iterations);
+        }
+        /* the fit differs from the replicated one's bits: it did run sharded */
+        ck_assert(memcmp(jobs[0].V, V1, (size_t)ITEMS * o->rank * sizeof *V1) != 0);
+        rk_close_group(jobs, n);
+        for (int i = 0; i < n; i++)
+            mf_sparse_destroy(tests[i]);
+    }
+    free(U1), free(V1);
+    mf_sparse_destroy(T);
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+
+START_TEST(sharded_users_fit_one_contexts_problem)
+{
+    static const struct {
+        int biases, solver, weighted, split, test;
+    } cases[] = {{1, MF_ALS_SOLVER_EXACT, 0, 0, 1},
+                 {0, MF_ALS_SOLVER_EXACT, 1, 0, 0},
+                 {1, MF_ALS_SOLVER_CG, 0, 0, 0},
+                 {1, MF_ALS_SOLVER_EXACT, 1, 1, 1},
+                 {0, MF_ALS_SOLVER_CG, 0, 1, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        mf_als_opts o;
+        mf_als_opts_init(&o);
+        o.rank = 8, o.iterations = 4, o.lambda = cases[c].weighted ? 0.05f : 0.5f;
+        o.biases = cases[c].biases, o.solver = cases[c].solver;
+        o.weighting = cases[c].weighted ? MF_ALS_WEIGHT_COUNT : MF_ALS_WEIGHT_NONE;
+        o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
+        check_sharded(&o, cases[c].split, cases[c].test);
+    }
+}
+END_TEST
+
 /* Hogwild SGD over a group (block rotation): every rank returns the same factors, the fit
  * is as good as one context's on planted data, and with one worker per rank it repeats
  * itself bit for bit. */
@@ -1183,6 +1261,7 @@ int main(void)
     static const tu_suite suite = {.name = "ranks", .timeout = 300};
     const TTest *const tests[] = {shares_balance_work,
                                   group_fit_equals_one_context,
+                                  sharded_users_fit_one_contexts_problem,
                                   split_input_fits_the_whole_matrix,
                                   sgd_group_rotates_item_blocks,
                                   sgd_split_input_fits_the_whole_matrix,

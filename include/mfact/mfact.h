@@ -750,6 +750,25 @@ typedef enum mf_als_solver {
     MF_ALS_SOLVER_CG = 2
 } mf_als_solver;
 
+/* In a group of contexts, how ALS holds the users' factor table U (mf_als_opts.layout).
+ * REPLICATED: every rank holds all of U and V, solves its share of each side, and gathers
+ * the others' shares after each half step; the factors are one context's bit for bit.
+ * USERS_SHARDED: each rank holds only its users' rows of U (and their ratings); V stays
+ * whole on every rank. The items' half step forms each item's system from every rank's own
+ * users, sums the systems over the ranks (one all-reduce of items x (k + 1)^2 floats), and
+ * every rank solves every item, so U never travels until the end, when every rank's U
+ * receives all of it as with REPLICATED. The sums' order differs from one context's: the
+ * factors match one context's to rounding, not bit for bit. For a user table too large to
+ * copy to every rank (Hugewiki's 50M users: 20 GB at k = 100). AUTO takes USERS_SHARDED
+ * when gathering U would move more bytes than summing the item systems (users x k >
+ * 2 x items x (k + 1)^2) and every rank has users; alone (no group) every layout is the
+ * same fit. */
+typedef enum mf_als_layout {
+    MF_ALS_LAYOUT_AUTO = 0,
+    MF_ALS_LAYOUT_REPLICATED = 1,
+    MF_ALS_LAYOUT_USERS_SHARDED = 2
+} mf_als_layout;
+
 typedef struct mf_als_opts {
     size_t struct_size;      /* sizeof(mf_als_opts), set by mf_als_opts_init               */
     int rank;                /* k, 1..256; default 32                                       */
@@ -779,6 +798,8 @@ typedef struct mf_als_opts {
      * validation RMSEs, which pick the fit, stay float): BF16 or FP16 makes the evaluations
      * cheaper on a CUDA context, with each product within its bound. */
     mf_precision rmse_precision;
+    /* Since 0.5: in a group, how U is held (mf_als_layout); default AUTO. */
+    mf_als_layout layout;
 } mf_als_opts;
 
 /* Totals of a run, filled on success and on cancellation. */

@@ -9,6 +9,7 @@
 #include "als/als_internal.h"
 #include "core/clock.h"
 #include "core/ctx.h"
+#include "core/device_memory.h"
 #include "core/fit.h"
 #include "core/opts.h"
 #include "core/random.h"
@@ -62,6 +63,10 @@ static mf_status check_opts(mf_ctx *ctx, const mf_als_opts *o)
                "%s: solver = %d is not an mf_als_solver value", fn, (int)o->solver);
     MF_REQUIRE(ctx, o->tf32 == 0 || o->tf32 == 1, "%s: tf32 = %d must be 0 or 1", fn, o->tf32);
     MF_TRY(mf_precision_check(ctx, fn, "rmse_precision", (int)o->rmse_precision));
+    MF_REQUIRE(ctx,
+               o->layout == MF_ALS_LAYOUT_AUTO || o->layout == MF_ALS_LAYOUT_REPLICATED ||
+                   o->layout == MF_ALS_LAYOUT_USERS_SHARDED,
+               "%s: layout = %d is not an mf_als_layout value", fn, (int)o->layout);
     MF_REQUIRE(ctx, o->cg_steps >= 1 && o->cg_steps <= 64, "%s: cg_steps = %d is outside 1..64", fn,
                o->cg_steps);
     MF_REQUIRE(
@@ -163,6 +168,10 @@ typedef struct run_state {
     int64_t *whole_ptr[2];
     double *col_sum;
     double mean;
+    /* MF_ALS_LAYOUT_USERS_SHARDED in a group (sharded_users): the rank's users as a problem
+     * of their own (rows lo..hi of the ratings and of the test set, re-indexed from 0). */
+    int sharded;
+    mf_sparse *local, *local_test;
 } run_state;
 
 /* After a half step in a group: each share's factors (and biases) go to every rank,
@@ -173,7 +182,7 @@ typedef struct run_state {
 static mf_status exchange(run_state *s, mf_als_side side)
 {
     mf_ctx *ctx = s->run.ctx;
-    if (mf_ranks(ctx) == 1)
+    if (mf_ranks(ctx) == 1 || s->sharded) /* sharded: U stays, V is every rank's already */
         return MF_OK;
     void *factors;
     size_t row_bytes;
@@ -221,6 +230,11 @@ static mf_status group_rmse(run_state *s, const mf_sparse *M, int precision, dou
 static mf_status measure(run_state *s, const fit_spec *f, double *train, double *test)
 {
     const int prec = f->final ? (int)s->o->rmse_precision : MF_PRECISION_FP32;
+    if (s->sharded) { /* each rank's users, against its own rows of U */
+        MF_TRY(group_rmse(s, s->local, prec, train));
+        *test = NAN;
+        return s->local_test ? group_rmse(s, s->local_test, prec, test) : MF_OK;
+    }
     if (s->part[MF_ALS_USERS])
         MF_TRY(group_rmse(s, s->part[MF_ALS_USERS], prec, train));
     else
@@ -303,6 +317,96 @@ static void free_parts(run_state *s)
         mf_sparse_destroy(s->part[w]);
         s->part[w] = NULL;
     }
+    mf_sparse_destroy(s->local);
+    mf_sparse_destroy(s->local_test);
+    s->local = s->local_test = NULL;
+    s->sharded = 0;
+}
+
+/* Whether this fit holds U sharded (mf_als_layout): in a group, asked for or chosen by
+ * AUTO's rule, and only when every rank has users (the shares are the same on every rank,
+ * so every rank decides alike). Gathering U moves about users x k floats a rank and
+ * iteration, the all-reduce of the item systems 2 x items x (k + 1)^2. */
+static int sharded_users(const run_state *s, const fit_spec *f)
+{
+    mf_ctx *ctx = s->run.ctx;
+    const int n = mf_ranks(ctx);
+    if (n == 1 || s->o->layout == MF_ALS_LAYOUT_REPLICATED)
+        return 0;
+    for (int q = 0; q < n; q++)
+        if (s->shares.bounds[0][q + 1] == s->shares.bounds[0][q])
+            return 0;
+    if (s->o->layout == MF_ALS_LAYOUT_USERS_SHARDED)
+        return 1;
+    const int64_t ks = f->k + 1;
+    return (int64_t)f->R->rows * f->k > 2 * (int64_t)f->R->cols * ks * ks;
+}
+
+/* The sharded fit's local problems: the rank's users' ratings (from its users' shard when
+ * the input was split, else from the whole matrix) and its users' test entries (gathered
+ * from every rank's part when the test set is a part). */
+static mf_status make_local(run_state *s, const fit_spec *f)
+{
+    static const char fn[] = "mf_als_run";
+    mf_ctx *ctx = s->run.ctx;
+    const int32_t lo = s->shares.lo[MF_ALS_USERS], hi = s->shares.hi[MF_ALS_USERS];
+    mf_sparse *rows = s->split ? s->part[MF_ALS_USERS] : f->R;
+    mf_status st = mf_sparse_rows_local(ctx, rows, lo, hi, fn, &s->local);
+    if (f->test) {
+        mf_sparse *test_rows = NULL;
+        if (f->test->is_part) /* collective: every rank calls it, whatever st */
+            st = mf_run_then(st, mf_ranks_gather_lines(ctx, fn, f->test, 0,
+                                                       s->shares.bounds[MF_ALS_USERS], &test_rows));
+        if (st == MF_OK)
+            st = mf_sparse_rows_local(ctx, test_rows ? test_rows : f->test, lo, hi, fn,
+                                      &s->local_test);
+        mf_sparse_destroy(test_rows);
+    }
+    return st;
+}
+
+/* The sharded fit's U and user biases, every rank's rows to every rank (collective). Each
+ * rank's engine wrote its rows at [lo, hi) of the caller's U and bu; a CPU context's are
+ * host memory, which its comm gathers in place, as NCCL does device memory; host memory
+ * over NCCL goes through a device buffer. */
+static mf_status gather_users(run_state *s, float *U, int64_t ld, float *bu, mf_memory where,
+                              mf_status st)
+{
+    static const char fn[] = "mf_als_run";
+    mf_ctx *ctx = s->run.ctx;
+    mf_comm *c = ctx->comm;
+    const int32_t m = (int32_t)s->shares.bounds[MF_ALS_USERS][c->size];
+    const int32_t lo = s->shares.lo[MF_ALS_USERS], hi = s->shares.hi[MF_ALS_USERS];
+    const size_t row = (size_t)ld * sizeof(float);
+    if (!c->device_buffers || where == MF_MEMORY_DEVICE) {
+        st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+        return st == MF_OK ? mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, U, row, bu,
+                                              bu ? sizeof *bu : 0)
+                           : st;
+    }
+    mf_dbuf tmp = {NULL, 0};
+    const size_t bias_at = (size_t)m * row;
+    if (st == MF_OK)
+        st = mf_dmem_alloc(ctx, &tmp, bias_at + (size_t)m * sizeof(float) + 1, "ALS U gathered");
+    char *const dev = (char *)tmp.ptr;
+    if (st == MF_OK && hi > lo)
+        st =
+            mf_cuda_copy(ctx, dev + (size_t)lo * row, U + (size_t)lo * ld, (size_t)(hi - lo) * row);
+    if (st == MF_OK && hi > lo && bu)
+        st = mf_cuda_copy(ctx, dev + bias_at + (size_t)lo * sizeof(float), bu + lo,
+                          (size_t)(hi - lo) * sizeof(float));
+    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
+    if (st == MF_OK)
+        st = mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, dev, row,
+                              bu ? dev + bias_at : NULL, sizeof(float));
+    if (st == MF_OK)
+        st = mf_cuda_sync(ctx);
+    if (st == MF_OK)
+        st = mf_cuda_copy(ctx, U, dev, (size_t)m * row);
+    if (st == MF_OK && bu)
+        st = mf_cuda_copy(ctx, bu, dev + bias_at, (size_t)m * sizeof(float));
+    mf_dmem_free(ctx, &tmp);
+    return st;
 }
 
 /* Split input over a group (collective; every rank calls it with its status so far): the
@@ -323,7 +427,10 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     }
     st = mf_ranks_split_shares(ctx, fn, P, st, row_cost, s->whole_ptr, s->col_sum, &s->mean, &nnz,
                                &s->shares);
-    for (int w = 0; w < 2 && st == MF_OK; w++)
+    if (st == MF_OK)
+        s->sharded = sharded_users(s, f);
+    /* sharded users: the items' side reads the users' shard's transpose, not a column shard */
+    for (int w = 0; w < (s->sharded ? 1 : 2) && st == MF_OK; w++)
         st = mf_ranks_gather_lines(ctx, fn, P, w, s->shares.bounds[w], &s->part[w]);
     return st;
 }
@@ -373,7 +480,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
                           {0, 0},
                           {0, 0},
                           {NULL, NULL},
-                          {NULL, NULL}};
+                          {NULL, NULL},
+                          0};
     /* The shares and the kernels' choice need the columns' offsets, not the transpose: a
      * rank of a group never builds the whole matrix's transpose (its shard's is enough). */
     const int64_t *col_ptr = NULL;
@@ -386,15 +494,31 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     }
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
+    if (st == MF_OK && !s->split)
+        s->sharded = sharded_users(s, f);
     /* In a group each rank keeps only its shard of each side: the device then holds the
      * rank's share of the ratings, not all of them. Kernels are chosen by the whole. */
-    for (int w = 0; w < 2 && st == MF_OK && !s->split && mf_ranks(ctx) > 1; w++)
+    for (int w = 0; w < 2 && st == MF_OK && !s->split && !s->sharded && mf_ranks(ctx) > 1; w++)
         st = mf_sparse_block(ctx, f->R, w, setup.lo[w], setup.hi[w], "mf_als_run", &s->part[w]);
     if (st == MF_OK && !s->split && mf_ranks(ctx) > 1)
         setup.line_ptr[0] = f->R->row_ptr, setup.line_ptr[1] = col_ptr;
     if (s->split)
         setup.line_ptr[0] = s->whole_ptr[0], setup.line_ptr[1] = s->whole_ptr[1];
     setup.part[0] = s->part[0], setup.part[1] = s->part[1];
+    if (s->sharded) {
+        /* The rank's users as a whole problem: its rows of U, every item, and the item
+         * systems summed over the ranks (the weighted lambda from the whole columns). */
+        if (st == MF_OK)
+            st = make_local(s, f);
+        if (st == MF_OK) {
+            setup.R = s->local;
+            setup.lo[0] = 0, setup.hi[0] = s->local->rows;
+            setup.lo[1] = 0, setup.hi[1] = s->local->cols;
+            setup.part[0] = setup.part[1] = NULL;
+            setup.line_ptr[0] = NULL;
+            setup.sum_items = 1;
+        }
+    }
     if (f->final)
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
     if (st == MF_OK)
@@ -414,9 +538,16 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         mf_biases *out = o->bias_out;
         const int32_t rows = f->R->rows, cols = f->R->cols;
         st = mf_run_then(st, mf_fit_zero_tail(ctx, U, V, rows, cols, f->k, o->rank, where));
-        if (mf_run_has_result(st))
+        if (mf_run_has_result(st) && s->sharded) { /* this rank's rows, then everyone's */
+            const int64_t lo = s->shares.lo[MF_ALS_USERS];
+            float *bu = out && out->user ? out->user : NULL;
+            mf_status done = s->e->finish(s->e, U + lo * o->rank, V, o->rank, bu ? bu + lo : NULL,
+                                          out ? out->item : NULL);
+            st = mf_run_then(st, gather_users(s, U, o->rank, bu, where, done));
+        } else if (mf_run_has_result(st)) {
             st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out ? out->user : NULL,
                                               out ? out->item : NULL));
+        }
         if (mf_run_has_result(st))
             st = mf_run_then(st,
                              mf_fit_bias_out(ctx, out, o->biases, setup.mean, rows, cols, where));
@@ -442,9 +573,9 @@ static mf_status fit_candidate(void *user, mf_sparse *fit_part, const mf_sparse 
  * options and seed), or every rank fails. Outside a group: st. */
 static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_als_opts *o)
 {
-    static const char *const names[] = {"rank",        "iterations", "lambda",        "biases",
-                                        "lambda_bias", "init",       "solver",        "cg_steps",
-                                        "weighting",   "tf32",       "rmse_precision"};
+    static const char *const names[] = {"rank",        "iterations", "lambda",         "biases",
+                                        "lambda_bias", "init",       "solver",         "cg_steps",
+                                        "weighting",   "tf32",       "rmse_precision", "layout"};
     const int64_t v[] = {o->rank,
                          o->iterations,
                          mf_ranks_bits(o->lambda),
@@ -455,8 +586,9 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->cg_steps,
                          o->weighting,
                          o->tf32,
-                         o->rmse_precision};
-    return mf_ranks_agree_fit_parts(ctx, "mf_als_run", st, R, v, names, 11);
+                         o->rmse_precision,
+                         o->layout};
+    return mf_ranks_agree_fit_parts(ctx, "mf_als_run", st, R, v, names, 12);
 }
 
 mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts, float *U,

@@ -167,7 +167,8 @@ mf_status mf_cuda_als_bench_begin(mf_ctx *ctx, mf_sparse *R, int k, float lambda
                           {0, 0},
                           {R->rows, R->cols},
                           {NULL, NULL},
-                          {NULL, NULL}};
+                          {NULL, NULL},
+                          0};
     mf_als_engine *base = NULL;
     MF_TRY(mf_cuda_als_engine(&setup, &base));
     mf_als_bench *b = (mf_als_bench *)calloc(1, sizeof *b);

@@ -82,6 +82,12 @@ typedef struct mf_als_setup {
      * ptr; NULL: part's), from which the engines choose kernels, so that every rank of a
      * group chooses as one context over the whole matrix does. */
     const int64_t *line_ptr[2];
+    /* 1: sharded users (mf_als_layout, als.c). R is this rank's users alone and the items'
+     * half step forms every item's system from them, sums the systems over the group
+     * (mf_comm sum_buffer, the same bits on every rank) and solves every item; a row's
+     * count for the weighted lambda, and whether it has ratings at all, come from
+     * line_ptr[MF_ALS_ITEMS], the whole matrix's column offsets. */
+    int sum_items;
 } mf_als_setup;
 
 /* The matrix whose entries side w reads (mf_als_setup.part, else R). */

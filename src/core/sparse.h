@@ -102,6 +102,12 @@ mf_status mf_sparse_device_ones(mf_sparse *m, const float **ones);
 mf_status mf_sparse_block(mf_ctx *ctx, const mf_sparse *R, int side, int32_t lo, int32_t hi,
                           const char *fn, mf_sparse **out);
 
+/* Rows [lo, hi) of R (of R's shape or a shard of it) as a matrix of their own: hi - lo rows
+ * by R's columns, row r of R as row r - lo, in R's order. ALS's sharded users solve such a
+ * local problem (als.c). */
+mf_status mf_sparse_rows_local(mf_ctx *ctx, const mf_sparse *R, int32_t lo, int32_t hi,
+                               const char *fn, mf_sparse **out);
+
 /* The host transpose (see struct mf_sparse), built on first use. */
 mf_status mf_sparse_host_transpose(mf_sparse *m);
 /* The columns' offsets (cols + 1; the transpose's ptr when it is built, else counted once

@@ -98,3 +98,19 @@ int mf_sparse_is_part(const mf_sparse *m)
 {
     return m ? m->is_part : -1;
 }
+
+mf_status mf_sparse_rows_local(mf_ctx *ctx, const mf_sparse *R, int32_t lo, int32_t hi,
+                               const char *fn, mf_sparse **out)
+{
+    *out = NULL;
+    const int64_t first = R->row_ptr[lo], n = R->row_ptr[hi] - first;
+    int64_t *ptr = malloc(((size_t)(hi - lo) + 1) * sizeof *ptr);
+    if (!ptr)
+        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for a shard", fn);
+    for (int32_t r = lo; r <= hi; r++)
+        ptr[r - lo] = R->row_ptr[r] - first;
+    mf_status st = mf_sparse_build_csr(ctx, out, hi - lo, R->cols, n, ptr, R->col + first,
+                                       R->val ? R->val + first : NULL, 0, fn);
+    free(ptr);
+    return st;
+}
