@@ -87,6 +87,16 @@ static int regularize_solve(const cpu_engine *e, float *G, float *b, int n_sys, 
     return pivot;
 }
 
+/* Row r broke down at `pivot`: the side reports its lowest such row (any thread). */
+static void note_breakdown(int32_t r, int pivot, int *failed_row, int *failed_pivot)
+{
+#pragma omp critical(mf_als_failed)
+    if (*failed_row < 0 || r < *failed_row) {
+        *failed_row = r;
+        *failed_pivot = pivot;
+    }
+}
+
 /* What the solves of a side found: MF_ERR_OUT_OF_MEMORY, the first row that broke down, or
  * MF_OK. */
 static mf_status solve_status(const cpu_engine *e, int out_of_memory, int failed_row,
@@ -140,13 +150,8 @@ static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t
             memset(b, 0, (size_t)n_sys * sizeof *b);
             accumulate(e, G, b, n_sys, ptr[r], ptr[r + 1], idx, val, F, Xb ? Fb : NULL);
             const int pivot = regularize_solve(e, G, b, n_sys, n, x, Xb ? Xb + r : NULL, x0, work);
-            if (pivot >= 0) {
-#pragma omp critical(mf_als_failed)
-                if (failed_row < 0 || r < failed_row) {
-                    failed_row = r;
-                    failed_pivot = pivot;
-                }
-            }
+            if (pivot >= 0)
+                note_breakdown(r, pivot, &failed_row, &failed_pivot);
         }
         free(G);
         free(b);
@@ -219,13 +224,8 @@ static mf_status solve_items_summed(cpu_engine *e)
                 float *G = buf + (size_t)(i - c0) * sys;
                 const int pivot =
                     regularize_solve(e, G, G + (size_t)n_sys * n_sys, n_sys, n, x, xb, x0, work);
-                if (pivot >= 0) {
-#pragma omp critical(mf_als_failed)
-                    if (failed_row < 0 || i < failed_row) {
-                        failed_row = i;
-                        failed_pivot = pivot;
-                    }
-                }
+                if (pivot >= 0)
+                    note_breakdown(i, pivot, &failed_row, &failed_pivot);
             }
             free(x0);
             free(work);
