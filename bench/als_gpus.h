@@ -89,6 +89,7 @@ struct bench_args {
     int iterations = 10, repeat = 3;
     float lambda = 0.048f; // bench_als's (cuMF_als's Netflix setting)
     mf_als_solver solver = MF_ALS_SOLVER_AUTO;
+    mf_als_layout layout = MF_ALS_LAYOUT_AUTO; // --layout: ALS's U in a group (mfact.h)
     double scale = 1.0;
     uint64_t seed = 2024;
     const char *train_file = NULL, *test_file = NULL;

@@ -89,6 +89,57 @@ static void check_group(int n)
     }
 }
 
+/* Sharded users over n ranks (MF_ALS_LAYOUT_USERS_SHARDED): the item systems summed over
+ * NCCL, U gathered once at the end into host memory; the factors are one context's to
+ * rounding and the same bits on every rank. chunk_bytes (0: the default) sets
+ * MFACT_ALS_SUM_BYTES, so that the items go in many chunks. */
+static void check_sharded_group(int n, const char *chunk_bytes)
+{
+    static const int solvers[] = {MF_ALS_SOLVER_EXACT, MF_ALS_SOLVER_CG};
+    if (chunk_bytes)
+        setenv("MFACT_ALS_SUM_BYTES", chunk_bytes, 1);
+    for (int s = 0; s < 2; s++) {
+        rk_job proto = {0};
+        mf_als_opts_init(&proto.o);
+        proto.o.rank = 48, proto.o.iterations = 3, proto.o.lambda = 0.5f;
+        proto.o.solver = solvers[s];
+        const size_t ub = (size_t)USERS * proto.o.rank * sizeof(float),
+                     vb = (size_t)ITEMS * proto.o.rank * sizeof(float);
+        float *U1 = malloc(ub), *V1 = malloc(vb);
+        double train1;
+        fit_one_context(&proto.o, U1, V1, &train1);
+        proto.o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
+        rk_job jobs[8];
+        const int run = open_group(jobs, n, &proto, proto.o.rank);
+        if (run) {
+            rk_run_als(jobs, n);
+            for (int i = 0; i < n; i++) {
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                const double du = rk_max_rel_diff(jobs[i].U, U1, (int64_t)USERS * proto.o.rank);
+                const double dv = rk_max_rel_diff(jobs[i].V, V1, (int64_t)ITEMS * proto.o.rank);
+                ck_assert_msg(du < 1e-3 && dv < 1e-3, "rank %d of %d: U off by %g, V by %g", i, n,
+                              du, dv);
+                ck_assert(!memcmp(jobs[i].U, jobs[0].U, ub) && !memcmp(jobs[i].V, jobs[0].V, vb));
+                ck_assert_double_eq_tol(jobs[i].rep.train_rmse, train1, 5e-5 * train1);
+                ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
+            }
+            printf("%d rank(s), %s, sharded users%s: U within %.2g, V within %.2g of one "
+                   "context, train RMSE %.6f (one context %.6f)\n",
+                   n, s ? "CG" : "exact", chunk_bytes ? " in chunks" : "",
+                   rk_max_rel_diff(jobs[0].U, U1, (int64_t)USERS * proto.o.rank),
+                   rk_max_rel_diff(jobs[0].V, V1, (int64_t)ITEMS * proto.o.rank),
+                   jobs[0].rep.train_rmse, train1);
+            rk_close_group(jobs, n);
+        }
+        free(U1);
+        free(V1);
+        if (!run)
+            break;
+    }
+    if (chunk_bytes)
+        unsetenv("MFACT_ALS_SUM_BYTES");
+}
+
 /* Hogwild SGD over n ranks (devices 0..n-1): every rank returns the same factors, and the
  * test RMSE is within 1% of one context's (the updates' order differs: Hogwild). */
 static void check_sgd_group(int n)
@@ -402,6 +453,20 @@ START_TEST(als_first_failure_wins)
 }
 END_TEST
 
+/* Sharded users on every group of devices, and on 2 with the items in many chunks. */
+START_TEST(sharded_users_over_every_device)
+{
+    int n = rk_device_count();
+    if (n < 2) {
+        printf("sharded_users_over_every_device: %d device(s), needs 2 or more: skipped\n", n);
+        return;
+    }
+    for (int g = 2; g <= n; g++)
+        check_sharded_group(g, NULL);
+    check_sharded_group(2, "200000");
+}
+END_TEST
+
 START_TEST(one_device_per_rank)
 {
     mf_ctx *a = rk_cuda_ctx(0), *b = rk_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -419,9 +484,9 @@ END_TEST
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_ranks", .gpu = true, .timeout = 300};
-    const TTest *const tests[] = {one_rank_over_nccl,       every_device,
-                                  gathers_in_chunks,        ials_first_failure_wins,
-                                  als_first_failure_wins,   one_device_per_rank,
-                                  ials_split_input_over_two};
+    const TTest *const tests[] = {one_rank_over_nccl,        every_device,
+                                  gathers_in_chunks,         ials_first_failure_wins,
+                                  als_first_failure_wins,    one_device_per_rank,
+                                  ials_split_input_over_two, sharded_users_over_every_device};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

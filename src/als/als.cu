@@ -368,8 +368,6 @@ cudaError_t queue_batch(cuda_engine *e, const side_plan *s, const float *F, int3
     return err;
 }
 
-mf_status own_slots(cuda_engine *e);
-
 /* Queues the half step's batches; nothing here waits for the device (settle does). */
 mf_status half_step(mf_als_engine *base, mf_als_side which)
 {
@@ -377,6 +375,8 @@ mf_status half_step(mf_als_engine *base, mf_als_side which)
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(ctx->link.cuda->device);
     cudaStream_t stream = ctx->link.cuda->stream;
+    if (which == MF_ALS_ITEMS && e->sum_items)
+        return half_step_summed(e);
     side_plan *s = &e->side[which];
     const float *F = (const float *)(which == MF_ALS_USERS ? e->V.ptr : e->U.ptr);
     float *X = (float *)(which == MF_ALS_USERS ? e->U.ptr : e->V.ptr);
@@ -517,6 +517,7 @@ void destroy(mf_als_engine *base)
     mf_dmem_free(ctx, &e->bi);
     mf_dmem_free(ctx, &e->failed);
     mf_dmem_free(ctx, &e->slots);
+    summed_free(e);
     for (int i = 0; i < 3; i++)
         if (e->ev[i])
             cudaEventDestroy(e->ev[i]);
@@ -617,6 +618,8 @@ mf_status setup(cuda_engine *e, const mf_als_setup *s)
     free(V0);
     if (err != cudaSuccess)
         return mf_cuda_fail(ctx, err, "uploading the initial V", __FILE__, __LINE__);
+    if (s->sum_items)
+        MF_TRY(summed_setup(e, s));
     size_t total = 0;
     MF_CUDA_TRY(ctx, cudaMemGetInfo(&e->device_free, &total));
     return own_slots(e);

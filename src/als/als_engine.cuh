@@ -68,6 +68,12 @@ struct cuda_engine {
     cudaEvent_t marks[ALS_TIMING_MARKS][3];
     int mark_head, mark_count;
     double gram_seconds, solve_seconds; /* read since the last settle */
+    /* Sharded users (mf_als_setup.sum_items, als_summed.cu): the whole matrix's item
+     * offsets and one segment per item (the solver's plan for summed systems), and a chunk
+     * of sum_chunk items' systems, the same count on every rank. */
+    int sum_items;
+    mf_dbuf sum_ptr, sum_seg, sums;
+    int64_t sum_chunk;
 };
 
 /* The padded order of a rank-k system (room for the augmented row) and its tile count. */
@@ -92,6 +98,17 @@ cudaError_t launch_gram(cuda_engine *e, const side_plan *s, const float *F, int6
 /* Solve rows [r0, r1), whose partial systems start at segment s0 in slots, into X. */
 cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t r1, int64_t s0,
                          const float *slots, float *X);
+/* The batch's room: how many partial systems fit (the context's limit, else the device's
+ * free memory); own_slots: the engine's own batch where there is no limit. */
+mf_status batch_budget(cuda_engine *e, size_t *slots);
+mf_status own_slots(cuda_engine *e);
+/* Fold the finished batches' event times into the engine's seconds (wait: see als.cu). */
+cudaError_t marks_fold(cuda_engine *e, int wait);
+/* Sharded users (als_summed.cu): the setup's buffers, their release, and the items' half
+ * step (collective: every rank makes the same sums whatever failed on it). */
+mf_status summed_setup(cuda_engine *e, const mf_als_setup *s);
+void summed_free(cuda_engine *e);
+mf_status half_step_summed(cuda_engine *e);
 /* rows x k of a padded factor (rows of kp floats) into dst (leading dimension k). */
 mf_status copy_out(cuda_engine *e, float *dst, const mf_dbuf *src, int32_t rows, int64_t ld);
 
