@@ -103,6 +103,12 @@ static void check_sharded_group(int n, const char *chunk_bytes)
         mf_als_opts_init(&proto.o);
         proto.o.rank = 48, proto.o.iterations = 3, proto.o.lambda = 0.5f;
         proto.o.solver = solvers[s];
+        /* products to float accuracy (TF32's rounding, CG's default, moved U by 0.011 on 2
+         * H200). CG's few steps still amplify the sums' order: 0.0044 in U, 0.0013 in V
+         * measured with float products, against 3.5e-6 for the exact solver, so CG's factors
+         * are held to 2% and its train RMSE to 1e-4. */
+        proto.o.tf32 = 0;
+        const double tol = s ? 2e-2 : 1e-3, rmse_tol = s ? 1e-4 : 5e-5;
         const size_t ub = (size_t)USERS * proto.o.rank * sizeof(float),
                      vb = (size_t)ITEMS * proto.o.rank * sizeof(float);
         float *U1 = malloc(ub), *V1 = malloc(vb);
@@ -117,10 +123,10 @@ static void check_sharded_group(int n, const char *chunk_bytes)
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
                 const double du = rk_max_rel_diff(jobs[i].U, U1, (int64_t)USERS * proto.o.rank);
                 const double dv = rk_max_rel_diff(jobs[i].V, V1, (int64_t)ITEMS * proto.o.rank);
-                ck_assert_msg(du < 1e-3 && dv < 1e-3, "rank %d of %d: U off by %g, V by %g", i, n,
-                              du, dv);
+                ck_assert_msg(du < tol && dv < tol, "rank %d of %d: U off by %g, V by %g", i, n, du,
+                              dv);
                 ck_assert(!memcmp(jobs[i].U, jobs[0].U, ub) && !memcmp(jobs[i].V, jobs[0].V, vb));
-                ck_assert_double_eq_tol(jobs[i].rep.train_rmse, train1, 5e-5 * train1);
+                ck_assert_double_eq_tol(jobs[i].rep.train_rmse, train1, rmse_tol * train1);
                 ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
             }
             printf("%d rank(s), %s, sharded users%s: U within %.2g, V within %.2g of one "
