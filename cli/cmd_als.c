@@ -18,6 +18,7 @@ typedef struct als_args {
     const char *file;
     long long rank, iterations, cg_steps;
     int init, weighting, solver, tf32; /* mf_als_init, mf_als_weighting, mf_als_solver, 0/1 */
+    int layout;                        /* mf_als_layout */
     cli_model_args model;
 } als_args;
 
@@ -35,6 +36,7 @@ static int als_table(als_args *a, cli_opt *t)
     mf_als_opts_init(&d);
     a->rank = d.rank, a->iterations = d.iterations, a->cg_steps = d.cg_steps;
     a->init = d.init, a->weighting = d.weighting, a->solver = d.solver, a->tf32 = d.tf32;
+    a->layout = d.layout;
     static const int inits[] = {MF_ALS_INIT_MEAN, MF_ALS_INIT_UNIFORM};
     const cli_opt own[] = {
         CLI_OPT_INT("--rank", &a->rank, 1, 256, "K", "the factors' rank"),
@@ -54,6 +56,12 @@ static int als_table(als_args *a, cli_opt *t)
         CLI_OPT_SET("--no-tf32", &a->tf32, 0,
                     "cg builds its systems from float-accurate products, not TF32 products on "
                     "tensor cores (sm_80 and later)"),
+        /* in the order of mf_als_layout's values */
+        CLI_OPT_CHOICE("--layout", &a->layout, "auto|replicated|sharded", NULL,
+                       "over several ranks: every rank holds all of U (replicated), or only its "
+                       "users' rows, the item systems summed over the ranks (sharded: for a "
+                       "user table too large to copy; factors equal to rounding); auto takes "
+                       "sharded when users x rank > 2 x items x (rank + 1)^2"),
     };
     memcpy(t, own, sizeof own);
     return CLI_COUNT(own);
@@ -105,6 +113,7 @@ static int run(mf_ctx *ctx, const void *args, mf_sparse *train, mf_sparse *test)
     o.weighting = a->weighting;
     o.solver = a->solver, o.cg_steps = (int)a->cg_steps;
     o.tf32 = a->tf32;
+    o.layout = a->layout;
     o.biases = a->model.biases;
     if (a->model.lambda_bias >= 0)
         o.lambda_bias = (float)a->model.lambda_bias;

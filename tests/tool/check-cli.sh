@@ -641,6 +641,21 @@ if command -v mpirun >/dev/null; then
       fail "als --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
     cmp -s "$base/one.u" "$base/split.u" && cmp -s "$base/one.v" "$base/split.v" ||
       fail "mpirun -np 2 --split-input: the factors are not one process's"
+    # --layout sharded: each rank holds its users' rows of U, the item systems are summed over
+    # MPI and U is gathered at the end: one process's factors to rounding, not bit for bit.
+    mpirun $over -np 2 "$mfact" "${als[@]}" --layout sharded --output-u "$base/sh.u" \
+      --output-v "$base/sh.v" >"$base/sh.out" 2>/tmp/mfact-cli-err.$$ ||
+      fail "als --layout sharded under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+    for side in u v; do
+      paste -d' ' "$base/one.$side" "$base/sh.$side" | awk '{
+          n = NF / 2
+          for (i = 1; i <= n; i++) {
+            d = $i - $(i + n); if (d < 0) d = -d; if (d > md) md = d
+            a = $i < 0 ? -$i : $i; if (a > m) m = a
+          }
+        } END { exit !(NR > 0 && md <= 1e-4 * (m > 0 ? m : 1)) }' ||
+        fail "mpirun -np 2 --layout sharded: $side is not one process's to rounding"
+    done
     "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
       fail "--split-input outside a launcher is not the whole file"
     # sgd, complete and ials take parts too (sgd: each rank gathers its users' ratings;
