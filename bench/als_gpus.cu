@@ -269,6 +269,7 @@ rank_stats stats_of(const rank_job &j)
     s.wait = j.group.wait_seconds / its;
     s.exchange = j.group.exchange_seconds / its;
     s.test_rmse = j.rep.test_rmse;
+    s.sharded = !j.sgd && !j.asd && !j.ials && j.rep.layout == MF_ALS_LAYOUT_USERS_SHARDED;
     return s;
 }
 
@@ -287,6 +288,7 @@ void add_rank(fit_result *r, const rank_stats &s)
     r->seconds_per_iteration = std::max(r->seconds_per_iteration, s.seconds_per_iteration);
     r->call_seconds = std::max(r->call_seconds, s.call_seconds);
     r->peak_gib = std::max(r->peak_gib, s.peak_gib);
+    r->sharded = r->sharded || s.sharded;
     r->compute_min = std::min(r->compute_min, s.compute);
     r->compute_max = std::max(r->compute_max, s.compute);
     r->wait_min = std::min(r->wait_min, s.wait);
@@ -475,7 +477,7 @@ void print_group_row(const std::string &label, int k, const std::string &gpus, i
                                                                     : "residual NOT within 0.1%")
                : f.sgd ? (fabs(r.test_rmse / one_rmse - 1) <= 0.005 ? "RMSE within 0.5%"
                                                                     : "RMSE NOT within 0.5%")
-               : f.o.layout == MF_ALS_LAYOUT_USERS_SHARDED && !f.ials
+               : r.sharded
                    ? (fabs(r.test_rmse / one_rmse - 1) <= 1e-4 ? "sharded: RMSE within 0.01%"
                                                                : "sharded: RMSE NOT within 0.01%")
                : same_bits ? "yes"

@@ -18,6 +18,7 @@ struct rank_stats {
     double compute, wait, exchange; // per iteration: own kernels (ALS), agreements, exchanges
     double test_rmse;
     uint64_t factors_hash; // of U's and V's bits (factors_hash)
+    bool sharded;          // ALS with sharded users (mf_als_report.layout)
 };
 
 // A one-GPU row (an ungrouped context, medians as the table's) under its key: the algorithm,
@@ -60,6 +61,7 @@ struct fit_result {
     double call_seconds;          // the slowest rank's whole call
     double test_rmse;
     double peak_gib; // the largest rank's peak device memory during the call
+    bool sharded;    // ALS ran with sharded users (mf_als_report.layout)
     // ALS: each rank's own device work per iteration (its Gram and solve kernels, timed by
     // events: mf_als_report's gram_seconds + solve_seconds), least and most over the ranks.
     // The most against the iteration shows the exchange and waits; the spread, imbalance.

@@ -5,6 +5,7 @@
  * of the sums), the ranks' agreement on the problem, one rank's failure or cancel failing
  * them all, the runs that are not collective yet, and every bad argument of the group
  * calls. */
+#define _POSIX_C_SOURCE 200809L /* setenv */
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -144,6 +145,7 @@ START_TEST(group_fit_equals_one_context)
                                         1e-12 * r1.train_rmse);
                 ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
                 ck_assert_int_eq(jobs[i].rep.solver, r1.solver);
+                ck_assert_int_eq(jobs[i].rep.layout, MF_ALS_LAYOUT_REPLICATED); /* AUTO's */
             }
             rk_close_group(jobs, n);
         }
@@ -158,43 +160,92 @@ END_TEST
  * (the sums' order differs), the same bits on every rank; the train and test RMSEs too. */
 static void make_split_group(rk_job *jobs, int n, const mf_als_opts *o, int overlap);
 
-static void check_sharded(const mf_als_opts *o, int split, int with_test)
+/* M's entries p with p % n == i, as rank i's part (mf_sparse_set_part). */
+static mf_sparse *part_of(mf_ctx *ctx, const mf_sparse *M, int i, int n)
+{
+    int64_t nnz = 0;
+    ck_assert_int_eq(mf_sparse_shape(M, NULL, NULL, &nnz), MF_OK);
+    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val);
+    ck_assert(row && col && val);
+    ck_assert_int_eq(mf_sparse_get_coo(M, row, col, val, MF_MEMORY_HOST), MF_OK);
+    int64_t kept = 0;
+    for (int64_t p = 0; p < nnz; p++)
+        if (p % n == i)
+            row[kept] = row[p], col[kept] = col[p], val[kept] = val[p], kept++;
+    mf_sparse *out = NULL;
+    ck_assert_int_eq(
+        mf_sparse_from_coo(ctx, &out, USERS, ITEMS, kept, row, col, val, MF_MEMORY_HOST, 0), MF_OK);
+    ck_assert_int_eq(mf_sparse_set_part(out, 1), MF_OK);
+    free(row), free(col), free(val);
+    return out;
+}
+
+/* The knobs of one sharded case: the input split over the ranks, a test set (whole on
+ * every rank, or split like the input), the biases handed out, the items summed in chunks
+ * of chunk_bytes (NULL: the default). */
+typedef struct sharded_case {
+    int split, test, test_split, bias_out;
+    const char *chunk_bytes;
+} sharded_case;
+
+static void check_sharded(const mf_als_opts *o, const sharded_case *c)
 {
     mf_als_opts one = *o;
     one.layout = MF_ALS_LAYOUT_REPLICATED;
     mf_ctx *ctx = tu_cpu_ctx_seeded(42);
     mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.08, 5, NULL, NULL);
-    mf_sparse *T = with_test ? ax_ratings(ctx, USERS, ITEMS, 0.02, 77, NULL, NULL) : NULL;
+    mf_sparse *T = c->test ? ax_ratings(ctx, USERS, ITEMS, 0.02, 77, NULL, NULL) : NULL;
     one.test = T;
     float *U1 = malloc((size_t)USERS * o->rank * sizeof *U1);
     float *V1 = malloc((size_t)ITEMS * o->rank * sizeof *V1);
+    float bu1[USERS], bi1[ITEMS];
+    mf_biases b1 = {0.0f, bu1, bi1};
+    one.bias_out = c->bias_out ? &b1 : NULL;
     mf_als_report r1 = {.struct_size = sizeof r1};
     ck_assert_int_eq(mf_als_run(ctx, R, &one, U1, V1, MF_MEMORY_HOST, &r1), MF_OK);
+    if (c->chunk_bytes)
+        setenv("MFACT_ALS_SUM_BYTES", c->chunk_bytes, 1);
     for (int n = 2; n <= 4; n++) {
         rk_job jobs[4];
         mf_sparse *tests[4] = {NULL};
-        if (split)
+        static float bu[4][USERS], bi[4][ITEMS];
+        mf_biases b[4];
+        if (c->split)
             make_split_group(jobs, n, o, 0);
         else
             make_group(jobs, n, o, 5);
-        for (int i = 0; i < n && with_test; i++) {
-            tests[i] = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.02, 77, NULL, NULL);
-            jobs[i].o.test = tests[i];
+        for (int i = 0; i < n; i++) {
+            if (c->test) {
+                mf_sparse *whole = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.02, 77, NULL, NULL);
+                tests[i] = c->test_split ? part_of(jobs[i].ctx, whole, i, n) : whole;
+                if (c->test_split)
+                    mf_sparse_destroy(whole);
+                jobs[i].o.test = tests[i];
+            }
+            b[i] = (mf_biases){0.0f, bu[i], bi[i]};
+            jobs[i].o.bias_out = c->bias_out ? &b[i] : NULL;
         }
         rk_run_als(jobs, n);
         for (int i = 0; i < n; i++) {
             ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+            ck_assert_int_eq(jobs[i].rep.layout, MF_ALS_LAYOUT_USERS_SHARDED);
             const double du = rk_max_rel_diff(jobs[i].U, U1, (int64_t)USERS * o->rank);
             const double dv = rk_max_rel_diff(jobs[i].V, V1, (int64_t)ITEMS * o->rank);
             ck_assert_msg(du < 1e-3 && dv < 1e-3, "%d ranks (split %d): U off by %g, V by %g", n,
-                          split, du, dv);
+                          c->split, du, dv);
             ck_assert(!memcmp(jobs[i].U, jobs[0].U, (size_t)USERS * o->rank * sizeof *U1));
             ck_assert(!memcmp(jobs[i].V, jobs[0].V, (size_t)ITEMS * o->rank * sizeof *V1));
             ck_assert_double_eq_tol(jobs[i].rep.train_rmse, r1.train_rmse, 5e-5 * r1.train_rmse);
             ck_assert(jobs[i].rep.train_rmse == jobs[0].rep.train_rmse);
-            if (with_test) {
+            if (c->test) {
                 ck_assert_double_eq_tol(jobs[i].rep.test_rmse, r1.test_rmse, 5e-5 * r1.test_rmse);
                 ck_assert(jobs[i].rep.test_rmse == jobs[0].rep.test_rmse);
+            }
+            if (c->bias_out) { /* the user biases gathered like U, the item ones like V */
+                ck_assert(rk_max_rel_diff(bu[i], bu1, USERS) < 1e-3);
+                ck_assert(rk_max_rel_diff(bi[i], bi1, ITEMS) < 1e-3);
+                ck_assert(!memcmp(bu[i], bu[0], sizeof bu[0]) && b[i].mean == b1.mean);
             }
             ck_assert_int_eq(jobs[i].rep.iterations, o->iterations);
         }
@@ -204,6 +255,8 @@ static void check_sharded(const mf_als_opts *o, int split, int with_test)
         for (int i = 0; i < n; i++)
             mf_sparse_destroy(tests[i]);
     }
+    if (c->chunk_bytes)
+        unsetenv("MFACT_ALS_SUM_BYTES");
     free(U1), free(V1);
     mf_sparse_destroy(T);
     mf_sparse_destroy(R);
@@ -213,12 +266,15 @@ static void check_sharded(const mf_als_opts *o, int split, int with_test)
 START_TEST(sharded_users_fit_one_contexts_problem)
 {
     static const struct {
-        int biases, solver, weighted, split, test;
-    } cases[] = {{1, MF_ALS_SOLVER_EXACT, 0, 0, 1},
-                 {0, MF_ALS_SOLVER_EXACT, 1, 0, 0},
-                 {1, MF_ALS_SOLVER_CG, 0, 0, 0},
-                 {1, MF_ALS_SOLVER_EXACT, 1, 1, 1},
-                 {0, MF_ALS_SOLVER_CG, 0, 1, 0}};
+        int biases, solver, weighted;
+        sharded_case c;
+    } cases[] = {
+        {1, MF_ALS_SOLVER_EXACT, 0, {0, 1, 0, 1, NULL}},
+        {0, MF_ALS_SOLVER_EXACT, 1, {0, 0, 0, 0, "4000"}}, /* 11 items a chunk */
+        {1, MF_ALS_SOLVER_CG, 0, {0, 0, 0, 0, NULL}},
+        {1, MF_ALS_SOLVER_EXACT, 1, {1, 1, 1, 1, "4000"}},
+        {0, MF_ALS_SOLVER_CG, 0, {1, 0, 0, 0, NULL}},
+    };
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         mf_als_opts o;
         mf_als_opts_init(&o);
@@ -226,8 +282,54 @@ START_TEST(sharded_users_fit_one_contexts_problem)
         o.biases = cases[c].biases, o.solver = cases[c].solver;
         o.weighting = cases[c].weighted ? MF_ALS_WEIGHT_COUNT : MF_ALS_WEIGHT_NONE;
         o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
-        check_sharded(&o, cases[c].split, cases[c].test);
+        check_sharded(&o, &cases[c].c);
     }
+}
+END_TEST
+
+/* A breakdown on one rank with sharded users: the items' half step (its sums) still runs on
+ * every rank, and every rank fails, the first failure's message winning. */
+/* A rank that fails before the local problems are cut (a given V that is not finite) must
+ * not leave the others in make_local's gather of a split test set: every rank fails. */
+START_TEST(sharded_users_early_failure_fails_all)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 8, o.iterations = 2, o.lambda = 0.5f, o.init = MF_ALS_INIT_GIVEN;
+    o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
+    rk_job jobs[2];
+    mf_sparse *tests[2];
+    make_group(jobs, 2, &o, 5);
+    for (int i = 0; i < 2; i++) {
+        for (int64_t p = 0; p < (int64_t)ITEMS * o.rank; p++)
+            jobs[i].V[p] = i == 1 && p == 5 ? NAN : 0.01f * (float)(p % 7);
+        mf_sparse *whole = ax_ratings(jobs[i].ctx, USERS, ITEMS, 0.02, 77, NULL, NULL);
+        tests[i] = part_of(jobs[i].ctx, whole, i, 2);
+        mf_sparse_destroy(whole);
+        jobs[i].o.test = tests[i];
+    }
+    rk_run_als(jobs, 2);
+    ck_assert_int_eq(jobs[1].st, MF_ERR_INVALID_DATA);
+    ck_assert_msg(strstr(jobs[1].error, "not finite"), "%s", jobs[1].error);
+    ck_assert_int_eq(jobs[0].st, MF_ERR_INVALID_DATA);
+    ck_assert_msg(strstr(jobs[0].error, "rank 1 of 2 failed"), "%s", jobs[0].error);
+    rk_close_group(jobs, 2);
+    mf_sparse_destroy(tests[0]);
+    mf_sparse_destroy(tests[1]);
+}
+END_TEST
+
+START_TEST(sharded_users_first_failure_wins)
+{
+    mf_ctx *ctxs[2] = {tu_cpu_ctx(), tu_cpu_ctx()};
+    rk_job j[2];
+    rk_als_breakdown_jobs(j, ctxs);
+    for (int i = 0; i < 2; i++)
+        j[i].o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
+    ck_assert_int_eq(mf_ctx_join_local(ctxs, 2), MF_OK);
+    rk_run_als(j, 2);
+    rk_als_breakdown_check(j);
+    rk_close_group(j, 2);
 }
 END_TEST
 
@@ -1262,6 +1364,8 @@ int main(void)
     const TTest *const tests[] = {shares_balance_work,
                                   group_fit_equals_one_context,
                                   sharded_users_fit_one_contexts_problem,
+                                  sharded_users_first_failure_wins,
+                                  sharded_users_early_failure_fails_all,
                                   split_input_fits_the_whole_matrix,
                                   sgd_group_rotates_item_blocks,
                                   sgd_split_input_fits_the_whole_matrix,

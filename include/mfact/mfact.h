@@ -754,15 +754,17 @@ typedef enum mf_als_solver {
  * REPLICATED: every rank holds all of U and V, solves its share of each side, and gathers
  * the others' shares after each half step; the factors are one context's bit for bit.
  * USERS_SHARDED: each rank holds only its users' rows of U (and their ratings); V stays
- * whole on every rank. The items' half step forms each item's system from every rank's own
- * users, sums the systems over the ranks (one all-reduce of items x (k + 1)^2 floats), and
- * every rank solves every item, so U never travels until the end, when every rank's U
- * receives all of it as with REPLICATED. The sums' order differs from one context's: the
- * factors match one context's to rounding, not bit for bit. For a user table too large to
- * copy to every rank (Hugewiki's 50M users: 20 GB at k = 100). AUTO takes USERS_SHARDED
- * when gathering U would move more bytes than summing the item systems (users x k >
- * 2 x items x (k + 1)^2) and every rank has users; alone (no group) every layout is the
- * same fit. */
+ * whole on every rank. The items' half step forms each item's system from the rank's own
+ * users, sums the systems over the ranks (an all-reduce of about items x (k + 1)^2 / 2
+ * floats, the systems' lower triangles) and every rank solves every item, so U never
+ * travels until the end, when every rank's U receives all of it as with REPLICATED. The
+ * sums' order differs from one context's: the factors match one context's to rounding
+ * (more loosely with the CG solver, whose few steps amplify it; docs/api.md), the same bits
+ * on every rank. For a user table too large to copy to every rank (Hugewiki's 50M users:
+ * 20 GB at k = 100). AUTO takes USERS_SHARDED when gathering U would move more bytes than
+ * summing the item systems (users x k > 2 x items x (k + 1)^2). Either way it needs every
+ * rank to have users: with fewer users than ranks the fit is REPLICATED (the report's
+ * layout says which ran). Alone (no group) every layout is the same fit. */
 typedef enum mf_als_layout {
     MF_ALS_LAYOUT_AUTO = 0,
     MF_ALS_LAYOUT_REPLICATED = 1,
@@ -826,6 +828,8 @@ typedef struct mf_als_report {
      * same over the context's life). */
     double group_wait_seconds;
     double group_exchange_seconds;
+    /* Since 0.5: how the final fit held U (REPLICATED alone; AUTO resolved). */
+    mf_als_layout layout;
 } mf_als_report;
 
 MF_API void mf_als_opts_init(mf_als_opts *opts);
@@ -1390,7 +1394,9 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * and every rank returns the whole result. mf_als_run and mf_ials_run: each rank solves a
  * contiguous share of the rows, balanced by work, and the ranks exchange the solved
  * factors after every half step (the factors are one context's, bit for bit; over a group,
- * mf_ials_run needs each rank's share of the interactions to fit on its device).
+ * mf_ials_run needs each rank's share of the interactions to fit on its device). mf_als_run
+ * with sharded users (mf_als_layout, AUTO's choice for tall shapes) keeps U's rows on their
+ * owner and sums the item systems instead: one context's factors to rounding.
  * mf_sgd_hogwild_run: each rank keeps a share of the users and blocks of items rotate between the
  * ranks within an epoch, so no factor row is written by two ranks at once. mf_asd_run: each rank
  * takes a share of the rows of the observed entries (and of X), Y and the step lengths are summed

@@ -95,7 +95,7 @@ class AlsOpts(Structure):
                 ("progress", PROGRESS_FN), ("progress_user", c_void_p), ("biases", c_int),
                 ("lambda_bias", c_float), ("bias_out", POINTER(Biases)), ("tune", c_uint),
                 ("weighting", c_int), ("solver", c_int), ("cg_steps", c_int), ("tf32", c_int),
-                ("rmse_precision", c_int)]
+                ("rmse_precision", c_int), ("layout", c_int)]
 
 
 class AlsReport(Structure):
@@ -104,7 +104,8 @@ class AlsReport(Structure):
                 ("solve_seconds", c_double), ("train_rmse", c_double), ("test_rmse", c_double),
                 ("peak_device_bytes", c_size_t), ("lambda_", c_float), ("rank", c_int),
                 ("validation_rmse", c_double), ("solver", c_int),
-                ("group_wait_seconds", c_double), ("group_exchange_seconds", c_double)]
+                ("group_wait_seconds", c_double), ("group_exchange_seconds", c_double),
+                ("layout", c_int)]
 
 
 class SgdOpts(Structure):

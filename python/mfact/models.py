@@ -25,6 +25,8 @@ _ALS_INIT = {"mean": 0, "uniform": 2}
 _WEIGHTING = {"count": 0, "none": 1}
 _SOLVER = {"auto": 0, "exact": 1, "cg": 2}
 _SOLVER_NAMES = {v: k for k, v in _SOLVER.items()}
+_LAYOUT = {"auto": 0, "replicated": 1, "sharded": 2}
+_LAYOUT_NAMES = {v: k for k, v in _LAYOUT.items()}
 _TUNE = {None: 0, False: 0, "lambda": 1, "rank": 3, True: 1}
 _SGD_STORAGE = {"fp32": 0, "fp16": 1}
 _SGD_SCHEDULE = {"inverse-time": 0, "constant": 1}
@@ -484,11 +486,15 @@ class ALS(_Ratings):
 
     def __init__(self, rank=None, lambda_=None, iterations=None, init=None, biases=None,
                  lambda_bias=None, weighting=None, solver=None, cg_steps=None, tune=None,
-                 show_progress=False, callback=None, ctx=None, tf32=None, rmse_precision=None):
+                 show_progress=False, callback=None, ctx=None, tf32=None, rmse_precision=None,
+                 layout=None):
         self.rank, self.lambda_, self.iterations, self.init = rank, lambda_, iterations, init
         self.biases, self.lambda_bias, self.weighting = biases, lambda_bias, weighting
         self.solver, self.cg_steps, self.tune = solver, cg_steps, tune
         self.tf32, self.rmse_precision = tf32, rmse_precision
+        # in a group: "replicated" U on every rank, or "sharded" (each rank its users' rows;
+        # the item systems summed); "auto" (None) by bytes (mfact.h's mf_als_layout)
+        self.layout = layout
         self.show_progress, self.callback = show_progress, callback
         self.ctx = resolve(ctx)
         self.report = None
@@ -513,6 +519,8 @@ class ALS(_Ratings):
             o.tf32 = 1 if self.tf32 else 0
         if self.rmse_precision is not None:
             o.rmse_precision = _precision(self.rmse_precision, "ALS")
+        if self.layout is not None:
+            o.layout = _choice(_LAYOUT, self.layout, "layout")
         o.tune = _choice(_TUNE, self.tune, "tune")
         return o
 
@@ -532,6 +540,7 @@ class ALS(_Ratings):
 
         rep = self._fit(R, T, o, o.iterations, "it", run, "mfact.ALS.fit")
         self.report["solver"] = _SOLVER_NAMES.get(rep.solver, rep.solver)
+        self.report["layout"] = _LAYOUT_NAMES.get(rep.layout, rep.layout)
         return self
 
 

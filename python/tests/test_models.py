@@ -126,6 +126,14 @@ def test_biases_off_and_options(ctx):
         np.testing.assert_array_equal(f.user_factors, m.user_factors)
     s = mfact.SGD(rank=5, epochs=2, storage="fp16", schedule="constant", ctx=ctx).fit(R)
     assert s.user_factors.shape == (100, 5) and s.report["epochs"] == 2
+    # layout matters in a group only: alone, sharded is the replicated fit, and says so
+    assert m.report["layout"] == "replicated"
+    g = mfact.ALS(rank=4, biases=False, solver="cg", cg_steps=3, weighting="count",
+                  lambda_=0.5, layout="sharded", ctx=ctx).fit(R)
+    np.testing.assert_array_equal(g.user_factors, m.user_factors)
+    assert g.report["layout"] == "replicated"
+    with pytest.raises(ValueError, match="layout"):
+        mfact.ALS(rank=4, layout="rows", ctx=ctx).fit(R)
 
 
 def test_movielens_quality(ctx, movielens):

@@ -202,7 +202,18 @@ static mf_status one_iteration(run_state *s, double *gram, double *solve, int *p
     mf_status step[4];
     step[0] = e->half_step(e, MF_ALS_USERS);
     step[1] = exchange(s, MF_ALS_USERS);
-    step[2] = step[0] == MF_OK && step[1] == MF_OK ? e->half_step(e, MF_ALS_ITEMS) : MF_OK;
+    if (step[0] == MF_OK && step[1] == MF_OK) {
+        step[2] = e->half_step(e, MF_ALS_ITEMS);
+    } else if (s->sharded) {
+        /* the items' half step is collective (its sums): a rank that failed runs it too,
+         * keeping its first failure's message */
+        char first[MF_ERROR_CAPACITY];
+        memcpy(first, s->run.ctx->error, sizeof first);
+        step[2] = e->half_step(e, MF_ALS_ITEMS);
+        memcpy(s->run.ctx->error, first, sizeof first);
+    } else {
+        step[2] = MF_OK;
+    }
     step[3] = exchange(s, MF_ALS_ITEMS);
     mf_als_side broke = MF_ALS_USERS;
     const mf_status settled = e->settle(e, gram, solve, &broke);
@@ -380,9 +391,11 @@ static mf_status gather_users(run_state *s, float *U, int64_t ld, float *bu, mf_
     const size_t row = (size_t)ld * sizeof(float);
     if (!c->device_buffers || where == MF_MEMORY_DEVICE) {
         st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
-        return st == MF_OK ? mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, U, row, bu,
-                                              bu ? sizeof *bu : 0)
-                           : st;
+        if (st == MF_OK)
+            st = mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, U, row, bu,
+                                  bu ? sizeof *bu : 0);
+        /* over NCCL the gather is queued: the call returns when U holds the result */
+        return st == MF_OK && c->device_buffers ? mf_cuda_sync(ctx) : st;
     }
     mf_dbuf tmp = {NULL, 0};
     const size_t bias_at = (size_t)m * row;
@@ -494,6 +507,9 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     }
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
+    /* make_local's gather is collective: every rank decides and goes on alike */
+    if (mf_ranks(ctx) > 1)
+        st = mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0);
     if (st == MF_OK && !s->split)
         s->sharded = sharded_users(s, f);
     /* In a group each rank keeps only its shard of each side: the device then holds the
@@ -519,8 +535,10 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
             setup.sum_items = 1;
         }
     }
-    if (f->final)
+    if (f->final) {
         s->rep.solver = setup.cg_steps > 0 ? MF_ALS_SOLVER_CG : MF_ALS_SOLVER_EXACT;
+        s->rep.layout = s->sharded ? MF_ALS_LAYOUT_USERS_SHARDED : MF_ALS_LAYOUT_REPLICATED;
+    }
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);
@@ -543,6 +561,9 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
             float *bu = out && out->user ? out->user : NULL;
             mf_status done = s->e->finish(s->e, U + lo * o->rank, V, o->rank, bu ? bu + lo : NULL,
                                           out ? out->item : NULL);
+            /* the engine's device memory goes first: the gather may stage all of U there */
+            s->e->destroy(s->e);
+            s->e = NULL;
             st = mf_run_then(st, gather_users(s, U, o->rank, bu, where, done));
         } else if (mf_run_has_result(st)) {
             st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out ? out->user : NULL,
@@ -552,7 +573,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
             st = mf_run_then(st,
                              mf_fit_bias_out(ctx, out, o->biases, setup.mean, rows, cols, where));
     }
-    s->e->destroy(s->e);
+    if (s->e)
+        s->e->destroy(s->e);
     s->e = NULL;
     free_parts(s);
     return st;

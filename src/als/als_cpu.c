@@ -18,11 +18,13 @@ typedef struct cpu_engine {
     int k;
     float lambda, lambda_bias, mean;
     int biases, weighted;
-    int cg_steps;            /* 0: LDL^T; else mf_cg_solve from the current row */
-    float *U, *V;            /* working copies, leading dimension k */
-    float *bu, *bi;          /* biases (biased model only) */
-    int32_t lo[2], hi[2];    /* the rows of each side this rank solves */
-    int sum_items;           /* mf_als_setup.sum_items */
+    int cg_steps;         /* 0: LDL^T; else mf_cg_solve from the current row */
+    float *U, *V;         /* working copies, leading dimension k */
+    float *bu, *bi;       /* biases (biased model only) */
+    int32_t lo[2], hi[2]; /* the rows of each side this rank solves */
+    int sum_items;        /* mf_als_setup.sum_items */
+    float *sums;          /* with sum_items: a chunk of sum_chunk items' systems */
+    int64_t sum_chunk;
     const int64_t *item_ptr; /* with sum_items: the whole matrix's column offsets */
     double solve_seconds;    /* since the last settle */
 } cpu_engine;
@@ -162,15 +164,26 @@ static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t
 }
 
 /* Bytes of item systems (G and b, floats) a chunk of the summed half step holds: a fixed
- * figure, so that every rank of a group cuts the items into the same chunks. */
+ * figure (MFACT_ALS_SUM_BYTES for tests, as the CUDA engine's), so that every rank of a group
+ * cuts the items into the same chunks. */
 #define ALS_CPU_SUM_BYTES ((size_t)64 << 20)
+
+static int64_t sum_chunk_items(int32_t items, size_t sys_floats)
+{
+    const char *env = getenv("MFACT_ALS_SUM_BYTES");
+    const long long asked = env ? atoll(env) : 0;
+    const size_t bytes = asked > 0 ? (size_t)asked : ALS_CPU_SUM_BYTES;
+    const int64_t chunk = (int64_t)(bytes / (sys_floats * sizeof(float)));
+    return chunk < 1 ? 1 : chunk > items ? items : chunk;
+}
 
 /* The items' half step with sharded users (mf_als_setup.sum_items): each chunk of items'
  * systems formed from this rank's users, summed over the group (the same bits on every
  * rank), and every item of the chunk solved, so that V stays the same on every rank. An
  * item's count (the weighted lambda, and whether it has ratings at all) is the whole
- * matrix's. Every rank makes the same sums whatever went wrong on it (a rank out of memory
- * sends zeros), and the first breakdown is the same on every rank. */
+ * matrix's. Every rank makes every chunk's sum whatever failed on it before (the chunk's
+ * buffer, e->sums, is the engine's since it was made), and the first breakdown is the same
+ * on every rank. */
 static mf_status solve_items_summed(cpu_engine *e)
 {
     mf_ctx *ctx = e->ctx;
@@ -181,27 +194,24 @@ static mf_status solve_items_summed(cpu_engine *e)
     const int k = e->k, n_sys = e->biases ? k + 1 : k;
     const size_t sys = (size_t)n_sys * n_sys + (size_t)n_sys; /* G, then b */
     const int32_t items = Ri->cols;
-    int64_t chunk = (int64_t)(ALS_CPU_SUM_BYTES / (sys * sizeof(float)));
-    chunk = chunk < 1 ? 1 : chunk > items ? items : chunk;
-    float *buf = malloc((size_t)(chunk > 0 ? chunk : 1) * sys * sizeof *buf);
-    int out_of_memory = buf == NULL, failed_row = -1, failed_pivot = -1;
+    const int64_t chunk = e->sum_chunk;
+    float *const buf = e->sums;
+    int out_of_memory = 0, failed_row = -1, failed_pivot = -1;
     mf_status st = MF_OK;
     for (int32_t c0 = 0; c0 < items; c0 += (int32_t)chunk) {
         const int32_t c1 = items - c0 < chunk ? items : c0 + (int32_t)chunk;
-        float dummy = 0.0f;
-        if (buf)
-            memset(buf, 0, (size_t)(c1 - c0) * sys * sizeof *buf);
-#pragma omp parallel for schedule(dynamic, 16) num_threads(mf_ctx_threads(ctx)) if (buf)
+        memset(buf, 0, (size_t)(c1 - c0) * sys * sizeof *buf);
+#pragma omp parallel for schedule(dynamic, 16) num_threads(mf_ctx_threads(ctx))
         for (int32_t i = c0; i < c1; i++) {
             float *G = buf + (size_t)(i - c0) * sys;
             accumulate(e, G, G + (size_t)n_sys * n_sys, n_sys, ptr[i], ptr[i + 1], idx, val, e->U,
                        e->biases ? e->bu : NULL);
         }
-        /* every rank sums, whatever its state, so that none waits alone */
-        const mf_status summed = ctx->comm->ops->sum_buffer(
-            ctx->comm, ctx, buf ? (void *)buf : &dummy, buf ? (size_t)(c1 - c0) * sys : 0, 0);
+        /* every rank sums every chunk, whatever its state, so that none waits alone */
+        const mf_status summed =
+            ctx->comm->ops->sum_buffer(ctx->comm, ctx, buf, (size_t)(c1 - c0) * sys, 0);
         st = st != MF_OK ? st : summed;
-        if (st != MF_OK || !buf)
+        if (st != MF_OK)
             continue;
 #pragma omp parallel num_threads(mf_ctx_threads(ctx))
         {
@@ -231,7 +241,6 @@ static mf_status solve_items_summed(cpu_engine *e)
             free(work);
         }
     }
-    free(buf);
     return st != MF_OK ? st : solve_status(e, out_of_memory, failed_row, failed_pivot, "item");
 }
 
@@ -311,6 +320,7 @@ static void cpu_destroy(mf_als_engine *base)
     free(e->V);
     free(e->bu);
     free(e->bi);
+    free(e->sums);
     free(e);
 }
 
@@ -324,8 +334,14 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
         /* zeros: a row without ratings keeps bias 0 */
         e->bu = calloc((size_t)s->R->rows + 1, sizeof *e->bu);
         e->bi = calloc((size_t)s->R->cols + 1, sizeof *e->bi);
+        if (s->sum_items) { /* made here: a rank without room fails before any sum */
+            const int n_sys = s->biases ? s->k + 1 : s->k;
+            const size_t sys = (size_t)n_sys * n_sys + (size_t)n_sys;
+            e->sum_chunk = sum_chunk_items(s->R->cols, sys);
+            e->sums = malloc((size_t)(e->sum_chunk > 0 ? e->sum_chunk : 1) * sys * sizeof *e->sums);
+        }
     }
-    if (!e || !e->U || !e->V || !e->bu || !e->bi) {
+    if (!e || !e->U || !e->V || !e->bu || !e->bi || (s->sum_items && !e->sums)) {
         if (e)
             cpu_destroy(&e->base);
         return mf_fail(s->ctx, MF_ERR_OUT_OF_MEMORY,

@@ -103,7 +103,8 @@ void summed_free(cuda_engine *e)
 }
 
 /* Every rank runs every chunk's all-reduce whatever failed on it (a failed rank sends what
- * its buffer holds): the iteration's agreement then stops them all (als.c). */
+ * its buffer holds): the iteration's agreement then stops them all (als.c). The timing
+ * events put the all-reduce in the Gram's seconds (the comm's exchange time has it too). */
 mf_status half_step_summed(cuda_engine *e)
 {
     mf_ctx *ctx = e->ctx;
@@ -111,11 +112,15 @@ mf_status half_step_summed(cuda_engine *e)
     cudaStream_t stream = ctx->link.cuda->stream;
     side_plan *s = &e->side[MF_ALS_ITEMS];
     unsigned long long *failed = (unsigned long long *)e->failed.ptr + MF_ALS_ITEMS;
+    /* no early return from here on: a failure is kept, and every chunk's sum still made */
     mf_status st = MF_OK;
-    MF_CUDA_TRY(ctx, cudaMemsetAsync(failed, 0xff, sizeof *failed, stream));
+    const cudaError_t cleared = cudaMemsetAsync(failed, 0xff, sizeof *failed, stream);
+    if (cleared != cudaSuccess)
+        st = mf_cuda_fail(ctx, cleared, "ALS breakdown word", __FILE__, __LINE__);
     size_t max_slots = 0;
-    MF_TRY(batch_budget(e, &max_slots)); /* host arithmetic: fails alike on every rank */
-    if (max_slots < (size_t)s->longest || max_slots == 0)
+    if (st == MF_OK)
+        st = batch_budget(e, &max_slots);
+    if (st == MF_OK && (max_slots < (size_t)s->longest || max_slots == 0))
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
                      "mf_als_run: the device-memory limit leaves room for %zu partial systems "
                      "of %zu bytes, but one item needs %d",
@@ -147,6 +152,10 @@ mf_status half_step_summed(cuda_engine *e)
             int32_t r1 = r0;
             while (r1 < c1 && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
                 r1++;
+            if (r1 == r0) { /* cannot happen: want >= the longest item's segments */
+                st = mf_fail(ctx, MF_ERR_INTERNAL, "mf_als_run: item %d does not fit a batch", r0);
+                break;
+            }
             err = form_rows(e, s, r0, r1, (float *)slots.ptr,
                             (float *)e->sums.ptr + (size_t)(r0 - c0) * sys_floats);
             r0 = r1;
