@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "als/als_internal.h"
+#include "als/als_shard.h"
 #include "core/clock.h"
 #include "core/ctx.h"
-#include "core/device_memory.h"
 #include "core/fit.h"
 #include "core/opts.h"
 #include "core/random.h"
@@ -168,7 +168,7 @@ typedef struct run_state {
     int64_t *whole_ptr[2];
     double *col_sum;
     double mean;
-    /* MF_ALS_LAYOUT_USERS_SHARDED in a group (sharded_users): the rank's users as a problem
+    /* MF_ALS_LAYOUT_USERS_SHARDED in a group (als_shard.h): the rank's users as a problem
      * of their own (rows lo..hi of the ratings and of the test set, re-indexed from 0). */
     int sharded;
     mf_sparse *local, *local_test;
@@ -334,94 +334,6 @@ static void free_parts(run_state *s)
     s->sharded = 0;
 }
 
-/* Whether this fit holds U sharded (mf_als_layout): in a group, asked for or chosen by
- * AUTO's rule, and only when every rank has users (the shares are the same on every rank,
- * so every rank decides alike). Gathering U moves about users x k floats a rank and
- * iteration, the all-reduce of the item systems 2 x items x (k + 1)^2. */
-static int sharded_users(const run_state *s, const fit_spec *f)
-{
-    mf_ctx *ctx = s->run.ctx;
-    const int n = mf_ranks(ctx);
-    if (n == 1 || s->o->layout == MF_ALS_LAYOUT_REPLICATED)
-        return 0;
-    for (int q = 0; q < n; q++)
-        if (s->shares.bounds[0][q + 1] == s->shares.bounds[0][q])
-            return 0;
-    if (s->o->layout == MF_ALS_LAYOUT_USERS_SHARDED)
-        return 1;
-    const int64_t ks = f->k + 1;
-    return (int64_t)f->R->rows * f->k > 2 * (int64_t)f->R->cols * ks * ks;
-}
-
-/* The sharded fit's local problems: the rank's users' ratings (from its users' shard when
- * the input was split, else from the whole matrix) and its users' test entries (gathered
- * from every rank's part when the test set is a part). */
-static mf_status make_local(run_state *s, const fit_spec *f)
-{
-    static const char fn[] = "mf_als_run";
-    mf_ctx *ctx = s->run.ctx;
-    const int32_t lo = s->shares.lo[MF_ALS_USERS], hi = s->shares.hi[MF_ALS_USERS];
-    mf_sparse *rows = s->split ? s->part[MF_ALS_USERS] : f->R;
-    mf_status st = mf_sparse_rows_local(ctx, rows, lo, hi, fn, &s->local);
-    if (f->test) {
-        mf_sparse *test_rows = NULL;
-        if (f->test->is_part) /* collective: every rank calls it, whatever st */
-            st = mf_run_then(st, mf_ranks_gather_lines(ctx, fn, f->test, 0,
-                                                       s->shares.bounds[MF_ALS_USERS], &test_rows));
-        if (st == MF_OK)
-            st = mf_sparse_rows_local(ctx, test_rows ? test_rows : f->test, lo, hi, fn,
-                                      &s->local_test);
-        mf_sparse_destroy(test_rows);
-    }
-    return st;
-}
-
-/* The sharded fit's U and user biases, every rank's rows to every rank (collective). Each
- * rank's engine wrote its rows at [lo, hi) of the caller's U and bu; a CPU context's are
- * host memory, which its comm gathers in place, as NCCL does device memory; host memory
- * over NCCL goes through a device buffer. */
-static mf_status gather_users(run_state *s, float *U, int64_t ld, float *bu, mf_memory where,
-                              mf_status st)
-{
-    static const char fn[] = "mf_als_run";
-    mf_ctx *ctx = s->run.ctx;
-    mf_comm *c = ctx->comm;
-    const int32_t m = (int32_t)s->shares.bounds[MF_ALS_USERS][c->size];
-    const int32_t lo = s->shares.lo[MF_ALS_USERS], hi = s->shares.hi[MF_ALS_USERS];
-    const size_t row = (size_t)ld * sizeof(float);
-    if (!c->device_buffers || where == MF_MEMORY_DEVICE) {
-        st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
-        if (st == MF_OK)
-            st = mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, U, row, bu,
-                                  bu ? sizeof *bu : 0);
-        /* over NCCL the gather is queued: the call returns when U holds the result */
-        return st == MF_OK && c->device_buffers ? mf_cuda_sync(ctx) : st;
-    }
-    mf_dbuf tmp = {NULL, 0};
-    const size_t bias_at = (size_t)m * row;
-    if (st == MF_OK)
-        st = mf_dmem_alloc(ctx, &tmp, bias_at + (size_t)m * sizeof(float) + 1, "ALS U gathered");
-    char *const dev = (char *)tmp.ptr;
-    if (st == MF_OK && hi > lo)
-        st =
-            mf_cuda_copy(ctx, dev + (size_t)lo * row, U + (size_t)lo * ld, (size_t)(hi - lo) * row);
-    if (st == MF_OK && hi > lo && bu)
-        st = mf_cuda_copy(ctx, dev + bias_at + (size_t)lo * sizeof(float), bu + lo,
-                          (size_t)(hi - lo) * sizeof(float));
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
-    if (st == MF_OK)
-        st = mf_shares_gather(ctx, &s->shares, MF_ALS_USERS, NULL, dev, row,
-                              bu ? dev + bias_at : NULL, sizeof(float));
-    if (st == MF_OK)
-        st = mf_cuda_sync(ctx);
-    if (st == MF_OK)
-        st = mf_cuda_copy(ctx, U, dev, (size_t)m * row);
-    if (st == MF_OK && bu)
-        st = mf_cuda_copy(ctx, bu, dev + bias_at, (size_t)m * sizeof(float));
-    mf_dmem_free(ctx, &tmp);
-    return st;
-}
-
 /* Split input over a group (collective; every rank calls it with its status so far): the
  * whole matrix's line offsets, column sums (Zhou's start) and mean, summed over the ranks;
  * the shares; and each rank's shards, gathered from every rank's part. No rank holds the
@@ -441,7 +353,8 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     st = mf_ranks_split_shares(ctx, fn, P, st, row_cost, s->whole_ptr, s->col_sum, &s->mean, &nnz,
                                &s->shares);
     if (st == MF_OK)
-        s->sharded = sharded_users(s, f);
+        s->sharded =
+            mf_als_shard_users(ctx, s->o->layout, &s->shares, f->R->rows, f->R->cols, f->k);
     /* sharded users: the items' side reads the users' shard's transpose, not a column shard */
     for (int w = 0; w < (s->sharded ? 1 : 2) && st == MF_OK; w++)
         st = mf_ranks_gather_lines(ctx, fn, P, w, s->shares.bounds[w], &s->part[w]);
@@ -507,11 +420,12 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     }
     for (int w = 0; w < 2; w++)
         setup.lo[w] = s->shares.lo[w], setup.hi[w] = s->shares.hi[w];
-    /* make_local's gather is collective: every rank decides and goes on alike */
+    /* the local problems' gather is collective: every rank decides and goes on alike */
     if (mf_ranks(ctx) > 1)
         st = mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0);
     if (st == MF_OK && !s->split)
-        s->sharded = sharded_users(s, f);
+        s->sharded =
+            mf_als_shard_users(ctx, s->o->layout, &s->shares, f->R->rows, f->R->cols, f->k);
     /* In a group each rank keeps only its shard of each side: the device then holds the
      * rank's share of the ratings, not all of them. Kernels are chosen by the whole. */
     for (int w = 0; w < 2 && st == MF_OK && !s->split && !s->sharded && mf_ranks(ctx) > 1; w++)
@@ -525,7 +439,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         /* The rank's users as a whole problem: its rows of U, every item, and the item
          * systems summed over the ranks (the weighted lambda from the whole columns). */
         if (st == MF_OK)
-            st = make_local(s, f);
+            st = mf_als_shard_local(ctx, &s->shares, s->split ? s->part[MF_ALS_USERS] : f->R,
+                                    f->test, &s->local, &s->local_test);
         if (st == MF_OK) {
             setup.R = s->local;
             setup.lo[0] = 0, setup.hi[0] = s->local->rows;
@@ -564,7 +479,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
             /* the engine's device memory goes first: the gather may stage all of U there */
             s->e->destroy(s->e);
             s->e = NULL;
-            st = mf_run_then(st, gather_users(s, U, o->rank, bu, where, done));
+            st = mf_run_then(
+                st, mf_als_shard_gather_users(ctx, &s->shares, U, o->rank, bu, where, done));
         } else if (mf_run_has_result(st)) {
             st = mf_run_then(st, s->e->finish(s->e, U, V, o->rank, out ? out->user : NULL,
                                               out ? out->item : NULL));
