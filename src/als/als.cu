@@ -368,6 +368,48 @@ cudaError_t queue_batch(cuda_engine *e, const side_plan *s, const float *F, int3
     return err;
 }
 
+/* The half step's room for partial systems: *want of side s's segments (all of them when
+ * they fit), in the engine's own batch (own_slots) or, under a context limit, in *slots taken
+ * for this half step (put_slots gives it back). MF_ERR_OUT_OF_MEMORY when not even the
+ * longest row's segments fit. */
+mf_status take_slots(cuda_engine *e, const side_plan *s, mf_dbuf *slots, size_t *want)
+{
+    *slots = mf_dbuf{NULL, 0};
+    size_t max_slots = 0;
+    MF_TRY(batch_budget(e, &max_slots));
+    if (max_slots < (size_t)s->longest || max_slots == 0)
+        return mf_fail(e->ctx, MF_ERR_OUT_OF_MEMORY,
+                       "mf_als_run: the device-memory limit leaves room for %zu partial systems "
+                       "of %zu bytes, but one row needs %d",
+                       max_slots, system_bytes(e), s->longest);
+    const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
+    *want = segments < max_slots ? segments : max_slots;
+    if (!e->slots.ptr)
+        MF_TRY(own_slots(e));
+    *slots = e->slots;
+    if (!slots->ptr)
+        return mf_dmem_alloc(e->ctx, slots, (*want > 0 ? *want : 1) * system_bytes(e),
+                             "ALS partial systems");
+    if (*want > e->slots.bytes / system_bytes(e))
+        *want = e->slots.bytes / system_bytes(e);
+    return MF_OK;
+}
+
+void put_slots(cuda_engine *e, mf_dbuf *slots)
+{
+    if (slots->ptr && slots->ptr != e->slots.ptr)
+        mf_dmem_free(e->ctx, slots);
+}
+
+int32_t batch_end(const side_plan *s, int32_t r0, int32_t end, size_t want)
+{
+    const int64_t s0 = s->host_row_seg[r0];
+    int32_t r1 = r0;
+    while (r1 < end && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
+        r1++;
+    return r1;
+}
+
 /* Queues the half step's batches; nothing here waits for the device (settle does). */
 mf_status half_step(mf_als_engine *base, mf_als_side which)
 {
@@ -386,38 +428,19 @@ mf_status half_step(mf_als_engine *base, mf_als_side which)
     if (s->hi == s->lo)
         return MF_OK;
 
-    size_t max_slots = 0;
-    MF_TRY(batch_budget(e, &max_slots));
-    if (max_slots < (size_t)s->longest || max_slots == 0)
-        return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                       "mf_als_run: the device-memory limit leaves room for %zu partial systems "
-                       "of %zu bytes, but one row needs %d",
-                       max_slots, system_bytes(e), s->longest);
-    const size_t segments = (size_t)(s->host_row_seg[s->hi] - s->host_row_seg[s->lo]);
-    size_t want = segments < max_slots ? segments : max_slots;
-    /* The engine's own (own_slots), or taken for this half step under a context limit. */
-    if (!e->slots.ptr)
-        MF_TRY(own_slots(e));
-    mf_dbuf slots = e->slots;
-    if (!slots.ptr)
-        MF_TRY(mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
-                             "ALS partial systems"));
-    else if (want > e->slots.bytes / system_bytes(e))
-        want = e->slots.bytes / system_bytes(e);
+    mf_dbuf slots = {NULL, 0};
+    size_t want = 0;
+    MF_TRY(take_slots(e, s, &slots, &want));
     mf_status st = MF_OK;
     for (int32_t r0 = s->lo; st == MF_OK && r0 < s->hi;) {
-        /* The longest run of rows from r0 whose segments fit. */
+        const int32_t r1 = batch_end(s, r0, s->hi, want);
         const int64_t s0 = s->host_row_seg[r0];
-        int32_t r1 = r0;
-        while (r1 < s->hi && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
-            r1++;
         const cudaError_t err = queue_batch(e, s, F, r0, r1, s0, (float *)slots.ptr, X);
         if (err != cudaSuccess)
             st = mf_cuda_fail(ctx, err, "ALS half-step kernels", __FILE__, __LINE__);
         r0 = r1;
     }
-    if (slots.ptr != e->slots.ptr)
-        mf_dmem_free(ctx, &slots);
+    put_slots(e, &slots);
     return st;
 }
 

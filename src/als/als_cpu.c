@@ -164,18 +164,9 @@ static mf_status solve_rows(cpu_engine *e, int32_t lo, int32_t hi, const int64_t
 }
 
 /* Bytes of item systems (G and b, floats) a chunk of the summed half step holds: a fixed
- * figure (MFACT_ALS_SUM_BYTES for tests, as the CUDA engine's), so that every rank of a group
- * cuts the items into the same chunks. */
+ * figure (mf_als_sum_chunk), so that every rank of a group cuts the items into the same
+ * chunks. */
 #define ALS_CPU_SUM_BYTES ((size_t)64 << 20)
-
-static int64_t sum_chunk_items(int32_t items, size_t sys_floats)
-{
-    const char *env = getenv("MFACT_ALS_SUM_BYTES");
-    const long long asked = env ? atoll(env) : 0;
-    const size_t bytes = asked > 0 ? (size_t)asked : ALS_CPU_SUM_BYTES;
-    const int64_t chunk = (int64_t)(bytes / (sys_floats * sizeof(float)));
-    return chunk < 1 ? 1 : chunk > items ? items : chunk;
-}
 
 /* The items' half step with sharded users (mf_als_setup.sum_items): each chunk of items'
  * systems formed from this rank's users, summed over the group (the same bits on every
@@ -337,8 +328,8 @@ mf_status mf_als_cpu_engine(const mf_als_setup *s, mf_als_engine **out)
         if (s->sum_items) { /* made here: a rank without room fails before any sum */
             const int n_sys = s->biases ? s->k + 1 : s->k;
             const size_t sys = (size_t)n_sys * n_sys + (size_t)n_sys;
-            e->sum_chunk = sum_chunk_items(s->R->cols, sys);
-            e->sums = malloc((size_t)(e->sum_chunk > 0 ? e->sum_chunk : 1) * sys * sizeof *e->sums);
+            e->sum_chunk = mf_als_sum_chunk(s->R->cols, sys * sizeof(float), ALS_CPU_SUM_BYTES);
+            e->sums = malloc((size_t)e->sum_chunk * sys * sizeof *e->sums);
         }
     }
     if (!e || !e->U || !e->V || !e->bu || !e->bi || (s->sum_items && !e->sums)) {

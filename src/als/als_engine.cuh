@@ -102,6 +102,12 @@ cudaError_t launch_solve(cuda_engine *e, const side_plan *s, int32_t r0, int32_t
  * free memory); own_slots: the engine's own batch where there is no limit. */
 mf_status batch_budget(cuda_engine *e, size_t *slots);
 mf_status own_slots(cuda_engine *e);
+/* A half step's room (take_slots: *want segments of side s in *slots; put_slots gives back
+ * what was taken for the half step alone), and the end of the longest run of rows from r0
+ * (before end) whose segments fit in want. */
+mf_status take_slots(cuda_engine *e, const side_plan *s, mf_dbuf *slots, size_t *want);
+void put_slots(cuda_engine *e, mf_dbuf *slots);
+int32_t batch_end(const side_plan *s, int32_t r0, int32_t end, size_t want);
 /* Fold the finished batches' event times into the engine's seconds (wait: see als.cu). */
 cudaError_t marks_fold(cuda_engine *e, int wait);
 /* Sharded users (als_summed.cu): the setup's buffers, their release, and the items' half

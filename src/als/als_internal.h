@@ -90,6 +90,11 @@ typedef struct mf_als_setup {
     int sum_items;
 } mf_als_setup;
 
+/* With sum_items: how many items' systems of sys_bytes one chunk of the sums holds, the
+ * same on every rank: default_bytes' worth, or MFACT_ALS_SUM_BYTES's (tests: many chunks;
+ * it must be the same on every rank), at least 1 and at most items (als_shard.c). */
+int64_t mf_als_sum_chunk(int32_t items, size_t sys_bytes, size_t default_bytes);
+
 /* The matrix whose entries side w reads (mf_als_setup.part, else R). */
 static inline mf_sparse *mf_als_part(const mf_als_setup *s, int w)
 {

@@ -2,6 +2,8 @@
  * (als_shard.h). */
 #include "als/als_shard.h"
 
+#include <stdlib.h>
+
 #include "als/als_internal.h"
 #include "core/ctx.h"
 #include "core/device_memory.h"
@@ -80,4 +82,13 @@ mf_status mf_als_shard_gather_users(mf_ctx *ctx, const mf_shares *sh, float *U, 
         st = mf_cuda_copy(ctx, bu, dev + bias_at, (size_t)m * sizeof(float));
     mf_dmem_free(ctx, &tmp);
     return st;
+}
+
+int64_t mf_als_sum_chunk(int32_t items, size_t sys_bytes, size_t default_bytes)
+{
+    const char *env = getenv("MFACT_ALS_SUM_BYTES");
+    const long long asked = env ? atoll(env) : 0;
+    const size_t bytes = asked > 0 ? (size_t)asked : default_bytes;
+    const int64_t chunk = (int64_t)(bytes / sys_bytes);
+    return chunk < 1 ? 1 : chunk > items ? items : chunk;
 }

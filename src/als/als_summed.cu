@@ -82,16 +82,10 @@ mf_status summed_setup(cuda_engine *e, const mf_als_setup *s)
                                    "ALS summed systems' plan");
     free(seg);
     MF_TRY(st);
-    /* MFACT_ALS_SUM_BYTES (tests: many chunks) must be the same on every rank */
-    const char *env = getenv("MFACT_ALS_SUM_BYTES");
-    const long long asked = env ? atoll(env) : 0;
-    const size_t bytes = asked > 0 ? (size_t)asked : ALS_SUM_BYTES;
-    const int64_t fit = (int64_t)(bytes / system_bytes(e));
-    e->sum_chunk = fit < 1 ? 1 : fit < items ? fit : items;
+    e->sum_chunk = mf_als_sum_chunk(items, system_bytes(e), ALS_SUM_BYTES);
     /* made here, so that a rank without room fails before any exchange (als.c agrees on the
      * engines), never inside a half step while the others wait in a sum */
-    return mf_dmem_alloc(ctx, &e->sums,
-                         (size_t)(e->sum_chunk > 0 ? e->sum_chunk : 1) * system_bytes(e),
+    return mf_dmem_alloc(ctx, &e->sums, (size_t)e->sum_chunk * system_bytes(e),
                          "ALS summed item systems");
 }
 
@@ -117,24 +111,10 @@ mf_status half_step_summed(cuda_engine *e)
     const cudaError_t cleared = cudaMemsetAsync(failed, 0xff, sizeof *failed, stream);
     if (cleared != cudaSuccess)
         st = mf_cuda_fail(ctx, cleared, "ALS breakdown word", __FILE__, __LINE__);
-    size_t max_slots = 0;
+    mf_dbuf slots = {NULL, 0};
+    size_t want = 0;
     if (st == MF_OK)
-        st = batch_budget(e, &max_slots);
-    if (st == MF_OK && (max_slots < (size_t)s->longest || max_slots == 0))
-        st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                     "mf_als_run: the device-memory limit leaves room for %zu partial systems "
-                     "of %zu bytes, but one item needs %d",
-                     max_slots, system_bytes(e), s->longest);
-    const size_t segments = (size_t)s->host_row_seg[s->rows];
-    size_t want = segments < max_slots ? segments : max_slots;
-    if (st == MF_OK && !e->slots.ptr)
-        st = own_slots(e);
-    mf_dbuf slots = e->slots;
-    if (st == MF_OK && !slots.ptr)
-        st = mf_dmem_alloc(ctx, &slots, (want > 0 ? want : 1) * system_bytes(e),
-                           "ALS partial systems");
-    else if (st == MF_OK && want > e->slots.bytes / system_bytes(e))
-        want = e->slots.bytes / system_bytes(e);
+        st = take_slots(e, s, &slots, &want);
     /* One segment per item, the whole matrix's counts: the solver's view of the sums. */
     side_plan summed = *s;
     summed.ptr = (const int64_t *)e->sum_ptr.ptr;
@@ -147,11 +127,7 @@ mf_status half_step_summed(cuda_engine *e)
         if (err == cudaSuccess)
             err = cudaEventRecord(m[0], stream);
         for (int32_t r0 = c0; st == MF_OK && err == cudaSuccess && r0 < c1;) {
-            /* the longest run of the chunk's items from r0 whose segments fit */
-            const int64_t s0 = s->host_row_seg[r0];
-            int32_t r1 = r0;
-            while (r1 < c1 && (size_t)(s->host_row_seg[r1 + 1] - s0) <= want)
-                r1++;
+            const int32_t r1 = batch_end(s, r0, c1, want);
             if (r1 == r0) { /* cannot happen: want >= the longest item's segments */
                 st = mf_fail(ctx, MF_ERR_INTERNAL, "mf_als_run: item %d does not fit a batch", r0);
                 break;
@@ -178,8 +154,7 @@ mf_status half_step_summed(cuda_engine *e)
         else
             st = mf_cuda_fail(ctx, err, "ALS summed solver", __FILE__, __LINE__);
     }
-    if (slots.ptr != e->slots.ptr)
-        mf_dmem_free(ctx, &slots);
+    put_slots(e, &slots);
     return st;
 }
 
