@@ -17,13 +17,16 @@
 #define USERS 4000
 #define ITEMS 900
 
-static void fit_one_context(const mf_als_opts *o, float *U, float *V, double *train)
+static void fit_one_context(const mf_als_opts *opts, float *U, float *V, double *train,
+                            mf_biases *biases)
 {
     mf_ctx *ctx = rk_cuda_ctx(0);
     ck_assert_ptr_nonnull(ctx);
     mf_sparse *R = ax_ratings(ctx, USERS, ITEMS, 0.03, 9, NULL, NULL);
     mf_als_report rep = {.struct_size = sizeof rep};
-    ck_assert_int_eq(mf_als_run(ctx, R, o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
+    mf_als_opts o = *opts;
+    o.bias_out = biases;
+    ck_assert_int_eq(mf_als_run(ctx, R, &o, U, V, MF_MEMORY_HOST, &rep), MF_OK);
     *train = rep.train_rmse;
     mf_sparse_destroy(R);
     mf_ctx_destroy(ctx);
@@ -65,7 +68,7 @@ static void check_group(int n)
                      vb = (size_t)ITEMS * proto.o.rank * sizeof(float);
         float *U1 = malloc(ub), *V1 = malloc(vb);
         double train1;
-        fit_one_context(&proto.o, U1, V1, &train1);
+        fit_one_context(&proto.o, U1, V1, &train1, NULL);
         rk_job jobs[8];
         const int run = open_group(jobs, n, &proto, proto.o.rank);
         if (run) {
@@ -91,13 +94,16 @@ static void check_group(int n)
 
 /* Sharded users over n ranks (MF_ALS_LAYOUT_USERS_SHARDED): the item systems summed over
  * NCCL, U gathered once at the end into host memory; the factors are one context's to
- * rounding and the same bits on every rank. chunk_bytes (0: the default) sets
- * MFACT_ALS_SUM_BYTES, so that the items go in many chunks. */
+ * rounding and the same bits on every rank, the user biases too. chunk_bytes (0: the
+ * default) sets MFACT_ALS_SUM_BYTES, so that the items go in many chunks, and
+ * MFACT_GATHER_HOST_BYTES, so that U reaches the host in many. */
 static void check_sharded_group(int n, const char *chunk_bytes)
 {
     static const int solvers[] = {MF_ALS_SOLVER_EXACT, MF_ALS_SOLVER_CG};
-    if (chunk_bytes)
+    if (chunk_bytes) { /* and U to the host in chunks of about 100 users */
         setenv("MFACT_ALS_SUM_BYTES", chunk_bytes, 1);
+        setenv("MFACT_GATHER_HOST_BYTES", "20000", 1);
+    }
     for (int s = 0; s < 2; s++) {
         rk_job proto = {0};
         mf_als_opts_init(&proto.o);
@@ -113,14 +119,23 @@ static void check_sharded_group(int n, const char *chunk_bytes)
                      vb = (size_t)ITEMS * proto.o.rank * sizeof(float);
         float *U1 = malloc(ub), *V1 = malloc(vb);
         double train1;
-        fit_one_context(&proto.o, U1, V1, &train1);
+        /* the user biases travel with U (in chunks when chunk_bytes is set) */
+        mf_biases b1 = {0.0f, malloc(USERS * sizeof(float)), NULL}, bs[8];
+        fit_one_context(&proto.o, U1, V1, &train1, &b1);
         proto.o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
         rk_job jobs[8];
         const int run = open_group(jobs, n, &proto, proto.o.rank);
+        for (int i = 0; run && i < n; i++) {
+            bs[i] = (mf_biases){0.0f, malloc(USERS * sizeof(float)), NULL};
+            jobs[i].o.bias_out = &bs[i];
+        }
         if (run) {
             rk_run_als(jobs, n);
             for (int i = 0; i < n; i++) {
                 ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                const double db = rk_max_rel_diff(bs[i].user, b1.user, USERS);
+                ck_assert_msg(db < tol, "rank %d of %d: user biases off by %g", i, n, db);
+                ck_assert(!memcmp(bs[i].user, bs[0].user, USERS * sizeof(float)));
                 const double du = rk_max_rel_diff(jobs[i].U, U1, (int64_t)USERS * proto.o.rank);
                 const double dv = rk_max_rel_diff(jobs[i].V, V1, (int64_t)ITEMS * proto.o.rank);
                 ck_assert_msg(du < tol && dv < tol, "rank %d of %d: U off by %g, V by %g", i, n, du,
@@ -136,14 +151,19 @@ static void check_sharded_group(int n, const char *chunk_bytes)
                    rk_max_rel_diff(jobs[0].V, V1, (int64_t)ITEMS * proto.o.rank),
                    jobs[0].rep.train_rmse, train1);
             rk_close_group(jobs, n);
+            for (int i = 0; i < n; i++)
+                free(bs[i].user);
         }
         free(U1);
         free(V1);
+        free(b1.user);
         if (!run)
             break;
     }
-    if (chunk_bytes)
+    if (chunk_bytes) {
         unsetenv("MFACT_ALS_SUM_BYTES");
+        unsetenv("MFACT_GATHER_HOST_BYTES");
+    }
 }
 
 /* Hogwild SGD over n ranks (devices 0..n-1): every rank returns the same factors, and the
@@ -412,10 +432,12 @@ START_TEST(gathers_in_chunks)
     }
     setenv("MFACT_NCCL_GATHER_BYTES", "65536", 1);
     setenv("MFACT_NCCL_GATHER", "allgather", 1);
+    setenv("MFACT_GATHER_HOST_BYTES", "4096", 1); /* ASD's X to the host in chunks */
     check_group(n);
     check_sgd_group(n);
     check_ials_group(n);
     check_asd_group(n);
+    unsetenv("MFACT_GATHER_HOST_BYTES");
     unsetenv("MFACT_NCCL_GATHER");
     unsetenv("MFACT_NCCL_GATHER_BYTES");
 }

@@ -6,7 +6,6 @@
 
 #include "als/als_internal.h"
 #include "core/ctx.h"
-#include "core/device_memory.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
@@ -49,8 +48,6 @@ mf_status mf_als_shard_gather_users(mf_ctx *ctx, const mf_shares *sh, float *U, 
                                     float *bu, mf_memory where, mf_status st)
 {
     mf_comm *c = ctx->comm;
-    const int32_t m = (int32_t)sh->bounds[MF_ALS_USERS][c->size];
-    const int32_t lo = sh->lo[MF_ALS_USERS], hi = sh->hi[MF_ALS_USERS];
     const size_t row = (size_t)ld * sizeof(float);
     if (!c->device_buffers || where == MF_MEMORY_DEVICE) {
         st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
@@ -59,29 +56,9 @@ mf_status mf_als_shard_gather_users(mf_ctx *ctx, const mf_shares *sh, float *U, 
         /* over NCCL the gather is queued: the call returns when U holds the result */
         return st == MF_OK && c->device_buffers ? mf_cuda_sync(ctx) : st;
     }
-    mf_dbuf tmp = {NULL, 0};
-    const size_t bias_at = (size_t)m * row;
-    if (st == MF_OK)
-        st = mf_dmem_alloc(ctx, &tmp, bias_at + (size_t)m * sizeof(float) + 1, "ALS U gathered");
-    char *const dev = (char *)tmp.ptr;
-    if (st == MF_OK && hi > lo)
-        st =
-            mf_cuda_copy(ctx, dev + (size_t)lo * row, U + (size_t)lo * ld, (size_t)(hi - lo) * row);
-    if (st == MF_OK && hi > lo && bu)
-        st = mf_cuda_copy(ctx, dev + bias_at + (size_t)lo * sizeof(float), bu + lo,
-                          (size_t)(hi - lo) * sizeof(float));
-    st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
-    if (st == MF_OK)
-        st = mf_shares_gather(ctx, sh, MF_ALS_USERS, NULL, dev, row, bu ? dev + bias_at : NULL,
-                              sizeof(float));
-    if (st == MF_OK)
-        st = mf_cuda_sync(ctx);
-    if (st == MF_OK)
-        st = mf_cuda_copy(ctx, U, dev, (size_t)m * row);
-    if (st == MF_OK && bu)
-        st = mf_cuda_copy(ctx, bu, dev + bias_at, (size_t)m * sizeof(float));
-    mf_dmem_free(ctx, &tmp);
-    return st;
+    /* host U over NCCL: this rank's rows are in U already (the engine's finish) */
+    return mf_ranks_gather_host(ctx, fn, st, sh->bounds[MF_ALS_USERS], U, row, bu,
+                                bu ? sizeof *bu : 0);
 }
 
 int64_t mf_als_sum_chunk(int32_t items, size_t sys_bytes, size_t default_bytes)

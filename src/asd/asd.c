@@ -220,31 +220,25 @@ static mf_status hand_back(run_state *s, int r, float *X, float *Y, mf_memory wh
     mf_comm *c = s->comm;
     const size_t row = (size_t)r * sizeof(float);
     const int32_t m = (int32_t)s->shares.bounds[0][c->size];
-    /* X's rows in a host buffer (the stand-in gathers there) or, over NCCL, a device one */
+    /* X's rows in a host buffer: the stand-in and MPI gather there, NCCL through a bounded
+     * device buffer (mf_ranks_gather_host) */
     float *Xh = malloc((size_t)m * row + 1);
-    mf_dbuf tmp = {NULL, 0};
     mf_status st =
         Xh ? MF_OK : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_asd_run: out of host memory");
     if (st == MF_OK)
         st = s->e->finish(s->e, Xh + (size_t)s->lo * r, Y, where);
-    if (st == MF_OK && c->device_buffers) {
-        st = mf_dmem_alloc(ctx, &tmp, (size_t)m * row + 1, "ASD X gathered");
-        if (st == MF_OK && s->hi > s->lo)
-            st = mf_cuda_copy(ctx, (char *)tmp.ptr + (size_t)s->lo * row, Xh + (size_t)s->lo * r,
-                              (size_t)(s->hi - s->lo) * row);
+    if (c->device_buffers) {
+        st = mf_ranks_gather_host(ctx, "mf_asd_run", st, s->shares.bounds[0], Xh, row, NULL, 0);
+        if (st == MF_OK)
+            st = mf_cuda_copy(ctx, X, Xh, (size_t)m * row);
+    } else {
+        /* every rank holds its rows, or every one fails, before the gather */
+        st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
+        if (st == MF_OK)
+            st = c->ops->allgatherv(c, ctx, Xh, s->shares.bounds[0], row, NULL);
+        if (st == MF_OK)
+            memcpy(X, Xh, (size_t)m * row); /* a CPU context's buffers are host memory */
     }
-    /* every rank holds its rows, or every one fails, before the gather */
-    st = mf_ranks_agree(ctx, "mf_asd_run", st, NULL, NULL, 0);
-    void *buf = c->device_buffers ? tmp.ptr : (void *)Xh;
-    if (st == MF_OK)
-        st = c->ops->allgatherv(c, ctx, buf, s->shares.bounds[0], row, NULL);
-    if (st == MF_OK && c->device_buffers)
-        st = mf_cuda_sync(ctx);
-    if (st == MF_OK && c->device_buffers)
-        st = mf_cuda_copy(ctx, X, tmp.ptr, (size_t)m * row);
-    else if (st == MF_OK)
-        memcpy(X, Xh, (size_t)m * row); /* a CPU context's buffers are host memory */
-    mf_dmem_free(ctx, &tmp);
     free(Xh);
     return st;
 }
