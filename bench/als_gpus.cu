@@ -11,9 +11,11 @@
 //                       [--solver auto|exact|cg] [--case NAME[,key=value,...]]... [--scale F]
 //                       [--seed S] [--train FILE --test FILE] [--sgd | --asd | --ials]
 //                       [--split] [--no-one] [--ranks] [--baseline-out FILE]
-//                       [--layout auto|replicated|sharded]
+//                       [--layout auto|replicated|sharded] [--log]
 //        (under a launcher) bench_als_gpus --launched [--launched-out DIR] [--baseline-in FILE]
 //                       [the same case and fit options; --gpus is the launcher's]
+// --log: the contexts log to stderr at MF_LOG_INFO (ALS: each phase of a fit and its seconds,
+// per rank: where a setup of minutes goes).
 // --no-one: no one-GPU baseline (a case one GPU cannot hold): the groups' rows alone.
 // --ranks: every group run also prints one line per rank (stderr): its kernels (ALS), wait
 // and exchange per iteration, so that a late rank is seen by name (the one that waits least).
@@ -218,6 +220,16 @@ void *run_rank(void *arg)
     return NULL;
 }
 
+bool bench_log = false;
+
+// --log: the library's messages (MF_LOG_INFO: the phases of a fit) to stderr, with the time.
+static void log_to_stderr(void *, mf_log_level, const char *message)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    fprintf(stderr, "[%lld.%03ld] %s\n", (long long)t.tv_sec, t.tv_nsec / 1000000, message);
+}
+
 mf_ctx *ctx_on(int device)
 {
     mf_ctx_opts co;
@@ -225,6 +237,8 @@ mf_ctx *ctx_on(int device)
     co.backend = MF_BACKEND_CUDA;
     co.device = device;
     co.seed = 1;
+    if (bench_log)
+        co.log = log_to_stderr, co.log_level = MF_LOG_INFO;
     mf_ctx *ctx = NULL;
     return mf_ctx_create(&ctx, &co) == MF_OK ? ctx : NULL;
 }
@@ -512,10 +526,10 @@ int main(int argc, char **argv)
     bench_args a;
     std::vector<std::string> specs;
     const std::vector<switch_arg> switches = {
-        {"--split", &a.split, true},      {"--no-one", &a.baseline, false},
-        {"--ranks", &a.rank_lines, true}, {"--sgd", &a.sgd, true},
-        {"--ials", &a.ials, true},        {"--asd", &a.asd, true},
-        {"--launched", &a.launched, true}};
+        {"--log", &bench_log, true},      {"--split", &a.split, true},
+        {"--no-one", &a.baseline, false}, {"--ranks", &a.rank_lines, true},
+        {"--sgd", &a.sgd, true},          {"--ials", &a.ials, true},
+        {"--asd", &a.asd, true},          {"--launched", &a.launched, true}};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
         if (!strcmp(o, "--gpus"))
@@ -562,7 +576,7 @@ int main(int argc, char **argv)
                     "[--repeat R] [--solver auto|exact|cg] [--layout auto|replicated|sharded] "
                     "[--case NAME[,key=value,...]]... "
                     "[--scale F] [--seed S] [--train FILE --test FILE] [--split] [--no-one] "
-                    "[--ranks] [--sgd | --asd | --ials] [--baseline-out FILE]\n"
+                    "[--ranks] [--log] [--sgd | --asd | --ials] [--baseline-out FILE]\n"
                     "       (under torchrun/mpirun/srun) bench_als_gpus --launched "
                     "[--launched-out DIR] [--baseline-in FILE] [the same case and fit options]\n");
             return 2;

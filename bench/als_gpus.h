@@ -111,6 +111,7 @@ mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int parts);
 double sgd_cell_balance(const host_csr &h, int g);
 // A CUDA context on `device`, seed 1 (NULL on failure: mf_ctx_last_error(NULL)).
 mf_ctx *ctx_on(int device);
+extern bool bench_log; // --log: ctx_on's contexts log their fits' phases to stderr
 // A job on ctx with f's options and room for the factors; the matrices are the caller's.
 void setup_job(rank_job *j, mf_ctx *ctx, const fit_opts &f, const host_csr &train);
 // Runs the job's fit (a pthread start routine): its status, report and costs into *arg.

@@ -151,8 +151,7 @@ static void check_sharded_group(int n, const char *chunk_bytes)
                    n, s ? "CG" : "exact", chunk_bytes ? " in chunks" : "",
                    rk_max_rel_diff(jobs[0].U, U1, (int64_t)USERS * proto.o.rank),
                    rk_max_rel_diff(jobs[0].V, V1, (int64_t)ITEMS * proto.o.rank),
-                   rk_max_rel_diff(bs[0].user, b1.user, USERS),
-                   jobs[0].rep.train_rmse, train1);
+                   rk_max_rel_diff(bs[0].user, b1.user, USERS), jobs[0].rep.train_rmse, train1);
             rk_close_group(jobs, n);
             for (int i = 0; i < n; i++)
                 free(bs[i].user);

@@ -487,6 +487,89 @@ START_TEST(split_input_fits_the_whole_matrix)
 }
 END_TEST
 
+/* Split input large enough that the entries travel in many chunks of threads' work
+ * (packed by owner, merged into rows: ranks_exchange.c), replicated and sharded users:
+ * the factors are still one context's on the whole matrix bit for bit where the layout
+ * promises it. Then an entry near the end given by two ranks: every rank fails, the one
+ * that found it naming it. */
+#define BIG_USERS 6000
+#define BIG_ITEMS 700
+START_TEST(split_input_in_many_chunks)
+{
+    mf_als_opts o;
+    mf_als_opts_init(&o);
+    o.rank = 4, o.iterations = 2, o.lambda = 0.5f;
+    const size_t ub = (size_t)BIG_USERS * o.rank * sizeof(float),
+                 vb = (size_t)BIG_ITEMS * o.rank * sizeof(float);
+    float *U1 = malloc(ub), *V1 = malloc(vb);
+    mf_ctx *one = tu_cpu_ctx_seeded(42);
+    mf_sparse *W = ax_ratings(one, BIG_USERS, BIG_ITEMS, 0.03, 11, NULL, NULL);
+    int64_t nnz = 0;
+    ck_assert_int_eq(mf_sparse_shape(W, NULL, NULL, &nnz), MF_OK);
+    ck_assert_int_gt(nnz, 100000); /* over 4096 entries a chunk, many chunks on any machine */
+    ck_assert_int_eq(mf_als_run(one, W, &o, U1, V1, MF_MEMORY_HOST, NULL), MF_OK);
+    int32_t *row = malloc((size_t)nnz * sizeof *row), *col = malloc((size_t)nnz * sizeof *col);
+    float *val = malloc((size_t)nnz * sizeof *val);
+    int32_t *pr = malloc((size_t)nnz * sizeof *pr), *pc = malloc((size_t)nnz * sizeof *pc);
+    float *pv = malloc((size_t)nnz * sizeof *pv);
+    ck_assert(row && col && val && pr && pc && pv);
+    ck_assert_int_eq(mf_sparse_get_coo(W, row, col, val, MF_MEMORY_HOST), MF_OK);
+    for (int layout = 0; layout < 3; layout++)
+        for (int n = 2; n <= 3; n++) {
+            const int overlap = layout == 2; /* the last round: rank 1 repeats one of rank 0's */
+            mf_ctx *ctxs[3];
+            rk_job jobs[3];
+            for (int i = 0; i < n; i++) {
+                memset(&jobs[i], 0, sizeof jobs[i]);
+                jobs[i].ctx = ctxs[i] = tu_cpu_ctx_seeded(42);
+                int64_t kept = 0;
+                for (int64_t p = 0; p < nnz; p++) {
+                    const int owner = (int)((uint64_t)(p * 2654435761u) % 1000003u % (unsigned)n);
+                    if (owner == i || (overlap && i == 1 && p == nnz - 7 && owner == 0))
+                        pr[kept] = row[p], pc[kept] = col[p], pv[kept] = val[p], kept++;
+                }
+                ck_assert_int_eq(mf_sparse_from_coo(ctxs[i], &jobs[i].R, BIG_USERS, BIG_ITEMS, kept,
+                                                    pr, pc, pv, MF_MEMORY_HOST, 0),
+                                 MF_OK);
+                ck_assert_int_eq(mf_sparse_set_part(jobs[i].R, 1), MF_OK);
+                jobs[i].o = o;
+                jobs[i].o.layout =
+                    layout == 1 ? MF_ALS_LAYOUT_USERS_SHARDED : MF_ALS_LAYOUT_REPLICATED;
+                jobs[i].U = malloc(ub), jobs[i].V = malloc(vb);
+            }
+            ck_assert_int_eq(mf_ctx_join_local(ctxs, n), MF_OK);
+            rk_run_als(jobs, n);
+            int named = 0;
+            for (int i = 0; i < n; i++) {
+                if (overlap) {
+                    ck_assert_int_eq(jobs[i].st, MF_ERR_INVALID_DATA);
+                    char want[96];
+                    snprintf(want, sizeof want, "the entry (%d, %d) is in the parts of two ranks",
+                             row[nnz - 7], col[nnz - 7]);
+                    named += strstr(jobs[i].error, want) != NULL;
+                    continue;
+                }
+                ck_assert_msg(jobs[i].st == MF_OK, "rank %d of %d: %s", i, n, jobs[i].error);
+                if (layout == 0) { /* replicated: integral ratings, exact sums */
+                    ck_assert_msg(!memcmp(jobs[i].U, U1, ub) && !memcmp(jobs[i].V, V1, vb),
+                                  "rank %d of %d: factors differ from one context's", i, n);
+                } else { /* sharded: the item systems summed in another order */
+                    ck_assert_double_lt(rk_max_rel_diff(jobs[i].U, U1, ub / sizeof(float)), 1e-3);
+                    ck_assert_double_lt(rk_max_rel_diff(jobs[i].V, V1, vb / sizeof(float)), 1e-3);
+                    ck_assert(!memcmp(jobs[i].U, jobs[0].U, ub));
+                }
+            }
+            if (overlap)
+                ck_assert_int_ge(named, 1);
+            rk_close_group(jobs, n);
+        }
+    free(row), free(col), free(val), free(pr), free(pc), free(pv);
+    free(U1), free(V1);
+    mf_sparse_destroy(W);
+    mf_ctx_destroy(one);
+}
+END_TEST
+
 /* SGD from input split over the ranks: each rank gathers its users' ratings from every
  * rank's part, and the fit is the group's over the whole matrix bit for bit (one worker a
  * rank repeats itself; the ratings are integers, so the mean summed over the parts is the
@@ -1367,6 +1450,7 @@ int main(void)
                                   sharded_users_first_failure_wins,
                                   sharded_users_early_failure_fails_all,
                                   split_input_fits_the_whole_matrix,
+                                  split_input_in_many_chunks,
                                   sgd_group_rotates_item_blocks,
                                   sgd_split_input_fits_the_whole_matrix,
                                   ials_group_equals_one_context,

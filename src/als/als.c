@@ -334,12 +334,22 @@ static void free_parts(run_state *s)
     s->sharded = 0;
 }
 
+/* Where a fit's time goes, for a user whose setup takes minutes (billions of ratings): at
+ * MF_LOG_INFO, the phase that just ended and its wall seconds on this rank. */
+static void log_phase(mf_ctx *ctx, const char *phase, double *since)
+{
+    const double now = mf_seconds();
+    mf_log(ctx, MF_LOG_INFO, "mf_als_run: rank %d of %d: %s: %.3f s",
+           ctx->comm ? ctx->comm->rank : 0, mf_ranks(ctx), phase, now - *since);
+    *since = now;
+}
+
 /* Split input over a group (collective; every rank calls it with its status so far): the
  * whole matrix's line offsets, column sums (Zhou's start) and mean, summed over the ranks;
  * the shares; and each rank's shards, gathered from every rank's part. No rank holds the
  * whole matrix at any point. */
 static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost, bool zhou,
-                               mf_status st)
+                               mf_status st, double *t)
 {
     static const char fn[] = "mf_als_run";
     mf_ctx *ctx = s->run.ctx;
@@ -352,12 +362,15 @@ static mf_status split_prepare(run_state *s, const fit_spec *f, int64_t row_cost
     }
     st = mf_ranks_split_shares(ctx, fn, P, st, row_cost, s->whole_ptr, s->col_sum, &s->mean, &nnz,
                                &s->shares);
+    log_phase(ctx, "the split input's lines summed and the shares cut", t);
     if (st == MF_OK)
         s->sharded =
             mf_als_shard_users(ctx, s->o->layout, &s->shares, f->R->rows, f->R->cols, f->k);
     /* sharded users: the items' side reads the users' shard's transpose, not a column shard */
-    for (int w = 0; w < (s->sharded ? 1 : 2) && st == MF_OK; w++)
+    for (int w = 0; w < (s->sharded ? 1 : 2) && st == MF_OK; w++) {
         st = mf_ranks_gather_lines(ctx, fn, P, w, s->shares.bounds[w], &s->part[w]);
+        log_phase(ctx, w ? "the items' entries gathered" : "the users' entries gathered", t);
+    }
     return st;
 }
 
@@ -379,12 +392,13 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     const bool zhou = o->init == MF_ALS_INIT_MEAN;
     const int cg_steps = cg_steps_for(o, f->k);
     const int64_t row_cost = mf_shares_solve_cost(f->k, cg_steps);
+    double t = mf_seconds();
     float *V0 = malloc((size_t)f->R->cols * f->k * sizeof *V0 + 1);
     mf_status st =
         V0 ? MF_OK
            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_als_run: out of host memory for the initial V");
     if (s->split)
-        st = split_prepare(s, f, row_cost, zhou, st);
+        st = split_prepare(s, f, row_cost, zhou, st, &t);
     if (st == MF_OK && o->init == MF_ALS_INIT_GIVEN)
         st = mf_fit_load_given(ctx, "mf_als_run", "V", V, f->R->cols, f->k, where, V0);
     else if (st == MF_OK && s->split)
@@ -441,6 +455,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         if (st == MF_OK)
             st = mf_als_shard_local(ctx, &s->shares, s->split ? s->part[MF_ALS_USERS] : f->R,
                                     f->test, &s->local, &s->local_test);
+        log_phase(ctx, "the start and the users' local problem", &t);
         if (st == MF_OK) {
             setup.R = s->local;
             setup.lo[0] = 0, setup.hi[0] = s->local->rows;
@@ -457,6 +472,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&s->run, mf_als_cpu_engine, mf_cuda_als_engine, &setup, &s->e);
     free(V0);
+    log_phase(ctx, "the engine made", &t);
     /* In a group, every rank has its engine before the first exchange, or none goes on. */
     st = mf_ranks_agree(ctx, "mf_als_run", st, NULL, NULL, 0);
     if (st != MF_OK) {
@@ -466,7 +482,9 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         free_parts(s);
         return st;
     }
+    log_phase(ctx, "waiting for the other ranks' engines", &t);
     st = iterate(s, f);
+    log_phase(ctx, "the iterations", &t);
     if (f->final && mf_run_has_result(st)) {
         mf_biases *out = o->bias_out;
         const int32_t rows = f->R->rows, cols = f->R->cols;
@@ -488,6 +506,7 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         if (mf_run_has_result(st))
             st = mf_run_then(st,
                              mf_fit_bias_out(ctx, out, o->biases, setup.mean, rows, cols, where));
+        log_phase(ctx, "the factors handed back", &t);
     }
     if (s->e)
         s->e->destroy(s->e);

@@ -71,7 +71,7 @@ mf_status mf_ranks_sum_host(mf_ctx *ctx, const char *fn, void *v, size_t n, int 
     return st;
 }
 
-/* The most ranks whose runs merge_runs merges (more: mf_sparse_build_coo sorts). */
+/* The most ranks whose runs merge_into_csr merges (more: mf_sparse_build_coo sorts). */
 #define MF_RANKS_MERGE_MAX 64
 
 /* An entry on its way to its owner. */
@@ -94,29 +94,170 @@ static int owner_of(const int64_t *bounds, int size, int32_t x)
     return lo;
 }
 
-/* The runs of recv (n[q] entries from rank q, each run sorted by row, then column) merged
- * into row, col, val in that order; equal entries stay adjacent for the overlap check. */
-static void merge_runs(const entry *recv, const int64_t *n, int size, int32_t *row, int32_t *col,
-                       float *val)
+/* Rows [0, rows) cut into `chunks` ranges of about equal entries (ptr: the row offsets):
+ * range j is [cut[j], cut[j + 1]). */
+static void cut_by_entries(const int64_t *ptr, int32_t rows, int chunks, int32_t *cut)
 {
-    int64_t head[MF_RANKS_MERGE_MAX], end[MF_RANKS_MERGE_MAX], total = 0;
+    cut[0] = 0;
+    cut[chunks] = rows;
+    for (int j = 1; j < chunks; j++) {
+        const int64_t want = (int64_t)((double)ptr[rows] * j / chunks);
+        int32_t lo = cut[j - 1], hi = rows; /* the first row r >= lo with ptr[r] >= want */
+        while (lo < hi) {
+            const int32_t mid = lo + (hi - lo) / 2;
+            if (ptr[mid] < want)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        cut[j] = lo;
+    }
+}
+
+/* The first position in run[0, n) whose row is at least r (the run is sorted by row). */
+static int64_t first_row_at(const entry *run, int64_t n, int64_t r)
+{
+    int64_t lo = 0, hi = n;
+    while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (run[mid].row < r)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Chunks of the work per thread: more than one, so that uneven rows still balance; but
+ * none under MIN_CHUNK entries. The chunks never change a result, only who computes it. */
+#define CHUNKS_PER_THREAD 4
+#define MIN_CHUNK         4096
+
+static int chunks_for(const mf_ctx *ctx, int64_t entries)
+{
+    const int64_t most = entries / MIN_CHUNK,
+                  want = (int64_t)mf_ctx_threads(ctx) * CHUNKS_PER_THREAD;
+    return most < 1 ? 1 : most < want ? (int)most : (int)want;
+}
+
+/* The part's entries packed by owner into send (each owner's in the part's order), to[q]
+ * the count for rank q. The rows go in chunks over the context's threads: each chunk
+ * counts its entries per owner, then writes them at its offsets, so the page faults of the
+ * fresh buffer and the owners' lookups are every thread's. cnt: chunks x size scratch. */
+static void pack_by_owner(mf_ctx *ctx, const mf_sparse *part, int side, const int64_t *bounds,
+                          int size, int chunks, const int32_t *cut, int64_t *cnt, int64_t *to,
+                          entry *send)
+{
+#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(ctx)) if (chunks > 1)
+    for (int j = 0; j < chunks; j++) {
+        int64_t *c = cnt + (size_t)j * size;
+        for (int32_t r = cut[j]; r < cut[j + 1]; r++) {
+            const int64_t b = part->row_ptr[r], e = part->row_ptr[r + 1];
+            if (side == 0) { /* a row has one owner */
+                if (e > b)
+                    c[owner_of(bounds, size, r)] += e - b;
+                continue;
+            }
+            for (int64_t p = b; p < e; p++)
+                c[owner_of(bounds, size, part->col[p])]++;
+        }
+    }
+    /* offsets: owner by owner, and within an owner chunk by chunk (the part's order) */
+    int64_t at = 0;
+    for (int q = 0; q < size; q++) {
+        to[q] = 0;
+        for (int j = 0; j < chunks; j++) {
+            const int64_t c = cnt[(size_t)j * size + q];
+            cnt[(size_t)j * size + q] = at;
+            at += c;
+            to[q] += c;
+        }
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(ctx)) if (chunks > 1)
+    for (int j = 0; j < chunks; j++) {
+        int64_t *next = cnt + (size_t)j * size;
+        for (int32_t r = cut[j]; r < cut[j + 1]; r++)
+            for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++) {
+                const int q = owner_of(bounds, size, side == 0 ? r : part->col[p]);
+                send[next[q]++] = (entry){r, part->col[p], part->val ? part->val[p] : 1.0f};
+            }
+    }
+}
+
+/* The runs of recv (n[q] entries from rank q, each sorted by row, then column) merged into
+ * CSR arrays of `rows` rows: ptr (rows + 1, zeroed by the caller), col and val (NULL: a
+ * pattern). The rows go in chunks over the context's threads, cut where the longest run
+ * cuts into equal parts; a chunk finds its slice of every run by bisection, and its
+ * output starts after every entry of an earlier row. Returns the first position in the
+ * merged order of an entry equal to the one before it (two ranks' parts overlap), or -1;
+ * *dup gets that entry's row and column. */
+static int64_t merge_into_csr(mf_ctx *ctx, const entry *recv, const int64_t *n, int size,
+                              int32_t rows, int chunks, int64_t *ptr, int32_t *col, float *val,
+                              int32_t dup[2])
+{
+    int64_t head[MF_RANKS_MERGE_MAX], longest = 0, total = 0;
     for (int q = 0; q < size; q++) {
         head[q] = total;
         total += n[q];
-        end[q] = total;
+        if (n[q] > n[longest])
+            longest = q;
     }
-    for (int64_t i = 0; i < total; i++) {
-        int best = -1;
+    int64_t first_dup = -1;
+    int32_t dup_at[2] = {-1, -1};
+#pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(ctx)) if (chunks > 1)
+    for (int j = 0; j < chunks; j++) {
+        const entry *L = recv + head[longest];
+        const int64_t r0 = j == 0 ? 0 : L[(int64_t)((double)n[longest] * j / chunks)].row;
+        const int64_t r1 =
+            j == chunks - 1 ? rows : L[(int64_t)((double)n[longest] * (j + 1) / chunks)].row;
+        int64_t at[MF_RANKS_MERGE_MAX], end[MF_RANKS_MERGE_MAX], out = 0;
         for (int q = 0; q < size; q++) {
-            if (head[q] == end[q])
-                continue;
-            const entry *e = &recv[head[q]], *b = best < 0 ? NULL : &recv[head[best]];
-            if (!b || e->row < b->row || (e->row == b->row && e->col < b->col))
-                best = q;
+            at[q] = head[q] + first_row_at(recv + head[q], n[q], r0);
+            end[q] = head[q] + first_row_at(recv + head[q], n[q], r1);
+            out += at[q] - head[q];
         }
-        const entry *e = &recv[head[best]++];
-        row[i] = e->row, col[i] = e->col, val[i] = e->val;
+        int64_t mine = -1;
+        int32_t mine_at[2] = {-1, -1};
+        const entry *last = NULL;
+        for (;; out++) {
+            int best = -1;
+            for (int q = 0; q < size; q++) {
+                if (at[q] == end[q])
+                    continue;
+                const entry *e = &recv[at[q]], *b = best < 0 ? NULL : &recv[at[best]];
+                if (!b || e->row < b->row || (e->row == b->row && e->col < b->col))
+                    best = q;
+            }
+            if (best < 0)
+                break;
+            const entry *e = &recv[at[best]++];
+            if (mine < 0 && last && last->row == e->row && last->col == e->col)
+                mine = out, mine_at[0] = e->row, mine_at[1] = e->col;
+            ptr[e->row + 1]++;
+            col[out] = e->col;
+            if (val)
+                val[out] = e->val;
+            last = e;
+        }
+        if (mine >= 0) {
+#pragma omp critical(mf_merge_dup)
+            if (first_dup < 0 || mine < first_dup)
+                first_dup = mine, dup_at[0] = mine_at[0], dup_at[1] = mine_at[1];
+        }
     }
+    for (int32_t r = 0; r < rows; r++)
+        ptr[r + 1] += ptr[r];
+    dup[0] = dup_at[0], dup[1] = dup_at[1];
+    return first_dup;
+}
+
+/* One thread's merge of the runs into row, col, val (canonical order, equal entries
+ * adjacent) for mf_sparse_build_coo: groups of more than MF_RANKS_MERGE_MAX ranks copy
+ * the runs as they come and let it sort. */
+static void copy_runs(const entry *recv, int64_t total, int32_t *row, int32_t *col, float *val)
+{
+    for (int64_t i = 0; i < total; i++)
+        row[i] = recv[i].row, col[i] = recv[i].col, val[i] = recv[i].val;
 }
 
 mf_status mf_ranks_check_part(mf_ctx *ctx, const char *fn, const mf_sparse *R, mf_status st)
@@ -192,31 +333,27 @@ mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *pa
     *out = NULL;
     const int size = mf_ranks(ctx);
     mf_comm *c = ctx->comm;
-    /* counts[0..size): entries to each rank; [size..2 size): bytes from each; then bytes */
+    const int chunks = chunks_for(ctx, part->nnz);
+    /* counts[0..size): entries to each rank; [size..2 size): from each; then bytes */
     int64_t *counts = calloc(4 * (size_t)size, sizeof *counts);
-    int64_t *at = calloc((size_t)size + 1, sizeof *at);
+    int64_t *cnt = calloc((size_t)chunks * size, sizeof *cnt);
+    int32_t *cut = malloc(((size_t)chunks + 1) * sizeof *cut);
     entry *send = malloc((size_t)(part->nnz ? part->nnz : 1) * sizeof *send);
-    mf_status st = counts && at && send ? MF_OK
-                                        : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                                                  "%s: out of host memory to send %lld entries", fn,
-                                                  (long long)part->nnz);
+    mf_status st =
+        counts && cnt && cut && send
+            ? MF_OK
+            : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory to send %lld entries", fn,
+                      (long long)part->nnz);
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st != MF_OK) {
-        free(counts), free(at), free(send);
+        free(counts), free(cnt), free(cut), free(send);
         return st;
     }
     int64_t *to = counts, *from = counts + size, *send_bytes = counts + 2 * size,
             *recv_bytes = counts + 3 * size;
-    for (int32_t r = 0; r < part->rows; r++)
-        for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++)
-            to[owner_of(bounds, size, side == 0 ? r : part->col[p])]++;
-    for (int q = 0; q < size; q++)
-        at[q + 1] = at[q] + to[q];
-    for (int32_t r = 0; r < part->rows; r++) /* packed by owner, in the part's order */
-        for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++) {
-            const int q = owner_of(bounds, size, side == 0 ? r : part->col[p]);
-            send[at[q]++] = (entry){r, part->col[p], part->val ? part->val[p] : 1.0f};
-        }
+    cut_by_entries(part->row_ptr, part->rows, chunks, cut);
+    pack_by_owner(ctx, part, side, bounds, size, chunks, cut, cnt, to, send);
+    free(cnt), free(cut);
     /* how many entries each rank sends this one: 8 bytes from each to each */
     for (int q = 0; q < size; q++)
         send_bytes[q] = recv_bytes[q] = 8;
@@ -227,36 +364,48 @@ mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *pa
         recv_bytes[q] = from[q] * (int64_t)sizeof(entry);
         total += from[q];
     }
-    entry *recv = st == MF_OK ? malloc((size_t)(total ? total : 1) * sizeof *recv) : NULL;
-    int32_t *row = st == MF_OK ? malloc((size_t)(total ? total : 1) * sizeof *row) : NULL;
-    int32_t *col = st == MF_OK ? malloc((size_t)(total ? total : 1) * sizeof *col) : NULL;
-    float *val = st == MF_OK ? malloc((size_t)(total ? total : 1) * sizeof *val) : NULL;
-    if (st == MF_OK && (!recv || !row || !col || !val))
+    /* merged straight into CSR arrays (up to MF_RANKS_MERGE_MAX ranks), else as COO */
+    const int merge = size <= MF_RANKS_MERGE_MAX;
+    const size_t n1 = (size_t)(total ? total : 1);
+    entry *recv = st == MF_OK ? malloc(n1 * sizeof *recv) : NULL;
+    int64_t *ptr = st == MF_OK && merge ? calloc((size_t)part->rows + 1, sizeof *ptr) : NULL;
+    int32_t *row = st == MF_OK && !merge ? malloc(n1 * sizeof *row) : NULL;
+    int32_t *col = st == MF_OK ? malloc(n1 * sizeof *col) : NULL;
+    float *val = st == MF_OK ? malloc(n1 * sizeof *val) : NULL;
+    if (st == MF_OK && (!recv || !(merge ? (void *)ptr : (void *)row) || !col || !val))
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory to receive %lld entries",
                      fn, (long long)total);
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st == MF_OK)
         st = c->ops->alltoallv(c, ctx, send, send_bytes, recv, recv_bytes);
+    free(send);
     /* Each rank sent its entries in its part's order (by row, then column): merging the
-     * runs gives the canonical order, which mf_sparse_build_coo then copies as it is
-     * instead of sorting on one thread (4 s of a Netflix-sized split fit on 2 GPUs). */
-    if (st == MF_OK && size <= MF_RANKS_MERGE_MAX)
-        merge_runs(recv, from, size, row, col, val);
-    for (int64_t i = 0; st == MF_OK && size > MF_RANKS_MERGE_MAX && i < total; i++)
-        row[i] = recv[i].row, col[i] = recv[i].col, val[i] = recv[i].val;
-    free(send), free(counts), free(at);
-    free(recv);
+     * runs gives the canonical order, which the CSR keeps as it is instead of sorting on
+     * one thread (4 s of a Netflix-sized split fit on 2 GPUs). */
     int32_t dup[2] = {-1, -1};
-    if (st == MF_OK) {
+    if (st == MF_OK && merge) {
+        const int merge_chunks = chunks_for(ctx, total);
+        if (merge_into_csr(ctx, recv, from, size, part->rows, merge_chunks, ptr, col,
+                           part->val ? val : NULL, dup) >= 0)
+            st = MF_ERR_INVALID_DATA;
+        free(recv);
+        recv = NULL;
+        if (st == MF_OK)
+            st = mf_sparse_build_csr(ctx, out, part->rows, part->cols, total, ptr, col,
+                                     part->val ? val : NULL, 0, fn);
+    } else if (st == MF_OK) {
+        copy_runs(recv, total, row, col, val);
+        free(recv);
+        recv = NULL;
         const mf_coo_view coo = {part->rows, part->cols, total, row, col, part->val ? val : NULL};
         st = mf_sparse_build_coo(ctx, out, &coo, 0, fn, dup);
-        if (st != MF_OK && dup[0] >= 0)
-            st = mf_fail(ctx, MF_ERR_INVALID_DATA,
-                         "%s: the entry (%d, %d) is in the parts of two ranks (a split matrix's "
-                         "parts must not overlap)",
-                         fn, dup[0], dup[1]);
     }
-    free(row), free(col), free(val);
+    if (st != MF_OK && dup[0] >= 0)
+        st = mf_fail(ctx, MF_ERR_INVALID_DATA,
+                     "%s: the entry (%d, %d) is in the parts of two ranks (a split matrix's "
+                     "parts must not overlap)",
+                     fn, dup[0], dup[1]);
+    free(recv), free(ptr), free(row), free(col), free(val), free(counts);
     /* one rank's overlap (or memory) fails them all, each with its own reason */
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st != MF_OK) {
