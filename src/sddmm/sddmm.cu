@@ -362,8 +362,9 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         mf_sddmm_plan_reset(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
-    if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ) {
-        // Too small for timing to mean anything: the first candidate is the rule's pick.
+    if (n == 1 || S->nnz < MF_SDDMM_TUNE_MIN_NNZ || S->nnz > MF_SDDMM_TUNE_MAX_NNZ) {
+        // Too small for timing to mean anything, or too large for it to pay: the first
+        // candidate is the rule's pick.
         MF_TRY(mf_sddmm_plan_layout(ctx, S, cand[0].tj, cand[0].block_nnz, cand[0].item_nnz, 0,
                                     &best_layout));
         MF_TRY(allow_shared_memory(ctx, cand[0].variant));
