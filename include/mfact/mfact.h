@@ -865,7 +865,9 @@ MF_API void mf_als_opts_init_sized(mf_als_opts *opts, size_t size);
  * or not finite, iterations < 1, an unknown enum value or tune flag, biases not 0 or 1, a
  * test set of another shape: MF_ERR_INVALID_ARGUMENT. The run works on its own copies of the
  * factors and writes U and V once at the end, so a failed run leaves them as they were; a
- * cancelled one leaves the last completed iteration. `report` may be NULL. On a CUDA
+ * cancelled one leaves the last completed iteration. (A failure while they are written,
+ * a device or exchange error in that last step, may leave them part written: in a group
+ * with sharded users this step gathers U from every rank.) `report` may be NULL. On a CUDA
  * context the call returns when U and V hold the result. */
 MF_API mf_status mf_als_run(mf_ctx *ctx, const mf_sparse *ratings, const mf_als_opts *opts,
                             float *U, float *V, mf_memory where, mf_als_report *report);
