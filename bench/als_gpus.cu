@@ -100,16 +100,22 @@ mf_sparse *from_host(mf_ctx *ctx, const host_csr &h)
 // or columns), marked as a part of the split matrix (mf_sparse_set_part).
 mf_sparse *part_from_host(mf_ctx *ctx, const host_csr &h, int part, int parts)
 {
-    host_csr mine = {h.rows, h.cols, 0, std::vector<int64_t>(1, 0), {}, {}};
-    for (int32_t r = 0; r < h.rows; r++) {
-        for (int64_t p = h.ptr[r]; p < h.ptr[r + 1]; p++)
-            if (p % parts == part) {
-                mine.col.push_back(h.col[p]);
-                mine.val.push_back(h.val[p]);
-            }
-        mine.ptr.push_back((int64_t)mine.col.size());
+    // Entry p is kept when p % parts == part: the kept entries before p number upto(p), so
+    // every row's offset and every kept entry's place are known without a pass (3 billion
+    // ratings a rank took most of a minute one by one).
+    const int64_t pt = part, n = parts;
+    auto upto = [&](int64_t x) { return x <= pt ? (int64_t)0 : (x - 1 - pt) / n + 1; };
+    host_csr mine = {h.rows, h.cols, upto(h.nnz), std::vector<int64_t>((size_t)h.rows + 1), {}, {}};
+    mine.col.resize((size_t)mine.nnz);
+    mine.val.resize((size_t)mine.nnz);
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r <= (int64_t)h.rows; r++)
+        mine.ptr[(size_t)r] = upto(h.ptr[(size_t)r]);
+#pragma omp parallel for schedule(static)
+    for (int64_t q = 0; q < mine.nnz; q++) {
+        mine.col[(size_t)q] = h.col[(size_t)(q * n + pt)];
+        mine.val[(size_t)q] = h.val[(size_t)(q * n + pt)];
     }
-    mine.nnz = (int64_t)mine.col.size();
     mf_sparse *m = from_host(ctx, mine);
     MF_CHECK(ctx, mf_sparse_set_part(m, 1));
     return m;
