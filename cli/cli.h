@@ -29,6 +29,9 @@ typedef struct cli_common {
     /* --split-input: under a launcher, each rank keeps every N-th entry of FILE (N ranks)
      * and the fit gathers them (mf_read_opts.part_count): no rank holds all the ratings. */
     bool split_input;
+    /* --log: the library's messages at or above this level to stderr (mf_log_level; 0:
+     * none), e.g. info: where a fit's time goes. */
+    int log_level;
 } cli_common;
 
 /* What a repeated (row, col) entry of a file becomes, one rule for every command

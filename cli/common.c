@@ -2,6 +2,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,9 +109,12 @@ const char *cli_cpu_reason(void)
     return cpu_reason;
 }
 
-static void keep_cpu_reason(void *user, mf_log_level level, const char *message)
+/* The library's log: printed from --log's level up (user: that level, 0 for none), and
+ * the reason backend auto chose the CPU kept. */
+static void log_message(void *user, mf_log_level level, const char *message)
 {
-    (void)user, (void)level;
+    if ((int)level <= (int)(intptr_t)user)
+        fprintf(stderr, "mfact: %s\n", message);
     static const char head[] = "backend auto: using the CPU (";
     if (strncmp(message, head, sizeof head - 1) != 0)
         return;
@@ -124,8 +128,9 @@ mf_ctx *cli_make_ctx(const char *cmd, const cli_common *c)
 {
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
-    o.log = keep_cpu_reason;
-    o.log_level = MF_LOG_INFO;
+    o.log = log_message;
+    o.log_user = (void *)(intptr_t)c->log_level;
+    o.log_level = c->log_level > MF_LOG_INFO ? (mf_log_level)c->log_level : MF_LOG_INFO;
     o.backend = (mf_backend)c->backend;
     o.device = (int)c->device;
     o.seed = (uint64_t)c->seed;

@@ -301,6 +301,9 @@ cli_group cli_common_group(cli_common *c, cli_opt out[CLI_COMMON_OPTS])
                      "each rank solves, so no rank holds all of FILE (als, sgd, "
                      "complete, whose test set is split the same way; ials, "
                      "without a test set)"),
+        CLI_OPT_CHOICE("--log", &c->log_level, "off|error|warning|info|debug", NULL,
+                       "the library's messages to stderr from this level up (info: each phase "
+                       "of an ALS fit and its seconds, a plan's choice)"),
         CLI_OPT_FLAG("--help", &c->help, "this text (also -h)"),
     };
     _Static_assert(CLI_COUNT(t) <= CLI_COMMON_OPTS, "CLI_COMMON_OPTS is too small");

@@ -482,7 +482,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
         free_parts(s);
         return st;
     }
-    log_phase(ctx, "waiting for the other ranks' engines", &t);
+    if (mf_ranks(ctx) > 1)
+        log_phase(ctx, "waiting for the other ranks' engines", &t);
     st = iterate(s, f);
     log_phase(ctx, "the iterations", &t);
     if (f->final && mf_run_has_result(st)) {

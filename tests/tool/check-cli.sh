@@ -497,6 +497,16 @@ for f in train test; do awk '{ print $1 + 1, $2 + 1, $3 }' "$base/${f}0.txt" >"$
 head -1 "$base/train0.txt" | grep -q "^0 " || fail "the training file has no 0 index"
 grep -q "^0 \| 0 " "$base/test0.txt" && fail "the test file has a 0 index"
 rmse() { "$mfact" als --backend cpu --rank 2 --iterations 5 "$@" 2>/dev/null | sed -n 's/^test RMSE //p'; }
+# --log info: the library's messages on stderr (an ALS fit's phases); without it, none
+"$mfact" als --backend cpu --rank 2 --iterations 2 "$base/train0.txt" --log info 2>&1 >/dev/null |
+  grep -q "^mfact: mf_als_run: rank 0 of 1: the iterations: [0-9.]* s$" ||
+  fail "als --log info does not print the fit's phases"
+"$mfact" als --backend cpu --rank 2 --iterations 2 "$base/train0.txt" 2>&1 >/dev/null |
+  grep -q "^mfact: " && fail "als without --log prints the library's messages"
+loud=$("$mfact" als --backend cpu "$base/train0.txt" --log loud 2>&1 >/dev/null) &&
+  fail "als --log loud succeeded"
+grep -q -- "--log takes off, error, warning, info or debug, not 'loud'" <<<"$loud" ||
+  fail "als --log loud is not refused by name: $loud"
 auto=$(rmse "$base/train0.txt" --test "$base/test0.txt")
 [ -n "$auto" ] || fail "als --test on a 0-based pair failed"
 [ "$auto" = "$(rmse "$base/train1.txt" --test "$base/test1.txt")" ] ||
