@@ -2,7 +2,9 @@
 and seed, known answers (predictions and RMSE against NumPy), quality on MovieLens 100K,
 progress, early stop and Ctrl-C."""
 import json
+import logging
 import os
+import re
 import subprocess
 
 import numpy as np
@@ -210,3 +212,22 @@ def test_show_progress_draws_a_bar(ctx, capsys):
     m = mfact.SGD(rank=4, epochs=3, show_progress=True, ctx=ctx).fit(R)
     err = capsys.readouterr().err
     assert "3/3" in err and m.report["epochs"] == 3
+
+
+def test_context_log_level_sends_the_fits_phases_to_logging(caplog):
+    """log_level="info": the library's messages reach the logger "mfact" (an ALS fit's
+    phases with their seconds); without it, none; a bad level is refused by name."""
+    ratings = random_ratings(200, 40, 0.2, 5)
+    with caplog.at_level(logging.DEBUG, logger="mfact"):
+        with mfact.Context(backend="cpu", threads=2, seed=3, log_level="info") as c:
+            mfact.ALS(rank=4, iterations=2, ctx=c).fit(ratings)
+        phases = [r.getMessage() for r in caplog.records if r.name == "mfact"]
+        assert any(re.fullmatch(r"mf_als_run: rank 0 of 1: the iterations: [0-9.]+ s", m)
+                   for m in phases), phases
+        assert all(r.levelno >= logging.INFO for r in caplog.records if r.name == "mfact")
+        caplog.clear()
+        with mfact.Context(backend="cpu", threads=2, seed=3) as c:
+            mfact.ALS(rank=4, iterations=2, ctx=c).fit(ratings)
+        assert not [r for r in caplog.records if r.name == "mfact"]
+    with pytest.raises(ValueError, match="log_level must be None or one of"):
+        mfact.Context(backend="cpu", log_level="loud")
