@@ -41,8 +41,11 @@ def _log_to_logging(_user, level, message):
     """The library's messages to the logger "mfact" (called on the thread that called into
     the library, which ctypes gives the GIL). One function for every context: it lives as
     long as the module, so no context can outlive its callback."""
-    logging.getLogger("mfact").log(_LOGGING_LEVEL.get(level, logging.INFO),
-                                   message.decode("utf-8", "replace"))
+    try:
+        logging.getLogger("mfact").log(_LOGGING_LEVEL.get(level, logging.INFO),
+                                       message.decode("utf-8", "replace"))
+    except Exception:  # at interpreter shutdown the module's globals may be gone already
+        pass
 
 
 def _experimental(name):

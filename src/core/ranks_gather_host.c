@@ -46,10 +46,15 @@ mf_status mf_ranks_gather_host(mf_ctx *ctx, const char *fn, mf_status st, const 
         st = mf_dmem_alloc(ctx, &tmp, (size_t)chunk * per_row + 1, "rows gathered to the host");
     char *const dev = (char *)tmp.ptr, *const dev_bias = dev + (size_t)chunk * row_bytes;
     char *const host = (char *)rows, *const host_bias = (char *)biases;
-    /* Every rank cuts the same chunks (m, the row sizes and the chunk bytes are the same on
-     * all), so the gathers pair up; an agreement before each keeps a rank that failed (a
-     * copy, the allocation) from leaving the others waiting in one. */
-    int agreed_failure = 0;
+    /* Every rank must cut the same chunks, or the gathers would not pair up: the rows, the
+     * chunk (MFACT_GATHER_HOST_BYTES is each process's own) and whether biases travel are
+     * compared first, with the allocation's status. An agreement before each chunk then
+     * keeps a rank that failed (a copy) from leaving the others waiting in a gather. */
+    static const char *const names[] = {"the rows gathered", "the rows a chunk",
+                                        "whether biases are gathered"};
+    const int64_t same[] = {m, chunk, biases != NULL};
+    st = mf_ranks_agree(ctx, fn, st, same, names, 3);
+    int agreed_failure = st != MF_OK;
     for (int64_t a = 0; a < m && !agreed_failure; a += chunk) {
         const int64_t b = a + chunk < m ? a + chunk : m;
         const int64_t from = clamp(lo, a, b), to = clamp(hi, a, b);
@@ -76,7 +81,7 @@ mf_status mf_ranks_gather_host(mf_ctx *ctx, const char *fn, mf_status st, const 
             st = mf_cuda_copy(ctx, host_bias + (size_t)a * bias_bytes, dev_bias,
                               (size_t)(b - a) * bias_bytes);
     }
-    if (!agreed_failure) /* the last chunk's copies (or, with no rows, the allocation) */
+    if (!agreed_failure && m > 0) /* the last chunk's copies */
         st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     mf_dmem_free(ctx, &tmp);
     free(sub);
