@@ -119,6 +119,15 @@ static void job_free(rk_job *j)
     free(j->V);
 }
 
+/* The fit of o on one ungrouped context (the baseline a group's fit is held to). */
+static void als_one_context(rk_job *one, const mf_als_opts *o)
+{
+    job_init(one, cpu_ctx(42, 0), o->rank, 0);
+    one->o = *o;
+    rk_run_job(one);
+    ck_assert_msg(one->st == MF_OK, "%s", one->error);
+}
+
 /* The same job over n contexts of this process (mf_ctx_join_local, `threads` OpenMP threads
  * each), one thread a rank: jobs[i] is like *like, on its own context. */
 static void thread_group(rk_job *jobs, int n, const rk_job *like, int k, int planted, int threads)
@@ -433,10 +442,7 @@ START_TEST(als_equals_one_context)
         o.rank = 8, o.iterations = 4, o.lambda = 0.5f;
         o.biases = cases[t].biases, o.solver = cases[t].solver;
         rk_job one;
-        job_init(&one, cpu_ctx(42, 0), o.rank, 0);
-        one.o = o;
-        rk_run_job(&one);
-        ck_assert_msg(one.st == MF_OK, "%s", one.error);
+        als_one_context(&one, &o);
         const MPI_Comm comms[2] = {MPI_COMM_WORLD, half};
         for (int w = 0; w < 2; w++) {
             rk_job j;
@@ -478,10 +484,7 @@ START_TEST(als_split_input_equals_one_context)
     mf_als_opts_init(&o);
     o.rank = 8, o.iterations = 4, o.lambda = 0.5f, o.init = MF_ALS_INIT_MEAN;
     rk_job one;
-    job_init(&one, cpu_ctx(42, 0), o.rank, 0);
-    one.o = o;
-    rk_run_job(&one);
-    ck_assert_msg(one.st == MF_OK, "%s", one.error);
+    als_one_context(&one, &o);
     rk_job j;
     job_init(&j, mpi_ctx(MPI_COMM_WORLD, 42, 0), o.rank, 0);
     j.o = o;
@@ -510,10 +513,7 @@ START_TEST(als_sharded_users_match_one_context)
     mf_als_opts_init(&o);
     o.rank = 8, o.iterations = 4, o.lambda = 0.5f;
     rk_job one;
-    job_init(&one, cpu_ctx(42, 0), o.rank, 0);
-    one.o = o;
-    rk_run_job(&one);
-    ck_assert_msg(one.st == MF_OK, "%s", one.error);
+    als_one_context(&one, &o);
     o.layout = MF_ALS_LAYOUT_USERS_SHARDED;
     for (int split = 0; split < 2; split++) {
         rk_job j;

@@ -6,6 +6,7 @@
 
 #include "als/als_internal.h"
 #include "core/ctx.h"
+#include "core/opts.h"
 #include "core/run.h"
 #include "cuda/cuda_backend.h"
 
@@ -63,9 +64,7 @@ mf_status mf_als_shard_gather_users(mf_ctx *ctx, const mf_shares *sh, float *U, 
 
 int64_t mf_als_sum_chunk(int32_t items, size_t sys_bytes, size_t default_bytes)
 {
-    const char *env = getenv("MFACT_ALS_SUM_BYTES");
-    const long long asked = env ? atoll(env) : 0;
-    const size_t bytes = asked > 0 ? (size_t)asked : default_bytes;
+    const size_t bytes = mf_env_bytes("MFACT_ALS_SUM_BYTES", default_bytes);
     const int64_t chunk = (int64_t)(bytes / sys_bytes);
     return chunk < 1 ? 1 : chunk > items ? items : chunk;
 }

@@ -1,5 +1,6 @@
 #include "core/opts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/error.h"
@@ -57,4 +58,11 @@ void mf_opts_init_into(void *dst, size_t size, const void *def, size_t our_size)
     if (size > our_size)
         memset(out + our_size, 0, size - our_size);
     memcpy(out, &size, sizeof size);
+}
+
+size_t mf_env_bytes(const char *name, size_t fallback)
+{
+    const char *env = getenv(name);
+    const long long asked = env ? atoll(env) : 0;
+    return asked > 0 ? (size_t)asked : fallback;
 }

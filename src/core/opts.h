@@ -23,6 +23,10 @@ mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size
  * struct_size becomes `size`. dst NULL, or too small to hold struct_size: nothing. */
 void mf_opts_init_into(void *dst, size_t size, const void *def, size_t our_size);
 
+/* A byte count from the environment variable `name` (tests and benches force small chunks
+ * with it): its value when a positive integer, else `fallback`. */
+size_t mf_env_bytes(const char *name, size_t fallback);
+
 /* Defines the exported pair of an options struct T: fn_sized(p, size), the defaults that
  * `defaults` fills written into the caller's `size` bytes, and the symbol fn(p) that binaries
  * built before the sized initializers call, which fills T through `last` (the struct as their

@@ -139,14 +139,11 @@ mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int 
 /* Over a comm whose gathers take device memory (NCCL): each rank's block of rows [bounds[r],
  * bounds[r + 1]) of host `rows` (row_bytes each; and of `biases`, bias_bytes each, NULL for
  * none) to every rank's host arrays, through a device buffer of at most
- * mf_ranks_gather_host_bytes() in chunks of rows that every rank cuts alike. Collective: it
+ * 256 MiB (MFACT_GATHER_HOST_BYTES) in chunks of rows that every rank cuts alike. Collective: it
  * begins with an agreement on st and ends with one, so every rank returns MF_OK or all
  * fail. Device memory about the chunk, never the whole table. */
 mf_status mf_ranks_gather_host(mf_ctx *ctx, const char *fn, mf_status st, const int64_t *bounds,
                                void *rows, size_t row_bytes, void *biases, size_t bias_bytes);
-
-/* The chunk's bytes: 256 MiB, or MFACT_GATHER_HOST_BYTES when set (tests force chunks). */
-size_t mf_ranks_gather_host_bytes(void);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
  * allocated before the first exchange and the ranks agree that all of them could, so that
  * no rank fails while the others wait in a collective. */
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -177,11 +178,13 @@ static void pack_by_owner(mf_ctx *ctx, const mf_sparse *part, int side, const in
 #pragma omp parallel for schedule(dynamic, 1) num_threads(mf_ctx_threads(ctx)) if (chunks > 1)
     for (int j = 0; j < chunks; j++) {
         int64_t *next = cnt + (size_t)j * size;
-        for (int32_t r = cut[j]; r < cut[j + 1]; r++)
+        for (int32_t r = cut[j]; r < cut[j + 1]; r++) {
+            const int row_owner = side == 0 ? owner_of(bounds, size, r) : -1;
             for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++) {
-                const int q = owner_of(bounds, size, side == 0 ? r : part->col[p]);
+                const int q = side == 0 ? row_owner : owner_of(bounds, size, part->col[p]);
                 send[next[q]++] = (entry){r, part->col[p], part->val ? part->val[p] : 1.0f};
             }
+        }
     }
 }
 
@@ -291,23 +294,29 @@ mf_status mf_ranks_rmse(mf_ctx *ctx, const char *fn, mf_status st, double rmse, 
 
 /* mf_ranks_whole_lines's pass without column sums, over the context's threads: the part's
  * counts at line + 1 in ptr[0] (rows) and ptr[1] (columns), and total[0] the sum of its
- * values in blocks of SUM_BLOCK entries added in order. */
-static void count_lines(mf_ctx *ctx, const mf_sparse *part, int64_t *ptr[2], double total[2])
+ * values in blocks of SUM_BLOCK entries added in order. False: out of host memory. */
+static bool count_lines(mf_ctx *ctx, const mf_sparse *part, int64_t *ptr[2], double total[2])
 {
-    const int threads = mf_ctx_threads(ctx);
     const int32_t rows = part->rows, cols = part->cols;
     const int64_t nnz = part->nnz, blocks = (nnz + SUM_BLOCK - 1) / SUM_BLOCK;
+    const int threads = nnz > SUM_BLOCK ? mf_ctx_threads(ctx) : 1;
     for (int32_t r = 0; r < rows; r++)
         ptr[0][r + 1] = part->row_ptr[r + 1] - part->row_ptr[r];
     const size_t copy_bytes = (size_t)cols * sizeof(int64_t);
     int64_t *copies = threads > 1 && copy_bytes * (size_t)threads <= COUNT_COPIES_BYTES
                           ? calloc((size_t)threads, copy_bytes + 1)
                           : NULL;
-    double *sums = part->val ? malloc((size_t)(blocks ? blocks : 1) * sizeof *sums) : NULL;
-    const int parallel = threads > 1 && nnz > SUM_BLOCK && (!part->val || sums);
-#pragma omp parallel num_threads(threads) if (parallel)
+    double *sums = malloc((size_t)(blocks ? blocks : 1) * sizeof *sums);
+    if (!sums) {
+        free(copies);
+        return false;
+    }
+#pragma omp parallel num_threads(threads) if (threads > 1)
     {
-        int64_t *mine = copies ? copies + (size_t)mf_thread_index() * cols : NULL;
+        /* one thread counts into ptr itself; several into their copies, or atomically */
+        int64_t *mine = threads == 1 ? ptr[1] + 1
+                        : copies     ? copies + (size_t)mf_thread_index() * cols
+                                     : NULL;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < blocks; b++) {
             const int64_t p1 = (b + 1) * SUM_BLOCK < nnz ? (b + 1) * SUM_BLOCK : nnz;
@@ -316,36 +325,23 @@ static void count_lines(mf_ctx *ctx, const mf_sparse *part, int64_t *ptr[2], dou
                 const int32_t c = part->col[p];
                 if (mine)
                     mine[c]++;
-                else if (parallel) {
+                else {
 #pragma omp atomic
                     ptr[1][c + 1]++;
-                } else
-                    ptr[1][c + 1]++;
-                if (part->val)
-                    s += part->val[p];
+                }
+                s += part->val ? part->val[p] : 1.0;
             }
-            if (sums)
-                sums[b] = s;
+            sums[b] = s;
         }
     }
     for (int t = 0; copies && t < threads; t++)
         for (int32_t c = 0; c < cols; c++)
             ptr[1][c + 1] += copies[(size_t)t * cols + c];
-    if (!part->val)
-        total[0] = (double)nnz;
-    else if (sums)
-        for (int64_t b = 0; b < blocks; b++)
-            total[0] += sums[b];
-    else /* no room for the blocks' sums: one thread, the same blocks */
-        for (int64_t b = 0; b < blocks; b++) {
-            const int64_t p1 = (b + 1) * SUM_BLOCK < nnz ? (b + 1) * SUM_BLOCK : nnz;
-            double s = 0.0;
-            for (int64_t p = b * SUM_BLOCK; p < p1; p++)
-                s += part->val[p];
-            total[0] += s;
-        }
+    for (int64_t b = 0; b < blocks; b++)
+        total[0] += sums[b];
     free(copies);
     free(sums);
+    return true;
 }
 
 mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const mf_sparse *part, mf_status st,
@@ -360,9 +356,10 @@ mf_status mf_ranks_whole_lines(mf_ctx *ctx, const char *fn, const mf_sparse *par
         if (!ptr[0] || !ptr[1])
             st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
     }
-    if (st == MF_OK && !col_sum) /* the common case, on every thread */
-        count_lines(ctx, part, ptr, total);
-    else if (st == MF_OK) { /* this part's counts and sums, at line + 1 */
+    if (st == MF_OK && !col_sum) { /* the common case, on every thread */
+        if (!count_lines(ctx, part, ptr, total))
+            st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for the lines", fn);
+    } else if (st == MF_OK) { /* this part's counts and sums, at line + 1 */
         for (int32_t r = 0; r < part->rows; r++) {
             ptr[0][r + 1] = part->row_ptr[r + 1] - part->row_ptr[r];
             for (int64_t p = part->row_ptr[r]; p < part->row_ptr[r + 1]; p++) {

@@ -5,6 +5,7 @@
 #include "core/ctx.h"
 #include "core/device_memory.h"
 #include "core/error.h"
+#include "core/opts.h"
 #include "core/ranks.h"
 #include "cuda/comm.h"
 #include "cuda/cuda_backend.h"
@@ -13,13 +14,6 @@
  * at NVLink's bandwidth, against one agreement's tens), while a whole table of users
  * (20.8 GB for Hugewiki's at k = 100) would sit on the device beside the fit's memory. */
 #define GATHER_HOST_BYTES ((size_t)256 << 20)
-
-size_t mf_ranks_gather_host_bytes(void)
-{
-    const char *env = getenv("MFACT_GATHER_HOST_BYTES");
-    const long long asked = env ? atoll(env) : 0;
-    return asked > 0 ? (size_t)asked : GATHER_HOST_BYTES;
-}
 
 static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
 {
@@ -33,7 +27,8 @@ mf_status mf_ranks_gather_host(mf_ctx *ctx, const char *fn, mf_status st, const 
     const int n = c->size;
     const int64_t m = bounds[n], lo = bounds[c->rank], hi = bounds[c->rank + 1];
     const size_t per_row = row_bytes + (biases ? bias_bytes : 0);
-    int64_t chunk = (int64_t)(mf_ranks_gather_host_bytes() / (per_row ? per_row : 1));
+    int64_t chunk = (int64_t)(mf_env_bytes("MFACT_GATHER_HOST_BYTES", GATHER_HOST_BYTES) /
+                              (per_row ? per_row : 1));
     if (chunk < 1)
         chunk = 1;
     if (chunk > m)
