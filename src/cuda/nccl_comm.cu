@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <thread>
+
 #include "cuda/comm.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/dynamic_library.h"
@@ -379,65 +381,137 @@ static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t coun
     return MF_OK;
 }
 
-// Host buffers staged through one device allocation: every rank first learns whether all
-// of them could make theirs (a max over a flag), so that none waits forever in a send.
-// Point-to-point sends and receives in one NCCL group; a rank's own block is a copy.
+// The device memory an alltoallv stages through, all peers and both directions together:
+// MFACT_NCCL_EXCHANGE_BYTES, else 1 GiB. A split input's entries (billions of them) move in
+// rounds of at most this much, where one allocation of every byte to send and receive had
+// taken 48 GB of each GPU for 4e9 entries on 2. The ranks take the smallest of theirs.
+static size_t exchange_budget(void)
+{
+    const char *v = getenv("MFACT_NCCL_EXCHANGE_BYTES");
+    char *end = NULL;
+    const unsigned long long b = v ? strtoull(v, &end, 10) : 0;
+    return v && end != v && *end == '\0' && b >= 4096 && b <= ((size_t)1 << 40) ? (size_t)b
+                                                                                : (size_t)1 << 30;
+}
+
+// Host buffers. A rank's own block is a host copy. The others' go in rounds through one
+// bounded device allocation: round i moves bytes [i piece, (i + 1) piece) of every block
+// to and from every peer (host to device, one NCCL group of sends and receives, device to
+// host), the same rounds on every rank. A sender and its receiver cut a block alike, since
+// recv_bytes[q] is q's send_bytes[this rank] and the piece is agreed first, together with
+// whether every rank could allocate (a max over the ranks), so that none waits forever in
+// a send. Copies between pageable host memory and the device are synchronous for the host:
+// rounds cost no speed. The caller's recv should have its pages touched already: a copy
+// from the device into fresh pages ran at 1 GB/s on an H200 host, into touched ones at 10.
 static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
                                 const int64_t *send_bytes, void *recv, const int64_t *recv_bytes)
 {
     nccl_comm *n = (nccl_comm *)c;
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    size_t out = 0, in = 0;
-    for (int r = 0; r < c->size; r++)
-        out += (size_t)send_bytes[r], in += (size_t)recv_bytes[r];
-    char *dev = NULL;
-    int64_t failed = cudaMalloc((void **)&dev, out + in + 1) != cudaSuccess;
+    const int peers = c->size - 1;
+    size_t most = 0;                 // the largest block to or from a peer
+    size_t own_from = 0, own_to = 0; // this rank's block in send and in recv
+    for (int q = 0; q < c->size; q++) {
+        if (q < c->rank)
+            own_from += (size_t)send_bytes[q], own_to += (size_t)recv_bytes[q];
+        else if (q > c->rank) {
+            most = (size_t)send_bytes[q] > most ? (size_t)send_bytes[q] : most;
+            most = (size_t)recv_bytes[q] > most ? (size_t)recv_bytes[q] : most;
+        }
+    }
+    // the piece: every rank's largest block, and the least budget (negated for the max)
+    const size_t budget_piece = peers > 0 ? exchange_budget() / (2 * (size_t)peers) : 1;
+    int64_t agree[2] = {(int64_t)most,
+                        -(int64_t)(budget_piece > 256 ? budget_piece / 256 * 256 : 256)};
+    mf_status st = nccl_reduce(n, ctx, agree, 2, nccl_int64, nccl_max);
+    if (st != MF_OK)
+        return st;
+    const size_t all_most = (size_t)agree[0],
+                 piece = all_most < (size_t)-agree[1] ? all_most : (size_t)-agree[1];
+    const size_t rounds = piece > 0 ? (all_most + piece - 1) / piece : 0;
+    char *dev = NULL; // peers x piece to send, then peers x piece received
+    int64_t failed =
+        rounds > 0 && cudaMalloc((void **)&dev, 2 * (size_t)peers * piece) != cudaSuccess;
     if (failed)
         (void)cudaGetLastError();
-    mf_status st = nccl_reduce(n, ctx, &failed, 1, nccl_int64, nccl_max);
+    st = nccl_reduce(n, ctx, &failed, 1, nccl_int64, nccl_max);
     if (st == MF_OK && failed)
         st = mf_device_fail(ctx, MF_ERR_OUT_OF_MEMORY,
-                            "exchanging %zu bytes between the ranks: out of device memory to "
-                            "stage them (on this rank or another)",
-                            out + in);
-    cudaError_t err = cudaSuccess;
-    if (st == MF_OK && out > 0)
-        err = cudaMemcpyAsync(dev, send, out, cudaMemcpyHostToDevice, stream);
-    if (st == MF_OK && err != cudaSuccess)
-        st = mf_cuda_fail(ctx, err, "cudaMemcpyAsync", __FILE__, __LINE__);
-    if (st == MF_OK) {
-        ncclResult_t r = loaded.group_start();
-        size_t out_at = 0, in_at = 0;
-        for (int q = 0; q < c->size && r == 0; q++) {
-            const size_t sb = (size_t)send_bytes[q], rb = (size_t)recv_bytes[q];
-            if (q == c->rank) {
-                size_t own = 0; // where this rank's block for itself starts in recv
-                for (int p = 0; p < q; p++)
-                    own += (size_t)recv_bytes[p];
-                if (sb > 0 && cudaMemcpyAsync(dev + out + own, dev + out_at, sb,
-                                              cudaMemcpyDeviceToDevice, stream) != cudaSuccess)
-                    r = -1;
-            } else {
-                if (sb > 0)
-                    r = loaded.send(dev + out_at, sb, nccl_int8, q, n->comm, stream);
-                if (r == 0 && rb > 0)
-                    r = loaded.recv(dev + out + in_at, rb, nccl_int8, q, n->comm, stream);
-            }
-            out_at += sb, in_at += rb;
+                            "exchanging host blocks between the ranks: out of device memory to "
+                            "stage %zu bytes (on this rank or another)",
+                            2 * (size_t)peers * piece);
+    // The own block is copied on a thread of its own while the rounds run (at 9 GB/s into
+    // touched pages, its 12 GB had cost 1.3 s of 4e9 entries on 2 ranks), inline where no
+    // thread can start.
+    const size_t own_bytes = st == MF_OK ? (size_t)send_bytes[c->rank] : 0;
+    auto copy_own = [=] {
+        memcpy((char *)recv + own_to, (const char *)send + own_from, own_bytes);
+    };
+    std::thread own;
+    if (own_bytes >= ((size_t)64 << 20) && rounds > 0) {
+        try {
+            own = std::thread(copy_own);
+        } catch (...) {
+            copy_own();
         }
-        ncclResult_t end = loaded.group_end();
-        if (r != 0 || end != 0)
-            st = mf_device_fail(ctx, MF_ERR_CUDA, "NCCL send/recv between the ranks failed: %s",
-                                r == -1 ? "a device copy failed"
-                                        : loaded.error_string(r != 0 ? r : end));
+    } else if (own_bytes > 0) {
+        copy_own();
     }
-    if (st == MF_OK && in > 0)
-        err = cudaMemcpyAsync(recv, dev + out, in, cudaMemcpyDeviceToHost, stream);
-    if (st == MF_OK && err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
-    if (st == MF_OK && err != cudaSuccess)
+    char *const in_dev = dev + (size_t)peers * piece;
+    cudaError_t err = cudaSuccess;
+    for (size_t i = 0; st == MF_OK && i < rounds; i++) {
+        const size_t at = i * piece;
+        // this round's slice of a block of b bytes
+        auto slice = [&](int64_t b) {
+            return (size_t)b > at ? ((size_t)b - at < piece ? (size_t)b - at : piece) : 0;
+        };
+        size_t out_at = 0;
+        for (int q = 0, j = 0; q < c->size && err == cudaSuccess; q++) {
+            const size_t len = slice(send_bytes[q]);
+            if (q != c->rank && len > 0)
+                err = cudaMemcpyAsync(dev + (size_t)j * piece, (const char *)send + out_at + at,
+                                      len, cudaMemcpyHostToDevice, stream);
+            out_at += (size_t)send_bytes[q];
+            j += q != c->rank;
+        }
+        if (err != cudaSuccess) {
+            st = mf_cuda_fail(ctx, err, "staging the exchange", __FILE__, __LINE__);
+            break;
+        }
+        ncclResult_t r = loaded.group_start();
+        for (int q = 0, j = 0; q < c->size && r == 0; q++) {
+            if (q == c->rank)
+                continue;
+            const size_t out_len = slice(send_bytes[q]), in_len = slice(recv_bytes[q]);
+            if (out_len > 0)
+                r = loaded.send(dev + (size_t)j * piece, out_len, nccl_int8, q, n->comm, stream);
+            if (r == 0 && in_len > 0)
+                r = loaded.recv(in_dev + (size_t)j * piece, in_len, nccl_int8, q, n->comm, stream);
+            j++;
+        }
+        const ncclResult_t end = loaded.group_end();
+        if (r != 0 || end != 0) {
+            st = mf_device_fail(ctx, MF_ERR_CUDA, "NCCL send/recv between the ranks failed: %s",
+                                loaded.error_string(r != 0 ? r : end));
+            break;
+        }
+        size_t in_at = 0;
+        for (int q = 0, j = 0; q < c->size && err == cudaSuccess; q++) {
+            const size_t len = slice(recv_bytes[q]);
+            if (q != c->rank && len > 0)
+                err = cudaMemcpyAsync((char *)recv + in_at + at, in_dev + (size_t)j * piece, len,
+                                      cudaMemcpyDeviceToHost, stream);
+            in_at += (size_t)recv_bytes[q];
+            j += q != c->rank;
+        }
+        if (err != cudaSuccess)
+            st = mf_cuda_fail(ctx, err, "staging the exchange", __FILE__, __LINE__);
+    }
+    if (st == MF_OK && (err = cudaStreamSynchronize(stream)) != cudaSuccess)
         st = mf_cuda_fail(ctx, err, "staging the exchange", __FILE__, __LINE__);
+    if (own.joinable())
+        own.join();
     if (dev) {
         cudaStreamSynchronize(stream);
         cudaFree(dev);
