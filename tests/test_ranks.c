@@ -807,6 +807,34 @@ START_TEST(ials_first_failure_wins)
 }
 END_TEST
 
+/* mf_ranks_touch_pages: with keep, every byte of a buffer of 64 MiB and more stays; without,
+ * the first byte of every 4,096 becomes 0 and the rest stay; under 64 MiB nothing is
+ * written. */
+START_TEST(touch_pages_keeps_or_zeroes)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    const size_t sizes[] = {((size_t)64 << 20) + 4097, ((size_t)64 << 20) - 1};
+    for (int s = 0; s < 2; s++)
+        for (int keep = 0; keep < 2; keep++) {
+            const size_t n = sizes[s];
+            unsigned char *b = malloc(n);
+            ck_assert(b);
+            for (size_t i = 0; i < n; i++)
+                b[i] = (unsigned char)(i % 251 + 1);
+            mf_ranks_touch_pages(ctx, b, n, keep);
+            size_t wrong = 0;
+            for (size_t i = 0; i < n; i++) {
+                const unsigned char want =
+                    !keep && s == 0 && i % 4096 == 0 ? 0 : (unsigned char)(i % 251 + 1);
+                wrong += b[i] != want;
+            }
+            ck_assert_msg(wrong == 0, "size %zu, keep %d: %zu bytes wrong", n, keep, wrong);
+            free(b);
+        }
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* mf_ranks_agree_first over 3 CPU ranks: each thread's status and point, and what it got. */
 typedef struct first_job {
     mf_ctx *ctx;
@@ -1457,6 +1485,7 @@ int main(void)
                                   ials_first_failure_wins,
                                   ials_split_input_fits_the_whole_matrix,
                                   agree_first_failure_wins,
+                                  touch_pages_keeps_or_zeroes,
                                   asd_group_matches_one_context,
                                   asd_group_stops_together,
                                   asd_split_input_fits_the_whole_matrix,

@@ -136,6 +136,14 @@ int64_t mf_shares_solve_cost(int k, int cg_steps);
 mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int *owner,
                            void *factors, size_t row_bytes, void *biases, size_t bias_bytes);
 
+/* Every 4,096-byte page of buf[0, bytes) faulted in over the context's threads, where bytes
+ * is 64 MiB or more: a byte a page set to 0, or with keep read and written back (two
+ * faults a fresh page, but the contents stay). Fresh host pages are faulted in by whoever
+ * first writes them: a copy from the device into them ran at 1 GB/s on an H200 host, into
+ * touched pages at 10 GB/s, a one-thread memcpy at 1.3; touching on every thread ran at
+ * 15-20 GB/s. For large host buffers that copies from the device or an exchange fill. */
+void mf_ranks_touch_pages(mf_ctx *ctx, void *buf, size_t bytes, int keep);
+
 /* Over a comm whose gathers take device memory (NCCL): each rank's block of rows [bounds[r],
  * bounds[r + 1]) of host `rows` (row_bytes each; and of `biases`, bias_bytes each, NULL for
  * none) to every rank's host arrays, through a device buffer of at most

@@ -142,21 +142,18 @@ static int chunks_for(const mf_ctx *ctx, int64_t entries)
     return most < 1 ? 1 : most < want ? (int)most : (int)want;
 }
 
-/* Fresh host pages are faulted in by whoever first writes them: a device-to-host copy into
- * them ran at 1 GB/s on an H200 host (10 GB/s into touched pages), a one-thread memcpy at
- * 1.3 GB/s. So a large receive buffer is touched first, a byte a page on every thread
- * (15-20 GB/s); 4,096 bytes is the smallest page. */
+/* Below this, touching first saves less than it costs (mf_ranks_touch_pages). */
 #define TOUCH_MIN_BYTES ((size_t)64 << 20)
 
-static void touch_pages(mf_ctx *ctx, void *buf, size_t bytes)
+void mf_ranks_touch_pages(mf_ctx *ctx, void *buf, size_t bytes, int keep)
 {
     if (bytes < TOUCH_MIN_BYTES)
         return;
-    char *const p = buf;
+    volatile char *const p = buf;
     const int64_t pages = (int64_t)((bytes + 4095) / 4096);
 #pragma omp parallel for schedule(static) num_threads(mf_ctx_threads(ctx))
     for (int64_t i = 0; i < pages; i++)
-        p[(size_t)i * 4096] = 0;
+        p[(size_t)i * 4096] = keep ? p[(size_t)i * 4096] : 0;
 }
 
 /* The part's entries packed by owner into send (each owner's in the part's order), to[q]
@@ -462,7 +459,7 @@ mf_status mf_ranks_gather_lines(mf_ctx *ctx, const char *fn, const mf_sparse *pa
                      fn, (long long)total);
     st = mf_ranks_agree(ctx, fn, st, NULL, NULL, 0);
     if (st == MF_OK)
-        touch_pages(ctx, recv, (size_t)total * sizeof *recv);
+        mf_ranks_touch_pages(ctx, recv, (size_t)total * sizeof *recv, 0);
     if (st == MF_OK)
         st = c->ops->alltoallv(c, ctx, send, send_bytes, recv, recv_bytes);
     free(send);

@@ -50,6 +50,14 @@ mf_status mf_ranks_gather_host(mf_ctx *ctx, const char *fn, mf_status st, const 
     const int64_t same[] = {m, chunk, biases != NULL};
     st = mf_ranks_agree(ctx, fn, st, same, names, 3);
     int agreed_failure = st != MF_OK;
+    /* The copies from the device land on touched pages. The contents stay: this rank's
+     * rows are in already, and a rank sharing these arrays in one process writes only
+     * after the first gather, which waits for every rank's touch. */
+    if (!agreed_failure) {
+        mf_ranks_touch_pages(ctx, host, (size_t)m * row_bytes, 1);
+        if (biases)
+            mf_ranks_touch_pages(ctx, host_bias, (size_t)m * bias_bytes, 1);
+    }
     for (int64_t a = 0; a < m && !agreed_failure; a += chunk) {
         const int64_t b = a + chunk < m ? a + chunk : m;
         const int64_t from = clamp(lo, a, b), to = clamp(hi, a, b);
