@@ -1218,7 +1218,9 @@ MF_API void mf_asd_opts_init_sized(mf_asd_opts *opts, size_t size);
  * tolerance <= 0, a stagnation rate outside (0, 1), max_iterations < 1, a negative time
  * limit, a test set of another shape: MF_ERR_INVALID_ARGUMENT; no observed entries, or a
  * given factor with a non-finite element: MF_ERR_INVALID_DATA. A cancelled run hands over
- * its last completed iteration. */
+ * its last completed iteration. (A failure while X and Y are written at the end, a device
+ * or exchange error in that last step, may leave them part written: in a group this step
+ * gathers X's rows from every rank, into host X directly.) */
 MF_API mf_status mf_asd_run(mf_ctx *ctx, const mf_sparse *observed, const mf_asd_opts *opts,
                             float *X, float *Y, mf_memory where, mf_asd_report *report);
 

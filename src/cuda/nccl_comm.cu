@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <thread>
-
 #include "cuda/comm.h"
 #include "cuda/cuda_internal.h"
 #include "cuda/dynamic_library.h"
@@ -394,6 +392,20 @@ static size_t exchange_budget(void)
                                                                                 : (size_t)1 << 30;
 }
 
+// A rank's own block of an alltoallv, copied between host buffers (on a thread of its own).
+struct own_copy {
+    char *to;
+    const char *from;
+    size_t bytes;
+};
+
+static void *copy_own(void *arg)
+{
+    const own_copy *o = (const own_copy *)arg;
+    memcpy(o->to, o->from, o->bytes);
+    return NULL;
+}
+
 // Host buffers. A rank's own block is a host copy. The others' go in rounds through one
 // bounded device allocation: round i moves bytes [i piece, (i + 1) piece) of every block
 // to and from every peer (host to device, one NCCL group of sends and receives, device to
@@ -415,7 +427,7 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
     for (int q = 0; q < c->size; q++) {
         if (q < c->rank)
             own_from += (size_t)send_bytes[q], own_to += (size_t)recv_bytes[q];
-        else if (q > c->rank) {
+        if (q != c->rank) {
             most = (size_t)send_bytes[q] > most ? (size_t)send_bytes[q] : most;
             most = (size_t)recv_bytes[q] > most ? (size_t)recv_bytes[q] : most;
         }
@@ -441,24 +453,17 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
                             "exchanging host blocks between the ranks: out of device memory to "
                             "stage %zu bytes (on this rank or another)",
                             2 * (size_t)peers * piece);
-    // The own block is copied on a thread of its own while the rounds run (at 9 GB/s into
-    // touched pages, its 12 GB had cost 1.3 s of 4e9 entries on 2 ranks), inline where no
-    // thread can start.
-    const size_t own_bytes = st == MF_OK ? (size_t)send_bytes[c->rank] : 0;
-    auto copy_own = [=] {
-        memcpy((char *)recv + own_to, (const char *)send + own_from, own_bytes);
-    };
-    std::thread own;
-    if (own_bytes >= ((size_t)64 << 20) && rounds > 0) {
-        try {
-            own = std::thread(copy_own);
-        } catch (...) {
-            copy_own();
-        }
-    } else if (own_bytes > 0) {
-        copy_own();
-    }
-    char *const in_dev = dev + (size_t)peers * piece;
+    // The own block is copied on a thread of its own while the rounds run, where it is
+    // larger than a piece (at 9 GB/s into touched pages, 12 GB had cost 1.3 s of 4e9
+    // entries on 2 ranks); inline where it is smaller, or where no thread can start.
+    own_copy own = {(char *)recv + own_to, (const char *)send + own_from,
+                    st == MF_OK ? (size_t)send_bytes[c->rank] : 0};
+    pthread_t own_thread;
+    const int threaded =
+        own.bytes > piece && rounds > 0 && pthread_create(&own_thread, NULL, copy_own, &own) == 0;
+    if (!threaded && own.bytes > 0)
+        copy_own(&own);
+    char *const in_dev = dev ? dev + (size_t)peers * piece : NULL;
     cudaError_t err = cudaSuccess;
     for (size_t i = 0; st == MF_OK && i < rounds; i++) {
         const size_t at = i * piece;
@@ -510,8 +515,8 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
     }
     if (st == MF_OK && (err = cudaStreamSynchronize(stream)) != cudaSuccess)
         st = mf_cuda_fail(ctx, err, "staging the exchange", __FILE__, __LINE__);
-    if (own.joinable())
-        own.join();
+    if (threaded)
+        pthread_join(own_thread, NULL);
     if (dev) {
         cudaStreamSynchronize(stream);
         cudaFree(dev);
