@@ -143,14 +143,14 @@ static int gather_way(void)
                                           : GATHER_AUTO;
 }
 
-static size_t staging_bytes(void)
+// A byte count from the environment variable `name` (4 KiB to 1 TiB), else `fallback`.
+static size_t env_bytes(const char *name, size_t fallback)
 {
-    const char *v = getenv("MFACT_NCCL_GATHER_BYTES");
+    const char *v = getenv(name);
     char *end = NULL;
     const unsigned long long b = v ? strtoull(v, &end, 10) : 0;
-    return v && end != v && *end == '\0' && b >= 4096 && b <= ((size_t)1 << 40)
-               ? (size_t)b
-               : MF_GATHER_STAGING_BYTES;
+    return v && end != v && *end == '\0' && b >= 4096 && b <= ((size_t)1 << 40) ? (size_t)b
+                                                                                : fallback;
 }
 
 static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int type, int op);
@@ -383,14 +383,7 @@ static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t coun
 // MFACT_NCCL_EXCHANGE_BYTES, else 1 GiB. A split input's entries (billions of them) move in
 // rounds of at most this much, where one allocation of every byte to send and receive had
 // taken 48 GB of each GPU for 4e9 entries on 2. The ranks take the smallest of theirs.
-static size_t exchange_budget(void)
-{
-    const char *v = getenv("MFACT_NCCL_EXCHANGE_BYTES");
-    char *end = NULL;
-    const unsigned long long b = v ? strtoull(v, &end, 10) : 0;
-    return v && end != v && *end == '\0' && b >= 4096 && b <= ((size_t)1 << 40) ? (size_t)b
-                                                                                : (size_t)1 << 30;
-}
+#define EXCHANGE_BYTES ((size_t)1 << 30)
 
 // A rank's own block of an alltoallv, copied between host buffers (on a thread of its own).
 struct own_copy {
@@ -433,7 +426,9 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
         }
     }
     // the piece: every rank's largest block, and the least budget (negated for the max)
-    const size_t budget_piece = peers > 0 ? exchange_budget() / (2 * (size_t)peers) : 1;
+    const size_t budget_piece =
+        peers > 0 ? env_bytes("MFACT_NCCL_EXCHANGE_BYTES", EXCHANGE_BYTES) / (2 * (size_t)peers)
+                  : 1;
     int64_t agree[2] = {(int64_t)most,
                         -(int64_t)(budget_piece > 256 ? budget_piece / 256 * 256 : 256)};
     mf_status st = nccl_reduce(n, ctx, agree, 2, nccl_int64, nccl_max);
@@ -594,7 +589,8 @@ static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *
     }
     n->base = mf_comm();
     n->base.ops = &nccl_ops, n->base.rank = rank, n->base.size = size, n->base.device_buffers = 1;
-    const size_t staging = staging_bytes(); // read once: the same on every rank's calls
+    // read once: the same on every rank's calls
+    const size_t staging = env_bytes("MFACT_NCCL_GATHER_BYTES", MF_GATHER_STAGING_BYTES);
     n->slot_bytes = staging / (size_t)size / 256 * 256;
     n->small_bytes = staging / 4 < MF_GATHER_SMALL_BYTES ? staging / 4 : MF_GATHER_SMALL_BYTES;
     n->comm = comm;
