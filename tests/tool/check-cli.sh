@@ -630,8 +630,8 @@ done
 [ $? -eq 1 ] && grep -q "cannot create .*none/v.txt: No such file or directory" /tmp/mfact-cli-err.$$ ||
   fail "an output in a missing directory: $(cat /tmp/mfact-cli-err.$$)"
 ! grep -q "epoch\|iteration" /tmp/mfact-cli-err.$$ || fail "sgd trained before finding its output unwritable"
-# Launched as 2 CPU processes by mpirun, the tool fits one group over MPI: ALS's factors are
-# one process's bit for bit, and rank 0 alone prints. Skipped without mpirun or MPI in the build.
+# Launched as 2, 3 or 4 CPU processes by mpirun, the tool fits one group over MPI: ALS's
+# factors are one process's bit for bit, and rank 0 alone prints. Skipped without mpirun or MPI in the build.
 if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # Open MPI's guard for root
   over=$(mpirun --version 2>&1 | grep -q "Open MPI" && echo --oversubscribe || true)
@@ -644,48 +644,59 @@ if command -v mpirun >/dev/null; then
       fail "mpirun -np 2: the factors are not one process's"
     cmp -s "$base/one.mfm" "$base/mpi.mfm" || fail "mpirun -np 2: the saved model is not one process's"
     [ "$(grep -c '^train RMSE' "$base/mpi.out")" = 1 ] || fail "mpirun -np 2: not one result: $(cat "$base/mpi.out")"
-    # --split-input: each rank keeps every other entry of the file and the fit moves them to
-    # their lines' owners; integral ratings sum exactly, so the factors are one process's.
-    mpirun $over -np 2 "$mfact" "${als[@]}" --split-input --output-u "$base/split.u" \
-      --output-v "$base/split.v" >"$base/split.out" 2>/tmp/mfact-cli-err.$$ ||
-      fail "als --split-input under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    cmp -s "$base/one.u" "$base/split.u" && cmp -s "$base/one.v" "$base/split.v" ||
-      fail "mpirun -np 2 --split-input: the factors are not one process's"
-    # --layout sharded: each rank holds its users' rows of U, the item systems are summed over
-    # MPI and U is gathered at the end: one process's factors to rounding, not bit for bit.
-    mpirun $over -np 2 "$mfact" "${als[@]}" --layout sharded --output-u "$base/sh.u" \
-      --output-v "$base/sh.v" >"$base/sh.out" 2>/tmp/mfact-cli-err.$$ ||
-      fail "als --layout sharded under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
-    for side in u v; do
-      paste -d' ' "$base/one.$side" "$base/sh.$side" | awk '{
-          n = NF / 2
-          for (i = 1; i <= n; i++) {
-            d = $i - $(i + n); if (d < 0) d = -d; if (d > md) md = d
-            a = $i < 0 ? -$i : $i; if (a > m) m = a
-          }
-        } END { exit !(NR > 0 && md <= 1e-4 * (m > 0 ? m : 1)) }' ||
-        fail "mpirun -np 2 --layout sharded: $side is not one process's to rounding"
-    done
-    "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
-      fail "--split-input outside a launcher is not the whole file"
     # sgd, complete and ials take parts too (sgd: each rank gathers its users' ratings;
-    # complete and ials: its rows and columns): over mpirun -np 2, --split-input writes the
+    # complete and ials: its rows and columns): over mpirun, --split-input writes the
     # whole file's factors bit for bit (sgd with one worker a rank). split_equals A B CMD...: the two
     # factor outputs (--output-A/-B) of CMD from the whole file and from split input.
     split_equals() {
       local a=$1 b=$2 how; shift 2
       for how in whole split; do
         local extra=(); [ "$how" = split ] && extra=(--split-input)
-        mpirun $over -np 2 "$mfact" "$@" "${extra[@]}" --output-$a "$base/$how.$a" \
+        mpirun $over -np $np "$mfact" "$@" "${extra[@]}" --output-$a "$base/$how.$a" \
           --output-$b "$base/$how.$b" >/dev/null 2>/tmp/mfact-cli-err.$$ ||
-          fail "$1 ${extra[*]} under mpirun -np 2: $(cat /tmp/mfact-cli-err.$$)"
+          fail "$1 ${extra[*]} under mpirun -np $np: $(cat /tmp/mfact-cli-err.$$)"
       done
       cmp -s "$base/whole.$a" "$base/split.$a" && cmp -s "$base/whole.$b" "$base/split.$b" ||
-        fail "mpirun -np 2 $1 --split-input: the factors are not the whole file's"
+        fail "mpirun -np $np $1 --split-input: the factors are not the whole file's"
     }
-    split_equals u v sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1
-    split_equals x y complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10
-    split_equals u v ials --backend cpu "$base/train1.txt" --rank 4 --iterations 3
+    for np in 2 3 4; do
+      # The same at 3 and 4 processes (issue 43's launched fits run 4): the whole file's fit
+      # first, as the gate above did at 2.
+      if [ "$np" != 2 ]; then
+        mpirun $over -np $np "$mfact" "${als[@]}" --output-u "$base/mpi.u" --output-v "$base/mpi.v" \
+          --save-model "$base/mpi.mfm" >"$base/mpi.out" 2>/tmp/mfact-cli-err.$$ ||
+          fail "als under mpirun -np $np: $(cat /tmp/mfact-cli-err.$$)"
+        cmp -s "$base/one.u" "$base/mpi.u" && cmp -s "$base/one.v" "$base/mpi.v" &&
+          cmp -s "$base/one.mfm" "$base/mpi.mfm" || fail "mpirun -np $np: the fit is not one process's"
+      fi
+      # --split-input: each rank keeps every other entry of the file and the fit moves them to
+      # their lines' owners; integral ratings sum exactly, so the factors are one process's.
+      mpirun $over -np $np "$mfact" "${als[@]}" --split-input --output-u "$base/split.u" \
+        --output-v "$base/split.v" >"$base/split.out" 2>/tmp/mfact-cli-err.$$ ||
+        fail "als --split-input under mpirun -np $np: $(cat /tmp/mfact-cli-err.$$)"
+      cmp -s "$base/one.u" "$base/split.u" && cmp -s "$base/one.v" "$base/split.v" ||
+        fail "mpirun -np $np --split-input: the factors are not one process's"
+      # --layout sharded: each rank holds its users' rows of U, the item systems are summed over
+      # MPI and U is gathered at the end: one process's factors to rounding, not bit for bit.
+      mpirun $over -np $np "$mfact" "${als[@]}" --layout sharded --output-u "$base/sh.u" \
+        --output-v "$base/sh.v" >"$base/sh.out" 2>/tmp/mfact-cli-err.$$ ||
+        fail "als --layout sharded under mpirun -np $np: $(cat /tmp/mfact-cli-err.$$)"
+      for side in u v; do
+        paste -d' ' "$base/one.$side" "$base/sh.$side" | awk '{
+            n = NF / 2
+            for (i = 1; i <= n; i++) {
+              d = $i - $(i + n); if (d < 0) d = -d; if (d > md) md = d
+              a = $i < 0 ? -$i : $i; if (a > m) m = a
+            }
+          } END { exit !(NR > 0 && md <= 1e-4 * (m > 0 ? m : 1)) }' ||
+          fail "mpirun -np $np --layout sharded: $side is not one process's to rounding"
+      done
+      split_equals u v sgd --backend cpu "$base/train1.txt" --rank 4 --epochs 3 --workers 1
+      split_equals x y complete --backend cpu "$base/train1.txt" --rank 3 --max-iterations 10
+      split_equals u v ials --backend cpu "$base/train1.txt" --rank 4 --iterations 3
+    done
+    "$mfact" sgd --backend cpu "$base/train1.txt" --split-input --epochs 1 >/dev/null 2>&1 ||
+      fail "--split-input outside a launcher is not the whole file"
     # ials's ranking metrics leave out each user's training items, which no rank holds all of.
     mpirun $over -np 2 "$mfact" ials --backend cpu "$base/train1.txt" --rank 4 --iterations 1 \
       --test-fraction 0.2 --split-input >/dev/null 2>/tmp/mfact-cli-err.$$ &&
@@ -693,14 +704,16 @@ if command -v mpirun >/dev/null; then
     grep -q "fits the factors alone" /tmp/mfact-cli-err.$$ ||
       fail "ials --split-input with a test set: $(cat /tmp/mfact-cli-err.$$)"
     # One rank failing alone (its input missing) ends the job with its message, never a
-    # hang: the others wait inside a collective for it.
-    rc=0
-    timeout 120 mpirun $over -np 1 "$mfact" "${als[@]}" : -np 1 "$mfact" als --backend cpu \
-      "$base/missing.txt" >/dev/null 2>/tmp/mfact-cli-err.$$ || rc=$?
-    [ $rc -ne 0 ] || fail "mpirun with one rank's input missing succeeded"
-    [ $rc -ne 124 ] || fail "mpirun with one rank's input missing hung"
-    grep -q "missing.txt: cannot open" /tmp/mfact-cli-err.$$ ||
-      fail "the failing rank's message was not shown: $(cat /tmp/mfact-cli-err.$$)"
+    # hang: the others wait inside a collective for it (of 2 processes, and of 4).
+    for others in 1 3; do
+      rc=0
+      timeout 120 mpirun $over -np $others "$mfact" "${als[@]}" : -np 1 "$mfact" als --backend cpu \
+        "$base/missing.txt" >/dev/null 2>/tmp/mfact-cli-err.$$ || rc=$?
+      [ $rc -ne 0 ] || fail "mpirun with one rank's input missing succeeded ($others others)"
+      [ $rc -ne 124 ] || fail "mpirun with one rank's input missing hung ($others others)"
+      grep -q "missing.txt: cannot open" /tmp/mfact-cli-err.$$ ||
+        fail "the failing rank's message was not shown: $(cat /tmp/mfact-cli-err.$$)"
+    done
   elif grep -q "built without" /tmp/mfact-cli-err.$$; then
     echo "cli: this mfact has no MPI; mpirun's case skipped"
   else
