@@ -9,7 +9,10 @@
 // for every k and precision, whose build time, row order and tile density the library logs;
 // --tc-order sets MFACT_SDDMM_TC_ORDER: natural measures without grouping rows). Both sides
 // exclude their one-time preparation from the timed runs: cuSPARSE's SDDMM_preprocess and
-// mfact's plan.
+// mfact's plan. "% peak" is the fraction of the arithmetic ceiling the useful work (2 k nnz
+// flops) reaches: fp32 against the CUDA cores' fp32 peak, the other precisions against the
+// tensor cores' dense peak at that precision (3xTF32: a third of TF32's), from the SM count,
+// the peak SM clock and the per-SM rates of compute capability 8.0 and 9.0 ("-" on others).
 // S is used as a pattern on both sides (cuSPARSE's SDDMM ignores C's values).
 //
 // --rmse adds, per case and k, the evaluations built on the sampled product (issue 45, "use
@@ -194,6 +197,31 @@ static double precision_bound(mf_precision p, int k)
     case MF_PRECISION_BF16: return ldexp(1.0, -7) + ldexp(1.0, -16) + 2.0 * k * u;
     default: return 2.0 * k * u;
     }
+}
+
+// The arithmetic ceiling of precision p on this device in GFLOP/s (dense, per-SM rates of the
+// A100 and H100 whitepapers: fp32 on the CUDA cores, the others on the tensor cores, 3xTF32
+// three TF32 products per product), or 0 where the per-SM rates are not known here.
+static double arith_peak_gflops(const mf_device_info &info, mf_precision p)
+{
+    int khz = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, info.device) != cudaSuccess)
+        return 0;
+    double fp32, tf32; // flops per clock per SM; bf16 and fp16 run at twice TF32's rate
+    if (info.compute_major == 9 && info.compute_minor == 0) {
+        fp32 = 256;
+        tf32 = 2048;
+    } else if (info.compute_major == 8 && info.compute_minor == 0) {
+        fp32 = 128;
+        tf32 = 1024;
+    } else {
+        return 0;
+    }
+    double per_sm = p == MF_PRECISION_FP32     ? fp32
+                    : p == MF_PRECISION_TF32   ? tf32
+                    : p == MF_PRECISION_3XTF32 ? tf32 / 3
+                                               : 2 * tf32;
+    return per_sm * info.multiprocessors * khz * 1e3 / 1e9;
 }
 
 static float median(std::vector<float> v)
@@ -657,9 +685,9 @@ int main(int argc, char **argv)
         mats.push_back({base ? base + 1 : g, from_file(ctx, g)});
     }
 
-    printf("%-22s %5s %11s %-7s %10s %10s %9s %8s %9s %10s %10s %9s  %s\n", "case", "k", "nnz",
-           "prec", "mfact ms", "cuSP ms", "GFLOP/s", "speedup", "x floor", "max err", "rms err",
-           "first ms", "plan");
+    printf("%-22s %5s %11s %-7s %10s %10s %9s %7s %8s %9s %10s %10s %9s  %s\n", "case", "k", "nnz",
+           "prec", "mfact ms", "cuSP ms", "GFLOP/s", "% peak", "speedup", "x floor", "max err",
+           "rms err", "first ms", "plan");
     printf("(errors: |got - float64| / sum_t |a_t b_t| over 20000 sampled entries; first ms: "
            "the first call, its plan included)\n");
     const int np = (int)(sizeof precisions / sizeof *precisions);
@@ -675,12 +703,15 @@ int main(int argc, char **argv)
                 run_case(ctx, sp, nm.first.c_str(), m, S, k, precs, repeat, seed + k, bw, beta);
             for (const row &r : rows) {
                 double gflops = 2.0 * k * r.nnz / (r.mf_ms * 1e-3) / 1e9;
-                printf(
-                    "%-22s %5d %11lld %-7s %10.3f %10.3f %9.0f %7.2fx %9.2f %10.2e %10.2e %9.1f  "
-                    "%s\n",
-                    r.name, k, (long long)r.nnz, precisions[r.precision].name, r.mf_ms, r.sp_ms,
-                    gflops, r.sp_ms / r.mf_ms, r.mf_ms / r.floor_ms, r.err, r.rms_err, r.first_ms,
-                    r.plan);
+                double peak = arith_peak_gflops(info, precisions[r.precision].p);
+                char pct[16] = "-";
+                if (peak > 0)
+                    snprintf(pct, sizeof pct, "%.1f", 100.0 * gflops / peak);
+                printf("%-22s %5d %11lld %-7s %10.3f %10.3f %9.0f %7s %7.2fx %9.2f %10.2e %10.2e "
+                       "%9.1f  %s\n",
+                       r.name, k, (long long)r.nnz, precisions[r.precision].name, r.mf_ms, r.sp_ms,
+                       gflops, pct, r.sp_ms / r.mf_ms, r.mf_ms / r.floor_ms, r.err, r.rms_err,
+                       r.first_ms, r.plan);
                 if (nm.first == "netflix" || nm.first == "nytimes") {
                     log_sum[r.precision] += log(r.sp_ms / r.mf_ms);
                     n_main[r.precision]++;

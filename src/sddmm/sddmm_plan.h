@@ -10,7 +10,7 @@
 
 #include "core/device_memory.h"
 #include "core/sparse.h"
-#include "sddmm/sddmm_tuning.h" /* MF_SDDMM_MAX_CANDIDATES */
+#include "sddmm/sddmm_tuning.h" /* MF_SDDMM_MAX_CANDIDATES, MF_SDDMM_GROUPED_TRIES */
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,11 +26,12 @@ typedef struct mf_sddmm_dev_layout {
     mf_dbuf items, blocks;
 } mf_sddmm_dev_layout;
 
-/* Every cached choice's layout plus every candidate of one tuning and the winner's grouped
- * layout, so that tuning a new k never evicts the choices made for others (the losers'
- * layouts are freed after tuning). */
+/* Every cached choice's layout plus every candidate of one tuning and the grouped layouts
+ * of its fastest few, so that tuning a new k never evicts the choices made for others (the
+ * losers' layouts are freed after tuning). */
 #define MF_SDDMM_MAX_CHOICES 8
-#define MF_SDDMM_MAX_LAYOUTS (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + 1)
+#define MF_SDDMM_MAX_LAYOUTS                                                                       \
+    (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + MF_SDDMM_GROUPED_TRIES)
 
 typedef struct mf_sddmm_choice {
     int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies,

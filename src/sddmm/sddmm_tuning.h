@@ -37,10 +37,17 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 /* Entries per thread block in the SM-L2 scheme: at most this many, and fewer on small
  * matrices so that every SM gets several blocks. */
 #define MF_SDDMM_L2_BLOCK_NNZ 4096
-/* From this k on, where the tuning times candidates, the fastest SM-L2 candidate is timed
- * again on the grouped layout (sddmm_layout.h) and keeps it when faster: on the H200 it
+/* From this k on, where the tuning times candidates, the fastest SM-L2 candidates are timed
+ * again on the grouped layout (sddmm_layout.h), which is kept where faster: on the H200 it
  * gained 7-12% at k = 128 and 512 on the Netflix shape and lost 2-6% at k = 32. */
 #define MF_SDDMM_GROUPED_MIN_K 64
+/* Which candidates get that second timing: the fastest few (at most MF_SDDMM_GROUPED_TRIES)
+ * within MF_SDDMM_GROUPED_MARGIN of the fastest on the plain layout. Grouping gains more for
+ * some variants than for others, and the plain layout often leaves two within noise: on the
+ * H200 at k = 128 (Netflix shape), V = 8 KR = 4 and V = 32 KR = 1 took 3.05 ms each, and
+ * grouped 2.73 against 2.87 ms, so retrying the winner alone left 5% to a coin toss. */
+#define MF_SDDMM_GROUPED_TRIES  2
+#define MF_SDDMM_GROUPED_MARGIN 1.05f
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
 /* Nor above this many: the tune builds a layout per candidate and times each twice, a dozen
