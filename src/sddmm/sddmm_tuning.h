@@ -43,11 +43,15 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 #define MF_SDDMM_GROUPED_MIN_K 64
 /* Which candidates get that second timing: the fastest few (at most MF_SDDMM_GROUPED_TRIES)
  * within MF_SDDMM_GROUPED_MARGIN of the fastest on the plain layout. Grouping gains more for
- * some variants than for others, and the plain layout often leaves two within noise: on the
- * H200 at k = 128 (Netflix shape), V = 8 KR = 4 and V = 32 KR = 1 took 3.05 ms each, and
- * grouped 2.73 against 2.87 ms, so retrying the winner alone left 5% to a coin toss. */
-#define MF_SDDMM_GROUPED_TRIES  2
-#define MF_SDDMM_GROUPED_MARGIN 1.05f
+ * some variants than for others (H200, bench/README.md):
+ * - at k = 128 on the Netflix shape, V = 8 KR = 4 and V = 32 KR = 1 took 3.05 ms each plain,
+ *   2.73 against 2.87 ms grouped, so retrying the winner alone left 5% to a coin toss;
+ * - at k = 512 the variant that wins grouped ranked third or fourth plain, 10-19% behind the
+ *   fastest (NYTimes shape: V = 16 KR = 2, 12.27 ms plain, 10.19 grouped, against the plain
+ *   winner's 10.60 and 10.45 grouped).
+ * Each try builds one more layout for the matrix's first call at that k. */
+#define MF_SDDMM_GROUPED_TRIES  4
+#define MF_SDDMM_GROUPED_MARGIN 1.20f
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
 /* Nor above this many: the tune builds a layout per candidate and times each twice, a dozen
