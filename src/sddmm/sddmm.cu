@@ -438,8 +438,9 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         // by how much depends on the variant (MF_SDDMM_GROUPED_TRIES). Optional tries: a
         // refused layout keeps what was timed.
         const float plain_best = best_ms;
-        for (int t = 0; t < MF_SDDMM_GROUPED_TRIES && st == MF_OK && grouped &&
-                        call->k >= MF_SDDMM_GROUPED_MIN_K;
+        const int tries = call->k >= MF_SDDMM_GROUPED_WIDE_K ? MF_SDDMM_GROUPED_TRIES
+                                                             : MF_SDDMM_GROUPED_TRIES_NARROW;
+        for (int t = 0; t < tries && st == MF_OK && grouped && call->k >= MF_SDDMM_GROUPED_MIN_K;
              t++) {
             int c = -1; // the fastest not yet retried, within the margin
             for (int d = 0; d < n; d++)

@@ -52,6 +52,13 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
  * Each try builds one more layout for the matrix's first call at that k. */
 #define MF_SDDMM_GROUPED_TRIES  4
 #define MF_SDDMM_GROUPED_MARGIN 1.20f
+/* Below this k, two tries: there the tunings that were logged (k = 64 and 100, four shapes,
+ * fp32 and bf16) kept the first or second retry, and each further one cost the matrix's first
+ * call a layout for nothing (Netflix shape, k = 100: 0.60-0.66 s with one retry, 0.75-0.79 s
+ * with four). Early stopping on a retry that gains little would not do: at k = 128 (bf16,
+ * Netflix shape) the fastest candidate gained nothing grouped and the second gained 4.8%. */
+#define MF_SDDMM_GROUPED_WIDE_K       128
+#define MF_SDDMM_GROUPED_TRIES_NARROW 2
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
 /* Nor above this many: the tune builds a layout per candidate and times each twice, a dozen
