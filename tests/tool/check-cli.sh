@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # The command-line tool: subcommands, common flags, labelled and JSON output, exit codes.
 set -uo pipefail
+# grep for a pattern in a pipe: reads its whole input, where grep -q quits at the first match
+# and, under pipefail, can fail the pipeline by killing a writer still writing (SIGPIPE)
+has() { grep "$@" >/dev/null; }
 mfact=$1
 fail() { echo "FAIL: $*"; exit 1; }
 out=$("$mfact" info) || fail "mfact info exited $?"
-echo "$out" | grep -q "^version " || fail "info has no version line: $out"
-echo "$out" | grep -q "^backend " || fail "info has no backend line"
+echo "$out" | has "^version " || fail "info has no version line: $out"
+echo "$out" | has "^backend " || fail "info has no backend line"
 
 # demo on generated data: every step at a fifth of the CPU size, what each gets against the
 # planted truth, the "==" lines saying what runs, and the same data from the same seed
@@ -32,8 +35,8 @@ one=$(als --seed 7) || fail "demo --steps als exited $?"
 [ "$one" = "$(als --seed 7)" ] || fail "same seed, different ALS result: $one"
 [ "$one" != "$(als --seed 8)" ] || fail "another seed, the same ALS result: $one"
 out=$("$mfact" demo --backend cpu --shape 2000,1500,0.01 --steps sddmm) || fail "demo --shape exited $?"
-echo "$out" | grep -q "^users 2000$" && echo "$out" | grep -q "^items 1500$" || fail "demo --shape: $out"
-echo "$out" | grep -q "^ALS" && fail "demo --steps sddmm ran ALS: $out"
+echo "$out" | has "^users 2000$" && echo "$out" | has "^items 1500$" || fail "demo --shape: $out"
+echo "$out" | has "^ALS" && fail "demo --steps sddmm ran ALS: $out"
 n=$(echo "$out" | awk '/^(train|test) ratings /{s += $3} END {print s}')
 [ "$n" -ge 29000 ] && [ "$n" -le 30000 ] || fail "demo --shape 2000,1500,0.01 made $n ratings, not about 30000"
 # a matrix too large for memory says so (the generator's failure once read "no error")
@@ -48,7 +51,7 @@ tmp=$(mktemp --suffix=.mtx)
 trap 'rm -f "$tmp"' EXIT
 printf '%%%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 2.5\n3 2 -1\n' >"$tmp"
 out=$("$mfact" demo --backend cpu "$tmp") || fail "demo FILE exited $?"
-echo "$out" | grep -q "^nnz 2$" || fail "demo FILE nnz: $out"
+echo "$out" | has "^nnz 2$" || fail "demo FILE nnz: $out"
 grep -q "^rows 3$" <<<"$out" && grep -q "^mean value 0.75$" <<<"$out" || fail "demo FILE report: $out"
 json=$("$mfact" demo --backend cpu "$tmp" --json) || fail "demo FILE --json exited $?"
 echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["rows"]==3 and d["cols"]==3, d' ||
@@ -60,19 +63,19 @@ grep -q "cannot open" /tmp/mfact-cli-err.$$ || fail "missing file message: $(cat
 "$mfact" demo --bogus 2>/dev/null && fail "unknown flag accepted"
 "$mfact" demo --backend quantum 2>/dev/null && fail "bad backend accepted"
 "$mfact" frobnicate 2>/dev/null && fail "unknown subcommand accepted"
-"$mfact" --help | grep -q "^  complete " || fail "mfact --help does not list complete"
-"$mfact" demo --help | grep -q -- "--backend" || fail "demo --help lacks the common flags"
+"$mfact" --help | has "^  complete " || fail "mfact --help does not list complete"
+"$mfact" demo --help | has -- "--backend" || fail "demo --help lacks the common flags"
 
 # sddmm: a timed run on a generated pattern and on the file, JSON, and bad values
 out=$("$mfact" sddmm --backend cpu --shape 500,400,0.01 --k 7 --repeat 2) || fail "sddmm exited $?"
-echo "$out" | grep -q "^k 7$" || fail "sddmm k: $out"
+echo "$out" | has "^k 7$" || fail "sddmm k: $out"
 echo "$out" | grep -Eq "^median seconds [0-9.e-]+$" || fail "sddmm median: $out"
 json=$("$mfact" sddmm --backend cpu "$tmp" --k 3 --json) || fail "sddmm FILE exited $?"
 echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["nnz"]==2 and d["k"]==3, d' ||
   fail "sddmm --json: $json"
 "$mfact" sddmm --k 0 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --k 0 is not a usage error"
 "$mfact" sddmm --repeat -1 2>/dev/null; [ $? -eq 2 ] || fail "sddmm --repeat -1 is not a usage error"
-"$mfact" sddmm --help | grep -q -- "--repeat" || fail "sddmm --help"
+"$mfact" sddmm --help | has -- "--repeat" || fail "sddmm --help"
 
 # als: a factorization with a held-out fraction, factors written, JSON, and bad values
 ratings=$(mktemp --suffix=.txt)
@@ -83,7 +86,7 @@ for u in $(seq 0 39); do for i in $(seq 0 29); do
 done; done >"$ratings"
 out=$("$mfact" als --backend cpu "$ratings" --rank 3 --iterations 4 --test-fraction 0.2 \
       --output-u "$fu" --output-v "$fv" 2>/tmp/mfact-cli-err.$$) || fail "als exited $?"
-echo "$out" | grep -q "^rank 3$" || fail "als rank: $out"
+echo "$out" | has "^rank 3$" || fail "als rank: $out"
 echo "$out" | grep -Eq "^test RMSE [0-9.]+$" || fail "als test RMSE: $out"
 grep -q "^iteration 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "als progress: $(cat /tmp/mfact-cli-err.$$)"
 [ "$(wc -l <"$fu")" -eq 40 ] && [ "$(wc -l <"$fv")" -eq 30 ] || fail "als factor files"
@@ -97,18 +100,18 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ra
 "$mfact" als 2>/dev/null; [ $? -eq 2 ] || fail "als without FILE"
 "$mfact" als "$ratings" --gpus 0 2>/dev/null; [ $? -eq 2 ] || fail "als --gpus 0 is not a usage error"
 err=$("$mfact" als --backend cpu "$ratings" --gpus 2 2>&1 >/dev/null); [ $? -ne 0 ] || fail "als --gpus 2 on the CPU succeeded"
-echo "$err" | grep -q "needs the CUDA backend" || fail "als --gpus on the CPU: $err"
+echo "$err" | has "needs the CUDA backend" || fail "als --gpus on the CPU: $err"
 for cmd in sgd ials complete; do
   "$mfact" $cmd "$ratings" --gpus 0 2>/dev/null; [ $? -eq 2 ] || fail "$cmd --gpus 0 is not a usage error"
   err=$("$mfact" $cmd --backend cpu "$ratings" --gpus 2 2>&1 >/dev/null); [ $? -ne 0 ] || fail "$cmd --gpus 2 on the CPU succeeded"
-  echo "$err" | grep -q "needs the CUDA backend" || fail "$cmd --gpus on the CPU: $err"
+  echo "$err" | has "needs the CUDA backend" || fail "$cmd --gpus on the CPU: $err"
 done
-"$mfact" als --help | grep -q -- "--test-fraction" || fail "als --help"
+"$mfact" als --help | has -- "--test-fraction" || fail "als --help"
 
 # sgd: the same, with fp16 factors, and its bad values
 out=$("$mfact" sgd --backend cpu "$ratings" --rank 3 --epochs 4 --test-fraction 0.2 --fp16 \
       --output-u "$fu" --output-v "$fv" 2>/tmp/mfact-cli-err.$$) || fail "sgd exited $?"
-echo "$out" | grep -q "^storage fp16$" || fail "sgd storage: $out"
+echo "$out" | has "^storage fp16$" || fail "sgd storage: $out"
 echo "$out" | grep -Eq "^test RMSE [0-9.]+$" || fail "sgd test RMSE: $out"
 echo "$out" | grep -Eq "^updates per second [0-9.e+]+$" || fail "sgd updates per second: $out"
 grep -q "^epoch 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "sgd progress: $(cat /tmp/mfact-cli-err.$$)"
@@ -118,7 +121,7 @@ grep -q "^epoch 4: train RMSE" /tmp/mfact-cli-err.$$ || fail "sgd progress: $(ca
 "$mfact" sgd "$ratings" --epochs -1 2>/dev/null; [ $? -eq 2 ] || fail "sgd --epochs -1 is not a usage error"
 "$mfact" sgd --backend cpu "$ratings" --lr 1000 --constant-rate 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "smaller learning_rate" /tmp/mfact-cli-err.$$ || fail "sgd divergence: $(cat /tmp/mfact-cli-err.$$)"
-"$mfact" sgd --help | grep -q -- "--fp16" || fail "sgd --help"
+"$mfact" sgd --help | has -- "--fp16" || fail "sgd --help"
 # complete: a planted random matrix (--synthetic) recovered, a file with a held-out part and
 # factors written, JSON, and bad values
 json=$("$mfact" complete --backend cpu --synthetic 300,200,3,0.3 --seed 5 --json 2>/tmp/mfact-cli-err.$$) ||
@@ -134,8 +137,8 @@ grep -q "^== planting a 300 x 200 matrix of rank 3" /tmp/mfact-cli-err.$$ ||
   fail "complete --synthetic does not say what it plants: $(cat /tmp/mfact-cli-err.$$)"
 out=$("$mfact" complete --backend cpu --synthetic 200,150,4,0.4 --condition 100 --plain \
       --max-iterations 3 2>/dev/null) || fail "complete --plain --condition exited $?"
-echo "$out" | grep -q "^variant plain$" && echo "$out" | grep -q "^iterations 3$" &&
-  echo "$out" | grep -q "^stopped max iterations$" || fail "complete --plain: $out"
+echo "$out" | has "^variant plain$" && echo "$out" | has "^iterations 3$" &&
+  echo "$out" | has "^stopped max iterations$" || fail "complete --plain: $out"
 json=$("$mfact" complete --backend cpu --synthetic 400,300,4,0.3 --condition 100 \
        --rank-continuation --json 2>/dev/null) || fail "complete --rank-continuation exited $?"
 echo "$json" | python3 -c '
@@ -150,7 +153,7 @@ for i in $(seq 0 29); do for j in $(seq 0 19); do
 done; done >"$lowrank"
 out=$("$mfact" complete --backend cpu "$lowrank" --rank 2 --test-fraction 0.1 --tol 1e-4 --verbose \
       --output-x "$fx" --output-y "$fy" 2>/tmp/mfact-cli-err.$$) || fail "complete FILE exited $?"
-echo "$out" | grep -q "^rows 30$" && echo "$out" | grep -q "^rank 2$" || fail "complete FILE: $out"
+echo "$out" | has "^rows 30$" && echo "$out" | has "^rank 2$" || fail "complete FILE: $out"
 echo "$out" | grep -Eq "^test RMSE [0-9.e-]+$" || fail "complete test RMSE: $out"
 grep -q "^iteration 1: relative residual" /tmp/mfact-cli-err.$$ ||
   fail "complete --verbose: $(cat /tmp/mfact-cli-err.$$)"
@@ -171,7 +174,7 @@ rm -f "$lowrank" "$fx" "$fy"
 "$mfact" complete 2>/dev/null; [ $? -eq 2 ] || fail "complete without FILE"
 "$mfact" complete --backend cpu --synthetic 30,20,3,0.5 --rank 25 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "rank = 25 is outside 1..20" /tmp/mfact-cli-err.$$ || fail "complete rank above min(rows, cols): $(cat /tmp/mfact-cli-err.$$)"
-"$mfact" complete --help | grep -q -- "--synthetic" || fail "complete --help"
+"$mfact" complete --help | has -- "--synthetic" || fail "complete --help"
 # ials and recommend: two groups of users, each playing its own half of the items. A random
 # pick is in the user's group half the time, a learnt one nearly always.
 plays=$(mktemp --suffix=.txt) recs=$(mktemp)
@@ -188,15 +191,15 @@ out=$("$mfact" ials --backend cpu "$plays" --rank 4 --iterations 6 --test-fracti
 # progress on stderr (stdout holds the results alone, so that --json stays one object)
 grep -q "^iteration 6 (.*precision@5" /tmp/mfact-cli-err.$$ ||
   fail "ials per-iteration metrics: $(cat /tmp/mfact-cli-err.$$)"
-! echo "$out" | grep -q "^iteration [0-9]* (" || fail "ials progress on stdout: $out"
+! echo "$out" | has "^iteration [0-9]* (" || fail "ials progress on stdout: $out"
 "$mfact" ials --backend cpu "$plays" --rank 4 --iterations 2 --json 2>/dev/null |
   python3 -c 'import json, sys; json.load(sys.stdin)' || fail "ials --json is not one JSON object"
 # The ranking is measured after the last iteration only, unless --eval-each, and its cost is
 # reported apart (issue 44 row 11); ials --output, recommend's, is refused, not ignored (row 6).
-grep "^iteration 1 (" /tmp/mfact-cli-err.$$ | grep -q precision && fail "ials measured the ranking after iteration 1"
-echo "$out" | grep -q "^evaluation seconds " || fail "ials does not report the evaluation's seconds: $out"
+grep "^iteration 1 (" /tmp/mfact-cli-err.$$ | has precision && fail "ials measured the ranking after iteration 1"
+echo "$out" | has "^evaluation seconds " || fail "ials does not report the evaluation's seconds: $out"
 "$mfact" ials --backend cpu "$plays" --rank 4 --iterations 2 --test-fraction 0.2 --eval-each 2>&1 >/dev/null |
-  grep -c "precision@" | grep -q "^2$" || fail "ials --eval-each does not measure every iteration"
+  grep -c "precision@" | has "^2$" || fail "ials --eval-each does not measure every iteration"
 "$mfact" ials --backend cpu "$plays" --output /tmp/mfact-recs.$$ 2>/dev/null; [ $? -eq 2 ] ||
   fail "ials --output is not a usage error"
 p=$(echo "$out" | awk '/^precision@5 /{print $2}')
@@ -208,7 +211,7 @@ awk '{ if (($1 < 30) != ($2 < 20)) bad++ } END { exit bad > 9 }' "$recs" ||
   fail "recommend: many items outside the user's group"
 "$mfact" ials "$plays" --alpha -1 2>/dev/null; [ $? -eq 2 ] || fail "ials --alpha -1 is not a usage error"
 "$mfact" ials "$plays" --confidence square 2>/dev/null; [ $? -eq 2 ] || fail "ials --confidence square"
-"$mfact" --help | grep -q "^  recommend " || fail "mfact --help does not list recommend"
+"$mfact" --help | has "^  recommend " || fail "mfact --help does not list recommend"
 # saved models: als --save-model, then predict in a new process gives the test RMSE the
 # training printed (recomputed from the predictions). The test pairs hold no 0 index, but
 # the model records the training file's base (0), so they are not read as 1-based.
@@ -234,7 +237,7 @@ assert d["algorithm"] == "als" and d["rank"] == 3 and d["pairs"] == len(d["predi
 # sgd saves too, without biases as asked; a model file is not overwritten by predict
 "$mfact" sgd --backend cpu "$saved/kept.txt" --rank 2 --epochs 2 --no-biases \
   --save-model "$saved/sgd.mfm" >/dev/null 2>&1 || fail "sgd --save-model exited $?"
-"$mfact" predict "$saved/sgd.mfm" "$saved/held.txt" --output "$saved/sgd.txt" | grep -q "^algorithm sgd$" ||
+"$mfact" predict "$saved/sgd.mfm" "$saved/held.txt" --output "$saved/sgd.txt" | has "^algorithm sgd$" ||
   fail "predict --output summary"
 "$mfact" predict "$saved/sgd.mfm" "$saved/held.txt" --output "$saved/sgd.mfm" 2>/dev/null
 [ $? -eq 2 ] || fail "predict --output MODEL is not a usage error"
@@ -252,7 +255,7 @@ head -c 100 "$saved/als.mfm" >"$saved/cut.mfm"
 "$mfact" predict "$ratings" "$saved/held.txt" >/dev/null 2>/tmp/mfact-cli-err.$$
 [ $? -eq 1 ] && grep -q "not an mfact model file" /tmp/mfact-cli-err.$$ ||
   fail "a ratings file as the model: $(cat /tmp/mfact-cli-err.$$)"
-"$mfact" --help | grep -q "^  predict " || fail "mfact --help does not list predict"
+"$mfact" --help | has "^  predict " || fail "mfact --help does not list predict"
 # recommend --model: the lists a training run writes, from its saved model and the training
 # interactions left out; --users picks users
 "$mfact" recommend --backend cpu "$plays" --rank 4 --iterations 6 --top 3 --output "$recs" \
@@ -291,8 +294,8 @@ ids=(--user-col user --item-col movieId --rating-col rating)
 out=$("$mfact" als --backend cpu "$saved/r.csv" "${ids[@]}" --test "$saved/t.csv" --rank 3 \
   --iterations 3 --save-model "$saved/ids.mfm" --output-u "$saved/u.txt" --output-v "$saved/v.txt" \
   2>/dev/null) || fail "als with --user-col exited $?"
-echo "$out" | grep -q "^users 40$" && echo "$out" | grep -q "^items 25$" &&
-  echo "$out" | grep -q "^test ratings unseen 2$" || fail "als with ids: $out"
+echo "$out" | has "^users 40$" && echo "$out" | has "^items 25$" &&
+  echo "$out" | has "^test ratings unseen 2$" || fail "als with ids: $out"
 [ "$(head -1 "$saved/u.txt" | awk '{print $1}')" = u0 ] && [ "$(wc -l <"$saved/v.txt")" -eq 25 ] &&
   awk '{ if ($1 % 1000 != 7) bad++ } END { exit bad > 0 }' "$saved/v.txt" ||
   fail "--output-u/-v do not start with the file's ids"
@@ -325,14 +328,14 @@ trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa"' EXIT
 # these blocks exactly before the first sweep)
 out=$("$mfact" bmf --backend cpu "$bin" --rank 2 --init sample --output-a "$fa" --output-b "$fb" \
       --verbose 2>/tmp/mfact-cli-err.$$) || fail "bmf exited $?"
-echo "$out" | grep -q "^error 0$" || fail "bmf error: $out"
-echo "$out" | grep -q "^F1 1$" || fail "bmf F1: $out"
+echo "$out" | has "^error 0$" || fail "bmf error: $out"
+echo "$out" | has "^F1 1$" || fail "bmf F1: $out"
 grep -q "^sweep 1: error" /tmp/mfact-cli-err.$$ || fail "bmf progress: $(cat /tmp/mfact-cli-err.$$)"
 [ "$(wc -l <"$fa")" -eq 6 ] && [ "$(head -1 "$fa")" != "" ] && [ "$(head -c 2 "$fb")" != "" ] ||
   fail "bmf factor files"
 out=$("$mfact" bmf --backend cpu "$bin" --rank 2) || fail "bmf (default start) exited $?"
-echo "$out" | grep -q "^error 0$" || fail "bmf default start error: $out"
-echo "$out" | grep -q "^sweeps 0$" || fail "bmf default start is not Asso's exact cover: $out"
+echo "$out" | has "^error 0$" || fail "bmf default start error: $out"
+echo "$out" | has "^sweeps 0$" || fail "bmf default start is not Asso's exact cover: $out"
 [ "$(head -1 "$fa" | tr -d '\n' | wc -c)" -eq 2 ] || fail "bmf text factor width"
 "$mfact" bmf --backend cpu "$bin" --rank 70 --output-a "$pa" --packed >/dev/null || fail "bmf --packed"
 [ "$(stat -c %s "$pa")" -eq $((6 * 2 * 8)) ] || fail "bmf packed size $(stat -c %s "$pa")"
@@ -343,7 +346,7 @@ echo "$json" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["er
 "$mfact" bmf "$bin" --rank 1025 2>/dev/null; [ $? -eq 2 ] || fail "bmf --rank 1025 is not a usage error"
 "$mfact" bmf "$bin" --init nope 2>/dev/null; [ $? -eq 2 ] || fail "bmf --init nope is not a usage error"
 "$mfact" bmf 2>/dev/null; [ $? -eq 2 ] || fail "bmf without FILE"
-"$mfact" bmf --help | grep -q -- "--instances" || fail "bmf --help"
+"$mfact" bmf --help | has -- "--instances" || fail "bmf --help"
 
 # Ids as users have them in bmf, complete and sddmm (issue 44 row 8): one matrix as a CSV with
 # string ids and a header, as sparse integer ids, and as the dense indices the ids map to (in
@@ -405,8 +408,8 @@ cmp -s <(cut -d' ' -f1 "$idd/h.r") "$idd/s.rows" ||
 # sddmm reads the ids (the header is no row) and, writing no per-row lines, reports the shape
 for how in "$idd/s.csv --user-col user --item-col item --rating-col rating" "$idd/n.txt --ids"; do
   out=$("$mfact" sddmm --backend cpu $how --k 2 --repeat 1) || fail "sddmm $how exited $?"
-  echo "$out" | grep -q "^rows 12$" && echo "$out" | grep -q "^cols 9$" &&
-    echo "$out" | grep -q "^nnz $(wc -l <"$idd/p.txt")$" || fail "sddmm $how: $out"
+  echo "$out" | has "^rows 12$" && echo "$out" | has "^cols 9$" &&
+    echo "$out" | has "^nnz $(wc -l <"$idd/p.txt")$" || fail "sddmm $how: $out"
 done
 # where an id option means nothing: a usage error that says why
 for bad in "sddmm --shape 10,10,0.1 --ids:generated pattern has no ids" \
@@ -417,8 +420,8 @@ for bad in "sddmm --shape 10,10,0.1 --ids:generated pattern has no ids" \
   "$mfact" ${bad%%:*} 2>"$idd/err" >/dev/null; rc=$?
   [ $rc -eq 2 ] && grep -q -- "${bad#*:}" "$idd/err" || fail "mfact ${bad%%:*}: exit $rc, $(cat "$idd/err")"
 done
-"$mfact" bmf --help | grep -q "starts with its row's (column's) id" || fail "bmf --help says nothing of ids"
-"$mfact" complete --help | grep -q "starts with its row's (column's) id" || fail "complete --help says nothing of ids"
+"$mfact" bmf --help | has "starts with its row's (column's) id" || fail "bmf --help says nothing of ids"
+"$mfact" complete --help | has "starts with its row's (column's) id" || fail "complete --help says nothing of ids"
 rm -rf "$idd"
 
 # Reading flags on every subcommand: --sum-duplicates, --format; and what a newcomer trips on
@@ -452,10 +455,10 @@ mean() { "$mfact" demo --backend cpu "$dup" --json "$@" | python3 -c 'import jso
 [ "$(mean --sum-duplicates)" = "$(mean --duplicates sum)" ] || fail "--sum-duplicates is not --duplicates sum"
 "$mfact" demo "$dup" --duplicates twice 2>/dev/null; [ $? -eq 2 ] || fail "--duplicates twice is not a usage error"
 printf '3 2\n0 1\n1 2\n' >"$snap"
-"$mfact" demo --backend cpu "$snap" | grep -q "^rows 3$" || fail "demo on a SNAP count line"
-"$mfact" demo --backend cpu "$snap" --format triplets | grep -q "^rows 4$" || fail "demo --format triplets"
-"$mfact" sddmm --backend cpu "$snap" --format pairs --k 2 | grep -q "^nnz 2$" || fail "sddmm --format pairs"
-"$mfact" bmf --backend cpu "$snap" --format pairs --rank 1 | grep -q "^ones 2$" || fail "bmf --format pairs"
+"$mfact" demo --backend cpu "$snap" | has "^rows 3$" || fail "demo on a SNAP count line"
+"$mfact" demo --backend cpu "$snap" --format triplets | has "^rows 4$" || fail "demo --format triplets"
+"$mfact" sddmm --backend cpu "$snap" --format pairs --k 2 | has "^nnz 2$" || fail "sddmm --format pairs"
+"$mfact" bmf --backend cpu "$snap" --format pairs --rank 1 | has "^ones 2$" || fail "bmf --format pairs"
 "$mfact" demo "$snap" --format xml 2>/dev/null; [ $? -eq 2 ] || fail "--format xml is not a usage error"
 "$mfact" als --backend cpu "$ratings" --threads 100000 2>/tmp/mfact-cli-err.$$; [ $? -eq 1 ] &&
   grep -q "cpu_threads = 100000 is more than" /tmp/mfact-cli-err.$$ ||
@@ -494,15 +497,15 @@ trap 'rm -f "$tmp" "$bin" "$fa" "$fb" "$pa" "$dup" "$snap" "$big"; rm -rf "$fifo
 awk 'NR % 4 != 0 || $1 == 0 || $2 == 0 || $1 >= 30 || $2 >= 20' "$ratings" >"$base/train0.txt"
 awk 'NR % 4 == 0 && $1 > 0 && $2 > 0 && $1 < 30 && $2 < 20' "$ratings" >"$base/test0.txt"
 for f in train test; do awk '{ print $1 + 1, $2 + 1, $3 }' "$base/${f}0.txt" >"$base/${f}1.txt"; done
-head -1 "$base/train0.txt" | grep -q "^0 " || fail "the training file has no 0 index"
+head -1 "$base/train0.txt" | has "^0 " || fail "the training file has no 0 index"
 grep -q "^0 \| 0 " "$base/test0.txt" && fail "the test file has a 0 index"
 rmse() { "$mfact" als --backend cpu --rank 2 --iterations 5 "$@" 2>/dev/null | sed -n 's/^test RMSE //p'; }
 # --log info: the library's messages on stderr (an ALS fit's phases); without it, none
 "$mfact" als --backend cpu --rank 2 --iterations 2 "$base/train0.txt" --log info 2>&1 >/dev/null |
-  grep -q "^mfact: mf_als_run: rank 0 of 1: the iterations: [0-9.]* s$" ||
+  has "^mfact: mf_als_run: rank 0 of 1: the iterations: [0-9.]* s$" ||
   fail "als --log info does not print the fit's phases"
 "$mfact" als --backend cpu --rank 2 --iterations 2 "$base/train0.txt" 2>&1 >/dev/null |
-  grep -q "^mfact: " && fail "als without --log prints the library's messages"
+  has "^mfact: " && fail "als without --log prints the library's messages"
 loud=$("$mfact" als --backend cpu "$base/train0.txt" --log loud 2>&1 >/dev/null) &&
   fail "als --log loud succeeded"
 grep -q -- "--log takes off, error, warning, info or debug, not 'loud'" <<<"$loud" ||
@@ -526,13 +529,13 @@ shape=$(awk '$1 >= r { r = $1 + 1 } $2 >= c { c = $2 + 1 } END { print r, c }' "
   grep -q "row index 0 is below the index base 1" /tmp/mfact-cli-err.$$ ||
   fail "--index-base 1 on a 0-based file: $(cat /tmp/mfact-cli-err.$$)"
 rows=$(awk '$1 >= n { n = $1 + 1 } END { print n }' "$base/test0.txt")
-"$mfact" demo --backend cpu "$base/test0.txt" --index-base 0 | grep -q "^rows $rows$" || fail "demo --index-base 0"
-"$mfact" demo --backend cpu "$base/test0.txt" | grep -q "^rows $((rows - 1))$" || fail "demo without --index-base"
+"$mfact" demo --backend cpu "$base/test0.txt" --index-base 0 | has "^rows $rows$" || fail "demo --index-base 0"
+"$mfact" demo --backend cpu "$base/test0.txt" | has "^rows $((rows - 1))$" || fail "demo without --index-base"
 "$mfact" demo "$base/train0.txt" --index-base 2 2>/dev/null; [ $? -eq 2 ] || fail "--index-base 2 is not a usage error"
 # Off a terminal bmf prints nothing but its results; the search ends within a sweep of --time-limit.
 # A run the clock ended says so (issue 44 row 11).
-"$mfact" bmf --backend cpu "$bin" --rank 2 | grep -q "^stopped search ended$" || fail "bmf: how it stopped"
-"$mfact" bmf --backend cpu "$bin" --rank 2 --time-limit 0.000001 2>/dev/null | grep -q "^stopped time limit$" ||
+"$mfact" bmf --backend cpu "$bin" --rank 2 | has "^stopped search ended$" || fail "bmf: how it stopped"
+"$mfact" bmf --backend cpu "$bin" --rank 2 --time-limit 0.000001 2>/dev/null | has "^stopped time limit$" ||
   fail "bmf --time-limit: not reported"
 "$mfact" bmf --backend cpu "$bin" --rank 2 2>/tmp/mfact-cli-err.$$ >/dev/null && [ ! -s /tmp/mfact-cli-err.$$ ] ||
   fail "bmf wrote to stderr off a terminal: $(cat /tmp/mfact-cli-err.$$)"
@@ -552,7 +555,7 @@ items=$(awk '$2 > n { n = $2 } END { print n }' "$base/train1.txt")
 printf '%d 1 4\n1 %d 2\n%d %d 5\n' $((users + 1)) $((items + 1)) $((users + 2)) $((items + 2)) >>"$base/test-new.txt"
 out=$("$mfact" als --backend cpu "$base/train1.txt" --test "$base/test-new.txt" --rank 2 \
       --iterations 5 --save-model "$base/unseen.mfm" 2>/dev/null) || fail "als with unseen test users and items: exit $?"
-echo "$out" | grep -q "^test ratings unseen 3$" || fail "the unseen test ratings are not counted: $out"
+echo "$out" | has "^test ratings unseen 3$" || fail "the unseen test ratings are not counted: $out"
 reported=$(echo "$out" | sed -n 's/^test RMSE //p')
 "$mfact" predict "$base/unseen.mfm" "$base/test-new.txt" >"$base/unseen.pred" || fail "predict on unseen pairs"
 paste -d' ' "$base/test-new.txt" "$base/unseen.pred" |
@@ -566,7 +569,7 @@ spaced=$("$mfact" als --backend cpu "$base/train1.txt" --rank 3 --iterations 2 2
 cp "$base/train1.txt" "$base/-dash.txt"
 [ "$spaced" = "$(cd "$base" && "$mfact" als --backend cpu --rank 3 --iterations 2 -- -dash.txt 2>/dev/null | grep "^train RMSE")" ] ||
   fail "a file after -- that starts with '-'"
-"$mfact" demo --backend cpu "$base/train1.txt" --rows 1000 --cols=900 | grep -q "^rows 1000$" || fail "demo --rows"
+"$mfact" demo --backend cpu "$base/train1.txt" --rows 1000 --cols=900 | has "^rows 1000$" || fail "demo --rows"
 # One parser for every command (cli/options.c), each command's options in a table from which
 # its --help is printed: --name=value, "--", an unknown option (exit 2, named) and a missing
 # value on every command, and every option of a command's tables in its --help.
@@ -596,9 +599,9 @@ for cmd in info demo als sgd ials recommend "recommend --model=m" predict bmf co
     grep -qE -- "^  $opt( |$)" <<<"$help" || fail "$cmd --help does not list $opt"
   done
 done
-"$mfact" sgd --backend=cpu --epochs=1 --rank=2 "$base/train1.txt" | grep -q "^epochs 1$" || fail "sgd --epochs=1"
+"$mfact" sgd --backend=cpu --epochs=1 --rank=2 "$base/train1.txt" | has "^epochs 1$" || fail "sgd --epochs=1"
 "$mfact" bmf --json=yes "$base/train1.txt" 2>/dev/null; [ $? -eq 2 ] || fail "a flag with a value is not a usage error"
-(cd "$base" && "$mfact" demo --backend cpu -- -dash.txt) | grep -q "^rows " || fail "demo -- -dash.txt"
+(cd "$base" && "$mfact" demo --backend cpu -- -dash.txt) | has "^rows " || fail "demo -- -dash.txt"
 (cd "$base" && "$mfact" sgd --backend cpu --epochs 1 -- -dash.txt --rank 2 >/dev/null 2>&1); [ $? -eq 2 ] ||
   fail "a word after -- is an option"
 # --weighting count without --lambda-bias weights the biases' lambda alike: it is --lambda
@@ -634,7 +637,7 @@ done
 # factors are one process's bit for bit, and rank 0 alone prints. Skipped without mpirun or MPI in the build.
 if command -v mpirun >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # Open MPI's guard for root
-  over=$(mpirun --version 2>&1 | grep -q "Open MPI" && echo --oversubscribe || true)
+  over=$(mpirun --version 2>&1 | has "Open MPI" && echo --oversubscribe || true)
   als=(als --backend cpu "$base/train1.txt" --rank 4 --iterations 4)
   "$mfact" "${als[@]}" --output-u "$base/one.u" --output-v "$base/one.v" \
     --save-model "$base/one.mfm" >"$base/one.out" 2>/dev/null || fail "als for the MPI comparison"
