@@ -388,13 +388,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
         mf_status st = MF_OK;
         // Time variant v on layout li (the best of two runs; one, when the first is three
-        // times slower than the best so far) and keep it when it is the fastest.
-        float plain_ms[MF_SDDMM_MAX_CANDIDATES];
-        int plain_layout[MF_SDDMM_MAX_CANDIDATES];
-        float ms = 0.f;
-        auto try_candidate = [&](int v, int li) -> mf_status {
+        // times slower than the best so far) into *got, and keep it when it is the fastest.
+        auto try_candidate = [&](int v, int li, float *got) -> mf_status {
             MF_TRY(allow_shared_memory(ctx, v));
-            float ms2 = 0.f;
+            float ms = 0.f, ms2 = 0.f;
             MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms, half));
             if (ms < 3.f * best_ms) {
                 MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms2, half));
@@ -405,6 +402,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                    "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms", call->k,
                    cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
                    plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms);
+            *got = ms;
             if (ms < best_ms) {
                 best_ms = ms;
                 best = v;
@@ -419,17 +417,16 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         // last error tells of the one left out; the choice is kept, as any other), or fails
         // with the refusal when none fit, before anything was written.
         mf_status refused = MF_OK;
+        float plain_ms[MF_SDDMM_MAX_CANDIDATES]; // INFINITY: refused (or retried, below)
+        int plain_layout[MF_SDDMM_MAX_CANDIDATES];
         for (int c = 0; c < n && st == MF_OK; c++) {
-            int li = -1;
             plain_ms[c] = INFINITY;
             st = mf_sddmm_plan_layout(ctx, S, cand[c].tj, cand[c].block_nnz, cand[c].item_nnz, 0,
-                                      &li);
+                                      &plain_layout[c]);
             if (st == MF_OK)
-                st = try_candidate(cand[c].variant, li);
+                st = try_candidate(cand[c].variant, plain_layout[c], &plain_ms[c]);
             else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
-                refused = st, st = MF_OK, ms = INFINITY;
-            plain_ms[c] = ms;
-            plain_layout[c] = li;
+                refused = st, st = MF_OK;
         }
         if (st == MF_OK && best < 0)
             st = refused;
@@ -438,10 +435,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         // by how much depends on the variant (MF_SDDMM_GROUPED_TRIES). Optional tries: a
         // refused layout keeps what was timed.
         const float plain_best = best_ms;
-        const int tries = call->k >= MF_SDDMM_GROUPED_WIDE_K ? MF_SDDMM_GROUPED_TRIES
-                                                             : MF_SDDMM_GROUPED_TRIES_NARROW;
-        for (int t = 0; t < tries && st == MF_OK && grouped && call->k >= MF_SDDMM_GROUPED_MIN_K;
-             t++) {
+        const int tries = !grouped || call->k < MF_SDDMM_GROUPED_MIN_K ? 0
+                          : call->k < MF_SDDMM_GROUPED_WIDE_K ? MF_SDDMM_GROUPED_TRIES_NARROW
+                                                              : MF_SDDMM_GROUPED_TRIES;
+        for (int t = 0; t < tries && st == MF_OK; t++) {
             int c = -1; // the fastest not yet retried, within the margin
             for (int d = 0; d < n; d++)
                 if (!variants[cand[d].variant].cfg.smem &&
@@ -453,9 +450,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             plain_ms[c] = INFINITY;
             const mf_sddmm_dev_layout won = plan->layouts[plain_layout[c]];
             int li;
+            float ms;
             st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
             if (st == MF_OK)
-                st = try_candidate(cand[c].variant, li);
+                st = try_candidate(cand[c].variant, li, &ms);
             else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
                 st = MF_OK;
         }
