@@ -359,7 +359,8 @@ END_TEST
 
 /* The layout covers every entry once, in item order within panels, and items never cross
  * a panel boundary or exceed the cap; grouped too, where a block's items also come by first
- * column, and the same on 1 thread as on 4 (the matrix is large enough, 65,536 entries or
+ * column and then by row (blocks of up to 300 items: the sort's partitioning runs), and the
+ * same on 1 thread as on 4 (the matrix is large enough, 65,536 entries or
  * more, for the builder to use threads). */
 START_TEST(layout_covers_every_entry_once)
 {
@@ -384,8 +385,11 @@ START_TEST(layout_covers_every_entry_once)
                 ck_assert_int_le(item->count, 64);
                 ck_assert_int_ge(item->begin, S->row_ptr[item->row]);
                 ck_assert_int_le(item->begin + item->count, S->row_ptr[item->row + 1]);
-                if (grouped && it > blk->item_begin)
+                if (grouped && it > blk->item_begin) { /* by first column, then by row */
                     ck_assert_int_le(S->col[item[-1].begin], S->col[item->begin]);
+                    if (S->col[item[-1].begin] == S->col[item->begin])
+                        ck_assert_int_lt(item[-1].row, item->row);
+                }
                 for (int64_t p = item->begin; p < item->begin + item->count; p++) {
                     ck_assert_int_eq(S->col[p] / L.tj, blk->panel);
                     ck_assert_int_eq(seen[p], 0);

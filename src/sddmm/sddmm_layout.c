@@ -53,6 +53,13 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *row
         int64_t r0, r1;
         range_rows(n, threads, t, &r0, &r1);
         int64_t *mine = counts + (size_t)t * (size_t)panels;
+        if (panels == 1) { /* a row's items are runs of cap entries: no need to scan them */
+            for (int64_t ri = r0; ri < r1; ri++) {
+                const int32_t i = rows ? rows[ri] : (int32_t)ri;
+                mine[0] += (S->row_ptr[i + 1] - S->row_ptr[i] + cap - 1) / cap;
+            }
+            continue;
+        }
 #define MF_COUNT(panel, i, p, n) mine[panel]++
         MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_COUNT)
 #undef MF_COUNT
@@ -81,6 +88,15 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *row
         int64_t r0, r1;
         range_rows(n, threads, t, &r0, &r1);
         int64_t *next = counts + (size_t)t * (size_t)panels;
+        if (panels == 1) { /* the same items as the walk below gives for one panel */
+            for (int64_t ri = r0; ri < r1; ri++) {
+                const int32_t i = rows ? rows[ri] : (int32_t)ri;
+                for (int64_t p = S->row_ptr[i], end = S->row_ptr[i + 1]; p < end; p += cap)
+                    items[next[0]++] =
+                        (mf_sddmm_item){i, (int32_t)(end - p < cap ? end - p : cap), p};
+            }
+            continue;
+        }
 #define MF_FILL(panel, i, p, n) items[next[panel]++] = (mf_sddmm_item){(i), (n), (p)}
         MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_FILL)
 #undef MF_FILL
@@ -112,18 +128,59 @@ static mf_status build_blocks(mf_ctx *ctx, mf_sddmm_layout *l, const int64_t *pa
 }
 
 /* A grouped layout's items of one block, by first column (ties: by row, so the order is
- * unique and the layout does not depend on the thread count). */
+ * unique and the layout does not depend on the thread count). The key packs both: columns
+ * and rows are non-negative int32. An inline sort rather than qsort: the comparator call
+ * per comparison made qsort most of a grouped layout's build (Netflix shape, 4.5M items). */
 typedef struct keyed_item {
-    int32_t col;
+    uint64_t key; /* first column << 32 | row */
     mf_sddmm_item item;
 } keyed_item;
 
-static int keyed_item_cmp(const void *a, const void *b)
+static void insertion_sort(keyed_item *a, size_t n)
 {
-    const keyed_item *x = a, *y = b;
-    if (x->col != y->col)
-        return x->col < y->col ? -1 : 1;
-    return (x->item.row > y->item.row) - (x->item.row < y->item.row);
+    for (size_t i = 1; i < n; i++) {
+        keyed_item x = a[i];
+        size_t j = i;
+        for (; j > 0 && a[j - 1].key > x.key; j--)
+            a[j] = a[j - 1];
+        a[j] = x;
+    }
+}
+
+/* Quicksort on the keys (unique: items of one row start at different columns), median of
+ * three pivots, the smaller side first by recursion so the depth stays logarithmic. */
+static void sort_keyed(keyed_item *a, size_t n)
+{
+    while (n > 24) {
+        size_t m = n / 2;
+        uint64_t x = a[0].key, y = a[m].key, z = a[n - 1].key;
+        uint64_t pivot = x < y ? (y < z ? y : x < z ? z : x) : (x < z ? x : y < z ? z : y);
+        size_t i = 0, j = n - 1;
+        for (;;) {
+            while (a[i].key < pivot)
+                i++;
+            while (a[j].key > pivot)
+                j--;
+            if (i >= j)
+                break;
+            keyed_item t = a[i];
+            a[i] = a[j];
+            a[j] = t;
+            i++;
+            j--;
+        }
+        /* a[0 .. j] <= pivot <= a[j + 1 .. n) */
+        size_t left = j + 1;
+        if (left < n - left) {
+            sort_keyed(a, left);
+            a += left;
+            n -= left;
+        } else {
+            sort_keyed(a + left, n - left);
+            n = left;
+        }
+    }
+    insertion_sort(a, n);
 }
 
 static mf_status sort_block_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layout *l, int threads)
@@ -143,8 +200,9 @@ static mf_status sort_block_items(mf_ctx *ctx, const mf_sparse *S, mf_sddmm_layo
             mf_sddmm_item *it = l->items + l->blocks[b].item_begin;
             const size_t n = (size_t)l->blocks[b].item_count;
             for (size_t i = 0; i < n; i++)
-                buf[i] = (keyed_item){S->col[it[i].begin], it[i]};
-            qsort(buf, n, sizeof *buf, keyed_item_cmp);
+                buf[i] = (keyed_item){
+                    (uint64_t)(uint32_t)S->col[it[i].begin] << 32 | (uint32_t)it[i].row, it[i]};
+            sort_keyed(buf, n);
             for (size_t i = 0; i < n; i++)
                 it[i] = buf[i].item;
         }
