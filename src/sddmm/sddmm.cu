@@ -391,17 +391,20 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         // times slower than the best so far) into *got, and keep it when it is the fastest.
         auto try_candidate = [&](int v, int li, float *got) -> mf_status {
             MF_TRY(allow_shared_memory(ctx, v));
-            float ms = 0.f, ms2 = 0.f;
-            MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms, half));
-            if (ms < 3.f * best_ms) {
-                MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &ms2, half));
-                ms = ms2 < ms ? ms2 : ms;
-            }
+            float first = 0.f, second = INFINITY;
+            MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &first, half));
+            if (first < 3.f * best_ms)
+                MF_TRY(time_variant(ctx, S, call, v, &plan->layouts[li], target, &second, half));
+            const float ms = second < first ? second : first;
             mf_sddmm_config cf = variants[v].cfg;
+            char runs[48]; // both runs, for the DEBUG log: how much the first pays for warming
+            snprintf(runs, sizeof runs, isinf(second) ? "%.3f" : "%.3f, %.3f", (double)first,
+                     (double)second);
             mf_log(ctx, MF_LOG_DEBUG,
-                   "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms", call->k,
-                   cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
-                   plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms);
+                   "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms (runs %s)",
+                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
+                   plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms,
+                   runs);
             *got = ms;
             if (ms < best_ms) {
                 best_ms = ms;
