@@ -766,6 +766,47 @@ START_TEST(tuning_rules_offer_fitting_candidates)
 }
 END_TEST
 
+/* The SM-SM retry with smaller blocks: the same variant and tile, MF_SDDMM_SM_FINE_BLOCKS_PER_SM
+ * blocks per SM where the matrix allows, items cut to match; a dense-ish shape (5% of 20,000
+ * x 20,000) offers SM-SM candidates at every k. */
+START_TEST(fine_block_rule)
+{
+    if (mf_sddmm_variant_count() == 0)
+        return; /* built without CUDA: no variants */
+    static const int ks[] = {32, 128, 512};
+    for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+        mf_sddmm_shape sh = {20000, 20000, 19500000, ks[ki], 1, 50 << 20, 227 << 10, 132};
+        mf_sddmm_candidate c[MF_SDDMM_MAX_CANDIDATES];
+        int n = mf_sddmm_candidates(&sh, c), smem = 0, fewer = 0;
+        for (int i = 0; i < n; i++) {
+            mf_sddmm_config cf = mf_sddmm_variant_config(c[i].variant);
+            if (!cf.smem)
+                continue;
+            smem++;
+            const int64_t wide = sh.nnz / (MF_SDDMM_SM_BLOCKS_PER_SM * sh.sms);
+            ck_assert_int_eq(c[i].block_nnz, wide > 16 * c[i].tj ? wide : 16 * c[i].tj);
+            mf_sddmm_candidate f = mf_sddmm_fine_candidate(&sh, c[i]);
+            ck_assert_int_eq(f.variant, c[i].variant);
+            ck_assert_int_eq(f.tj, c[i].tj);
+            const int64_t want = sh.nnz / (MF_SDDMM_SM_FINE_BLOCKS_PER_SM * sh.sms);
+            ck_assert_int_eq(f.block_nnz, want > 16 * c[i].tj ? want : 16 * c[i].tj);
+            ck_assert_int_le(f.block_nnz, c[i].block_nnz);
+            fewer += f.block_nnz < c[i].block_nnz;
+            ck_assert_int_eq(f.item_nnz,
+                             mf_sddmm_item_nnz(f.block_nnz, cf.v, mf_sddmm_threads(cf)));
+            /* a small matrix keeps 16 entries per tile row: no smaller blocks to try */
+            mf_sddmm_shape tiny = sh;
+            tiny.nnz = 16 * (int64_t)c[i].tj * MF_SDDMM_SM_BLOCKS_PER_SM * sh.sms;
+            mf_sddmm_candidate t = c[i];
+            t.block_nnz = 16 * (int64_t)c[i].tj;
+            ck_assert_int_eq(mf_sddmm_fine_candidate(&tiny, t).block_nnz, t.block_nnz);
+        }
+        ck_assert_int_gt(smem, 0);
+        ck_assert_int_gt(fewer, 0); /* the narrow tiles (large Tk) do get smaller blocks */
+    }
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "sddmm", .timeout = 120};
@@ -783,6 +824,7 @@ int main(void)
                                   tensor_core_orders_hostile_shapes,
                                   tensor_core_order_from_env,
                                   item_length_rule,
-                                  tuning_rules_offer_fitting_candidates};
+                                  tuning_rules_offer_fitting_candidates,
+                                  fine_block_rule};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

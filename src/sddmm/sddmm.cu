@@ -358,7 +358,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     if (n == 0)
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no kernel variant for k = %d", call->k);
 
-    if (mf_sddmm_plan_free_slots(plan) < n + MF_SDDMM_GROUPED_TRIES) // the grouped layouts below
+    if (mf_sddmm_plan_free_slots(plan) < n + MF_SDDMM_GROUPED_TRIES + 1) // the retries below
         mf_sddmm_plan_reset(ctx, plan);
     int best = -1, best_layout = -1;
     float best_ms = INFINITY;
@@ -461,6 +461,26 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                 st = try_candidate(cand[c].variant, li, &ms);
             else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
                 st = MF_OK;
+        }
+        // The fastest SM-SM candidate once more with smaller blocks, where it is a contender
+        // (MF_SDDMM_SM_FINE_BLOCKS_PER_SM). An optional try, as the grouped ones above.
+        int fine = -1;
+        for (int d = 0; d < n && st == MF_OK; d++)
+            if (variants[cand[d].variant].cfg.smem &&
+                plain_ms[d] <= MF_SDDMM_FINE_MARGIN * best_ms &&
+                (fine < 0 || plain_ms[d] < plain_ms[fine]))
+                fine = d;
+        if (fine >= 0) {
+            const mf_sddmm_candidate fc = mf_sddmm_fine_candidate(&sh, cand[fine]);
+            int li;
+            float ms;
+            if (fc.block_nnz < cand[fine].block_nnz) {
+                st = mf_sddmm_plan_layout(ctx, S, fc.tj, fc.block_nnz, fc.item_nnz, 0, &li);
+                if (st == MF_OK)
+                    st = try_candidate(fc.variant, li, &ms);
+                else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
+                    st = MF_OK;
+            }
         }
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);

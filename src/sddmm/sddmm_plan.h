@@ -26,12 +26,12 @@ typedef struct mf_sddmm_dev_layout {
     mf_dbuf items, blocks;
 } mf_sddmm_dev_layout;
 
-/* Every cached choice's layout plus every candidate of one tuning and the grouped layouts
- * of its fastest few, so that tuning a new k never evicts the choices made for others (the
- * losers' layouts are freed after tuning). */
+/* Every cached choice's layout plus every candidate of one tuning, the grouped layouts of
+ * its fastest few and the fine-block SM-SM layout, so that tuning a new k never evicts the
+ * choices made for others (the losers' layouts are freed after tuning). */
 #define MF_SDDMM_MAX_CHOICES 8
 #define MF_SDDMM_MAX_LAYOUTS                                                                       \
-    (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + MF_SDDMM_GROUPED_TRIES)
+    (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + MF_SDDMM_GROUPED_TRIES + 1)
 
 typedef struct mf_sddmm_choice {
     int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies,

@@ -13,6 +13,14 @@ static int add(mf_sddmm_candidate *cand, int n, int variant, int32_t tj, int64_t
     return n + 1;
 }
 
+/* An SM-SM block's entries: about per_sm blocks per SM over the whole matrix (MF_SDDMM_
+ * SM_BLOCKS_PER_SM), at least 16 entries per tile row. */
+static int64_t sm_block_nnz(const mf_sddmm_shape *sh, int64_t tj, int per_sm)
+{
+    int64_t block_nnz = sh->nnz / (per_sm * (int64_t)(sh->sms > 0 ? sh->sms : 1));
+    return block_nnz < 16 * tj ? 16 * tj : block_nnz;
+}
+
 int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
 {
     const int nv = mf_sddmm_variant_count();
@@ -88,12 +96,15 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         double per_segment = per_row * (double)tj / (double)sh->cols;
         if (per_segment < 4.0)
             continue;
-        /* About two blocks per SM over the whole matrix, so the tile is staged rarely;
-         * at least 16 entries per tile row. */
-        int64_t block_nnz = sh->nnz / (2 * (sh->sms > 0 ? sh->sms : 1));
-        if (block_nnz < 16 * tj)
-            block_nnz = 16 * tj;
-        n = add(cand, n, i, (int32_t)tj, block_nnz);
+        n = add(cand, n, i, (int32_t)tj, sm_block_nnz(sh, tj, MF_SDDMM_SM_BLOCKS_PER_SM));
     }
     return n;
+}
+
+mf_sddmm_candidate mf_sddmm_fine_candidate(const mf_sddmm_shape *sh, mf_sddmm_candidate c)
+{
+    mf_sddmm_config cf = mf_sddmm_variant_config(c.variant);
+    c.block_nnz = sm_block_nnz(sh, c.tj, MF_SDDMM_SM_FINE_BLOCKS_PER_SM);
+    c.item_nnz = mf_sddmm_item_nnz(c.block_nnz, cf.v, mf_sddmm_threads(cf));
+    return c;
 }

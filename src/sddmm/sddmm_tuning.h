@@ -66,6 +66,17 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
  * H200 (1.5 billion entries a rank) spent about 10 s tuning its final train RMSE, against 4.2
  * s for its three iterations (docs/scaling.md). */
 #define MF_SDDMM_TUNE_MAX_NNZ ((int64_t)1 << 29)
+/* SM-SM blocks: about MF_SDDMM_SM_BLOCKS_PER_SM per SM over the whole matrix, so that the
+ * tile is staged rarely. That leaves a partial last wave where the panels' blocks number a
+ * little over a multiple of the SMs (dense5 shape, Tj = 384: 313 blocks on 132 SMs), so the
+ * fastest SM-SM candidate, when within MF_SDDMM_FINE_MARGIN of the fastest of all, is timed
+ * once more with MF_SDDMM_SM_FINE_BLOCKS_PER_SM (mf_sddmm_fine_candidate). Neither wins
+ * everywhere (H200, k = 128 / 512, bench/README.md): 25% dense (8,000 x 8,000) 0.500 ->
+ * 0.405 ms and 2.17 -> 1.69 ms with eight, 5% dense (20,000 x 20,000) 0.575 -> 0.76 ms and
+ * 2.49 -> 3.20 ms. */
+#define MF_SDDMM_SM_BLOCKS_PER_SM      2
+#define MF_SDDMM_SM_FINE_BLOCKS_PER_SM 8
+#define MF_SDDMM_FINE_MARGIN           1.5f
 /* Shared memory for one SM-SM block's B tile: one 1024-thread block per SM holds a tile
  * this large (sm_80 and sm_90 offer 227 KB per block). */
 #define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
@@ -114,6 +125,11 @@ static inline size_t mf_sddmm_smem_bytes(mf_sddmm_config c, int32_t tj)
 /* Fill cand[0 .. MF_SDDMM_MAX_CANDIDATES) and return how many: the first is the rules'
  * favourite, used untimed for small matrices. */
 int mf_sddmm_candidates(const mf_sddmm_shape *shape, mf_sddmm_candidate *cand);
+
+/* SM-SM candidate c with blocks of MF_SDDMM_SM_FINE_BLOCKS_PER_SM per SM (items cut to
+ * match): the same variant and tile. Its block_nnz equals c's where the matrix is too small
+ * for smaller blocks (at least 16 entries per tile row). */
+mf_sddmm_candidate mf_sddmm_fine_candidate(const mf_sddmm_shape *shape, mf_sddmm_candidate c);
 
 #ifdef __cplusplus
 }
