@@ -313,7 +313,9 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 }
 
 // Pick the variant and layout for this call shape: the cached choice, or the fastest of
-// the candidates, each timed twice (the first run warms caches and the layout upload).
+// the candidates, each timed once (the first twice: its first run warms the caches and, on
+// the matrix's first call, uploads it), then the retries: the fastest SM-L2 candidates on
+// the grouped layout, the fastest SM-SM one with smaller blocks.
 //
 // With half (bf16 or fp16 copies, or TF32's rounded B) the candidates are the SM-L2
 // vector variants run on the reduced inputs. The tensor-core kernel is not timed against them: it

@@ -61,8 +61,8 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 #define MF_SDDMM_GROUPED_TRIES_NARROW 2
 /* Below this many entries the rules' first candidate is used without timing. */
 #define MF_SDDMM_TUNE_MIN_NNZ 200000
-/* Nor above this many: the tune builds a layout per candidate and times each twice, a dozen
- * passes over the matrix, which a fit's one RMSE never earns back. Hugewiki-shaped ALS on 2
+/* Nor above this many: the tune builds a layout per candidate and times each, a dozen or
+ * more passes over the matrix, which a fit's one RMSE never earns back. Hugewiki-shaped ALS on 2
  * H200 (1.5 billion entries a rank) spent about 10 s tuning its final train RMSE, against 4.2
  * s for its three iterations (docs/scaling.md). */
 #define MF_SDDMM_TUNE_MAX_NNZ ((int64_t)1 << 29)
