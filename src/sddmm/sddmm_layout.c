@@ -217,7 +217,7 @@ mf_status mf_sddmm_layout_build(mf_ctx *ctx, mf_sparse *S, int32_t tj, int32_t m
     memset(out, 0, sizeof *out);
     out->tj = tj < S->cols ? tj : S->cols;
     out->panels = (S->cols + out->tj - 1) / out->tj;
-    out->max_item_nnz = max_item_nnz;
+    out->max_item_nnz = max_item_nnz > 0 ? max_item_nnz : 1; /* the item walks divide by it */
     out->block_nnz = block_nnz;
     out->grouped = grouped != 0;
     /* Fixed row ranges keep the items in the row order within each panel. */
