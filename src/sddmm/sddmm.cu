@@ -437,52 +437,50 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
         if (st == MF_OK && best < 0)
             st = refused;
+        // The fastest candidate not yet retried among the SM-SM ones (smem) or the SM-L2 ones,
+        // within limit ms, or -1.
+        auto fastest = [&](bool smem, float limit) -> int {
+            int c = -1;
+            for (int d = 0; d < n; d++)
+                if (variants[cand[d].variant].cfg.smem == smem && plain_ms[d] <= limit &&
+                    (c < 0 || plain_ms[d] < plain_ms[c]))
+                    c = d;
+            return c;
+        };
+        // A retry: variant v on another layout, timed where the layout fits (a refused one
+        // keeps what was timed).
+        auto retry = [&](int v, int32_t tj, int64_t block_nnz, int32_t item_nnz,
+                         int grouped_rows) -> mf_status {
+            int li;
+            float ms;
+            mf_status got =
+                mf_sddmm_plan_layout(ctx, S, tj, block_nnz, item_nnz, grouped_rows, &li);
+            if (got == MF_OK)
+                return try_candidate(v, li, &ms);
+            return got == MF_ERR_OUT_OF_MEMORY || got == MF_ERR_INVALID_ARGUMENT ? MF_OK : got;
+        };
         // The fastest SM-L2 candidates once more on the grouped layout (sddmm_layout.h),
         // from MF_SDDMM_GROUPED_MIN_K on: it helps where rows share columns and k is large,
-        // by how much depends on the variant (MF_SDDMM_GROUPED_TRIES). Optional tries: a
-        // refused layout keeps what was timed.
+        // by how much depends on the variant (MF_SDDMM_GROUPED_TRIES).
         const float plain_best = best_ms;
         const int tries = !grouped || call->k < MF_SDDMM_GROUPED_MIN_K ? 0
                           : call->k < MF_SDDMM_GROUPED_WIDE_K ? MF_SDDMM_GROUPED_TRIES_NARROW
                                                               : MF_SDDMM_GROUPED_TRIES;
         for (int t = 0; t < tries && st == MF_OK; t++) {
-            int c = -1; // the fastest not yet retried, within the margin
-            for (int d = 0; d < n; d++)
-                if (!variants[cand[d].variant].cfg.smem &&
-                    plain_ms[d] <= MF_SDDMM_GROUPED_MARGIN * plain_best &&
-                    (c < 0 || plain_ms[d] < plain_ms[c]))
-                    c = d;
+            const int c = fastest(false, MF_SDDMM_GROUPED_MARGIN * plain_best);
             if (c < 0)
                 break;
             plain_ms[c] = INFINITY;
             const mf_sddmm_dev_layout won = plan->layouts[plain_layout[c]];
-            int li;
-            float ms;
-            st = mf_sddmm_plan_layout(ctx, S, won.tj, won.block_nnz, won.item_nnz, 1, &li);
-            if (st == MF_OK)
-                st = try_candidate(cand[c].variant, li, &ms);
-            else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
-                st = MF_OK;
+            st = retry(cand[c].variant, won.tj, won.block_nnz, won.item_nnz, 1);
         }
         // The fastest SM-SM candidate once more with smaller blocks, where it is a contender
-        // (MF_SDDMM_SM_FINE_BLOCKS_PER_SM). An optional try, as the grouped ones above.
-        int fine = -1;
-        for (int d = 0; d < n && st == MF_OK; d++)
-            if (variants[cand[d].variant].cfg.smem &&
-                plain_ms[d] <= MF_SDDMM_FINE_MARGIN * best_ms &&
-                (fine < 0 || plain_ms[d] < plain_ms[fine]))
-                fine = d;
+        // (MF_SDDMM_SM_FINE_BLOCKS_PER_SM).
+        const int fine = st == MF_OK ? fastest(true, MF_SDDMM_FINE_MARGIN * best_ms) : -1;
         if (fine >= 0) {
             const mf_sddmm_candidate fc = mf_sddmm_fine_candidate(&sh, cand[fine]);
-            int li;
-            float ms;
-            if (fc.block_nnz < cand[fine].block_nnz) {
-                st = mf_sddmm_plan_layout(ctx, S, fc.tj, fc.block_nnz, fc.item_nnz, 0, &li);
-                if (st == MF_OK)
-                    st = try_candidate(fc.variant, li, &ms);
-                else if (st == MF_ERR_OUT_OF_MEMORY || st == MF_ERR_INVALID_ARGUMENT)
-                    st = MF_OK;
-            }
+            if (fc.block_nnz < cand[fine].block_nnz)
+                st = retry(fc.variant, fc.tj, fc.block_nnz, fc.item_nnz, 0);
         }
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);

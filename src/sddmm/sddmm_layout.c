@@ -7,18 +7,24 @@
 #include "sddmm/sddmm_tc_order.h"
 
 /* Walk the items of rows [r0, r1) of the order (rows[]: the rows in order; NULL: index
- * order): emit(panel, row, begin, count) for each, in that order. A macro rather than a
- * callback so both passes stay tight loops. */
-#define MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, EMIT)                                           \
+ * order): emit(panel, row, begin, count) for each, in that order. With one panel an item is
+ * a run of cap entries, found without reading the column indices (on the Netflix shape the
+ * scan was most of a layout's build). A macro rather than a callback so both passes stay
+ * tight loops. */
+#define MF_FOR_EACH_ITEM(S, tj, panels, cap, rows, r0, r1, EMIT)                                   \
     for (int64_t ri = (r0); ri < (r1); ri++) {                                                     \
         const int32_t i = (rows) ? (rows)[ri] : (int32_t)ri;                                       \
         int64_t p = (S)->row_ptr[i], end = (S)->row_ptr[i + 1];                                    \
         while (p < end) {                                                                          \
-            int32_t panel = (S)->col[p] / (tj);                                                    \
-            int64_t q = p + 1;                                                                     \
-            int32_t limit = (panel + 1) * (tj) > (S)->cols ? (S)->cols : (panel + 1) * (tj);       \
-            while (q < end && q - p < (cap) && (S)->col[q] < limit)                                \
-                q++;                                                                               \
+            int32_t panel = 0;                                                                     \
+            int64_t q = end - p < (cap) ? end : p + (cap);                                         \
+            if ((panels) > 1) {                                                                    \
+                panel = (S)->col[p] / (tj);                                                        \
+                int32_t limit = (panel + 1) * (tj) > (S)->cols ? (S)->cols : (panel + 1) * (tj);   \
+                q = p + 1;                                                                         \
+                while (q < end && q - p < (cap) && (S)->col[q] < limit)                            \
+                    q++;                                                                           \
+            }                                                                                      \
             EMIT(panel, i, p, (int32_t)(q - p));                                                   \
             p = q;                                                                                 \
         }                                                                                          \
@@ -53,15 +59,8 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *row
         int64_t r0, r1;
         range_rows(n, threads, t, &r0, &r1);
         int64_t *mine = counts + (size_t)t * (size_t)panels;
-        if (panels == 1) { /* a row's items are runs of cap entries: no need to scan them */
-            for (int64_t ri = r0; ri < r1; ri++) {
-                const int32_t i = rows ? rows[ri] : (int32_t)ri;
-                mine[0] += (S->row_ptr[i + 1] - S->row_ptr[i] + cap - 1) / cap;
-            }
-            continue;
-        }
 #define MF_COUNT(panel, i, p, n) mine[panel]++
-        MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_COUNT)
+        MF_FOR_EACH_ITEM(S, tj, panels, cap, rows, r0, r1, MF_COUNT)
 #undef MF_COUNT
     }
     /* Panel-major, then range order = row order. */
@@ -88,17 +87,8 @@ static mf_status build_items(mf_ctx *ctx, const mf_sparse *S, const int32_t *row
         int64_t r0, r1;
         range_rows(n, threads, t, &r0, &r1);
         int64_t *next = counts + (size_t)t * (size_t)panels;
-        if (panels == 1) { /* the same items as the walk below gives for one panel */
-            for (int64_t ri = r0; ri < r1; ri++) {
-                const int32_t i = rows ? rows[ri] : (int32_t)ri;
-                for (int64_t p = S->row_ptr[i], end = S->row_ptr[i + 1]; p < end; p += cap)
-                    items[next[0]++] =
-                        (mf_sddmm_item){i, (int32_t)(end - p < cap ? end - p : cap), p};
-            }
-            continue;
-        }
 #define MF_FILL(panel, i, p, n) items[next[panel]++] = (mf_sddmm_item){(i), (n), (p)}
-        MF_FOR_EACH_ITEM(S, tj, cap, rows, r0, r1, MF_FILL)
+        MF_FOR_EACH_ITEM(S, tj, panels, cap, rows, r0, r1, MF_FILL)
 #undef MF_FILL
     }
     free(counts);
