@@ -735,14 +735,15 @@ START_TEST(tuning_rules_offer_fitting_candidates)
 {
     if (mf_sddmm_variant_count() == 0)
         return; /* built without CUDA: no variants */
-    /* 256 and 512: the two-chunk candidates join the others */
+    /* 256 and 512: the two-chunk candidates join the others. vec 2: the 16-bit copies
+     * (unit16), whose rows are padded, so any k. */
     static const int ks[] = {1, 7, 32, 33, 128, 256, 512, 515};
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++)
-        for (int vec = 0; vec <= 1; vec++) {
-            int k = ks[ki];
-            if (vec && k % 4)
+        for (int form = 0; form <= 2; form++) {
+            int k = ks[ki], vec = form > 0, unit16 = form == 2;
+            if (form == 1 && k % 4)
                 continue;
-            mf_sddmm_shape sh = {480189, 17770, 99000000, k, vec, 50 << 20, 227 << 10, 132};
+            mf_sddmm_shape sh = {480189, 17770, 99000000, k, vec, 50 << 20, 227 << 10, 132, unit16};
             mf_sddmm_candidate c[MF_SDDMM_MAX_CANDIDATES];
             int n = mf_sddmm_candidates(&sh, c);
             ck_assert_int_ge(n, 1);
@@ -757,11 +758,17 @@ START_TEST(tuning_rules_offer_fitting_candidates)
                                  mf_sddmm_item_nnz(c[i].block_nnz, cf.v, mf_sddmm_threads(cf)));
                 if (cf.smem)
                     ck_assert_uint_le(mf_sddmm_smem_bytes(cf, c[i].tj), (size_t)sh.smem_bytes);
+                ck_assert(!(unit16 && cf.smem)); /* no SM-SM instance reads the copies */
             }
-            /* the first (untimed) candidate holds all of k in registers when some variant can */
+            /* the first (untimed) candidate holds all of k in registers when some variant
+             * can, in the narrowest chunk that does (no idle lanes: k = 32 on the copies is
+             * one 16-byte unit for each of 4 lanes) */
             mf_sddmm_config first = mf_sddmm_variant_config(c[0].variant);
-            if (k <= (vec ? 512 : 128))
-                ck_assert_int_ge(mf_sddmm_chunk(first), k);
+            const int most = unit16 ? 1024 : vec ? 512 : 128;
+            if (k <= most) {
+                ck_assert_int_ge(mf_sddmm_chunk_of(first, unit16), k);
+                ck_assert_int_le(mf_sddmm_chunk_of(first, unit16), 2 * k < 32 ? 32 : 2 * k);
+            }
         }
 }
 END_TEST
@@ -775,7 +782,7 @@ START_TEST(fine_block_rule)
         return; /* built without CUDA: no variants */
     static const int ks[] = {32, 128, 512};
     for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
-        mf_sddmm_shape sh = {20000, 20000, 19500000, ks[ki], 1, 50 << 20, 227 << 10, 132};
+        mf_sddmm_shape sh = {20000, 20000, 19500000, ks[ki], 1, 50 << 20, 227 << 10, 132, 0};
         mf_sddmm_candidate c[MF_SDDMM_MAX_CANDIDATES];
         int n = mf_sddmm_candidates(&sh, c), smem = 0, fewer = 0;
         for (int i = 0; i < n; i++) {

@@ -89,6 +89,8 @@ static const mf_sddmm_variant variants[] = {
     MF_VARIANT(32, 4, true, false),
     // Listed after the others so the rules' untimed pick for small matrices stays V = 8.
     MF_VARIANT(4, 2, true, false),
+    // k = 32 on the 16-bit copies in one 16-byte unit per lane (and float k <= 16).
+    MF_VARIANT(4, 1, true, false),
     // SM-L2, scalar (any k, any leading dimension)
     MF_VARIANT(1, 1, false, false),
     MF_VARIANT(2, 1, false, false),
@@ -243,7 +245,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                        "mf_sddmm: %lld thread blocks exceed the grid limit",
                        (long long)L->n_blocks);
     // One launch per chunk, each by the instance that does no more than its chunk needs.
-    const int kc_width = mf_sddmm_chunk(var.cfg);
+    const int kc_width = mf_sddmm_chunk_of(var.cfg, half && half->A16);
     for (P.kc = 0; P.kc < call->k; P.kc += kc_width) {
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
@@ -309,6 +311,7 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
     sh.l2_bytes = (int64_t)ctx->link.cuda->prop.l2CacheSize;
     sh.smem_bytes = (int64_t)ctx->link.cuda->prop.sharedMemPerBlockOptin;
     sh.sms = ctx->link.cuda->prop.multiProcessorCount;
+    sh.unit16 = 0;
     return sh;
 }
 
@@ -343,6 +346,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     if (half)
         sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (TF32:
                     // the caller checked the factors')
+    sh.unit16 = half && half->A16;
     mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
     int n = mf_sddmm_candidates(&sh, cand);
     if (half) { // no SM-SM instance reads 16-bit copies
@@ -406,7 +410,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                      (double)second);
             mf_log(ctx, MF_LOG_DEBUG,
                    "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms (runs %s)",
-                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar",
+                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr,
+                   !cf.vec     ? "scalar"
+                   : sh.unit16 ? "vec8"
+                               : "vec4",
                    plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms,
                    runs);
             *got = ms;
@@ -496,8 +503,12 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     mf_sddmm_config cf = variants[best].cfg;
     mf_log(ctx, MF_LOG_INFO,
            "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s", call->k,
-           cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, cf.vec ? "vec4" : "scalar", mf_sddmm_chunk(cf),
-           plan->layouts[best_layout].tj, plan->layouts[best_layout].panels,
+           cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr,
+           !cf.vec     ? "scalar"
+           : sh.unit16 ? "vec8"
+                       : "vec4",
+           mf_sddmm_chunk_of(cf, sh.unit16), plan->layouts[best_layout].tj,
+           plan->layouts[best_layout].panels,
            plan->layouts[best_layout].grouped ? ", rows grouped" : "");
     *variant = best;
     *layout = best_layout;
@@ -510,7 +521,8 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                      const mf_sddmm_dev_layout *L, const mf_sddmm_half_in *half = NULL)
 {
-    int chunks = (call->k + mf_sddmm_chunk(variants[v].cfg) - 1) / mf_sddmm_chunk(variants[v].cfg);
+    const int width = mf_sddmm_chunk_of(variants[v].cfg, half && half->A16);
+    int chunks = (call->k + width - 1) / width;
     if (chunks == 1 || call->beta == 0.f)
         return run_variant(ctx, S, call, v, L, call->out, call->beta, half);
     mf_dbuf t = {0, 0};
@@ -637,7 +649,15 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
 {
     if (v < 0 || v >= n_variants)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no SDDMM variant %d", v);
-    if (variants[v].cfg.vec && !vector_ok(call))
+    const mf_precision prec = (mf_precision)call->precision;
+    const bool copies16 = prec == MF_PRECISION_BF16 || prec == MF_PRECISION_FP16;
+    const bool rounded = copies16 || prec == MF_PRECISION_TF32;
+    if (!rounded && prec != MF_PRECISION_FP32)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no variant instance for precision %d", prec);
+    if (rounded && (!variants[v].cfg.vec || variants[v].cfg.smem))
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d has no reduced-precision instance",
+                       v);
+    if (variants[v].cfg.vec && !copies16 && !vector_ok(call))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
     if (variants[v].cfg.smem && mf_sddmm_smem_bytes(variants[v].cfg, tj) >
                                     (size_t)ctx->link.cuda->prop.sharedMemPerBlockOptin)
@@ -652,5 +672,15 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), grouped,
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
-    return run(ctx, S, call, v, &plan->layouts[li]);
+    // A reduced precision's instance reads what the library's own calls give it: the 16-bit
+    // copies, or B rounded to TF32.
+    mf_sddmm_half_in in = {NULL, NULL, NULL, 0};
+    mf_dbuf copies = {0, 0};
+    if (copies16)
+        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
+    else if (rounded)
+        MF_TRY(round_b_tf32(ctx, S, call, &copies, &in));
+    mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);
+    mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
+    return st;
 }

@@ -46,7 +46,8 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped
- * layout or not (sddmm_layout.h), bypassing the tuning rules; finished on return. */
+ * layout or not (sddmm_layout.h), bypassing the tuning rules, in call->precision (FP32, or
+ * TF32, BF16, FP16 on the SM-L2 vector variants); finished on return. */
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                                 int32_t tj, int64_t block_nnz, int grouped);
 

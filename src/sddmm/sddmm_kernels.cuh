@@ -1,8 +1,8 @@
 // The CUDA SDDMM kernel, one template for both schemes.
 //
 // A virtual warp of V lanes computes one stored entry at a time: lane l holds its share of
-// the k-chunk of A's row (KR units of W floats, W = 4 for 16-byte vector loads) in
-// registers, reads the same share of B's row, and the V partial sums meet through a
+// the k-chunk of A's row (KR units of W values: 16-byte vector loads of 4 floats or 8 16-bit
+// values) in registers, reads the same share of B's row, and the V partial sums meet through a
 // butterfly of warp shuffles. No atomics: every entry is written by one lane of one
 // virtual warp. A block works through a run of items (see sddmm_layout.h) of one column
 // panel; virtual warps take the items round-robin.
@@ -55,7 +55,7 @@ struct mf_sddmm_params {
 };
 
 // A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16 or FP16, with
-// VEC) 4 16-bit values widened to floats as they load, whose products and sums are then
+// VEC) 8 16-bit values widened to floats as they load, whose products and sums are then
 // exact float arithmetic on the rounded factors.
 template <bool VEC, int HALF = 0> struct mf_unit;
 template <> struct mf_unit<true> {
@@ -137,8 +137,17 @@ template <> struct mf_unit<false> {
     }
 };
 
-template <int HALF> struct mf_unit<true, HALF> : mf_unit<true> {
+// Eight values of a 16-bit unit, widened.
+struct mf_float8 {
+    float4 lo, hi;
+};
+// 16-bit copies: a unit is 8 values, one 16-byte load. Units of 4 values (8-byte loads) took
+// as many load instructions and L1 wavefronts per entry as float's 16-byte units, and bf16
+// ran little faster than fp32 where those bound the kernel (k <= 128, bench/README.md).
+template <int HALF> struct mf_unit<true, HALF> {
+    typedef mf_float8 type;
     typedef uint16_t elem;
+    static constexpr int width = 8;
     __device__ static const uint16_t *A(const mf_sddmm_params &P)
     {
         return P.A16;
@@ -147,22 +156,33 @@ template <int HALF> struct mf_unit<true, HALF> : mf_unit<true> {
     {
         return P.B16;
     }
+    __device__ static mf_float8 zero()
+    {
+        return {make_float4(0.f, 0.f, 0.f, 0.f), make_float4(0.f, 0.f, 0.f, 0.f)};
+    }
     // One 16-bit value (the low half of x when hi is false) as a float, exactly.
     __device__ static float widen(uint32_t x, bool hi)
     {
-        const uint32_t h = hi ? x >> 16 : x & 0xffffu;
-        return HALF == MF_PRECISION_BF16 ? __uint_as_float(h << 16)
-                                         : __half2float(__ushort_as_half((unsigned short)h));
+        if (HALF == MF_PRECISION_BF16)
+            return __uint_as_float(hi ? x & 0xffff0000u : x << 16);
+        return __half2float(__ushort_as_half((unsigned short)(hi ? x >> 16 : x & 0xffffu)));
     }
-    __device__ static float4 load(const uint16_t *p)
+    __device__ static float4 widen4(uint32_t x, uint32_t y)
     {
-        const uint2 v = __ldg(reinterpret_cast<const uint2 *>(p));
-        return make_float4(widen(v.x, false), widen(v.x, true), widen(v.y, false),
-                           widen(v.y, true));
+        return make_float4(widen(x, false), widen(x, true), widen(y, false), widen(y, true));
     }
-    __device__ static float4 loadA(const uint16_t *p)
+    __device__ static mf_float8 load(const uint16_t *p)
+    {
+        const uint4 v = __ldg(reinterpret_cast<const uint4 *>(p));
+        return {widen4(v.x, v.y), widen4(v.z, v.w)};
+    }
+    __device__ static mf_float8 loadA(const uint16_t *p)
     {
         return load(p);
+    }
+    __device__ static float dot(const mf_float8 &a, const mf_float8 &b, float acc)
+    {
+        return mf_unit<true>::dot(a.hi, b.hi, mf_unit<true>::dot(a.lo, b.lo, acc));
     }
 };
 

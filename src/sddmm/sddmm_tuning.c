@@ -24,7 +24,7 @@ static int64_t sm_block_nnz(const mf_sddmm_shape *sh, int64_t tj, int per_sm)
 int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
 {
     const int nv = mf_sddmm_variant_count();
-    const int w = sh->vec ? 4 : 1;
+    const int w = sh->vec ? (sh->unit16 ? 8 : 4) : 1;
     const int units = (sh->k + w - 1) / w; /* per row of A and B */
     int n = 0;
 
@@ -50,7 +50,7 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         l2_block /= 2;
     /* Panel width of the L2 model: the panel's B rows fill at most half of L2, so the
      * blocks that run together (they walk the panels in order) keep their B in L2. */
-    int64_t b_row = (int64_t)sh->k * (int64_t)sizeof(float);
+    int64_t b_row = (int64_t)sh->k * (sh->unit16 ? 2 : (int64_t)sizeof(float));
     int64_t tj_l2 = sh->l2_bytes / 2 / (b_row > 0 ? b_row : 1);
     int first_l2 = -1;
     for (int i = 0; i < nv; i++) {
@@ -76,7 +76,10 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
 
     /* SM-SM: a B tile of tj rows x Tk columns in shared memory, worth it only when the
      * panels are dense enough that a row has several entries per panel (else the A row is
-     * fetched for each one or two entries). */
+     * fetched for each one or two entries). Its tiles hold floats: no instance reads the
+     * 16-bit copies. */
+    if (sh->unit16)
+        return n;
     int64_t budget =
         sh->smem_bytes < MF_SDDMM_SMEM_TILE_BYTES ? sh->smem_bytes : MF_SDDMM_SMEM_TILE_BYTES;
     double per_row = sh->rows > 0 ? (double)sh->nnz / sh->rows : 0.0;

@@ -95,6 +95,7 @@ typedef struct mf_sddmm_shape {
     int vec;                      /* 16-byte vector loads possible for this call */
     int64_t l2_bytes, smem_bytes; /* device L2 size, shared memory per block (opt-in) */
     int sms;
+    int unit16; /* the factors' 16-bit copies (bf16, fp16): 8 values per 16-byte unit */
 } mf_sddmm_shape;
 
 typedef struct mf_sddmm_candidate {
@@ -108,10 +109,20 @@ typedef struct mf_sddmm_candidate {
 int mf_sddmm_variant_count(void);
 mf_sddmm_config mf_sddmm_variant_config(int i);
 
-/* k per chunk (the SM-SM tile's Tk). */
+/* Values per lane unit: a 16-byte vector holds 4 floats or 8 16-bit values (bf16 and fp16
+ * copies, unit16); a scalar unit holds 1 float. */
+static inline int mf_sddmm_unit_width(mf_sddmm_config c, int unit16)
+{
+    return c.vec ? (unit16 ? 8 : 4) : 1;
+}
+/* k per chunk of a float call (the SM-SM tile's Tk), and of a call on 16-bit copies. */
 static inline int mf_sddmm_chunk(mf_sddmm_config c)
 {
-    return c.v * c.kr * (c.vec ? 4 : 1);
+    return c.v * c.kr * mf_sddmm_unit_width(c, 0);
+}
+static inline int mf_sddmm_chunk_of(mf_sddmm_config c, int unit16)
+{
+    return c.v * c.kr * mf_sddmm_unit_width(c, unit16);
 }
 static inline int mf_sddmm_threads(mf_sddmm_config c)
 {
