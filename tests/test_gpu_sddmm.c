@@ -181,96 +181,14 @@ START_TEST(every_variant_matches_float64)
 }
 END_TEST
 
-/* Variant v's instance for a reduced precision (TF32, BF16, FP16) through the test hook:
- * out NaN-poisoned with beta = 0, then beta = -1 on `before`; within float accumulation
- * (2 (k + 2) 2^-24) of float64 on the factors rounded as the CPU backend rounds them, and
- * within the precision's bound of float64 on the unrounded ones. */
-static void check_variant_precision(mf_ctx *ctx, problem *pr, int v, int32_t tj, mf_precision prec,
-                                    const char *what)
-{
-    int32_t rows, cols;
-    mf_sparse_shape(pr->S, &rows, &cols, NULL);
-    size_t ob = (size_t)pr->nnz * sizeof(float);
-    float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
-    float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
-    float *got = malloc(ob + 4), *nan = malloc(ob + 4);
-    double *rref = malloc((size_t)pr->nnz * sizeof *rref + 8),
-           *rbound = malloc((size_t)pr->nnz * sizeof *rbound + 8),
-           *slack = malloc((size_t)pr->nnz * sizeof *slack + 8);
-    for (int64_t p = 0; p < pr->nnz; p++)
-        nan[p] = NAN;
-    float *dout = to_device(nan, ob);
-    fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, prec, rref, rbound,
-                         slack);
-    const double acc = 2.0 * (pr->k + 2) * ldexp(1.0, -24);
-    for (int pass = 0; pass < 2; pass++) {
-        mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, pass ? -1.0f : 0.0f,
-                              dout,  0,  prec};
-        if (pass) {
-            CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
-            CUDA_OK(cudaDeviceSynchronize());
-        }
-        mf_status st = mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, 0);
-        ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
-        CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
-        fx_check_relative(what, pr->nnz, got, pr->ref, pr->bound, fx_precision_bound(prec, pr->k),
-                          slack, call.beta, pass ? pr->before : NULL);
-        fx_check_relative(what, pr->nnz, got, rref, rbound, acc, NULL, call.beta,
-                          pass ? pr->before : NULL);
-    }
-    CUDA_OK(cudaFree(dA));
-    CUDA_OK(cudaFree(dB));
-    CUDA_OK(cudaFree(dout));
-    free(got), free(nan), free(rref), free(rbound), free(slack);
-}
-
-/* Every SM-L2 vector variant's reduced-precision instances (the tuning times them for TF32,
- * BF16 and FP16 calls and keeps the fastest), on every pattern and k, one panel and several.
- * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
- * copies' zero padding fills it), and 515 needs a tail chunk. TF32 reads float rows, so only
- * where k % 4 == 0. */
-START_TEST(every_reduced_variant_matches_float64)
-{
-    mf_ctx *ctx = tu_cuda_ctx(0);
-    const int nv = mf_sddmm_variant_count();
-    const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
-    const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16, MF_PRECISION_FP16};
-    for (int pi = 0; pi < FX_PATTERNS; pi++)
-        for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
-            int k = test_k[ki];
-            if (quick && (pi == FX_RANDOM || pi == FX_SINGLE || k == 1 || k == 32))
-                continue;
-            problem pr = make_problem(ctx, (fx_pattern)pi, k, k % 4 ? 1 : 4, 140 + pi);
-            for (int v = 0; v < nv; v++) {
-                mf_sddmm_config cf = mf_sddmm_variant_config(v);
-                if (!cf.vec || cf.smem)
-                    continue;
-                for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
-                    if (precs[q] == MF_PRECISION_TF32 && k % 4)
-                        continue;
-                    for (int t = 0; t < 2; t++) {
-                        const int32_t tj = t ? 37 : 100000;
-                        char what[128];
-                        snprintf(
-                            what, sizeof what, "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d",
-                            fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q], tj);
-                        check_variant_precision(ctx, &pr, v, tj, precs[q], what);
-                    }
-                }
-            }
-            free_problem(&pr);
-        }
-    mf_ctx_destroy(ctx);
-}
-END_TEST
-
-/* A reduced precision on the tensor cores, device arrays: out NaN-poisoned with beta = 0,
- * then beta = -1 on `before`. Each result within the header's bound of float64 on the
- * unrounded factors and within float accumulation (2 (k + 2) 2^-24) of float64 on the
- * factors rounded as the CPU backend rounds them; and the CPU backend's own result within
- * twice that of the GPU's (parity). */
-static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec,
-                            const char *what)
+/* A reduced precision, device arrays: out NaN-poisoned with beta = 0, then beta = -1 on
+ * `before`. Each result within the header's bound of float64 on the unrounded factors and
+ * within float accumulation (2 (k + 2) 2^-24) of float64 on the factors rounded as the CPU
+ * backend rounds them; and the CPU backend's own result within twice that of the GPU's
+ * (parity). The call is mf_sddmm_ex's when v < 0, else variant v's instance for the
+ * precision through the test hook (panel width tj). */
+static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec, int v,
+                               int32_t tj, const char *what)
 {
     int32_t rows, cols;
     mf_sparse_shape(pr->S, &rows, &cols, NULL);
@@ -298,8 +216,10 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
             CUDA_OK(cudaMemcpy(dout, pr->before, ob, cudaMemcpyHostToDevice));
             CUDA_OK(cudaDeviceSynchronize());
         }
-        mf_status st = mf_sddmm_ex(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout,
-                                   MF_MEMORY_DEVICE, 0, prec);
+        mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout, 0, prec};
+        mf_status st = v < 0 ? mf_sddmm_ex(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta,
+                                           dout, MF_MEMORY_DEVICE, 0, prec)
+                             : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, 0);
         ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
         CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
         CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
@@ -324,6 +244,54 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
     CUDA_OK(cudaFree(dout));
     free(got), free(nan), free(host), free(rref), free(rbound), free(slack);
 }
+
+static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec,
+                            const char *what)
+{
+    check_precision_of(ctx, cpu, pr, prec, -1, 0, what);
+}
+
+/* Every SM-L2 vector variant's reduced-precision instances (the tuning times them for TF32,
+ * BF16 and FP16 calls and keeps the fastest), on every pattern and k, one panel and several,
+ * with the CPU backend's parity.
+ * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
+ * copies' zero padding fills it), and 515 needs a tail chunk. TF32 reads float rows, so only
+ * where k % 4 == 0. */
+START_TEST(every_reduced_variant_matches_float64)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    const int nv = mf_sddmm_variant_count();
+    const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
+    const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16, MF_PRECISION_FP16};
+    for (int pi = 0; pi < FX_PATTERNS; pi++)
+        for (size_t ki = 0; ki < sizeof test_k / sizeof *test_k; ki++) {
+            int k = test_k[ki];
+            if (quick && (pi == FX_RANDOM || pi == FX_SINGLE || k == 1 || k == 32))
+                continue;
+            problem pr = make_problem(ctx, (fx_pattern)pi, k, k % 4 ? 1 : 4, 140 + pi);
+            for (int v = 0; v < nv; v++) {
+                mf_sddmm_config cf = mf_sddmm_variant_config(v);
+                if (!cf.vec || cf.smem)
+                    continue;
+                for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
+                    if (precs[q] == MF_PRECISION_TF32 && k % 4)
+                        continue;
+                    for (int t = 0; t < 2; t++) {
+                        const int32_t tj = t ? 37 : 100000;
+                        char what[128];
+                        snprintf(
+                            what, sizeof what, "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d",
+                            fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q], tj);
+                        check_precision_of(ctx, cpu, &pr, precs[q], v, tj, what);
+                    }
+                }
+            }
+            free_problem(&pr);
+        }
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
 
 /* Every reduced precision on every pattern and k, with 16-byte loads (k % 4 == 0, ld padded
  * to a multiple of 4) and without (ld = k + 1); host arrays through the staging path. Each
