@@ -24,7 +24,8 @@
 // difference from the peer's float RMSE.
 //
 // usage: bench_sddmm [--cases netflix,nytimes,uniform] [--k 32,128,512] [--repeat N]
-//                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,3xtf32-tc]
+//                    [--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,
+//                                  3xtf32-tc,bf16-cc,fp16-cc,tf32-cc]
 //                    [--scale F] [--graph FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
 //                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
@@ -170,8 +171,8 @@ static void capture_log(void *, mf_log_level, const char *msg)
 }
 
 // bf16 and fp16 run on the CUDA cores, the float kernel's tuned variant reading 16-bit
-// copies (the library's default); "-tc" forces the tensor-core kernel (MFACT_SDDMM_HALF, set
-// per call).
+// copies (the library's default above 200,000 entries); "-tc" forces the tensor-core kernel,
+// "-cc" the CUDA cores (MFACT_SDDMM_HALF, set per call).
 static const struct {
     const char *name;
     mf_precision p;
@@ -184,7 +185,10 @@ static const struct {
                   {"bf16-tc", MF_PRECISION_BF16, "tensor-cores"},
                   {"fp16-tc", MF_PRECISION_FP16, "tensor-cores"},
                   {"tf32-tc", MF_PRECISION_TF32, "tensor-cores"},
-                  {"3xtf32-tc", MF_PRECISION_3XTF32, "tensor-cores"}};
+                  {"3xtf32-tc", MF_PRECISION_3XTF32, "tensor-cores"},
+                  {"bf16-cc", MF_PRECISION_BF16, "cuda-cores"},
+                  {"fp16-cc", MF_PRECISION_FP16, "cuda-cores"},
+                  {"tf32-cc", MF_PRECISION_TF32, "cuda-cores"}};
 
 // The header's bound for the precision (mfact.h, mf_precision), relative to sum |a_t b_t|.
 static double precision_bound(mf_precision p, int k)
