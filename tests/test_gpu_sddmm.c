@@ -186,9 +186,11 @@ END_TEST
  * within float accumulation (2 (k + 2) 2^-24) of float64 on the factors rounded as the CPU
  * backend rounds them; and the CPU backend's own result within twice that of the GPU's
  * (parity). The call is mf_sddmm_ex's when v < 0, else variant v's instance for the
- * precision through the test hook (panel width tj). */
+ * precision through the test hook (panel width tj, grouped layout or not), then once more
+ * with S as a pattern and beta = 0 (the instance a prediction runs: MF_SDDMM_PLAIN for a
+ * first chunk wholly inside k). */
 static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec, int v,
-                               int32_t tj, const char *what)
+                               int32_t tj, int grouped, const char *what)
 {
     int32_t rows, cols;
     mf_sparse_shape(pr->S, &rows, &cols, NULL);
@@ -219,13 +221,28 @@ static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precisi
         mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout, 0, prec};
         mf_status st = v < 0 ? mf_sddmm_ex(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta,
                                            dout, MF_MEMORY_DEVICE, 0, prec)
-                             : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, 0);
+                             : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, grouped);
         ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
         CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
         CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
         fx_check_relative(what, pr->nnz, got, pr->ref, pr->bound, fx_precision_bound(prec, pr->k),
                           slack, beta, before);
         fx_check_relative(what, pr->nnz, got, rref, rbound, acc, NULL, beta, before);
+    }
+    if (v >= 0) { /* S as a pattern, beta = 0, out poisoned: against the pattern's reference */
+        double *pref = malloc((size_t)pr->nnz * sizeof *pref + 8),
+               *pbound = malloc((size_t)pr->nnz * sizeof *pbound + 8);
+        fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 1, prec, pref,
+                             pbound, NULL);
+        CUDA_OK(cudaMemcpy(dout, nan, ob, cudaMemcpyHostToDevice));
+        CUDA_OK(cudaDeviceSynchronize());
+        mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 1, prec};
+        ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, grouped) == MF_OK,
+                      "%s, pattern: %s", what, mf_ctx_last_error(ctx));
+        float *pat = malloc(ob + 4);
+        CUDA_OK(cudaMemcpy(pat, dout, ob, cudaMemcpyDeviceToHost));
+        fx_check_relative(what, pr->nnz, pat, pref, pbound, acc, NULL, 0.0, NULL);
+        free(pat), free(pref), free(pbound);
     }
     /* parity: the CPU backend on the same matrix and factors (beta = -1 on before) */
     mf_sparse *Sc = copy_to(cpu, pr->S);
@@ -248,12 +265,13 @@ static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precisi
 static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec,
                             const char *what)
 {
-    check_precision_of(ctx, cpu, pr, prec, -1, 0, what);
+    check_precision_of(ctx, cpu, pr, prec, -1, 0, 0, what);
 }
 
 /* Every SM-L2 vector variant's reduced-precision instances (the tuning times them for TF32,
- * BF16 and FP16 calls and keeps the fastest), on every pattern and k, one panel and several,
- * with the CPU backend's parity.
+ * BF16 and FP16 calls and keeps the fastest), on every pattern and k, one panel and several
+ * and grouped rows, with S's values and as a pattern, and the CPU backend's parity (under
+ * compute-sanitizer: bf16 on several panels, fewer patterns and k).
  * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
  * copies' zero padding fills it), and 515 needs a tail chunk. TF32 reads float rows, so only
  * where k % 4 == 0. */
@@ -274,15 +292,18 @@ START_TEST(every_reduced_variant_matches_float64)
                 if (!cf.vec || cf.smem)
                     continue;
                 for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
-                    if (precs[q] == MF_PRECISION_TF32 && k % 4)
+                    if ((precs[q] == MF_PRECISION_TF32 && k % 4) ||
+                        (quick && precs[q] != MF_PRECISION_BF16))
                         continue;
-                    for (int t = 0; t < 2; t++) {
-                        const int32_t tj = t ? 37 : 100000;
+                    /* one panel, several, one panel with the rows grouped */
+                    for (int t = quick ? 1 : 0; t < (quick ? 2 : 3); t++) {
+                        const int32_t tj = t == 1 ? 37 : 100000;
                         char what[128];
-                        snprintf(
-                            what, sizeof what, "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d",
-                            fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q], tj);
-                        check_precision_of(ctx, cpu, &pr, precs[q], v, tj, what);
+                        snprintf(what, sizeof what,
+                                 "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d%s",
+                                 fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q],
+                                 tj, t == 2 ? " grouped" : "");
+                        check_precision_of(ctx, cpu, &pr, precs[q], v, tj, t == 2, what);
                     }
                 }
             }
@@ -556,6 +577,7 @@ END_TEST
  * tensor-core plan" when the tensor-core plan was built. */
 typedef struct route_log {
     int cores, tensor_cores;
+    int timed; /* float-kernel plans whose line reports candidates timed */
 } route_log;
 
 static void count_routes(void *user, mf_log_level level, const char *message)
@@ -564,8 +586,10 @@ static void count_routes(void *user, mf_log_level level, const char *message)
     (void)level;
     if (strstr(message, "mf_sddmm: tensor-core plan"))
         r->tensor_cores++;
-    else if (strstr(message, "mf_sddmm: plan for k"))
+    else if (strstr(message, "mf_sddmm: plan for k")) {
         r->cores++;
+        r->timed += strstr(message, "candidates timed in") != NULL;
+    }
 }
 
 /* Each precision takes the route the header promises (both routes meet the bounds, so the
@@ -573,7 +597,7 @@ static void count_routes(void *user, mf_log_level level, const char *message)
  * call's log read. */
 START_TEST(precision_routes)
 {
-    route_log seen = {0, 0};
+    route_log seen = {0, 0, 0};
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CUDA;
@@ -618,7 +642,7 @@ START_TEST(precision_routes)
         float *dA = to_device(pr.A, (size_t)rows * pr.lda * sizeof(float));
         float *dB = to_device(pr.B, (size_t)cols * pr.ldb * sizeof(float));
         float *dout = to_device(pr.before, (size_t)pr.nnz * sizeof(float));
-        seen.cores = seen.tensor_cores = 0;
+        seen.cores = seen.tensor_cores = seen.timed = 0;
         ck_assert_msg(mf_sddmm_ex(ctx, pr.S, k, dA, pr.lda, dB, pr.ldb, 1.0f, 0.0f, dout,
                                   MF_MEMORY_DEVICE, 0, cases[c].prec) == MF_OK,
                       "case %zu: %s", c, mf_ctx_last_error(ctx));
@@ -629,6 +653,10 @@ START_TEST(precision_routes)
                       "tensor-core plans, %d float-kernel plans",
                       c, (int)cases[c].prec, cases[c].big ? "big" : "small", k, cases[c].pad,
                       cases[c].knob ? cases[c].knob : "unset", seen.tensor_cores, seen.cores);
+        /* the plan's line says what choosing it cost: timed above 200,000 entries (every
+         * big case here has several candidates), the rule's pick below */
+        ck_assert_msg(seen.timed == (cases[c].big ? seen.cores : 0),
+                      "case %zu: %d of %d float-kernel plans timed", c, seen.timed, seen.cores);
         CUDA_OK(cudaFree(dA));
         CUDA_OK(cudaFree(dB));
         CUDA_OK(cudaFree(dout));

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "core/ctx.h"
 #include "core/staging.h"
 #include "cuda/cuda_internal.h"
@@ -77,7 +78,8 @@ struct mf_sddmm_variant {
 
 // Every compiled variant. The tuning rules (sddmm_tuning.c) pick candidates among them.
 static const mf_sddmm_variant variants[] = {
-    // SM-L2, 16-byte vectors (k % 4 == 0, aligned rows)
+    // SM-L2, 16-byte vectors (float factors: k % 4 == 0, aligned rows; the 16-bit copies'
+    // rows always are)
     MF_VARIANT(8, 1, true, false),
     MF_VARIANT(8, 2, true, false),
     MF_VARIANT(8, 4, true, false),
@@ -342,6 +344,8 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                 *tensor_cores = false;
             return MF_OK;
         }
+    const double t0 = mf_seconds(); // the choice's cost, for the INFO line below
+    int timed = 0;                  // candidates timed
     mf_sddmm_shape sh = shape_of(ctx, S, call);
     if (half)
         sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (TF32:
@@ -417,6 +421,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                    plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms,
                    runs);
             *got = ms;
+            timed++;
             if (ms < best_ms) {
                 best_ms = ms;
                 best = v;
@@ -501,15 +506,22 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         plan->n_choices++;
     mf_sddmm_plan_drop_unused(ctx, plan);
     mf_sddmm_config cf = variants[best].cfg;
+    char how[64]; // what the choice cost: layouts built and uploaded, candidates timed
+    if (timed)
+        snprintf(how, sizeof how, "; %d candidates timed in %.0f ms", timed,
+                 1e3 * (mf_seconds() - t0));
+    else
+        snprintf(how, sizeof how, "; the rule's pick, layout in %.1f ms",
+                 1e3 * (mf_seconds() - t0));
     mf_log(ctx, MF_LOG_INFO,
-           "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s", call->k,
+           "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s%s", call->k,
            cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr,
            !cf.vec     ? "scalar"
            : sh.unit16 ? "vec8"
                        : "vec4",
            mf_sddmm_chunk_of(cf, sh.unit16), plan->layouts[best_layout].tj,
            plan->layouts[best_layout].panels,
-           plan->layouts[best_layout].grouped ? ", rows grouped" : "");
+           plan->layouts[best_layout].grouped ? ", rows grouped" : "", how);
     *variant = best;
     *layout = best_layout;
     return MF_OK;

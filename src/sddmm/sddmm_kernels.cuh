@@ -21,7 +21,8 @@
 // MODE picks the instance per launch: MF_SDDMM_PLAIN for the common call (a chunk wholly
 // inside k, the first, beta = 0, S as a pattern: out = alpha * dot), MF_SDDMM_FULL for
 // other chunks wholly inside k, MF_SDDMM_TAIL for the chunk that passes k (A and B loads
-// checked). On the H100 (Netflix shape, k = 32) the bounds checks and a loop over chunks
+// checked by each unit's first value: a 16-bit unit that passes k reads the copies' zero
+// padding). On the H100 (Netflix shape, k = 32) the bounds checks and a loop over chunks
 // inside the kernel cost 15-20%, and the general epilogue another 5%: the work per entry
 // is small there.
 #ifndef MF_SDDMM_KERNELS_CUH
@@ -224,7 +225,7 @@ template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
     static_assert(HALF == 0 || (VEC && !SMEM),
-                  "rounded inputs (16-bit, TF32): SM-L2 with 4-value units only");
+                  "rounded inputs (16-bit, TF32): SM-L2 vector variants only");
     typedef mf_unit<VEC, HALF> U;
     typedef typename U::type unit;
     typedef typename U::elem elem;
@@ -247,7 +248,8 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
     // from a shared counter: their items are long in time, and a static round-robin leaves
     // warps idle while the busiest finishes (H200: 2-5% at k = 128 and 512). Narrow chunks
     // take items round-robin, where the atomic and the shuffle per item cost more than the
-    // imbalance (3% at k = 32). SM-SM blocks leave their shared memory to the tile.
+    // imbalance (3% at k = 32). SM-SM blocks leave their shared memory to the tile. (KC
+    // counts values: a 16-bit chunk of 64 is half the loads of a float one, measured as is.)
     constexpr bool DYN = !SMEM && KC >= 64;
     __shared__ int next_item;
     if (DYN && threadIdx.x == 0)

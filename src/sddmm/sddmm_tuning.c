@@ -50,7 +50,8 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
         l2_block /= 2;
     /* Panel width of the L2 model: the panel's B rows fill at most half of L2, so the
      * blocks that run together (they walk the panels in order) keep their B in L2. */
-    int64_t b_row = (int64_t)sh->k * (sh->unit16 ? 2 : (int64_t)sizeof(float));
+    int64_t b_row = sh->unit16 ? (int64_t)(sh->k + 31) / 32 * 32 * 2 /* padded copies */
+                               : (int64_t)sh->k * (int64_t)sizeof(float);
     int64_t tj_l2 = sh->l2_bytes / 2 / (b_row > 0 ? b_row : 1);
     int first_l2 = -1;
     for (int i = 0; i < nv; i++) {

@@ -20,7 +20,7 @@ extern "C" {
  * virtual warps take its items round-robin and the block holds its SM slot until the
  * busiest one finishes, so items are cut short enough that each virtual warp gets about 8:
  * on the H200 (Netflix shape, k = 32, V = 8) items of at most 256 entries took 1.17 ms and
- * items of at most 16 took 0.82 ms. Each item reloads its A row (k * 4 bytes), which is why
+ * items of at most 16 took 0.82 ms. Each item reloads its A row (k floats), which is why
  * wide virtual warps (large k) keep longer items: at k = 512 (V = 32) 64 entries beat 16 by
  * 4%. */
 #define MF_SDDMM_ITEM_NNZ_MIN    16
@@ -82,8 +82,9 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 #define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
 #define MF_SDDMM_MAX_CANDIDATES  16
 
-/* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of 4 floats
- * (vec) or 1, B staged in shared memory (smem) or read through L2. */
+/* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of one
+ * 16-byte vector (vec: 4 floats, or 8 values of the 16-bit copies) or 1 float, B staged in
+ * shared memory (smem) or read through L2. */
 typedef struct mf_sddmm_config {
     int v, kr, vec, smem;
 } mf_sddmm_config;
