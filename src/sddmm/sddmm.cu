@@ -511,7 +511,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         snprintf(how, sizeof how, "; %d candidates timed in %.0f ms", timed,
                  1e3 * (mf_seconds() - t0));
     else
-        snprintf(how, sizeof how, "; the rule's pick, layout in %.1f ms",
+        snprintf(how, sizeof how, "; the rule's pick (untimed), %.1f ms",
                  1e3 * (mf_seconds() - t0));
     mf_log(ctx, MF_LOG_INFO,
            "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s%s", call->k,
