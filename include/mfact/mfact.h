@@ -453,10 +453,10 @@ typedef enum mf_sddmm_flags {
  * The first CUDA call on a matrix with a given k builds a tiling plan (the scheme and tile
  * sizes, picked by timing a few candidates; under 200,000 or over 2^29 entries, where timing
  * means little or costs more than it saves, by rule alone) and caches it on S with the
- * device copy of S; later calls pay nothing for it. Its INFO log line ("mf_sddmm: plan for
- * k = ...") names the pick and what picking it cost (candidates timed, milliseconds). mf_sparse_destroy frees both. Bad arguments
- * (k < 1, lda < k, ldb < k, NULL arrays, non-finite alpha or beta) are
- * MF_ERR_INVALID_ARGUMENT and leave out untouched. */
+ * device copy of S; later calls pay nothing for it. mf_sparse_destroy frees both. The plan's
+ * INFO log line ("mf_sddmm: plan for k = ...") names the pick and what picking it cost
+ * (candidates timed, milliseconds). Bad arguments (k < 1, lda < k, ldb < k, NULL arrays,
+ * non-finite alpha or beta) are MF_ERR_INVALID_ARGUMENT and leave out untouched. */
 MF_API mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
                           const float *B, int64_t ldb, float alpha, float beta, float *out,
                           mf_memory where, unsigned flags);
