@@ -182,6 +182,18 @@ struct mf_sddmm_half_in {
     int64_t ld;
 };
 
+// Whether a call reads the 16-bit copies (8 values a 16-byte unit, sddmm_tuning.h).
+static int unit16_of(const mf_sddmm_half_in *half)
+{
+    return half && half->A16;
+}
+
+// A variant's unit, for the log lines.
+static const char *unit_name(mf_sddmm_config c, int unit16)
+{
+    return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
+}
+
 // B's values rounded to TF32 (the float kernel's TF32 instance reads them) in *copy, rows
 // of k values (k % 4 == 0: vector_ok), stream-ordered.
 static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
@@ -231,7 +243,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
-    if (half && half->A16) {
+    if (unit16_of(half)) {
         P.A16 = half->A16;
         P.B16 = half->B16;
         P.lda = P.ldb = half->ld;
@@ -247,7 +259,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                        "mf_sddmm: %lld thread blocks exceed the grid limit",
                        (long long)L->n_blocks);
     // One launch per chunk, each by the instance that does no more than its chunk needs.
-    const int kc_width = mf_sddmm_chunk_of(var.cfg, half && half->A16);
+    const int kc_width = mf_sddmm_chunk_of(var.cfg, unit16_of(half));
     for (P.kc = 0; P.kc < call->k; P.kc += kc_width) {
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
@@ -350,7 +362,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     if (half)
         sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (TF32:
                     // the caller checked the factors')
-    sh.unit16 = half && half->A16;
+    sh.unit16 = unit16_of(half);
     mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
     int n = mf_sddmm_candidates(&sh, cand);
     if (half) { // no SM-SM instance reads 16-bit copies
@@ -414,10 +426,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                      (double)second);
             mf_log(ctx, MF_LOG_DEBUG,
                    "mf_sddmm: k = %d candidate %s V=%d KR=%d %s tj=%d%s: %.3f ms (runs %s)",
-                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr,
-                   !cf.vec     ? "scalar"
-                   : sh.unit16 ? "vec8"
-                               : "vec4",
+                   call->k, cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, unit_name(cf, sh.unit16),
                    plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms,
                    runs);
             *got = ms;
@@ -515,10 +524,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                  1e3 * (mf_seconds() - t0));
     mf_log(ctx, MF_LOG_INFO,
            "mf_sddmm: plan for k = %d: %s, V=%d KR=%d %s, Tk=%d, Tj=%d (%d panels)%s%s", call->k,
-           cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr,
-           !cf.vec     ? "scalar"
-           : sh.unit16 ? "vec8"
-                       : "vec4",
+           cf.smem ? "SM-SM" : "SM-L2", cf.v, cf.kr, unit_name(cf, sh.unit16),
            mf_sddmm_chunk_of(cf, sh.unit16), plan->layouts[best_layout].tj,
            plan->layouts[best_layout].panels,
            plan->layouts[best_layout].grouped ? ", rows grouped" : "", how);
@@ -533,7 +539,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 static mf_status run(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
                      const mf_sddmm_dev_layout *L, const mf_sddmm_half_in *half = NULL)
 {
-    const int width = mf_sddmm_chunk_of(variants[v].cfg, half && half->A16);
+    const int width = mf_sddmm_chunk_of(variants[v].cfg, unit16_of(half));
     int chunks = (call->k + width - 1) / width;
     if (chunks == 1 || call->beta == 0.f)
         return run_variant(ctx, S, call, v, L, call->out, call->beta, half);

@@ -24,7 +24,7 @@ static int64_t sm_block_nnz(const mf_sddmm_shape *sh, int64_t tj, int per_sm)
 int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
 {
     const int nv = mf_sddmm_variant_count();
-    const int w = sh->vec ? (sh->unit16 ? 8 : 4) : 1;
+    const int w = mf_sddmm_unit_width(sh->vec, sh->unit16);
     const int units = (sh->k + w - 1) / w; /* per row of A and B */
     int n = 0;
 

@@ -112,18 +112,18 @@ mf_sddmm_config mf_sddmm_variant_config(int i);
 
 /* Values per lane unit: a 16-byte vector holds 4 floats or 8 16-bit values (bf16 and fp16
  * copies, unit16); a scalar unit holds 1 float. */
-static inline int mf_sddmm_unit_width(mf_sddmm_config c, int unit16)
+static inline int mf_sddmm_unit_width(int vec, int unit16)
 {
-    return c.vec ? (unit16 ? 8 : 4) : 1;
+    return vec ? (unit16 ? 8 : 4) : 1;
 }
 /* k per chunk of a float call (the SM-SM tile's Tk), and of a call on 16-bit copies. */
 static inline int mf_sddmm_chunk(mf_sddmm_config c)
 {
-    return c.v * c.kr * mf_sddmm_unit_width(c, 0);
+    return c.v * c.kr * mf_sddmm_unit_width(c.vec, 0);
 }
 static inline int mf_sddmm_chunk_of(mf_sddmm_config c, int unit16)
 {
-    return c.v * c.kr * mf_sddmm_unit_width(c, unit16);
+    return c.v * c.kr * mf_sddmm_unit_width(c.vec, unit16);
 }
 static inline int mf_sddmm_threads(mf_sddmm_config c)
 {
