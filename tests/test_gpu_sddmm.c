@@ -317,6 +317,116 @@ START_TEST(every_reduced_variant_matches_float64)
 }
 END_TEST
 
+/* TF32 from the scaled fp16 copies (k % 8 == 0, sddmm_tf32.cu), where rows test the scaling:
+ * rows at 2^60 and 2^-60 times the rest (each row's own power brings it into fp16's range:
+ * still exact), then a row whose values span 2^40 (2^20 and 2^-20, B's first two columns 0
+ * and 1, so that the product is the small value's alone: fp16 could not hold it, and the
+ * kernel must read the floats), then a row holding an infinity (the same fallback: each
+ * entry NaN, infinite or finite as the CPU backend's). Two variants through the hook, and
+ * the tuned call at k = 256 (small matrices take the CUDA cores above k = 128). */
+/* The first n rows of S that hold entries, in *row. */
+static void rows_with_entries(const mf_sparse *S, int n, int32_t *row)
+{
+    int64_t nnz;
+    mf_sparse_shape(S, NULL, NULL, &nnz);
+    int32_t *r = malloc((size_t)nnz * 4 + 4), *c = malloc((size_t)nnz * 4 + 4);
+    float *v = malloc((size_t)nnz * 4 + 4);
+    ck_assert_int_eq(mf_sparse_get_coo(S, r, c, v, MF_MEMORY_HOST), MF_OK);
+    int found = 0;
+    for (int64_t p = 0; p < nnz && found < n; p++)
+        if (found == 0 || r[p] != row[found - 1])
+            row[found++] = r[p];
+    ck_assert_int_eq(found, n);
+    free(r), free(c), free(v);
+}
+
+static void scale_rows(problem *pr, int wide)
+{
+    int32_t row[3], cols;
+    rows_with_entries(pr->S, 3, row);
+    mf_sparse_shape(pr->S, NULL, &cols, NULL);
+    for (int t = 0; t < pr->k; t++) {
+        pr->A[row[1] * pr->lda + t] = ldexpf(pr->A[row[1] * pr->lda + t], 60);
+        pr->A[row[2] * pr->lda + t] = ldexpf(pr->A[row[2] * pr->lda + t], -60);
+        if (wide)
+            pr->A[row[0] * pr->lda + t] = t == 0 ? 0x1p20f : t == 1 ? 0x1p-20f : 0.f;
+    }
+    for (int32_t j = 0; wide && j < cols; j++) {
+        pr->B[j * pr->ldb] = 0.f;
+        pr->B[j * pr->ldb + 1] = 1.f;
+    }
+    fx_sddmm_ref(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, pr->ref, pr->bound);
+}
+
+START_TEST(tf32_scaled_copies)
+{
+    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    unsetenv("MFACT_SDDMM_HALF");
+    static const int ks[] = {32, 128, 256};
+    for (int wide = 0; wide <= 1; wide++)
+        for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
+            problem pr = make_problem(ctx, FX_POWER_LAW, ks[ki], 4, 300 + (int)ki);
+            scale_rows(&pr, wide);
+            char what[96];
+            if (ks[ki] == 256) { /* the tuned call */
+                snprintf(what, sizeof what, "TF32 k=%d %s tuned", ks[ki], wide ? "wide" : "scaled");
+                check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, -1, 0, 0, what);
+            } else {
+                for (int v = 0; v < mf_sddmm_variant_count(); v++) {
+                    mf_sddmm_config cf = mf_sddmm_variant_config(v);
+                    if (!cf.vec || cf.smem || (cf.v != 4 && cf.v != 32))
+                        continue;
+                    snprintf(what, sizeof what, "TF32 k=%d %s variant %d (V=%d KR=%d)", ks[ki],
+                             wide ? "wide" : "scaled", v, cf.v, cf.kr);
+                    check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, v, 37, 0, what);
+                }
+            }
+            free_problem(&pr);
+        }
+    /* an infinity in A (a row with entries): every entry classed as the CPU backend's */
+    problem pr = make_problem(ctx, FX_POWER_LAW, 64, 4, 310);
+    int32_t inf_row;
+    rows_with_entries(pr.S, 1, &inf_row);
+    pr.A[inf_row * pr.lda + 5] = INFINITY;
+    int32_t rows, cols;
+    mf_sparse_shape(pr.S, &rows, &cols, NULL);
+    float *dA = to_device(pr.A, (size_t)(rows * pr.lda) * sizeof(float));
+    float *dB = to_device(pr.B, (size_t)(cols * pr.ldb) * sizeof(float));
+    size_t ob = (size_t)pr.nnz * sizeof(float);
+    float *dout = to_device(pr.before, ob), *got = malloc(ob + 4), *host = malloc(ob + 4);
+    mf_sddmm_call call = {64, dA, pr.lda, dB, pr.ldb, 0.5f, 0.0f, dout, 0, MF_PRECISION_TF32};
+    ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr.S, &call, 0, 100000, 100, 0) == MF_OK, "%s",
+                  mf_ctx_last_error(ctx));
+    CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+    CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+    mf_sparse *Sc = copy_to(cpu, pr.S);
+    ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 0.0f, host,
+                                 MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
+                     MF_OK);
+    int infinite = 0;
+    for (int64_t p = 0; p < pr.nnz; p++) {
+        ck_assert_msg(isnan(got[p]) == isnan(host[p]) && isinf(got[p]) == isinf(host[p]) &&
+                          (isnan(got[p]) || !isinf(got[p]) || got[p] == host[p]),
+                      "infinity in A: GPU %g, CPU %g at entry %lld", (double)got[p],
+                      (double)host[p], (long long)p);
+        if (!isnan(got[p]) && !isinf(got[p]))
+            ck_assert_msg(fabs((double)got[p] - host[p]) <= 1e-5 * (pr.bound[p] + 1e-30),
+                          "infinity in A: GPU %.9g, CPU %.9g at entry %lld", (double)got[p],
+                          (double)host[p], (long long)p);
+        infinite += isinf(got[p]) || isnan(got[p]);
+    }
+    ck_assert_int_gt(infinite, 0);
+    mf_sparse_destroy(Sc);
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
+    CUDA_OK(cudaFree(dout));
+    free(got), free(host);
+    free_problem(&pr);
+    mf_ctx_destroy(cpu);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Every reduced precision on every pattern and k, with 16-byte loads (k % 4 == 0, ld padded
  * to a multiple of 4) and without (ld = k + 1); host arrays through the staging path. Each
  * twice: on the CUDA cores and on the tensor cores (MFACT_SDDMM_HALF forces each; TF32
@@ -950,6 +1060,7 @@ int main(void)
     static const tu_suite suite = {.name = "gpu_sddmm", .gpu = true, .timeout = 600};
     const TTest *const tests[] = {every_variant_matches_float64,
                                   every_reduced_variant_matches_float64,
+                                  tf32_scaled_copies,
                                   tensor_core_precisions,
                                   half_precision_default_route,
                                   tensor_core_row_orders_agree,

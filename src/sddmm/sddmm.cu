@@ -33,13 +33,16 @@ static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_
 }
 
 // One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with `half`
-// a reduced precision, the instance that rounds the inputs (SM-L2 vector variants only):
-// bf16 and fp16 read P.A16 and P.B16, TF32 reads B's rounded copy and rounds A as it loads.
+// a reduced precision's instance (SM-L2 vector variants only): bf16 and fp16 read P.A16 and
+// P.B16, TF32 reads B's rounded copy and rounds A as it loads, MF_SDDMM_TF32_16 reads the
+// scaled fp16 copies (sddmm_tf32.cu).
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
                    cudaStream_t stream)
 {
     if constexpr (VEC && !SMEM) {
+        if (half == MF_SDDMM_TF32_16)
+            return launch_mode<V, KR, VEC, SMEM, MF_SDDMM_TF32_16>(P, mode, grid, smem, stream);
         if (half == MF_PRECISION_BF16)
             return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_BF16>(P, mode, grid, smem, stream);
         if (half == MF_PRECISION_FP16)
@@ -175,11 +178,16 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
 // (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load.
+// floats, rounding them as they load, or (k % 8 == 0) the scaled fp16 copies (A16, B16 with
+// pow_a, pow_b and wide: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them
+// (the kernel's HALF: an mf_precision or MF_SDDMM_TF32_16).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     const float *B32;
     int64_t ld;
+    const int8_t *pow_a, *pow_b;
+    const int *wide;
+    int kernel;
 };
 
 // Whether a call reads the 16-bit copies (8 values a 16-byte unit, sddmm_tuning.h).
@@ -209,10 +217,36 @@ static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_ca
         mf_dmem_free(ctx, copy);
         return st;
     }
-    in->A16 = in->B16 = NULL;
+    *in = mf_sddmm_half_in{};
     in->B32 = (const float *)copy->ptr; // NULL only for no columns, where no kernel runs
     in->ld = call->k;
+    in->kernel = MF_PRECISION_TF32;
     return MF_OK;
+}
+
+// A's and B's rows rounded to TF32 and scaled into fp16 (sddmm_tf32.cu), for k % 8 == 0 and
+// 16-byte rows: what bf16 gathers, with TF32's bits.
+static mf_status tf32_fp16_copies(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                                  mf_dbuf *copies, mf_sddmm_half_in *in)
+{
+    mf_sddmm_tf32_copies c;
+    MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copies, &c));
+    *in = mf_sddmm_half_in{};
+    in->A16 = c.A16;
+    in->B16 = c.B16;
+    in->ld = c.ld;
+    in->pow_a = c.pow_a;
+    in->pow_b = c.pow_b;
+    in->wide = c.wide;
+    in->kernel = MF_SDDMM_TF32_16;
+    return MF_OK;
+}
+
+// Whether a TF32 call on the CUDA cores reads the scaled fp16 copies: k % 8 == 0, so that
+// the fallback's 8-float units (the copies' chunk widths) never straddle k.
+static bool tf32_fp16_ok(const mf_sddmm_call *call)
+{
+    return call->k % 8 == 0;
 }
 
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
@@ -240,13 +274,19 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.items = (const mf_sddmm_item *)L->items.ptr;
     P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
     P.A16 = P.B16 = NULL;
+    P.ld16 = 0;
+    P.pow_a = P.pow_b = NULL;
+    P.wide = NULL;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
     if (unit16_of(half)) {
         P.A16 = half->A16;
         P.B16 = half->B16;
-        P.lda = P.ldb = half->ld;
+        P.ld16 = half->ld;
+        P.pow_a = half->pow_a;
+        P.pow_b = half->pow_b;
+        P.wide = half->wide;
     } else if (half && half->B32) {
         P.B = half->B32;
         P.ldb = half->ld;
@@ -264,7 +304,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
                                                         : MF_SDDMM_FULL;
-        var.launch(P, half ? call->precision : 0, mode, (unsigned)L->n_blocks, smem,
+        var.launch(P, half ? half->kernel : 0, mode, (unsigned)L->n_blocks, smem,
                    ctx->link.cuda->stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
@@ -347,7 +387,7 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 {
     mf_sddmm_plan *plan = NULL;
     MF_TRY(mf_sddmm_plan_get(ctx, S, &plan));
-    const int vec = half ? 10 + call->precision : vector_ok(call);
+    const int vec = half ? 100 + half->kernel : vector_ok(call); // the plan's key
     for (int c = 0; c < plan->n_choices; c++)
         if (plan->choices[c].k == call->k && plan->choices[c].vec == vec) {
             *variant = plan->choices[c].variant;
@@ -597,7 +637,8 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     bool tc = force_tc || (!force_cores && small);
     if (tc && small && call->k <= MF_SDDMM_TC_COPY_K)
         return mf_cuda_sddmm_tc(ctx, S, call, NULL, NULL, 0);
-    mf_sddmm_half_in half = {NULL, NULL, NULL, 0};
+    mf_sddmm_half_in half = {};
+    half.kernel = call->precision;
     mf_dbuf copies = {0, 0};
     MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
     mf_status st = MF_OK;
@@ -615,11 +656,13 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // won at k = 32 on two small graphs, by 3% and 14%; 3xTF32 never). So 3xTF32, a request for
 // float's accuracy, gets float's own product (its bound holds with room; the CPU backend
 // sums the split's three products), and TF32 the float kernel's variants on TF32-rounded
-// factors: B rounded once into a copy (cols x k floats), A as it loads (exact products of
-// the rounded factors, float sums: TF32's bound and CPU parity, as on the tensor cores),
-// tuned per matrix and k; factors without 16-byte rows (no such variant) stay on the
-// tensor cores, whatever MFACT_SDDMM_HALF says, and so do small matrices at small k unless
-// MFACT_SDDMM_HALF=cuda-cores. MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
+// factors (exact products of the rounded factors, float sums: TF32's bound and CPU parity,
+// as on the tensor cores), tuned per matrix and k: where k % 8 == 0 both factors' rows as
+// fp16 scaled by powers of two, which holds TF32 values exactly (sddmm_tf32.cu: half the
+// bytes gathered), else B rounded once into a copy (cols x k floats) and A as it loads; factors
+// without 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says,
+// and so do small matrices at small k unless MFACT_SDDMM_HALF=cuda-cores.
+// MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
 static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
     bool force_tc, force_cores;
@@ -636,7 +679,10 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
         return run_tuned(ctx, S, call, NULL);
     mf_sddmm_half_in tf32;
     mf_dbuf copy = {0, 0};
-    MF_TRY(round_b_tf32(ctx, S, call, &copy, &tf32));
+    if (tf32_fp16_ok(call))
+        MF_TRY(tf32_fp16_copies(ctx, S, call, &copy, &tf32));
+    else
+        MF_TRY(round_b_tf32(ctx, S, call, &copy, &tf32));
     bool tc = false;
     mf_status st = run_tuned(ctx, S, call, &tf32, &tc);
     mf_dmem_free(ctx, &copy); // stream-ordered: after the kernels that read it
@@ -691,11 +737,14 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
-    // copies, or B rounded to TF32.
-    mf_sddmm_half_in in = {NULL, NULL, NULL, 0};
+    // copies, or for TF32 the scaled fp16 copies (k % 8 == 0) or B rounded.
+    mf_sddmm_half_in in = {};
+    in.kernel = call->precision;
     mf_dbuf copies = {0, 0};
     if (copies16)
         MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
+    else if (rounded && tf32_fp16_ok(call))
+        MF_TRY(tf32_fp16_copies(ctx, S, call, &copies, &in));
     else if (rounded)
         MF_TRY(round_b_tf32(ctx, S, call, &copies, &in));
     mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);

@@ -44,6 +44,21 @@ mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, mf_dbuf *copies,
                        const uint16_t **A16, const uint16_t **B16, int64_t *ld);
 
+/* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32, each times its
+ * own power of two, as fp16 exactly (A16, B16: rows of ld values, k rounded up to 32, zeros
+ * past k); pow_a and pow_b (one a row) the powers' exponents; *wide, on the device, set
+ * when some row could not be held so (the kernel then reads the float factors). All in one
+ * device buffer (*copies, freed by the caller, stream-ordered); k % 8 == 0 and the factors'
+ * rows 16-byte vectors (the fallback reads them 8 floats a unit). */
+typedef struct mf_sddmm_tf32_copies {
+    const uint16_t *A16, *B16;
+    const int8_t *pow_a, *pow_b;
+    const int *wide;
+    int64_t ld;
+} mf_sddmm_tf32_copies;
+mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                               mf_dbuf *copies, mf_sddmm_tf32_copies *out);
+
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped
  * layout or not (sddmm_layout.h), bypassing the tuning rules, in call->precision (FP32, or

@@ -51,9 +51,20 @@ struct mf_sddmm_params {
     const mf_sddmm_item *items;
     const mf_sddmm_block *blocks;
     // HALF kernels (bf16 or fp16 inputs): the factors' 16-bit copies (sddmm_tc_kernels.cuh's
-    // mf_tc_convert), rows of lda and ldb values; A and B are not read then
+    // mf_tc_convert), rows of ld16 values; A and B are not read then
     const uint16_t *A16, *B16;
+    int64_t ld16;
+    // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold each row of the TF32-rounded factors
+    // times a power of two, as fp16, exactly; pow_a and pow_b the powers' exponents (one a
+    // row), and *wide, set where some row could not be held so, sends the kernel to the
+    // floats (A, B, rounded as they load) instead
+    const int8_t *pow_a, *pow_b;
+    const int *wide;
 };
+
+// Kernel instances beyond mf_precision's values (the HALF parameter below): TF32 read from
+// scaled fp16 copies, and its fallback on the float factors.
+enum { MF_SDDMM_TF32_16 = 16, MF_SDDMM_TF32_WIDE = 17 };
 
 // A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16 or FP16, with
 // VEC) 8 16-bit values widened to floats as they load, whose products and sums are then
@@ -63,6 +74,7 @@ template <> struct mf_unit<true> {
     typedef float4 type;
     typedef float elem;
     static constexpr int width = 4;
+    static constexpr bool scaled = false; // results times the rows' scales (MF_SDDMM_TF32_16)
     __device__ static const float *A(const mf_sddmm_params &P)
     {
         return P.A;
@@ -70,6 +82,14 @@ template <> struct mf_unit<true> {
     __device__ static const float *B(const mf_sddmm_params &P)
     {
         return P.B;
+    }
+    __device__ static int64_t lda(const mf_sddmm_params &P)
+    {
+        return P.lda;
+    }
+    __device__ static int64_t ldb(const mf_sddmm_params &P)
+    {
+        return P.ldb;
     }
     __device__ static float4 zero()
     {
@@ -104,6 +124,7 @@ template <> struct mf_unit<false> {
     typedef float type;
     typedef float elem;
     static constexpr int width = 1;
+    static constexpr bool scaled = false;
     __device__ static const float *A(const mf_sddmm_params &P)
     {
         return P.A;
@@ -111,6 +132,14 @@ template <> struct mf_unit<false> {
     __device__ static const float *B(const mf_sddmm_params &P)
     {
         return P.B;
+    }
+    __device__ static int64_t lda(const mf_sddmm_params &P)
+    {
+        return P.lda;
+    }
+    __device__ static int64_t ldb(const mf_sddmm_params &P)
+    {
+        return P.ldb;
     }
     __device__ static float zero()
     {
@@ -149,6 +178,7 @@ template <int HALF> struct mf_unit<true, HALF> {
     typedef mf_float8 type;
     typedef uint16_t elem;
     static constexpr int width = 8;
+    static constexpr bool scaled = false;
     __device__ static const uint16_t *A(const mf_sddmm_params &P)
     {
         return P.A16;
@@ -156,6 +186,14 @@ template <int HALF> struct mf_unit<true, HALF> {
     __device__ static const uint16_t *B(const mf_sddmm_params &P)
     {
         return P.B16;
+    }
+    __device__ static int64_t lda(const mf_sddmm_params &P)
+    {
+        return P.ld16;
+    }
+    __device__ static int64_t ldb(const mf_sddmm_params &P)
+    {
+        return P.ld16;
     }
     __device__ static mf_float8 zero()
     {
@@ -202,6 +240,55 @@ template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
     }
 };
 
+// TF32 from the scaled fp16 copies (MF_SDDMM_TF32_16, sddmm_tf32.cu): each row is its TF32
+// values times a power of two, and fp16's 11 significant bits hold a TF32 value (11 bits)
+// exactly once it is scaled into fp16's normal range; so the products, and the float sums,
+// are the TF32 ones times the two rows' powers, which the entry's result divides out
+// (unscale: exact). The same bits as the TF32 unit above, from half the bytes: what bf16
+// gathers, at TF32's accuracy.
+template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
+    static constexpr bool scaled = true;
+};
+
+// 2^-e as a float, for a row's power e (in [-49, 78], sddmm_tf32.cu: a normal float). A
+// lane's partial sum times B's row's 2^-e, and the entry's sum times A's, are exact: the
+// scaled products are at least 2^-28 in magnitude (unless they cancel) and at most 2^30, so
+// neither step leaves float's normal range where the result does not.
+__device__ __forceinline__ float mf_sddmm_unpow(int e)
+{
+    return __uint_as_float((uint32_t)(127 - e) << 23);
+}
+
+// The same kernel's fallback, where some row did not fit fp16 (*P.wide): the float factors
+// in units of 8 (the chunk widths the plan chose for the copies), both rounded to TF32 as
+// they load. Rare (a row's nonzero values spanning more than 2^28, its largest outside
+// [2^-64, 2^64), a value not finite), and correct rather than fast.
+template <> struct mf_unit<true, MF_SDDMM_TF32_WIDE> : mf_unit<true> { // A, B, lda, ldb: floats
+    typedef mf_float8 type;
+    static constexpr int width = 8;
+    __device__ static mf_float8 zero()
+    {
+        return mf_unit<true, MF_PRECISION_FP16>::zero();
+    }
+    __device__ static float4 rounded(float4 v)
+    {
+        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                           mf_round_tf32(v.w));
+    }
+    __device__ static mf_float8 load(const float *p)
+    {
+        return {rounded(mf_unit<true>::load(p)), rounded(mf_unit<true>::load(p + 4))};
+    }
+    __device__ static mf_float8 loadA(const float *p)
+    {
+        return load(p);
+    }
+    __device__ static float dot(const mf_float8 &a, const mf_float8 &b, float acc)
+    {
+        return mf_unit<true, MF_PRECISION_FP16>::dot(a, b, acc);
+    }
+};
+
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
 // wholly inside k or wholly outside.
@@ -221,8 +308,8 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
 
 enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
 
-template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
-__global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
+template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF>
+__device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 {
     static_assert(HALF == 0 || (VEC && !SMEM),
                   "rounded inputs (16-bit, TF32): SM-L2 vector variants only");
@@ -262,7 +349,8 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
         const int64_t it = blk.item_begin + rel;
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
-        const elem *arow = U::A(P) + (int64_t)item.row * P.lda + kc;
+        const elem *arow = U::A(P) + (int64_t)item.row * U::lda(P) + kc;
+        const float a_unpow = U::scaled ? mf_sddmm_unpow(__ldg(P.pow_a + item.row)) : 1.f;
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
@@ -286,13 +374,17 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                 } else {
                     // Column indices are never negative (mf_sparse checks them): unsigned
                     // arithmetic spares the sign extension.
-                    const elem *brow = U::B(P) + (size_t)(uint32_t)j * (size_t)P.ldb + kc;
+                    const elem *brow = U::B(P) + (size_t)(uint32_t)j * (size_t)U::ldb(P) + kc;
+                    // B's row power, loaded beside its row (one byte a column)
+                    const int eb = U::scaled ? __ldg(P.pow_b + j) : 0;
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         int kk = (r * V + lane) * W;
                         if (MODE != MF_SDDMM_TAIL || kc + kk < P.k)
                             acc = U::dot(a[r], U::load(brow + kk), acc);
                     }
+                    if constexpr (U::scaled)
+                        acc *= mf_sddmm_unpow(eb);
                 }
                 s[u] = acc;
             }
@@ -325,7 +417,10 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
                     if (q < end) {
-                        float v = P.alpha * s[c];
+                        float v = s[c];
+                        if constexpr (U::scaled) // A's row power out (B's went per lane)
+                            v *= a_unpow;
+                        v = P.alpha * v;
                         if (MODE == MF_SDDMM_PLAIN) {
                             P.out[q] = v;
                         } else {
@@ -349,6 +444,20 @@ __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
             rel += NVW;
         }
     }
+}
+
+// HALF: 0 (float), an mf_precision (TF32, BF16, FP16) or MF_SDDMM_TF32_16, whose instance
+// reads *P.wide once (every thread the same word) and runs its fallback body where it is set.
+template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
+__global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
+{
+    if constexpr (HALF == MF_SDDMM_TF32_16) {
+        if (__ldg(P.wide)) {
+            mf_sddmm_body<V, KR, VEC, SMEM, MODE, T, MF_SDDMM_TF32_WIDE>(P);
+            return;
+        }
+    }
+    mf_sddmm_body<V, KR, VEC, SMEM, MODE, T, HALF>(P);
 }
 
 #endif

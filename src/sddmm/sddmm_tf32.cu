@@ -1,0 +1,114 @@
+// TF32 on the CUDA cores from half the bytes: the factors rounded to TF32 and stored as fp16,
+// each row scaled by its own power of two, for the float kernel's MF_SDDMM_TF32_16 instance
+// (sddmm_kernels.cuh).
+//
+// Why this is exact: a TF32 value has 11 significant bits, as an fp16 normal value does, so
+// fp16 holds it exactly once a power of two brings it into fp16's normal range [2^-14,
+// 65504]. Scaling a row so that its largest magnitude lands in [2^14, 2^15) keeps every
+// value of the row that is within 2^28 of that largest one normal; products and float sums
+// of the scaled values are the unscaled ones times the two rows' powers, exactly, and the
+// kernel multiplies the powers back out (mf_sddmm_unpow). Exact products of the TF32 values
+// and float sums, as on the float factors, at the gather cost of bf16 (bench/README.md). A
+// row that cannot be held so (a value not finite, nonzero values spanning more than 2^28,
+// or a largest magnitude outside [2^-64, 2^64), which keeps the powers within [-49, 78] and
+// the kernel's unscaled partial sums within float's normal range) sets a flag on the device,
+// and the kernel then reads the float factors (its MF_SDDMM_TF32_WIDE body): the call stays
+// correct without the host waiting to learn which. Real factors' rows span a few powers of
+// ten; the fallback is for the odd input, and slow.
+#include <cuda_fp16.h>
+
+#include "core/ctx.h"
+#include "cuda/cuda_internal.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_round.h" // mf_round_tf32
+
+namespace
+{
+
+// A float's biased exponent (0: zero or subnormal).
+__device__ __forceinline__ int exponent_field(uint32_t bits)
+{
+    return (int)((bits >> 23) & 0xffu);
+}
+
+// Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
+// past k, two a 32-bit word, the lower index in the low half), its power's exponent in
+// pow[r]; *wide set for a row that fp16 cannot hold so. One warp a row.
+__global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, const float *B,
+                                  int64_t ldb, int64_t rows, int k, int64_t ld16, uint32_t *Y,
+                                  int8_t *pow, int *wide)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
+        const float *x = r < rows_a ? A + r * lda : B + (r - rows_a) * ldb;
+        // The largest magnitude (as bits: for finite non-negative floats the order is the
+        // integers'), and whether a value is not finite.
+        uint32_t top = 0;
+        bool bad = false;
+        for (int t = lane; t < k; t += 32) {
+            const uint32_t m = __float_as_uint(mf_round_tf32(x[t])) & 0x7fffffffu;
+            bad |= m >= 0x7f800000u;
+            top = max(top, m);
+        }
+        for (int off = 16; off >= 1; off /= 2)
+            top = max(top, __shfl_xor_sync(0xffffffffu, top, off));
+        // The power 2^e that brings the largest into [2^14, 2^15): e = 14 - (field - 127),
+        // in [-49, 78] for a largest in [2^-64, 2^64).
+        const int top_field = exponent_field(top);
+        const int e = top ? 141 - top_field : 0;
+        bad |= top != 0 && (e < -49 || e > 78);
+        const float up = __uint_as_float((uint32_t)(e + 127) << 23);
+        for (int t = 2 * lane; t < ld16; t += 64) {
+            float v[2];
+            uint32_t h[2];
+            for (int i = 0; i < 2; i++) {
+                v[i] = t + i < k ? mf_round_tf32(x[t + i]) : 0.f;
+                const uint32_t m = __float_as_uint(v[i]) & 0x7fffffffu;
+                // within 2^28 of the largest: normal in fp16 once scaled, so held exactly
+                bad |= m != 0 && exponent_field(m) < top_field - 28;
+                h[i] = __half_as_ushort(__float2half_rn(v[i] * up));
+            }
+            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16;
+        }
+        if (lane == 0)
+            pow[r] = (int8_t)e;
+        if (__any_sync(0xffffffffu, bad) && lane == 0)
+            *wide = 1; // every writer writes 1: no race that matters
+    }
+}
+
+} // namespace
+
+extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
+                                          const mf_sddmm_call *call, mf_dbuf *copies,
+                                          mf_sddmm_tf32_copies *out)
+{
+    const int64_t ld16 = (call->k + 31) / 32 * 32; // as mf_tc_copy16's (the tuning rules' rows)
+    const int64_t rows = S->rows + (int64_t)S->cols;
+    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)rows,
+                         "SDDMM TF32 scaled fp16 factors"));
+    uint32_t *y = (uint32_t *)copies->ptr; // ld16 is even: rows of whole words
+    int *wide = (int *)(y + rows * ld16 / 2);
+    int8_t *pow = (int8_t *)(wide + 4);
+    cudaStream_t stream = ctx->link.cuda->stream;
+    cudaError_t err = cudaMemsetAsync(wide, 0, sizeof *wide, stream);
+    if (err != cudaSuccess) {
+        mf_dmem_free(ctx, copies);
+        return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
+    }
+    tf32_rows_to_fp16<<<mf_cuda_grid(ctx->link.cuda, rows * 32, 256, 16), 256, 0, stream>>>(
+        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, wide);
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
+    if (st != MF_OK) {
+        mf_dmem_free(ctx, copies);
+        return st;
+    }
+    out->A16 = (const uint16_t *)y;
+    out->B16 = out->A16 + (size_t)S->rows * ld16;
+    out->pow_a = pow;
+    out->pow_b = pow + S->rows;
+    out->wide = wide;
+    out->ld = ld16;
+    return MF_OK;
+}
