@@ -30,6 +30,20 @@ static void *to_device(const void *host, size_t bytes)
     return d;
 }
 
+/* A CUDA context whose log lines at `level` and above go to fn. */
+static mf_ctx *logging_ctx(mf_log_fn fn, void *user, mf_log_level level)
+{
+    mf_ctx_opts o;
+    mf_ctx_opts_init(&o);
+    o.backend = MF_BACKEND_CUDA;
+    o.log = fn;
+    o.log_user = user;
+    o.log_level = level;
+    mf_ctx *ctx = NULL;
+    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    return ctx;
+}
+
 /* S's entries as a matrix of context `to` (the CPU backend's copy, for parity checks). */
 static mf_sparse *copy_to(mf_ctx *to, const mf_sparse *S)
 {
@@ -273,8 +287,9 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * panels and on grouped rows), with S's values and as a pattern, and the CPU backend's parity
  * (under compute-sanitizer: bf16 on several panels, fewer patterns and k).
  * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
- * copies' zero padding fills it), and 515 needs a tail chunk. TF32 reads float rows, so only
- * where k % 4 == 0. */
+ * copies' zero padding fills it), and 515 needs a tail chunk. TF32 needs 16-byte float rows
+ * (its other route reads them), so only where k % 4 == 0: the scaled fp16 copies wherever
+ * the pattern has entries enough (MF_SDDMM_TF32_FP16_MIN_PER_ROW), else B's rounded copy. */
 START_TEST(every_reduced_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -317,13 +332,16 @@ START_TEST(every_reduced_variant_matches_float64)
 }
 END_TEST
 
-/* TF32 from the scaled fp16 copies (k % 8 == 0, sddmm_tf32.cu), where rows test the scaling:
- * rows at 2^60 and 2^-60 times the rest (each row's own power brings it into fp16's range:
- * still exact), then a row whose values span 2^40 (2^20 and 2^-20, B's first two columns 0
- * and 1, so that the product is the small value's alone: fp16 could not hold it, and the
- * kernel must read the floats), then a row holding an infinity (the same fallback: each
- * entry NaN, infinite or finite as the CPU backend's). Two variants through the hook, and
- * the tuned call at k = 256 (small matrices take the CUDA cores above k = 128). */
+/* TF32 from the scaled fp16 copies (sddmm_tf32.cu), where rows test the scaling: A's rows at
+ * 2^60 and 2^-60 times the rest, every third B row at 2^40 and every fifth at 2^-40 (each
+ * row's own power brings it into fp16's range: still exact, and B's powers differ by
+ * column), then an A row whose values span 2^40 (2^20 and 2^-20, B's first two columns 0 and
+ * 1, so that the product is the small value's alone: fp16 could not hold it, and the call
+ * must take B's rounded copy), then a row holding an infinity (the same: each entry NaN,
+ * infinite or finite as the CPU backend's). Two variants through the hook, and the tuned
+ * call at k = 256 (small matrices take the CUDA cores above k = 128); the DEBUG line that
+ * tells of B's rounded copy is counted, so that each case is known to have taken the route
+ * it tests. */
 /* The first n rows of S that hold entries, in *row. */
 static void rows_with_entries(const mf_sparse *S, int n, int32_t *row)
 {
@@ -351,6 +369,9 @@ static void scale_rows(problem *pr, int wide)
         if (wide)
             pr->A[row[0] * pr->lda + t] = t == 0 ? 0x1p20f : t == 1 ? 0x1p-20f : 0.f;
     }
+    for (int32_t j = 0; j < cols; j++)
+        for (int t = 0; t < pr->k && j % 15 && (j % 3 == 0 || j % 5 == 0); t++)
+            pr->B[j * pr->ldb + t] = ldexpf(pr->B[j * pr->ldb + t], j % 3 == 0 ? 40 : -40);
     for (int32_t j = 0; wide && j < cols; j++) {
         pr->B[j * pr->ldb] = 0.f;
         pr->B[j * pr->ldb + 1] = 1.f;
@@ -358,9 +379,18 @@ static void scale_rows(problem *pr, int wide)
     fx_sddmm_ref(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, pr->ref, pr->bound);
 }
 
+/* Counts the DEBUG line of a TF32 call that took B's rounded copy. */
+static void count_b_copies(void *user, mf_log_level level, const char *message)
+{
+    (void)level;
+    if (strstr(message, "mf_sddmm: TF32 on B's rounded copy"))
+        ++*(int *)user;
+}
+
 START_TEST(tf32_scaled_copies)
 {
-    mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
+    int b_copies = 0;
+    mf_ctx *ctx = logging_ctx(count_b_copies, &b_copies, MF_LOG_DEBUG), *cpu = tu_cpu_ctx();
     unsetenv("MFACT_SDDMM_HALF");
     static const int ks[] = {32, 128, 256};
     for (int wide = 0; wide <= 1; wide++)
@@ -381,6 +411,10 @@ START_TEST(tf32_scaled_copies)
                     check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, v, 37, 0, what);
                 }
             }
+            ck_assert_msg(wide ? b_copies > 0 : b_copies == 0,
+                          "k = %d, %s rows: %d calls took B's rounded copy", ks[ki],
+                          wide ? "wide" : "scaled", b_copies);
+            b_copies = 0;
             free_problem(&pr);
         }
     /* an infinity in A (a row with entries): every entry classed as the CPU backend's */
@@ -416,6 +450,7 @@ START_TEST(tf32_scaled_copies)
         infinite += isinf(got[p]) || isnan(got[p]);
     }
     ck_assert_int_gt(infinite, 0);
+    ck_assert_int_eq(b_copies, 1);
     mf_sparse_destroy(Sc);
     CUDA_OK(cudaFree(dA));
     CUDA_OK(cudaFree(dB));
@@ -711,14 +746,7 @@ static void count_routes(void *user, mf_log_level level, const char *message)
 START_TEST(precision_routes)
 {
     route_log seen = {0, 0, 0};
-    mf_ctx_opts o;
-    mf_ctx_opts_init(&o);
-    o.backend = MF_BACKEND_CUDA;
-    o.log = count_routes;
-    o.log_user = &seen;
-    o.log_level = MF_LOG_INFO;
-    mf_ctx *ctx = NULL;
-    ck_assert_int_eq(mf_ctx_create(&ctx, &o), MF_OK);
+    mf_ctx *ctx = logging_ctx(count_routes, &seen, MF_LOG_INFO);
     static const struct {
         mf_precision prec;
         int big, k, pad;  /* big: above MF_SDDMM_TUNE_MIN_NNZ; pad 1: rows not 16-byte vectors */
@@ -730,7 +758,7 @@ START_TEST(precision_routes)
         {MF_PRECISION_TF32, 1, 64, 0, NULL, 0},
         {MF_PRECISION_TF32, 1, 64, 1, NULL, 1},  /* no 16-byte rows */
         {MF_PRECISION_TF32, 0, 32, 0, NULL, 1},  /* small, k <= 128 */
-        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: B's copy pays */
+        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: the copies pay */
         {MF_PRECISION_TF32, 0, 32, 0, "cuda-cores", 0},
         {MF_PRECISION_TF32, 1, 64, 0, "tensor-cores", 1},
         {MF_PRECISION_3XTF32, 1, 64, 0, "tensor-cores", 1},
@@ -783,7 +811,7 @@ END_TEST
 /* Under every device-memory limit from none of the call's memory to all of it, a call on a
  * matrix big enough to be timed (the tuning allocates a layout per candidate, and with beta
  * = 0 writes candidates' results into out) either succeeds with the right result or fails
- * with MF_ERR_OUT_OF_MEMORY and out as it was; fp32, TF32 (B's rounded copy) and bf16 (the
+ * with MF_ERR_OUT_OF_MEMORY and out as it was; fp32, TF32 (its scaled fp16 copies) and bf16 (the
  * 16-bit copies), beta = 0 and -1, a fresh context and matrix each time (nothing cached). */
 START_TEST(memory_limits_fail_cleanly)
 {

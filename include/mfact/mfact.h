@@ -495,15 +495,15 @@ typedef enum mf_precision {
  * products are gathers of factor rows before they are arithmetic). 3XTF32 asks for float's
  * accuracy and gets float's own product, the FP32 kernel (its bound is well inside
  * 3XTF32's; the CPU backend sums the split's three products, so the two differ by the
- * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores, where k is a
- * multiple of 8, takes (rows + cols) * ((k rounded up to 32) * 2 + 1) bytes of device memory
- * for the call: both factors rounded to TF32 and held as fp16, each row scaled by its own
- * power of two, which holds a TF32 value exactly (a row whose nonzero values span more than
- * 2^28, whose largest lies outside [2^-64, 2^64), or that holds a value not finite, sends
- * the call to a slower path on the float factors); for other k, cols * k * 4 bytes for B
- * rounded to TF32, A's values rounded as they load. Either way exact products of the
- * rounded inputs and float sums: TF32's bound, tuned per matrix and k as for FP32. BF16 and
- * FP16 take (rows + cols) * (k rounded
+ * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores, where S has
+ * at least 8 entries per row of A and B together, takes (rows + cols) * ((k rounded up to
+ * 32) * 2 + 1) bytes of device memory for the call: both factors rounded to TF32 and held as
+ * fp16, each row scaled by its own power of two, which holds a TF32 value exactly; the call
+ * waits for that copy to learn whether every row fit (a value more than 28 binades below
+ * its row's largest, a largest outside [2^-64, 2^64), or a value not finite does not). Else
+ * it takes cols * k * 4 bytes for B rounded to TF32 and rounds A's values as they load.
+ * Either way exact products of the rounded inputs and float sums: TF32's bound, tuned per
+ * matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
  * up to 32) * 2 bytes of device memory for the call, for the factors' 16-bit copies, and
  * run the float kernel's variants reading the copies and widening each value to float (the
  * same rounded inputs, exact products, float sums: the same bounds), half the bytes of the

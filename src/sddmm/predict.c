@@ -182,7 +182,7 @@ static mf_status predict_fitting(mf_ctx *ctx, const mf_model *m, mf_sparse *S, f
         dout = bufs[4].ptr;
     }
     /* The product first (beta = 0), then the bias terms added: the SDDMM is what can fail
-     * (its plan, B's TF32 copy, partial sums), and it writes out only once it runs, so a
+     * (its plan, TF32's copies, partial sums), and it writes out only once it runs, so a
      * failed call leaves a device out as it was. The same bits as bias-then-product: one
      * rounding of product + bias either way. */
     mf_sddmm_call call = {m->k, A, m->ldu, B, m->ldv, 1.0f, 0.0f, dout, 1, (int)m->precision};

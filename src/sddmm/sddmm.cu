@@ -178,15 +178,14 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
 // (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load, or (k % 8 == 0) the scaled fp16 copies (A16, B16 with
-// pow_a, pow_b and wide: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them
-// (the kernel's HALF: an mf_precision or MF_SDDMM_TF32_16).
+// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a and
+// pow_b: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's HALF:
+// an mf_precision or MF_SDDMM_TF32_16).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     const float *B32;
     int64_t ld;
     const int8_t *pow_a, *pow_b;
-    const int *wide;
     int kernel;
 };
 
@@ -224,29 +223,44 @@ static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_ca
     return MF_OK;
 }
 
-// A's and B's rows rounded to TF32 and scaled into fp16 (sddmm_tf32.cu), for k % 8 == 0 and
-// 16-byte rows: what bf16 gathers, with TF32's bits.
-static mf_status tf32_fp16_copies(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
-                                  mf_dbuf *copies, mf_sddmm_half_in *in)
+// TF32's inputs for the float kernel (16-byte rows: vector_ok), stream-ordered, in *copy:
+// A's and B's rows rounded to TF32 and held exactly as fp16, each scaled by its own power of
+// two (sddmm_tf32.cu), where the call has entries enough to pay for copying both factors
+// (MF_SDDMM_TF32_FP16_MIN_PER_ROW) and every row fits; else B rounded into a float copy.
+// Whether every row fits is known on the device only: the host waits for the copies to
+// learn it (one round trip; the other way, a kernel that found out itself, cost each call a
+// second body and the odd input a slow one).
+static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                             mf_dbuf *copy, mf_sddmm_half_in *in)
 {
+    if (S->nnz < MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)S->rows + S->cols))
+        return round_b_tf32(ctx, S, call, copy, in);
     mf_sddmm_tf32_copies c;
-    MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copies, &c));
+    MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copy, &c));
+    cudaStream_t stream = ctx->link.cuda->stream;
+    int wide = 1;
+    cudaError_t err = cudaMemcpyAsync(&wide, c.wide, sizeof wide, cudaMemcpyDeviceToHost, stream);
+    if (err == cudaSuccess)
+        err = cudaStreamSynchronize(stream);
+    if (err != cudaSuccess) {
+        mf_dmem_free(ctx, copy);
+        return mf_cuda_fail(ctx, err, "reading the TF32 copies' flag", __FILE__, __LINE__);
+    }
+    if (wide) {
+        mf_dmem_free(ctx, copy);
+        mf_log(ctx, MF_LOG_DEBUG,
+               "mf_sddmm: TF32 on B's rounded copy: a factor row fp16 cannot hold scaled (values "
+               "2^28 apart, outside [2^-64, 2^64) or not finite)");
+        return round_b_tf32(ctx, S, call, copy, in);
+    }
     *in = mf_sddmm_half_in{};
     in->A16 = c.A16;
     in->B16 = c.B16;
     in->ld = c.ld;
     in->pow_a = c.pow_a;
     in->pow_b = c.pow_b;
-    in->wide = c.wide;
     in->kernel = MF_SDDMM_TF32_16;
     return MF_OK;
-}
-
-// Whether a TF32 call on the CUDA cores reads the scaled fp16 copies: k % 8 == 0, so that
-// the fallback's 8-float units (the copies' chunk widths) never straddle k.
-static bool tf32_fp16_ok(const mf_sddmm_call *call)
-{
-    return call->k % 8 == 0;
 }
 
 static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
@@ -276,7 +290,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.A16 = P.B16 = NULL;
     P.ld16 = 0;
     P.pow_a = P.pow_b = NULL;
-    P.wide = NULL;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
@@ -286,7 +299,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.ld16 = half->ld;
         P.pow_a = half->pow_a;
         P.pow_b = half->pow_b;
-        P.wide = half->wide;
     } else if (half && half->B32) {
         P.B = half->B32;
         P.ldb = half->ld;
@@ -374,11 +386,11 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // the matrix's first call, uploads it), then the retries: the fastest SM-L2 candidates on
 // the grouped layout, the fastest SM-SM one with smaller blocks.
 //
-// With half (bf16 or fp16 copies, or TF32's rounded B) the candidates are the SM-L2
-// vector variants run on the reduced inputs. The tensor-core kernel is not timed against them: it
-// won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4), and only
-// where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call it, it
-// took 5.6 ms where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a
+// With half (bf16 or fp16 copies, TF32's scaled fp16 copies or its rounded B) the candidates are
+// the SM-L2 vector variants run on the reduced inputs. The tensor-core kernel is not timed against
+// them: it won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4),
+// and only where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call
+// it, it took 5.6 ms where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a
 // Netflix-sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
 // when no variant reads the copies.
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
@@ -657,9 +669,9 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // float's accuracy, gets float's own product (its bound holds with room; the CPU backend
 // sums the split's three products), and TF32 the float kernel's variants on TF32-rounded
 // factors (exact products of the rounded factors, float sums: TF32's bound and CPU parity,
-// as on the tensor cores), tuned per matrix and k: where k % 8 == 0 both factors' rows as
-// fp16 scaled by powers of two, which holds TF32 values exactly (sddmm_tf32.cu: half the
-// bytes gathered), else B rounded once into a copy (cols x k floats) and A as it loads; factors
+// as on the tensor cores), tuned per matrix and k: both factors' rows as fp16 scaled by
+// powers of two, which holds TF32 values exactly (half the bytes gathered), or B rounded
+// once into a copy (cols x k floats) and A as it loads (tf32_inputs says which); factors
 // without 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says,
 // and so do small matrices at small k unless MFACT_SDDMM_HALF=cuda-cores.
 // MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
@@ -679,10 +691,7 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
         return run_tuned(ctx, S, call, NULL);
     mf_sddmm_half_in tf32;
     mf_dbuf copy = {0, 0};
-    if (tf32_fp16_ok(call))
-        MF_TRY(tf32_fp16_copies(ctx, S, call, &copy, &tf32));
-    else
-        MF_TRY(round_b_tf32(ctx, S, call, &copy, &tf32));
+    MF_TRY(tf32_inputs(ctx, S, call, &copy, &tf32));
     bool tc = false;
     mf_status st = run_tuned(ctx, S, call, &tf32, &tc);
     mf_dmem_free(ctx, &copy); // stream-ordered: after the kernels that read it
@@ -737,16 +746,14 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
-    // copies, or for TF32 the scaled fp16 copies (k % 8 == 0) or B rounded.
+    // copies, or TF32's inputs (tf32_inputs: the scaled fp16 copies or B rounded).
     mf_sddmm_half_in in = {};
     in.kernel = call->precision;
     mf_dbuf copies = {0, 0};
     if (copies16)
         MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
-    else if (rounded && tf32_fp16_ok(call))
-        MF_TRY(tf32_fp16_copies(ctx, S, call, &copies, &in));
     else if (rounded)
-        MF_TRY(round_b_tf32(ctx, S, call, &copies, &in));
+        MF_TRY(tf32_inputs(ctx, S, call, &copies, &in));
     mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
     return st;

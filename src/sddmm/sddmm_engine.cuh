@@ -12,7 +12,7 @@ namespace mf_sddmm_gpu
 // block_nnz entries per block, grouped or not (sddmm_layout.h), whatever the tuning rules
 // would pick; stream-ordered. call->precision picks the instance: FP32 the float one, TF32,
 // BF16 and FP16 (SM-L2 vector variants) the one that reads what the library's calls give it
-// (B rounded to TF32, the 16-bit copies).
+// (TF32's scaled fp16 copies or B rounded to TF32, the 16-bit copies).
 mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v, int32_t tj,
                       int64_t block_nnz, int grouped);
 

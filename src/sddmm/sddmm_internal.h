@@ -47,9 +47,8 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
 /* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32, each times its
  * own power of two, as fp16 exactly (A16, B16: rows of ld values, k rounded up to 32, zeros
  * past k); pow_a and pow_b (one a row) the powers' exponents; *wide, on the device, set
- * when some row could not be held so (the kernel then reads the float factors). All in one
- * device buffer (*copies, freed by the caller, stream-ordered); k % 8 == 0 and the factors'
- * rows 16-byte vectors (the fallback reads them 8 floats a unit). */
+ * when some row could not be held so (the copies are then not to be read). All in one
+ * device buffer (*copies, freed by the caller, stream-ordered). */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
     const int8_t *pow_a, *pow_b;
@@ -58,6 +57,13 @@ typedef struct mf_sddmm_tf32_copies {
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                                mf_dbuf *copies, mf_sddmm_tf32_copies *out);
+
+/* TF32 on the CUDA cores takes the scaled fp16 copies (above) from this many entries per
+ * factor row (rows + cols) on, else B's rounded copy: the copies' pass moves (rows + cols) x
+ * k x 6 bytes of memory whatever S holds, and the halved gathers save nnz x k x 2 bytes,
+ * mostly of L2. A guess from those bytes, not measured; it keeps an evaluation of a small
+ * test set against large factors (RMSE, predictions) off a pass over both factors. */
+#define MF_SDDMM_TF32_FP16_MIN_PER_ROW 8
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped

@@ -2,10 +2,10 @@
 //
 // A virtual warp of V lanes computes one stored entry at a time: lane l holds its share of
 // the k-chunk of A's row (KR units of W values: 16-byte vector loads of 4 floats or 8 16-bit
-// values) in registers, reads the same share of B's row, and the V partial sums meet through a
-// butterfly of warp shuffles. No atomics: every entry is written by one lane of one
-// virtual warp. A block works through a run of items (see sddmm_layout.h) of one column
-// panel; virtual warps take the items round-robin.
+// values: bf16, fp16, or TF32 values held as scaled fp16) in registers, reads the same share of B's
+// row, and the V partial sums meet through a butterfly of warp shuffles. No atomics: every entry is
+// written by one lane of one virtual warp. A block works through a run of items (see
+// sddmm_layout.h) of one column panel; virtual warps take the items round-robin.
 //
 // SMEM = false (the SM-L2 scheme): B is read from global memory through L1 and L2; A rows
 //   are the registers' reuse, and panels (when the plan uses several) keep the B panel
@@ -56,19 +56,17 @@ struct mf_sddmm_params {
     int64_t ld16;
     // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold each row of the TF32-rounded factors
     // times a power of two, as fp16, exactly; pow_a and pow_b the powers' exponents (one a
-    // row), and *wide, set where some row could not be held so, sends the kernel to the
-    // floats (A, B, rounded as they load) instead
+    // row)
     const int8_t *pow_a, *pow_b;
-    const int *wide;
 };
 
-// Kernel instances beyond mf_precision's values (the HALF parameter below): TF32 read from
-// scaled fp16 copies, and its fallback on the float factors.
-enum { MF_SDDMM_TF32_16 = 16, MF_SDDMM_TF32_WIDE = 17 };
+// The kernel instance beyond mf_precision's values (the HALF parameter below): TF32 read
+// from scaled fp16 copies.
+enum { MF_SDDMM_TF32_16 = 16 };
 
-// A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16 or FP16, with
-// VEC) 8 16-bit values widened to floats as they load, whose products and sums are then
-// exact float arithmetic on the rounded factors.
+// A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16, FP16 or
+// MF_SDDMM_TF32_16, with VEC) 8 16-bit values widened to floats as they load, whose products
+// and sums are then exact float arithmetic on the rounded factors.
 template <bool VEC, int HALF = 0> struct mf_unit;
 template <> struct mf_unit<true> {
     typedef float4 type;
@@ -243,51 +241,23 @@ template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
 // TF32 from the scaled fp16 copies (MF_SDDMM_TF32_16, sddmm_tf32.cu): each row is its TF32
 // values times a power of two, and fp16's 11 significant bits hold a TF32 value (11 bits)
 // exactly once it is scaled into fp16's normal range; so the products, and the float sums,
-// are the TF32 ones times the two rows' powers, which the entry's result divides out
-// (unscale: exact). The same bits as the TF32 unit above, from half the bytes: what bf16
-// gathers, at TF32's accuracy.
+// are the TF32 ones times the two rows' powers, which the kernel divides out (exactly:
+// mf_sddmm_unpow). Exact products of the TF32 values and float sums, as the TF32 unit above
+// makes them (in another order: units of 8, not 4), from half the bytes: what bf16 gathers,
+// at TF32's accuracy.
 template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
     static constexpr bool scaled = true;
 };
 
 // 2^-e as a float, for a row's power e (in [-49, 78], sddmm_tf32.cu: a normal float). A
-// lane's partial sum times B's row's 2^-e, and the entry's sum times A's, are exact: the
-// scaled products are at least 2^-28 in magnitude (unless they cancel) and at most 2^30, so
-// neither step leaves float's normal range where the result does not.
+// lane's partial sum times B's row's 2^-e, and the entry's sum times A's, are exact: scaled
+// fp16 values are multiples of 2^-24 and below 2^15, so a lane's nonzero partial sum is a
+// multiple of 2^-48 and at most k 2^30, times 2^-e (e <= 78) at least 2^-126: neither step
+// leaves float's normal range where the result does not.
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
     return __uint_as_float((uint32_t)(127 - e) << 23);
 }
-
-// The same kernel's fallback, where some row did not fit fp16 (*P.wide): the float factors
-// in units of 8 (the chunk widths the plan chose for the copies), both rounded to TF32 as
-// they load. Rare (a row's nonzero values spanning more than 2^28, its largest outside
-// [2^-64, 2^64), a value not finite), and correct rather than fast.
-template <> struct mf_unit<true, MF_SDDMM_TF32_WIDE> : mf_unit<true> { // A, B, lda, ldb: floats
-    typedef mf_float8 type;
-    static constexpr int width = 8;
-    __device__ static mf_float8 zero()
-    {
-        return mf_unit<true, MF_PRECISION_FP16>::zero();
-    }
-    __device__ static float4 rounded(float4 v)
-    {
-        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
-                           mf_round_tf32(v.w));
-    }
-    __device__ static mf_float8 load(const float *p)
-    {
-        return {rounded(mf_unit<true>::load(p)), rounded(mf_unit<true>::load(p + 4))};
-    }
-    __device__ static mf_float8 loadA(const float *p)
-    {
-        return load(p);
-    }
-    __device__ static float dot(const mf_float8 &a, const mf_float8 &b, float acc)
-    {
-        return mf_unit<true, MF_PRECISION_FP16>::dot(a, b, acc);
-    }
-};
 
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
@@ -446,17 +416,10 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
     }
 }
 
-// HALF: 0 (float), an mf_precision (TF32, BF16, FP16) or MF_SDDMM_TF32_16, whose instance
-// reads *P.wide once (every thread the same word) and runs its fallback body where it is set.
+// HALF: 0 (float), an mf_precision (TF32, BF16, FP16) or MF_SDDMM_TF32_16.
 template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {
-    if constexpr (HALF == MF_SDDMM_TF32_16) {
-        if (__ldg(P.wide)) {
-            mf_sddmm_body<V, KR, VEC, SMEM, MODE, T, MF_SDDMM_TF32_WIDE>(P);
-            return;
-        }
-    }
     mf_sddmm_body<V, KR, VEC, SMEM, MODE, T, HALF>(P);
 }
 

@@ -34,8 +34,9 @@ typedef struct mf_sddmm_dev_layout {
     (MF_SDDMM_MAX_CHOICES + MF_SDDMM_MAX_CANDIDATES + MF_SDDMM_GROUPED_TRIES + 1)
 
 typedef struct mf_sddmm_choice {
-    int k, vec; /* the call shape the choice is for; vec 10 + precision: bf16 or fp16 copies,
-                 * or TF32's rounded copy of B */
+    int k, vec; /* the call shape the choice is for; vec 100 + the kernel instance (sddmm.cu's
+                 * mf_sddmm_half_in): bf16 or fp16 copies, TF32's scaled fp16 copies or its
+                 * rounded copy of B */
     int variant, layout;
     float ms;
 } mf_sddmm_choice;

@@ -11,10 +11,11 @@
 // and float sums, as on the float factors, at the gather cost of bf16 (bench/README.md). A
 // row that cannot be held so (a value not finite, nonzero values spanning more than 2^28,
 // or a largest magnitude outside [2^-64, 2^64), which keeps the powers within [-49, 78] and
-// the kernel's unscaled partial sums within float's normal range) sets a flag on the device,
-// and the kernel then reads the float factors (its MF_SDDMM_TF32_WIDE body): the call stays
-// correct without the host waiting to learn which. Real factors' rows span a few powers of
-// ten; the fallback is for the odd input, and slow.
+// the kernel's partial sums, divided by B's power, within float's normal range) sets a flag
+// on the device, which the host reads (sddmm.cu's tf32_inputs) before it picks the kernel:
+// B's rounded copy then. One row anywhere sets it: on continuous factors the chance that
+// some value lies 2^28 below its row's largest grows with (rows + cols) x k (bench/README.md
+// estimates it), so large calls fall back more often than small ones.
 #include <cuda_fp16.h>
 
 #include "core/ctx.h"

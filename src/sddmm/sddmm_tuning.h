@@ -96,7 +96,8 @@ typedef struct mf_sddmm_shape {
     int vec;                      /* 16-byte vector loads possible for this call */
     int64_t l2_bytes, smem_bytes; /* device L2 size, shared memory per block (opt-in) */
     int sms;
-    int unit16; /* the factors' 16-bit copies (bf16, fp16): 8 values per 16-byte unit */
+    int unit16; /* the factors' 16-bit copies (bf16, fp16, TF32's scaled fp16): 8 values per
+                 * 16-byte unit */
 } mf_sddmm_shape;
 
 typedef struct mf_sddmm_candidate {
