@@ -29,10 +29,17 @@
 //                    [--scale F] [--graph FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
 //                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
+//                    [--factors uniform|normal]
 //
 // --shape adds the generator at another shape: ROWS x COLS, row lengths Pareto(ALPHA) of
 // mean MEAN (ALPHA 0: all MEAN), column popularity Zipf(ZIPF) (0: uniform), a row capped at
 // MAXFRAC of the columns (default 1); --scale applies to its rows too.
+//
+// --factors normal fills the factors with N(0, 1/4) values (Box-Muller on 32-bit uniforms:
+// magnitudes down to about 2^-30, as continuous factors have) instead of uniform [-1, 1)
+// (mf_random_uniform: multiples of 2^-24). TF32's scaled fp16 copies hold only rows whose
+// values lie within 28 binades of their largest; the plan column says when a call fell back
+// to B's rounded copy, which uniform factors never make it do.
 //
 // --beta B times out = A B^T + B out on both sides (the checked warm-up runs at beta = 0):
 // a kernel that reads out where it writes it (the tensor cores' scattered epilogue) shows here.
@@ -156,12 +163,15 @@ static csr from_file(mf_ctx *ctx, const char *path)
 static char last_plan[512];
 static double tc_plan_ms = -1; // the tensor-core plan's build time, from the library's log
 static int verbose;
+static int tf32_fallbacks; // TF32 calls that took B's rounded copy (the library's DEBUG line)
 static void capture_log(void *, mf_log_level, const char *msg)
 {
     if (verbose)
         fprintf(stderr, "  [mfact] %s\n", msg);
     if (strstr(msg, "plan for k"))
         snprintf(last_plan, sizeof last_plan, "%s", msg);
+    if (strstr(msg, "TF32 on B's rounded copy"))
+        tf32_fallbacks++;
     const char *built = strstr(msg, "tensor-core plan") ? strstr(msg, "built in ") : NULL;
     if (built) {
         tc_plan_ms = atof(built + 9);
@@ -304,6 +314,33 @@ struct sp_operands {
     }
 };
 
+// --factors normal: N(0, 1/4) values, Box-Muller on two 32-bit uniforms from a hash of (seed,
+// stream, i), so that magnitudes reach about 2^-30 of the largest as continuous data does.
+static int factors_normal;
+__global__ void fill_normal(float *x, int64_t n, uint64_t seed, uint64_t stream)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint64_t z = seed * 0x9e3779b97f4a7c15ull + stream * 0xbf58476d1ce4e5b9ull + (uint64_t)i;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        const double u1 = ((double)(uint32_t)(z >> 32) + 1.0) * 0x1p-32; // (0, 1]
+        const double u2 = (double)(uint32_t)z * 0x1p-32;
+        x[i] = (float)(0.5 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+    }
+}
+
+static void fill_factor(mf_ctx *ctx, float *x, int64_t n, uint64_t seed, uint64_t stream)
+{
+    if (factors_normal) {
+        fill_normal<<<1024, 256, 0, (cudaStream_t)mf_ctx_stream(ctx)>>>(x, n, seed, stream);
+        CUDA_CHECK(cudaGetLastError());
+    } else {
+        MF_CHECK(ctx, mf_random_uniform(ctx, x, n, -1, 1, seed, stream, MF_MEMORY_DEVICE));
+    }
+}
+
 // Milliseconds of fn's work on stream st, between two events.
 struct event_timer {
     cudaStream_t st;
@@ -348,8 +385,8 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
     // cuSPARSE: C (CSR pattern) = A B^T
     sp_operands op(m, k, A, B, out_sp);
     CUDA_CHECK(cudaDeviceSynchronize()); // mfact's stream does not wait for the legacy one
-    MF_CHECK(ctx, mf_random_uniform(ctx, A, (int64_t)m.rows * k, -1, 1, seed, 1, MF_MEMORY_DEVICE));
-    MF_CHECK(ctx, mf_random_uniform(ctx, B, (int64_t)m.cols * k, -1, 1, seed, 2, MF_MEMORY_DEVICE));
+    fill_factor(ctx, A, (int64_t)m.rows * k, seed, 1);
+    fill_factor(ctx, B, (int64_t)m.cols * k, seed, 2);
     cusparseSpMatDescr_t C = op.C;
     cusparseDnMatDescr_t dA = op.dA, dB = op.dB;
     float one = 1.f, zero = 0.f;
@@ -393,6 +430,7 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
         r.precision = precs[i];
         last_plan[0] = 0;
         tc_plan_ms = -1;
+        tf32_fallbacks = 0;
         select(i);
         CUDA_CHECK(cudaStreamSynchronize(st));
         auto t0 = std::chrono::steady_clock::now();
@@ -404,8 +442,9 @@ static std::vector<row> run_case(mf_ctx *ctx, cusparseHandle_t sp, const char *n
             // "mf_sddmm: plan for k = K: <plan>": keep <plan>.
             const char *plan = strstr(last_plan, "plan for k");
             plan = plan ? strstr(plan, ": ") : NULL;
-            snprintf(r.plan, sizeof r.plan, "%s%s",
+            snprintf(r.plan, sizeof r.plan, "%s%s%s",
                      precisions[precs[i]].p == MF_PRECISION_FP32 ? "" : "CUDA cores, ",
+                     tf32_fallbacks ? "B's rounded copy (a row did not fit fp16), " : "",
                      plan ? plan + 2 : "?");
         } else if (!precisions[precs[i]].half) {
             snprintf(r.plan, sizeof r.plan, "cached");
@@ -617,7 +656,14 @@ int main(int argc, char **argv)
             eval = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--tc-order") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--factors") && i + 1 < argc) {
+            const char *f = argv[++i];
+            if (strcmp(f, "uniform") && strcmp(f, "normal")) {
+                fprintf(stderr, "--factors %s: uniform or normal\n", f);
+                return 2;
+            }
+            factors_normal = !strcmp(f, "normal");
+        } else if (!strcmp(argv[i], "--tc-order") && i + 1 < argc)
             setenv("MFACT_SDDMM_TC_ORDER", argv[++i], 1); // read when a matrix's plan is built
         else {
             fprintf(stderr,
@@ -627,7 +673,8 @@ int main(int argc, char **argv)
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
                     "[--verbose] [--rmse] [--beta B] "
-                    "[--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...\n",
+                    "[--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]... "
+                    "[--factors uniform|normal]\n",
                     argv[0]);
             return 2;
         }
@@ -636,7 +683,7 @@ int main(int argc, char **argv)
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CUDA;
     o.log = capture_log;
-    o.log_level = verbose ? MF_LOG_DEBUG : MF_LOG_INFO;
+    o.log_level = MF_LOG_DEBUG; // capture_log prints DEBUG lines only with --verbose
     mf_ctx *ctx = NULL;
     if (mf_ctx_create(&ctx, &o) != MF_OK) {
         fprintf(stderr, "bench_sddmm needs a CUDA device: %s\n", mf_ctx_last_error(NULL));
