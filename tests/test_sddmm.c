@@ -57,6 +57,57 @@ START_TEST(hand_computed)
 }
 END_TEST
 
+/* TF32 as scaled fp16 (sddmm_round.h, what the CUDA copies do): for a row's largest in every
+ * binade from 2^-64 to 2^63, each TF32 value within 28 binades below it fits, and times the
+ * row's power is an fp16 normal value held exactly (fp16's own rounding leaves it), and
+ * divided back gives the value; one binade further down a value with its last TF32 bit set
+ * does not fit, and fp16 could not hold it. Largest outside [2^-64, 2^64), NaN and
+ * infinities do not fit; an all-zero row has power 0. */
+START_TEST(tf32_scaled_fp16_exact)
+{
+    uint64_t rng = 77;
+    int e;
+    ck_assert(mf_tf32_row_power(0, &e) && e == 0);
+    ck_assert(!mf_tf32_row_power(mf_float_bits(0x1.ffcp-65f), &e)); /* below 2^-64 */
+    ck_assert(!mf_tf32_row_power(mf_float_bits(0x1p64f), &e));
+    ck_assert(!mf_tf32_row_power(mf_float_bits(INFINITY), &e));
+    ck_assert(!mf_tf32_value_fits(mf_float_bits(INFINITY), mf_float_bits(1.f)));
+    ck_assert(!mf_tf32_value_fits(mf_float_bits(NAN) & 0x7fffffffu, mf_float_bits(1.f)));
+    ck_assert(mf_tf32_value_fits(0, mf_float_bits(0x1p60f)));
+    for (int top_exp = -64; top_exp <= 63; top_exp++)
+        for (int trial = 0; trial < 4; trial++) {
+            /* a TF32 value: 10 stored mantissa bits */
+            const uint32_t top_mant = (uint32_t)(tu_splitmix64(&rng) & 0x3ffu) << 13;
+            const uint32_t top = (uint32_t)(top_exp + 127) << 23 | top_mant;
+            ck_assert_msg(mf_tf32_row_power(top, &e), "largest 2^%d", top_exp);
+            ck_assert(e >= -49 && e <= 78);
+            const float scaled_top = ldexpf(mf_bits_float(top), e);
+            ck_assert(scaled_top >= 0x1p14f && scaled_top < 0x1p15f);
+            for (int below = 0; below <= 29; below++)
+                for (int v = 0; v < 6; v++) {
+                    uint32_t mant = (uint32_t)(tu_splitmix64(&rng) & 0x3ffu) << 13;
+                    if (below == 29)
+                        mant |= 1u << 13; /* the last TF32 bit: below fp16's normal range */
+                    const uint32_t m = (uint32_t)(top_exp - below + 127) << 23 | mant;
+                    const float x = (tu_splitmix64(&rng) & 1 ? -1.f : 1.f) * mf_bits_float(m);
+                    ck_assert_float_eq(mf_round_tf32(x), x);
+                    const float y = ldexpf(x, e);
+                    if (below <= 28) {
+                        ck_assert_msg(mf_tf32_value_fits(m, top), "2^%d, %d binades below", top_exp,
+                                      below);
+                        ck_assert(fabsf(y) >= 0x1p-14f && fabsf(y) <= 65504.f);
+                        ck_assert_msg(mf_round_fp16(y) == y, "2^%d, %d below: %a not held", top_exp,
+                                      below, (double)y);
+                        ck_assert_float_eq(ldexpf(y, -e), x);
+                    } else {
+                        ck_assert(!mf_tf32_value_fits(m, top));
+                        ck_assert(mf_round_fp16(y) != y);
+                    }
+                }
+        }
+}
+END_TEST
+
 /* The roundings on known values: TF32 ties away from zero, bf16 and fp16 to even; fp16's
  * subnormals and overflow. Then mf_sddmm_ex on a 1 x 1 product whose rounding shows. */
 START_TEST(precisions_known_answers)
@@ -820,6 +871,7 @@ int main(void)
     const TTest *const tests[] = {hand_computed,
                                   random_against_float64,
                                   precisions_known_answers,
+                                  tf32_scaled_fp16_exact,
                                   bad_arguments_leave_out_untouched,
                                   rmse_known_answer,
                                   rmse_precisions,

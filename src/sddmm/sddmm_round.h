@@ -23,6 +23,26 @@ MF_ROUND_FN float mf_round_tf32(float x)
     return mf_bits_float((u + 0x1000u) & ~0x1fffu);
 }
 
+/* TF32 held as scaled fp16 (sddmm_tf32.cu): fp16's normal values have TF32's 11 significant
+ * bits, so a TF32 value times a power of two 2^e is held exactly where the product is in
+ * fp16's normal range. A row's power brings its largest magnitude (`top`, a TF32 value's
+ * bits with the sign cleared) into [2^14, 2^15): e = 14 - ilogb(top). The row fits when top
+ * is 0 or in [2^-64, 2^64) (e then in [-49, 78], which the kernel's unscaling counts on),
+ * and a value fits when it is 0 or at most 28 binades below top (scaled: at least 2^-14).
+ * NaN and infinities fit nowhere. mf_tf32_row_power gives e (0 for an all-zero row) and
+ * whether the row's largest fits; mf_tf32_value_fits one value of the row. */
+MF_ROUND_FN int mf_tf32_row_power(uint32_t top, int *e)
+{
+    const int field = (int)(top >> 23);
+    *e = top ? 141 - field : 0;
+    return top == 0 || (*e >= -49 && *e <= 78);
+}
+
+MF_ROUND_FN int mf_tf32_value_fits(uint32_t m, uint32_t top)
+{
+    return m == 0 || (m < 0x7f800000u && (int)(m >> 23) >= (int)(top >> 23) - 28);
+}
+
 /* x as one input of a product in `precision` (an mf_precision) reaches the arithmetic:
  * rounded for TF32, BF16 and FP16; float itself for FP32 and for 3XTF32, whose split keeps
  * float's accuracy (the pairs path computes those in float). */

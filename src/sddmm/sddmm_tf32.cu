@@ -21,16 +21,10 @@
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
-#include "sddmm/sddmm_round.h" // mf_round_tf32
+#include "sddmm/sddmm_round.h" // mf_round_tf32, mf_tf32_row_power, mf_tf32_value_fits
 
 namespace
 {
-
-// A float's biased exponent (0: zero or subnormal).
-__device__ __forceinline__ int exponent_field(uint32_t bits)
-{
-    return (int)((bits >> 23) & 0xffu);
-}
 
 // Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
 // past k, two a 32-bit word, the lower index in the low half), its power's exponent in
@@ -54,20 +48,17 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
         }
         for (int off = 16; off >= 1; off /= 2)
             top = max(top, __shfl_xor_sync(0xffffffffu, top, off));
-        // The power 2^e that brings the largest into [2^14, 2^15): e = 14 - (field - 127),
-        // in [-49, 78] for a largest in [2^-64, 2^64).
-        const int top_field = exponent_field(top);
-        const int e = top ? 141 - top_field : 0;
-        bad |= top != 0 && (e < -49 || e > 78);
+        // The power 2^e that brings the largest into [2^14, 2^15) (sddmm_round.h)
+        int e;
+        bad |= !mf_tf32_row_power(top, &e);
         const float up = __uint_as_float((uint32_t)(e + 127) << 23);
         for (int t = 2 * lane; t < ld16; t += 64) {
             float v[2];
             uint32_t h[2];
             for (int i = 0; i < 2; i++) {
                 v[i] = t + i < k ? mf_round_tf32(x[t + i]) : 0.f;
-                const uint32_t m = __float_as_uint(v[i]) & 0x7fffffffu;
-                // within 2^28 of the largest: normal in fp16 once scaled, so held exactly
-                bad |= m != 0 && exponent_field(m) < top_field - 28;
+                // within 28 binades of the largest: normal in fp16 once scaled, held exactly
+                bad |= !mf_tf32_value_fits(__float_as_uint(v[i]) & 0x7fffffffu, top);
                 h[i] = __half_as_ushort(__float2half_rn(v[i] * up));
             }
             Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16;
