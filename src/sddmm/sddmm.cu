@@ -178,14 +178,15 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
 // (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a and
-// pow_b: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's HALF:
-// an mf_precision or MF_SDDMM_TF32_16).
+// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a, pow_b
+// and wide: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's
+// HALF: an mf_precision or MF_SDDMM_TF32_16).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     const float *B32;
     int64_t ld;
     const int8_t *pow_a, *pow_b;
+    const int *wide;
     int kernel;
 };
 
@@ -225,11 +226,9 @@ static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_ca
 
 // TF32's inputs for the float kernel (16-byte rows: vector_ok), stream-ordered, in *copy:
 // A's and B's rows rounded to TF32 and held exactly as fp16, each scaled by its own power of
-// two (sddmm_tf32.cu), where the call has entries enough to pay for copying both factors
-// (MF_SDDMM_TF32_FP16_MIN_PER_ROW) and every row fits; else B rounded into a float copy.
-// Whether every row fits is known on the device only: the host waits for the copies to
-// learn it (one round trip; the other way, a kernel that found out itself, cost each call a
-// second body and the odd input a slow one).
+// two (sddmm_tf32.cu; the entries of rows that do not fit are computed apart, from the
+// floats: mf_sddmm_tf32_unfit), where the call has entries enough to pay for copying both
+// factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW); else B rounded into a float copy.
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                              mf_dbuf *copy, mf_sddmm_half_in *in)
 {
@@ -237,28 +236,13 @@ static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_cal
         return round_b_tf32(ctx, S, call, copy, in);
     mf_sddmm_tf32_copies c;
     MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copy, &c));
-    cudaStream_t stream = ctx->link.cuda->stream;
-    int wide = 1;
-    cudaError_t err = cudaMemcpyAsync(&wide, c.wide, sizeof wide, cudaMemcpyDeviceToHost, stream);
-    if (err == cudaSuccess)
-        err = cudaStreamSynchronize(stream);
-    if (err != cudaSuccess) {
-        mf_dmem_free(ctx, copy);
-        return mf_cuda_fail(ctx, err, "reading the TF32 copies' flag", __FILE__, __LINE__);
-    }
-    if (wide) {
-        mf_dmem_free(ctx, copy);
-        mf_log(ctx, MF_LOG_DEBUG,
-               "mf_sddmm: TF32 on B's rounded copy: a factor row fp16 cannot hold scaled (values "
-               "2^28 apart, outside [2^-64, 2^64) or not finite)");
-        return round_b_tf32(ctx, S, call, copy, in);
-    }
     *in = mf_sddmm_half_in{};
     in->A16 = c.A16;
     in->B16 = c.B16;
     in->ld = c.ld;
     in->pow_a = c.pow_a;
     in->pow_b = c.pow_b;
+    in->wide = c.wide;
     in->kernel = MF_SDDMM_TF32_16;
     return MF_OK;
 }
@@ -320,6 +304,10 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                    ctx->link.cuda->stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the SDDMM kernel"));
     }
+    if (half && half->kernel == MF_SDDMM_TF32_16) // the entries of rows fp16 could not hold
+        return mf_sddmm_tf32_unfit(ctx, (const mf_sddmm_item *)L->items.ptr,
+                                   (int64_t)(L->items.bytes / sizeof(mf_sddmm_item)), col, P.val,
+                                   call, out, beta, half->pow_a, half->pow_b, half->wide);
     return MF_OK;
 }
 

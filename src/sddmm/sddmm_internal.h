@@ -46,9 +46,10 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
 
 /* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32, each times its
  * own power of two, as fp16 exactly (A16, B16: rows of ld values, k rounded up to 32, zeros
- * past k); pow_a and pow_b (one a row) the powers' exponents; *wide, on the device, set
- * when some row could not be held so (the copies are then not to be read). All in one
- * device buffer (*copies, freed by the caller, stream-ordered). */
+ * past k); pow_a and pow_b (one a row) the powers' exponents, or MF_TF32_ROW_UNFIT for a row
+ * fp16 cannot hold so (sddmm_round.h); wide[0] and wide[1], on the device, set when some
+ * row of A, of B, was unfit. All in one device buffer (*copies, freed by the caller,
+ * stream-ordered). */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
     const int8_t *pow_a, *pow_b;
@@ -57,6 +58,17 @@ typedef struct mf_sddmm_tf32_copies {
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                                mf_dbuf *copies, mf_sddmm_tf32_copies *out);
+
+/* After the kernel on those copies, which leaves the entries of unfit rows unwritten: those
+ * entries from the float factors rounded to TF32, written to out as a whole-k result with
+ * call->alpha, S's values (val, or NULL) and beta; the plan layout's items (n_items of them)
+ * say which entries a row has. Stream-ordered, no host wait: with no unfit row it reads two
+ * words and returns. */
+struct mf_sddmm_item;
+mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, int64_t n_items,
+                              const int32_t *col, const float *val, const mf_sddmm_call *call,
+                              float *out, float beta, const int8_t *pow_a, const int8_t *pow_b,
+                              const int *wide);
 
 /* TF32 on the CUDA cores takes the scaled fp16 copies (above) from this many entries per
  * factor row (rows + cols) on, else B's rounded copy: the copies' pass moves (rows + cols) x

@@ -56,7 +56,8 @@ struct mf_sddmm_params {
     int64_t ld16;
     // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold each row of the TF32-rounded factors
     // times a power of two, as fp16, exactly; pow_a and pow_b the powers' exponents (one a
-    // row)
+    // row), MF_TF32_ROW_UNFIT for a row fp16 cannot hold so, whose entries the kernel leaves
+    // to mf_sddmm_tf32_unfit
     const int8_t *pow_a, *pow_b;
 };
 
@@ -320,13 +321,16 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
         const elem *arow = U::A(P) + (int64_t)item.row * U::lda(P) + kc;
-        const float a_unpow = U::scaled ? mf_sddmm_unpow(__ldg(P.pow_a + item.row)) : 1.f;
+        const int ea = U::scaled ? __ldg(P.pow_a + item.row) : 0;
+        const float a_unpow = mf_sddmm_unpow(ea);
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
             a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
         }
-        const int64_t end = item.begin + item.count;
+        // an unfit A row: none of its entries here (mf_sddmm_tf32_unfit computes them)
+        const int64_t end =
+            item.begin + (U::scaled && ea == MF_TF32_ROW_UNFIT ? 0 : (int64_t)item.count);
         for (int64_t p = item.begin; p < end; p += NU) {
             float s[NU];
 #pragma unroll
@@ -353,8 +357,11 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
                         if (MODE != MF_SDDMM_TAIL || kc + kk < P.k)
                             acc = U::dot(a[r], U::load(brow + kk), acc);
                     }
+                    // an unfit B row: NaN, which no fitting pair of rows can make, marks the
+                    // entry as left to mf_sddmm_tf32_unfit
                     if constexpr (U::scaled)
-                        acc *= mf_sddmm_unpow(eb);
+                        acc = eb == MF_TF32_ROW_UNFIT ? __int_as_float(0x7fc00000)
+                                                      : acc * mf_sddmm_unpow(eb);
                 }
                 s[u] = acc;
             }
@@ -386,7 +393,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
-                    if (q < end) {
+                    if (q < end && !(U::scaled && isnan(s[c]))) {
                         float v = s[c];
                         if constexpr (U::scaled) // A's row power out (B's went per lane)
                             v *= a_unpow;

@@ -8,27 +8,31 @@
 // value of the row that is within 2^28 of that largest one normal; products and float sums
 // of the scaled values are the unscaled ones times the two rows' powers, exactly, and the
 // kernel multiplies the powers back out (mf_sddmm_unpow). Exact products of the TF32 values
-// and float sums, as on the float factors, at the gather cost of bf16 (bench/README.md). A
-// row that cannot be held so (a value not finite, nonzero values spanning more than 2^28,
-// or a largest magnitude outside [2^-64, 2^64), which keeps the powers within [-49, 78] and
-// the kernel's partial sums, divided by B's power, within float's normal range) sets a flag
-// on the device, which the host reads (sddmm.cu's tf32_inputs) before it picks the kernel:
-// B's rounded copy then. One row anywhere sets it: on continuous factors the chance that
-// some value lies 2^28 below its row's largest grows with (rows + cols) x k (bench/README.md
-// estimates it), so large calls fall back more often than small ones.
+// and float sums, as on the float factors, at the gather cost of bf16 (bench/README.md).
+//
+// A row that cannot be held so (a value more than 28 binades below its largest, a largest
+// outside [2^-64, 2^64), which keeps the powers within [-49, 78] and the kernel's partial
+// sums, divided by B's power, within float's normal range, or a value not finite) is marked
+// unfit in its power byte. The kernel leaves the entries of an unfit row of A or of B
+// unwritten, and tf32_unfit_entries computes them after it from the floats. Such rows are
+// few, but on continuous factors some value 2^28 below its row's largest turns up in most
+// large calls (bench/README.md), so they are handled row by row: the rest of the call keeps
+// the copies, and no host wait decides anything.
 #include <cuda_fp16.h>
 
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
-#include "sddmm/sddmm_round.h" // mf_round_tf32, mf_tf32_row_power, mf_tf32_value_fits
+#include "sddmm/sddmm_layout.h" // mf_sddmm_item
+#include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_tf32_row_power, mf_tf32_value_fits
 
 namespace
 {
 
 // Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
 // past k, two a 32-bit word, the lower index in the low half), its power's exponent in
-// pow[r]; *wide set for a row that fp16 cannot hold so. One warp a row.
+// pow[r], or MF_TF32_ROW_UNFIT for a row that fp16 cannot hold so (wide[0] then set for an
+// A row, wide[1] for a B row). One warp a row.
 __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, const float *B,
                                   int64_t ldb, int64_t rows, int k, int64_t ld16, uint32_t *Y,
                                   int8_t *pow, int *wide)
@@ -38,19 +42,15 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
     for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
         const float *x = r < rows_a ? A + r * lda : B + (r - rows_a) * ldb;
         // The largest magnitude (as bits: for finite non-negative floats the order is the
-        // integers'), and whether a value is not finite.
+        // integers'); a value not finite makes the row unfit.
         uint32_t top = 0;
-        bool bad = false;
-        for (int t = lane; t < k; t += 32) {
-            const uint32_t m = __float_as_uint(mf_round_tf32(x[t])) & 0x7fffffffu;
-            bad |= m >= 0x7f800000u;
-            top = max(top, m);
-        }
+        for (int t = lane; t < k; t += 32)
+            top = max(top, __float_as_uint(mf_round_tf32(x[t])) & 0x7fffffffu);
         for (int off = 16; off >= 1; off /= 2)
             top = max(top, __shfl_xor_sync(0xffffffffu, top, off));
         // The power 2^e that brings the largest into [2^14, 2^15) (sddmm_round.h)
         int e;
-        bad |= !mf_tf32_row_power(top, &e);
+        bool unfit = !mf_tf32_row_power(top, &e);
         const float up = __uint_as_float((uint32_t)(e + 127) << 23);
         for (int t = 2 * lane; t < ld16; t += 64) {
             float v[2];
@@ -58,15 +58,62 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
             for (int i = 0; i < 2; i++) {
                 v[i] = t + i < k ? mf_round_tf32(x[t + i]) : 0.f;
                 // within 28 binades of the largest: normal in fp16 once scaled, held exactly
-                bad |= !mf_tf32_value_fits(__float_as_uint(v[i]) & 0x7fffffffu, top);
+                unfit |= !mf_tf32_value_fits(__float_as_uint(v[i]) & 0x7fffffffu, top);
                 h[i] = __half_as_ushort(__float2half_rn(v[i] * up));
             }
-            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16;
+            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16; // an unfit row's are never read
         }
-        if (lane == 0)
-            pow[r] = (int8_t)e;
-        if (__any_sync(0xffffffffu, bad) && lane == 0)
-            *wide = 1; // every writer writes 1: no race that matters
+        unfit = __any_sync(0xffffffffu, unfit);
+        if (lane == 0) {
+            pow[r] = (int8_t)(unfit ? MF_TF32_ROW_UNFIT : e);
+            if (unfit)
+                wide[r < rows_a ? 0 : 1] = 1; // every writer writes 1: no race that matters
+        }
+    }
+}
+
+// The entries the kernel left (an unfit row of A, or of B: sddmm_kernels.cuh) from the float
+// factors, both rounded to TF32 as they load (exact products, float sums: TF32's bound), into
+// out as the kernel writes a whole-k result (alpha, S's values, beta). One warp an item of
+// the plan's layout (every entry once); nothing to do and one read each unless a row was
+// unfit, and only entries of unfit A rows unless a B row was.
+__global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items, const int32_t *col,
+                                   const float *val, const float *A, int64_t lda, const float *B,
+                                   int64_t ldb, int k, float alpha, float beta, float *out,
+                                   const int8_t *pow_a, const int8_t *pow_b, const int *wide)
+{
+    const bool any_a = __ldg(wide) != 0, any_b = __ldg(wide + 1) != 0;
+    if (!any_a && !any_b)
+        return;
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+    for (int64_t it = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; it < n_items;
+         it += warps) {
+        const mf_sddmm_item item = items[it];
+        const bool row_unfit = __ldg(pow_a + item.row) == MF_TF32_ROW_UNFIT;
+        if (!row_unfit && !any_b)
+            continue;
+        const float *a = A + (int64_t)item.row * lda;
+        for (int base = 0; base < item.count; base += 32) {
+            const int64_t q = item.begin + base + lane;
+            const bool mine = base + lane < item.count &&
+                              (row_unfit || __ldg(pow_b + __ldg(col + q)) == MF_TF32_ROW_UNFIT);
+            for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1) {
+                const int64_t p = item.begin + base + __ffs(todo) - 1;
+                const float *b = B + (size_t)(uint32_t)__ldg(col + p) * (size_t)ldb;
+                float acc = 0.f;
+                for (int t = lane; t < k; t += 32)
+                    acc = fmaf(mf_round_tf32(__ldg(a + t)), mf_round_tf32(__ldg(b + t)), acc);
+                for (int off = 16; off >= 1; off /= 2)
+                    acc += __shfl_xor_sync(0xffffffffu, acc, off);
+                if (lane == 0) {
+                    float v = alpha * acc;
+                    if (val)
+                        v *= __ldg(val + p);
+                    out[p] = beta == 0.f ? v : v + beta * out[p];
+                }
+            }
+        }
     }
 }
 
@@ -84,7 +131,7 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     int *wide = (int *)(y + rows * ld16 / 2);
     int8_t *pow = (int8_t *)(wide + 4);
     cudaStream_t stream = ctx->link.cuda->stream;
-    cudaError_t err = cudaMemsetAsync(wide, 0, sizeof *wide, stream);
+    cudaError_t err = cudaMemsetAsync(wide, 0, 2 * sizeof *wide, stream);
     if (err != cudaSuccess) {
         mf_dmem_free(ctx, copies);
         return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
@@ -103,4 +150,18 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     out->wide = wide;
     out->ld = ld16;
     return MF_OK;
+}
+
+extern "C" mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items,
+                                         int64_t n_items, const int32_t *col, const float *val,
+                                         const mf_sddmm_call *call, float *out, float beta,
+                                         const int8_t *pow_a, const int8_t *pow_b, const int *wide)
+{
+    if (n_items == 0)
+        return MF_OK;
+    tf32_unfit_entries<<<mf_cuda_grid(ctx->link.cuda, n_items * 32, 256, 8), 256, 0,
+                         ctx->link.cuda->stream>>>(items, n_items, col, val, call->A, call->lda,
+                                                   call->B, call->ldb, call->k, call->alpha, beta,
+                                                   out, pow_a, pow_b, wide);
+    return MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 unfit rows' entries");
 }
