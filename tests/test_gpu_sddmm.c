@@ -340,8 +340,9 @@ END_TEST
  * value's alone), and a B row of 2^30 and 1 + 2^-10 (30 binades apart; A's third column 0),
  * met by a fitting A row, so that the copies' value would be off by 2^-10; then an A row
  * holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
- * variants through the hook, and the tuned call at k = 256 (small matrices take the CUDA
- * cores above k = 128). */
+ * variants through the hook (which reads the copies whatever S's size), and the tuned call
+ * at k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this
+ * one has entries enough a row for the copies: MF_SDDMM_TF32_FP16_MIN_PER_ROW). */
 /* The first n rows of S that hold entries, in *row, and a column of each in *col. */
 static void rows_with_entries(const mf_sparse *S, int n, int32_t *row, int32_t *col)
 {
@@ -393,11 +394,16 @@ START_TEST(tf32_scaled_copies)
     static const int ks[] = {32, 128, 256};
     for (int wide = 0; wide <= 1; wide++)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
-            problem pr = make_problem(ctx, FX_POWER_LAW, ks[ki], 4, 300 + (int)ki);
+            /* the tuned call on a dense pattern, whose entries a row pass the copies' gate */
+            problem pr = make_problem(ctx, ks[ki] == 256 ? FX_DENSE : FX_POWER_LAW, ks[ki], 4,
+                                      300 + (int)ki);
             scale_rows(&pr, wide);
             char what[96];
             if (ks[ki] == 256) { /* the tuned call */
                 snprintf(what, sizeof what, "TF32 k=%d %s tuned", ks[ki], wide ? "wide" : "scaled");
+                int32_t rows, cols;
+                mf_sparse_shape(pr.S, &rows, &cols, NULL);
+                ck_assert(pr.nnz >= MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)rows + cols));
                 check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, -1, 0, 0, what);
             } else {
                 for (int v = 0; v < mf_sddmm_variant_count(); v++) {
@@ -751,7 +757,7 @@ START_TEST(precision_routes)
         {MF_PRECISION_TF32, 1, 64, 0, NULL, 0},
         {MF_PRECISION_TF32, 1, 64, 1, NULL, 1},  /* no 16-byte rows */
         {MF_PRECISION_TF32, 0, 32, 0, NULL, 1},  /* small, k <= 128 */
-        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: the copies pay */
+        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: B's copy pays */
         {MF_PRECISION_TF32, 0, 32, 0, "cuda-cores", 0},
         {MF_PRECISION_TF32, 1, 64, 0, "tensor-cores", 1},
         {MF_PRECISION_3XTF32, 1, 64, 0, "tensor-cores", 1},

@@ -228,11 +228,12 @@ static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_ca
 // A's and B's rows rounded to TF32 and held exactly as fp16, each scaled by its own power of
 // two (sddmm_tf32.cu; the entries of rows that do not fit are computed apart, from the
 // floats: mf_sddmm_tf32_unfit), where the call has entries enough to pay for copying both
-// factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW); else B rounded into a float copy.
+// factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW) or `copies` asks for them (the test hook, which
+// runs the instance that reads them whatever S's size); else B rounded into a float copy.
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
-                             mf_dbuf *copy, mf_sddmm_half_in *in)
+                             bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
-    if (S->nnz < MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)S->rows + S->cols))
+    if (!copies && S->nnz < MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)S->rows + S->cols))
         return round_b_tf32(ctx, S, call, copy, in);
     mf_sddmm_tf32_copies c;
     MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copy, &c));
@@ -679,7 +680,7 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
         return run_tuned(ctx, S, call, NULL);
     mf_sddmm_half_in tf32;
     mf_dbuf copy = {0, 0};
-    MF_TRY(tf32_inputs(ctx, S, call, &copy, &tf32));
+    MF_TRY(tf32_inputs(ctx, S, call, false, &copy, &tf32));
     bool tc = false;
     mf_status st = run_tuned(ctx, S, call, &tf32, &tc);
     mf_dmem_free(ctx, &copy); // stream-ordered: after the kernels that read it
@@ -734,14 +735,16 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
-    // copies, or TF32's inputs (tf32_inputs: the scaled fp16 copies or B rounded).
+    // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs; B's rounded
+    // copy, the calls' other TF32 route, is tested through them: the tuned calls on small
+    // patterns).
     mf_sddmm_half_in in = {};
     in.kernel = call->precision;
     mf_dbuf copies = {0, 0};
     if (copies16)
         MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
     else if (rounded)
-        MF_TRY(tf32_inputs(ctx, S, call, &copies, &in));
+        MF_TRY(tf32_inputs(ctx, S, call, true, &copies, &in));
     mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
     return st;

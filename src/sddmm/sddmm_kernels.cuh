@@ -252,9 +252,10 @@ template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_
 
 // 2^-e as a float, for a row's power e (in [-49, 78], sddmm_tf32.cu: a normal float). A
 // lane's partial sum times B's row's 2^-e, and the entry's sum times A's, are exact: scaled
-// fp16 values are multiples of 2^-24 and below 2^15, so a lane's nonzero partial sum is a
-// multiple of 2^-48 and at most k 2^30, times 2^-e (e <= 78) at least 2^-126: neither step
-// leaves float's normal range where the result does not.
+// fp16 values are multiples of 2^-24 and below 2^15, so a lane's nonzero partial sum (at most
+// 32 products a launch) is a multiple of 2^-48 and below 2^36, times 2^-e (e <= 78) at least
+// 2^-126: neither step leaves float's normal range where the result does not, and no sum of
+// fitting rows is NaN (the kernel's marker for an unfit B row's entries).
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
     return __uint_as_float((uint32_t)(127 - e) << 23);

@@ -61,7 +61,7 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
                 unfit |= !mf_tf32_value_fits(__float_as_uint(v[i]) & 0x7fffffffu, top);
                 h[i] = __half_as_ushort(__float2half_rn(v[i] * up));
             }
-            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16; // an unfit row's are never read
+            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16; // an unfit row's: read, results dropped
         }
         unfit = __any_sync(0xffffffffu, unfit);
         if (lane == 0) {
