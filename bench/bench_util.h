@@ -31,8 +31,8 @@
         }                                                                                          \
     } while (0)
 
-// splitmix64's finalizer: a well-mixed 64-bit hash of z.
-static inline uint64_t mix(uint64_t z)
+// splitmix64's finalizer: a well-mixed 64-bit hash of z (host and device).
+static inline __host__ __device__ uint64_t mix(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

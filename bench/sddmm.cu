@@ -312,17 +312,14 @@ struct sp_operands {
     }
 };
 
-// --factors normal: N(0, 1/4) values, Box-Muller on two 32-bit uniforms from a hash of (seed,
-// stream, i), so that magnitudes reach about 2^-30 of the largest as continuous data does.
+// --factors normal: N(0, 1/4) values, Box-Muller on two 32-bit uniforms from mix(key ^ i),
+// so that magnitudes reach about 2^-30 of the largest as continuous data does.
 static int factors_normal;
-__global__ void fill_normal(float *x, int64_t n, uint64_t seed, uint64_t stream)
+__global__ void fill_normal(float *x, int64_t n, uint64_t key)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
          i += (int64_t)gridDim.x * blockDim.x) {
-        uint64_t z = seed * 0x9e3779b97f4a7c15ull + stream * 0xbf58476d1ce4e5b9ull + (uint64_t)i;
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
+        const uint64_t z = mix(key ^ (uint64_t)i);
         const double u1 = ((double)(uint32_t)(z >> 32) + 1.0) * 0x1p-32; // (0, 1]
         const double u2 = (double)(uint32_t)z * 0x1p-32;
         x[i] = (float)(0.5 * sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
@@ -332,7 +329,7 @@ __global__ void fill_normal(float *x, int64_t n, uint64_t seed, uint64_t stream)
 static void fill_factor(mf_ctx *ctx, float *x, int64_t n, uint64_t seed, uint64_t stream)
 {
     if (factors_normal) {
-        fill_normal<<<1024, 256, 0, (cudaStream_t)mf_ctx_stream(ctx)>>>(x, n, seed, stream);
+        fill_normal<<<1024, 256, 0, (cudaStream_t)mf_ctx_stream(ctx)>>>(x, n, mix(seed + stream));
         CUDA_CHECK(cudaGetLastError());
     } else {
         MF_CHECK(ctx, mf_random_uniform(ctx, x, n, -1, 1, seed, stream, MF_MEMORY_DEVICE));

@@ -258,7 +258,7 @@ template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_
 // fitting rows is NaN (the kernel's marker for an unfit B row's entries).
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
-    return __uint_as_float((uint32_t)(127 - e) << 23);
+    return mf_pow2(-e);
 }
 
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the

@@ -31,6 +31,12 @@ MF_ROUND_FN float mf_round_tf32(float x)
  * and a value fits when it is 0 or at most 28 binades below top (scaled: at least 2^-14).
  * NaN and infinities fit nowhere. mf_tf32_row_power gives e (0 for an all-zero row) and
  * whether the row's largest fits; mf_tf32_value_fits one value of the row. */
+/* 2^e as a float, for e in [-126, 127] (a normal float: its exponent bits alone). */
+MF_ROUND_FN float mf_pow2(int e)
+{
+    return mf_bits_float((uint32_t)(e + 127) << 23);
+}
+
 /* A row's power byte where the row does not fit: its entries are computed from the floats. */
 #define MF_TF32_ROW_UNFIT (-128)
 

@@ -24,7 +24,7 @@
 #include "cuda/cuda_internal.h"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_layout.h" // mf_sddmm_item
-#include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_tf32_row_power, mf_tf32_value_fits
+#include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_pow2, mf_tf32_row_power, mf_tf32_value_fits
 
 namespace
 {
@@ -51,7 +51,7 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
         // The power 2^e that brings the largest into [2^14, 2^15) (sddmm_round.h)
         int e;
         bool unfit = !mf_tf32_row_power(top, &e);
-        const float up = __uint_as_float((uint32_t)(e + 127) << 23);
+        const float up = mf_pow2(e); // out of range for an unfit row, whose copy is not trusted
         for (int t = 2 * lane; t < ld16; t += 64) {
             float v[2];
             uint32_t h[2];
