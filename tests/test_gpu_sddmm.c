@@ -195,6 +195,50 @@ START_TEST(every_variant_matches_float64)
 }
 END_TEST
 
+/* What a reduced precision's results are checked against, computed once per problem and
+ * precision (on the CPU, the test's main cost when every variant recomputed it): float64 on
+ * the factors rounded as the CPU backend rounds them, with S's values and as a pattern
+ * (alpha = 0.5), the slack the header's bound allows, and the CPU backend's own result with
+ * beta = -1 on `before` (parity). */
+typedef struct rounded_ref {
+    mf_precision prec;
+    double acc; /* float accumulation's bound, relative to sum |a_t b_t| */
+    double *ref, *bound, *slack, *pref, *pbound;
+    float *host;
+} rounded_ref;
+
+static rounded_ref make_rounded_ref(mf_ctx *cpu, const problem *pr, mf_precision prec)
+{
+    rounded_ref r;
+    const size_t n = (size_t)pr->nnz + 1;
+    r.prec = prec;
+    r.ref = malloc(n * sizeof *r.ref), r.bound = malloc(n * sizeof *r.bound);
+    r.slack = malloc(n * sizeof *r.slack);
+    r.pref = malloc(n * sizeof *r.pref), r.pbound = malloc(n * sizeof *r.pbound);
+    r.host = malloc(n * sizeof *r.host);
+    fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, prec, r.ref, r.bound,
+                         r.slack);
+    fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 1, prec, r.pref,
+                         r.pbound, NULL);
+    /* 3xTF32 is float's own product on the CUDA cores and the split's three products on the
+     * tensor cores and the CPU: the two differ by the split's dropped terms too (small *
+     * small, and small's own rounding: 3 * 2^-22 of each |a_t b_t| at most) */
+    r.acc = 2.0 * (pr->k + 2) * ldexp(1.0, -24) +
+            (prec == MF_PRECISION_3XTF32 ? 3.0 * ldexp(1.0, -22) : 0.0);
+    mf_sparse *Sc = copy_to(cpu, pr->S);
+    memcpy(r.host, pr->before, (size_t)pr->nnz * sizeof *r.host);
+    ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5f, -1.0f,
+                                 r.host, MF_MEMORY_HOST, 0, prec),
+                     MF_OK);
+    mf_sparse_destroy(Sc);
+    return r;
+}
+
+static void free_rounded_ref(rounded_ref *r)
+{
+    free(r->ref), free(r->bound), free(r->slack), free(r->pref), free(r->pbound), free(r->host);
+}
+
 /* A reduced precision, device arrays: out NaN-poisoned with beta = 0, then beta = -1 on
  * `before`. Each result within the header's bound of float64 on the unrounded factors and
  * within float accumulation (2 (k + 2) 2^-24) of float64 on the factors rounded as the CPU
@@ -203,28 +247,19 @@ END_TEST
  * precision through the test hook (panel width tj, grouped layout or not), then once more
  * with S as a pattern and beta = 0 (the instance a prediction runs: MF_SDDMM_PLAIN for a
  * first chunk wholly inside k). */
-static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec, int v,
-                               int32_t tj, int grouped, const char *what)
+static void check_precision_of(mf_ctx *ctx, problem *pr, const rounded_ref *rr, int v, int32_t tj,
+                               int grouped, const char *what)
 {
+    const mf_precision prec = rr->prec;
     int32_t rows, cols;
     mf_sparse_shape(pr->S, &rows, &cols, NULL);
     size_t ob = (size_t)pr->nnz * sizeof(float);
     float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
     float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
-    float *got = malloc(ob + 4), *nan = malloc(ob + 4), *host = malloc(ob + 4);
-    double *rref = malloc((size_t)pr->nnz * sizeof *rref + 8),
-           *rbound = malloc((size_t)pr->nnz * sizeof *rbound + 8),
-           *slack = malloc((size_t)pr->nnz * sizeof *slack + 8);
+    float *got = malloc(ob + 4), *nan = malloc(ob + 4);
     for (int64_t p = 0; p < pr->nnz; p++)
         nan[p] = NAN;
     float *dout = to_device(nan, ob);
-    fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, prec, rref, rbound,
-                         slack);
-    /* 3xTF32 is float's own product on the CUDA cores and the split's three products on the
-     * tensor cores and the CPU: the two differ by the split's dropped terms too (small *
-     * small, and small's own rounding: 3 * 2^-22 of each |a_t b_t| at most) */
-    const double acc = 2.0 * (pr->k + 2) * ldexp(1.0, -24) +
-                       (prec == MF_PRECISION_3XTF32 ? 3.0 * ldexp(1.0, -22) : 0.0);
     for (int pass = 0; pass < 2; pass++) {
         float beta = pass ? -1.0f : 0.0f;
         const float *before = pass ? pr->before : NULL;
@@ -240,14 +275,10 @@ static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precisi
         CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
         CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
         fx_check_relative(what, pr->nnz, got, pr->ref, pr->bound, fx_precision_bound(prec, pr->k),
-                          slack, beta, before);
-        fx_check_relative(what, pr->nnz, got, rref, rbound, acc, NULL, beta, before);
+                          rr->slack, beta, before);
+        fx_check_relative(what, pr->nnz, got, rr->ref, rr->bound, rr->acc, NULL, beta, before);
     }
     if (v >= 0) { /* S as a pattern, beta = 0, out poisoned: against the pattern's reference */
-        double *pref = malloc((size_t)pr->nnz * sizeof *pref + 8),
-               *pbound = malloc((size_t)pr->nnz * sizeof *pbound + 8);
-        fx_sddmm_ref_rounded(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 1, prec, pref,
-                             pbound, NULL);
         CUDA_OK(cudaMemcpy(dout, nan, ob, cudaMemcpyHostToDevice));
         CUDA_OK(cudaDeviceSynchronize());
         mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 1, prec};
@@ -255,31 +286,29 @@ static void check_precision_of(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precisi
                       "%s, pattern: %s", what, mf_ctx_last_error(ctx));
         float *pat = malloc(ob + 4);
         CUDA_OK(cudaMemcpy(pat, dout, ob, cudaMemcpyDeviceToHost));
-        fx_check_relative(what, pr->nnz, pat, pref, pbound, acc, NULL, 0.0, NULL);
-        free(pat), free(pref), free(pbound);
+        fx_check_relative(what, pr->nnz, pat, rr->pref, rr->pbound, rr->acc, NULL, 0.0, NULL);
+        free(pat);
     }
-    /* parity: the CPU backend on the same matrix and factors (beta = -1 on before) */
-    mf_sparse *Sc = copy_to(cpu, pr->S);
-    memcpy(host, pr->before, ob);
-    ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5f, -1.0f, host,
-                                 MF_MEMORY_HOST, 0, prec),
-                     MF_OK);
+    /* parity: the CPU backend on the same matrix and factors (beta = -1 on before), against
+     * the last pass's result */
     for (int64_t p = 0; p < pr->nnz; p++)
-        ck_assert_msg(fabs((double)got[p] - host[p]) <=
-                          2.0 * acc * rbound[p] + 4.0 * ldexp(1.0, -24) * fabs(host[p]) + 1e-30,
-                      "%s: GPU %.9g, CPU %.9g at entry %lld", what, (double)got[p], (double)host[p],
-                      (long long)p);
-    mf_sparse_destroy(Sc);
+        ck_assert_msg(fabs((double)got[p] - rr->host[p]) <=
+                          2.0 * rr->acc * rr->bound[p] + 4.0 * ldexp(1.0, -24) * fabs(rr->host[p]) +
+                              1e-30,
+                      "%s: GPU %.9g, CPU %.9g at entry %lld", what, (double)got[p],
+                      (double)rr->host[p], (long long)p);
     CUDA_OK(cudaFree(dA));
     CUDA_OK(cudaFree(dB));
     CUDA_OK(cudaFree(dout));
-    free(got), free(nan), free(host), free(rref), free(rbound), free(slack);
+    free(got), free(nan);
 }
 
 static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision prec,
                             const char *what)
 {
-    check_precision_of(ctx, cpu, pr, prec, -1, 0, 0, what);
+    rounded_ref rr = make_rounded_ref(cpu, pr, prec);
+    check_precision_of(ctx, pr, &rr, -1, 0, 0, what);
+    free_rounded_ref(&rr);
 }
 
 /* Every SM-L2 vector variant's reduced-precision instances (the tuning times them for TF32,
@@ -302,13 +331,14 @@ START_TEST(every_reduced_variant_matches_float64)
             if (quick && (pi == FX_RANDOM || pi == FX_SINGLE || k == 1 || k == 32))
                 continue;
             problem pr = make_problem(ctx, (fx_pattern)pi, k, k % 4 ? 1 : 4, 140 + pi);
-            for (int v = 0; v < nv; v++) {
-                mf_sddmm_config cf = mf_sddmm_variant_config(v);
-                if (!cf.vec || cf.smem)
+            for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
+                if ((precs[q] == MF_PRECISION_TF32 && k % 4) ||
+                    (quick && precs[q] != MF_PRECISION_BF16))
                     continue;
-                for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
-                    if ((precs[q] == MF_PRECISION_TF32 && k % 4) ||
-                        (quick && precs[q] != MF_PRECISION_BF16))
+                rounded_ref rr = make_rounded_ref(cpu, &pr, precs[q]);
+                for (int v = 0; v < nv; v++) {
+                    mf_sddmm_config cf = mf_sddmm_variant_config(v);
+                    if (!cf.vec || cf.smem)
                         continue;
                     /* one panel, several, one panel with the rows grouped: bf16 all three, the
                      * others one (panels and grouping are the kernel's, whatever the precision
@@ -321,9 +351,10 @@ START_TEST(every_reduced_variant_matches_float64)
                                  "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d%s",
                                  fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q],
                                  tj, t == 2 ? " grouped" : "");
-                        check_precision_of(ctx, cpu, &pr, precs[q], v, tj, t == 2, what);
+                        check_precision_of(ctx, &pr, &rr, v, tj, t == 2, what);
                     }
                 }
+                free_rounded_ref(&rr);
             }
             free_problem(&pr);
         }
@@ -404,16 +435,18 @@ START_TEST(tf32_scaled_copies)
                 int32_t rows, cols;
                 mf_sparse_shape(pr.S, &rows, &cols, NULL);
                 ck_assert(pr.nnz >= MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)rows + cols));
-                check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, -1, 0, 0, what);
+                check_precision(ctx, cpu, &pr, MF_PRECISION_TF32, what);
             } else {
+                rounded_ref rr = make_rounded_ref(cpu, &pr, MF_PRECISION_TF32);
                 for (int v = 0; v < mf_sddmm_variant_count(); v++) {
                     mf_sddmm_config cf = mf_sddmm_variant_config(v);
                     if (!cf.vec || cf.smem || (cf.v != 4 && cf.v != 32))
                         continue;
                     snprintf(what, sizeof what, "TF32 k=%d %s variant %d (V=%d KR=%d)", ks[ki],
                              wide ? "wide" : "scaled", v, cf.v, cf.kr);
-                    check_precision_of(ctx, cpu, &pr, MF_PRECISION_TF32, v, 37, 0, what);
+                    check_precision_of(ctx, &pr, &rr, v, 37, 0, what);
                 }
+                free_rounded_ref(&rr);
             }
             free_problem(&pr);
         }
