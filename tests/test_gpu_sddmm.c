@@ -450,6 +450,30 @@ START_TEST(tf32_scaled_copies)
             }
             free_problem(&pr);
         }
+    /* What the kernel leaves, as the unfit pass finds it (sddmm_internal.h's log): a few
+     * unfit rows of a matrix large enough to be timed, whose candidates run on the same copies
+     * one after another (each must find only its own records: a record counted twice applies
+     * beta = -1 twice), then every row of B unfit, more records than the log holds (the pass
+     * scans every entry instead). A value 2^30 makes its row unfit: the rest lie below 4. */
+    for (int every = 0; every <= 1; every++) {
+        const int32_t n = every ? 300 : 500;
+        problem big = make_problem_sized(ctx, FX_DENSE, n, n, 32, 4, 330 + every);
+        ck_assert_int_ge(big.nnz, every ? MF_TF32_UNFIT_LOG_MIN + 1 : MF_SDDMM_TUNE_MIN_NNZ);
+        for (int32_t j = every ? 0 : 7; j < (every ? n : 8); j++)
+            big.B[j * big.ldb] = 0x1p30f;
+        big.A[3 * big.lda + 1] = 0x1p30f;
+        fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
+        char what[96];
+        snprintf(what, sizeof what, "TF32 %s", every ? "every B row unfit" : "timed, unfit rows");
+        if (every) {
+            rounded_ref rr = make_rounded_ref(cpu, &big, MF_PRECISION_TF32);
+            check_precision_of(ctx, &big, &rr, 0, 100000, 0, what);
+            free_rounded_ref(&rr);
+        } else {
+            check_precision(ctx, cpu, &big, MF_PRECISION_TF32, what);
+        }
+        free_problem(&big);
+    }
     /* an infinity in A (a row with entries): every entry classed as the CPU backend's */
     problem pr = make_problem(ctx, FX_POWER_LAW, 64, 4, 310);
     int32_t inf_row, inf_col;

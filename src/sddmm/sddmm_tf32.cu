@@ -72,47 +72,80 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
     }
 }
 
-// The entries the kernel left (an unfit row of A, or of B: sddmm_kernels.cuh) from the float
-// factors, both rounded to TF32 as they load (exact products, float sums: TF32's bound), into
-// out as the kernel writes a whole-k result (alpha, S's values, beta). One warp an item of
-// the plan's layout (every entry once); nothing to do and one read each unless a row was
-// unfit, and only entries of unfit A rows unless a B row was.
+// One entry p of row `row` from the float factors, both rounded to TF32 as they load (exact
+// products, float sums: TF32's bound), into out as the kernel writes a whole-k result (alpha,
+// S's values, beta). One warp.
+__device__ void tf32_float_entry(int64_t p, int32_t row, int lane, const int32_t *col,
+                                 const float *val, const float *A, int64_t lda, const float *B,
+                                 int64_t ldb, int k, float alpha, float beta, float *out)
+{
+    const float *a = A + (int64_t)row * lda;
+    const float *b = B + (size_t)(uint32_t)__ldg(col + p) * (size_t)ldb;
+    float acc = 0.f;
+    for (int t = lane; t < k; t += 32)
+        acc = fmaf(mf_round_tf32(__ldg(a + t)), mf_round_tf32(__ldg(b + t)), acc);
+    for (int off = 16; off >= 1; off /= 2)
+        acc += __shfl_xor_sync(0xffffffffu, acc, off);
+    if (lane == 0) {
+        float v = alpha * acc;
+        if (val)
+            v *= __ldg(val + p);
+        out[p] = beta == 0.f ? v : v + beta * out[p];
+    }
+}
+
+// The entries the kernel left (an unfit row of A, or of B: sddmm_kernels.cuh): those its
+// records list, a warp a record, or where they overflowed every entry of the layout's items
+// whose row of A or of B is unfit, a warp an item (each entry once either way). Nothing to do
+// and the log read unless a row was unfit. The last block to finish resets the count for the
+// next run on the same copies; every block read it before any finished.
 __global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items, const int32_t *col,
                                    const float *val, const float *A, int64_t lda, const float *B,
                                    int64_t ldb, int k, float alpha, float beta, float *out,
-                                   const int8_t *pow_a, const int8_t *pow_b, const int *wide)
+                                   const int8_t *pow_a, const int8_t *pow_b, mf_tf32_unfit_log *log,
+                                   const mf_tf32_unfit_rec *rec, int64_t cap)
 {
-    const bool any_a = __ldg(wide) != 0, any_b = __ldg(wide + 1) != 0;
+    volatile mf_tf32_unfit_log *vlog = log; // written by the kernel before, reset here
+    const bool any_a = vlog->wide[0] != 0, any_b = vlog->wide[1] != 0;
     if (!any_a && !any_b)
-        return;
+        return; // every block returns: nothing was counted, nothing to reset
+    const unsigned long long n = vlog->count;
     const int lane = threadIdx.x & 31;
     const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    for (int64_t it = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; it < n_items;
-         it += warps) {
-        const mf_sddmm_item item = items[it];
-        const bool row_unfit = __ldg(pow_a + item.row) == MF_TF32_ROW_UNFIT;
-        if (!row_unfit && !any_b)
-            continue;
-        const float *a = A + (int64_t)item.row * lda;
-        for (int base = 0; base < item.count; base += 32) {
-            const int64_t q = item.begin + base + lane;
-            const bool mine = base + lane < item.count &&
-                              (row_unfit || __ldg(pow_b + __ldg(col + q)) == MF_TF32_ROW_UNFIT);
-            for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1) {
-                const int64_t p = item.begin + base + __ffs(todo) - 1;
-                const float *b = B + (size_t)(uint32_t)__ldg(col + p) * (size_t)ldb;
-                float acc = 0.f;
-                for (int t = lane; t < k; t += 32)
-                    acc = fmaf(mf_round_tf32(__ldg(a + t)), mf_round_tf32(__ldg(b + t)), acc);
-                for (int off = 16; off >= 1; off /= 2)
-                    acc += __shfl_xor_sync(0xffffffffu, acc, off);
-                if (lane == 0) {
-                    float v = alpha * acc;
-                    if (val)
-                        v *= __ldg(val + p);
-                    out[p] = beta == 0.f ? v : v + beta * out[p];
-                }
+    const int64_t first = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
+    if (n <= (unsigned long long)cap) {
+        for (int64_t i = first; i < (int64_t)n; i += warps) {
+            const mf_tf32_unfit_rec r = rec[i];
+            if (!r.item) {
+                tf32_float_entry(r.at, r.row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
+                continue;
             }
+            const mf_sddmm_item item = items[r.at];
+            for (int64_t p = item.begin; p < item.begin + item.count; p++)
+                tf32_float_entry(p, item.row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
+        }
+    } else {
+        for (int64_t it = first; it < n_items; it += warps) {
+            const mf_sddmm_item item = items[it];
+            const bool row_unfit = __ldg(pow_a + item.row) == MF_TF32_ROW_UNFIT;
+            if (!row_unfit && !any_b)
+                continue;
+            for (int base = 0; base < item.count; base += 32) {
+                const int64_t q = item.begin + base + lane;
+                const bool mine = base + lane < item.count &&
+                                  (row_unfit || __ldg(pow_b + __ldg(col + q)) == MF_TF32_ROW_UNFIT);
+                for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1)
+                    tf32_float_entry(item.begin + base + __ffs(todo) - 1, item.row, lane, col, val,
+                                     A, lda, B, ldb, k, alpha, beta, out);
+            }
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(&log->blocks_done, 1u) == gridDim.x - 1) {
+            vlog->count = 0;
+            vlog->blocks_done = 0;
         }
     }
 }
@@ -125,19 +158,29 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
 {
     const int64_t ld16 = (call->k + 31) / 32 * 32; // as mf_tc_copy16's (the tuning rules' rows)
     const int64_t rows = S->rows + (int64_t)S->cols;
-    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)rows,
+    int64_t cap = S->nnz / MF_TF32_UNFIT_LOG_PER;
+    if (cap < MF_TF32_UNFIT_LOG_MIN)
+        cap = MF_TF32_UNFIT_LOG_MIN;
+    if (cap > 2 * S->nnz)
+        cap = 2 * S->nnz;
+    // the records first (8-byte aligned), the log, the copies' words, the power bytes
+    const size_t rec_bytes = (size_t)cap * sizeof(mf_tf32_unfit_rec);
+    const size_t log_bytes = (sizeof(mf_tf32_unfit_log) + 15) / 16 * 16;
+    MF_TRY(mf_dmem_alloc(ctx, copies,
+                         rec_bytes + log_bytes + (size_t)rows * ld16 * 2 + (size_t)rows,
                          "SDDMM TF32 scaled fp16 factors"));
-    uint32_t *y = (uint32_t *)copies->ptr; // ld16 is even: rows of whole words
-    int *wide = (int *)(y + rows * ld16 / 2);
-    int8_t *pow = (int8_t *)(wide + 4);
+    mf_tf32_unfit_rec *rec = (mf_tf32_unfit_rec *)copies->ptr;
+    mf_tf32_unfit_log *log = (mf_tf32_unfit_log *)((char *)copies->ptr + rec_bytes);
+    uint32_t *y = (uint32_t *)((char *)log + log_bytes); // ld16 is even: rows of whole words
+    int8_t *pow = (int8_t *)(y + rows * ld16 / 2);
     cudaStream_t stream = ctx->link.cuda->stream;
-    cudaError_t err = cudaMemsetAsync(wide, 0, 2 * sizeof *wide, stream);
+    cudaError_t err = cudaMemsetAsync(log, 0, sizeof *log, stream);
     if (err != cudaSuccess) {
         mf_dmem_free(ctx, copies);
         return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
     }
     tf32_rows_to_fp16<<<mf_cuda_grid(ctx->link.cuda, rows * 32, 256, 16), 256, 0, stream>>>(
-        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, wide);
+        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, log->wide);
     mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
     if (st != MF_OK) {
         mf_dmem_free(ctx, copies);
@@ -147,7 +190,9 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     out->B16 = out->A16 + (size_t)S->rows * ld16;
     out->pow_a = pow;
     out->pow_b = pow + S->rows;
-    out->wide = wide;
+    out->log = log;
+    out->rec = rec;
+    out->cap = cap;
     out->ld = ld16;
     return MF_OK;
 }
@@ -155,13 +200,13 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
 extern "C" mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items,
                                          int64_t n_items, const int32_t *col, const float *val,
                                          const mf_sddmm_call *call, float *out, float beta,
-                                         const int8_t *pow_a, const int8_t *pow_b, const int *wide)
+                                         const mf_sddmm_tf32_copies *c)
 {
     if (n_items == 0)
         return MF_OK;
     tf32_unfit_entries<<<mf_cuda_grid(ctx->link.cuda, n_items * 32, 256, 8), 256, 0,
                          ctx->link.cuda->stream>>>(items, n_items, col, val, call->A, call->lda,
                                                    call->B, call->ldb, call->k, call->alpha, beta,
-                                                   out, pow_a, pow_b, wide);
+                                                   out, c->pow_a, c->pow_b, c->log, c->rec, c->cap);
     return MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 unfit rows' entries");
 }
