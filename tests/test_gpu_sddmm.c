@@ -450,15 +450,15 @@ START_TEST(tf32_scaled_copies)
             }
             free_problem(&pr);
         }
-    /* What the kernel leaves, as the unfit pass finds it (sddmm_internal.h's log): a few
-     * unfit rows of a matrix large enough to be timed, whose candidates run on the same copies
-     * one after another (each must find only its own records: a record counted twice applies
-     * beta = -1 twice), then every row of B unfit, more records than the log holds (the pass
-     * scans every entry instead). A value 2^30 makes its row unfit: the rest lie below 4. */
+    /* What the kernel leaves, as the unfit pass finds it (its scans of the items and of the
+     * column indices): a few unfit rows of a matrix large enough to be timed, whose candidates
+     * run on the same copies one after another (beta = -1 shows an entry written twice), then
+     * every row of B unfit, whose entries all go to the pass (each entry's row found by
+     * search). A value 2^30 makes its row unfit: the rest lie below 4. */
     for (int every = 0; every <= 1; every++) {
         const int32_t n = every ? 300 : 500;
         problem big = make_problem_sized(ctx, FX_DENSE, n, n, 32, 4, 330 + every);
-        ck_assert_int_ge(big.nnz, every ? MF_TF32_UNFIT_LOG_MIN + 1 : MF_SDDMM_TUNE_MIN_NNZ);
+        ck_assert_int_ge(big.nnz, every ? n * n : MF_SDDMM_TUNE_MIN_NNZ);
         for (int32_t j = every ? 0 : 7; j < (every ? n : 8); j++)
             big.B[j * big.ldb] = 0x1p30f;
         big.A[3 * big.lda + 1] = 0x1p30f;

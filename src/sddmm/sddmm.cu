@@ -178,14 +178,15 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
 // (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load, or the scaled fp16 copies (A16, B16, with tf32's powers
-// and unfit rows' log: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the
-// kernel's HALF: an mf_precision or MF_SDDMM_TF32_16).
+// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a, pow_b
+// and wide: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's
+// HALF: an mf_precision or MF_SDDMM_TF32_16).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     const float *B32;
     int64_t ld;
-    mf_sddmm_tf32_copies tf32;
+    const int8_t *pow_a, *pow_b;
+    const int *wide;
     int kernel;
 };
 
@@ -240,7 +241,9 @@ static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_cal
     in->A16 = c.A16;
     in->B16 = c.B16;
     in->ld = c.ld;
-    in->tf32 = c;
+    in->pow_a = c.pow_a;
+    in->pow_b = c.pow_b;
+    in->wide = c.wide;
     in->kernel = MF_SDDMM_TF32_16;
     return MF_OK;
 }
@@ -272,9 +275,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.A16 = P.B16 = NULL;
     P.ld16 = 0;
     P.pow_a = P.pow_b = NULL;
-    P.unfit = NULL;
-    P.unfit_rec = NULL;
-    P.unfit_cap = 0;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
@@ -282,11 +282,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.A16 = half->A16;
         P.B16 = half->B16;
         P.ld16 = half->ld;
-        P.pow_a = half->tf32.pow_a;
-        P.pow_b = half->tf32.pow_b;
-        P.unfit = half->tf32.log;
-        P.unfit_rec = half->tf32.rec;
-        P.unfit_cap = half->tf32.cap;
+        P.pow_a = half->pow_a;
+        P.pow_b = half->pow_b;
     } else if (half && half->B32) {
         P.B = half->B32;
         P.ldb = half->ld;
@@ -310,8 +307,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     }
     if (half && half->kernel == MF_SDDMM_TF32_16) // the entries of rows fp16 could not hold
         return mf_sddmm_tf32_unfit(ctx, (const mf_sddmm_item *)L->items.ptr,
-                                   (int64_t)(L->items.bytes / sizeof(mf_sddmm_item)), col, P.val,
-                                   call, out, beta, &half->tf32);
+                                   (int64_t)(L->items.bytes / sizeof(mf_sddmm_item)), row_ptr, col,
+                                   P.val, S, call, out, beta, half->pow_a, half->pow_b, half->wide);
     return MF_OK;
 }
 

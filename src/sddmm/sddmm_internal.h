@@ -44,45 +44,16 @@ mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, mf_dbuf *copies,
                        const uint16_t **A16, const uint16_t **B16, int64_t *ld);
 
-/* The record of what the TF32 copies could not hold, on the device beside them. The copies'
- * pass sets wide[0] / wide[1] when some row of A / of B is unfit (sddmm_round.h). The kernel,
- * in its first chunk's launch, lists what it leaves unwritten: each item of an unfit A row
- * (all its entries), each entry of an unfit B row met by a fitting A row; count says how
- * many it met, the first cap of them listed in the records. The unfit pass computes those
- * (or, when count passed cap, finds them by a scan of every entry) and resets count for the
- * next run on the same copies (a tuning times several). */
-typedef struct mf_tf32_unfit_log {
-    int wide[2];
-    unsigned int blocks_done; /* the unfit pass's blocks finished: the last one resets */
-    unsigned int pad;
-    unsigned long long count;
-} mf_tf32_unfit_log;
-
-typedef struct mf_tf32_unfit_rec {
-    int64_t at;   /* an entry of S, or (item) an item of the layout */
-    int32_t row;  /* its row of A */
-    int32_t item; /* 1: at is an item, every entry of it */
-} mf_tf32_unfit_rec;
-
-/* Records at most: one per MF_TF32_UNFIT_LOG_PER stored entries (a quarter of a byte an
- * entry), at least MF_TF32_UNFIT_LOG_MIN, never more than two an entry: enough for a few
- * unfit rows, a popular column's entries included (1.1M records for the Netflix shape); more
- * and the pass scans every entry instead. */
-#define MF_TF32_UNFIT_LOG_PER 64
-#define MF_TF32_UNFIT_LOG_MIN 65536
-
 /* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32, each times its
  * own power of two, as fp16 exactly (A16, B16: rows of ld values, k rounded up to 32, zeros
  * past k); pow_a and pow_b (one a row) the powers' exponents, or MF_TF32_ROW_UNFIT for a row
- * fp16 cannot hold so (sddmm_round.h); the log above, zeroed, and its records (rec, cap of
- * them: above). All in one device buffer
- * (*copies, freed by the caller, stream-ordered). */
+ * fp16 cannot hold so (sddmm_round.h); wide[0] and wide[1], on the device, set when some
+ * row of A, of B, was unfit. All in one device buffer (*copies, freed by the caller,
+ * stream-ordered). */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
     const int8_t *pow_a, *pow_b;
-    mf_tf32_unfit_log *log;
-    mf_tf32_unfit_rec *rec;
-    int64_t cap;
+    const int *wide;
     int64_t ld;
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
@@ -90,13 +61,15 @@ mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 
 /* After the kernel on those copies, which leaves the entries of unfit rows unwritten: those
  * entries from the float factors rounded to TF32, written to out as a whole-k result with
- * call->alpha, S's values (val, or NULL) and beta, from the log's records (or, where they
- * overflowed, by a scan of the plan layout's items, n_items of them). Stream-ordered, no host
- * wait: with no unfit row it reads the log and returns. */
+ * call->alpha, S's values (val, or NULL) and beta; found by a scan of the plan layout's items
+ * (n_items of them) where a row of A was unfit, of S's column indices where a row of B was
+ * (row_ptr, col: S's CSR on the device). Stream-ordered, no host wait: with no unfit row it
+ * reads two words and returns. */
 struct mf_sddmm_item;
 mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, int64_t n_items,
-                              const int32_t *col, const float *val, const mf_sddmm_call *call,
-                              float *out, float beta, const mf_sddmm_tf32_copies *copies);
+                              const int64_t *row_ptr, const int32_t *col, const float *val,
+                              const mf_sparse *S, const mf_sddmm_call *call, float *out, float beta,
+                              const int8_t *pow_a, const int8_t *pow_b, const int *wide);
 
 /* TF32 on the CUDA cores takes the scaled fp16 copies (above) from this many entries per
  * factor row (rows + cols) on, else B's rounded copy: the copies' pass moves (rows + cols) x

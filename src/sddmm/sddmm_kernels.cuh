@@ -33,7 +33,6 @@
 #include <stdint.h>
 
 #include "mfact/mfact.h"
-#include "sddmm/sddmm_internal.h" // mf_tf32_unfit_log, mf_tf32_unfit_rec
 #include "sddmm/sddmm_layout.h"
 #include "sddmm/sddmm_round.h"  // mf_round_tf32
 #include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
@@ -58,24 +57,9 @@ struct mf_sddmm_params {
     // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold each row of the TF32-rounded factors
     // times a power of two, as fp16, exactly; pow_a and pow_b the powers' exponents (one a
     // row), MF_TF32_ROW_UNFIT for a row fp16 cannot hold so, whose entries the kernel leaves
-    // to mf_sddmm_tf32_unfit, listing them in unfit's records (sddmm_internal.h)
+    // to mf_sddmm_tf32_unfit
     const int8_t *pow_a, *pow_b;
-    mf_tf32_unfit_log *unfit;
-    mf_tf32_unfit_rec *unfit_rec;
-    int64_t unfit_cap;
 };
-
-// What the kernel leaves to mf_sddmm_tf32_unfit (an item of an unfit A row, or one entry of an
-// unfit B row), listed once: by the launch of the first chunk (every chunk leaves the same).
-__device__ __forceinline__ void mf_sddmm_unfit_log(const mf_sddmm_params &P, int64_t at,
-                                                   int32_t row, int32_t item)
-{
-    if (P.kc != 0)
-        return;
-    const unsigned long long i = atomicAdd(&P.unfit->count, 1ull);
-    if (i < (unsigned long long)P.unfit_cap)
-        P.unfit_rec[i] = mf_tf32_unfit_rec{at, row, item};
-}
 
 // The kernel instance beyond mf_precision's values (the HALF parameter below): TF32 read
 // from scaled fp16 copies.
@@ -346,10 +330,8 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
             a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
         }
         // an unfit A row: none of its entries here (mf_sddmm_tf32_unfit computes them)
-        const bool a_unfit = U::scaled && ea == MF_TF32_ROW_UNFIT;
-        if (a_unfit && lane == 0)
-            mf_sddmm_unfit_log(P, it, item.row, 1);
-        const int64_t end = item.begin + (a_unfit ? 0 : (int64_t)item.count);
+        const int64_t end =
+            item.begin + (U::scaled && ea == MF_TF32_ROW_UNFIT ? 0 : (int64_t)item.count);
         for (int64_t p = item.begin; p < end; p += NU) {
             float s[NU];
 #pragma unroll
@@ -412,9 +394,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
-                    if (q < end && U::scaled && isnan(s[c])) {
-                        mf_sddmm_unfit_log(P, q, item.row, 0);
-                    } else if (q < end) {
+                    if (q < end && !(U::scaled && isnan(s[c]))) {
                         float v = s[c];
                         if constexpr (U::scaled) // A's row power out (B's went per lane)
                             v *= a_unpow;

@@ -74,7 +74,7 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
 
 // One entry p of row `row` from the float factors, both rounded to TF32 as they load (exact
 // products, float sums: TF32's bound), into out as the kernel writes a whole-k result (alpha,
-// S's values, beta). One warp.
+// S's values, beta). One warp, converged.
 __device__ void tf32_float_entry(int64_t p, int32_t row, int lane, const int32_t *col,
                                  const float *val, const float *A, int64_t lda, const float *B,
                                  int64_t ldb, int k, float alpha, float beta, float *out)
@@ -94,58 +94,56 @@ __device__ void tf32_float_entry(int64_t p, int32_t row, int lane, const int32_t
     }
 }
 
-// The entries the kernel left (an unfit row of A, or of B: sddmm_kernels.cuh): those its
-// records list, a warp a record, or where they overflowed every entry of the layout's items
-// whose row of A or of B is unfit, a warp an item (each entry once either way). Nothing to do
-// and the log read unless a row was unfit. The last block to finish resets the count for the
-// next run on the same copies; every block read it before any finished.
-__global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items, const int32_t *col,
-                                   const float *val, const float *A, int64_t lda, const float *B,
-                                   int64_t ldb, int k, float alpha, float beta, float *out,
-                                   const int8_t *pow_a, const int8_t *pow_b, mf_tf32_unfit_log *log,
-                                   const mf_tf32_unfit_rec *rec, int64_t cap)
+// The row of entry p: the last r with row_ptr[r] <= p (rows with entries end past p).
+__device__ int32_t tf32_row_of(const int64_t *row_ptr, int32_t rows, int64_t p)
 {
-    volatile mf_tf32_unfit_log *vlog = log; // written by the kernel before, reset here
-    const bool any_a = vlog->wide[0] != 0, any_b = vlog->wide[1] != 0;
+    int32_t lo = 0, hi = rows - 1;
+    while (lo < hi) {
+        const int32_t mid = lo + (hi - lo + 1) / 2;
+        if (__ldg(row_ptr + mid) <= p)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    return lo;
+}
+
+// The entries the kernel left (sddmm_kernels.cuh), found by streaming scans, a thread an item
+// or an entry, each found one then computed by its whole warp: the items of unfit A rows
+// (every entry of them), then the entries of unfit B rows whose A row fits (their row found by
+// a binary search). Each entry once. Nothing to do and two words read unless a row was unfit;
+// a scan reads the items (16 bytes each) or the column indices, at memory speed: Netflix
+// k = 128 with an unfit B row took 730 us when a warp walked each item's entries (H200).
+__global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items,
+                                   const int64_t *row_ptr, int32_t rows, const int32_t *col,
+                                   int64_t nnz, const float *val, const float *A, int64_t lda,
+                                   const float *B, int64_t ldb, int k, float alpha, float beta,
+                                   float *out, const int8_t *pow_a, const int8_t *pow_b,
+                                   const int *wide)
+{
+    const bool any_a = __ldg(wide) != 0, any_b = __ldg(wide + 1) != 0;
     if (!any_a && !any_b)
-        return; // every block returns: nothing was counted, nothing to reset
-    const unsigned long long n = vlog->count;
+        return;
     const int lane = threadIdx.x & 31;
-    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    const int64_t first = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5;
-    if (n <= (unsigned long long)cap) {
-        for (int64_t i = first; i < (int64_t)n; i += warps) {
-            const mf_tf32_unfit_rec r = rec[i];
-            if (!r.item) {
-                tf32_float_entry(r.at, r.row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
-                continue;
-            }
-            const mf_sddmm_item item = items[r.at];
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x; // threads: 32 a warp
+    const int64_t first = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) - lane;
+    for (int64_t base = first; any_a && base < n_items; base += stride) {
+        const int64_t it = base + lane;
+        const bool mine = it < n_items && __ldg(pow_a + items[it].row) == MF_TF32_ROW_UNFIT;
+        for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1) {
+            const mf_sddmm_item item = items[base + __ffs(todo) - 1];
             for (int64_t p = item.begin; p < item.begin + item.count; p++)
                 tf32_float_entry(p, item.row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
         }
-    } else {
-        for (int64_t it = first; it < n_items; it += warps) {
-            const mf_sddmm_item item = items[it];
-            const bool row_unfit = __ldg(pow_a + item.row) == MF_TF32_ROW_UNFIT;
-            if (!row_unfit && !any_b)
-                continue;
-            for (int base = 0; base < item.count; base += 32) {
-                const int64_t q = item.begin + base + lane;
-                const bool mine = base + lane < item.count &&
-                                  (row_unfit || __ldg(pow_b + __ldg(col + q)) == MF_TF32_ROW_UNFIT);
-                for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1)
-                    tf32_float_entry(item.begin + base + __ffs(todo) - 1, item.row, lane, col, val,
-                                     A, lda, B, ldb, k, alpha, beta, out);
-            }
-        }
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence();
-        if (atomicAdd(&log->blocks_done, 1u) == gridDim.x - 1) {
-            vlog->count = 0;
-            vlog->blocks_done = 0;
+    for (int64_t base = first; any_b && base < nnz; base += stride) {
+        const int64_t p = base + lane;
+        const bool mine = p < nnz && __ldg(pow_b + __ldg(col + p)) == MF_TF32_ROW_UNFIT;
+        for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1) {
+            const int64_t q = base + __ffs(todo) - 1;
+            const int32_t row = tf32_row_of(row_ptr, rows, q);
+            if (__ldg(pow_a + row) != MF_TF32_ROW_UNFIT) // else the items' scan computed it
+                tf32_float_entry(q, row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
         }
     }
 }
@@ -158,33 +156,19 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
 {
     const int64_t ld16 = (call->k + 31) / 32 * 32; // as mf_tc_copy16's (the tuning rules' rows)
     const int64_t rows = S->rows + (int64_t)S->cols;
-    int64_t cap = S->nnz / MF_TF32_UNFIT_LOG_PER;
-    if (cap < MF_TF32_UNFIT_LOG_MIN)
-        cap = MF_TF32_UNFIT_LOG_MIN;
-    if (cap > 2 * S->nnz)
-        cap = 2 * S->nnz;
-    // The copies' words first, at the allocation's alignment: the kernel's 16-byte loads of
-    // a row's 64-byte pieces must not straddle more 32-byte sectors than they span (the log
-    // placed first cost TF32 5-12% on the Netflix shape, H200). Then the power bytes, the
-    // log and its records, 16-byte aligned.
-    const size_t words_bytes = (size_t)rows * ld16 * 2;
-    const size_t log_at = (words_bytes + (size_t)rows + 15) / 16 * 16;
-    const size_t log_bytes = (sizeof(mf_tf32_unfit_log) + 15) / 16 * 16;
-    const size_t rec_bytes = (size_t)cap * sizeof(mf_tf32_unfit_rec);
-    MF_TRY(mf_dmem_alloc(ctx, copies, log_at + log_bytes + rec_bytes,
+    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)rows,
                          "SDDMM TF32 scaled fp16 factors"));
     uint32_t *y = (uint32_t *)copies->ptr; // ld16 is even: rows of whole words
-    int8_t *pow = (int8_t *)copies->ptr + words_bytes;
-    mf_tf32_unfit_log *log = (mf_tf32_unfit_log *)((char *)copies->ptr + log_at);
-    mf_tf32_unfit_rec *rec = (mf_tf32_unfit_rec *)((char *)log + log_bytes);
+    int *wide = (int *)(y + rows * ld16 / 2);
+    int8_t *pow = (int8_t *)(wide + 4);
     cudaStream_t stream = ctx->link.cuda->stream;
-    cudaError_t err = cudaMemsetAsync(log, 0, sizeof *log, stream);
+    cudaError_t err = cudaMemsetAsync(wide, 0, 2 * sizeof *wide, stream);
     if (err != cudaSuccess) {
         mf_dmem_free(ctx, copies);
         return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
     }
     tf32_rows_to_fp16<<<mf_cuda_grid(ctx->link.cuda, rows * 32, 256, 16), 256, 0, stream>>>(
-        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, log->wide);
+        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, wide);
     mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
     if (st != MF_OK) {
         mf_dmem_free(ctx, copies);
@@ -194,23 +178,22 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     out->B16 = out->A16 + (size_t)S->rows * ld16;
     out->pow_a = pow;
     out->pow_b = pow + S->rows;
-    out->log = log;
-    out->rec = rec;
-    out->cap = cap;
+    out->wide = wide;
     out->ld = ld16;
     return MF_OK;
 }
 
 extern "C" mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items,
-                                         int64_t n_items, const int32_t *col, const float *val,
+                                         int64_t n_items, const int64_t *row_ptr,
+                                         const int32_t *col, const float *val, const mf_sparse *S,
                                          const mf_sddmm_call *call, float *out, float beta,
-                                         const mf_sddmm_tf32_copies *c)
+                                         const int8_t *pow_a, const int8_t *pow_b, const int *wide)
 {
     if (n_items == 0)
         return MF_OK;
-    tf32_unfit_entries<<<mf_cuda_grid(ctx->link.cuda, n_items * 32, 256, 8), 256, 0,
-                         ctx->link.cuda->stream>>>(items, n_items, col, val, call->A, call->lda,
-                                                   call->B, call->ldb, call->k, call->alpha, beta,
-                                                   out, c->pow_a, c->pow_b, c->log, c->rec, c->cap);
+    tf32_unfit_entries<<<mf_cuda_grid(ctx->link.cuda, S->nnz, 256, 8), 256, 0,
+                         ctx->link.cuda->stream>>>(
+        items, n_items, row_ptr, S->rows, col, S->nnz, val, call->A, call->lda, call->B, call->ldb,
+        call->k, call->alpha, beta, out, pow_a, pow_b, wide);
     return MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 unfit rows' entries");
 }
