@@ -451,26 +451,38 @@ START_TEST(tf32_scaled_copies)
             free_problem(&pr);
         }
     /* What the kernel leaves, as the unfit pass finds it (its scans of the items and of the
-     * column indices): a few unfit rows of a matrix large enough to be timed, whose candidates
-     * run on the same copies one after another (beta = -1 shows an entry written twice), then
-     * every row of B unfit, whose entries all go to the pass (each entry's row found by
-     * search). A value 2^30 makes its row unfit: the rest lie below 4. */
-    for (int every = 0; every <= 1; every++) {
-        const int32_t n = every ? 300 : 500;
-        problem big = make_problem_sized(ctx, FX_DENSE, n, n, 32, 4, 330 + every);
-        ck_assert_int_ge(big.nnz, every ? n * n : MF_SDDMM_TUNE_MIN_NNZ);
-        for (int32_t j = every ? 0 : 7; j < (every ? n : 8); j++)
+     * column indices). A value 2^30 makes its row unfit: the rest lie below 4.
+     * - timed: a dense 550 x 550 matrix (302,500 entries, more than the pass's grid has
+     *   threads on an H200, so its scans take a second stride) with an unfit A row and an
+     *   unfit B row, the tuned call (its candidates timed; beta = -1 checks that the chosen
+     *   run writes each entry once). Left out under a sanitizer: the timing runs are slow.
+     * - every: every row of B unfit, on a random pattern with empty rows, so that each
+     *   entry's row is found by search past empty rows; one panel, then the grouped layout. */
+    const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
+    for (int every = quick ? 1 : 0; every <= 1; every++) {
+        problem big = every ? make_problem(ctx, FX_RANDOM, 64, 4, 331)
+                            : make_problem_sized(ctx, FX_DENSE, 550, 550, 32, 4, 330);
+        int32_t cols;
+        mf_sparse_shape(big.S, NULL, &cols, NULL);
+        if (every) {
+            int32_t empty = 0;
+            for (int32_t r = 0; r < big.S->rows; r++)
+                empty += big.S->row_ptr[r] == big.S->row_ptr[r + 1];
+            ck_assert_int_gt(empty, 0);
+        } else {
+            ck_assert_int_ge(big.nnz, 300000);
+            big.A[3 * big.lda + 1] = 0x1p30f;
+        }
+        for (int32_t j = every ? 0 : 7; j < (every ? cols : 8); j++)
             big.B[j * big.ldb] = 0x1p30f;
-        big.A[3 * big.lda + 1] = 0x1p30f;
         fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
-        char what[96];
-        snprintf(what, sizeof what, "TF32 %s", every ? "every B row unfit" : "timed, unfit rows");
         if (every) {
             rounded_ref rr = make_rounded_ref(cpu, &big, MF_PRECISION_TF32);
-            check_precision_of(ctx, &big, &rr, 0, 100000, 0, what);
+            check_precision_of(ctx, &big, &rr, 0, 100000, 0, "TF32 every B row unfit");
+            check_precision_of(ctx, &big, &rr, 0, 100000, 1, "TF32 every B row unfit, grouped");
             free_rounded_ref(&rr);
         } else {
-            check_precision(ctx, cpu, &big, MF_PRECISION_TF32, what);
+            check_precision(ctx, cpu, &big, MF_PRECISION_TF32, "TF32 timed, unfit rows");
         }
         free_problem(&big);
     }
