@@ -22,6 +22,7 @@
 
 #include "core/ctx.h"
 #include "cuda/cuda_internal.h"
+#include "cuda/lower_bound.cuh"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_layout.h" // mf_sddmm_item
 #include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_pow2, mf_tf32_row_power, mf_tf32_value_fits
@@ -94,20 +95,6 @@ __device__ void tf32_float_entry(int64_t p, int32_t row, int lane, const int32_t
     }
 }
 
-// The row of entry p: the last r with row_ptr[r] <= p (rows with entries end past p).
-__device__ int32_t tf32_row_of(const int64_t *row_ptr, int32_t rows, int64_t p)
-{
-    int32_t lo = 0, hi = rows - 1;
-    while (lo < hi) {
-        const int32_t mid = lo + (hi - lo + 1) / 2;
-        if (__ldg(row_ptr + mid) <= p)
-            lo = mid;
-        else
-            hi = mid - 1;
-    }
-    return lo;
-}
-
 // The entries the kernel left (sddmm_kernels.cuh), found by streaming scans, a thread an item
 // or an entry, each found one then computed by its whole warp: the items of unfit A rows
 // (every entry of them), then the entries of unfit B rows whose A row fits (their row found by
@@ -141,7 +128,8 @@ __global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items,
         const bool mine = p < nnz && __ldg(pow_b + __ldg(col + p)) == MF_TF32_ROW_UNFIT;
         for (unsigned todo = __ballot_sync(0xffffffffu, mine); todo; todo &= todo - 1) {
             const int64_t q = base + __ffs(todo) - 1;
-            const int32_t row = tf32_row_of(row_ptr, rows, q);
+            // its row: the last r with row_ptr[r] <= q (rows with entries end past q)
+            const int32_t row = (int32_t)(mf_lower_bound(row_ptr, 0, (int64_t)rows + 1, q + 1) - 1);
             if (__ldg(pow_a + row) != MF_TF32_ROW_UNFIT) // else the items' scan computed it
                 tf32_float_entry(q, row, lane, col, val, A, lda, B, ldb, k, alpha, beta, out);
         }
