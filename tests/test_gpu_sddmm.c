@@ -396,8 +396,7 @@ static void scale_rows(problem *pr, int wide)
 {
     int32_t row[3], col[3], rows, cols;
     rows_with_entries(pr->S, 3, row, col);
-    mf_sparse_shape(pr->S, &rows, NULL, NULL);
-    mf_sparse_shape(pr->S, NULL, &cols, NULL);
+    mf_sparse_shape(pr->S, &rows, &cols, NULL);
     for (int t = 0; t < pr->k; t++) {
         pr->A[row[1] * pr->lda + t] = ldexpf(pr->A[row[1] * pr->lda + t], 60);
         pr->A[row[2] * pr->lda + t] = ldexpf(pr->A[row[2] * pr->lda + t], -60);
