@@ -29,7 +29,10 @@
 //                    [--scale F] [--graph FILE]...
 //                    [--seed S] [--tc-order natural|length-minhash|minhash|auto] [--rmse]
 //                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
-//                    [--factors uniform|normal]
+//                    [--factors uniform|normal] [--transpose]
+//
+// --transpose adds each matrix's transpose as a case of its own (name^T): the same entries
+// with the roles of the factors swapped, which the tuning may serve with other variants.
 //
 // --shape adds the generator at another shape: ROWS x COLS, row lengths Pareto(ALPHA) of
 // mean MEAN (ALPHA 0: all MEAN), column popularity Zipf(ZIPF) (0: uniform), a row capped at
@@ -136,6 +139,25 @@ static csr power_law(int32_t rows, int32_t cols, double mean_len, double alpha, 
     for (int32_t i = 0; i < rows; i++)
         std::copy(per[i].begin(), per[i].end(), m.col.begin() + m.ptr[i]);
     return m;
+}
+
+// m's transpose (columns become rows, each row's columns ascending).
+static csr transposed(const csr &m)
+{
+    csr t;
+    t.rows = m.cols;
+    t.cols = m.rows;
+    t.ptr.assign((size_t)m.cols + 1, 0);
+    for (int32_t j : m.col)
+        t.ptr[(size_t)j + 1]++;
+    for (int32_t j = 0; j < m.cols; j++)
+        t.ptr[j + 1] += t.ptr[j];
+    t.col.resize(m.col.size());
+    std::vector<int64_t> next(t.ptr.begin(), t.ptr.end() - 1);
+    for (int32_t i = 0; i < m.rows; i++)
+        for (int64_t p = m.ptr[i]; p < m.ptr[i + 1]; p++)
+            t.col[next[m.col[p]]++] = i;
+    return t;
 }
 
 static csr from_file(mf_ctx *ctx, const char *path)
@@ -615,8 +637,9 @@ int main(int argc, char **argv)
     std::vector<int> precs = {0, 1, 2, 3, 4, 5, 6};
     double scale = 1.0;
     uint64_t seed = 2026;
-    int eval = 0;     // --rmse
-    float beta = 0.f; // --beta: the timed runs' beta (out = A B^T + beta out), both sides
+    int eval = 0;      // --rmse
+    float beta = 0.f;  // --beta: the timed runs' beta (out = A B^T + beta out), both sides
+    int transpose = 0; // --transpose
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--cases") && i + 1 < argc)
             cases = argv[++i];
@@ -647,6 +670,8 @@ int main(int argc, char **argv)
             beta = strtof(argv[++i], NULL);
         else if (!strcmp(argv[i], "--rmse"))
             eval = 1;
+        else if (!strcmp(argv[i], "--transpose"))
+            transpose = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--factors") && i + 1 < argc) {
@@ -667,7 +692,7 @@ int main(int argc, char **argv)
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
                     "[--verbose] [--rmse] [--beta B] "
                     "[--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]... "
-                    "[--factors uniform|normal]\n",
+                    "[--factors uniform|normal] [--transpose]\n",
                     argv[0]);
             return 2;
         }
@@ -728,6 +753,9 @@ int main(int argc, char **argv)
         const char *base = strrchr(g, '/');
         mats.push_back({base ? base + 1 : g, from_file(ctx, g)});
     }
+    if (transpose)
+        for (size_t i = 0, n = mats.size(); i < n; i++)
+            mats.push_back({mats[i].first + "^T", transposed(mats[i].second)});
 
     printf("%-22s %5s %11s %-7s %10s %10s %9s %7s %8s %9s %10s %10s %9s  %s\n", "case", "k", "nnz",
            "prec", "mfact ms", "cuSP ms", "GFLOP/s", "% peak", "speedup", "x floor", "max err",

@@ -364,12 +364,12 @@ START_TEST(every_reduced_variant_matches_float64)
 END_TEST
 
 /* TF32 from the scaled fp16 copies (sddmm_tf32.cu), where rows test the scaling: A's rows at
- * 2^60 and 2^-60 times the rest, every third B row at 2^40 and every fifth at 2^-40 (each
- * row's own power brings it into fp16's range: still exact, and B's powers differ by
- * column). Then rows fp16 cannot hold, whose entries the kernel leaves to the pass on the
+ * 2^60 and 2^-60 times the rest (each A row's own power brings it into fp16's range: still
+ * exact), every third B row at 2^8 and every fifth at 2^-8 (B's one power holds rows 16
+ * binades apart). Then rows fp16 cannot hold, whose entries the kernel leaves to the pass on the
  * floats: an A row of 2^20 and 2^-20 against B columns of 0 and 1 (the product is the small
- * value's alone), and a B row of 2^30 and 1 + 2^-10 (30 binades apart; A's third column 0),
- * met by a fitting A row, so that the copies' value would be off by 2^-10; then an A row
+ * value's alone), and a B row of 1 and 2^-40 (40 binades below B's largest; A's third column
+ * 0), met by a fitting A row, so that the copies would lose the product; then an A row
  * holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
  * variants through the hook (which reads the copies whatever S's size), and the tuned call
  * at k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this
@@ -405,7 +405,7 @@ static void scale_rows(problem *pr, int wide)
     }
     for (int32_t j = 0; j < cols; j++)
         for (int t = 0; t < pr->k && j % 15 && (j % 3 == 0 || j % 5 == 0); t++)
-            pr->B[j * pr->ldb + t] = ldexpf(pr->B[j * pr->ldb + t], j % 3 == 0 ? 40 : -40);
+            pr->B[j * pr->ldb + t] = ldexpf(pr->B[j * pr->ldb + t], j % 3 == 0 ? 8 : -8);
     for (int32_t j = 0; wide && j < cols; j++) {
         pr->B[j * pr->ldb] = 0.f;
         pr->B[j * pr->ldb + 1] = 1.f;
@@ -413,7 +413,7 @@ static void scale_rows(problem *pr, int wide)
     for (int32_t i = 0; wide && i < rows; i++)
         pr->A[i * pr->lda + 2] = 0.f;
     for (int t = 0; wide && t < pr->k; t++) /* the column of row[1]'s first entry */
-        pr->B[col[1] * pr->ldb + t] = t == 2 ? 0x1p30f : t == 3 ? 1.f + 0x1p-10f : 0.f;
+        pr->B[col[1] * pr->ldb + t] = t == 2 ? 1.f : t == 3 ? 0x1p-40f : 0.f;
     fx_sddmm_ref(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, pr->ref, pr->bound);
 }
 
@@ -421,7 +421,8 @@ START_TEST(tf32_scaled_copies)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
     unsetenv("MFACT_SDDMM_HALF");
-    static const int ks[] = {32, 128, 256};
+    /* k = 544: more 4-value units a row (136) than the copies' lanes hold (32 x 4) */
+    static const int ks[] = {32, 128, 256, 544};
     for (int wide = 0; wide <= 1; wide++)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
             /* the tuned call on a dense pattern, whose entries a row pass the copies' gate */
@@ -450,7 +451,8 @@ START_TEST(tf32_scaled_copies)
             free_problem(&pr);
         }
     /* What the kernel leaves, as the unfit pass finds it (its scans of the items and of the
-     * column indices). A value 2^30 makes its row unfit: the rest lie below 4.
+     * column indices). A value 2^30 makes its A row unfit (the rest lie below 1), a value
+     * 2^-30 its B row (30 binades below B's largest).
      * - timed: a dense 550 x 550 matrix (302,500 entries, more than the pass's grid has
      *   threads on an H200, so its scans take a second stride) with an unfit A row and an
      *   unfit B row, the tuned call (its candidates timed; beta = -1 checks that the chosen
@@ -473,7 +475,7 @@ START_TEST(tf32_scaled_copies)
             big.A[3 * big.lda + 1] = 0x1p30f;
         }
         for (int32_t j = every ? 0 : 7; j < (every ? cols : 8); j++)
-            big.B[j * big.ldb] = 0x1p30f;
+            big.B[j * big.ldb] = 0x1p-30f;
         fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
         if (every) {
             rounded_ref rr = make_rounded_ref(cpu, &big, MF_PRECISION_TF32);

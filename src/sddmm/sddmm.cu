@@ -178,8 +178,8 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
 // (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a, pow_b
-// and wide: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's
+// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a, pow_b,
+// wide and b_top: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's
 // HALF: an mf_precision or MF_SDDMM_TF32_16).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
@@ -187,6 +187,7 @@ struct mf_sddmm_half_in {
     int64_t ld;
     const int8_t *pow_a, *pow_b;
     const int *wide;
+    const uint32_t *b_top;
     int kernel;
 };
 
@@ -244,6 +245,7 @@ static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_cal
     in->pow_a = c.pow_a;
     in->pow_b = c.pow_b;
     in->wide = c.wide;
+    in->b_top = c.b_top;
     in->kernel = MF_SDDMM_TF32_16;
     return MF_OK;
 }
@@ -274,7 +276,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.blocks = (const mf_sddmm_block *)L->blocks.ptr;
     P.A16 = P.B16 = NULL;
     P.ld16 = 0;
-    P.pow_a = P.pow_b = NULL;
+    P.pow_a = NULL;
+    P.b_top = NULL;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
@@ -283,7 +286,7 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.B16 = half->B16;
         P.ld16 = half->ld;
         P.pow_a = half->pow_a;
-        P.pow_b = half->pow_b;
+        P.b_top = half->b_top;
     } else if (half && half->B32) {
         P.B = half->B32;
         P.ldb = half->ld;

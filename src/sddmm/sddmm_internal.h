@@ -44,16 +44,20 @@ mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, mf_dbuf *copies,
                        const uint16_t **A16, const uint16_t **B16, int64_t *ld);
 
-/* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32, each times its
- * own power of two, as fp16 exactly (A16, B16: rows of ld values, k rounded up to 32, zeros
- * past k); pow_a and pow_b (one a row) the powers' exponents, or MF_TF32_ROW_UNFIT for a row
- * fp16 cannot hold so (sddmm_round.h); wide[0] and wide[1], on the device, set when some
- * row of A, of B, was unfit. All in one device buffer (*copies, freed by the caller,
- * stream-ordered). */
+/* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32 as fp16 exactly,
+ * each row of A times its own power of two and all of B times one (A16, B16: rows of ld
+ * values, k rounded up to 32, zeros past k); pow_a and pow_b (one a row) the powers'
+ * exponents, or MF_TF32_ROW_UNFIT for a row fp16 cannot hold so (sddmm_round.h; an unfit B
+ * row's copy is NaN); wide[0] and wide[1], on the device, set when some row of A, of B, was
+ * unfit; *b_top, on the device, the bits of B's largest finite TF32 magnitude, from which
+ * B's power follows (mf_tf32_row_power). All in one device buffer (*copies, freed by the
+ * caller, stream-ordered). The factors' rows must be 16-byte vectors (k, lda and ldb
+ * multiples of 4, A and B 16-byte aligned): MF_ERR_INTERNAL otherwise. */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
     const int8_t *pow_a, *pow_b;
     const int *wide;
+    const uint32_t *b_top;
     int64_t ld;
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,

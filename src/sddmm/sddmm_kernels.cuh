@@ -54,11 +54,13 @@ struct mf_sddmm_params {
     // mf_tc_convert), rows of ld16 values; A and B are not read then
     const uint16_t *A16, *B16;
     int64_t ld16;
-    // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold each row of the TF32-rounded factors
-    // times a power of two, as fp16, exactly; pow_a and pow_b the powers' exponents (one a
-    // row), MF_TF32_ROW_UNFIT for a row fp16 cannot hold so, whose entries the kernel leaves
-    // to mf_sddmm_tf32_unfit
-    const int8_t *pow_a, *pow_b;
+    // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold the TF32-rounded factors, A's rows
+    // each times its own power of two, B times one, as fp16, exactly; pow_a the A rows' powers'
+    // exponents (MF_TF32_ROW_UNFIT for a row fp16 cannot hold so, whose entries the kernel
+    // leaves to mf_sddmm_tf32_unfit), *b_top the bits of B's largest value, which give B's
+    // power (an unfit B row's copy is NaN: the kernel leaves its entries too)
+    const int8_t *pow_a;
+    const uint32_t *b_top;
 };
 
 // The kernel instance beyond mf_precision's values (the HALF parameter below): TF32 read
@@ -250,15 +252,23 @@ template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_
     static constexpr bool scaled = true;
 };
 
-// 2^-e as a float, for a row's power e (in [-49, 78], sddmm_tf32.cu: a normal float). A
-// lane's partial sum times B's row's 2^-e, and the entry's sum times A's, are exact: scaled
-// fp16 values are multiples of 2^-24 and below 2^15, so a lane's nonzero partial sum (at most
-// 32 products a launch) is a multiple of 2^-48 and below 2^36, times 2^-e (e <= 78) at least
-// 2^-126: neither step leaves float's normal range where the result does not, and no sum of
-// fitting rows is NaN (the kernel's marker for an unfit B row's entries).
+// 2^-e as a float, for a power e (in [-49, 78], sddmm_tf32.cu: a normal float). An entry's sum
+// of scaled products times 2^-e of B's power, then of A's row's, is exact: scaled fp16 values
+// are multiples of 2^-24 and below 2^15, so a nonzero sum of at most one launch's chunk of
+// products (KC <= 1,024) is a multiple of 2^-48 and below 2^40, and times 2^-e (e <= 78) at
+// least 2^-126: neither step leaves float's normal range where the result does not. Neither
+// can a product of fitting rows be NaN: a NaN sum marks an entry of an unfit B row (its copy
+// is NaN), which the kernel does not write.
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
     return mf_pow2(-e);
+}
+// B's power's 2^-e (TF32_16 kernels), from its largest value's bits; an unfit B (a largest
+// out of range) makes every B row's copy NaN, so the value then matters nowhere.
+__device__ __forceinline__ float mf_sddmm_b_unpow(const uint32_t *b_top)
+{
+    int e;
+    return mf_tf32_row_power(__ldg(b_top), &e) ? mf_sddmm_unpow(e) : 1.f;
 }
 
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
@@ -302,6 +312,9 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
     const int j0 = blk.panel * P.tj;
     const int jn = min(P.tj, P.cols - j0);
     const int kc = P.kc;
+    float b_unpow = 1.f;
+    if constexpr (U::scaled)
+        b_unpow = mf_sddmm_b_unpow(P.b_top);
 
     // How virtual warps share the block's items. Wide chunks (KC >= 64) claim the next item
     // from a shared counter: their items are long in time, and a static round-robin leaves
@@ -350,19 +363,12 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
                     // Column indices are never negative (mf_sparse checks them): unsigned
                     // arithmetic spares the sign extension.
                     const elem *brow = U::B(P) + (size_t)(uint32_t)j * (size_t)U::ldb(P) + kc;
-                    // B's row power, loaded beside its row (one byte a column)
-                    const int eb = U::scaled ? __ldg(P.pow_b + j) : 0;
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         int kk = (r * V + lane) * W;
                         if (MODE != MF_SDDMM_TAIL || kc + kk < P.k)
                             acc = U::dot(a[r], U::load(brow + kk), acc);
                     }
-                    // an unfit B row: NaN, which no fitting pair of rows can make, marks the
-                    // entry as left to mf_sddmm_tf32_unfit
-                    if constexpr (U::scaled)
-                        acc = eb == MF_TF32_ROW_UNFIT ? __int_as_float(0x7fc00000)
-                                                      : acc * mf_sddmm_unpow(eb);
                 }
                 s[u] = acc;
             }
@@ -394,10 +400,11 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
+                    // NaN (scaled copies): an unfit B row's entry, left to mf_sddmm_tf32_unfit
                     if (q < end && !(U::scaled && isnan(s[c]))) {
                         float v = s[c];
-                        if constexpr (U::scaled) // A's row power out (B's went per lane)
-                            v *= a_unpow;
+                        if constexpr (U::scaled) // B's power out, then A's row's
+                            v = v * b_unpow * a_unpow;
                         v = P.alpha * v;
                         if (MODE == MF_SDDMM_PLAIN) {
                             P.out[q] = v;

@@ -1,23 +1,32 @@
 // TF32 on the CUDA cores from half the bytes: the factors rounded to TF32 and stored as fp16,
-// each row scaled by its own power of two, for the float kernel's MF_SDDMM_TF32_16 instance
-// (sddmm_kernels.cuh).
+// scaled by powers of two (each row of A by its own, all of B by one), for the float kernel's
+// MF_SDDMM_TF32_16 instance (sddmm_kernels.cuh).
 //
 // Why this is exact: a TF32 value has 11 significant bits, as an fp16 normal value does, so
 // fp16 holds it exactly once a power of two brings it into fp16's normal range [2^-14,
-// 65504]. Scaling a row so that its largest magnitude lands in [2^14, 2^15) keeps every
-// value of the row that is within 2^28 of that largest one normal; products and float sums
-// of the scaled values are the unscaled ones times the two rows' powers, exactly, and the
-// kernel multiplies the powers back out (mf_sddmm_unpow). Exact products of the TF32 values
-// and float sums, as on the float factors, at the gather cost of bf16 (bench/README.md).
+// 65504]. Scaling so that the largest magnitude (an A row's, or all of B's) lands in [2^14,
+// 2^15) keeps every value within 2^28 of that largest normal; products and float sums of the
+// scaled values are the unscaled ones times the two powers, exactly, and the kernel
+// multiplies the powers back out (mf_sddmm_unpow). Exact products of the TF32 values and float
+// sums, as on the float factors, at the gather cost of bf16 (bench/README.md).
 //
-// A row that cannot be held so (a value more than 28 binades below its largest, a largest
-// outside [2^-64, 2^64), which keeps the powers within [-49, 78] and the kernel's partial
-// sums, divided by B's power, within float's normal range, or a value not finite) is marked
-// unfit in its power byte. The kernel leaves the entries of an unfit row of A or of B
-// unwritten, and tf32_unfit_entries computes them after it from the floats. Such rows are
-// few, but on continuous factors some value 2^28 below its row's largest turns up in most
-// large calls (bench/README.md), so they are handled row by row: the rest of the call keeps
-// the copies, and no host wait decides anything.
+// Why B has one power: the kernel reads an item's A power once, but a B power would be one
+// more load per entry, beside the entry's column index and B row, and at k = 32 the kernel is
+// bound by exactly those loads: with a power a B row the kernel took 918 us against bf16's
+// 748 on the Netflix shape (H200, Nsight Compute, 2026-11-30).
+//
+// A row that cannot be held so (a value more than 28 binades below the largest, a largest
+// outside [2^-64, 2^64), which keeps the powers within [-49, 78] and the kernel's sums within
+// float's normal range, or a value not finite) is marked unfit in its power byte. The kernel
+// leaves an unfit A row's entries unwritten (it skips the row's items), and an unfit B row's
+// too: its copy holds NaN, so every sum with it is NaN, which no fitting pair of rows can make
+// (sddmm_kernels.cuh), and the kernel writes no NaN sum. tf32_unfit_entries computes those
+// entries after it from the floats. Such rows are few, but on continuous factors some value
+// 2^28 below the largest turns up in most large calls (bench/README.md), so they are handled
+// row by row: the rest of the call keeps the copies, and no host wait decides anything. (B's
+// one power makes a B row of values all far below B's largest unfit, which a power of its own
+// would have kept: factors whose rows differ in scale by 2^28 and more, where the pass does
+// that row's entries from the floats, slower but exact.)
 #include <cuda_fp16.h>
 
 #include "core/ctx.h"
@@ -30,45 +39,127 @@
 namespace
 {
 
-// Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
-// past k, two a 32-bit word, the lower index in the low half), its power's exponent in
-// pow[r], or MF_TF32_ROW_UNFIT for a row that fp16 cannot hold so (wide[0] then set for an
-// A row, wide[1] for a B row). One warp a row.
-__global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, const float *B,
-                                  int64_t ldb, int64_t rows, int k, int64_t ld16, uint32_t *Y,
-                                  int8_t *pow, int *wide)
+// A unit of 4 floats rounded to TF32 (sddmm_round.h), and its largest magnitude as bits (for
+// finite non-negative floats the order is the integers').
+__device__ __forceinline__ float4 tf32_round4(float4 v)
 {
-    const int lane = threadIdx.x & 31;
-    const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) >> 5; r < rows; r += warps) {
-        const float *x = r < rows_a ? A + r * lda : B + (r - rows_a) * ldb;
-        // The largest magnitude (as bits: for finite non-negative floats the order is the
-        // integers'); a value not finite makes the row unfit.
+    return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                       mf_round_tf32(v.w));
+}
+__device__ __forceinline__ uint32_t tf32_top4(float4 v, bool finite_only)
+{
+    uint32_t m = 0;
+    const float x[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        const uint32_t b = __float_as_uint(x[i]) & 0x7fffffffu;
+        if (!finite_only || b < 0x7f800000u)
+            m = max(m, b);
+    }
+    return m;
+}
+
+// The largest TF32 magnitude among B's finite values (a value that is not makes its own row
+// unfit) into *top (zero before the launch). B's rows are 16-byte aligned with k a multiple
+// of 4 (mf_sddmm_tf32_copy16 checks): a thread a 4-value unit.
+__global__ void tf32_b_top(const float *B, int64_t ldb, int64_t rows, int k, uint32_t *top)
+{
+    const int64_t per_row = k / 4, units = per_row * rows;
+    uint32_t m = 0;
+    for (int64_t u = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; u < units;
+         u += (int64_t)gridDim.x * blockDim.x) {
+        const float4 *row = reinterpret_cast<const float4 *>(B + u / per_row * ldb);
+        m = max(m, tf32_top4(tf32_round4(__ldg(row + u % per_row)), true));
+    }
+    for (int off = 16; off >= 1; off /= 2)
+        m = max(m, __shfl_xor_sync(0xffffffffu, m, off));
+    if ((threadIdx.x & 31) == 0 && m)
+        atomicMax(top, m);
+}
+
+// One unit of a row's copy: v (rounded) times 2^e (up) as 4 fp16 values in *y; *unfit set
+// where a value is not within 28 binades of the row's largest (top), so not normal in fp16
+// once scaled, or not held exactly.
+__device__ __forceinline__ void tf32_store4(float4 v, uint32_t top, float up, bool *unfit, uint2 *y)
+{
+    const float x[4] = {v.x, v.y, v.z, v.w};
+    uint32_t h[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+        *unfit |= !mf_tf32_value_fits(__float_as_uint(x[i]) & 0x7fffffffu, top);
+        h[i] = __half_as_ushort(__float2half_rn(x[i] * up));
+    }
+    *y = make_uint2(h[0] | h[1] << 16, h[2] | h[3] << 16);
+}
+
+// A lane's 4-value units held in registers between the passes over a row; a row longer than
+// G times this many units loads the rest again (from L1, mostly) for its second pass.
+#define MF_TF32_HELD_UNITS 4
+
+// Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
+// past k, four a 64-bit word, the lowest index in the low bits), its power's exponent in
+// pow[r], or MF_TF32_ROW_UNFIT for a row that fp16 cannot hold so (wide[0] then set for an
+// A row, wide[1] for a B row, whose copy is then NaN). A row's power comes from its own
+// largest value (A), or from B's largest (*b_top: tf32_b_top). G lanes a row (8, 16 or 32:
+// the row's 4-value units, at most 32): at k = 32 a warp a row left half its lanes idle and,
+// loading each value twice, took 133 us on the Netflix shape (H200), bf16's copies 33.
+// Rows are 16-byte aligned with k a multiple of 4 (mf_sddmm_tf32_copy16 checks).
+template <int G>
+__global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, const float *B,
+                                  int64_t ldb, int64_t rows, int k, int64_t ld16, uint2 *Y,
+                                  int8_t *pow, int *wide, const uint32_t *b_top)
+{
+    constexpr int H = MF_TF32_HELD_UNITS;
+    const int sub = threadIdx.x % G;
+    const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << ((threadIdx.x % 32) / G * G);
+    const int64_t units = ld16 / 4, groups = (int64_t)gridDim.x * blockDim.x / G;
+    const float4 zero = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / G; r < rows; r += groups) {
+        const bool is_a = r < rows_a;
+        const float4 *x =
+            reinterpret_cast<const float4 *>(is_a ? A + r * lda : B + (r - rows_a) * ldb);
+        uint2 *y = Y + r * units;
+        // pass 1: the lane's first H units rounded, and an A row's largest magnitude
+        float4 held[H];
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            const int64_t u = sub + (int64_t)i * G;
+            held[i] = u * 4 < k ? tf32_round4(__ldg(x + u)) : zero;
+        }
         uint32_t top = 0;
-        for (int t = lane; t < k; t += 32)
-            top = max(top, __float_as_uint(mf_round_tf32(x[t])) & 0x7fffffffu);
-        for (int off = 16; off >= 1; off /= 2)
-            top = max(top, __shfl_xor_sync(0xffffffffu, top, off));
-        // The power 2^e that brings the largest into [2^14, 2^15) (sddmm_round.h)
+        if (is_a) {
+#pragma unroll
+            for (int i = 0; i < H; i++)
+                top = max(top, tf32_top4(held[i], false));
+            for (int64_t u = sub + (int64_t)H * G; u * 4 < k; u += G)
+                top = max(top, tf32_top4(tf32_round4(__ldg(x + u)), false));
+            for (int off = G / 2; off >= 1; off /= 2)
+                top = max(top, __shfl_xor_sync(mask, top, off));
+        } else {
+            top = __ldg(b_top);
+        }
+        // The power 2^e that brings the largest into [2^14, 2^15) (sddmm_round.h); a value not
+        // finite (left out of B's largest) fails mf_tf32_value_fits below.
         int e;
         bool unfit = !mf_tf32_row_power(top, &e);
         const float up = mf_pow2(e); // out of range for an unfit row, whose copy is not trusted
-        for (int t = 2 * lane; t < ld16; t += 64) {
-            float v[2];
-            uint32_t h[2];
-            for (int i = 0; i < 2; i++) {
-                v[i] = t + i < k ? mf_round_tf32(x[t + i]) : 0.f;
-                // within 28 binades of the largest: normal in fp16 once scaled, held exactly
-                unfit |= !mf_tf32_value_fits(__float_as_uint(v[i]) & 0x7fffffffu, top);
-                h[i] = __half_as_ushort(__float2half_rn(v[i] * up));
-            }
-            Y[(r * ld16 + t) / 2] = h[0] | h[1] << 16; // an unfit row's: read, results dropped
+                                     // pass 2: the scaled copy, and whether every value fits
+#pragma unroll
+        for (int i = 0; i < H; i++) {
+            const int64_t u = sub + (int64_t)i * G;
+            if (u < units)
+                tf32_store4(held[i], top, up, &unfit, y + u);
         }
-        unfit = __any_sync(0xffffffffu, unfit);
-        if (lane == 0) {
+        for (int64_t u = sub + (int64_t)H * G; u < units; u += G)
+            tf32_store4(u * 4 < k ? tf32_round4(__ldg(x + u)) : zero, top, up, &unfit, y + u);
+        unfit = __any_sync(mask, unfit);
+        if (unfit && !is_a) // NaN: the kernel writes none of this row's entries
+            for (int64_t u = sub; u < units; u += G)
+                y[u] = make_uint2(0x7e007e00u, 0x7e007e00u);
+        if (sub == 0) {
             pow[r] = (int8_t)(unfit ? MF_TF32_ROW_UNFIT : e);
             if (unfit)
-                wide[r < rows_a ? 0 : 1] = 1; // every writer writes 1: no race that matters
+                wide[is_a ? 0 : 1] = 1; // every writer writes 1: no race that matters
         }
     }
 }
@@ -142,22 +233,46 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
                                           const mf_sddmm_call *call, mf_dbuf *copies,
                                           mf_sddmm_tf32_copies *out)
 {
+    // the kernels' 16-byte loads (the callers take this route for vector rows only)
+    if (call->k % 4 || call->lda % 4 || call->ldb % 4 || ((uintptr_t)call->A & 15u) ||
+        ((uintptr_t)call->B & 15u))
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: TF32 copies need 16-byte factor rows");
     const int64_t ld16 = (call->k + 31) / 32 * 32; // as mf_tc_copy16's (the tuning rules' rows)
     const int64_t rows = S->rows + (int64_t)S->cols;
     MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)rows,
                          "SDDMM TF32 scaled fp16 factors"));
-    uint32_t *y = (uint32_t *)copies->ptr; // ld16 is even: rows of whole words
-    int *wide = (int *)(y + rows * ld16 / 2);
+    uint2 *y = (uint2 *)copies->ptr; // ld16 is a multiple of 32: rows of whole 8-byte words
+    int *wide = (int *)(y + rows * ld16 / 4);
+    uint32_t *b_top = (uint32_t *)(wide + 2);
     int8_t *pow = (int8_t *)(wide + 4);
-    cudaStream_t stream = ctx->link.cuda->stream;
-    cudaError_t err = cudaMemsetAsync(wide, 0, 2 * sizeof *wide, stream);
+    mf_cuda *cu = ctx->link.cuda;
+    cudaError_t err = cudaMemsetAsync(wide, 0, 4 * sizeof *wide, cu->stream);
     if (err != cudaSuccess) {
         mf_dmem_free(ctx, copies);
         return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
     }
-    tf32_rows_to_fp16<<<mf_cuda_grid(ctx->link.cuda, rows * 32, 256, 16), 256, 0, stream>>>(
-        call->A, call->lda, S->rows, call->B, call->ldb, rows, call->k, ld16, y, pow, wide);
-    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
+    tf32_b_top<<<mf_cuda_grid(cu, S->cols * (int64_t)(call->k / 4), 256, 8), 256, 0, cu->stream>>>(
+        call->B, call->ldb, S->cols, call->k, b_top);
+    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 factors' largest value");
+    // G lanes a row: the row's 4-value units, at most 32
+    const int64_t units = ld16 / 4;
+    const int g = units <= 8 ? 8 : units <= 16 ? 16 : 32;
+    const unsigned grid = mf_cuda_grid(cu, rows * g, 256, 16);
+    if (st == MF_OK) {
+        if (g == 8)
+            tf32_rows_to_fp16<8><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows, call->B,
+                                                               call->ldb, rows, call->k, ld16, y,
+                                                               pow, wide, b_top);
+        else if (g == 16)
+            tf32_rows_to_fp16<16><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows,
+                                                                call->B, call->ldb, rows, call->k,
+                                                                ld16, y, pow, wide, b_top);
+        else
+            tf32_rows_to_fp16<32><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows,
+                                                                call->B, call->ldb, rows, call->k,
+                                                                ld16, y, pow, wide, b_top);
+        st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
+    }
     if (st != MF_OK) {
         mf_dmem_free(ctx, copies);
         return st;
@@ -167,6 +282,7 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     out->pow_a = pow;
     out->pow_b = pow + S->rows;
     out->wide = wide;
+    out->b_top = b_top;
     out->ld = ld16;
     return MF_OK;
 }
