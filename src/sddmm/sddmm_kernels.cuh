@@ -56,9 +56,8 @@ struct mf_sddmm_params {
     int64_t ld16;
     // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold the TF32-rounded factors, A's rows
     // each times its own power of two, B times one, as fp16, exactly; pow_a the A rows' powers'
-    // exponents (MF_TF32_ROW_UNFIT for a row fp16 cannot hold so, whose entries the kernel
-    // leaves to mf_sddmm_tf32_unfit), *b_top the bits of B's largest value, which give B's
-    // power (an unfit B row's copy is NaN: the kernel leaves its entries too)
+    // exponents, *b_top the bits of B's largest value, which give B's power. A row fp16 cannot
+    // hold so has a NaN copy, and the kernel leaves its entries to mf_sddmm_tf32_unfit.
     const int8_t *pow_a;
     const uint32_t *b_top;
 };
@@ -342,9 +341,8 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
             int kk = (r * V + lane) * W;
             a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
         }
-        // an unfit A row: none of its entries here (mf_sddmm_tf32_unfit computes them)
-        const int64_t end =
-            item.begin + (U::scaled && ea == MF_TF32_ROW_UNFIT ? 0 : (int64_t)item.count);
+        // (an unfit A row's copy is NaN: its sums are, and none is written)
+        const int64_t end = item.begin + (int64_t)item.count;
         for (int64_t p = item.begin; p < end; p += NU) {
             float s[NU];
 #pragma unroll
@@ -400,7 +398,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
-                    // NaN (scaled copies): an unfit B row's entry, left to mf_sddmm_tf32_unfit
+                    // NaN (scaled copies): an unfit row's entry, left to mf_sddmm_tf32_unfit
                     if (q < end && !(U::scaled && isnan(s[c]))) {
                         float v = s[c];
                         if constexpr (U::scaled) // B's power out, then A's row's

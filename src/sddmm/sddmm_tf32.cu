@@ -18,13 +18,14 @@
 // A row that cannot be held so (a value more than 28 binades below the largest, a largest
 // outside [2^-64, 2^64), which keeps the powers within [-49, 78] and the kernel's sums within
 // float's normal range, or a value not finite) is marked unfit in its power byte. The kernel
-// leaves an unfit A row's entries unwritten (it skips the row's items), and an unfit B row's
-// too: its copy holds NaN, so every sum with it is NaN, which no fitting pair of rows can make
-// (sddmm_kernels.cuh), and the kernel writes no NaN sum. tf32_unfit_entries computes those
-// entries after it from the floats. Such rows are few, but on continuous factors some value
-// 2^28 below the largest turns up in most large calls (bench/README.md), so they are handled
-// row by row: the rest of the call keeps the copies, and no host wait decides anything. (B's
-// one power makes a B row of values all far below B's largest unfit, which a power of its own
+// leaves the entries of an unfit row of A or B unwritten: the row's copy holds NaN, so every
+// sum with it is NaN, which no fitting pair of rows can make (sddmm_kernels.cuh), and the
+// kernel writes no NaN sum. (Skipping an unfit A row's items instead made every item wait
+// for its row's power before its first entry: 5-7% of the kernel at k = 32.) tf32_unfit_entries
+// computes those entries after it from the floats. Such rows are few, but on continuous factors
+// some value 2^28 below the largest turns up in most large calls (bench/README.md), so they are
+// handled row by row: the rest of the call keeps the copies, and no host wait decides anything.
+// (B's one power makes a B row of values all far below B's largest unfit, which a power of its own
 // would have kept: factors whose rows differ in scale by 2^28 and more, where the pass does
 // that row's entries from the floats, slower but exact.)
 #include <cuda_fp16.h>
@@ -92,14 +93,15 @@ __device__ __forceinline__ void tf32_store4(float4 v, uint32_t top, float up, bo
     *y = make_uint2(h[0] | h[1] << 16, h[2] | h[3] << 16);
 }
 
-// A lane's 4-value units held in registers between the passes over a row; a row longer than
-// G times this many units loads the rest again (from L1, mostly) for its second pass.
-#define MF_TF32_HELD_UNITS 4
+// A lane's 4-value units held in registers between the passes over a row: one where G < 32 (a
+// row of at most G units), else four; a row longer than G times that many units loads the rest
+// again (from L1, mostly) for its second pass. (Four at every G took 56 registers a thread.)
+#define MF_TF32_HELD_UNITS(G) ((G) < 32 ? 1 : 4)
 
 // Row r of the sources (A's rows, then B's) as scaled fp16 in Y (rows of ld16 values, zeros
 // past k, four a 64-bit word, the lowest index in the low bits), its power's exponent in
 // pow[r], or MF_TF32_ROW_UNFIT for a row that fp16 cannot hold so (wide[0] then set for an
-// A row, wide[1] for a B row, whose copy is then NaN). A row's power comes from its own
+// A row, wide[1] for a B row; its copy is then NaN). A row's power comes from its own
 // largest value (A), or from B's largest (*b_top: tf32_b_top). G lanes a row (8, 16 or 32:
 // the row's 4-value units, at most 32): at k = 32 a warp a row left half its lanes idle and,
 // loading each value twice, took 133 us on the Netflix shape (H200), bf16's copies 33.
@@ -109,7 +111,7 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
                                   int64_t ldb, int64_t rows, int k, int64_t ld16, uint2 *Y,
                                   int8_t *pow, int *wide, const uint32_t *b_top)
 {
-    constexpr int H = MF_TF32_HELD_UNITS;
+    constexpr int H = MF_TF32_HELD_UNITS(G);
     const int sub = threadIdx.x % G;
     const unsigned mask = G == 32 ? 0xffffffffu : ((1u << G) - 1u) << ((threadIdx.x % 32) / G * G);
     const int64_t units = ld16 / 4, groups = (int64_t)gridDim.x * blockDim.x / G;
@@ -153,7 +155,7 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
         for (int64_t u = sub + (int64_t)H * G; u < units; u += G)
             tf32_store4(u * 4 < k ? tf32_round4(__ldg(x + u)) : zero, top, up, &unfit, y + u);
         unfit = __any_sync(mask, unfit);
-        if (unfit && !is_a) // NaN: the kernel writes none of this row's entries
+        if (unfit) // NaN: the kernel writes none of this row's entries
             for (int64_t u = sub; u < units; u += G)
                 y[u] = make_uint2(0x7e007e00u, 0x7e007e00u);
         if (sub == 0) {
