@@ -498,10 +498,10 @@ typedef enum mf_precision {
  * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores, where S has
  * at least 8 entries per row of A and B together, takes (rows + cols) * ((k rounded up to
  * 32) * 2 + 1) bytes of device memory for the call: both factors rounded to TF32 and held as
- * fp16, each row scaled by its own power of two, which holds a TF32 value exactly; the
- * entries of a row that does not fit (a value more than 28 binades below the row's largest,
- * a largest outside [2^-64, 2^64), or a value not finite) are computed apart from the float
- * factors. With fewer entries it takes cols * k * 4 bytes for B rounded to TF32 and rounds
+ * fp16 scaled by powers of two (each row of A by its own, all of B by one), which holds a
+ * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
+ * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
+ * a value not finite) are computed apart from the float factors, more slowly. With fewer entries it takes cols * k * 4 bytes for B rounded to TF32 and rounds
  * A's values as they load.
  * Either way exact products of the rounded inputs and float sums: TF32's bound, tuned per
  * matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
