@@ -10,6 +10,7 @@
 #include "core/sparse.h"
 #include "cuda/cuda_backend.h"
 #include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_round.h" /* the TF32 copies' rule, checked on the host */
 #include "sddmm/sddmm_tc_layout.h"
 #include "sddmm/sddmm_tuning.h"
 #include "sddmm_fixtures.h"
@@ -365,11 +366,12 @@ END_TEST
 
 /* TF32 from the scaled fp16 copies (sddmm_tf32.cu), where rows test the scaling: A's rows at
  * 2^60 and 2^-60 times the rest (each A row's own power brings it into fp16's range: still
- * exact), every third B row at 2^8 and every fifth at 2^-8 (B's one power holds rows 16
+ * exact), every third B row at 2^4 and every fifth at 2^-4 (B's one power holds rows 8
  * binades apart). Then rows fp16 cannot hold, whose entries the kernel leaves to the pass on the
  * floats: an A row of 2^20 and 2^-20 against B columns of 0 and 1 (the product is the small
- * value's alone), and a B row of 1 and 2^-40 (40 binades below B's largest; A's third column
- * 0), met by a fitting A row, so that the copies would lose the product; then an A row
+ * value's alone), and a B row of 1 and 2^-40 (44 binades below B's largest, about 2^4; A's
+ * third column 0), met by a fitting A row, so that the copies would lose the product; then an
+ * A row
  * holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
  * variants through the hook (which reads the copies whatever S's size), and the tuned call
  * at k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this
@@ -405,7 +407,7 @@ static void scale_rows(problem *pr, int wide)
     }
     for (int32_t j = 0; j < cols; j++)
         for (int t = 0; t < pr->k && j % 15 && (j % 3 == 0 || j % 5 == 0); t++)
-            pr->B[j * pr->ldb + t] = ldexpf(pr->B[j * pr->ldb + t], j % 3 == 0 ? 8 : -8);
+            pr->B[j * pr->ldb + t] = ldexpf(pr->B[j * pr->ldb + t], j % 3 == 0 ? 4 : -4);
     for (int32_t j = 0; wide && j < cols; j++) {
         pr->B[j * pr->ldb] = 0.f;
         pr->B[j * pr->ldb + 1] = 1.f;
@@ -415,6 +417,94 @@ static void scale_rows(problem *pr, int wide)
     for (int t = 0; wide && t < pr->k; t++) /* the column of row[1]'s first entry */
         pr->B[col[1] * pr->ldb + t] = t == 2 ? 1.f : t == 3 ? 0x1p-40f : 0.f;
     fx_sddmm_ref(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, pr->ref, pr->bound);
+}
+
+/* An fp16 value from its bits. */
+static double half_value(uint16_t h)
+{
+    const int e = (h >> 10) & 31, m = h & 1023;
+    const double v = e == 0    ? ldexp(m, -24)
+                     : e == 31 ? (m ? NAN : INFINITY)
+                               : ldexp(1024 + m, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+/* The copies themselves (mf_sddmm_tf32_copy16) against their rule worked on the host
+ * (sddmm_tf32.cu, sddmm_round.h): B's largest finite TF32 magnitude; each row's power (an A
+ * row's from its own largest, B's rows' from B's) or MF_TF32_ROW_UNFIT where a value does not
+ * fit; each fitting row's fp16 values its TF32 values times 2^e exactly, zeros past k; an
+ * unfit row NaN throughout; the flags. The results alone cannot show a row sent to the pass
+ * that the copies could hold. The unfit rows counted in *unfit_a, *unfit_b. */
+static void check_tf32_copies(mf_ctx *ctx, const problem *pr, const char *what, int *unfit_a,
+                              int *unfit_b)
+{
+    int32_t rows, cols;
+    mf_sparse_shape(pr->S, &rows, &cols, NULL);
+    const int k = pr->k;
+    const int64_t ld16 = (k + 31) / 32 * 32, n = (int64_t)rows + cols;
+    float *dA = to_device(pr->A, (size_t)(rows * pr->lda) * sizeof(float));
+    float *dB = to_device(pr->B, (size_t)(cols * pr->ldb) * sizeof(float));
+    mf_sddmm_call call = {k, dA, pr->lda, dB, pr->ldb, 1.f, 0.f, NULL, 1, MF_PRECISION_TF32};
+    mf_dbuf copies = {0, 0};
+    mf_sddmm_tf32_copies c;
+    ck_assert_int_eq(mf_sddmm_tf32_copy16(ctx, pr->S, &call, &copies, &c), MF_OK);
+    CUDA_OK(cudaDeviceSynchronize());
+    uint16_t *y = malloc((size_t)(n * ld16) * sizeof *y);
+    int8_t *pw = malloc((size_t)n);
+    int wide[2];
+    uint32_t b_top;
+    CUDA_OK(cudaMemcpy(y, c.A16, (size_t)(n * ld16) * sizeof *y, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(pw, c.pow_a, (size_t)n, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(wide, c.wide, sizeof wide, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(&b_top, c.b_top, sizeof b_top, cudaMemcpyDeviceToHost));
+    uint32_t top_b = 0;
+    for (int32_t j = 0; j < cols; j++)
+        for (int t = 0; t < k; t++) {
+            uint32_t m = mf_float_bits(mf_round_tf32(pr->B[j * pr->ldb + t])) & 0x7fffffffu;
+            if (m < 0x7f800000u && m > top_b)
+                top_b = m;
+        }
+    ck_assert_msg(b_top == top_b, "%s: B's largest 0x%08x on the device, 0x%08x here", what, b_top,
+                  top_b);
+    *unfit_a = *unfit_b = 0;
+    for (int64_t r = 0; r < n; r++) {
+        const int is_a = r < rows;
+        const float *x = is_a ? pr->A + r * pr->lda : pr->B + (r - rows) * pr->ldb;
+        uint32_t top = top_b;
+        if (is_a) {
+            top = 0;
+            for (int t = 0; t < k; t++) {
+                uint32_t m = mf_float_bits(mf_round_tf32(x[t])) & 0x7fffffffu;
+                top = m > top ? m : top;
+            }
+        }
+        int e = 0, fit = mf_tf32_row_power(top, &e);
+        for (int t = 0; t < k; t++)
+            fit &= mf_tf32_value_fits(mf_float_bits(mf_round_tf32(x[t])) & 0x7fffffffu, top);
+        ck_assert_msg(pw[r] == (fit ? e : MF_TF32_ROW_UNFIT),
+                      "%s: %s row %lld: power %d on the device, %d here", what, is_a ? "A" : "B",
+                      (long long)(is_a ? r : r - rows), pw[r], fit ? e : MF_TF32_ROW_UNFIT);
+        *(is_a ? unfit_a : unfit_b) += !fit;
+        for (int64_t t = 0; t < ld16; t++) {
+            const uint16_t h = y[r * ld16 + t];
+            if (!fit) {
+                ck_assert_msg((h & 0x7c00) == 0x7c00 && (h & 0x3ff),
+                              "%s: unfit row %lld value %lld is 0x%04x, not NaN", what,
+                              (long long)r, (long long)t, h);
+                continue;
+            }
+            const double want = t < k ? ldexp((double)mf_round_tf32(x[t]), e) : 0.0;
+            ck_assert_msg(half_value(h) == want, "%s: row %lld value %lld: %.9g, want %.9g", what,
+                          (long long)r, (long long)t, half_value(h), want);
+        }
+    }
+    ck_assert_msg(wide[0] == (*unfit_a > 0) && wide[1] == (*unfit_b > 0),
+                  "%s: flags %d %d for %d unfit A rows, %d unfit B rows", what, wide[0], wide[1],
+                  *unfit_a, *unfit_b);
+    mf_dmem_free(ctx, &copies);
+    free(y), free(pw);
+    CUDA_OK(cudaFree(dA));
+    CUDA_OK(cudaFree(dB));
 }
 
 START_TEST(tf32_scaled_copies)
@@ -430,6 +520,11 @@ START_TEST(tf32_scaled_copies)
                                       300 + (int)ki);
             scale_rows(&pr, wide);
             char what[96];
+            int unfit_a, unfit_b;
+            snprintf(what, sizeof what, "TF32 k=%d %s copies", ks[ki], wide ? "wide" : "scaled");
+            check_tf32_copies(ctx, &pr, what, &unfit_a, &unfit_b);
+            ck_assert_msg(!wide || (unfit_a >= 1 && unfit_b >= 1), "%s: the planted rows fit",
+                          what);
             if (ks[ki] == 256) { /* the tuned call */
                 snprintf(what, sizeof what, "TF32 k=%d %s tuned", ks[ki], wide ? "wide" : "scaled");
                 int32_t rows, cols;
@@ -452,7 +547,7 @@ START_TEST(tf32_scaled_copies)
         }
     /* What the kernel leaves, as the unfit pass finds it (its scans of the items and of the
      * column indices). A value 2^30 makes its A row unfit (the rest lie below 1), a value
-     * 2^-30 its B row (30 binades below B's largest).
+     * 2^-40 its B row (38 binades or more below B's largest, near 1).
      * - timed: a dense 550 x 550 matrix (302,500 entries, more than the pass's grid has
      *   threads on an H200, so its scans take a second stride) with an unfit A row and an
      *   unfit B row, the tuned call (its candidates timed; beta = -1 checks that the chosen
@@ -475,8 +570,12 @@ START_TEST(tf32_scaled_copies)
             big.A[3 * big.lda + 1] = 0x1p30f;
         }
         for (int32_t j = every ? 0 : 7; j < (every ? cols : 8); j++)
-            big.B[j * big.ldb] = 0x1p-30f;
+            big.B[j * big.ldb] = 0x1p-40f;
         fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
+        int unfit_a, unfit_b;
+        check_tf32_copies(ctx, &big, every ? "every B row unfit" : "timed", &unfit_a, &unfit_b);
+        ck_assert_int_eq(unfit_a, every ? 0 : 1);
+        ck_assert_int_eq(unfit_b, every ? cols : 1);
         if (every) {
             rounded_ref rr = make_rounded_ref(cpu, &big, MF_PRECISION_TF32);
             check_precision_of(ctx, &big, &rr, 0, 100000, 0, "TF32 every B row unfit");
@@ -487,45 +586,74 @@ START_TEST(tf32_scaled_copies)
         }
         free_problem(&big);
     }
-    /* an infinity in A (a row with entries): every entry classed as the CPU backend's */
-    problem pr = make_problem(ctx, FX_POWER_LAW, 64, 4, 310);
-    int32_t inf_row, inf_col;
-    rows_with_entries(pr.S, 1, &inf_row, &inf_col);
-    pr.A[inf_row * pr.lda + 5] = INFINITY;
-    int32_t rows, cols;
-    mf_sparse_shape(pr.S, &rows, &cols, NULL);
-    float *dA = to_device(pr.A, (size_t)(rows * pr.lda) * sizeof(float));
-    float *dB = to_device(pr.B, (size_t)(cols * pr.ldb) * sizeof(float));
-    size_t ob = (size_t)pr.nnz * sizeof(float);
-    float *dout = to_device(pr.before, ob), *got = malloc(ob + 4), *host = malloc(ob + 4);
-    mf_sddmm_call call = {64, dA, pr.lda, dB, pr.ldb, 0.5f, 0.0f, dout, 0, MF_PRECISION_TF32};
-    ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr.S, &call, 0, 100000, 100, 0) == MF_OK, "%s",
-                  mf_ctx_last_error(ctx));
-    CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
-    CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
-    mf_sparse *Sc = copy_to(cpu, pr.S);
-    ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 0.0f, host,
-                                 MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
-                     MF_OK);
-    int infinite = 0;
-    for (int64_t p = 0; p < pr.nnz; p++) {
-        ck_assert_msg(isnan(got[p]) == isnan(host[p]) && isinf(got[p]) == isinf(host[p]) &&
-                          (isnan(got[p]) || !isinf(got[p]) || got[p] == host[p]),
-                      "infinity in A: GPU %g, CPU %g at entry %lld", (double)got[p],
-                      (double)host[p], (long long)p);
-        if (!isnan(got[p]) && !isinf(got[p]))
-            ck_assert_msg(fabs((double)got[p] - host[p]) <= 1e-5 * (pr.bound[p] + 1e-30),
-                          "infinity in A: GPU %.9g, CPU %.9g at entry %lld", (double)got[p],
-                          (double)host[p], (long long)p);
-        infinite += isinf(got[p]) || isnan(got[p]);
+    /* B's largest out of fp16's reach (one value 2^70: every B row unfit, whatever its own
+     * values) and an all-zero B (power 2^0, every row fit): the copies, then the results */
+    for (int zero = 0; zero <= 1; zero++) {
+        const char *what = zero ? "TF32 B all zero" : "TF32 B's largest 2^70";
+        problem pr = make_problem(ctx, FX_POWER_LAW, 64, 4, 340 + zero);
+        int32_t cols;
+        mf_sparse_shape(pr.S, NULL, &cols, NULL);
+        for (int64_t i = 0; i < (int64_t)cols * pr.ldb; i++)
+            pr.B[i] = zero ? 0.f : i == 3 * pr.ldb + 2 ? 0x1p70f : pr.B[i];
+        fx_sddmm_ref(pr.S, pr.k, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, pr.ref, pr.bound);
+        int unfit_a, unfit_b;
+        check_tf32_copies(ctx, &pr, what, &unfit_a, &unfit_b);
+        ck_assert_int_eq(unfit_b, zero ? 0 : cols);
+        rounded_ref rr = make_rounded_ref(cpu, &pr, MF_PRECISION_TF32);
+        check_precision_of(ctx, &pr, &rr, 0, 100000, 0, what);
+        free_rounded_ref(&rr);
+        free_problem(&pr);
     }
-    ck_assert_int_gt(infinite, 0);
-    mf_sparse_destroy(Sc);
-    CUDA_OK(cudaFree(dA));
-    CUDA_OK(cudaFree(dB));
-    CUDA_OK(cudaFree(dout));
-    free(got), free(host);
-    free_problem(&pr);
+    /* an infinity in A, then in B (a row with entries): every entry classed as the CPU
+     * backend's, and only the infinity's row unfit */
+    for (int in_b = 0; in_b <= 1; in_b++) {
+        const char *what = in_b ? "infinity in B" : "infinity in A";
+        problem pr = make_problem(ctx, FX_POWER_LAW, 64, 4, 310);
+        int32_t inf_row, inf_col;
+        rows_with_entries(pr.S, 1, &inf_row, &inf_col);
+        if (in_b)
+            pr.B[inf_col * pr.ldb + 5] = INFINITY;
+        else
+            pr.A[inf_row * pr.lda + 5] = INFINITY;
+        int unfit_a, unfit_b;
+        check_tf32_copies(ctx, &pr, what, &unfit_a, &unfit_b);
+        ck_assert_int_eq(unfit_a, !in_b);
+        ck_assert_int_eq(unfit_b, in_b);
+        int32_t rows, cols;
+        mf_sparse_shape(pr.S, &rows, &cols, NULL);
+        float *dA = to_device(pr.A, (size_t)(rows * pr.lda) * sizeof(float));
+        float *dB = to_device(pr.B, (size_t)(cols * pr.ldb) * sizeof(float));
+        size_t ob = (size_t)pr.nnz * sizeof(float);
+        float *dout = to_device(pr.before, ob), *got = malloc(ob + 4), *host = malloc(ob + 4);
+        mf_sddmm_call call = {64, dA, pr.lda, dB, pr.ldb, 0.5f, 0.0f, dout, 0, MF_PRECISION_TF32};
+        ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr.S, &call, 0, 100000, 100, 0) == MF_OK, "%s",
+                      mf_ctx_last_error(ctx));
+        CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
+        CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
+        mf_sparse *Sc = copy_to(cpu, pr.S);
+        ck_assert_int_eq(mf_sddmm_ex(cpu, Sc, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5f, 0.0f, host,
+                                     MF_MEMORY_HOST, 0, MF_PRECISION_TF32),
+                         MF_OK);
+        int infinite = 0;
+        for (int64_t p = 0; p < pr.nnz; p++) {
+            ck_assert_msg(isnan(got[p]) == isnan(host[p]) && isinf(got[p]) == isinf(host[p]) &&
+                              (isnan(got[p]) || !isinf(got[p]) || got[p] == host[p]),
+                          "%s: GPU %g, CPU %g at entry %lld", what, (double)got[p], (double)host[p],
+                          (long long)p);
+            if (!isnan(got[p]) && !isinf(got[p]))
+                ck_assert_msg(fabs((double)got[p] - host[p]) <= 1e-5 * (pr.bound[p] + 1e-30),
+                              "%s: GPU %.9g, CPU %.9g at entry %lld", what, (double)got[p],
+                              (double)host[p], (long long)p);
+            infinite += isinf(got[p]) || isnan(got[p]);
+        }
+        ck_assert_int_gt(infinite, 0);
+        mf_sparse_destroy(Sc);
+        CUDA_OK(cudaFree(dA));
+        CUDA_OK(cudaFree(dB));
+        CUDA_OK(cudaFree(dout));
+        free(got), free(host);
+        free_problem(&pr);
+    }
     mf_ctx_destroy(cpu);
     mf_ctx_destroy(ctx);
 }

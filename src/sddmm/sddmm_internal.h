@@ -47,7 +47,7 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
 /* TF32 on the CUDA cores (sddmm_tf32.cu): A's and B's rows rounded to TF32 as fp16 exactly,
  * each row of A times its own power of two and all of B times one (A16, B16: rows of ld
  * values, k rounded up to 32, zeros past k); pow_a and pow_b (one a row) the powers'
- * exponents, or MF_TF32_ROW_UNFIT for a row fp16 cannot hold so (sddmm_round.h; an unfit B
+ * exponents, or MF_TF32_ROW_UNFIT for a row fp16 cannot hold so (sddmm_round.h; an unfit
  * row's copy is NaN); wide[0] and wide[1], on the device, set when some row of A, of B, was
  * unfit; *b_top, on the device, the bits of B's largest finite TF32 magnitude, from which
  * B's power follows (mf_tf32_row_power). All in one device buffer (*copies, freed by the

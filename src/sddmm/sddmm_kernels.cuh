@@ -241,10 +241,10 @@ template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
 };
 
 // TF32 from the scaled fp16 copies (MF_SDDMM_TF32_16, sddmm_tf32.cu): each row is its TF32
-// values times a power of two, and fp16's 11 significant bits hold a TF32 value (11 bits)
-// exactly once it is scaled into fp16's normal range; so the products, and the float sums,
-// are the TF32 ones times the two rows' powers, which the kernel divides out (exactly:
-// mf_sddmm_unpow). Exact products of the TF32 values and float sums, as the TF32 unit above
+// values times a power of two (an A row's own, B's one), and fp16's 11 significant bits hold a
+// TF32 value (11 bits) exactly once it is scaled into fp16's normal range; so the products,
+// and the float sums, are the TF32 ones times the two powers, which the kernel divides out
+// (mf_sddmm_unpow). Exact products of the TF32 values and float sums, as the TF32 unit above
 // makes them (in another order: units of 8, not 4), from half the bytes: what bf16 gathers,
 // at TF32's accuracy.
 template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
@@ -252,12 +252,13 @@ template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_
 };
 
 // 2^-e as a float, for a power e (in [-49, 78], sddmm_tf32.cu: a normal float). An entry's sum
-// of scaled products times 2^-e of B's power, then of A's row's, is exact: scaled fp16 values
-// are multiples of 2^-24 and below 2^15, so a nonzero sum of at most one launch's chunk of
-// products (KC <= 1,024) is a multiple of 2^-48 and below 2^40, and times 2^-e (e <= 78) at
-// least 2^-126: neither step leaves float's normal range where the result does not. Neither
-// can a product of fitting rows be NaN: a NaN sum marks an entry of an unfit B row (its copy
-// is NaN), which the kernel does not write.
+// of scaled products is taken times 2^-e of B's power, exactly, then of A's row's, which
+// rounds only where the unscaled result leaves float's normal range: scaled fp16 values are
+// multiples of 2^-24 and below 2^15, so a nonzero sum of at most one launch's chunk of
+// products (KC <= 1,024) is a multiple of 2^-48 and below 2^40, at least 2^-126 times 2^-e
+// (e <= 78) and below 2^89 times 2^-e (e >= -49). Nor can a sum of fitting rows be NaN or
+// infinite (finite fp16 values, sums below 2^40): a NaN sum marks an entry of an unfit row of
+// A or B (its copy is NaN), which the kernel does not write.
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
     return mf_pow2(-e);
