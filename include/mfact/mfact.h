@@ -501,8 +501,9 @@ typedef enum mf_precision {
  * fp16 scaled by powers of two (each row of A by its own, all of B by one), which holds a
  * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
  * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
- * a value not finite) are computed apart from the float factors, more slowly. With fewer entries it takes cols * k * 4 bytes for B rounded to TF32 and rounds
- * A's values as they load.
+ * a value not finite) are computed apart from the float factors, more slowly. With fewer
+ * entries it takes cols * k * 4 bytes for B rounded to TF32 and rounds A's values as they
+ * load.
  * Either way exact products of the rounded inputs and float sums: TF32's bound, tuned per
  * matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
  * up to 32) * 2 bytes of device memory for the call, for the factors' 16-bit copies, and
