@@ -228,10 +228,10 @@ static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_ca
 // TF32's inputs for the float kernel (16-byte rows: vector_ok), stream-ordered, in *copy:
 // A's and B's rows rounded to TF32 and held exactly as fp16, scaled by powers of two (each row
 // of A by its own, all of B by one: sddmm_tf32.cu; the entries of rows that do not fit are
-// computed apart, from the
-// floats: mf_sddmm_tf32_unfit), where the call has entries enough to pay for copying both
-// factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW) or `copies` asks for them (the test hook, which
-// runs the instance that reads them whatever S's size); else B rounded into a float copy.
+// computed apart, from the floats: mf_sddmm_tf32_unfit), where the call has entries enough to
+// pay for copying both factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW) or `copies` asks for them (the
+// test hook, which runs the instance that reads them whatever S's size); else B rounded into a
+// float copy.
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                              bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
