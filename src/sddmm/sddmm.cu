@@ -13,6 +13,7 @@
 #include "sddmm/sddmm_engine.cuh"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_kernels.cuh"
+#include "sddmm/sddmm_mma_kernels.cuh"
 #include "sddmm/sddmm_plan.h"
 #include "sddmm/sddmm_tuning.h"
 
@@ -53,6 +54,37 @@ static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, 
     launch_mode<V, KR, VEC, SMEM, 0>(P, mode, grid, smem, stream);
 }
 
+// The MMA form's instance for mode (sddmm_mma_kernels.cuh): the 16-bit copies only, which
+// run_variant checks before it launches.
+template <int KR, int HALF>
+static void launch_mma_mode(const mf_sddmm_params &P, int mode, unsigned grid, cudaStream_t stream)
+{
+    constexpr int T = MF_SDDMM_L2_THREADS;
+    if (mode == MF_SDDMM_TAIL)
+        mf_sddmm_mma_kernel<KR, MF_SDDMM_TAIL, T, HALF><<<grid, T, 0, stream>>>(P);
+    else if (mode == MF_SDDMM_PLAIN)
+        mf_sddmm_mma_kernel<KR, MF_SDDMM_PLAIN, T, HALF><<<grid, T, 0, stream>>>(P);
+    else
+        mf_sddmm_mma_kernel<KR, MF_SDDMM_FULL, T, HALF><<<grid, T, 0, stream>>>(P);
+}
+
+template <int KR>
+static void launch_mma(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t,
+                       cudaStream_t stream)
+{
+    if (half == MF_SDDMM_TF32_16)
+        launch_mma_mode<KR, MF_SDDMM_TF32_16>(P, mode, grid, stream);
+    else if (half == MF_PRECISION_BF16)
+        launch_mma_mode<KR, MF_PRECISION_BF16>(P, mode, grid, stream);
+    else if (half == MF_PRECISION_FP16)
+        launch_mma_mode<KR, MF_PRECISION_FP16>(P, mode, grid, stream);
+}
+
+static cudaError_t allow_no_smem(size_t)
+{
+    return cudaSuccess;
+}
+
 template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
@@ -76,7 +108,7 @@ struct mf_sddmm_variant {
 
 #define MF_VARIANT(V, KR, VEC, SMEM)                                                               \
     {                                                                                              \
-        {V, KR, VEC, SMEM}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>                 \
+        {V, KR, VEC, SMEM, 0}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>              \
     }
 
 // Every compiled variant. The tuning rules (sddmm_tuning.c) pick candidates among them.
@@ -117,6 +149,11 @@ static const mf_sddmm_variant variants[] = {
     MF_VARIANT(8, 4, true, true),
     MF_VARIANT(16, 2, true, true),
     MF_VARIANT(32, 1, false, true),
+    // SM-L2 on the 16-bit copies, each group of 16 entries' sums by MMAs (listed last: never
+    // the rules' untimed pick)
+    {{4, 1, true, false, 1}, launch_mma<1>, allow_no_smem},
+    {{4, 2, true, false, 1}, launch_mma<2>, allow_no_smem},
+    {{4, 4, true, false, 1}, launch_mma<4>, allow_no_smem},
 };
 static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 
@@ -200,7 +237,7 @@ static int unit16_of(const mf_sddmm_half_in *half)
 // A variant's unit, for the log lines.
 static const char *unit_name(mf_sddmm_config c, int unit16)
 {
-    return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
+    return c.mma ? "vec8 MMA" : !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
 }
 
 // B's values rounded to TF32 (the float kernel's TF32 instance reads them) in *copy, rows
@@ -282,6 +319,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
+    if (var.cfg.mma && !unit16_of(half))
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: variant %d reads 16-bit copies only", v);
     if (unit16_of(half)) {
         P.A16 = half->A16;
         P.B16 = half->B16;
@@ -723,6 +762,8 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     if (rounded && (!variants[v].cfg.vec || variants[v].cfg.smem))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d has no reduced-precision instance",
                        v);
+    if (variants[v].cfg.mma && !rounded)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d reads 16-bit copies only", v);
     if (variants[v].cfg.vec && !copies16 && !vector_ok(call))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
     if (variants[v].cfg.smem && mf_sddmm_smem_bytes(variants[v].cfg, tj) >
@@ -734,9 +775,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
         mf_sddmm_plan_reset(ctx, plan);
     mf_sddmm_config cf = variants[v].cfg;
     int li;
-    MF_TRY(mf_sddmm_plan_layout(ctx, S, tj, block_nnz,
-                                mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), grouped,
-                                &li));
+    MF_TRY(mf_sddmm_plan_layout(
+        ctx, S, tj, block_nnz,
+        mf_sddmm_item_nnz(block_nnz, mf_sddmm_item_lanes(cf), mf_sddmm_threads(cf)), grouped, &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
     // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs; B's rounded
