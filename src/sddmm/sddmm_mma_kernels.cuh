@@ -25,9 +25,9 @@
 #include "sddmm/sddmm_kernels.cuh"
 #include "sddmm/sddmm_tc_kernels.cuh" // mf_tc_chunk16
 
-// KR units of 8 values per lane and row: chunks of KC = 32 KR values. HALF: MF_PRECISION_BF16,
-// MF_PRECISION_FP16 or MF_SDDMM_TF32_16.
-template <int KR, int MODE, int T, int HALF>
+// KR units of 8 values per lane and row: chunks of KC = 32 KR values; NG groups of 16 entries
+// in flight per warp. HALF: MF_PRECISION_BF16, MF_PRECISION_FP16 or MF_SDDMM_TF32_16.
+template <int KR, int NG, int MODE, int T, int HALF>
 __device__ __forceinline__ void mf_sddmm_mma_body(const mf_sddmm_params &P)
 {
     static_assert(HALF == MF_PRECISION_BF16 || HALF == MF_PRECISION_FP16 ||
@@ -36,8 +36,6 @@ __device__ __forceinline__ void mf_sddmm_mma_body(const mf_sddmm_params &P)
     typedef mf_unit<true, HALF> U;
     constexpr int PREC = HALF == MF_PRECISION_BF16 ? MF_PRECISION_BF16 : MF_PRECISION_FP16;
     constexpr int KC = 32 * KR, NW = T / 32;
-    // Groups of 16 entries in flight per warp: 8 gathers of 16 bytes a lane at any KR.
-    constexpr int NG = KR >= 4 ? 1 : 4 / KR;
     const mf_sddmm_block blk = P.blocks[blockIdx.x];
     const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int kc = P.kc;
@@ -66,21 +64,26 @@ __device__ __forceinline__ void mf_sddmm_mma_body(const mf_sddmm_params &P)
         }
         const float a_unpow = U::scaled ? mf_sddmm_unpow(__ldg(P.pow_a + item.row)) : 1.f;
         const int64_t end = item.begin + (int64_t)item.count;
+        // The group's column indices, loaded one round ahead, so that a round's gathers wait
+        // on loads issued during the round before (the first round's own on the item's).
+        // Past the item's end, its first entry: loads stay in bounds, the result is dropped.
+        int j[NG][2];
+#pragma unroll
+        for (int h = 0; h < NG; h++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                const int64_t q = item.begin + 16 * h + 8 * e + g;
+                j[h][e] = __ldg(P.col + (q < end ? q : item.begin));
+            }
         for (int64_t p = item.begin; p < end; p += 16 * NG) {
             uint4 b[NG][2][KR];
 #pragma unroll
-            for (int h = 0; h < NG; h++) {
-                if (p + 16 * h >= end) // (the same for the whole warp)
-                    break;
+            for (int h = 0; h < NG; h++)
 #pragma unroll
                 for (int e = 0; e < 2; e++) {
-                    // Past the item's end, its first entry: loads stay in bounds, the result
-                    // is dropped.
-                    const int64_t q = p + 16 * h + 8 * e + g;
-                    const int j = __ldg(P.col + (q < end ? q : item.begin));
                     // (column indices are never negative: unsigned arithmetic, as the float
                     // kernel's)
-                    const uint16_t *brow = P.B16 + (size_t)(uint32_t)j * (size_t)P.ld16 + kc;
+                    const uint16_t *brow = P.B16 + (size_t)(uint32_t)j[h][e] * (size_t)P.ld16 + kc;
 #pragma unroll
                     for (int r = 0; r < KR; r++) {
                         const int kk = 32 * r + 8 * t;
@@ -89,10 +92,18 @@ __device__ __forceinline__ void mf_sddmm_mma_body(const mf_sddmm_params &P)
                                          : make_uint4(0u, 0u, 0u, 0u);
                     }
                 }
-            }
+            const int64_t next = p + 16 * NG;
+#pragma unroll
+            for (int h = 0; h < NG; h++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    const int64_t q = next + 16 * h + 8 * e + g;
+                    if (next < end)
+                        j[h][e] = __ldg(P.col + (q < end ? q : item.begin));
+                }
 #pragma unroll
             for (int h = 0; h < NG; h++) {
-                if (p + 16 * h >= end)
+                if (p + 16 * h >= end) // (the same for the whole warp)
                     break;
                 float d[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
@@ -118,10 +129,10 @@ __device__ __forceinline__ void mf_sddmm_mma_body(const mf_sddmm_params &P)
     }
 }
 
-template <int KR, int MODE, int T, int HALF>
+template <int KR, int NG, int MODE, int T, int HALF>
 __global__ void __launch_bounds__(T) mf_sddmm_mma_kernel(const mf_sddmm_params P)
 {
-    mf_sddmm_mma_body<KR, MODE, T, HALF>(P);
+    mf_sddmm_mma_body<KR, NG, MODE, T, HALF>(P);
 }
 
 #endif

@@ -81,12 +81,21 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
  * this large (sm_80 and sm_90 offer 227 KB per block). */
 #define MF_SDDMM_SMEM_TILE_BYTES (192 * 1024)
 #define MF_SDDMM_MAX_CANDIDATES  16
+/* Timings a tuning keeps for its recheck: the candidates and the retries. */
+#define MF_SDDMM_MAX_TRIES (MF_SDDMM_MAX_CANDIDATES + MF_SDDMM_GROUPED_TRIES + 1)
+/* The two fastest timings of a tuning, when the second is within MF_SDDMM_RECHECK_MARGIN of
+ * the first, are timed MF_SDDMM_RECHECK_RUNS times more, in turn, and each keeps its fastest
+ * run. One run a candidate misled by up to 11% (H200, Netflix shape, TF32 at k = 128: grouped
+ * timed 1.93 ms against 2.05 plain, and ran 2.15 ms in the bench's median, against 2.02 plain). */
+#define MF_SDDMM_RECHECK_MARGIN 1.10f
+#define MF_SDDMM_RECHECK_RUNS   2
 
 /* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of one
  * 16-byte vector (vec: 4 floats, or 8 values of the 16-bit copies) or 1 float, B staged in
- * shared memory (smem) or read through L2. mma: the tensor-core form of an SM-L2 vector
- * variant on the 16-bit copies only (sddmm_mma_kernels.cuh): a whole warp takes an item, 4
- * lanes (v = 4) hold each gathered row's KR units. */
+ * shared memory (smem) or read through L2. mma (nonzero): the tensor-core form of an SM-L2
+ * vector variant on the 16-bit copies only (sddmm_mma_kernels.cuh): a whole warp takes an
+ * item, mma groups of 16 entries at a time, 4 lanes (v = 4) holding each gathered row's KR
+ * units. */
 typedef struct mf_sddmm_config {
     int v, kr, vec, smem, mma;
 } mf_sddmm_config;
