@@ -806,8 +806,7 @@ START_TEST(tuning_rules_offer_fitting_candidates)
                 ck_assert_int_ge(c[i].tj, 1);
                 ck_assert_int_le(c[i].tj, sh.cols);
                 ck_assert_int_eq(c[i].item_nnz,
-                                 mf_sddmm_item_nnz(c[i].block_nnz, mf_sddmm_item_lanes(cf),
-                                                   mf_sddmm_threads(cf)));
+                                 mf_sddmm_item_nnz(c[i].block_nnz, cf.v, mf_sddmm_threads(cf)));
                 if (cf.smem)
                     ck_assert_uint_le(mf_sddmm_smem_bytes(cf, c[i].tj), (size_t)sh.smem_bytes);
                 ck_assert(!(unit16 && cf.smem)); /* no SM-SM instance reads the copies */
@@ -851,8 +850,8 @@ START_TEST(fine_block_rule)
             ck_assert_int_eq(f.block_nnz, want > 16 * c[i].tj ? want : 16 * c[i].tj);
             ck_assert_int_le(f.block_nnz, c[i].block_nnz);
             fewer += f.block_nnz < c[i].block_nnz;
-            ck_assert_int_eq(f.item_nnz, mf_sddmm_item_nnz(f.block_nnz, mf_sddmm_item_lanes(cf),
-                                                           mf_sddmm_threads(cf)));
+            ck_assert_int_eq(f.item_nnz,
+                             mf_sddmm_item_nnz(f.block_nnz, cf.v, mf_sddmm_threads(cf)));
             /* a small matrix keeps 16 entries per tile row: no smaller blocks to try */
             mf_sddmm_shape tiny = sh;
             tiny.nnz = 16 * (int64_t)c[i].tj * MF_SDDMM_SM_BLOCKS_PER_SM * sh.sms;

@@ -13,7 +13,6 @@
 #include "sddmm/sddmm_engine.cuh"
 #include "sddmm/sddmm_internal.h"
 #include "sddmm/sddmm_kernels.cuh"
-#include "sddmm/sddmm_mma_kernels.cuh"
 #include "sddmm/sddmm_plan.h"
 #include "sddmm/sddmm_tuning.h"
 
@@ -54,37 +53,6 @@ static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, 
     launch_mode<V, KR, VEC, SMEM, 0>(P, mode, grid, smem, stream);
 }
 
-// The MMA form's instance for mode (sddmm_mma_kernels.cuh): the 16-bit copies only, which
-// run_variant checks before it launches.
-template <int KR, int NG, int HALF>
-static void launch_mma_mode(const mf_sddmm_params &P, int mode, unsigned grid, cudaStream_t stream)
-{
-    constexpr int T = MF_SDDMM_L2_THREADS;
-    if (mode == MF_SDDMM_TAIL)
-        mf_sddmm_mma_kernel<KR, NG, MF_SDDMM_TAIL, T, HALF><<<grid, T, 0, stream>>>(P);
-    else if (mode == MF_SDDMM_PLAIN)
-        mf_sddmm_mma_kernel<KR, NG, MF_SDDMM_PLAIN, T, HALF><<<grid, T, 0, stream>>>(P);
-    else
-        mf_sddmm_mma_kernel<KR, NG, MF_SDDMM_FULL, T, HALF><<<grid, T, 0, stream>>>(P);
-}
-
-template <int KR, int NG>
-static void launch_mma(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t,
-                       cudaStream_t stream)
-{
-    if (half == MF_SDDMM_TF32_16)
-        launch_mma_mode<KR, NG, MF_SDDMM_TF32_16>(P, mode, grid, stream);
-    else if (half == MF_PRECISION_BF16)
-        launch_mma_mode<KR, NG, MF_PRECISION_BF16>(P, mode, grid, stream);
-    else if (half == MF_PRECISION_FP16)
-        launch_mma_mode<KR, NG, MF_PRECISION_FP16>(P, mode, grid, stream);
-}
-
-static cudaError_t allow_no_smem(size_t)
-{
-    return cudaSuccess;
-}
-
 template <int V, int KR, bool VEC, bool SMEM> static cudaError_t allow_smem(size_t bytes)
 {
     constexpr int T = SMEM ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
@@ -108,7 +76,7 @@ struct mf_sddmm_variant {
 
 #define MF_VARIANT(V, KR, VEC, SMEM)                                                               \
     {                                                                                              \
-        {V, KR, VEC, SMEM, 0}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>              \
+        {V, KR, VEC, SMEM}, launch<V, KR, VEC, SMEM>, allow_smem<V, KR, VEC, SMEM>                 \
     }
 
 // Every compiled variant. The tuning rules (sddmm_tuning.c) pick candidates among them.
@@ -149,12 +117,6 @@ static const mf_sddmm_variant variants[] = {
     MF_VARIANT(8, 4, true, true),
     MF_VARIANT(16, 2, true, true),
     MF_VARIANT(32, 1, false, true),
-    // SM-L2 on the 16-bit copies, each group of 16 entries' sums by MMAs (listed last: never
-    // the rules' untimed pick)
-    {{4, 1, true, false, 4}, launch_mma<1, 4>, allow_no_smem},
-    {{4, 1, true, false, 2}, launch_mma<1, 2>, allow_no_smem},
-    {{4, 2, true, false, 2}, launch_mma<2, 2>, allow_no_smem},
-    {{4, 4, true, false, 1}, launch_mma<4, 1>, allow_no_smem},
 };
 static const int n_variants = (int)(sizeof variants / sizeof variants[0]);
 
@@ -238,12 +200,7 @@ static int unit16_of(const mf_sddmm_half_in *half)
 // A variant's unit, for the log lines.
 static const char *unit_name(mf_sddmm_config c, int unit16)
 {
-    return c.mma == 4   ? "vec8 MMA4"
-           : c.mma == 2 ? "vec8 MMA2"
-           : c.mma      ? "vec8 MMA1"
-           : !c.vec     ? "scalar"
-           : unit16     ? "vec8"
-                        : "vec4";
+    return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
 }
 
 // B's values rounded to TF32 (the float kernel's TF32 instance reads them) in *copy, rows
@@ -325,8 +282,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
-    if (var.cfg.mma && !unit16_of(half))
-        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: variant %d reads 16-bit copies only", v);
     if (unit16_of(half)) {
         P.A16 = half->A16;
         P.B16 = half->B16;
@@ -422,7 +377,8 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // Pick the variant and layout for this call shape: the cached choice, or the fastest of
 // the candidates, each timed once (the first twice: its first run warms the caches and, on
 // the matrix's first call, uploads it), then the retries: the fastest SM-L2 candidates on
-// the grouped layout, the fastest SM-SM one with smaller blocks.
+// the grouped layout, the fastest SM-SM one with smaller blocks; last, the two fastest of all
+// timed again where close (MF_SDDMM_RECHECK_MARGIN).
 //
 // With half (bf16 or fp16 copies, TF32's scaled fp16 copies or its rounded B) the candidates are
 // the SM-L2 vector variants run on the reduced inputs. The tensor-core kernel is not timed against
@@ -799,8 +755,6 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     if (rounded && (!variants[v].cfg.vec || variants[v].cfg.smem))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d has no reduced-precision instance",
                        v);
-    if (variants[v].cfg.mma && !rounded)
-        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d reads 16-bit copies only", v);
     if (variants[v].cfg.vec && !copies16 && !vector_ok(call))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
     if (variants[v].cfg.smem && mf_sddmm_smem_bytes(variants[v].cfg, tj) >
@@ -812,9 +766,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
         mf_sddmm_plan_reset(ctx, plan);
     mf_sddmm_config cf = variants[v].cfg;
     int li;
-    MF_TRY(mf_sddmm_plan_layout(
-        ctx, S, tj, block_nnz,
-        mf_sddmm_item_nnz(block_nnz, mf_sddmm_item_lanes(cf), mf_sddmm_threads(cf)), grouped, &li));
+    MF_TRY(mf_sddmm_plan_layout(ctx, S, tj, block_nnz,
+                                mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), grouped,
+                                &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
     // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs; B's rounded

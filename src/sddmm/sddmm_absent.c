@@ -40,5 +40,5 @@ int mf_sddmm_variant_count(void)
 mf_sddmm_config mf_sddmm_variant_config(int i)
 {
     (void)i;
-    return (mf_sddmm_config){0, 0, 0, 0, 0};
+    return (mf_sddmm_config){0, 0, 0, 0};
 }

@@ -271,34 +271,6 @@ __device__ __forceinline__ float mf_sddmm_b_unpow(const uint32_t *b_top)
     return mf_tf32_row_power(__ldg(b_top), &e) ? mf_sddmm_unpow(e) : 1.f;
 }
 
-enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
-
-// Entry q's result from its sum s (of this launch's chunk of k): out = alpha * s (times S's
-// value, plus beta * out or, past the first chunk, plus out). SCALED (the TF32_16 kernels): s
-// is of scaled copies, B's power taken out, then A's row's; a NaN s is an unfit row's entry,
-// left to mf_sddmm_tf32_unfit.
-template <int MODE, bool SCALED>
-__device__ __forceinline__ void mf_sddmm_write(const mf_sddmm_params &P, int64_t q, float s,
-                                               float b_unpow, float a_unpow)
-{
-    if (SCALED && isnan(s))
-        return;
-    float v = s;
-    if (SCALED)
-        v = v * b_unpow * a_unpow;
-    v = P.alpha * v;
-    if (MODE == MF_SDDMM_PLAIN) {
-        P.out[q] = v;
-        return;
-    }
-    if (P.val)
-        v *= __ldg(P.val + q);
-    if (P.kc > 0)
-        P.out[q] += v;
-    else
-        P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
-}
-
 // Stage B[j0 .. j0 + jn) x [kc .. kc + KC) into shared memory, zero beyond k (so the
 // entry loop needs no bounds checks). With VEC, k is a multiple of 4: a unit is either
 // wholly inside k or wholly outside.
@@ -315,6 +287,8 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
         U::sts(bs + r * KC + c, v);
     }
 }
+
+enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
 
 template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF>
 __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
@@ -425,8 +399,23 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
                 for (int c = 0; c < (NU >= V ? NU / V : 1); c++) {
                     const int64_t q = p + (NU >= V ? lane * (NU / V) + c : lane / group);
-                    if (q < end)
-                        mf_sddmm_write<MODE, U::scaled>(P, q, s[c], b_unpow, a_unpow);
+                    // NaN (scaled copies): an unfit row's entry, left to mf_sddmm_tf32_unfit
+                    if (q < end && !(U::scaled && isnan(s[c]))) {
+                        float v = s[c];
+                        if constexpr (U::scaled) // B's power out, then A's row's
+                            v = v * b_unpow * a_unpow;
+                        v = P.alpha * v;
+                        if (MODE == MF_SDDMM_PLAIN) {
+                            P.out[q] = v;
+                        } else {
+                            if (P.val)
+                                v *= __ldg(P.val + q);
+                            if (kc > 0)
+                                P.out[q] += v;
+                            else
+                                P.out[q] = P.beta == 0.f ? v : v + P.beta * P.out[q];
+                        }
+                    }
                 }
             }
         }

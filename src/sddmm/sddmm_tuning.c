@@ -8,7 +8,7 @@ static int add(mf_sddmm_candidate *cand, int n, int variant, int32_t tj, int64_t
         if (cand[i].variant == variant && cand[i].tj == tj && cand[i].block_nnz == block_nnz)
             return n;
     mf_sddmm_config c = mf_sddmm_variant_config(variant);
-    int32_t item_nnz = mf_sddmm_item_nnz(block_nnz, mf_sddmm_item_lanes(c), mf_sddmm_threads(c));
+    int32_t item_nnz = mf_sddmm_item_nnz(block_nnz, c.v, mf_sddmm_threads(c));
     cand[n] = (mf_sddmm_candidate){variant, tj, item_nnz, block_nnz};
     return n + 1;
 }
@@ -34,7 +34,7 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
     int fit = 0, widest = 0;
     for (int i = 0; i < nv; i++) {
         mf_sddmm_config c = mf_sddmm_variant_config(i);
-        if (c.smem || c.vec != sh->vec || (c.mma && !sh->unit16))
+        if (c.smem || c.vec != sh->vec)
             continue;
         int lanes = c.v * c.kr;
         if (lanes > widest)
@@ -56,7 +56,7 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
     int first_l2 = -1;
     for (int i = 0; i < nv; i++) {
         mf_sddmm_config c = mf_sddmm_variant_config(i);
-        if (c.smem || c.vec != sh->vec || (c.mma && !sh->unit16) || c.v * c.kr != level)
+        if (c.smem || c.vec != sh->vec || c.v * c.kr != level)
             continue;
         n = add(cand, n, i, sh->cols, l2_block);
         if (first_l2 < 0)
@@ -71,8 +71,7 @@ int mf_sddmm_candidates(const mf_sddmm_shape *sh, mf_sddmm_candidate *cand)
     for (int parts = 2; fit && parts <= (sh->k >= 512 ? 4 : sh->k >= 256 ? 2 : 1); parts *= 2)
         for (int i = 0; i < nv; i++) {
             mf_sddmm_config c = mf_sddmm_variant_config(i);
-            if (!c.smem && c.vec == sh->vec && !(c.mma && !sh->unit16) &&
-                parts * c.v * c.kr == level)
+            if (!c.smem && c.vec == sh->vec && parts * c.v * c.kr == level)
                 n = add(cand, n, i, sh->cols, l2_block);
         }
 
@@ -110,6 +109,6 @@ mf_sddmm_candidate mf_sddmm_fine_candidate(const mf_sddmm_shape *sh, mf_sddmm_ca
 {
     mf_sddmm_config cf = mf_sddmm_variant_config(c.variant);
     c.block_nnz = sm_block_nnz(sh, c.tj, MF_SDDMM_SM_FINE_BLOCKS_PER_SM);
-    c.item_nnz = mf_sddmm_item_nnz(c.block_nnz, mf_sddmm_item_lanes(cf), mf_sddmm_threads(cf));
+    c.item_nnz = mf_sddmm_item_nnz(c.block_nnz, cf.v, mf_sddmm_threads(cf));
     return c;
 }

@@ -92,12 +92,9 @@ static inline int32_t mf_sddmm_item_nnz(int64_t block_nnz, int v, int threads)
 
 /* A compiled kernel variant: V lanes per virtual warp, KR units per lane, units of one
  * 16-byte vector (vec: 4 floats, or 8 values of the 16-bit copies) or 1 float, B staged in
- * shared memory (smem) or read through L2. mma (nonzero): the tensor-core form of an SM-L2
- * vector variant on the 16-bit copies only (sddmm_mma_kernels.cuh): a whole warp takes an
- * item, mma groups of 16 entries at a time, 4 lanes (v = 4) holding each gathered row's KR
- * units. */
+ * shared memory (smem) or read through L2. */
 typedef struct mf_sddmm_config {
-    int v, kr, vec, smem, mma;
+    int v, kr, vec, smem;
 } mf_sddmm_config;
 
 typedef struct mf_sddmm_shape {
@@ -140,12 +137,6 @@ static inline int mf_sddmm_chunk_of(mf_sddmm_config c, int unit16)
 static inline int mf_sddmm_threads(mf_sddmm_config c)
 {
     return c.smem ? MF_SDDMM_SM_THREADS : MF_SDDMM_L2_THREADS;
-}
-/* Lanes that share one item (mf_sddmm_item_nnz's v): a virtual warp's, or an MMA variant's
- * whole warp. */
-static inline int mf_sddmm_item_lanes(mf_sddmm_config c)
-{
-    return c.mma ? 32 : c.v;
 }
 static inline size_t mf_sddmm_smem_bytes(mf_sddmm_config c, int32_t tj)
 {
