@@ -262,7 +262,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     const mf_sddmm_variant &var = variants[v];
     mf_sddmm_params P;
     P.col = col;
-    P.nnz = S->nnz;
     P.val = call->pattern ? NULL : val;
     P.out = out;
     P.A = call->A;

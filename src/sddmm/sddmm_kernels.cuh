@@ -39,7 +39,6 @@
 
 struct mf_sddmm_params {
     const int32_t *col;
-    int64_t nnz;      // col's length
     const float *val; // NULL: pattern
     float *out;
     const float *A;
@@ -291,48 +290,6 @@ __device__ void mf_sddmm_stage_b(float *bs, const mf_sddmm_params &P, int j0, in
 
 enum { MF_SDDMM_PLAIN, MF_SDDMM_FULL, MF_SDDMM_TAIL };
 
-// The column indices of entries p .. p + NU - 1 in j (past end, entry p's: loads stay in
-// bounds and the results are dropped), read as the 16-byte aligned words that hold them: three
-// vector loads for NU = 8 where eight 4-byte loads were, each of them a different line for
-// each virtual warp of the hardware warp (their items lie apart), so that at k = 32 the index
-// loads cost L1 as much as the B rows' gathers. A word only partly inside col[0 .. nnz) (the
-// array's ends, whatever its alignment) is read value by value.
-template <int NU>
-__device__ __forceinline__ void mf_sddmm_cols(const int32_t *col, int64_t nnz, int64_t p,
-                                              int64_t end, int (&j)[NU])
-{
-    const int32_t *at = col + p;
-    const int32_t *base = reinterpret_cast<const int32_t *>((uintptr_t)at & ~(uintptr_t)15);
-    const int s = (int)(at - base); // 0 .. 3
-    int w[NU + 4];
-#pragma unroll
-    for (int c = 0; c < NU + 4; c += 4) {
-        const int32_t *q = base + c;
-        w[c] = w[c + 1] = w[c + 2] = w[c + 3] = 0;
-        if (c > s + NU - 1 || q >= col + end) // holds none of the entries wanted
-            continue;
-        if (q >= col && q + 4 <= col + nnz) {
-            const int4 v = __ldg(reinterpret_cast<const int4 *>(q));
-            w[c] = v.x, w[c + 1] = v.y, w[c + 2] = v.z, w[c + 3] = v.w;
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                if (q + e >= col && q + e < col + nnz)
-                    w[c + e] = __ldg(q + e);
-        }
-    }
-#pragma unroll
-    for (int u = 0; u < NU; u++) { // w[s + u], by selects on s's two bits
-        const int lo = s & 1 ? w[u + 1] : w[u];
-        const int hi = s & 1 ? w[u + 3] : w[u + 2];
-        j[u] = s & 2 ? hi : lo;
-    }
-#pragma unroll
-    for (int u = 1; u < NU; u++)
-        if (p + u >= end)
-            j[u] = j[0];
-}
-
 template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF>
 __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 {
@@ -389,11 +346,12 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         const int64_t end = item.begin + (int64_t)item.count;
         for (int64_t p = item.begin; p < end; p += NU) {
             float s[NU];
-            int jc[NU];
-            mf_sddmm_cols<NU>(P.col, P.nnz, p, end, jc);
 #pragma unroll
             for (int u = 0; u < NU; u++) {
-                const int j = jc[u];
+                // Past the item's end, repeat its first entry: loads stay in bounds and
+                // the result is dropped.
+                const int64_t q = p + u < end ? p + u : p;
+                const int j = __ldg(P.col + q);
                 float acc = 0.f;
                 if constexpr (SMEM) {
                     const float *brow = bs + (j - j0) * KC;
