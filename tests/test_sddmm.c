@@ -865,6 +865,35 @@ START_TEST(fine_block_rule)
 }
 END_TEST
 
+/* The tuning's recheck: the two fastest timings, timed again only when within the margin. */
+START_TEST(recheck_pair_rule)
+{
+    int a, b;
+    const float close[] = {2.0f, 1.0f, 3.0f, 1.05f};
+    ck_assert_int_eq(mf_sddmm_recheck_pair(close, 4, &a, &b), 1);
+    ck_assert_int_eq(a, 1);
+    ck_assert_int_eq(b, 3);
+    const float apart[] = {1.0f, 1.2f, 5.0f};
+    ck_assert_int_eq(mf_sddmm_recheck_pair(apart, 3, &a, &b), 0);
+    ck_assert_int_eq(a, 0);
+    ck_assert_int_eq(b, 1);
+    const float tied[] = {1.5f, 1.5f};
+    ck_assert_int_eq(mf_sddmm_recheck_pair(tied, 2, &a, &b), 1);
+    ck_assert_int_eq(a, 0);
+    ck_assert_int_eq(b, 1);
+    const float at_margin[] = {MF_SDDMM_RECHECK_MARGIN * 2.0f, 2.0f};
+    ck_assert_int_eq(mf_sddmm_recheck_pair(at_margin, 2, &a, &b), 1);
+    ck_assert_int_eq(a, 1);
+    ck_assert_int_eq(b, 0);
+    const float one[] = {1.0f};
+    ck_assert_int_eq(mf_sddmm_recheck_pair(one, 1, &a, &b), 0);
+    ck_assert_int_eq(a, 0);
+    ck_assert_int_eq(b, -1);
+    ck_assert_int_eq(mf_sddmm_recheck_pair(NULL, 0, &a, &b), 0);
+    ck_assert_int_eq(a, -1);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "sddmm", .timeout = 120};
@@ -884,6 +913,7 @@ int main(void)
                                   tensor_core_order_from_env,
                                   item_length_rule,
                                   tuning_rules_offer_fitting_candidates,
-                                  fine_block_rule};
+                                  fine_block_rule,
+                                  recheck_pair_rule};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -557,13 +557,12 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
         // The two fastest, when close (MF_SDDMM_RECHECK_MARGIN), timed again in turn, each
         // keeping its fastest run.
-        int first = -1, second = -1;
-        for (int i = 0; st == MF_OK && i < timed && i < MF_SDDMM_MAX_TRIES; i++)
-            if (first < 0 || tried[i].ms < tried[first].ms)
-                second = first, first = i;
-            else if (second < 0 || tried[i].ms < tried[second].ms)
-                second = i;
-        if (second >= 0 && tried[second].ms <= MF_SDDMM_RECHECK_MARGIN * tried[first].ms) {
+        float tried_ms[MF_SDDMM_MAX_TRIES];
+        const int n_tried = timed < MF_SDDMM_MAX_TRIES ? timed : MF_SDDMM_MAX_TRIES;
+        for (int i = 0; i < n_tried; i++)
+            tried_ms[i] = tried[i].ms;
+        int first, second;
+        if (st == MF_OK && mf_sddmm_recheck_pair(tried_ms, n_tried, &first, &second)) {
             const int pair[2] = {first, second};
             for (int r = 0; r < MF_SDDMM_RECHECK_RUNS && st == MF_OK; r++)
                 for (int c = 0; c < 2 && st == MF_OK; c++) {

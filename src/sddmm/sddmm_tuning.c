@@ -112,3 +112,14 @@ mf_sddmm_candidate mf_sddmm_fine_candidate(const mf_sddmm_shape *sh, mf_sddmm_ca
     c.item_nnz = mf_sddmm_item_nnz(c.block_nnz, cf.v, mf_sddmm_threads(cf));
     return c;
 }
+
+int mf_sddmm_recheck_pair(const float *ms, int n, int *first, int *second)
+{
+    *first = *second = -1;
+    for (int i = 0; i < n; i++)
+        if (*first < 0 || ms[i] < ms[*first])
+            *second = *first, *first = i;
+        else if (*second < 0 || ms[i] < ms[*second])
+            *second = i;
+    return *second >= 0 && ms[*second] <= MF_SDDMM_RECHECK_MARGIN * ms[*first];
+}

@@ -147,6 +147,11 @@ static inline size_t mf_sddmm_smem_bytes(mf_sddmm_config c, int32_t tj)
  * favourite, used untimed for small matrices. */
 int mf_sddmm_candidates(const mf_sddmm_shape *shape, mf_sddmm_candidate *cand);
 
+/* Of n timings ms[0 .. n), the fastest in *first and the next fastest in *second (the earlier
+ * of equal ones first); 1 when there are two and the second lies within
+ * MF_SDDMM_RECHECK_MARGIN of the first, so that both are timed again, else 0. */
+int mf_sddmm_recheck_pair(const float *ms, int n, int *first, int *second);
+
 /* SM-SM candidate c with blocks of MF_SDDMM_SM_FINE_BLOCKS_PER_SM per SM (items cut to
  * match): the same variant and tile. Its block_nnz equals c's where the matrix is too small
  * for smaller blocks (at least 16 entries per tile row). */
