@@ -371,8 +371,7 @@ END_TEST
  * floats: an A row of 2^20 and 2^-20 against B columns of 0 and 1 (the product is the small
  * value's alone), and a B row of 1 and 2^-40 (44 binades below B's largest, about 2^4; A's
  * third column 0), met by a fitting A row, so that the copies would lose the product; then an
- * A row
- * holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
+ * A row holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
  * variants through the hook (which reads the copies whatever S's size), and the tuned call
  * at k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this
  * one has entries enough a row for the copies: MF_SDDMM_TF32_FP16_MIN_PER_ROW). */
@@ -419,6 +418,12 @@ static void scale_rows(problem *pr, int wide)
     fx_sddmm_ref(pr->S, pr->k, pr->A, pr->lda, pr->B, pr->ldb, 0.5, 0, pr->ref, pr->bound);
 }
 
+/* A float's TF32 rounding's magnitude bits (the copies' rule compares these). */
+static uint32_t tf32_magnitude(float x)
+{
+    return mf_float_bits(mf_round_tf32(x)) & 0x7fffffffu;
+}
+
 /* An fp16 value from its bits. */
 static double half_value(uint16_t h)
 {
@@ -460,7 +465,7 @@ static void check_tf32_copies(mf_ctx *ctx, const problem *pr, const char *what, 
     uint32_t top_b = 0;
     for (int32_t j = 0; j < cols; j++)
         for (int t = 0; t < k; t++) {
-            uint32_t m = mf_float_bits(mf_round_tf32(pr->B[j * pr->ldb + t])) & 0x7fffffffu;
+            uint32_t m = tf32_magnitude(pr->B[j * pr->ldb + t]);
             if (m < 0x7f800000u && m > top_b)
                 top_b = m;
         }
@@ -474,13 +479,13 @@ static void check_tf32_copies(mf_ctx *ctx, const problem *pr, const char *what, 
         if (is_a) {
             top = 0;
             for (int t = 0; t < k; t++) {
-                uint32_t m = mf_float_bits(mf_round_tf32(x[t])) & 0x7fffffffu;
+                uint32_t m = tf32_magnitude(x[t]);
                 top = m > top ? m : top;
             }
         }
         int e = 0, fit = mf_tf32_row_power(top, &e);
         for (int t = 0; t < k; t++)
-            fit &= mf_tf32_value_fits(mf_float_bits(mf_round_tf32(x[t])) & 0x7fffffffu, top);
+            fit &= mf_tf32_value_fits(tf32_magnitude(x[t]), top);
         ck_assert_msg(pw[r] == (fit ? e : MF_TF32_ROW_UNFIT),
                       "%s: %s row %lld: power %d on the device, %d here", what, is_a ? "A" : "B",
                       (long long)(is_a ? r : r - rows), pw[r], fit ? e : MF_TF32_ROW_UNFIT);

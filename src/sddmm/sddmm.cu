@@ -455,10 +455,11 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
             target = (float *)scratch.ptr;
         }
         mf_status st = MF_OK;
-        struct mf_sddmm_try {
+        // Every timing, for the recheck below: its milliseconds, its variant and layout.
+        float tried_ms[MF_SDDMM_MAX_TRIES];
+        struct {
             int v, li;
-            float ms;
-        } tried[MF_SDDMM_MAX_TRIES]; // every timing, for the recheck below
+        } tried[MF_SDDMM_MAX_TRIES];
         // Time variant v on layout li into *got, and keep it when it is the fastest.
         auto try_candidate = [&](int v, int li, float *got) -> mf_status {
             MF_TRY(allow_shared_memory(ctx, v));
@@ -480,8 +481,10 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                    plan->layouts[li].tj, plan->layouts[li].grouped ? " grouped" : "", (double)ms,
                    runs);
             *got = ms;
-            if (timed < MF_SDDMM_MAX_TRIES)
-                tried[timed] = {v, li, ms};
+            if (timed < MF_SDDMM_MAX_TRIES) {
+                tried_ms[timed] = ms;
+                tried[timed].v = v, tried[timed].li = li;
+            }
             timed++;
             if (ms < best_ms) {
                 best_ms = ms;
@@ -557,27 +560,25 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
         }
         // The two fastest, when close (MF_SDDMM_RECHECK_MARGIN), timed again in turn, each
         // keeping its fastest run.
-        float tried_ms[MF_SDDMM_MAX_TRIES];
         const int n_tried = timed < MF_SDDMM_MAX_TRIES ? timed : MF_SDDMM_MAX_TRIES;
-        for (int i = 0; i < n_tried; i++)
-            tried_ms[i] = tried[i].ms;
         int first, second;
         if (st == MF_OK && mf_sddmm_recheck_pair(tried_ms, n_tried, &first, &second)) {
             const int pair[2] = {first, second};
             for (int r = 0; r < MF_SDDMM_RECHECK_RUNS && st == MF_OK; r++)
                 for (int c = 0; c < 2 && st == MF_OK; c++) {
-                    mf_sddmm_try &e = tried[pair[c]];
+                    const int i = pair[c];
                     float ms;
-                    st = time_variant(ctx, S, call, e.v, &plan->layouts[e.li], target, &ms, half);
-                    if (st == MF_OK && ms < e.ms)
-                        e.ms = ms;
+                    st = time_variant(ctx, S, call, tried[i].v, &plan->layouts[tried[i].li], target,
+                                      &ms, half);
+                    if (st == MF_OK && ms < tried_ms[i])
+                        tried_ms[i] = ms;
                 }
-            const mf_sddmm_try &w =
-                tried[second].ms < tried[first].ms ? tried[second] : tried[first];
+            const int w = tried_ms[second] < tried_ms[first] ? second : first;
             mf_log(ctx, MF_LOG_DEBUG,
                    "mf_sddmm: k = %d recheck: %.3f ms against %.3f ms, variant %d layout %d kept",
-                   call->k, (double)tried[first].ms, (double)tried[second].ms, w.v, w.li);
-            best = w.v, best_layout = w.li, best_ms = w.ms;
+                   call->k, (double)tried_ms[first], (double)tried_ms[second], tried[w].v,
+                   tried[w].li);
+            best = tried[w].v, best_layout = tried[w].li, best_ms = tried_ms[w];
         }
         mf_dmem_free(ctx, &scratch);
         MF_TRY(st);
