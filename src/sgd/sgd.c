@@ -2,6 +2,7 @@
  * epoch loop. The updates live in the engines (sgd_cpu.c, sgd.cu); this file is the same
  * for both, so that CPU and GPU runs start alike, report alike and fail alike. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -246,7 +247,15 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
     const int n = ctx->comm->size, r = ctx->comm->rank;
     mf_status st = MF_OK;
     *failed = 0;
+    /* MFACT_SGD_TRACE (benches): each sub-step's update pass and shift waited for (a read of
+     * the loss so far) and timed on the host, a line an epoch a rank at MF_LOG_INFO. The waits
+     * serialize what the stream would overlap: a breakdown, not the epoch's time. */
+    const int trace = getenv("MFACT_SGD_TRACE") != NULL;
+    double traced = 0.0, x = 0.0;
+    char line[512];
+    int used = 0;
     for (int q = 0; q < n; q++) {
+        const double t0 = mf_seconds();
         if (st == MF_OK && r == mf_sgd_debug_fail_rank &&
             (int64_t)t * n + q == mf_sgd_debug_fail_step)
             st = mf_fail(ctx, MF_ERR_INTERNAL,
@@ -254,11 +263,23 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
                          t + 1);
         if (st == MF_OK)
             st = s->e->part_epoch(s->e, t, (r + q) % n, lr);
+        if (trace && st == MF_OK && (st = s->e->loss(s->e, &x)) == MF_OK)
+            traced += x;
+        const double t1 = mf_seconds();
         MF_TRY(shift_items(s, (r + q) % n, (r + q + 1) % n));
+        if (trace && st == MF_OK && (st = s->e->loss(s->e, &x)) == MF_OK)
+            traced += x;
+        if (trace && used < (int)sizeof line - 40)
+            used += snprintf(line + used, sizeof line - (size_t)used, " %.3f+%.3f",
+                             1e3 * (t1 - t0), 1e3 * (mf_seconds() - t1));
     }
+    if (trace && used > 0)
+        mf_log(ctx, MF_LOG_INFO, "mf_sgd_hogwild_run: epoch %d rank %d, update + shift ms:%s",
+               t + 1, r, line);
     double v[2] = {0.0, 0.0}; /* the loss, the ranks that failed */
     if (st == MF_OK)
         st = s->e->loss(s->e, &v[0]);
+    v[0] += traced;
     if (st != MF_OK)
         v[0] = 0.0, v[1] = 1.0;
     MF_TRY(ctx->comm->ops->sum_f64(ctx->comm, ctx, v, 2));
