@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "als_fixtures.h"
-#include "ials/ials_internal.h"
 #include "ranks_fixtures.h"
 #include "testutil.h"
 
@@ -243,14 +242,10 @@ static double ials_case(int c, rk_job *proto, float **U1, float **V1)
 
 /* Implicit ALS over n ranks: one context's factors, bit for bit. The ranks form even shares
  * of the Gram matrices' chunks (1024 rows each: the users' 4, the items' 1, so that most
- * ranks form none of the items') and add all of them in chunk order, as one context does.
- * Each share is solved and gathered in pieces (the rule's, over NCCL each gathered beside
- * the next one's solve), and in case c in 1 + (c + 1) % 3 pieces too: 2, 3 and 1. */
+ * ranks form none of the items') and add all of them in chunk order, as one context does. */
 static void check_ials_group(int n)
 {
-    for (int pass = 0; pass < 2 * IALS_CASES; pass++) {
-        const int c = pass / 2;
-        mf_ials_debug_pieces = pass % 2 ? 1 + (c + 1) % 3 : 0;
+    for (int c = 0; c < IALS_CASES; c++) {
         rk_job proto;
         float *U1, *V1;
         ials_case(c, &proto, &U1, &V1);
@@ -266,12 +261,9 @@ static void check_ials_group(int n)
                               "implicit ALS, case %d: rank %d of %d differs from one context", c, i,
                               n);
             }
-            printf("implicit ALS over %d rank(s), case %d, pieces %d (0: the rule's): one "
-                   "context's factors\n",
-                   n, c, mf_ials_debug_pieces);
+            printf("implicit ALS over %d rank(s), case %d: one context's factors\n", n, c);
             rk_close_group(jobs, n);
         }
-        mf_ials_debug_pieces = 0;
         free(U1);
         free(V1);
         if (!run)

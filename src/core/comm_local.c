@@ -47,32 +47,6 @@ static mf_status local_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int6
     return MF_OK;
 }
 
-/* As local_allgatherv, piece `piece` of `pieces` of every block (cuda/comm.h): done when it
- * returns, so there is nothing to join. */
-static mf_status local_gather_piece(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                    size_t row_bytes, int piece, int pieces)
-{
-    (void)ctx;
-    group *g = ((local_rank *)c)->g;
-    g->bufs[c->rank] = buf;
-    pthread_barrier_wait(&g->barrier);
-    for (int b = 0; b < c->size; b++) {
-        const int64_t len = bounds[b + 1] - bounds[b];
-        const int64_t lo = bounds[b] + len * piece / pieces, hi = bounds[b] + len * (piece + 1) / pieces;
-        if (b != c->rank && hi > lo)
-            memcpy((char *)buf + (size_t)lo * row_bytes,
-                   (const char *)g->bufs[b] + (size_t)lo * row_bytes, (size_t)(hi - lo) * row_bytes);
-    }
-    pthread_barrier_wait(&g->barrier);
-    return MF_OK;
-}
-
-static mf_status local_join(mf_comm *c, mf_ctx *ctx)
-{
-    (void)c, (void)ctx;
-    return MF_OK;
-}
-
 static mf_status local_max_i64(mf_comm *c, mf_ctx *ctx, int64_t *v, int n)
 {
     if (n < 0 || n > MF_COMM_MAX_VALUES)
@@ -200,8 +174,8 @@ static void local_release(mf_comm *c)
 }
 
 static const mf_comm_ops local_ops = {
-    local_allgatherv, local_max_i64, local_sum_f64,      local_sum_buffer, local_alltoallv,
-    local_shift,      local_release, NULL,               local_gather_piece, local_join};
+    local_allgatherv, local_max_i64, local_sum_f64, local_sum_buffer,
+    local_alltoallv,  local_shift,   local_release, NULL};
 
 mf_status mf_comm_local_create(mf_ctx *ctx, int n, mf_comm **out)
 {

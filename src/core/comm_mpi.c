@@ -242,10 +242,8 @@ static void mpi_release(mf_comm *c)
     rank_free(m);
 }
 
-/* No pieces: MPI's gathers are done when they return, so a whole gather loses nothing. */
 static const mf_comm_ops mpi_ops = {mpi_allgatherv, mpi_max_i64, mpi_sum_f64, mpi_sum_buffer,
-                                    mpi_alltoallv,  mpi_shift,   mpi_release, NULL,
-                                    NULL,           NULL};
+                                    mpi_alltoallv,  mpi_shift,   mpi_release, NULL};
 
 static mpi_rank *rank_alloc(int size)
 {

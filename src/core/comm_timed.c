@@ -100,30 +100,9 @@ static double timed_device_seconds(mf_comm *c)
     return c->inner->device_seconds ? c->inner->device_seconds(c) : 0.0;
 }
 
-/* Offered only where the implementation offers it (mf_shares_pieces asks the inner table). */
-static mf_status timed_gather_piece(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                    size_t row_bytes, int piece, int pieces)
-{
-    const double t0 = mf_seconds();
-    const mf_status st = c->inner->gather_piece(c, ctx, buf, bounds, row_bytes, piece, pieces);
-    int64_t rows = 0;
-    for (int b = 0; b < c->size; b++) {
-        const int64_t len = bounds[b + 1] - bounds[b];
-        rows += b == c->rank ? 0 : len * (piece + 1) / pieces - len * piece / pieces;
-    }
-    count(c, t0, rows * (int64_t)row_bytes, 1);
-    return st;
-}
-
-static mf_status timed_join(mf_comm *c, mf_ctx *ctx)
-{
-    return c->inner->join ? c->inner->join(c, ctx) : MF_OK;
-}
-
-static const mf_comm_ops timed_ops = {timed_allgatherv, timed_max_i64,        timed_sum_f64,
-                                      timed_sum_buffer, timed_alltoallv,      timed_shift,
-                                      timed_release,    timed_device_seconds, timed_gather_piece,
-                                      timed_join};
+static const mf_comm_ops timed_ops = {timed_allgatherv, timed_max_i64,       timed_sum_f64,
+                                      timed_sum_buffer, timed_alltoallv,     timed_shift,
+                                      timed_release,    timed_device_seconds};
 
 void mf_comm_timed(mf_comm *c)
 {

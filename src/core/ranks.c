@@ -292,28 +292,3 @@ mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int 
         biases ? c->ops->allgatherv(c, ctx, biases, s->bounds[side], bias_bytes, owner) : MF_OK;
     return st != MF_OK ? st : b;
 }
-
-int mf_shares_pieces(const mf_ctx *ctx, int wanted)
-{
-    const mf_comm *c = ctx->comm;
-    /* The implementation's table: the timing table in front of it offers every op. */
-    const mf_comm_ops *impl = c ? (c->inner ? c->inner : c->ops) : NULL;
-    return impl && impl->gather_piece && impl->join && wanted > 1 ? wanted : 1;
-}
-
-mf_status mf_shares_gather_piece(mf_ctx *ctx, const mf_shares *s, int side, void *factors,
-                                 size_t row_bytes, int piece, int pieces)
-{
-    mf_comm *c = ctx->comm;
-    if (pieces > 1) /* mf_shares_pieces offered them */
-        return c->ops->gather_piece(c, ctx, factors, s->bounds[side], row_bytes, piece, pieces);
-    return piece == pieces - 1 ? c->ops->allgatherv(c, ctx, factors, s->bounds[side], row_bytes,
-                                                    NULL)
-                               : MF_OK;
-}
-
-mf_status mf_shares_join(mf_ctx *ctx)
-{
-    mf_comm *c = ctx->comm;
-    return c ? c->ops->join(c, ctx) : MF_OK;
-}

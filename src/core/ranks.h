@@ -136,17 +136,6 @@ int64_t mf_shares_solve_cost(int k, int cg_steps);
 mf_status mf_shares_gather(mf_ctx *ctx, const mf_shares *s, int side, const int *owner,
                            void *factors, size_t row_bytes, void *biases, size_t bias_bytes);
 
-/* A gather in pieces (cuda/comm.h, gather_piece), so that a rank's solve of its next piece
- * runs while the pieces it solved travel. mf_shares_pieces: how many pieces a share's gather
- * may take over this group's comm: `wanted` where the comm offers pieces, else 1 (then
- * mf_shares_gather_piece gathers the whole blocks at the last piece). Piece j of every
- * rank's block of `side` goes to every rank; mf_shares_join makes ctx's stream wait for the
- * pieces queued. Collective, in the same order on every rank. */
-int mf_shares_pieces(const mf_ctx *ctx, int wanted);
-mf_status mf_shares_gather_piece(mf_ctx *ctx, const mf_shares *s, int side, void *factors,
-                                 size_t row_bytes, int piece, int pieces);
-mf_status mf_shares_join(mf_ctx *ctx);
-
 /* Every 4,096-byte page of buf[0, bytes) faulted in over the context's threads, where bytes
  * is 64 MiB or more: a byte a page set to 0, or with keep read and written back (two
  * faults a fresh page, but the contents stay). Fresh host pages are faulted in by whoever

@@ -57,17 +57,6 @@ typedef struct mf_comm_ops {
      * queued exchanges (allgatherv, sum_buffer, shift) took so far, those that completed,
      * timed by events around each. Their host time is then not an exchange's cost. */
     double (*device_seconds)(mf_comm *c);
-    /* Optional (NULL: not offered; the caller gathers whole blocks with allgatherv). Piece
-     * `piece` of `pieces` of every block, moved as allgatherv moves whole blocks (owner NULL):
-     * block b's rows [bounds[b] + len * piece / pieces, bounds[b] + len * (piece + 1) /
-     * pieces), len = bounds[b + 1] - bounds[b]. Over NCCL it waits for the work queued on ctx's
-     * stream so far, then runs beside what is queued there after it, until join or the
-     * comm's next op (which wait for it): so the solve of a share's next piece runs while
-     * the pieces solved travel. */
-    mf_status (*gather_piece)(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                              size_t row_bytes, int piece, int pieces);
-    /* Optional: ctx's stream waits for the pieces queued so far (NULL: none is ever pending). */
-    mf_status (*join)(mf_comm *c, mf_ctx *ctx);
 } mf_comm_ops;
 
 /* What the ranks' exchanges cost (mf_ctx_group_stats): kept by core/comm_timed.c, which

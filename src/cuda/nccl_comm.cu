@@ -89,14 +89,6 @@ static mf_status get_api(mf_ctx *ctx, const char *fn)
                                   loaded.error_string(nccl_r_), __FILE__, __LINE__);               \
     } while (0)
 
-// A status other than MF_OK goes back to the caller (this floor has no core/error.h).
-#define PASS_ON(call)                                                                              \
-    do {                                                                                           \
-        const mf_status pass_on_st_ = (call);                                                      \
-        if (pass_on_st_ != MF_OK)                                                                  \
-            return pass_on_st_;                                                                    \
-    } while (0)
-
 // Queued exchanges timed at once (a ring of event pairs): more than an epoch's shifts of
 // SGD over 8 ranks before the ring waits for its oldest.
 #define MF_NCCL_MARKS 32
@@ -121,11 +113,6 @@ struct nccl_comm {
     int marks_made, mark_head, mark_count;
     int mark_open; // a start recorded whose end is not: an end counts only after one
     double device_seconds;
-    // gather_piece's stream, made on first use: a piece waits for ctx's stream at `ready`,
-    // and ctx's stream for the pieces at `done` (join, or this comm's next op: pending).
-    cudaStream_t side;
-    cudaEvent_t ready, done;
-    int side_made, pending;
 };
 
 // The group's all-gather staging: MF_GATHER_STAGING_BYTES in all, whatever the size of the
@@ -339,89 +326,12 @@ static mf_status gather_rows(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, voi
     return MF_OK;
 }
 
-// ctx's stream waits for the pieces queued on the side stream, if any: so every NCCL call of
-// this comm runs on the device in the order the ranks made them (two of one communicator
-// running at once on different streams could wait on each other).
-static mf_status join_pending(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream)
-{
-    if (!n->pending)
-        return MF_OK;
-    n->pending = 0;
-    MF_CUDA_TRY(ctx, cudaStreamWaitEvent(stream, n->done, 0));
-    return MF_OK;
-}
-
-static mf_status nccl_join(mf_comm *c, mf_ctx *ctx)
-{
-    nccl_comm *n = (nccl_comm *)c;
-    mf_device_guard guard(n->device);
-    return join_pending(n, ctx, mf_device_link_of(ctx)->cuda->stream);
-}
-
-static mf_status make_side(nccl_comm *n, mf_ctx *ctx)
-{
-    if (n->side_made)
-        return MF_OK;
-    cudaStream_t side = NULL;
-    cudaEvent_t ready = NULL, done = NULL;
-    cudaError_t e = cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
-    if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&ready, cudaEventDisableTiming);
-    if (e == cudaSuccess)
-        e = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
-    if (e != cudaSuccess) {
-        if (ready)
-            cudaEventDestroy(ready);
-        if (side)
-            cudaStreamDestroy(side);
-        return mf_cuda_fail(ctx, e, "NCCL side stream", __FILE__, __LINE__);
-    }
-    n->side = side, n->ready = ready, n->done = done;
-    n->side_made = 1;
-    return MF_OK;
-}
-
-// Piece `piece` of `pieces` of every block, by one in-place broadcast per block fused into
-// one NCCL group (no staging: a piece is a fraction of the table), on the side stream after
-// the work queued on ctx's stream so far. ctx's stream goes on at once: the solve of the
-// next piece overlaps this one's transfer.
-static mf_status nccl_gather_piece(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
-                                   size_t row_bytes, int piece, int pieces)
-{
-    nccl_comm *n = (nccl_comm *)c;
-    mf_device_guard guard(n->device);
-    cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    PASS_ON(make_side(n, ctx));
-    MF_CUDA_TRY(ctx, cudaEventRecord(n->ready, stream));
-    MF_CUDA_TRY(ctx, cudaStreamWaitEvent(n->side, n->ready, 0));
-    mark(n, n->side, 1);
-    NCCL_TRY(ctx, loaded.group_start());
-    ncclResult_t r = 0;
-    for (int b = 0; b < c->size && r == 0; b++) {
-        const int64_t len = bounds[b + 1] - bounds[b];
-        const int64_t lo = bounds[b] + len * piece / pieces;
-        const int64_t hi = bounds[b] + len * (piece + 1) / pieces;
-        char *p = (char *)buf + (size_t)lo * row_bytes;
-        if (hi > lo)
-            r = loaded.broadcast(p, p, (size_t)(hi - lo) * row_bytes, nccl_int8, b, n->comm,
-                                 n->side);
-    }
-    ncclResult_t end = loaded.group_end();
-    NCCL_TRY(ctx, r);
-    NCCL_TRY(ctx, end);
-    mark(n, n->side, 0);
-    MF_CUDA_TRY(ctx, cudaEventRecord(n->done, n->side));
-    n->pending = 1;
-    return MF_OK;
-}
-
 static mf_status nccl_allgatherv(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *bounds,
                                  size_t row_bytes, const int *owner)
 {
     nccl_comm *n = (nccl_comm *)c;
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    PASS_ON(join_pending(n, ctx, stream));
     mark(n, stream, 1);
     const mf_status st = gather_rows(n, ctx, stream, buf, bounds, row_bytes, owner);
     mark(n, stream, 0);
@@ -435,7 +345,6 @@ static mf_status nccl_reduce(nccl_comm *n, mf_ctx *ctx, void *v, int count, int 
         return mf_device_fail(ctx, MF_ERR_INTERNAL, "NCCL reduction of %d values", count);
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    PASS_ON(join_pending(n, ctx, stream));
     const size_t bytes = (size_t)count * 8;
     MF_CUDA_TRY(ctx, cudaMemcpyAsync(n->scratch, v, bytes, cudaMemcpyHostToDevice, stream));
     NCCL_TRY(ctx,
@@ -463,7 +372,6 @@ static mf_status nccl_sum_buffer(mf_comm *c, mf_ctx *ctx, void *buf, size_t coun
         return MF_OK;
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    PASS_ON(join_pending(n, ctx, stream));
     mark(n, stream, 1);
     NCCL_TRY(ctx, loaded.all_reduce(buf, buf, count, is_double ? nccl_float64 : nccl_float32,
                                     nccl_sum, n->comm, stream));
@@ -506,7 +414,6 @@ static mf_status nccl_alltoallv(mf_comm *c, mf_ctx *ctx, const void *send,
     nccl_comm *n = (nccl_comm *)c;
     mf_device_guard guard(n->device);
     cudaStream_t stream = mf_device_link_of(ctx)->cuda->stream;
-    PASS_ON(join_pending(n, ctx, stream));
     const int peers = c->size - 1;
     size_t most = 0;                 // the largest block to or from a peer
     size_t own_from = 0, own_to = 0; // this rank's block in send and in recv
@@ -623,7 +530,6 @@ static mf_status nccl_shift(mf_comm *c, mf_ctx *ctx, void *buf, const int64_t *b
     const size_t out = (size_t)(bounds[send + 1] - bounds[send]) * row_bytes;
     const size_t in = (size_t)(bounds[recv + 1] - bounds[recv]) * row_bytes;
     const int to = (c->rank - 1 + c->size) % c->size, from = (c->rank + 1) % c->size;
-    PASS_ON(join_pending(n, ctx, stream));
     mark(n, stream, 1);
     NCCL_TRY(ctx, loaded.group_start());
     ncclResult_t r = 0;
@@ -648,12 +554,6 @@ static void nccl_release(mf_comm *c)
         cudaFree(n->scratch);
     if (n->staging)
         cudaFree(n->staging);
-    if (n->side_made) { // the pieces still queued finish first
-        cudaStreamSynchronize(n->side);
-        cudaEventDestroy(n->ready);
-        cudaEventDestroy(n->done);
-        cudaStreamDestroy(n->side);
-    }
     if (n->marks_made == 1)
         for (int i = 0; i < 2 * MF_NCCL_MARKS; i++)
             cudaEventDestroy(n->marks[i]);
@@ -662,10 +562,9 @@ static void nccl_release(mf_comm *c)
     free(n);
 }
 
-static const mf_comm_ops nccl_ops = {nccl_allgatherv,     nccl_max_i64,      nccl_sum_f64,
-                                     nccl_sum_buffer,     nccl_alltoallv,    nccl_shift,
-                                     nccl_release,        nccl_device_seconds, nccl_gather_piece,
-                                     nccl_join};
+static const mf_comm_ops nccl_ops = {nccl_allgatherv, nccl_max_i64,       nccl_sum_f64,
+                                     nccl_sum_buffer, nccl_alltoallv,     nccl_shift,
+                                     nccl_release,    nccl_device_seconds};
 
 // The rank for ctx over comm, its scratch allocated on the communicator's device.
 static mf_status make_rank(mf_ctx *ctx, ncclComm_t comm, int owned, const char *fn, mf_comm **out)

@@ -104,8 +104,7 @@ static mf_ials_setup setup_of(mf_ctx *ctx, const char *fn, mf_sparse *R, const m
                        .U0 = U0,
                        .V0 = V0,
                        .lo = {0, 0},
-                       .hi = {R->rows, R->cols},
-                       .pieces = 1};
+                       .hi = {R->rows, R->cols}};
     return s;
 }
 
@@ -123,41 +122,16 @@ static mf_status half_step(mf_ials_engine *e, mf_ials_side side)
     mf_ials_side broke;
     e->gram_parts(e, side, &parts, &part_bytes, &chunks);
     MF_TRY(e->gram(e, side, 0, chunks));
-    MF_TRY(e->solve(e, side, 0)); /* one context: one piece */
+    MF_TRY(e->solve(e, side));
     return e->check(e, &broke);
 }
 
-/* A group's half steps: the rows' shares (sh), each rank's even share of the chunks of the
- * Gram that each side is solved against (chunk_bounds[side], ranks + 1 bounds), and the
- * pieces a share is solved and gathered in (mf_ials_setup.pieces). */
+/* A group's half steps: the rows' shares (sh), and each rank's even share of the chunks of
+ * the Gram that each side is solved against (chunk_bounds[side], ranks + 1 bounds). */
 typedef struct group_step {
     const mf_shares *sh;
     int64_t *chunk_bounds[2];
-    int pieces;
 } group_step;
-
-int mf_ials_debug_pieces = 0;
-
-/* How many pieces a group's share is solved in: each piece's gather (core/ranks.h) runs
- * while the next piece is solved, where the comm queues it beside the solves (NCCL); over
- * the in-process and MPI comms a gather is done when it returns, so one piece. Measured on
- * 4 H200 (docs/scaling.md, twenty-fourth session): IALS_GROUP_PIECES below.
- * MFACT_IALS_PIECES (1..64; the same on every rank, which the run's agreement checks) sets
- * it for benches, mf_ials_debug_pieces for tests. */
-#define IALS_GROUP_PIECES 4
-
-static int pieces_wanted(const mf_ctx *ctx)
-{
-    if (mf_ranks(ctx) <= 1)
-        return 1;
-    int want = ctx->comm->device_buffers ? IALS_GROUP_PIECES : 1;
-    const char *v = getenv("MFACT_IALS_PIECES");
-    if (v && atoi(v) >= 1 && atoi(v) <= 64)
-        want = atoi(v);
-    if (mf_ials_debug_pieces > 0)
-        want = mf_ials_debug_pieces;
-    return mf_shares_pieces(ctx, want);
-}
 
 static mf_status share_chunks(mf_ctx *ctx, mf_ials_engine *e, group_step *g)
 {
@@ -200,15 +174,10 @@ static mf_status group_half_step(mf_ctx *ctx, mf_ials_engine *e, const group_ste
     if (st == MF_OK)
         st = e->gram(e, side, b[c->rank], b[c->rank + 1]);
     st = first_failure(st, c->ops->allgatherv(c, ctx, parts, b, part_bytes, NULL));
+    if (st == MF_OK)
+        st = e->solve(e, side);
     e->shared(e, side, &factors, &row_bytes);
-    /* Each piece travels while the next is solved; the next half step waits for them all. */
-    for (int j = 0; j < g->pieces; j++) {
-        if (st == MF_OK)
-            st = e->solve(e, side, j);
-        st = first_failure(
-            st, mf_shares_gather_piece(ctx, g->sh, side, factors, row_bytes, j, g->pieces));
-    }
-    return first_failure(st, mf_shares_join(ctx));
+    return first_failure(st, mf_shares_gather(ctx, g->sh, side, NULL, factors, row_bytes, NULL, 0));
 }
 
 /* A group's two half steps, and the breakdowns they had. *phase: where the first failure
@@ -326,12 +295,10 @@ static mf_status share(mf_ctx *ctx, mf_sparse *R, int64_t row_cost, mf_status st
 }
 
 /* In a group: every rank's checks passed and they fit the same problem, or all fail. */
-static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_ials_opts *o,
-                              int pieces)
+static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, const mf_ials_opts *o)
 {
-    static const char *const names[] = {"rank",       "iterations", "lambda", "alpha",
-                                        "confidence", "epsilon",    "solver", "cg_steps",
-                                        "fp16",       "init",       "pieces (MFACT_IALS_PIECES)"};
+    static const char *const names[] = {"rank",    "iterations", "lambda",   "alpha", "confidence",
+                                        "epsilon", "solver",     "cg_steps", "fp16",  "init"};
     const int64_t v[] = {o->rank,
                          o->iterations,
                          mf_ranks_bits(o->lambda),
@@ -341,9 +308,8 @@ static mf_status agree_on_run(mf_ctx *ctx, mf_status st, const mf_sparse *R, con
                          o->solver,
                          o->cg_steps,
                          o->fp16,
-                         o->init,
-                         pieces};
-    return mf_ranks_agree_fit_parts(ctx, "mf_ials_run", st, R, v, names, 11);
+                         o->init};
+    return mf_ranks_agree_fit_parts(ctx, "mf_ials_run", st, R, v, names, 10);
 }
 
 mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_opts *opts,
@@ -364,8 +330,7 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
         st = check_opts(ctx, &o, fn, 1);
     if (st == MF_OK)
         st = check_values(ctx, R, &o, fn);
-    const int pieces = pieces_wanted(ctx);
-    st = agree_on_run(ctx, st, R, &o, pieces);
+    st = agree_on_run(ctx, st, R, &o);
     if (st != MF_OK)
         return st;
     mf_run_start(&run);
@@ -393,12 +358,11 @@ mf_status mf_ials_run(mf_ctx *ctx, const mf_sparse *interactions, const mf_ials_
     st = share(ctx, R, mf_shares_solve_cost(k, cg), st, &sh, part);
     for (int w = 0; w < 2; w++)
         setup.lo[w] = sh.lo[w], setup.hi[w] = sh.hi[w], setup.part[w] = part[w];
-    setup.pieces = pieces;
     mf_ials_engine *e = NULL;
     if (st == MF_OK)
         st = MF_RUN_ENGINE(&run, mf_ials_cpu_engine, mf_cuda_ials_engine, &setup, &e);
     free(U0);
-    group_step g = {&sh, {NULL, NULL}, pieces};
+    group_step g = {&sh, {NULL, NULL}};
     if (st == MF_OK && mf_ranks(ctx) > 1)
         st = share_chunks(ctx, e, &g);
     /* In a group, every rank has its engine before the first exchange, or none goes on. */

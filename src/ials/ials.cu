@@ -122,42 +122,31 @@ mf_status engine_gram(mf_ials_engine *base, mf_ials_side s, int64_t first, int64
     return gram_partials(e, s, first, last);
 }
 
-/* At piece 0 G (and the side's breakdown word reset); then piece `piece` of this rank's rows
- * of side s, [first, first + count) cut as mf_ials_setup.pieces says. The offsets index the
- * whole side's interactions, so only the row pointers move; the piece's segments are
- * numbered for it (build_segments), and CG's vectors are reused from their start (the
- * pieces run one after another on the stream). */
-mf_status engine_solve(mf_ials_engine *base, mf_ials_side s, int piece)
+/* G, then this rank's rows of side s: [first, first + count); the offsets index the whole
+ * side's interactions, so only the row pointers move. */
+mf_status engine_solve(mf_ials_engine *base, mf_ials_side s)
 {
     cuda_engine *e = (cuda_engine *)base;
     mf_ctx *ctx = e->ctx;
     mf_device_guard guard(mf_cuda_of(ctx)->device);
     const side &own = e->by[s];
-    if (piece == 0) {
-        MF_TRY(gram_sum(e, s));
-        MF_CUDA_TRY(ctx, cudaMemsetAsync((unsigned long long *)e->failed.ptr + s, 0xff,
-                                         sizeof(unsigned long long), mf_cuda_of(ctx)->stream));
-    }
-    const void *F = e->F[1 - s].ptr;
-    if (e->z) /* one context, one piece (ials.c) */
-        return piece == 0 && own.count > 0 ? stream_solve(e, s, F) : MF_OK;
-    const int32_t a = (int32_t)((int64_t)own.count * piece / e->pieces);
-    const int32_t b = (int32_t)((int64_t)own.count * (piece + 1) / e->pieces);
-    if (b == a)
+    MF_TRY(gram_sum(e, s));
+    MF_CUDA_TRY(ctx, cudaMemsetAsync((unsigned long long *)e->failed.ptr + s, 0xff,
+                                     sizeof(unsigned long long), mf_cuda_of(ctx)->stream));
+    if (own.count == 0)
         return MF_OK;
+    const void *F = e->F[1 - s].ptr;
+    if (e->z)
+        return stream_solve(e, s, F);
     rows_view v = {};
-    v.rows = b - a, v.row0 = own.first + a;
-    v.ptr = own.ptr + own.first + a, v.idx = own.idx, v.val = own.val;
-    v.X = (char *)e->F[s].ptr + (size_t)(own.first + a) * e->kp * fac_bytes(e);
+    v.rows = own.count, v.row0 = own.first;
+    v.ptr = own.ptr + own.first, v.idx = own.idx, v.val = own.val;
+    v.X = (char *)e->F[s].ptr + (size_t)own.first * e->kp * fac_bytes(e);
     v.R = fp(e->R), v.P = fp(e->P), v.AP = fp(e->AP), v.rs = fp(e->rs);
     v.PA = fp(e->PA), v.PB = fp(e->PB);
-    if (e->cg_steps > 0) {
-        const int64_t s0 = own.piece_seg[piece];
-        v.nseg = own.piece_seg[piece + 1] - s0;
-        v.seg_lo = (const int64_t *)own.lo.ptr + s0, v.seg_hi = (const int64_t *)own.hi.ptr + s0;
-        v.seg_row = (const int32_t *)own.row.ptr + s0;
-        v.row_seg = (const int64_t *)own.seg.ptr + a + piece;
-    }
+    v.nseg = own.nseg;
+    v.seg_lo = (const int64_t *)own.lo.ptr, v.seg_hi = (const int64_t *)own.hi.ptr;
+    v.seg_row = (const int32_t *)own.row.ptr, v.row_seg = (const int64_t *)own.seg.ptr;
     return solve_rows(e, s, F, v);
 }
 
@@ -325,7 +314,6 @@ void engine_destroy(mf_ials_engine *base)
         mf_dbuf *sb[] = {&sd.lo, &sd.hi, &sd.row, &sd.seg};
         for (mf_dbuf *b : sb)
             mf_dmem_free(ctx, b);
-        free(sd.piece_seg);
     }
     mf_dmem_free(ctx, &e->PA);
     mf_dmem_free(ctx, &e->PB);
@@ -441,7 +429,6 @@ extern "C" mf_status mf_cuda_ials_engine(const mf_ials_setup *s, mf_ials_engine 
         e->vpl *= 2;
     e->kp = 32 * e->vpl;
     e->cg_steps = s->cg_steps;
-    e->pieces = s->pieces > 1 ? s->pieces : 1;
     e->is_half = s->fp16;
     e->lambda = s->lambda, e->alpha = s->alpha, e->epsilon = s->epsilon;
     e->log_confidence = s->log_confidence;

@@ -47,7 +47,6 @@ typedef struct cpu_engine {
     double *part;         /* the chunks' partial Grams: lower triangles, k (k + 1) / 2 each */
     int64_t chunks[2];    /* the chunks of U's (0) and V's (1) Gram */
     int32_t lo[2], hi[2]; /* the rows half_step solves (mf_ials_setup) */
-    int pieces;           /* in as many pieces */
 } cpu_engine;
 
 /* A chunk's rows; and the most partial doubles (8 MiB), which bounds the chunks at large k. */
@@ -230,7 +229,7 @@ static int solve_cg(const cpu_engine *e, const int64_t *ptr, const int32_t *idx,
     return -1;
 }
 
-static mf_status solve(mf_ials_engine *base, mf_ials_side side, int piece)
+static mf_status solve(mf_ials_engine *base, mf_ials_side side)
 {
     cpu_engine *e = (cpu_engine *)base;
     mf_sparse *R = e->by[side];
@@ -246,11 +245,8 @@ static mf_status solve(mf_ials_engine *base, mf_ials_side side, int piece)
         MF_TRY(mf_sparse_host_transpose(R));
         ptr = R->transpose.ptr, idx = R->transpose.idx, val = R->transpose.val, X = e->V;
     }
-    if (piece == 0)
-        gram_reduce(e, side);
-    const int64_t n = e->hi[side] - e->lo[side];
-    const int32_t lo = (int32_t)(e->lo[side] + n * piece / e->pieces);
-    const int32_t hi = (int32_t)(e->lo[side] + n * (piece + 1) / e->pieces);
+    gram_reduce(e, side);
+    const int32_t lo = e->lo[side], hi = e->hi[side];
     int32_t failed_row = -1;
     int failed_at = -1, out_of_memory = 0;
 #pragma omp parallel num_threads(mf_ctx_threads(e->ctx))
@@ -409,7 +405,6 @@ mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out)
                                loss_total, finish, shared, destroy};
     for (int w = 0; w < 2; w++)
         e->lo[w] = s->lo[w], e->hi[w] = s->hi[w];
-    e->pieces = s->pieces > 1 ? s->pieces : 1;
     e->ctx = s->ctx, e->fn = s->fn, e->R = s->R, e->k = s->k;
     for (int w = 0; w < 2; w++)
         e->by[w] = mf_ials_part(s, w);

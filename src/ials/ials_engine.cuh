@@ -23,8 +23,7 @@ struct side {
     const int32_t *idx;
     const float *val;
     int64_t nseg;             /* CG's segments (ials_kernels.cuh, cg_args) */
-    mf_dbuf lo, hi, row, seg; /* seg_lo, seg_hi, seg_row, row_seg (build_segments) */
-    int64_t *piece_seg;       /* host: each piece's first segment, pieces + 1 (CG only) */
+    mf_dbuf lo, hi, row, seg; /* seg_lo, seg_hi, seg_row, row_seg */
 };
 
 struct cuda_engine {
@@ -32,7 +31,6 @@ struct cuda_engine {
     mf_ctx *ctx;
     const char *fn;
     int k, kp, vpl, cg_steps;
-    int pieces; /* a half step's share solved in as many pieces (mf_ials_setup.pieces) */
     int is_half; /* U and V stored as half (mf_ials_opts.fp16) */
     float lambda, alpha, epsilon;
     int log_confidence;

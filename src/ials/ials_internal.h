@@ -42,10 +42,6 @@ typedef struct mf_ials_setup {
      * from every rank's part of split input, where no rank holds R). NULL: R itself, whose
      * shape alone is read then. */
     mf_sparse *part[2];
-    /* A half step's rows [lo, hi) are solved in this many pieces (at least 1), so that a
-     * group gathers each piece while the next one is solved (ials.c): piece j is rows
-     * lo + n j / pieces .. lo + n (j + 1) / pieces of its n. */
-    int pieces;
 } mf_ials_setup;
 
 /* The matrix whose interactions side w reads (mf_ials_setup.part, else R). */
@@ -68,11 +64,10 @@ struct mf_ials_engine {
                        int64_t *chunks);
     /* Form the partials of chunks [first, last). */
     mf_status (*gram)(mf_ials_engine *e, mf_ials_side side, int64_t first, int64_t last);
-    /* At piece 0, G from every chunk's partial; then piece `piece` of the rows [lo[side],
-     * hi[side]) solved (of the setup's pieces; mf_ials_setup.pieces). A system that
+    /* G from every chunk's partial, then the rows [lo[side], hi[side]) solved. A system that
      * breaks down may come out only at the next check (the CUDA engine's word stays on the
      * device). */
-    mf_status (*solve)(mf_ials_engine *e, mf_ials_side side, int piece);
+    mf_status (*solve)(mf_ials_engine *e, mf_ials_side side);
     /* The first breakdown of the solves since the last check, users before items; *broke:
      * the side it was on. */
     mf_status (*check)(mf_ials_engine *e, mf_ials_side *broke);
@@ -95,10 +90,6 @@ struct mf_ials_engine {
 };
 
 mf_status mf_ials_cpu_engine(const mf_ials_setup *s, mf_ials_engine **out);
-/* Tests only (test_ranks, test_gpu_ranks): a group's shares solved and gathered in this many
- * pieces (ials.c, pieces_wanted), where the comm offers pieces; 0: the rule. */
-extern int mf_ials_debug_pieces;
-
 /* CUDA builds: ials.cu; without CUDA the stub in ials_absent.c. The exact solver keeps a
  * row's system in shared memory: a rank past what the device holds (224 on Hopper, 199 on
  * the A100, 154 on sm_86/89) is MF_ERR_UNSUPPORTED. */

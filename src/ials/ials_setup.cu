@@ -68,26 +68,16 @@ mf_status alloc_factor(cuda_engine *e, mf_dbuf *F, int32_t rows, const float *X0
 }
 
 /* Side sd's segments from its row offsets (host): one per IALS_SEGMENT interactions of each
- * row longer than that (ials_kernels.cuh, cg_args), numbered for the share's pieces
- * (mf_ials_setup.pieces): piece j's rows [a, b) of the share see their segments as a solve
- * of those rows alone would (rows less a; row_seg from 0, at a + j on the device, since
- * adjacent pieces would share a bound), and sd->piece_seg[j] is its first segment. One
- * piece is the whole share, numbered as before pieces existed. */
+ * row longer than that (ials_kernels.cuh, cg_args). */
 mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
 {
     mf_ctx *ctx = e->ctx;
     /* The share's rows only, numbered from its first (engine_solve moves the row pointers). */
     const int32_t rows = sd->count;
-    const int P = e->pieces;
     ptr += sd->first;
     int64_t *row_seg = (int64_t *)malloc(((size_t)rows + 1) * sizeof *row_seg);
-    int64_t *rs = (int64_t *)malloc(((size_t)rows + P) * sizeof *rs);
-    sd->piece_seg = (int64_t *)malloc(((size_t)P + 1) * sizeof *sd->piece_seg);
-    if (!row_seg || !rs || !sd->piece_seg) {
-        free(row_seg);
-        free(rs);
+    if (!row_seg)
         return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    }
     segment_starts(ptr, rows, row_seg);
     const int64_t nseg = row_seg[rows];
     int64_t *lo = (int64_t *)malloc(((size_t)nseg * 2 + 1) * sizeof *lo), *hi = lo + nseg;
@@ -95,14 +85,8 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     mf_status st = MF_OK;
     if (!lo || !srow)
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory", e->fn);
-    for (int j = 0; j < P && st == MF_OK; j++) {
-        const int32_t a = (int32_t)((int64_t)rows * j / P), b = (int32_t)((int64_t)rows * (j + 1) / P);
-        sd->piece_seg[j] = row_seg[a];
-        fill_segments(ptr, row_seg, a, b, 0, 0, lo, hi, srow);
-        for (int32_t i = 0; i <= b - a; i++)
-            rs[a + j + i] = row_seg[a + i] - row_seg[a];
-    }
-    sd->piece_seg[P] = nseg;
+    if (st == MF_OK)
+        fill_segments(ptr, row_seg, 0, rows, 0, 0, lo, hi, srow);
     if (st == MF_OK)
         st = mf_upload(ctx, &sd->lo, lo, ((size_t)nseg + 1) * sizeof *lo, "iALS segment starts");
     if (st == MF_OK)
@@ -110,12 +94,12 @@ mf_status build_segments(cuda_engine *e, side *sd, const int64_t *ptr)
     if (st == MF_OK)
         st = mf_upload(ctx, &sd->row, srow, ((size_t)nseg + 1) * sizeof *srow, "iALS segment rows");
     if (st == MF_OK)
-        st = mf_upload(ctx, &sd->seg, rs, ((size_t)rows + P) * sizeof *rs, "iALS row segments");
+        st = mf_upload(ctx, &sd->seg, row_seg, ((size_t)rows + 1) * sizeof *row_seg,
+                       "iALS row segments");
     if (st == MF_OK)
         st = mf_cuda_sync(ctx); /* the host arrays go now */
     sd->nseg = nseg;
     free(row_seg);
-    free(rs);
     free(lo);
     free(srow);
     return st;
@@ -178,7 +162,7 @@ size_t resident_bytes(const cuda_engine *e, const mf_sparse *Ru, const mf_sparse
                  (long_cols < Ri->cols ? long_cols : Ri->cols);
         }
         work += ((size_t)su + 1 + (size_t)sv + 1) * (8 + 8 + 4) +
-                ((size_t)Ru->rows + (size_t)Ri->cols + 2 * (size_t)e->pieces) * 8;
+                ((size_t)Ru->rows + 1 + (size_t)Ri->cols + 1) * 8;
         work += 2 * (((size_t)(su > sv ? su : sv) * e->kp + 1) * sizeof(float));
     }
     return (Ru->device.row_ptr.ptr ? 0 : csr) + csc + (scratch > work ? scratch : work);
