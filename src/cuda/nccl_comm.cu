@@ -128,12 +128,16 @@ struct nccl_comm {
 // How a gather of more than MF_GATHER_SMALL_BYTES travels. Measured on H200s (bench/README.md,
 // 2026-11-29, thirteenth session): on 2 ranks the grouped broadcasts (each share one transfer,
 // in place, no copies) beat the staging's all-gather (iALS lastfm 1.76x -> 1.81x, the users'
-// gather 0.46 -> 0.31 ms, ALS netflix 1.92x -> 1.93x); on 4 ranks broadcasts ran at about
-// 35 GB/s (497e28a), so larger groups take the staging. Grouped sends and receives in place
-// lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms). MFACT_NCCL_GATHER
-// ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
+// gather 0.46 -> 0.31 ms, ALS netflix 1.92x -> 1.93x). On 4 ranks broadcasts had run at about
+// 35 GB/s (497e28a, NVLink multicast then on); measured again on 4 H200 (twenty-fourth
+// session, NCCL_NVLS_ENABLE=0), they win the large tables (iALS lastfm, 184 and 150 MB:
+// 2.94x -> 3.08x) and lose the small (ASD 200,000², 16 MB: 2.76x -> 2.68x, twice), so larger
+// groups take broadcasts from MF_GATHER_LARGE_BYTES in all, else the staging. Grouped sends
+// and receives in place lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms).
+// MFACT_NCCL_GATHER ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
 // MFACT_NCCL_GATHER_BYTES it must be the same on every rank.
 enum { GATHER_AUTO = 0, GATHER_ALLGATHER = 1, GATHER_BROADCASTS = 2 };
+#define MF_GATHER_LARGE_BYTES ((size_t)64 << 20)
 
 static int gather_way(void)
 {
@@ -217,10 +221,9 @@ static double nccl_device_seconds(mf_comm *c)
     return n->device_seconds;
 }
 
-// Variable shares by one in-place broadcast per rank, fused into one NCCL group: no copies,
-// so it stays for small gathers. Large ones go by ncclAllGather, NCCL's collective for the
-// pattern (on 4 H200s ALS's 200 MB tables took the same iteration time either way, 18.2
-// against 18.3 ms: docs/scaling.md).
+// Variable shares by one in-place broadcast per rank, fused into one NCCL group: no copies.
+// Small gathers, groups of 2 and the large tables of larger groups go this way; the rest by
+// ncclAllGather through the staging (gather_way's measurements).
 static mf_status gather_by_broadcasts(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, void *buf,
                                       const int64_t *bounds, size_t row_bytes, const int *owner)
 {
@@ -293,8 +296,10 @@ static mf_status gather_rows(nccl_comm *n, mf_ctx *ctx, cudaStream_t stream, voi
     for (int b = 0; b < c->size; b++)
         if ((size_t)(bounds[b + 1] - bounds[b]) > most)
             most = (size_t)(bounds[b + 1] - bounds[b]);
-    const int broadcasts =
-        n->gather_by == GATHER_AUTO ? c->size == 2 : n->gather_by == GATHER_BROADCASTS;
+    const size_t all = (size_t)(bounds[c->size] - bounds[0]) * row_bytes;
+    const int broadcasts = n->gather_by == GATHER_AUTO
+                               ? c->size == 2 || all >= MF_GATHER_LARGE_BYTES
+                               : n->gather_by == GATHER_BROADCASTS;
     if (broadcasts || most * row_bytes * (size_t)c->size < n->small_bytes || row_bytes == 0)
         return gather_by_broadcasts(n, ctx, stream, buf, bounds, row_bytes, owner);
     const mf_status made = make_staging(n, ctx);

@@ -270,8 +270,8 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
         if (trace && st == MF_OK && (st = s->e->loss(s->e, &x)) == MF_OK)
             traced += x;
         if (trace && used < (int)sizeof line - 40)
-            used += snprintf(line + used, sizeof line - (size_t)used, " %.3f+%.3f",
-                             1e3 * (t1 - t0), 1e3 * (mf_seconds() - t1));
+            used += snprintf(line + used, sizeof line - (size_t)used, " %.3f+%.3f", 1e3 * (t1 - t0),
+                             1e3 * (mf_seconds() - t1));
     }
     if (trace && used > 0)
         mf_log(ctx, MF_LOG_INFO, "mf_sgd_hogwild_run: epoch %d rank %d, update + shift ms:%s",
