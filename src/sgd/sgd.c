@@ -437,7 +437,12 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
      * Netflix's shape over 2 GPUs and 83% over 4: a group was no faster than one GPU. Per
      * epoch on small data, test_gpu_ranks's SGD over 2 ranks fit 2% worse than one GPU.) */
     const int64_t per_step = plan.nchunks / ranks / MF_SGD_MIN_WAVES;
-    int64_t cap = per_step >= MF_SGD_WIDE_STEP ? plan.nchunks / MF_SGD_MIN_WAVES : per_step;
+    /* MFACT_SGD_GROUP_WAVES (benches, 1..MF_SGD_MIN_WAVES; the same on every rank): a large
+     * group's waves per rank epoch in place of MF_SGD_MIN_WAVES. */
+    const char *gw = getenv("MFACT_SGD_GROUP_WAVES");
+    const int64_t waves =
+        gw && atoi(gw) >= 1 && atoi(gw) <= MF_SGD_MIN_WAVES ? atoi(gw) : MF_SGD_MIN_WAVES;
+    int64_t cap = per_step >= MF_SGD_WIDE_STEP ? plan.nchunks / waves : per_step;
     mf_sgd_setup setup = {ctx,
                           R,
                           &plan,
