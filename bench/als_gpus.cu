@@ -290,6 +290,7 @@ rank_stats stats_of(const rank_job &j)
     s.exchange = j.group.exchange_seconds / its;
     s.test_rmse = j.rep.test_rmse;
     s.sharded = !j.sgd && !j.asd && !j.ials && j.rep.layout == MF_ALS_LAYOUT_USERS_SHARDED;
+    s.workers = j.sgd ? j.srep.workers : 0;
     return s;
 }
 
@@ -319,8 +320,11 @@ void add_rank(fit_result *r, const rank_stats &s)
 // --ranks: one rank's line (stderr), so that a late rank is seen by name.
 void print_rank_line(int n, int i, const rank_stats &s)
 {
-    fprintf(stderr, "  %d GPUs, rank %d: %.4f s / it, kernels %.4f, wait %.4f, exchange %.4f\n", n,
-            i, s.seconds_per_iteration, s.compute, s.wait, s.exchange);
+    fprintf(stderr, "  %d GPUs, rank %d: %.4f s / it, kernels %.4f, wait %.4f, exchange %.4f", n, i,
+            s.seconds_per_iteration, s.compute, s.wait, s.exchange);
+    if (s.workers > 0) // SGD: the waves rule's cap shows here (sgd.c)
+        fprintf(stderr, ", workers %d", s.workers);
+    fputc('\n', stderr);
 }
 
 // One fit over `ranks` devices (0: one ungrouped context on device 0).

@@ -19,6 +19,7 @@ struct rank_stats {
     double test_rmse;
     uint64_t factors_hash; // of U's and V's bits (factors_hash)
     bool sharded;          // ALS with sharded users (mf_als_report.layout)
+    int workers;           // SGD: the concurrent updates the rank ran (mf_sgd_report.workers)
 };
 
 // A one-GPU row (an ungrouped context, medians as the table's) under its key: the algorithm,
