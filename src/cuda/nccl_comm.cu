@@ -128,11 +128,13 @@ struct nccl_comm {
 // How a gather of more than MF_GATHER_SMALL_BYTES travels. Measured on H200s (bench/README.md,
 // 2026-11-29, thirteenth session): on 2 ranks the grouped broadcasts (each share one transfer,
 // in place, no copies) beat the staging's all-gather (iALS lastfm 1.76x -> 1.81x, the users'
-// gather 0.46 -> 0.31 ms, ALS netflix 1.92x -> 1.93x). On 4 ranks broadcasts had run at about
-// 35 GB/s (497e28a, NVLink multicast then on); measured again on 4 H200 (twenty-fourth
-// session, NCCL_NVLS_ENABLE=0), they win the large tables (iALS lastfm, 184 and 150 MB:
-// 2.94x -> 3.08x) and lose the small (ASD 200,000², 16 MB: 2.76x -> 2.68x, twice), so larger
-// groups take broadcasts from MF_GATHER_LARGE_BYTES in all, else the staging. Grouped sends
+// gather 0.46 -> 0.31 ms, ALS netflix 1.92x -> 1.93x). On 4 ranks broadcasts had been measured
+// at about 35 GB/s (497e28a). Measured again on 4 H200 (twenty-fourth session), forced for
+// every gather, they won iALS lastfm's tables of 184 and 150 MB (2.94x -> 3.08x; the rule
+// below then measured 3.03x) and lost ASD 200,000²'s of 16 MB (2.76x against 2.68x, 2.68x and
+// 2.69x in three runs); ALS netflix was within noise (3.62-3.66x). So larger groups take
+// broadcasts for gathers of MF_GATHER_LARGE_BYTES and more, else the staging: a threshold
+// set between the sizes measured, no size between them was. Grouped sends
 // and receives in place lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms).
 // MFACT_NCCL_GATHER ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
 // MFACT_NCCL_GATHER_BYTES it must be the same on every rank.

@@ -250,7 +250,8 @@ static mf_status group_epoch(run_state *s, int t, float lr, double *sq_err, int 
     /* MFACT_SGD_TRACE (benches): each sub-step's update pass and shift waited for (a read of
      * the loss so far) and timed on the host, a line an epoch a rank at MF_LOG_INFO. The waits
      * serialize what the stream would overlap: a breakdown, not the epoch's time. */
-    const int trace = getenv("MFACT_SGD_TRACE") != NULL;
+    const char *tv = getenv("MFACT_SGD_TRACE");
+    const int trace = tv && *tv && strcmp(tv, "0") != 0;
     double traced = 0.0, x = 0.0;
     char line[512];
     int used = 0;
@@ -438,8 +439,8 @@ static mf_status fit(run_state *s, const fit_spec *f, float *U, float *V, mf_mem
      * epoch on small data, test_gpu_ranks's SGD over 2 ranks fit 2% worse than one GPU.) */
     const int64_t per_step = plan.nchunks / ranks / MF_SGD_MIN_WAVES;
     /* MFACT_SGD_GROUP_WAVES (benches, 1..MF_SGD_MIN_WAVES; the same on every rank): a large
-     * group's waves per rank epoch in place of MF_SGD_MIN_WAVES. */
-    const char *gw = getenv("MFACT_SGD_GROUP_WAVES");
+     * group's waves per rank epoch in place of MF_SGD_MIN_WAVES (one context keeps the rule). */
+    const char *gw = ranks > 1 ? getenv("MFACT_SGD_GROUP_WAVES") : NULL;
     const int64_t waves =
         gw && atoi(gw) >= 1 && atoi(gw) <= MF_SGD_MIN_WAVES ? atoi(gw) : MF_SGD_MIN_WAVES;
     int64_t cap = per_step >= MF_SGD_WIDE_STEP ? plan.nchunks / waves : per_step;
