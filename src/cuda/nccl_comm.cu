@@ -133,10 +133,10 @@ struct nccl_comm {
 // every gather, they won iALS lastfm's tables of 184 and 150 MB (2.94x -> 3.08x; the rule
 // below then measured 3.03x) and lost ASD 200,000²'s of 16 MB (2.76x against 2.68x, 2.68x and
 // 2.69x in three runs); ALS netflix was within noise (3.62-3.66x). So larger groups take
-// broadcasts for gathers of MF_GATHER_LARGE_BYTES and more, else the staging: a threshold
-// set between the sizes measured, no size between them was. Grouped sends
-// and receives in place lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms).
-// MFACT_NCCL_GATHER ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
+// broadcasts for gathers of MF_GATHER_LARGE_BYTES and more, else the staging (the threshold
+// lies between the sizes measured; none between them was). Grouped sends and receives in
+// place lost on 2 ranks (iALS 1.53x: the Gram's 10 MB parts took 2.7 ms). MFACT_NCCL_GATHER
+// ("allgather" or "broadcast") overrides AUTO, for benches and tests; like
 // MFACT_NCCL_GATHER_BYTES it must be the same on every rank.
 enum { GATHER_AUTO = 0, GATHER_ALLGATHER = 1, GATHER_BROADCASTS = 2 };
 #define MF_GATHER_LARGE_BYTES ((size_t)64 << 20)
