@@ -1,0 +1,254 @@
+// bf16 and fp16 on the tensor cores by row groups (sddmm_tcg_layout.h): one warp holds the
+// A rows of a group of 32 rows (two m16 fragments) in registers for a chunk of k, and walks
+// the group's tiles of 8 distinct columns, gathering each tile's B rows once for all 32 rows
+// (one n8 fragment) and keeping the products the masks mark stored.
+//
+// k runs in chunks of KC = 32 * NI values (NI 16-byte loads a lane and row), one launch a
+// chunk: the first chunk writes, later ones add. A lane's 16-byte load holds 8 consecutive
+// values of a row; the first four feed one m16n8k16 and the last four a second, in the same
+// k slots on both operands (a sum over k does not care about its order), as mf_tc_chunk16.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/ctx.h"
+#include "core/staging.h"
+#include "cuda/cuda_internal.h"
+#include "sddmm/sddmm_internal.h"
+#include "sddmm/sddmm_tc_kernels.cuh" // mf_mma_16bit
+#include "sddmm/sddmm_tc_order.h"
+#include "sddmm/sddmm_tcg_layout.h"
+
+#define MF_TCG_THREADS 128
+
+struct mf_sddmm_tcg_params {
+    const mf_tcg_unit *units;
+    const mf_tcg_tile *tiles;
+    int64_t n_units;
+    const uint16_t *A16, *B16;
+    int64_t ld16;
+    int kc; // the chunk's first value
+    float alpha, beta;
+    const float *val; // NULL: pattern
+    float *out;
+};
+
+enum { MF_TCG_PLAIN, MF_TCG_FIRST, MF_TCG_LATER };
+
+template <int NI>
+__device__ __forceinline__ void mf_tcg_rows(uint4 (&v)[NI], const uint16_t *row, int kc,
+                                            int64_t ld16)
+{
+#pragma unroll
+    for (int i = 0; i < NI; i++)
+        v[i] = kc + 32 * i < ld16 ? __ldg(reinterpret_cast<const uint4 *>(row + 32 * i))
+                                  : make_uint4(0, 0, 0, 0);
+}
+
+template <int PREC, int NI, int MODE>
+__global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_sddmm_tcg_params P)
+{
+    const int64_t u = ((int64_t)blockIdx.x * MF_TCG_THREADS + threadIdx.x) / 32;
+    if (u >= P.n_units)
+        return;
+    const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    const mf_tcg_unit &U = P.units[u];
+    const int64_t off = P.kc + 8 * q;
+    uint4 a[4][NI]; // rows g + 8 m of the group
+    int64_t pos[4];
+#pragma unroll
+    for (int m = 0; m < 4; m++) {
+        mf_tcg_rows<NI>(a[m], P.A16 + (int64_t)U.row[g + 8 * m] * P.ld16 + off, P.kc, P.ld16);
+        pos[m] = U.pos[g + 8 * m];
+    }
+    const mf_tcg_tile *T = P.tiles + U.tile_begin;
+    const int n = U.n_tiles;
+    uint32_t w = T[0].word[g];
+    uint4 b[NI];
+    mf_tcg_rows<NI>(b, P.B16 + (size_t)(uint32_t)T[0].col[g] * (size_t)P.ld16 + off, P.kc, P.ld16);
+    for (int t = 0; t < n; t++) {
+        // the next tile's loads before this tile's products
+        const int tn = t + 1 < n ? t + 1 : t;
+        const uint32_t wn = T[tn].word[g];
+        uint4 bn[NI];
+        mf_tcg_rows<NI>(bn, P.B16 + (size_t)(uint32_t)T[tn].col[g] * (size_t)P.ld16 + off, P.kc,
+                        P.ld16);
+        float d[2][4] = {};
+#pragma unroll
+        for (int i = 0; i < NI; i++)
+#pragma unroll
+            for (int f = 0; f < 2; f++) {
+                mf_mma_16bit<PREC>(d[f], a[2 * f][i].x, a[2 * f + 1][i].x, a[2 * f][i].y,
+                                   a[2 * f + 1][i].y, b[i].x, b[i].y);
+                mf_mma_16bit<PREC>(d[f], a[2 * f][i].z, a[2 * f + 1][i].z, a[2 * f][i].w,
+                                   a[2 * f + 1][i].w, b[i].z, b[i].w);
+            }
+            // d[f] = (row 16 f + g, column 2q), (.., 2q + 1), (row 16 f + g + 8, 2q), (.., 2q + 1)
+#pragma unroll
+        for (int m = 0; m < 4; m++) {
+            const uint32_t mask = (w >> (8 * m)) & 0xffu;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int c = 2 * q + h;
+                if ((mask >> c) & 1u) {
+                    const int64_t p = pos[m] + __popc(mask & ((1u << c) - 1u));
+                    float v = __fmul_rn(P.alpha, d[m / 2][2 * (m % 2) + h]);
+                    if (MODE == MF_TCG_PLAIN) {
+                        P.out[p] = v;
+                    } else {
+                        if (P.val)
+                            v = __fmul_rn(v, __ldg(P.val + p));
+                        if (MODE == MF_TCG_LATER)
+                            P.out[p] += v;
+                        else
+                            P.out[p] = P.beta == 0.f ? v : __fmaf_rn(P.beta, P.out[p], v);
+                    }
+                }
+            }
+            pos[m] += __popc(mask);
+        }
+        w = wn;
+#pragma unroll
+        for (int i = 0; i < NI; i++)
+            b[i] = bn[i];
+    }
+}
+
+struct mf_sddmm_tcg_plan {
+    int64_t n_units, n_tiles, n_groups;
+    mf_dbuf units, tiles;
+};
+
+static const char tcg_plan_key = 0;
+
+static void tcg_plan_free(mf_sparse *m, void *value)
+{
+    mf_sddmm_tcg_plan *plan = (mf_sddmm_tcg_plan *)value;
+    mf_dmem_free(m->ctx, &plan->units);
+    mf_dmem_free(m->ctx, &plan->tiles);
+    free(plan);
+}
+
+static mf_status get_tcg_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tcg_plan **out)
+{
+    mf_sddmm_tcg_plan *plan = (mf_sddmm_tcg_plan *)mf_sparse_cache_get(S, &tcg_plan_key);
+    if (plan) {
+        *out = plan;
+        return MF_OK;
+    }
+    double t0 = mf_seconds();
+    mf_tc_order order;
+    MF_TRY(mf_tc_order_from_env(ctx, &order));
+    if (order == MF_TC_ORDER_AUTO)
+        order = MF_TC_ORDER_LENGTH_MINHASH;
+    const int32_t *rows = NULL;
+    int64_t n = 0;
+    MF_TRY(mf_tc_order_rows_cached(ctx, S, order, &rows, &n));
+    mf_tcg_layout host;
+    MF_TRY(mf_tcg_layout_build(ctx, S, rows, n, &host));
+    plan = (mf_sddmm_tcg_plan *)calloc(1, sizeof *plan);
+    mf_status st = plan ? MF_OK
+                        : mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                                  "mf_sddmm: out of host memory for the row-group plan");
+    if (st == MF_OK) {
+        plan->n_units = host.n_units;
+        plan->n_tiles = host.n_tiles;
+        plan->n_groups = host.n_groups;
+        st = mf_upload(ctx, &plan->units, host.units, (size_t)host.n_units * sizeof(mf_tcg_unit),
+                       "SDDMM row-group plan units");
+    }
+    if (st == MF_OK)
+        st = mf_upload(ctx, &plan->tiles, host.tiles, (size_t)host.n_tiles * sizeof(mf_tcg_tile),
+                       "SDDMM row-group plan tiles");
+    mf_tcg_layout_free(&host);
+    if (st == MF_OK)
+        st = mf_sparse_cache_put(S, &tcg_plan_key, plan, tcg_plan_free); // frees plan on failure
+    else if (plan)
+        tcg_plan_free(S, plan);
+    MF_TRY(st);
+    MF_CUDA_TRY(ctx, cudaStreamSynchronize(ctx->link.cuda->stream));
+    const double per_tile = MF_TCG_TILE * MF_TCG_ROWS;
+    mf_log(ctx, MF_LOG_INFO,
+           "mf_sddmm: row-group tensor-core plan: %lld groups of %d rows (%s order), %lld tiles "
+           "of %d columns (%.1f%% of the tiles' products are stored entries, %.3f B rows "
+           "gathered an entry), %lld units, %.1f MB, built in %.1f ms",
+           (long long)plan->n_groups, MF_TCG_ROWS, mf_tc_order_name(order),
+           (long long)plan->n_tiles, MF_TCG_TILE,
+           plan->n_tiles > 0 ? 100.0 * (double)S->nnz / (per_tile * (double)plan->n_tiles) : 0.0,
+           S->nnz > 0 ? (double)plan->n_tiles * MF_TCG_TILE / (double)S->nnz : 0.0,
+           (long long)plan->n_units,
+           (double)(plan->n_units * sizeof(mf_tcg_unit) + plan->n_tiles * sizeof(mf_tcg_tile)) /
+               1e6,
+           (mf_seconds() - t0) * 1e3);
+    *out = plan;
+    return MF_OK;
+}
+
+template <int PREC, int NI>
+static void launch_tcg(const mf_sddmm_tcg_params &P, int mode, unsigned grid, cudaStream_t s)
+{
+    if (mode == MF_TCG_PLAIN)
+        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_PLAIN><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+    else if (mode == MF_TCG_FIRST)
+        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_FIRST><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+    else
+        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_LATER><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+}
+
+template <int PREC>
+static void launch_tcg(const mf_sddmm_tcg_params &P, int ni, int mode, unsigned grid,
+                       cudaStream_t s)
+{
+    if (ni == 1)
+        launch_tcg<PREC, 1>(P, mode, grid, s);
+    else if (ni == 2)
+        launch_tcg<PREC, 2>(P, mode, grid, s);
+    else
+        launch_tcg<PREC, 4>(P, mode, grid, s);
+}
+
+extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
+                                       const uint16_t *A16, const uint16_t *B16, int64_t ld16)
+{
+    if (call->precision != MF_PRECISION_BF16 && call->precision != MF_PRECISION_FP16)
+        return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: no row-group kernel for precision %d",
+                       call->precision);
+    mf_sddmm_tcg_plan *plan = NULL;
+    MF_TRY(get_tcg_plan(ctx, S, &plan));
+    if (plan->n_units == 0)
+        return MF_OK;
+    const int64_t *row_ptr;
+    const int32_t *col;
+    const float *val;
+    MF_TRY(mf_sparse_device_csr(S, &row_ptr, &col, &val));
+    const int64_t blocks = (plan->n_units + MF_TCG_THREADS / 32 - 1) / (MF_TCG_THREADS / 32);
+    if (blocks > 0x7fffffff)
+        return mf_fail(ctx, MF_ERR_UNSUPPORTED,
+                       "mf_sddmm: %lld thread blocks exceed the grid limit", (long long)blocks);
+    mf_sddmm_tcg_params P = {(const mf_tcg_unit *)plan->units.ptr,
+                             (const mf_tcg_tile *)plan->tiles.ptr,
+                             plan->n_units,
+                             A16,
+                             B16,
+                             ld16,
+                             0,
+                             call->alpha,
+                             call->beta,
+                             call->pattern ? NULL : val,
+                             call->out};
+    const int ni = ld16 <= 32 ? 1 : ld16 <= 64 ? 2 : 4;
+    cudaStream_t stream = ctx->link.cuda->stream;
+    for (int kc = 0; kc < ld16; kc += 32 * ni) {
+        P.kc = kc;
+        const int mode = kc > 0                           ? MF_TCG_LATER
+                         : P.beta == 0.f && P.val == NULL ? MF_TCG_PLAIN
+                                                          : MF_TCG_FIRST;
+        if (call->precision == MF_PRECISION_BF16)
+            launch_tcg<MF_PRECISION_BF16>(P, ni, mode, (unsigned)blocks, stream);
+        else
+            launch_tcg<MF_PRECISION_FP16>(P, ni, mode, (unsigned)blocks, stream);
+        MF_TRY(MF_CUDA_LAUNCHED(ctx, "the row-group SDDMM kernel"));
+    }
+    return MF_OK;
+}
