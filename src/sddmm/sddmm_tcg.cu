@@ -36,44 +36,76 @@ struct mf_sddmm_tcg_params {
 
 enum { MF_TCG_PLAIN, MF_TCG_FIRST, MF_TCG_LATER };
 
-template <int NI>
-__device__ __forceinline__ void mf_tcg_rows(uint4 (&v)[NI], const uint16_t *row, int kc,
-                                            int64_t ld16)
+// A 16-byte copy from global to shared memory, zeros where !valid (cp.async's source size 0;
+// the address is then not read).
+__device__ __forceinline__ void mf_tcg_copy16(uint4 *dst, const uint16_t *src, bool valid)
 {
-#pragma unroll
-    for (int i = 0; i < NI; i++)
-        v[i] = kc + 32 * i < ld16 ? __ldg(reinterpret_cast<const uint4 *>(row + 32 * i))
-                                  : make_uint4(0, 0, 0, 0);
+    const unsigned d = (unsigned)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, %2;" ::"r"(d), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void mf_tcg_commit()
+{
+    asm volatile("cp.async.commit_group;");
+}
+template <int N> __device__ __forceinline__ void mf_tcg_wait()
+{
+    asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
-template <int PREC, int NI, int MODE>
+// One warp a unit. The B rows of a tile (each lane its column g's NI 16-byte pieces) travel
+// by cp.async into the warp's ring of STAGES slots in shared memory, STAGES - 1 tiles ahead
+// of the MMAs: the gathers are latency-bound otherwise (a register double buffer reached a
+// fifth of L2's bandwidth). A lane reads back only the pieces it copied, so the ring needs no
+// barrier; slot layout [i][lane] keeps the reads free of bank conflicts.
+template <int PREC, int NI, int MODE, int STAGES>
 __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_sddmm_tcg_params P)
 {
+    extern __shared__ uint4 mf_tcg_ring[];
     const int64_t u = ((int64_t)blockIdx.x * MF_TCG_THREADS + threadIdx.x) / 32;
     if (u >= P.n_units)
         return;
     const int lane = threadIdx.x % 32, g = lane / 4, q = lane % 4;
+    uint4 *ring = mf_tcg_ring + (threadIdx.x / 32) * (STAGES * NI * 32);
     const mf_tcg_unit &U = P.units[u];
     const int64_t off = P.kc + 8 * q;
+    const mf_tcg_tile *T = P.tiles + U.tile_begin;
+    const int n = U.n_tiles;
+    auto issue = [&](int t, int32_t col) {
+        uint4 *slot = ring + (t % STAGES) * (NI * 32);
+        const uint16_t *src = P.B16 + (size_t)(uint32_t)col * (size_t)P.ld16 + off;
+#pragma unroll
+        for (int i = 0; i < NI; i++) {
+            const bool valid = t < n && P.kc + 32 * i < P.ld16;
+            mf_tcg_copy16(slot + i * 32 + lane, valid ? src + 32 * i : P.B16, valid);
+        }
+        mf_tcg_commit(); // a group per tile, empty past the unit's end
+    };
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++)
+        issue(s, s < n ? __ldg(&T[s].col[g]) : 0);
+    int32_t cnext = STAGES - 1 < n ? __ldg(&T[STAGES - 1].col[g]) : 0;
     uint4 a[4][NI]; // rows g + 8 m of the group
     int64_t pos[4];
 #pragma unroll
     for (int m = 0; m < 4; m++) {
-        mf_tcg_rows<NI>(a[m], P.A16 + (int64_t)U.row[g + 8 * m] * P.ld16 + off, P.kc, P.ld16);
+        const uint16_t *arow = P.A16 + (int64_t)U.row[g + 8 * m] * P.ld16 + off;
+#pragma unroll
+        for (int i = 0; i < NI; i++)
+            a[m][i] = P.kc + 32 * i < P.ld16 ? __ldg(reinterpret_cast<const uint4 *>(arow + 32 * i))
+                                             : make_uint4(0, 0, 0, 0);
         pos[m] = U.pos[g + 8 * m];
     }
-    const mf_tcg_tile *T = P.tiles + U.tile_begin;
-    const int n = U.n_tiles;
-    uint32_t w = T[0].word[g];
-    uint4 b[NI];
-    mf_tcg_rows<NI>(b, P.B16 + (size_t)(uint32_t)T[0].col[g] * (size_t)P.ld16 + off, P.kc, P.ld16);
     for (int t = 0; t < n; t++) {
-        // the next tile's loads before this tile's products
-        const int tn = t + 1 < n ? t + 1 : t;
-        const uint32_t wn = T[tn].word[g];
-        uint4 bn[NI];
-        mf_tcg_rows<NI>(bn, P.B16 + (size_t)(uint32_t)T[tn].col[g] * (size_t)P.ld16 + off, P.kc,
-                        P.ld16);
+        issue(t + STAGES - 1, cnext);
+        cnext = t + STAGES < n ? __ldg(&T[t + STAGES].col[g]) : 0;
+        const uint32_t w = __ldg(&T[t].word[g]);
+        mf_tcg_wait<STAGES - 1>(); // tile t's group has landed
+        const uint4 *slot = ring + (t % STAGES) * (NI * 32);
+        uint4 b[NI];
+#pragma unroll
+        for (int i = 0; i < NI; i++)
+            b[i] = slot[i * 32 + lane];
         float d[2][4] = {};
 #pragma unroll
         for (int i = 0; i < NI; i++)
@@ -108,11 +140,8 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
             }
             pos[m] += __popc(mask);
         }
-        w = wn;
-#pragma unroll
-        for (int i = 0; i < NI; i++)
-            b[i] = bn[i];
     }
+    mf_tcg_wait<0>(); // no copy outlives the warp
 }
 
 struct mf_sddmm_tcg_plan {
@@ -185,27 +214,47 @@ static mf_status get_tcg_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tcg_plan **out
     return MF_OK;
 }
 
+template <int PREC, int NI, int MODE, int STAGES>
+static void launch_tcg(const mf_sddmm_tcg_params &P, unsigned grid, cudaStream_t s)
+{
+    const size_t smem = (size_t)MF_TCG_THREADS / 32 * STAGES * NI * 32 * sizeof(uint4);
+    if (smem > 48 * 1024)
+        cudaFuncSetAttribute(mf_sddmm_tcg_kernel<PREC, NI, MODE, STAGES>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    mf_sddmm_tcg_kernel<PREC, NI, MODE, STAGES><<<grid, MF_TCG_THREADS, smem, s>>>(P);
+}
+
+template <int PREC, int NI, int MODE>
+static void launch_tcg(const mf_sddmm_tcg_params &P, int stages, unsigned grid, cudaStream_t s)
+{
+    if (stages >= 8)
+        launch_tcg<PREC, NI, MODE, 8>(P, grid, s);
+    else
+        launch_tcg<PREC, NI, MODE, 4>(P, grid, s);
+}
+
 template <int PREC, int NI>
-static void launch_tcg(const mf_sddmm_tcg_params &P, int mode, unsigned grid, cudaStream_t s)
+static void launch_tcg(const mf_sddmm_tcg_params &P, int mode, int stages, unsigned grid,
+                       cudaStream_t s)
 {
     if (mode == MF_TCG_PLAIN)
-        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_PLAIN><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+        launch_tcg<PREC, NI, MF_TCG_PLAIN>(P, stages, grid, s);
     else if (mode == MF_TCG_FIRST)
-        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_FIRST><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+        launch_tcg<PREC, NI, MF_TCG_FIRST>(P, stages, grid, s);
     else
-        mf_sddmm_tcg_kernel<PREC, NI, MF_TCG_LATER><<<grid, MF_TCG_THREADS, 0, s>>>(P);
+        launch_tcg<PREC, NI, MF_TCG_LATER>(P, stages, grid, s);
 }
 
 template <int PREC>
-static void launch_tcg(const mf_sddmm_tcg_params &P, int ni, int mode, unsigned grid,
+static void launch_tcg(const mf_sddmm_tcg_params &P, int ni, int mode, int stages, unsigned grid,
                        cudaStream_t s)
 {
     if (ni == 1)
-        launch_tcg<PREC, 1>(P, mode, grid, s);
+        launch_tcg<PREC, 1>(P, mode, stages, grid, s);
     else if (ni == 2)
-        launch_tcg<PREC, 2>(P, mode, grid, s);
+        launch_tcg<PREC, 2>(P, mode, stages, grid, s);
     else
-        launch_tcg<PREC, 4>(P, mode, grid, s);
+        launch_tcg<PREC, 4>(P, mode, stages, grid, s);
 }
 
 extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
@@ -238,6 +287,8 @@ extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm
                              call->pattern ? NULL : val,
                              call->out};
     const int ni = ld16 <= 32 ? 1 : ld16 <= 64 ? 2 : 4;
+    const char *st_env = getenv("MFACT_SDDMM_TCG_STAGES"); // an experiment's knob: 4 or 8
+    const int stages = st_env && atoi(st_env) >= 8 ? 8 : 4;
     cudaStream_t stream = ctx->link.cuda->stream;
     for (int kc = 0; kc < ld16; kc += 32 * ni) {
         P.kc = kc;
@@ -245,9 +296,9 @@ extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm
                          : P.beta == 0.f && P.val == NULL ? MF_TCG_PLAIN
                                                           : MF_TCG_FIRST;
         if (call->precision == MF_PRECISION_BF16)
-            launch_tcg<MF_PRECISION_BF16>(P, ni, mode, (unsigned)blocks, stream);
+            launch_tcg<MF_PRECISION_BF16>(P, ni, mode, stages, (unsigned)blocks, stream);
         else
-            launch_tcg<MF_PRECISION_FP16>(P, ni, mode, (unsigned)blocks, stream);
+            launch_tcg<MF_PRECISION_FP16>(P, ni, mode, stages, (unsigned)blocks, stream);
         MF_TRY(MF_CUDA_LAUNCHED(ctx, "the row-group SDDMM kernel"));
     }
     return MF_OK;
