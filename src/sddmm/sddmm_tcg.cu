@@ -28,13 +28,10 @@ struct mf_sddmm_tcg_params {
     int64_t n_units;
     const uint16_t *A16, *B16;
     int64_t ld16;
-    int kc; // the chunk's first value
     float alpha, beta;
     const float *val; // NULL: pattern
     float *out;
 };
-
-enum { MF_TCG_PLAIN, MF_TCG_FIRST, MF_TCG_LATER };
 
 // A 16-byte copy from global to shared memory, zeros where !valid (cp.async's source size 0;
 // the address is then not read).
@@ -53,18 +50,24 @@ template <int N> __device__ __forceinline__ void mf_tcg_wait()
     asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
-// One warp a unit. The unit's tiles (64 bytes each) are copied into the warp's shared memory
-// first, since reading each tile's columns and masks as the loop reaches it left a DRAM
-// latency per tile exposed (Netflix k = 32: 1.7 ms for 4.6M tiles). The B rows of a tile
-// (each lane its column g's NI 16-byte pieces) then travel by cp.async into the warp's ring
-// of STAGES slots, STAGES - 1 tiles ahead of the MMAs. A lane reads back only the B pieces
-// it copied (slot layout [i][lane]: no bank conflicts), so the ring needs no barrier.
+// One warp a unit, all of k. The unit's tiles (64 bytes each) are copied into the warp's
+// shared memory first, since reading each tile's columns and masks as the loop reached it
+// left a DRAM latency per tile exposed. For each chunk of KC = 32 NI values of k, the warp
+// loads the chunk of its 32 A rows into registers and walks the tiles: the B rows of a tile
+// (each lane its column g's NI 16-byte pieces) travel by cp.async into the warp's ring of
+// STAGES slots, STAGES - 1 tiles ahead of the MMAs (a lane reads back only the pieces it
+// copied, slot layout [i][lane]: no bank conflicts and no barrier), and each stored entry's
+// product goes to the unit's sums in shared memory, row by row as in `out` (the first chunk
+// sets it, later ones add: the same lane each time). The unit's entries then leave in one
+// pass, each row's a contiguous run of `out`: no scattered stores, and `out` is read (beta)
+// and written once whatever k.
 template <int NI, int STAGES> __host__ __device__ constexpr size_t mf_tcg_warp_smem()
 {
-    return (size_t)MF_TCG_UNIT_TILES * sizeof(mf_tcg_tile) + (size_t)STAGES * NI * 32 * 16;
+    return (size_t)MF_TCG_UNIT_TILES * sizeof(mf_tcg_tile) + (size_t)STAGES * NI * 32 * 16 +
+           (size_t)MF_TCG_UNIT_NNZ * sizeof(float);
 }
 
-template <int PREC, int NI, int MODE, int STAGES>
+template <int PREC, int NI, int STAGES>
 __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_sddmm_tcg_params P)
 {
     extern __shared__ uint4 mf_tcg_smem[];
@@ -75,6 +78,7 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
     uint4 *mine = mf_tcg_smem + (threadIdx.x / 32) * (mf_tcg_warp_smem<NI, STAGES>() / 16);
     mf_tcg_tile *T = reinterpret_cast<mf_tcg_tile *>(mine);
     uint4 *ring = mine + MF_TCG_UNIT_TILES * sizeof(mf_tcg_tile) / 16;
+    float *sums = reinterpret_cast<float *>(ring + STAGES * NI * 32);
     const mf_tcg_unit &U = P.units[u];
     const int n = U.n_tiles;
     {
@@ -84,79 +88,105 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
             mf_tcg_copy16(mine + j, reinterpret_cast<const uint16_t *>(src + j), true);
         mf_tcg_commit();
     }
-    const int64_t off = P.kc + 8 * q;
-    uint4 a[4][NI]; // rows g + 8 m of the group
-    int64_t pos[4];
+    // Row r's sums start at first (an exclusive scan of the counts over the lanes, lane r
+    // holding row r); this lane's rows g + 8 m at base[m].
+    const int cnt = U.cnt[lane];
+    int first = cnt;
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2) {
+        const int x = __shfl_up_sync(0xffffffffu, first, d);
+        if (lane >= d)
+            first += x;
+    }
+    first -= cnt;
+    int base[4];
 #pragma unroll
     for (int m = 0; m < 4; m++) {
-        const uint16_t *arow = P.A16 + (int64_t)U.row[g + 8 * m] * P.ld16 + off;
-#pragma unroll
-        for (int i = 0; i < NI; i++)
-            a[m][i] = P.kc + 32 * i < P.ld16 ? __ldg(reinterpret_cast<const uint4 *>(arow + 32 * i))
-                                             : make_uint4(0, 0, 0, 0);
-        pos[m] = U.pos[g + 8 * m];
+        base[m] = __shfl_sync(0xffffffffu, first, g + 8 * m);
     }
     mf_tcg_wait<0>();
     __syncwarp(); // the tiles other lanes copied
-    auto issue = [&](int t) {
-        uint4 *slot = ring + (t % STAGES) * (NI * 32);
-        const int32_t col = t < n ? T[t].col[g] : 0;
-        const uint16_t *src = P.B16 + (size_t)(uint32_t)col * (size_t)P.ld16 + off;
-#pragma unroll
-        for (int i = 0; i < NI; i++) {
-            const bool valid = t < n && P.kc + 32 * i < P.ld16;
-            mf_tcg_copy16(slot + i * 32 + lane, valid ? src + 32 * i : P.B16, valid);
-        }
-        mf_tcg_commit(); // a group per tile, empty past the unit's end
-    };
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; s++)
-        issue(s);
-    for (int t = 0; t < n; t++) {
-        issue(t + STAGES - 1);
-        const uint32_t w = T[t].word[g];
-        mf_tcg_wait<STAGES - 1>(); // tile t's group has landed
-        const uint4 *slot = ring + (t % STAGES) * (NI * 32);
-        uint4 b[NI];
-#pragma unroll
-        for (int i = 0; i < NI; i++)
-            b[i] = slot[i * 32 + lane];
-        float d[2][4] = {};
-#pragma unroll
-        for (int i = 0; i < NI; i++)
-#pragma unroll
-            for (int f = 0; f < 2; f++) {
-                mf_mma_16bit<PREC>(d[f], a[2 * f][i].x, a[2 * f + 1][i].x, a[2 * f][i].y,
-                                   a[2 * f + 1][i].y, b[i].x, b[i].y);
-                mf_mma_16bit<PREC>(d[f], a[2 * f][i].z, a[2 * f + 1][i].z, a[2 * f][i].w,
-                                   a[2 * f + 1][i].w, b[i].z, b[i].w);
-            }
-            // d[f] = (row 16 f + g, column 2q), (.., 2q + 1), (row 16 f + g + 8, 2q), (.., 2q + 1)
+    for (int kc = 0; kc < P.ld16; kc += 32 * NI) {
+        const int64_t off = kc + 8 * q;
+        uint4 a[4][NI]; // rows g + 8 m of the group
 #pragma unroll
         for (int m = 0; m < 4; m++) {
-            const uint32_t mask = (w >> (8 * m)) & 0xffu;
+            const uint16_t *arow = P.A16 + (int64_t)U.row[g + 8 * m] * P.ld16 + off;
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                const int c = 2 * q + h;
-                if ((mask >> c) & 1u) {
-                    const int64_t p = pos[m] + __popc(mask & ((1u << c) - 1u));
-                    float v = __fmul_rn(P.alpha, d[m / 2][2 * (m % 2) + h]);
-                    if (MODE == MF_TCG_PLAIN) {
-                        P.out[p] = v;
-                    } else {
-                        if (P.val)
-                            v = __fmul_rn(v, __ldg(P.val + p));
-                        if (MODE == MF_TCG_LATER)
-                            P.out[p] += v;
-                        else
-                            P.out[p] = P.beta == 0.f ? v : __fmaf_rn(P.beta, P.out[p], v);
+            for (int i = 0; i < NI; i++)
+                a[m][i] = kc + 32 * i < P.ld16
+                              ? __ldg(reinterpret_cast<const uint4 *>(arow + 32 * i))
+                              : make_uint4(0, 0, 0, 0);
+        }
+        auto issue = [&](int t) {
+            uint4 *slot = ring + (t % STAGES) * (NI * 32);
+            const int32_t col = t < n ? T[t].col[g] : 0;
+            const uint16_t *src = P.B16 + (size_t)(uint32_t)col * (size_t)P.ld16 + off;
+#pragma unroll
+            for (int i = 0; i < NI; i++) {
+                const bool valid = t < n && kc + 32 * i < P.ld16;
+                mf_tcg_copy16(slot + i * 32 + lane, valid ? src + 32 * i : P.B16, valid);
+            }
+            mf_tcg_commit(); // a group per tile, empty past the unit's end
+        };
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; s++)
+            issue(s);
+        int at[4] = {base[0], base[1], base[2], base[3]}; // the rows' next sums
+        for (int t = 0; t < n; t++) {
+            issue(t + STAGES - 1);
+            const uint32_t w = T[t].word[g];
+            mf_tcg_wait<STAGES - 1>(); // tile t's group has landed
+            const uint4 *slot = ring + (t % STAGES) * (NI * 32);
+            uint4 b[NI];
+#pragma unroll
+            for (int i = 0; i < NI; i++)
+                b[i] = slot[i * 32 + lane];
+            float d[2][4] = {};
+#pragma unroll
+            for (int i = 0; i < NI; i++)
+#pragma unroll
+                for (int f = 0; f < 2; f++) {
+                    mf_mma_16bit<PREC>(d[f], a[2 * f][i].x, a[2 * f + 1][i].x, a[2 * f][i].y,
+                                       a[2 * f + 1][i].y, b[i].x, b[i].y);
+                    mf_mma_16bit<PREC>(d[f], a[2 * f][i].z, a[2 * f + 1][i].z, a[2 * f][i].w,
+                                       a[2 * f + 1][i].w, b[i].z, b[i].w);
+                }
+                // d[f] = (row 16 f + g, column 2q), (.., 2q + 1), (row 16 f + g + 8, 2q), (.., 2q +
+                // 1)
+#pragma unroll
+            for (int m = 0; m < 4; m++) {
+                const uint32_t mask = (w >> (8 * m)) & 0xffu;
+#pragma unroll
+                for (int h = 0; h < 2; h++) {
+                    const int c = 2 * q + h;
+                    if ((mask >> c) & 1u) {
+                        float *s = sums + at[m] + __popc(mask & ((1u << c) - 1u));
+                        const float v = d[m / 2][2 * (m % 2) + h];
+                        *s = kc == 0 ? v : *s + v;
                     }
                 }
+                at[m] += __popc(mask);
             }
-            pos[m] += __popc(mask);
+        }
+        mf_tcg_wait<0>(); // the ring is free for the next chunk
+    }
+    __syncwarp(); // the sums other lanes wrote
+    // Row by row, each a run of out: alpha * sum (times S's value), plus beta * out.
+    for (int r = 0; r < MF_TCG_ROWS; r++) {
+        const int c = __shfl_sync(0xffffffffu, cnt, r), f = __shfl_sync(0xffffffffu, first, r);
+        if (c == 0)
+            continue;
+        const int64_t p0 = U.pos[r];
+        for (int j = lane; j < c; j += 32) {
+            const int64_t p = p0 + j;
+            // roundings spelled out: mf_cuda_sddmm_finish (sddmm.cu) must match them
+            float v = __fmul_rn(P.alpha, sums[f + j]);
+            if (P.val)
+                v = __fmul_rn(v, __ldg(P.val + p));
+            P.out[p] = P.beta == 0.f ? v : __fmaf_rn(P.beta, P.out[p], v);
         }
     }
-    mf_tcg_wait<0>(); // no copy outlives the warp
 }
 
 struct mf_sddmm_tcg_plan {
@@ -229,47 +259,35 @@ static mf_status get_tcg_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tcg_plan **out
     return MF_OK;
 }
 
-template <int PREC, int NI, int MODE, int STAGES>
+template <int PREC, int NI, int STAGES>
 static void launch_tcg(const mf_sddmm_tcg_params &P, unsigned grid, cudaStream_t s)
 {
     const size_t smem = (size_t)MF_TCG_THREADS / 32 * mf_tcg_warp_smem<NI, STAGES>();
     if (smem > 48 * 1024)
-        cudaFuncSetAttribute(mf_sddmm_tcg_kernel<PREC, NI, MODE, STAGES>,
+        cudaFuncSetAttribute(mf_sddmm_tcg_kernel<PREC, NI, STAGES>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
-    mf_sddmm_tcg_kernel<PREC, NI, MODE, STAGES><<<grid, MF_TCG_THREADS, smem, s>>>(P);
-}
-
-template <int PREC, int NI, int MODE>
-static void launch_tcg(const mf_sddmm_tcg_params &P, int stages, unsigned grid, cudaStream_t s)
-{
-    if (stages >= 8)
-        launch_tcg<PREC, NI, MODE, 8>(P, grid, s);
-    else
-        launch_tcg<PREC, NI, MODE, 4>(P, grid, s);
+    mf_sddmm_tcg_kernel<PREC, NI, STAGES><<<grid, MF_TCG_THREADS, smem, s>>>(P);
 }
 
 template <int PREC, int NI>
-static void launch_tcg(const mf_sddmm_tcg_params &P, int mode, int stages, unsigned grid,
-                       cudaStream_t s)
+static void launch_tcg(const mf_sddmm_tcg_params &P, int stages, unsigned grid, cudaStream_t s)
 {
-    if (mode == MF_TCG_PLAIN)
-        launch_tcg<PREC, NI, MF_TCG_PLAIN>(P, stages, grid, s);
-    else if (mode == MF_TCG_FIRST)
-        launch_tcg<PREC, NI, MF_TCG_FIRST>(P, stages, grid, s);
+    if (stages <= 2)
+        launch_tcg<PREC, NI, 2>(P, grid, s);
     else
-        launch_tcg<PREC, NI, MF_TCG_LATER>(P, stages, grid, s);
+        launch_tcg<PREC, NI, 4>(P, grid, s);
 }
 
 template <int PREC>
-static void launch_tcg(const mf_sddmm_tcg_params &P, int ni, int mode, int stages, unsigned grid,
+static void launch_tcg(const mf_sddmm_tcg_params &P, int ni, int stages, unsigned grid,
                        cudaStream_t s)
 {
     if (ni == 1)
-        launch_tcg<PREC, 1>(P, mode, stages, grid, s);
+        launch_tcg<PREC, 1>(P, stages, grid, s);
     else if (ni == 2)
-        launch_tcg<PREC, 2>(P, mode, stages, grid, s);
+        launch_tcg<PREC, 2>(P, stages, grid, s);
     else
-        launch_tcg<PREC, 4>(P, mode, stages, grid, s);
+        launch_tcg<PREC, 4>(P, stages, grid, s);
 }
 
 extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
@@ -296,25 +314,18 @@ extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm
                              A16,
                              B16,
                              ld16,
-                             0,
                              call->alpha,
                              call->beta,
                              call->pattern ? NULL : val,
                              call->out};
     const int ni = ld16 <= 32 ? 1 : ld16 <= 64 ? 2 : 4;
-    const char *st_env = getenv("MFACT_SDDMM_TCG_STAGES"); // an experiment's knob: 4 or 8
-    const int stages = st_env && atoi(st_env) >= 8 ? 8 : 4;
+    const char *st_env = getenv("MFACT_SDDMM_TCG_STAGES"); // an experiment's knob: 2 or 4
+    const int stages = st_env && atoi(st_env) <= 2 ? 2 : 4;
     cudaStream_t stream = ctx->link.cuda->stream;
-    for (int kc = 0; kc < ld16; kc += 32 * ni) {
-        P.kc = kc;
-        const int mode = kc > 0                           ? MF_TCG_LATER
-                         : P.beta == 0.f && P.val == NULL ? MF_TCG_PLAIN
-                                                          : MF_TCG_FIRST;
-        if (call->precision == MF_PRECISION_BF16)
-            launch_tcg<MF_PRECISION_BF16>(P, ni, mode, stages, (unsigned)blocks, stream);
-        else
-            launch_tcg<MF_PRECISION_FP16>(P, ni, mode, stages, (unsigned)blocks, stream);
-        MF_TRY(MF_CUDA_LAUNCHED(ctx, "the row-group SDDMM kernel"));
-    }
+    if (call->precision == MF_PRECISION_BF16)
+        launch_tcg<MF_PRECISION_BF16>(P, ni, stages, (unsigned)blocks, stream);
+    else
+        launch_tcg<MF_PRECISION_FP16>(P, ni, stages, (unsigned)blocks, stream);
+    MF_TRY(MF_CUDA_LAUNCHED(ctx, "the row-group SDDMM kernel"));
     return MF_OK;
 }

@@ -47,60 +47,66 @@ static int32_t merge_next(const mf_sparse *S, group_merge *w, uint32_t *mask)
     return c;
 }
 
-static int64_t group_columns(const mf_sparse *S, const int32_t *rows, int n)
-{
-    group_merge w;
-    uint32_t mask;
-    int64_t d = 0;
-    merge_start(S, rows, n, &w);
-    while (merge_next(S, &w, &mask) >= 0)
-        d++;
-    return d;
-}
-
-/* Fill the group's tiles and units, from tile t0 and unit u0 on. */
-static void group_fill(const mf_sparse *S, const int32_t *rows, int n, int64_t group,
-                       mf_tcg_layout *l, int64_t t0, int64_t u0)
+/* Walk one group's tiles and cut them into units: a new unit when the current one holds
+ * MF_TCG_UNIT_TILES tiles or the next tile would take it past MF_TCG_UNIT_NNZ entries (a tile
+ * holds at most 256). With l NULL, only count: *tiles and *units. Else fill them from tile
+ * t0 and unit u0 on. */
+static void group_walk(const mf_sparse *S, const int32_t *rows, int n, int64_t group,
+                       mf_tcg_layout *l, int64_t t0, int64_t u0, int64_t *tiles, int64_t *units)
 {
     group_merge w;
     uint32_t mask;
     merge_start(S, rows, n, &w);
-    int64_t t = t0 - 1, u = u0 - 1;
-    int c = MF_TCG_TILE, tiles_in_unit = MF_TCG_UNIT_TILES;
-    int32_t col;
-    while ((col = merge_next(S, &w, &mask)) >= 0 || c < MF_TCG_TILE) {
-        if (c == MF_TCG_TILE) { /* a new tile, and a new unit every MF_TCG_UNIT_TILES */
-            c = 0;
-            t++;
-            memset(&l->tiles[t], 0, sizeof l->tiles[t]);
-            if (tiles_in_unit == MF_TCG_UNIT_TILES) {
-                tiles_in_unit = 0;
-                u++;
+    int64_t t = t0 - 1, u = u0 - 1, start[MF_TCG_ROWS];
+    int unit_tiles = 0, unit_nnz = 0;
+    for (;;) {
+        for (int r = 0; r < MF_TCG_ROWS; r++)
+            start[r] = w.p[r];
+        mf_tcg_tile tile;
+        memset(&tile, 0, sizeof tile);
+        int c = 0, tile_nnz = 0;
+        int32_t col;
+        while (c < MF_TCG_TILE && (col = merge_next(S, &w, &mask)) >= 0) {
+            tile.col[c] = col;
+            for (int r = 0; r < n; r++)
+                if ((mask >> r) & 1u)
+                    tile.word[r % MF_TCG_TILE] |= 1u << (8 * (r / MF_TCG_TILE) + c);
+            tile_nnz += __builtin_popcount(mask);
+            c++;
+        }
+        if (c == 0)
+            break;
+        for (int p = c; p < MF_TCG_TILE; p++) /* padding: the first column again, no rows */
+            tile.col[p] = tile.col[0];
+        if (u < u0 || unit_tiles == MF_TCG_UNIT_TILES || unit_nnz + tile_nnz > MF_TCG_UNIT_NNZ) {
+            u++;
+            unit_tiles = unit_nnz = 0;
+            if (l) {
                 mf_tcg_unit *un = &l->units[u];
                 memset(un, 0, sizeof *un);
                 for (int r = 0; r < MF_TCG_ROWS; r++) {
                     un->row[r] = w.row[r];
-                    /* where row r stands now: before this column's advance */
-                    un->pos[r] = r < n ? w.p[r] - ((mask >> r) & 1u) : 0;
+                    un->pos[r] = r < n ? start[r] : 0;
                 }
-                un->tile_begin = t;
+                un->tile_begin = t + 1;
                 un->group = (int32_t)group;
             }
-            tiles_in_unit++;
-            l->units[u].n_tiles = tiles_in_unit;
         }
-        if (col < 0) { /* padding: repeat the tile's first column, no rows */
-            l->tiles[t].col[c] = l->tiles[t].col[0];
-        } else {
-            l->tiles[t].col[c] = col;
+        t++;
+        unit_tiles++;
+        unit_nnz += tile_nnz;
+        if (l) {
+            l->tiles[t] = tile;
+            mf_tcg_unit *un = &l->units[u];
+            un->n_tiles = unit_tiles;
             for (int r = 0; r < n; r++)
-                if ((mask >> r) & 1u)
-                    l->tiles[t].word[r % MF_TCG_TILE] |= 1u << (8 * (r / MF_TCG_TILE) + c);
+                un->cnt[r] = (uint16_t)(un->cnt[r] + __builtin_popcount(mf_tcg_mask(&tile, r)));
         }
-        c++;
-        if (col < 0 && c == MF_TCG_TILE)
+        if (c < MF_TCG_TILE)
             break;
     }
+    *tiles = t - t0 + 1;
+    *units = u - u0 + 1;
 }
 
 static int group_rows(int64_t n, int64_t gi)
@@ -121,15 +127,13 @@ mf_status mf_tcg_layout_build(mf_ctx *ctx, const mf_sparse *S, const int32_t *ro
         goto done;
     }
 #pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 16)
-    for (int64_t gi = 0; gi < groups; gi++) {
-        int64_t d = group_columns(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi));
-        tile_first[gi + 1] = (d + MF_TCG_TILE - 1) / MF_TCG_TILE;
-    }
+    for (int64_t gi = 0; gi < groups; gi++)
+        group_walk(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi), gi, NULL, 0, 0,
+                   &tile_first[gi + 1], &unit_first[gi + 1]);
     tile_first[0] = unit_first[0] = 0;
     for (int64_t gi = 0; gi < groups; gi++) {
-        int64_t tiles = tile_first[gi + 1];
-        unit_first[gi + 1] = unit_first[gi] + (tiles + MF_TCG_UNIT_TILES - 1) / MF_TCG_UNIT_TILES;
-        tile_first[gi + 1] = tile_first[gi] + tiles;
+        tile_first[gi + 1] += tile_first[gi];
+        unit_first[gi + 1] += unit_first[gi];
     }
     out->n_groups = groups;
     out->n_tiles = tile_first[groups];
@@ -141,9 +145,11 @@ mf_status mf_tcg_layout_build(mf_ctx *ctx, const mf_sparse *S, const int32_t *ro
         goto done;
     }
 #pragma omp parallel for num_threads(mf_ctx_threads(ctx)) schedule(dynamic, 16)
-    for (int64_t gi = 0; gi < groups; gi++)
-        group_fill(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi), gi, out, tile_first[gi],
-                   unit_first[gi]);
+    for (int64_t gi = 0; gi < groups; gi++) {
+        int64_t tiles, units;
+        group_walk(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi), gi, out, tile_first[gi],
+                   unit_first[gi], &tiles, &units);
+    }
 done:
     if (st != MF_OK)
         mf_tcg_layout_free(out);

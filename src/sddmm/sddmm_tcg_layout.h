@@ -14,8 +14,8 @@
  * rows one lane of the MMA's accumulators holds. Row r's entries in a tile are the set bits of
  * its mask, in order, after those in the earlier tiles (S's columns are sorted within rows),
  * so their places in `out` follow from the unit's pos. A unit is up to MF_TCG_UNIT_TILES
- * consecutive tiles of one group: one warp's work. Plain C, so the CPU test suites check
- * it. */
+ * consecutive tiles of one group holding up to MF_TCG_UNIT_NNZ entries: one warp's work. Plain C,
+ * so the CPU test suites check it. */
 #ifndef MF_SDDMM_TCG_LAYOUT_H
 #define MF_SDDMM_TCG_LAYOUT_H
 
@@ -29,7 +29,8 @@ extern "C" {
 
 #define MF_TCG_ROWS       32
 #define MF_TCG_TILE       8
-#define MF_TCG_UNIT_TILES 64
+#define MF_TCG_UNIT_TILES 32
+#define MF_TCG_UNIT_NNZ   1024 /* a unit's entries, summed in the warp's shared memory */
 
 typedef struct mf_tcg_tile {
     int32_t col[MF_TCG_TILE];
@@ -37,8 +38,9 @@ typedef struct mf_tcg_tile {
 } mf_tcg_tile;
 
 typedef struct mf_tcg_unit {
-    int32_t row[MF_TCG_ROWS]; /* a short last group repeats its first row, masks clear */
-    int64_t pos[MF_TCG_ROWS]; /* row r's first entry in the unit's tiles */
+    int32_t row[MF_TCG_ROWS];  /* a short last group repeats its first row, masks clear */
+    int64_t pos[MF_TCG_ROWS];  /* row r's first entry in the unit's tiles */
+    uint16_t cnt[MF_TCG_ROWS]; /* row r's entries in the unit's tiles (consecutive in out) */
     int64_t tile_begin;
     int32_t n_tiles; /* 1 .. MF_TCG_UNIT_TILES */
     int32_t group;
