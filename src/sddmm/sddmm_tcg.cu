@@ -25,6 +25,7 @@
 struct mf_sddmm_tcg_params {
     const mf_tcg_unit *units;
     const mf_tcg_tile *tiles;
+    const uint32_t *ent;
     int64_t n_units;
     const uint16_t *A16, *B16;
     int64_t ld16;
@@ -64,7 +65,7 @@ template <int N> __device__ __forceinline__ void mf_tcg_wait()
 template <int NI, int STAGES> __host__ __device__ constexpr size_t mf_tcg_warp_smem()
 {
     return (size_t)MF_TCG_UNIT_TILES * sizeof(mf_tcg_tile) + (size_t)STAGES * NI * 32 * 16 +
-           (size_t)MF_TCG_UNIT_NNZ * sizeof(float);
+           (size_t)(MF_TCG_UNIT_NNZ + MF_TCG_ROWS * MF_TCG_TILE) * sizeof(float);
 }
 
 template <int PREC, int NI, int STAGES>
@@ -79,6 +80,7 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
     mf_tcg_tile *T = reinterpret_cast<mf_tcg_tile *>(mine);
     uint4 *ring = mine + MF_TCG_UNIT_TILES * sizeof(mf_tcg_tile) / 16;
     float *sums = reinterpret_cast<float *>(ring + STAGES * NI * 32);
+    float *prod = sums + MF_TCG_UNIT_NNZ; // a tile's product, 32 rows x 8 columns
     const mf_tcg_unit &U = P.units[u];
     const int n = U.n_tiles;
     {
@@ -89,7 +91,7 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
         mf_tcg_commit();
     }
     // Row r's sums start at first (an exclusive scan of the counts over the lanes, lane r
-    // holding row r); this lane's rows g + 8 m at base[m].
+    // holding row r).
     const int cnt = U.cnt[lane];
     int first = cnt;
 #pragma unroll
@@ -99,11 +101,6 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
             first += x;
     }
     first -= cnt;
-    int base[4];
-#pragma unroll
-    for (int m = 0; m < 4; m++) {
-        base[m] = __shfl_sync(0xffffffffu, first, g + 8 * m);
-    }
     mf_tcg_wait<0>();
     __syncwarp(); // the tiles other lanes copied
     for (int kc = 0; kc < P.ld16; kc += 32 * NI) {
@@ -132,10 +129,11 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
 #pragma unroll
         for (int s = 0; s < STAGES - 1; s++)
             issue(s);
-        int at[4] = {base[0], base[1], base[2], base[3]}; // the rows' next sums
+        const uint32_t *ent = P.ent + U.ent_begin;
         for (int t = 0; t < n; t++) {
             issue(t + STAGES - 1);
-            const uint32_t w = T[t].word[g];
+            // the tile's entries: each mask word is counted by the four lanes of its g
+            const int count = (int)(__reduce_add_sync(0xffffffffu, __popc(T[t].word[g])) / 4);
             mf_tcg_wait<STAGES - 1>(); // tile t's group has landed
             const uint4 *slot = ring + (t % STAGES) * (NI * 32);
             uint4 b[NI];
@@ -153,21 +151,20 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
                                        a[2 * f + 1][i].w, b[i].z, b[i].w);
                 }
                 // d[f] = (row 16 f + g, column 2q), (.., 2q + 1), (row 16 f + g + 8, 2q), (.., 2q +
-                // 1)
+                // 1): the tile's product into shared memory, then each stored entry's to its sum
 #pragma unroll
-            for (int m = 0; m < 4; m++) {
-                const uint32_t mask = (w >> (8 * m)) & 0xffu;
-#pragma unroll
-                for (int h = 0; h < 2; h++) {
-                    const int c = 2 * q + h;
-                    if ((mask >> c) & 1u) {
-                        float *s = sums + at[m] + __popc(mask & ((1u << c) - 1u));
-                        const float v = d[m / 2][2 * (m % 2) + h];
-                        *s = kc == 0 ? v : *s + v;
-                    }
-                }
-                at[m] += __popc(mask);
+            for (int m = 0; m < 4; m++)
+                *reinterpret_cast<float2 *>(prod + (g + 8 * m) * MF_TCG_TILE + 2 * q) =
+                    make_float2(d[m / 2][2 * (m % 2)], d[m / 2][2 * (m % 2) + 1]);
+            __syncwarp();
+            for (int j = lane; j < count; j += 32) {
+                const uint32_t e = __ldg(ent + j);
+                float *s = sums + (e >> 8);
+                const float v = prod[e & 0xffu];
+                *s = kc == 0 ? v : *s + v;
             }
+            ent += count;
+            __syncwarp(); // prod is free for the next tile
         }
         mf_tcg_wait<0>(); // the ring is free for the next chunk
     }
@@ -191,7 +188,7 @@ __global__ void __launch_bounds__(MF_TCG_THREADS) mf_sddmm_tcg_kernel(const mf_s
 
 struct mf_sddmm_tcg_plan {
     int64_t n_units, n_tiles, n_groups;
-    mf_dbuf units, tiles;
+    mf_dbuf units, tiles, ent;
 };
 
 static const char tcg_plan_key = 0;
@@ -201,6 +198,7 @@ static void tcg_plan_free(mf_sparse *m, void *value)
     mf_sddmm_tcg_plan *plan = (mf_sddmm_tcg_plan *)value;
     mf_dmem_free(m->ctx, &plan->units);
     mf_dmem_free(m->ctx, &plan->tiles);
+    mf_dmem_free(m->ctx, &plan->ent);
     free(plan);
 }
 
@@ -235,6 +233,9 @@ static mf_status get_tcg_plan(mf_ctx *ctx, mf_sparse *S, mf_sddmm_tcg_plan **out
     if (st == MF_OK)
         st = mf_upload(ctx, &plan->tiles, host.tiles, (size_t)host.n_tiles * sizeof(mf_tcg_tile),
                        "SDDMM row-group plan tiles");
+    if (st == MF_OK)
+        st = mf_upload(ctx, &plan->ent, host.ent, (size_t)host.n_ent * sizeof(uint32_t),
+                       "SDDMM row-group plan entries");
     mf_tcg_layout_free(&host);
     if (st == MF_OK)
         st = mf_sparse_cache_put(S, &tcg_plan_key, plan, tcg_plan_free); // frees plan on failure
@@ -310,6 +311,7 @@ extern "C" mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm
                        "mf_sddmm: %lld thread blocks exceed the grid limit", (long long)blocks);
     mf_sddmm_tcg_params P = {(const mf_tcg_unit *)plan->units.ptr,
                              (const mf_tcg_tile *)plan->tiles.ptr,
+                             (const uint32_t *)plan->ent.ptr,
                              plan->n_units,
                              A16,
                              B16,

@@ -9,6 +9,7 @@ void mf_tcg_layout_free(mf_tcg_layout *l)
 {
     free(l->tiles);
     free(l->units);
+    free(l->ent);
     memset(l, 0, sizeof *l);
 }
 
@@ -109,6 +110,32 @@ static void group_walk(const mf_sparse *S, const int32_t *rows, int n, int64_t g
     *units = u - u0 + 1;
 }
 
+/* The entries of units u0 .. u0 + units, from e0 on (group_walk has filled the units and
+ * their tiles). */
+static void group_entries(mf_tcg_layout *l, int64_t u0, int64_t units, int64_t e0)
+{
+    for (int64_t u = u0; u < u0 + units; u++) {
+        mf_tcg_unit *un = &l->units[u];
+        un->ent_begin = e0;
+        int first[MF_TCG_ROWS], next[MF_TCG_ROWS], sum = 0;
+        for (int r = 0; r < MF_TCG_ROWS; r++) {
+            first[r] = sum;
+            next[r] = 0;
+            sum += un->cnt[r];
+        }
+        for (int32_t t = 0; t < un->n_tiles; t++) {
+            const mf_tcg_tile *tile = &l->tiles[un->tile_begin + t];
+            for (int r = 0; r < MF_TCG_ROWS; r++) {
+                const unsigned m = mf_tcg_mask(tile, r);
+                for (int c = 0; c < MF_TCG_TILE; c++)
+                    if ((m >> c) & 1u)
+                        l->ent[e0++] =
+                            (uint32_t)(first[r] + next[r]++) << 8 | (uint32_t)(r * MF_TCG_TILE + c);
+            }
+        }
+    }
+}
+
 static int group_rows(int64_t n, int64_t gi)
 {
     return (int)(n - gi * MF_TCG_ROWS < MF_TCG_ROWS ? n - gi * MF_TCG_ROWS : MF_TCG_ROWS);
@@ -121,8 +148,9 @@ mf_status mf_tcg_layout_build(mf_ctx *ctx, const mf_sparse *S, const int32_t *ro
     const int64_t groups = (n + MF_TCG_ROWS - 1) / MF_TCG_ROWS;
     const size_t first_bytes = (size_t)(groups + 1) * sizeof(int64_t);
     int64_t *tile_first = malloc(first_bytes), *unit_first = malloc(first_bytes);
+    int64_t *ent_first = malloc(first_bytes);
     mf_status st = MF_OK;
-    if (!tile_first || !unit_first) {
+    if (!tile_first || !unit_first || !ent_first) {
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
         goto done;
     }
@@ -130,17 +158,24 @@ mf_status mf_tcg_layout_build(mf_ctx *ctx, const mf_sparse *S, const int32_t *ro
     for (int64_t gi = 0; gi < groups; gi++)
         group_walk(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi), gi, NULL, 0, 0,
                    &tile_first[gi + 1], &unit_first[gi + 1]);
-    tile_first[0] = unit_first[0] = 0;
+    tile_first[0] = unit_first[0] = ent_first[0] = 0;
     for (int64_t gi = 0; gi < groups; gi++) {
         tile_first[gi + 1] += tile_first[gi];
         unit_first[gi + 1] += unit_first[gi];
+        int64_t e = 0;
+        for (int r = 0; r < group_rows(n, gi); r++)
+            e +=
+                S->row_ptr[rows[gi * MF_TCG_ROWS + r] + 1] - S->row_ptr[rows[gi * MF_TCG_ROWS + r]];
+        ent_first[gi + 1] = ent_first[gi] + e;
     }
     out->n_groups = groups;
     out->n_tiles = tile_first[groups];
     out->n_units = unit_first[groups];
+    out->n_ent = ent_first[groups];
+    out->ent = malloc((size_t)(out->n_ent > 0 ? out->n_ent : 1) * sizeof *out->ent);
     out->tiles = malloc((size_t)(out->n_tiles > 0 ? out->n_tiles : 1) * sizeof *out->tiles);
     out->units = malloc((size_t)(out->n_units > 0 ? out->n_units : 1) * sizeof *out->units);
-    if (!out->tiles || !out->units) {
+    if (!out->tiles || !out->units || !out->ent) {
         st = mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "mf_sddmm: out of host memory for the plan");
         goto done;
     }
@@ -149,11 +184,13 @@ mf_status mf_tcg_layout_build(mf_ctx *ctx, const mf_sparse *S, const int32_t *ro
         int64_t tiles, units;
         group_walk(S, rows + gi * MF_TCG_ROWS, group_rows(n, gi), gi, out, tile_first[gi],
                    unit_first[gi], &tiles, &units);
+        group_entries(out, unit_first[gi], units, ent_first[gi]);
     }
 done:
     if (st != MF_OK)
         mf_tcg_layout_free(out);
     free(tile_first);
     free(unit_first);
+    free(ent_first);
     return st;
 }

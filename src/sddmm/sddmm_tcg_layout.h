@@ -42,14 +42,20 @@ typedef struct mf_tcg_unit {
     int64_t pos[MF_TCG_ROWS];  /* row r's first entry in the unit's tiles */
     uint16_t cnt[MF_TCG_ROWS]; /* row r's entries in the unit's tiles (consecutive in out) */
     int64_t tile_begin;
-    int32_t n_tiles; /* 1 .. MF_TCG_UNIT_TILES */
+    int64_t ent_begin; /* the unit's entries in ent: its tiles' in order, each tile's by row */
+    int32_t n_tiles;   /* 1 .. MF_TCG_UNIT_TILES */
     int32_t group;
 } mf_tcg_unit;
 
 typedef struct mf_tcg_layout {
-    int64_t n_groups, n_tiles, n_units;
+    int64_t n_groups, n_tiles, n_units, n_ent;
     mf_tcg_tile *tiles;
     mf_tcg_unit *units;
+    /* An entry of a unit: bits 0-7 its place in a tile's product (row * MF_TCG_TILE + column
+     * of the tile), bits 8 and up its place among the unit's entries in `out` order (row by
+     * row: each row's consecutive entries). Where a warp takes each product from, and where
+     * it puts it. */
+    uint32_t *ent;
 } mf_tcg_layout;
 
 /* The mask byte of row r (0 .. MF_TCG_ROWS) in a tile. */
