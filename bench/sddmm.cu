@@ -202,7 +202,7 @@ static void capture_log(void *, mf_log_level, const char *msg)
 
 // bf16 and fp16 run on the CUDA cores, the float kernel's tuned variant reading 16-bit
 // copies (the library's default above 200,000 entries); "-tc" forces the tensor-core kernel,
-// "-cc" the CUDA cores, "-g" the row-group tensor-core kernel (MFACT_SDDMM_HALF, set per call).
+// "-cc" the CUDA cores (MFACT_SDDMM_HALF, set per call).
 static const struct {
     const char *name;
     mf_precision p;
@@ -218,9 +218,7 @@ static const struct {
                   {"3xtf32-tc", MF_PRECISION_3XTF32, "tensor-cores"},
                   {"bf16-cc", MF_PRECISION_BF16, "cuda-cores"},
                   {"fp16-cc", MF_PRECISION_FP16, "cuda-cores"},
-                  {"tf32-cc", MF_PRECISION_TF32, "cuda-cores"},
-                  {"bf16-g", MF_PRECISION_BF16, "groups"},
-                  {"fp16-g", MF_PRECISION_FP16, "groups"}};
+                  {"tf32-cc", MF_PRECISION_TF32, "cuda-cores"}};
 
 // The header's bound for the precision (mfact.h, mf_precision), relative to sum |a_t b_t|.
 static double precision_bound(mf_precision p, int k)

@@ -645,19 +645,14 @@ static mf_status run_tuned(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 
 // MFACT_SDDMM_HALF: tensor-cores or cuda-cores forces the route of every reduced precision;
 // unset or empty leaves the library's pick; another value fails the call.
-static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores,
-                            bool *force_groups = NULL)
+static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores)
 {
     const char *knob = getenv("MFACT_SDDMM_HALF");
     *force_tc = knob && !strcmp(knob, "tensor-cores");
     *force_cores = knob && !strcmp(knob, "cuda-cores");
-    const bool groups = knob && !strcmp(knob, "groups");
-    if (force_groups)
-        *force_groups = groups;
-    if (knob && *knob && !*force_tc && !*force_cores && !groups)
+    if (knob && *knob && !*force_tc && !*force_cores)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
-                       "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores, cuda-cores or groups",
-                       knob);
+                       "mf_sddmm: MFACT_SDDMM_HALF='%s' is not tensor-cores or cuda-cores", knob);
     return MF_OK;
 }
 
@@ -669,16 +664,8 @@ static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores,
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
 static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call)
 {
-    bool force_tc, force_cores, force_groups;
-    MF_TRY(route_knob(ctx, &force_tc, &force_cores, &force_groups));
-    if (force_groups) { // the row-group tensor-core kernel (sddmm_tcg.cu), on the copies
-        mf_sddmm_half_in half = {};
-        mf_dbuf copies = {0, 0};
-        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
-        mf_status st = mf_cuda_sddmm_tcg(ctx, S, call, half.A16, half.B16, half.ld);
-        mf_dmem_free(ctx, &copies);
-        return st;
-    }
+    bool force_tc, force_cores;
+    MF_TRY(route_knob(ctx, &force_tc, &force_cores));
     // Below the size worth timing the tensor cores: their plan takes milliseconds there,
     // and they beat the variants' rule pick on the three small graphs measured (83K-196K
     // entries, bench/README.md). Up to MF_SDDMM_TC_COPY_K they round the floats in registers

@@ -38,11 +38,6 @@ mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *t, const fl
 mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                            const uint16_t *A16, const uint16_t *B16, int64_t ld16);
 
-/* bf16 and fp16 on the tensor cores by row groups (sddmm_tcg.cu): builds or reuses S's
- * row-group plan (sddmm_tcg_layout.h), then runs on the 16-bit copies; stream-ordered. */
-mf_status mf_cuda_sddmm_tcg(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
-                            const uint16_t *A16, const uint16_t *B16, int64_t ld16);
-
 /* bf16 and fp16 (sddmm_tc.cu): A and B rounded to call->precision into one device buffer
  * (*copies, freed by the caller, stream-ordered), rows of *ld values (k rounded up to 32,
  * zeros past k, two values a 32-bit word, the lower index in the low half); stream-ordered. */
