@@ -164,8 +164,7 @@ static csr from_file(mf_ctx *ctx, const char *path)
 {
     mf_read_opts o;
     mf_read_opts_init(&o);
-    o.flags |= MF_SPARSE_PATTERN;
-    o.flags = MF_SPARSE_SUM_DUPLICATES;
+    o.flags |= MF_SPARSE_PATTERN | MF_SPARSE_SUM_DUPLICATES; // positions only, repeats merged
     const char *dot = strrchr(path, '.');
     if (dot && !strcmp(dot, ".txt")) // SNAP edge lists with a "nodes edges" first line
         o.format = MF_FORMAT_PAIRS;
