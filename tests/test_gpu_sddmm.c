@@ -249,7 +249,7 @@ static void free_rounded_ref(rounded_ref *r)
  * with S as a pattern and beta = 0 (the instance a prediction runs: MF_SDDMM_PLAIN for a
  * first chunk wholly inside k). */
 static void check_precision_of(mf_ctx *ctx, problem *pr, const rounded_ref *rr, int v, int32_t tj,
-                               int grouped, const char *what)
+                               int flags, const char *what)
 {
     const mf_precision prec = rr->prec;
     int32_t rows, cols;
@@ -271,7 +271,7 @@ static void check_precision_of(mf_ctx *ctx, problem *pr, const rounded_ref *rr, 
         mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta, dout, 0, prec};
         mf_status st = v < 0 ? mf_sddmm_ex(ctx, pr->S, pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, beta,
                                            dout, MF_MEMORY_DEVICE, 0, prec)
-                             : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, grouped);
+                             : mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, flags);
         ck_assert_msg(st == MF_OK, "%s: %s", what, mf_ctx_last_error(ctx));
         CUDA_OK(cudaStreamSynchronize((cudaStream_t)mf_ctx_stream(ctx)));
         CUDA_OK(cudaMemcpy(got, dout, ob, cudaMemcpyDeviceToHost));
@@ -283,7 +283,7 @@ static void check_precision_of(mf_ctx *ctx, problem *pr, const rounded_ref *rr, 
         CUDA_OK(cudaMemcpy(dout, nan, ob, cudaMemcpyHostToDevice));
         CUDA_OK(cudaDeviceSynchronize());
         mf_sddmm_call call = {pr->k, dA, pr->lda, dB, pr->ldb, 0.5f, 0.0f, dout, 1, prec};
-        ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, grouped) == MF_OK,
+        ck_assert_msg(mf_cuda_sddmm_variant(ctx, pr->S, &call, v, tj, 100, flags) == MF_OK,
                       "%s, pattern: %s", what, mf_ctx_last_error(ctx));
         float *pat = malloc(ob + 4);
         CUDA_OK(cudaMemcpy(pat, dout, ob, cudaMemcpyDeviceToHost));
@@ -319,7 +319,7 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
  * copies' zero padding fills it), and 515 needs a tail chunk. TF32 needs 16-byte float rows
  * (its other route reads them), so only where k % 4 == 0: the scaled fp16 copies wherever
- * the pattern has entries enough (MF_SDDMM_TF32_FP16_MIN_PER_ROW), else B's rounded copy. */
+ * the pattern has entries enough (MF_SDDMM_COPIES_MIN_PER_ROW), else B's rounded copy. */
 START_TEST(every_reduced_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -352,7 +352,16 @@ START_TEST(every_reduced_variant_matches_float64)
                                  "%s k=%d variant %d (V=%d KR=%d) precision %d tj=%d%s",
                                  fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q],
                                  tj, t == 2 ? " grouped" : "");
-                        check_precision_of(ctx, &pr, &rr, v, tj, t == 2, what);
+                        check_precision_of(ctx, &pr, &rr, v, tj, t == 2 ? MF_SDDMM_HOOK_GROUPED : 0,
+                                           what);
+                    }
+                    /* the instance that rounds the floats as they load (no copies): one panel */
+                    if (k % 4 == 0) {
+                        char what[128];
+                        snprintf(what, sizeof what,
+                                 "%s k=%d variant %d (V=%d KR=%d) precision %d in registers",
+                                 fx_pattern_name((fx_pattern)pi), k, v, cf.v, cf.kr, (int)precs[q]);
+                        check_precision_of(ctx, &pr, &rr, v, 100000, MF_SDDMM_HOOK_REGISTERS, what);
                     }
                 }
                 free_rounded_ref(&rr);
@@ -374,7 +383,7 @@ END_TEST
  * A row holding an infinity (each entry NaN, infinite or finite as the CPU backend's). Two
  * variants through the hook (which reads the copies whatever S's size), and the tuned call
  * at k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this
- * one has entries enough a row for the copies: MF_SDDMM_TF32_FP16_MIN_PER_ROW). */
+ * one has entries enough a row for the copies: MF_SDDMM_COPIES_MIN_PER_ROW). */
 /* The first n rows of S that hold entries, in *row, and a column of each in *col. */
 static void rows_with_entries(const mf_sparse *S, int n, int32_t *row, int32_t *col)
 {
@@ -534,7 +543,7 @@ START_TEST(tf32_scaled_copies)
                 snprintf(what, sizeof what, "TF32 k=%d %s tuned", ks[ki], wide ? "wide" : "scaled");
                 int32_t rows, cols;
                 mf_sparse_shape(pr.S, &rows, &cols, NULL);
-                ck_assert(pr.nnz >= MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)rows + cols));
+                ck_assert(pr.nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)rows + cols));
                 check_precision(ctx, cpu, &pr, MF_PRECISION_TF32, what);
             } else {
                 rounded_ref rr = make_rounded_ref(cpu, &pr, MF_PRECISION_TF32);
@@ -960,7 +969,7 @@ START_TEST(precision_routes)
         {MF_PRECISION_TF32, 1, 64, 0, NULL, 0},
         {MF_PRECISION_TF32, 1, 64, 1, NULL, 1},  /* no 16-byte rows */
         {MF_PRECISION_TF32, 0, 32, 0, NULL, 1},  /* small, k <= 128 */
-        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: B's copy pays */
+        {MF_PRECISION_TF32, 0, 256, 0, NULL, 0}, /* small, k > 128: the CUDA cores */
         {MF_PRECISION_TF32, 0, 32, 0, "cuda-cores", 0},
         {MF_PRECISION_TF32, 1, 64, 0, "tensor-cores", 1},
         {MF_PRECISION_3XTF32, 1, 64, 0, "tensor-cores", 1},
@@ -1007,6 +1016,47 @@ START_TEST(precision_routes)
     }
     unsetenv("MFACT_SDDMM_HALF");
     mf_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A matrix with few entries per factor row (6 per row of A and B together, under
+ * MF_SDDMM_COPIES_MIN_PER_ROW) and enough to be timed: TF32, bf16 and fp16 round the floats
+ * as they load, with no copies of the factors (the call's device-memory peak stays below the
+ * same call's with the copies, MFACT_SDDMM_COPIES=on, by most of the copies' bytes), and
+ * both routes give the rounded inputs' products within the precision's bounds. */
+START_TEST(reduced_precisions_without_copies)
+{
+    mf_ctx *cpu = tu_cpu_ctx();
+    const int k = 64;
+    problem pr = make_problem_sized(cpu, FX_RANDOM, 200000, 300, k, 0, 61);
+    ck_assert_int_gt(pr.nnz, 200000);
+    ck_assert(pr.nnz < MF_SDDMM_COPIES_MIN_PER_ROW * (200000 + 300));
+    const size_t copies = (size_t)(200000 + 300) * k * 2;
+    static const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16, MF_PRECISION_FP16};
+    for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
+        size_t peak[2];
+        for (int on = 0; on < 2; on++) {
+            if (on)
+                setenv("MFACT_SDDMM_COPIES", "on", 1);
+            mf_ctx *ctx = tu_cuda_ctx(0);
+            mf_sparse *S = fresh_copy(ctx, pr.S);
+            problem mine = pr;
+            mine.S = S;
+            char what[96];
+            snprintf(what, sizeof what, "precision %d, %s", (int)precs[q],
+                     on ? "copies forced" : "no copies");
+            check_precision(ctx, cpu, &mine, precs[q], what);
+            peak[on] = tu_memory_stats(ctx).peak_bytes;
+            mf_sparse_destroy(S);
+            mf_ctx_destroy(ctx);
+            unsetenv("MFACT_SDDMM_COPIES");
+        }
+        ck_assert_msg(peak[0] + copies / 2 < peak[1],
+                      "precision %d: peak %zu bytes without copies, %zu with (copies: %zu)",
+                      (int)precs[q], peak[0], peak[1], copies);
+    }
+    free_problem(&pr);
+    mf_ctx_destroy(cpu);
 }
 END_TEST
 
@@ -1299,6 +1349,7 @@ int main(void)
                                   spmm_and_rmse_match_cpu,
                                   tensor_core_finish_bits,
                                   memory_limits_fail_cleanly,
-                                  precision_routes};
+                                  precision_routes,
+                                  reduced_precisions_without_copies};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

@@ -501,21 +501,18 @@ typedef enum mf_precision {
  * fp16 scaled by powers of two (each row of A by its own, all of B by one), which holds a
  * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
  * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
- * a value not finite) are computed apart from the float factors, more slowly. With fewer
- * entries it takes cols * k * 4 bytes for B rounded to TF32 and rounds A's values as they
- * load.
- * Either way exact products of the rounded inputs and float sums: TF32's bound, tuned per
- * matrix and k as for FP32. BF16 and FP16 take (rows + cols) * (k rounded
- * up to 32) * 2 bytes of device memory for the call, for the factors' 16-bit copies, and
- * run the float kernel's variants reading the copies and widening each value to float (the
- * same rounded inputs, exact products, float sums: the same bounds), half the bytes of the
- * gathers that bound it. The tensor cores take TF32 when the factors' rows are not 16-byte
- * vectors (k or a leading dimension not a multiple of 4, or unaligned arrays), TF32 below
- * 200,000 entries up to k = 128 and BF16 and FP16 below 200,000 entries (where they were
- * the faster on the small graphs measured) or where
- * no variant applies, and every reduced precision when the environment variable
- * MFACT_SDDMM_HALF is "tensor-cores" ("cuda-cores" forces the other way where a variant
- * applies; a measuring knob).
+ * a value not finite) are computed apart from the float factors, more slowly. BF16 and FP16
+ * with as many entries take (rows + cols) * (k rounded up to 32) * 2 bytes of device memory
+ * for the call, for the factors' 16-bit copies, and run the float kernel's variants reading
+ * the copies and widening each value to float, half the bytes of the gathers that bound it.
+ * With fewer entries (and factor rows that are 16-byte vectors) the three take no copies:
+ * the float kernel's variants round each value as it loads. Every way exact products of the
+ * rounded inputs and float sums: the precision's bound, tuned per matrix and k as for FP32. The
+ * tensor cores take TF32 when the factors' rows are not 16-byte vectors (k or a leading dimension
+ * not a multiple of 4, or unaligned arrays), TF32 below 200,000 entries up to k = 128 and BF16 and
+ * FP16 below 200,000 entries (where they were the faster on the small graphs measured) or where no
+ * variant applies, and every reduced precision when the environment variable MFACT_SDDMM_HALF is
+ * "tensor-cores" ("cuda-cores" forces the other way where a variant applies; a measuring knob).
  * Their first call on a matrix builds its condensed-column plan (one per matrix, for every k
  * and precision; the INFO log line "mf_sddmm: tensor-core plan ..." reports its size and
  * build time, about 0.9 s for 74 million entries) and caches it on S (about 80 bytes per 16

@@ -34,8 +34,8 @@ static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_
 
 // One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with `half`
 // a reduced precision's instance (SM-L2 vector variants only): bf16 and fp16 read P.A16 and
-// P.B16, TF32 reads B's rounded copy and rounds A as it loads, MF_SDDMM_TF32_16 reads the
-// scaled fp16 copies (sddmm_tf32.cu).
+// P.B16, MF_SDDMM_TF32_16 reads the scaled fp16 copies (sddmm_tf32.cu), TF32,
+// MF_SDDMM_BF16_REG and MF_SDDMM_FP16_REG round the floats as they load.
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
                    cudaStream_t stream)
@@ -49,6 +49,10 @@ static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, 
             return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_FP16>(P, mode, grid, smem, stream);
         if (half == MF_PRECISION_TF32)
             return launch_mode<V, KR, VEC, SMEM, MF_PRECISION_TF32>(P, mode, grid, smem, stream);
+        if (half == MF_SDDMM_BF16_REG)
+            return launch_mode<V, KR, VEC, SMEM, MF_SDDMM_BF16_REG>(P, mode, grid, smem, stream);
+        if (half == MF_SDDMM_FP16_REG)
+            return launch_mode<V, KR, VEC, SMEM, MF_SDDMM_FP16_REG>(P, mode, grid, smem, stream);
     }
     launch_mode<V, KR, VEC, SMEM, 0>(P, mode, grid, smem, stream);
 }
@@ -154,17 +158,6 @@ extern "C" mf_status mf_cuda_sddmm_finish(mf_ctx *ctx, float *out, const float *
     return MF_CUDA_LAUNCHED(ctx, "the SDDMM finish");
 }
 
-// X (rows x k, leading dimension ldx) rounded to TF32 in Y (rows x k, dense rows).
-__global__ void round_tf32_kernel(const float *X, int64_t ldx, int64_t rows, int k, float *Y)
-{
-    const int64_t n = rows * k;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;
-         i += (int64_t)gridDim.x * blockDim.x) {
-        const int64_t r = i / k;
-        Y[i] = mf_round_tf32(X[r * ldx + (i - r * k)]);
-    }
-}
-
 // Let an SM-SM variant use all the shared memory a block may opt into. Done when a variant
 // is picked (tuning, the test hook), not per launch: the limit only ever grows to the
 // device's maximum, so a cached choice stays launchable.
@@ -177,13 +170,12 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 }
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
-// (A16, B16: rows of ld values); TF32 reads B's rounded copy (B32, rows of ld) and A's
-// floats, rounding them as they load, or the scaled fp16 copies (A16, B16 with pow_a, pow_b,
-// wide and b_top: mf_sddmm_tf32_copy16). `kernel` is the instance that reads them (the kernel's
-// HALF: an mf_precision or MF_SDDMM_TF32_16).
+// (A16, B16: rows of ld values), TF32 the scaled fp16 copies (A16, B16 with pow_a, pow_b,
+// wide and b_top: mf_sddmm_tf32_copy16); or, without copies (A16 NULL), all three round the
+// floats as they load. `kernel` is the instance that reads them (the kernel's HALF: an
+// mf_precision, MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or MF_SDDMM_FP16_REG).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
-    const float *B32;
     int64_t ld;
     const int8_t *pow_a, *pow_b;
     const int *wide;
@@ -203,40 +195,43 @@ static const char *unit_name(mf_sddmm_config c, int unit16)
     return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
 }
 
-// B's values rounded to TF32 (the float kernel's TF32 instance reads them) in *copy, rows
-// of k values (k % 4 == 0: vector_ok), stream-ordered.
-static mf_status round_b_tf32(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
-                              mf_dbuf *copy, mf_sddmm_half_in *in)
+// Whether the factors' copies pay for a call: the copies move (rows + cols) x k x 6 bytes
+// whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
+// (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
+// MFACT_SDDMM_COPIES ("on" or "off") forces the choice: a measuring knob.
+static bool copies_pay(const mf_sparse *S, bool copies)
 {
-    MF_TRY(mf_dmem_alloc(ctx, copy, (size_t)S->cols * (size_t)call->k * sizeof(float),
-                         "SDDMM TF32 copy of B"));
-    round_tf32_kernel<<<mf_cuda_grid(ctx->link.cuda, S->cols * (int64_t)call->k, 256, 16), 256, 0,
-                        ctx->link.cuda->stream>>>(call->B, call->ldb, S->cols, call->k,
-                                                  (float *)copy->ptr);
-    mf_status st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 rounding");
-    if (st != MF_OK) {
-        mf_dmem_free(ctx, copy);
-        return st;
-    }
-    *in = mf_sddmm_half_in{};
-    in->B32 = (const float *)copy->ptr; // NULL only for no columns, where no kernel runs
-    in->ld = call->k;
-    in->kernel = MF_PRECISION_TF32;
-    return MF_OK;
+    const char *knob = getenv("MFACT_SDDMM_COPIES");
+    if (knob && !strcmp(knob, "on"))
+        return true;
+    if (knob && !strcmp(knob, "off"))
+        return copies;
+    return copies || S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols);
+}
+
+// The instance that rounds a reduced precision's floats as they load.
+static int rounding_kernel(mf_precision p)
+{
+    if (p == MF_PRECISION_BF16)
+        return MF_SDDMM_BF16_REG;
+    if (p == MF_PRECISION_FP16)
+        return MF_SDDMM_FP16_REG;
+    return MF_PRECISION_TF32;
 }
 
 // TF32's inputs for the float kernel (16-byte rows: vector_ok), stream-ordered, in *copy:
 // A's and B's rows rounded to TF32 and held exactly as fp16, scaled by powers of two (each row
 // of A by its own, all of B by one: sddmm_tf32.cu; the entries of rows that do not fit are
-// computed apart, from the floats: mf_sddmm_tf32_unfit), where the call has entries enough to
-// pay for copying both factors (MF_SDDMM_TF32_FP16_MIN_PER_ROW) or `copies` asks for them (the
-// test hook, which runs the instance that reads them whatever S's size); else B rounded into a
-// float copy.
+// computed apart, from the floats: mf_sddmm_tf32_unfit), where the copies pay (copies_pay);
+// else none, and the kernel rounds the floats as they load.
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                              bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
-    if (!copies && S->nnz < MF_SDDMM_TF32_FP16_MIN_PER_ROW * ((int64_t)S->rows + S->cols))
-        return round_b_tf32(ctx, S, call, copy, in);
+    if (!copies_pay(S, copies)) {
+        *in = mf_sddmm_half_in{};
+        in->kernel = MF_PRECISION_TF32;
+        return MF_OK;
+    }
     mf_sddmm_tf32_copies c;
     MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copy, &c));
     *in = mf_sddmm_half_in{};
@@ -288,9 +283,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.ld16 = half->ld;
         P.pow_a = half->pow_a;
         P.b_top = half->b_top;
-    } else if (half && half->B32) {
-        P.B = half->B32;
-        P.ldb = half->ld;
     }
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
     if (L->n_blocks == 0)
@@ -380,13 +372,13 @@ static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_c
 // the grouped layout, the fastest SM-SM one with smaller blocks; last, the two fastest of all
 // timed again where close (MF_SDDMM_RECHECK_MARGIN).
 //
-// With half (bf16 or fp16 copies, TF32's scaled fp16 copies or its rounded B) the candidates are
-// the SM-L2 vector variants run on the reduced inputs. The tensor-core kernel is not timed against
-// them: it won in one of the eleven cases measured (Netflix shape, k = 512: 6.8 ms against 8.4),
-// and only where the output is write-only (beta = 0; with beta = 1, as RMSE and predictions call
-// it, it took 5.6 ms where the CUDA cores took 2.7), while its plan costs about 0.9 s to build on a
-// Netflix-sized matrix: ~600 calls before it pays (bench/README.md). *tensor_cores is set only
-// when no variant reads the copies.
+// With half (bf16 or fp16 copies, TF32's scaled fp16 copies, or the floats rounded as they load)
+// the candidates are the SM-L2 vector variants run on the reduced inputs. The tensor-core kernel is
+// not timed against them: it won in one of the eleven cases measured (Netflix shape, k = 512: 6.8
+// ms against 8.4), and only where the output is write-only (beta = 0; with beta = 1, as RMSE and
+// predictions call it, it took 5.6 ms where the CUDA cores took 2.7), while its plan costs about
+// 0.9 s to build on a Netflix-sized matrix: ~600 calls before it pays (bench/README.md).
+// *tensor_cores is set only when no variant reads the copies.
 static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
                         const mf_sddmm_half_in *half, int *variant, int *layout,
                         bool *tensor_cores = NULL)
@@ -677,7 +669,10 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_sddmm_half_in half = {};
     half.kernel = call->precision;
     mf_dbuf copies = {0, 0};
-    MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
+    if (!tc && !copies_pay(S, false) && vector_ok(call)) // the floats, rounded as they load
+        half.kernel = rounding_kernel((mf_precision)call->precision);
+    else
+        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
     mf_status st = MF_OK;
     if (!tc) // the CUDA cores, unless no variant reads the copies
         st = run_tuned(ctx, S, call, &half, &tc);
@@ -743,7 +738,7 @@ extern "C" mf_status mf_cuda_sddmm(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_cal
 // tuning rules (stream-ordered). Serves the test hook (sddmm_hooks.cu) that checks every compiled
 // variant against the reference, whatever the rules would pick.
 mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                                    int32_t tj, int64_t block_nnz, int grouped)
+                                    int32_t tj, int64_t block_nnz, int grouped, bool registers)
 {
     if (v < 0 || v >= n_variants)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "no SDDMM variant %d", v);
@@ -755,7 +750,7 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     if (rounded && (!variants[v].cfg.vec || variants[v].cfg.smem))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d has no reduced-precision instance",
                        v);
-    if (variants[v].cfg.vec && !copies16 && !vector_ok(call))
+    if (variants[v].cfg.vec && (!copies16 || registers) && !vector_ok(call))
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "variant %d needs 16-byte vectors", v);
     if (variants[v].cfg.smem && mf_sddmm_smem_bytes(variants[v].cfg, tj) >
                                     (size_t)ctx->link.cuda->prop.sharedMemPerBlockOptin)
@@ -775,11 +770,11 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     // copy, the calls' other TF32 route, is tested through them: the tuned calls on small
     // patterns).
     mf_sddmm_half_in in = {};
-    in.kernel = call->precision;
+    in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};
-    if (copies16)
+    if (copies16 && !registers)
         MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
-    else if (rounded)
+    else if (rounded && !registers)
         MF_TRY(tf32_inputs(ctx, S, call, true, &copies, &in));
     mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them

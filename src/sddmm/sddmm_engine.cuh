@@ -11,10 +11,11 @@ namespace mf_sddmm_gpu
 // Run compiled variant v (sddmm_tuning.h) on the layout of panel width tj and about
 // block_nnz entries per block, grouped or not (sddmm_layout.h), whatever the tuning rules
 // would pick; stream-ordered. call->precision picks the instance: FP32 the float one, TF32,
-// BF16 and FP16 (SM-L2 vector variants) the one that reads what the library's calls give it
-// (TF32's scaled fp16 copies or B rounded to TF32, the 16-bit copies).
+// BF16 and FP16 (SM-L2 vector variants) the one that reads the factors' copies (TF32's scaled
+// fp16 copies, the 16-bit copies), or with `registers` the one that rounds the floats as they
+// load (16-byte float rows: k % 4 == 0).
 mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v, int32_t tj,
-                      int64_t block_nnz, int grouped);
+                      int64_t block_nnz, int grouped, bool registers);
 
 } // namespace mf_sddmm_gpu
 

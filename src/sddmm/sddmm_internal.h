@@ -75,19 +75,24 @@ mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, in
                               const mf_sparse *S, const mf_sddmm_call *call, float *out, float beta,
                               const int8_t *pow_a, const int8_t *pow_b, const int *wide);
 
-/* TF32 on the CUDA cores takes the scaled fp16 copies (above) from this many entries per
- * factor row (rows + cols) on, else B's rounded copy: the copies' pass moves (rows + cols) x
- * k x 6 bytes of memory whatever S holds, and the halved gathers save nnz x k x 2 bytes,
- * mostly of L2. A guess from those bytes, not measured; it keeps an evaluation of a small
- * test set against large factors (RMSE, predictions) off a pass over both factors. */
-#define MF_SDDMM_TF32_FP16_MIN_PER_ROW 8
+/* The reduced precisions on the CUDA cores read copies of the factors (bf16 and fp16: 16-bit
+ * copies; TF32: the scaled fp16 copies above) from this many entries per factor row (rows +
+ * cols) on, else round the floats as they load: the copies' pass moves (rows + cols) x k x 6
+ * bytes of memory whatever S holds, and the halved gathers save nnz x k x 2 bytes, mostly of
+ * L2. It keeps an evaluation of a small test set against large factors (RMSE, predictions)
+ * off a pass over both factors. */
+#define MF_SDDMM_COPIES_MIN_PER_ROW 8
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped
- * layout or not (sddmm_layout.h), bypassing the tuning rules, in call->precision (FP32, or
- * TF32, BF16, FP16 on the SM-L2 vector variants); finished on return. */
+ * layout or not (flags & MF_SDDMM_HOOK_GROUPED, sddmm_layout.h), bypassing the tuning rules,
+ * in call->precision (FP32, or TF32, BF16, FP16 on the SM-L2 vector variants: reading the
+ * factors' copies, or with flags & MF_SDDMM_HOOK_REGISTERS rounding the floats as they load);
+ * finished on return. */
+#define MF_SDDMM_HOOK_GROUPED   1
+#define MF_SDDMM_HOOK_REGISTERS 2
 mf_status mf_cuda_sddmm_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call, int v,
-                                int32_t tj, int64_t block_nnz, int grouped);
+                                int32_t tj, int64_t block_nnz, int flags);
 
 /* Device arrays (predict.cu): out[p] = (accumulate ? out[p] : 0) + sign * (mean + user[i] +
  * item[j]) at every stored entry p = (i, j) of S. */

@@ -28,13 +28,14 @@
 #ifndef MF_SDDMM_KERNELS_CUH
 #define MF_SDDMM_KERNELS_CUH
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "mfact/mfact.h"
 #include "sddmm/sddmm_layout.h"
-#include "sddmm/sddmm_round.h"  // mf_round_tf32
+#include "sddmm/sddmm_round.h"  // mf_pow2, mf_tf32_row_power
 #include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
 
 struct mf_sddmm_params {
@@ -62,9 +63,9 @@ struct mf_sddmm_params {
     const uint32_t *b_top;
 };
 
-// The kernel instance beyond mf_precision's values (the HALF parameter below): TF32 read
-// from scaled fp16 copies.
-enum { MF_SDDMM_TF32_16 = 16 };
+// The kernel instances beyond mf_precision's values (the HALF parameter below): TF32 read
+// from scaled fp16 copies; bf16 and fp16 rounded from the floats in registers.
+enum { MF_SDDMM_TF32_16 = 16, MF_SDDMM_BF16_REG = 17, MF_SDDMM_FP16_REG = 18 };
 
 // A lane's unit of a row: 4 floats (VEC), 1 float, or (HALF: MF_PRECISION_BF16, FP16 or
 // MF_SDDMM_TF32_16, with VEC) 8 16-bit values widened to floats as they load, whose products
@@ -225,18 +226,64 @@ template <int HALF> struct mf_unit<true, HALF> {
     }
 };
 
-// TF32 (HALF = MF_PRECISION_TF32, with VEC): the float factors rounded to TF32 as the CPU
-// backend rounds them (sddmm_round.h): B already rounded, in the copy round_tf32_kernel made
-// (sddmm.cu; P.B points at it), A as it loads, once per item. Exact products of the rounded
-// factors and float sums: the bound of the tensor cores' TF32, at the float kernel's speed.
-// (Rounding B's values as they load cost TF32 a third of fp32's speed at k = 32: a few
-// integer instructions for each of the entry loop's FMAs, H200, 2026-11-29.)
+// The float factors rounded as they load (HALF = MF_PRECISION_TF32, MF_SDDMM_BF16_REG or
+// MF_SDDMM_FP16_REG, with VEC), by the conversion instructions, to the values the CPU backend
+// rounds them to (sddmm_round.h, core/round16.h): exact products of the rounded factors and
+// float sums, the precision's bound and CPU parity, with no copy of either factor. For a matrix
+// with few entries per factor row a copy is a pass over both factors that the product does not
+// repay (a 948K-entry graph at k = 512, 82K x 82K: bf16's copies 12%, TF32's copy of B 46%
+// slower than fp32 itself, H200, 2026-12-01); where the gathers bind (k >= 128) the conversions
+// cost little, at k = 32 a few instructions per FMA (bench/README.md).
+// TF32: cvt.rna.tf32.f32 (ties away, as mf_round_tf32) and the low 13 bits cleared.
+__device__ __forceinline__ float mf_unit_tf32(float x)
+{
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return __uint_as_float(r & 0xffffe000u);
+}
 template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
-    __device__ static float4 loadA(const float *p)
+    __device__ static float4 load(const float *p)
     {
         const float4 v = mf_unit<true>::load(p);
-        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
-                           mf_round_tf32(v.w));
+        return make_float4(mf_unit_tf32(v.x), mf_unit_tf32(v.y), mf_unit_tf32(v.z),
+                           mf_unit_tf32(v.w));
+    }
+    __device__ static float4 loadA(const float *p)
+    {
+        return load(p);
+    }
+};
+// bf16 and fp16: two values a conversion to a 16-bit pair (ties to even, as __float2bfloat16_rn
+// and __float2half_rn), widened back exactly.
+template <> struct mf_unit<true, MF_SDDMM_BF16_REG> : mf_unit<true> {
+    __device__ static float2 round2(float a, float b)
+    {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        const uint32_t u = *reinterpret_cast<const uint32_t *>(&h);
+        return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+    }
+    __device__ static float4 load(const float *p)
+    {
+        const float4 v = mf_unit<true>::load(p);
+        const float2 lo = round2(v.x, v.y), hi = round2(v.z, v.w);
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+    __device__ static float4 loadA(const float *p)
+    {
+        return load(p);
+    }
+};
+template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit<true> {
+    __device__ static float4 load(const float *p)
+    {
+        const float4 v = mf_unit<true>::load(p);
+        const float2 lo = __half22float2(__floats2half2_rn(v.x, v.y)),
+                     hi = __half22float2(__floats2half2_rn(v.z, v.w));
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+    __device__ static float4 loadA(const float *p)
+    {
+        return load(p);
     }
 };
 
@@ -430,7 +477,8 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
     }
 }
 
-// HALF: 0 (float), an mf_precision (TF32, BF16, FP16) or MF_SDDMM_TF32_16.
+// HALF: 0 (float), an mf_precision (TF32, BF16, FP16), MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or
+// MF_SDDMM_FP16_REG.
 template <int V, int KR, bool VEC, bool SMEM, int MODE, int T, int HALF = 0>
 __global__ void __launch_bounds__(T) mf_sddmm_kernel(const mf_sddmm_params P)
 {

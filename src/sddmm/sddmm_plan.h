@@ -35,8 +35,8 @@ typedef struct mf_sddmm_dev_layout {
 
 typedef struct mf_sddmm_choice {
     int k, vec; /* the call shape the choice is for; vec 100 + the kernel instance (sddmm.cu's
-                 * mf_sddmm_half_in): bf16 or fp16 copies, TF32's scaled fp16 copies or its
-                 * rounded copy of B */
+                 * mf_sddmm_half_in): bf16 or fp16 copies, TF32's scaled fp16 copies, or the
+                 * floats rounded as they load */
     int variant, layout;
     float ms;
 } mf_sddmm_choice;
