@@ -319,7 +319,8 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
  * copies' zero padding fills it), and 515 needs a tail chunk. TF32 needs 16-byte float rows
  * (its other route reads them), so only where k % 4 == 0: the scaled fp16 copies wherever
- * the pattern has entries enough (MF_SDDMM_COPIES_MIN_PER_ROW), else B's rounded copy. */
+ * the pattern has entries enough (MF_SDDMM_COPIES_MIN_PER_ROW), else the floats rounded as they
+ * load; every precision also runs that instance (MF_SDDMM_HOOK_REGISTERS) on one panel. */
 START_TEST(every_reduced_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
