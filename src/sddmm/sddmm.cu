@@ -766,9 +766,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it: the 16-bit
-    // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs; B's rounded
-    // copy, the calls' other TF32 route, is tested through them: the tuned calls on small
-    // patterns).
+    // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs); with
+    // `registers`, the floats, rounded as they load (the calls' route below
+    // MF_SDDMM_COPIES_MIN_PER_ROW).
     mf_sddmm_half_in in = {};
     in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};
