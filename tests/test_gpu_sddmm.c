@@ -318,9 +318,10 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * (under compute-sanitizer: bf16 on several panels, fewer patterns and k).
  * 16-bit copies hold 8 values a unit, so at k = 1, 7 and 33 the last unit passes k (the
  * copies' zero padding fills it), and 515 needs a tail chunk. TF32 needs 16-byte float rows
- * (its other route reads them), so only where k % 4 == 0: the scaled fp16 copies wherever
- * the pattern has entries enough (MF_SDDMM_COPIES_MIN_PER_ROW), else the floats rounded as they
- * load; every precision also runs that instance (MF_SDDMM_HOOK_REGISTERS) on one panel. */
+ * (its other route reads them), so only where k % 4 == 0. The hook reads the copies (TF32's
+ * scaled fp16 copies) whatever the pattern's size; every precision also runs the instance that
+ * rounds the floats as they load (MF_SDDMM_HOOK_REGISTERS, the calls' route below
+ * MF_SDDMM_COPIES_MIN_PER_ROW) on one panel. */
 START_TEST(every_reduced_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -1039,7 +1040,8 @@ START_TEST(reduced_precisions_without_copies)
         for (int on = 0; on < 2; on++) {
             if (on)
                 setenv("MFACT_SDDMM_COPIES", "on", 1);
-            mf_ctx *ctx = tu_cuda_ctx(0);
+            route_log seen = {0, 0, 0};
+            mf_ctx *ctx = logging_ctx(count_routes, &seen, MF_LOG_INFO);
             mf_sparse *S = fresh_copy(ctx, pr.S);
             problem mine = pr;
             mine.S = S;
@@ -1048,6 +1050,10 @@ START_TEST(reduced_precisions_without_copies)
                      on ? "copies forced" : "no copies");
             check_precision(ctx, cpu, &mine, precs[q], what);
             peak[on] = tu_memory_stats(ctx).peak_bytes;
+            /* the CUDA cores, tuned: the bounds alone would pass the tensor cores too */
+            ck_assert_msg(seen.cores >= 1 && seen.tensor_cores == 0 && seen.timed >= 1,
+                          "%s: %d float-kernel plans (%d timed), %d tensor-core plans", what,
+                          seen.cores, seen.timed, seen.tensor_cores);
             mf_sparse_destroy(S);
             mf_ctx_destroy(ctx);
             unsetenv("MFACT_SDDMM_COPIES");

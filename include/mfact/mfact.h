@@ -502,7 +502,8 @@ typedef enum mf_precision {
  * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
  * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
  * a value not finite) are computed apart from the float factors, more slowly. BF16 and FP16
- * with as many entries take (rows + cols) * (k rounded up to 32) * 2 bytes of device memory
+ * with as many entries (or with factor rows that are not 16-byte vectors) take (rows + cols) *
+ * (k rounded up to 32) * 2 bytes of device memory
  * for the call, for the factors' 16-bit copies, and run the float kernel's variants reading
  * the copies and widening each value to float, half the bytes of the gathers that bound it.
  * With fewer entries (and factor rows that are 16-byte vectors) the three take no copies:

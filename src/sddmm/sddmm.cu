@@ -195,21 +195,25 @@ static const char *unit_name(mf_sddmm_config c, int unit16)
     return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
 }
 
-// Whether the factors' copies pay for a call: the copies move (rows + cols) x k x 6 bytes
-// whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
+// Whether the factors' copies pay for a call (*pay): the copies move (rows + cols) x k x 6
+// bytes whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
 // (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
-// MFACT_SDDMM_COPIES ("on" or "off") forces the choice: a measuring knob.
-static bool copies_pay(const mf_sparse *S, bool copies)
+// MFACT_SDDMM_COPIES ("on" or "off") forces the choice, a measuring knob; another value fails
+// the call.
+static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *pay)
 {
     const char *knob = getenv("MFACT_SDDMM_COPIES");
-    if (knob && !strcmp(knob, "on"))
-        return true;
-    if (knob && !strcmp(knob, "off"))
-        return copies;
-    return copies || S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols);
+    const bool on = knob && !strcmp(knob, "on"), off = knob && !strcmp(knob, "off");
+    if (knob && *knob && !on && !off)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "mf_sddmm: MFACT_SDDMM_COPIES='%s' is not on or off", knob);
+    *pay = copies || on ||
+           (!off && S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols));
+    return MF_OK;
 }
 
-// The instance that rounds a reduced precision's floats as they load.
+// The instance that rounds a reduced precision's floats as they load (p: TF32, BF16 or FP16,
+// which the callers have checked).
 static int rounding_kernel(mf_precision p)
 {
     if (p == MF_PRECISION_BF16)
@@ -227,7 +231,9 @@ static int rounding_kernel(mf_precision p)
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                              bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
-    if (!copies_pay(S, copies)) {
+    bool pay;
+    MF_TRY(copies_pay(ctx, S, copies, &pay));
+    if (!pay) {
         *in = mf_sddmm_half_in{};
         in->kernel = MF_PRECISION_TF32;
         return MF_OK;
@@ -398,8 +404,8 @@ static mf_status choose(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     int timed = 0;                  // candidates timed
     mf_sddmm_shape sh = shape_of(ctx, S, call);
     if (half)
-        sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (TF32:
-                    // the caller checked the factors')
+        sh.vec = 1; // the copies' rows are aligned, whatever the float factors' are (the
+                    // instances that round the floats as they load: the callers checked them)
     sh.unit16 = unit16_of(half);
     mf_sddmm_candidate cand[MF_SDDMM_MAX_CANDIDATES];
     int n = mf_sddmm_candidates(&sh, cand);
@@ -669,7 +675,10 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_sddmm_half_in half = {};
     half.kernel = call->precision;
     mf_dbuf copies = {0, 0};
-    if (!tc && !copies_pay(S, false) && vector_ok(call)) // the floats, rounded as they load
+    bool pay = true;
+    if (!tc)
+        MF_TRY(copies_pay(ctx, S, false, &pay));
+    if (!pay && vector_ok(call)) // the floats, rounded as they load
         half.kernel = rounding_kernel((mf_precision)call->precision);
     else
         MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
@@ -690,8 +699,8 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // sums the split's three products), and TF32 the float kernel's variants on TF32-rounded
 // factors (exact products of the rounded factors, float sums: TF32's bound and CPU parity,
 // as on the tensor cores), tuned per matrix and k: both factors' rows as fp16 scaled by
-// powers of two, which holds TF32 values exactly (half the bytes gathered), or B rounded
-// once into a copy (cols x k floats) and A as it loads (tf32_inputs says which); factors
+// powers of two, which holds TF32 values exactly (half the bytes gathered), or both factors'
+// floats rounded as they load (tf32_inputs says which); factors
 // without 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says,
 // and so do small matrices at small k unless MFACT_SDDMM_HALF=cuda-cores.
 // MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
@@ -700,9 +709,10 @@ static mf_status sddmm_tf32(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     bool force_tc, force_cores;
     MF_TRY(route_knob(ctx, &force_tc, &force_cores));
     // TF32 below MF_SDDMM_TUNE_MIN_NNZ and up to MF_SDDMM_TC_COPY_K: the tensor cores,
-    // rounding in registers (B's copy, a second launch and an allocation, cost more than
-    // the product there: bcsstk13 and pushpull at k = 32, 12-14 us against 15-17; at k = 512
-    // the copy paid on bcsstk13, 31 us against 47; H200, 2026-11-29).
+    // rounding in registers (measured against the CUDA cores' route of the time, B's rounded
+    // copy: bcsstk13 and pushpull at k = 32, 12-14 us against 15-17; at k = 512 the copy
+    // paid on bcsstk13, 31 us against 47; H200, 2026-11-29; the in-register route that
+    // replaced the copy has not been timed there).
     const bool small = S->nnz < MF_SDDMM_TUNE_MIN_NNZ && call->k <= MF_SDDMM_TC_COPY_K;
     if (force_tc ||
         (call->precision == MF_PRECISION_TF32 && (!vector_ok(call) || (small && !force_cores))))

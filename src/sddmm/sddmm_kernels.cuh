@@ -35,7 +35,7 @@
 
 #include "mfact/mfact.h"
 #include "sddmm/sddmm_layout.h"
-#include "sddmm/sddmm_round.h"  // mf_pow2, mf_tf32_row_power
+#include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_pow2, mf_tf32_row_power
 #include "sddmm/sddmm_tuning.h" // MF_SDDMM_L2_THREADS, MF_SDDMM_SM_THREADS
 
 struct mf_sddmm_params {
@@ -227,26 +227,23 @@ template <int HALF> struct mf_unit<true, HALF> {
 };
 
 // The float factors rounded as they load (HALF = MF_PRECISION_TF32, MF_SDDMM_BF16_REG or
-// MF_SDDMM_FP16_REG, with VEC), by the conversion instructions, to the values the CPU backend
-// rounds them to (sddmm_round.h, core/round16.h): exact products of the rounded factors and
-// float sums, the precision's bound and CPU parity, with no copy of either factor. For a matrix
-// with few entries per factor row a copy is a pass over both factors that the product does not
-// repay (a 948K-entry graph at k = 512, 82K x 82K: bf16's copies 12%, TF32's copy of B 46%
-// slower than fp32 itself, H200, 2026-12-01); where the gathers bind (k >= 128) the conversions
-// cost little, at k = 32 a few instructions per FMA (bench/README.md).
-// TF32: cvt.rna.tf32.f32 (ties away, as mf_round_tf32) and the low 13 bits cleared.
-__device__ __forceinline__ float mf_unit_tf32(float x)
-{
-    uint32_t r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return __uint_as_float(r & 0xffffe000u);
-}
+// MF_SDDMM_FP16_REG, with VEC), to the values the CPU backend rounds them to (sddmm_round.h,
+// core/round16.h): exact products of the rounded factors and float sums, the precision's bound
+// and CPU parity, with no copy of either factor. For a matrix with few entries per factor row a
+// copy is a pass over both factors that the product does not repay (a 948K-entry graph at
+// k = 512, 82K x 82K: bf16's copies 12%, TF32's copy of B 46% slower than fp32 itself, H200,
+// 2026-12-01); where the gathers bind (k >= 128) the roundings cost little, at k = 32 a few
+// instructions per FMA (bench/README.md).
+// TF32: mf_round_tf32 itself, four integer instructions a value, as many as cvt.rna.tf32.f32
+// and its mask compile to (sm_80, sm_90); the conversion's mask would turn a NaN whose payload
+// lies in the low 13 bits into an infinity, where the CPU backend keeps it NaN. (Not timed on
+// the device: the conversion's form was, bench/README.md.)
 template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
     __device__ static float4 load(const float *p)
     {
         const float4 v = mf_unit<true>::load(p);
-        return make_float4(mf_unit_tf32(v.x), mf_unit_tf32(v.y), mf_unit_tf32(v.z),
-                           mf_unit_tf32(v.w));
+        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                           mf_round_tf32(v.w));
     }
     __device__ static float4 loadA(const float *p)
     {
