@@ -238,50 +238,52 @@ template <int HALF> struct mf_unit<true, HALF> {
 // and its mask compile to (sm_80, sm_90); the conversion's mask would turn a NaN whose payload
 // lies in the low 13 bits into an infinity, where the CPU backend keeps it NaN. (Not timed on
 // the device: the conversion's form was, bench/README.md.)
-template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit<true> {
+// One form for the three: R::round4 rounds a unit of 4 floats, for A's loads and B's alike.
+template <class R> struct mf_unit_rounding : mf_unit<true> {
     __device__ static float4 load(const float *p)
     {
-        const float4 v = mf_unit<true>::load(p);
-        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
-                           mf_round_tf32(v.w));
+        return R::round4(mf_unit<true>::load(p));
     }
     __device__ static float4 loadA(const float *p)
     {
         return load(p);
     }
 };
+struct mf_round4_tf32 {
+    __device__ static float4 round4(float4 v)
+    {
+        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                           mf_round_tf32(v.w));
+    }
+};
 // bf16 and fp16: two values a conversion to a 16-bit pair (ties to even, as __float2bfloat16_rn
 // and __float2half_rn), widened back exactly.
-template <> struct mf_unit<true, MF_SDDMM_BF16_REG> : mf_unit<true> {
+struct mf_round4_bf16 {
     __device__ static float2 round2(float a, float b)
     {
         const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
         const uint32_t u = *reinterpret_cast<const uint32_t *>(&h);
         return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
     }
-    __device__ static float4 load(const float *p)
+    __device__ static float4 round4(float4 v)
     {
-        const float4 v = mf_unit<true>::load(p);
         const float2 lo = round2(v.x, v.y), hi = round2(v.z, v.w);
         return make_float4(lo.x, lo.y, hi.x, hi.y);
     }
-    __device__ static float4 loadA(const float *p)
-    {
-        return load(p);
-    }
 };
-template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit<true> {
-    __device__ static float4 load(const float *p)
+struct mf_round4_fp16 {
+    __device__ static float4 round4(float4 v)
     {
-        const float4 v = mf_unit<true>::load(p);
         const float2 lo = __half22float2(__floats2half2_rn(v.x, v.y)),
                      hi = __half22float2(__floats2half2_rn(v.z, v.w));
         return make_float4(lo.x, lo.y, hi.x, hi.y);
     }
-    __device__ static float4 loadA(const float *p)
-    {
-        return load(p);
-    }
+};
+template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit_rounding<mf_round4_tf32> {
+};
+template <> struct mf_unit<true, MF_SDDMM_BF16_REG> : mf_unit_rounding<mf_round4_bf16> {
+};
+template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit_rounding<mf_round4_fp16> {
 };
 
 // TF32 from the scaled fp16 copies (MF_SDDMM_TF32_16, sddmm_tf32.cu): each row is its TF32
