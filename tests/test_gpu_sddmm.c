@@ -939,6 +939,7 @@ END_TEST
 typedef struct route_log {
     int cores, tensor_cores;
     int timed; /* float-kernel plans whose line reports candidates timed */
+    int vec8;  /* float-kernel plans on 16-bit copies (8 values a 16-byte unit) */
 } route_log;
 
 static void count_routes(void *user, mf_log_level level, const char *message)
@@ -950,6 +951,7 @@ static void count_routes(void *user, mf_log_level level, const char *message)
     else if (strstr(message, "mf_sddmm: plan for k")) {
         r->cores++;
         r->timed += strstr(message, "candidates timed in") != NULL;
+        r->vec8 += strstr(message, " vec8,") != NULL;
     }
 }
 
@@ -958,7 +960,7 @@ static void count_routes(void *user, mf_log_level level, const char *message)
  * call's log read. */
 START_TEST(precision_routes)
 {
-    route_log seen = {0, 0, 0};
+    route_log seen = {0, 0, 0, 0};
     mf_ctx *ctx = logging_ctx(count_routes, &seen, MF_LOG_INFO);
     static const struct {
         mf_precision prec;
@@ -996,7 +998,7 @@ START_TEST(precision_routes)
         float *dA = to_device(pr.A, (size_t)rows * pr.lda * sizeof(float));
         float *dB = to_device(pr.B, (size_t)cols * pr.ldb * sizeof(float));
         float *dout = to_device(pr.before, (size_t)pr.nnz * sizeof(float));
-        seen.cores = seen.tensor_cores = seen.timed = 0;
+        seen.cores = seen.tensor_cores = seen.timed = seen.vec8 = 0;
         ck_assert_msg(mf_sddmm_ex(ctx, pr.S, k, dA, pr.lda, dB, pr.ldb, 1.0f, 0.0f, dout,
                                   MF_MEMORY_DEVICE, 0, cases[c].prec) == MF_OK,
                       "case %zu: %s", c, mf_ctx_last_error(ctx));
@@ -1011,6 +1013,12 @@ START_TEST(precision_routes)
          * big case here has several candidates), the rule's pick below */
         ck_assert_msg(seen.timed == (cases[c].big ? seen.cores : 0),
                       "case %zu: %d of %d float-kernel plans timed", c, seen.timed, seen.cores);
+        /* bf16 and fp16 on the CUDA cores with entries enough a column: B's 16-bit copy
+         * (MF_SDDMM_COPY_B_MIN_PER_COL; without 16-byte rows, copies of both) */
+        if ((cases[c].prec == MF_PRECISION_BF16 || cases[c].prec == MF_PRECISION_FP16) &&
+            cases[c].big && !cases[c].tensor_cores)
+            ck_assert_msg(seen.vec8 == seen.cores, "case %zu: %d of %d plans on 16-bit copies", c,
+                          seen.vec8, seen.cores);
         CUDA_OK(cudaFree(dA));
         CUDA_OK(cudaFree(dB));
         CUDA_OK(cudaFree(dout));
@@ -1021,46 +1029,66 @@ START_TEST(precision_routes)
 }
 END_TEST
 
-/* A matrix with few entries per factor row (6 per row of A and B together, under
- * MF_SDDMM_COPIES_MIN_PER_ROW) and enough to be timed: TF32, bf16 and fp16 round the floats
- * as they load, with no copies of the factors (the call's device-memory peak stays below the
- * same call's with the copies, MFACT_SDDMM_COPIES=on, by most of the copies' bytes), and
- * both routes give the rounded inputs' products within the precision's bounds. */
+/* A matrix with few entries per factor row (4 per row of A and B together, under
+ * MF_SDDMM_COPIES_MIN_PER_ROW) but many per column (MF_SDDMM_COPY_B_MIN_PER_COL), enough to be
+ * timed. TF32 rounds the floats as they load, with no copies (the call's device-memory peak
+ * stays below the same call's with the scaled copies, MFACT_SDDMM_COPIES=on, by most of the
+ * copies' bytes); bf16 and fp16 read B's 16-bit copy and round A's floats as they load (their
+ * plans read 16-bit units, and the peak stays below the route without copies,
+ * MFACT_SDDMM_COPIES=off, plus half of what a copy of A would take), and without copies round
+ * both. Every route gives the rounded inputs' products within the precision's bounds. */
 START_TEST(reduced_precisions_without_copies)
 {
     mf_ctx *cpu = tu_cpu_ctx();
     const int k = 64;
-    problem pr = make_problem_sized(cpu, FX_RANDOM, 200000, 300, k, 0, 61);
+    const int32_t rows = 200000, cols = 300;
+    problem pr = make_problem_sized(cpu, FX_RANDOM, rows, cols, k, 0, 61);
     ck_assert_int_gt(pr.nnz, 200000);
-    ck_assert(pr.nnz < MF_SDDMM_COPIES_MIN_PER_ROW * (200000 + 300));
-    const size_t copies = (size_t)(200000 + 300) * k * 2;
+    ck_assert(pr.nnz < MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)rows + cols));
+    ck_assert(pr.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)cols);
+    const size_t copy_a = (size_t)rows * k * 2, copy_b = (size_t)cols * k * 2;
     static const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16, MF_PRECISION_FP16};
     for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
+        const int tf32 = precs[q] == MF_PRECISION_TF32;
+        /* route 0: the library's pick; route 1: TF32 with its copies, bf16 and fp16 without */
         size_t peak[2];
-        for (int on = 0; on < 2; on++) {
-            if (on)
-                setenv("MFACT_SDDMM_COPIES", "on", 1);
-            route_log seen = {0, 0, 0};
+        for (int route = 0; route < 2; route++) {
+            if (route)
+                setenv("MFACT_SDDMM_COPIES", tf32 ? "on" : "off", 1);
+            route_log seen = {0, 0, 0, 0};
             mf_ctx *ctx = logging_ctx(count_routes, &seen, MF_LOG_INFO);
             mf_sparse *S = fresh_copy(ctx, pr.S);
             problem mine = pr;
             mine.S = S;
             char what[96];
             snprintf(what, sizeof what, "precision %d, %s", (int)precs[q],
-                     on ? "copies forced" : "no copies");
+                     !route ? "the library's route"
+                     : tf32 ? "copies forced"
+                            : "no copies");
             check_precision(ctx, cpu, &mine, precs[q], what);
-            peak[on] = tu_memory_stats(ctx).peak_bytes;
+            peak[route] = tu_memory_stats(ctx).peak_bytes;
             /* the CUDA cores, tuned: the bounds alone would pass the tensor cores too */
             ck_assert_msg(seen.cores >= 1 && seen.tensor_cores == 0 && seen.timed >= 1,
                           "%s: %d float-kernel plans (%d timed), %d tensor-core plans", what,
                           seen.cores, seen.timed, seen.tensor_cores);
+            /* 16-bit units where B's copy is read: bf16 and fp16 on their own route, TF32's
+             * scaled copies where forced */
+            const int reads_copy = tf32 ? route == 1 : route == 0;
+            ck_assert_msg(reads_copy ? seen.vec8 == seen.cores : seen.vec8 == 0,
+                          "%s: %d of %d plans on 16-bit copies", what, seen.vec8, seen.cores);
             mf_sparse_destroy(S);
             mf_ctx_destroy(ctx);
             unsetenv("MFACT_SDDMM_COPIES");
         }
-        ck_assert_msg(peak[0] + copies / 2 < peak[1],
-                      "precision %d: peak %zu bytes without copies, %zu with (copies: %zu)",
-                      (int)precs[q], peak[0], peak[1], copies);
+        if (tf32)
+            ck_assert_msg(peak[0] + (copy_a + copy_b) / 2 < peak[1],
+                          "TF32: peak %zu bytes without copies, %zu with (copies: %zu)", peak[0],
+                          peak[1], copy_a + copy_b);
+        else
+            ck_assert_msg(peak[0] < peak[1] + copy_a / 2,
+                          "precision %d: peak %zu bytes with B's copy, %zu without copies (a "
+                          "copy of A: %zu)",
+                          (int)precs[q], peak[0], peak[1], copy_a);
     }
     free_problem(&pr);
     mf_ctx_destroy(cpu);

@@ -183,10 +183,11 @@ struct mf_sddmm_half_in {
     int kernel;
 };
 
-// Whether a call reads the 16-bit copies (8 values a 16-byte unit, sddmm_tuning.h).
+// Whether a call reads the 16-bit copies (8 values a 16-byte unit, sddmm_tuning.h): B's at
+// least (bf16 and fp16 with 16-byte float rows read A's floats, rounding them as they load).
 static int unit16_of(const mf_sddmm_half_in *half)
 {
-    return half && half->A16;
+    return half && half->B16;
 }
 
 // A variant's unit, for the log lines.
@@ -195,20 +196,56 @@ static const char *unit_name(mf_sddmm_config c, int unit16)
     return !c.vec ? "scalar" : unit16 ? "vec8" : "vec4";
 }
 
-// Whether the factors' copies pay for a call (*pay): the copies move (rows + cols) x k x 6
-// bytes whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
-// (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
-// MFACT_SDDMM_COPIES ("on" or "off") forces the choice, a measuring knob; another value fails
-// the call.
-static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *pay)
+static bool aligned16(const void *p)
+{
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+static int vector_ok(const mf_sddmm_call *call)
+{
+    return call->k % 4 == 0 && call->lda % 4 == 0 && call->ldb % 4 == 0 && aligned16(call->A) &&
+           aligned16(call->B);
+}
+
+// MFACT_SDDMM_COPIES ("on" or "off") forces the reduced precisions' copies on or off, and
+// "both" (*both) bf16's and fp16's copies of A as well as B: measuring knobs; another value
+// fails the call.
+static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL)
 {
     const char *knob = getenv("MFACT_SDDMM_COPIES");
-    const bool on = knob && !strcmp(knob, "on"), off = knob && !strcmp(knob, "off");
-    if (knob && *knob && !on && !off)
+    const bool b = knob && !strcmp(knob, "both");
+    *on = b || (knob && !strcmp(knob, "on")), *off = knob && !strcmp(knob, "off");
+    if (knob && *knob && !*on && !*off)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
-                       "mf_sddmm: MFACT_SDDMM_COPIES='%s' is not on or off", knob);
+                       "mf_sddmm: MFACT_SDDMM_COPIES='%s' is not on, off or both", knob);
+    if (both)
+        *both = b;
+    return MF_OK;
+}
+
+// TF32: whether the factors' scaled copies pay for a call (*pay): the copies move (rows + cols)
+// x k x 6 bytes whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
+// (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
+static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *pay)
+{
+    bool on, off;
+    MF_TRY(copies_knob(ctx, &on, &off));
     *pay = copies || on ||
            (!off && S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols));
+    return MF_OK;
+}
+
+// bf16 and fp16 on the CUDA cores: where B's 16-bit copy pays (MF_SDDMM_COPY_B_MIN_PER_COL;
+// MFACT_SDDMM_COPIES forces it on or off, as above), the kernel reads it and rounds A's floats
+// as they load; else it rounds both factors' floats. Factors without 16-byte float rows have
+// no such instance: they read copies of both (*both).
+static mf_status copy_b_pays(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, bool *pay,
+                             bool *both)
+{
+    bool on, off, forced;
+    MF_TRY(copies_knob(ctx, &on, &off, &forced));
+    *both = forced || !vector_ok(call);
+    *pay = *both || on || (!off && S->nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)S->cols);
     return MF_OK;
 }
 
@@ -344,17 +381,6 @@ static mf_status time_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *ca
     if (st == MF_OK && err != cudaSuccess)
         st = mf_cuda_fail(ctx, err, "timing an SDDMM candidate", __FILE__, __LINE__);
     return st;
-}
-
-static bool aligned16(const void *p)
-{
-    return ((uintptr_t)p & 15u) == 0;
-}
-
-static int vector_ok(const mf_sddmm_call *call)
-{
-    return call->k % 4 == 0 && call->lda % 4 == 0 && call->ldb % 4 == 0 && aligned16(call->A) &&
-           aligned16(call->B);
 }
 
 static mf_sddmm_shape shape_of(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call)
@@ -675,18 +701,18 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_sddmm_half_in half = {};
     half.kernel = call->precision;
     mf_dbuf copies = {0, 0};
-    bool pay = true;
+    bool pay = true, both = true; // the tensor cores read copies of both factors
     if (!tc)
-        MF_TRY(copies_pay(ctx, S, false, &pay));
-    if (!pay && vector_ok(call)) // the floats, rounded as they load
+        MF_TRY(copy_b_pays(ctx, S, call, &pay, &both));
+    if (!pay) // the floats, rounded as they load
         half.kernel = rounding_kernel((mf_precision)call->precision);
     else
-        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &half.A16, &half.B16, &half.ld));
+        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, both ? &half.A16 : NULL, &half.B16, &half.ld));
     mf_status st = MF_OK;
     if (!tc) // the CUDA cores, unless no variant reads the copies
         st = run_tuned(ctx, S, call, &half, &tc);
-    if (st == MF_OK && tc)
-        st = mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.B16, half.ld);
+    if (st == MF_OK && tc) // (B's copy alone: the tensor cores round in registers)
+        st = mf_cuda_sddmm_tc(ctx, S, call, half.A16, half.A16 ? half.B16 : NULL, half.ld);
     mf_dmem_free(ctx, &copies); // stream-ordered: after the kernels that read them
     return st;
 }
@@ -782,8 +808,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     mf_sddmm_half_in in = {};
     in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};
-    if (copies16 && !registers)
-        MF_TRY(mf_tc_copy16(ctx, S, call, &copies, &in.A16, &in.B16, &in.ld));
+    if (copies16 && !registers) // as the calls: B's copy alone where A's rows are 16-byte vectors
+        MF_TRY(
+            mf_tc_copy16(ctx, S, call, &copies, vector_ok(call) ? NULL : &in.A16, &in.B16, &in.ld));
     else if (rounded && !registers)
         MF_TRY(tf32_inputs(ctx, S, call, true, &copies, &in));
     mf_status st = run(ctx, S, call, v, &plan->layouts[li], rounded ? &in : NULL);

@@ -40,7 +40,8 @@ mf_status mf_cuda_sddmm_tc(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
 
 /* bf16 and fp16 (sddmm_tc.cu): A and B rounded to call->precision into one device buffer
  * (*copies, freed by the caller, stream-ordered), rows of *ld values (k rounded up to 32,
- * zeros past k, two values a 32-bit word, the lower index in the low half); stream-ordered. */
+ * zeros past k, two values a 32-bit word, the lower index in the low half); stream-ordered.
+ * A16 NULL: B's copy alone. */
 mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, mf_dbuf *copies,
                        const uint16_t **A16, const uint16_t **B16, int64_t *ld);
 
@@ -82,6 +83,11 @@ mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, in
  * L2. It keeps an evaluation of a small test set against large factors (RMSE, predictions)
  * off a pass over both factors. */
 #define MF_SDDMM_COPIES_MIN_PER_ROW 8
+
+/* bf16 and fp16 on the CUDA cores with 16-byte float rows copy B alone (A's floats are rounded
+ * as they load, once an item) from this many entries per column of S on: the copy moves
+ * cols x k x 6 bytes, and saves each entry's gather half its bytes and its conversions. */
+#define MF_SDDMM_COPY_B_MIN_PER_COL 16
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped

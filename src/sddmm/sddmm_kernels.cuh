@@ -33,6 +33,8 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "mfact/mfact.h"
 #include "sddmm/sddmm_layout.h"
 #include "sddmm/sddmm_round.h"  // mf_round_tf32, mf_pow2, mf_tf32_row_power
@@ -75,7 +77,8 @@ template <> struct mf_unit<true> {
     typedef float4 type;
     typedef float elem;
     static constexpr int width = 4;
-    static constexpr bool scaled = false; // results times the rows' scales (MF_SDDMM_TF32_16)
+    static constexpr bool scaled = false;   // results times the rows' scales (MF_SDDMM_TF32_16)
+    static constexpr bool a_floats = false; // A's floats rounded as they load, without A16
     __device__ static const float *A(const mf_sddmm_params &P)
     {
         return P.A;
@@ -126,6 +129,7 @@ template <> struct mf_unit<false> {
     typedef float elem;
     static constexpr int width = 1;
     static constexpr bool scaled = false;
+    static constexpr bool a_floats = false;
     __device__ static const float *A(const mf_sddmm_params &P)
     {
         return P.A;
@@ -168,6 +172,38 @@ template <> struct mf_unit<false> {
     }
 };
 
+// Four floats rounded to TF32, bf16 or fp16 and back, exactly (the units that round as they
+// load, below).
+struct mf_round4_tf32 {
+    __device__ static float4 round4(float4 v)
+    {
+        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
+                           mf_round_tf32(v.w));
+    }
+};
+// bf16 and fp16: two values a conversion to a 16-bit pair (ties to even, as __float2bfloat16_rn
+// and __float2half_rn), widened back exactly.
+struct mf_round4_bf16 {
+    __device__ static float2 round2(float a, float b)
+    {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
+        const uint32_t u = *reinterpret_cast<const uint32_t *>(&h);
+        return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
+    }
+    __device__ static float4 round4(float4 v)
+    {
+        const float2 lo = round2(v.x, v.y), hi = round2(v.z, v.w);
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+};
+struct mf_round4_fp16 {
+    __device__ static float4 round4(float4 v)
+    {
+        const float2 lo = __half22float2(__floats2half2_rn(v.x, v.y)),
+                     hi = __half22float2(__floats2half2_rn(v.z, v.w));
+        return make_float4(lo.x, lo.y, hi.x, hi.y);
+    }
+};
 // Eight values of a 16-bit unit, widened.
 struct mf_float8 {
     float4 lo, hi;
@@ -175,11 +211,17 @@ struct mf_float8 {
 // 16-bit copies: a unit is 8 values, one 16-byte load. Units of 4 values (8-byte loads) took
 // as many load instructions and L1 wavefronts per entry as float's 16-byte units, and bf16
 // ran little faster than fp32 where those bound the kernel (k <= 128, bench/README.md).
+//
+// bf16 and fp16 read B's 16-bit copy, and A's (A16) where the call made one (factors without
+// 16-byte float rows); else A's floats, rounded as they load (loadA_floats): A's row is read
+// once an item, so a copy of A (rows x k x 6 bytes a call) pays for little, while B's is
+// gathered for every entry (bench/README.md, 2026-12-01).
 template <int HALF> struct mf_unit<true, HALF> {
     typedef mf_float8 type;
     typedef uint16_t elem;
     static constexpr int width = 8;
     static constexpr bool scaled = false;
+    static constexpr bool a_floats = true;
     __device__ static const uint16_t *A(const mf_sddmm_params &P)
     {
         return P.A16;
@@ -220,6 +262,16 @@ template <int HALF> struct mf_unit<true, HALF> {
     {
         return load(p);
     }
+    // 8 floats of A rounded to HALF, the last 4 zero where k ends within the unit (left: the
+    // values of the row from p on, at least 1; k % 4 == 0).
+    __device__ static mf_float8 loadA_floats(const float *p, int left)
+    {
+        typedef typename std::conditional<HALF == MF_PRECISION_BF16, mf_round4_bf16,
+                                          mf_round4_fp16>::type R;
+        const float4 lo = R::round4(mf_unit<true>::load(p));
+        const float4 hi = left > 4 ? R::round4(mf_unit<true>::load(p + 4)) : zero().hi;
+        return {lo, hi};
+    }
     __device__ static float dot(const mf_float8 &a, const mf_float8 &b, float acc)
     {
         return mf_unit<true>::dot(a.hi, b.hi, mf_unit<true>::dot(a.lo, b.lo, acc));
@@ -249,36 +301,6 @@ template <class R> struct mf_unit_rounding : mf_unit<true> {
         return load(p);
     }
 };
-struct mf_round4_tf32 {
-    __device__ static float4 round4(float4 v)
-    {
-        return make_float4(mf_round_tf32(v.x), mf_round_tf32(v.y), mf_round_tf32(v.z),
-                           mf_round_tf32(v.w));
-    }
-};
-// bf16 and fp16: two values a conversion to a 16-bit pair (ties to even, as __float2bfloat16_rn
-// and __float2half_rn), widened back exactly.
-struct mf_round4_bf16 {
-    __device__ static float2 round2(float a, float b)
-    {
-        const __nv_bfloat162 h = __floats2bfloat162_rn(a, b);
-        const uint32_t u = *reinterpret_cast<const uint32_t *>(&h);
-        return make_float2(__uint_as_float(u << 16), __uint_as_float(u & 0xffff0000u));
-    }
-    __device__ static float4 round4(float4 v)
-    {
-        const float2 lo = round2(v.x, v.y), hi = round2(v.z, v.w);
-        return make_float4(lo.x, lo.y, hi.x, hi.y);
-    }
-};
-struct mf_round4_fp16 {
-    __device__ static float4 round4(float4 v)
-    {
-        const float2 lo = __half22float2(__floats2half2_rn(v.x, v.y)),
-                     hi = __half22float2(__floats2half2_rn(v.z, v.w));
-        return make_float4(lo.x, lo.y, hi.x, hi.y);
-    }
-};
 template <> struct mf_unit<true, MF_PRECISION_TF32> : mf_unit_rounding<mf_round4_tf32> {
 };
 template <> struct mf_unit<true, MF_SDDMM_BF16_REG> : mf_unit_rounding<mf_round4_bf16> {
@@ -295,6 +317,7 @@ template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit_rounding<mf_round4
 // at TF32's accuracy.
 template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
     static constexpr bool scaled = true;
+    static constexpr bool a_floats = false; // always both scaled copies
 };
 
 // 2^-e as a float, for a power e (in [-49, 78], sddmm_tf32.cu: a normal float). An entry's sum
@@ -381,12 +404,23 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
         const elem *arow = U::A(P) + (int64_t)item.row * U::lda(P) + kc;
+        const float *arow_floats = U::a_floats ? P.A + (int64_t)item.row * P.lda + kc : nullptr;
         const int ea = U::scaled ? __ldg(P.pow_a + item.row) : 0;
         const float a_unpow = mf_sddmm_unpow(ea);
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
-            a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
+            if constexpr (U::a_floats) { // bf16, fp16: A16 NULL, A's floats rounded
+                const int left = MODE == MF_SDDMM_TAIL ? P.k - kc - kk : W;
+                if (left <= 0)
+                    a[r] = U::zero();
+                else if (P.A16)
+                    a[r] = U::loadA(arow + kk);
+                else
+                    a[r] = U::loadA_floats(arow_floats + kk, left);
+            } else {
+                a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
+            }
         }
         // (an unfit A row's copy is NaN: its sums are, and none is written)
         const int64_t end = item.begin + (int64_t)item.count;

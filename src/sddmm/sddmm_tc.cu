@@ -120,20 +120,23 @@ extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddm
                                   int64_t *ld)
 {
     const int64_t ld16 = (call->k + 31) / 32 * 32; // the tensor-core kernel reads 32 a step
-    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)(S->rows + (int64_t)S->cols) * ld16 * 2,
+    const int64_t a_rows = A16 ? S->rows : 0;      // no A16: B's copy alone
+    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)(a_rows + (int64_t)S->cols) * ld16 * 2,
                          "SDDMM 16-bit factors"));
-    uint32_t *a16 = (uint32_t *)copies->ptr, *b16 = a16 + (size_t)S->rows * ld16 / 2;
+    uint32_t *a16 = (uint32_t *)copies->ptr, *b16 = a16 + (size_t)a_rows * ld16 / 2;
     cudaStream_t stream = ctx->link.cuda->stream;
-    unsigned ga = mf_cuda_grid(ctx->link.cuda, S->rows * ld16 / 2, 256, 16);
+    unsigned ga = mf_cuda_grid(ctx->link.cuda, a_rows * ld16 / 2, 256, 16);
     unsigned gb = mf_cuda_grid(ctx->link.cuda, S->cols * ld16 / 2, 256, 16);
     if (call->precision == MF_PRECISION_BF16) {
-        mf_tc_convert<MF_PRECISION_BF16>
-            <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
+        if (a_rows)
+            mf_tc_convert<MF_PRECISION_BF16>
+                <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
         mf_tc_convert<MF_PRECISION_BF16>
             <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, ld16, b16);
     } else {
-        mf_tc_convert<MF_PRECISION_FP16>
-            <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
+        if (a_rows)
+            mf_tc_convert<MF_PRECISION_FP16>
+                <<<ga, 256, 0, stream>>>(call->A, call->lda, S->rows, call->k, ld16, a16);
         mf_tc_convert<MF_PRECISION_FP16>
             <<<gb, 256, 0, stream>>>(call->B, call->ldb, S->cols, call->k, ld16, b16);
     }
@@ -142,7 +145,8 @@ extern "C" mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddm
         mf_dmem_free(ctx, copies);
         return st;
     }
-    *A16 = (const uint16_t *)a16;
+    if (A16)
+        *A16 = (const uint16_t *)a16;
     *B16 = (const uint16_t *)b16;
     *ld = ld16;
     return MF_OK;
