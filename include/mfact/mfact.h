@@ -501,11 +501,12 @@ typedef enum mf_precision {
  * fp16 scaled by powers of two (each row of A by its own, all of B by one), which holds a
  * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
  * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
- * a value not finite) are computed apart from the float factors, more slowly. BF16 and FP16
- * with as many entries (or with factor rows that are not 16-byte vectors) take (rows + cols) *
- * (k rounded up to 32) * 2 bytes of device memory
- * for the call, for the factors' 16-bit copies, and run the float kernel's variants reading
- * the copies and widening each value to float, half the bytes of the gathers that bound it.
+ * a value not finite) are computed apart from the float factors, more slowly. BF16 and FP16,
+ * where S has at least 16 entries per column, take cols * (k rounded up to 32) * 2 bytes of
+ * device memory for the call, for B's 16-bit copy, which the float kernel's variants read,
+ * widening each value to float (half the bytes of the gathers that bound them), while they
+ * round A's floats as they load them, once per run of a row's entries; with factor rows that
+ * are not 16-byte vectors they take (rows + cols) times as many bytes, for copies of both.
  * With fewer entries (and factor rows that are 16-byte vectors) the three take no copies:
  * the float kernel's variants round each value as it loads. Every way exact products of the
  * rounded inputs and float sums: the precision's bound, tuned per matrix and k as for FP32. The
