@@ -321,7 +321,9 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * (its other route reads them), so only where k % 4 == 0. The hook reads the copies (TF32's
  * scaled fp16 copies) whatever the pattern's size; every precision also runs the instance that
  * rounds the floats as they load (MF_SDDMM_HOOK_REGISTERS, the calls' route below
- * MF_SDDMM_COPIES_MIN_PER_ROW) on one panel. */
+ * MF_SDDMM_COPIES_MIN_PER_ROW) on one panel. The hook's copies are the calls': bf16 and fp16
+ * read B's alone and round A's floats where k % 4 == 0, so k = 36 on unpadded rows checks A's
+ * last unit passing k. */
 START_TEST(every_reduced_variant_matches_float64)
 {
     mf_ctx *ctx = tu_cuda_ctx(0), *cpu = tu_cpu_ctx();
@@ -370,6 +372,28 @@ START_TEST(every_reduced_variant_matches_float64)
             }
             free_problem(&pr);
         }
+    /* k = 36 with A's rows exactly k floats long (no padding): bf16 and fp16 read B's copy and
+     * A's floats, rounding them as they load, and A's last unit of 8 holds the row's last 4
+     * values (past the last row there is nothing to read: compute-sanitizer would see it) */
+    for (int pi = 0; pi < 2; pi++) {
+        const fx_pattern kind = pi ? FX_DENSE : FX_POWER_LAW;
+        problem pr = make_problem(ctx, kind, 36, 0, 160 + pi);
+        for (int q = 0; q < 2; q++) {
+            const mf_precision prec = q ? MF_PRECISION_FP16 : MF_PRECISION_BF16;
+            rounded_ref rr = make_rounded_ref(cpu, &pr, prec);
+            for (int v = 0; v < nv; v++) {
+                mf_sddmm_config cf = mf_sddmm_variant_config(v);
+                if (!cf.vec || cf.smem)
+                    continue;
+                char what[128];
+                snprintf(what, sizeof what, "%s k=36 unpadded variant %d (V=%d KR=%d) precision %d",
+                         fx_pattern_name(kind), v, cf.v, cf.kr, (int)prec);
+                check_precision_of(ctx, &pr, &rr, v, 100000, 0, what);
+            }
+            free_rounded_ref(&rr);
+        }
+        free_problem(&pr);
+    }
     mf_ctx_destroy(cpu);
     mf_ctx_destroy(ctx);
 }
@@ -1013,8 +1037,9 @@ START_TEST(precision_routes)
          * big case here has several candidates), the rule's pick below */
         ck_assert_msg(seen.timed == (cases[c].big ? seen.cores : 0),
                       "case %zu: %d of %d float-kernel plans timed", c, seen.timed, seen.cores);
-        /* bf16 and fp16 on the CUDA cores with entries enough a column: B's 16-bit copy
-         * (MF_SDDMM_COPY_B_MIN_PER_COL; without 16-byte rows, copies of both) */
+        /* bf16 and fp16 on the CUDA cores with entries enough a column read 16-bit copies
+         * (MF_SDDMM_COPY_B_MIN_PER_COL): B's alone, or without 16-byte rows both; the log does
+         * not tell which, reduced_precisions_without_copies's memory peak does */
         if ((cases[c].prec == MF_PRECISION_BF16 || cases[c].prec == MF_PRECISION_FP16) &&
             cases[c].big && !cases[c].tensor_cores)
             ck_assert_msg(seen.vec8 == seen.cores, "case %zu: %d of %d plans on 16-bit copies", c,

@@ -505,9 +505,10 @@ typedef enum mf_precision {
  * where S has at least 16 entries per column, take cols * (k rounded up to 32) * 2 bytes of
  * device memory for the call, for B's 16-bit copy, which the float kernel's variants read,
  * widening each value to float (half the bytes of the gathers that bound them), while they
- * round A's floats as they load them, once per run of a row's entries; with factor rows that
- * are not 16-byte vectors they take (rows + cols) times as many bytes, for copies of both.
- * With fewer entries (and factor rows that are 16-byte vectors) the three take no copies:
+ * round A's floats as they load them, once per run of a row's entries. With factor rows that
+ * are not 16-byte vectors they take, whatever S holds, (rows + cols) * (k rounded up to 32) *
+ * 2 bytes, for copies of both. With fewer entries (and factor rows that are 16-byte vectors)
+ * the three take no copies:
  * the float kernel's variants round each value as it loads. Every way exact products of the
  * rounded inputs and float sums: the precision's bound, tuned per matrix and k as for FP32. The
  * tensor cores take TF32 when the factors' rows are not 16-byte vectors (k or a leading dimension

@@ -169,10 +169,11 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
     return MF_OK;
 }
 
-// A reduced-precision call on the CUDA cores: bf16 and fp16 read the factors' 16-bit copies
-// (A16, B16: rows of ld values), TF32 the scaled fp16 copies (A16, B16 with pow_a, pow_b,
-// wide and b_top: mf_sddmm_tf32_copy16); or, without copies (A16 NULL), all three round the
-// floats as they load. `kernel` is the instance that reads them (the kernel's HALF: an
+// A reduced-precision call on the CUDA cores: bf16 and fp16 read B's 16-bit copy (B16: rows of
+// ld values) and A's floats, rounded as they load, or without 16-byte float rows A's copy
+// too (A16); TF32 the scaled fp16 copies (A16, B16 with pow_a, pow_b, wide and b_top:
+// mf_sddmm_tf32_copy16); or, without copies (B16 NULL), all three round the floats as they
+// load. `kernel` is the instance that reads them (the kernel's HALF: an
 // mf_precision, MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or MF_SDDMM_FP16_REG).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
@@ -208,8 +209,8 @@ static int vector_ok(const mf_sddmm_call *call)
 }
 
 // MFACT_SDDMM_COPIES ("on" or "off") forces the reduced precisions' copies on or off, and
-// "both" (*both) bf16's and fp16's copies of A as well as B: measuring knobs; another value
-// fails the call.
+// "both" (*both) bf16's and fp16's copies of A as well as B (and, as "on", TF32's scaled
+// copies): measuring knobs, read where the CUDA cores take the call; another value fails it.
 static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL)
 {
     const char *knob = getenv("MFACT_SDDMM_COPIES");
@@ -680,9 +681,10 @@ static mf_status route_knob(mf_ctx *ctx, bool *force_tc, bool *force_cores)
     return MF_OK;
 }
 
-// bf16 and fp16: the factors' 16-bit copies, then the float kernel's SM-L2 vector variant
-// that choose() timed fastest for this matrix and k, widening the copies' values to floats
-// as they load (exact products of the rounded factors, float sums: the CUDA cores); the
+// bf16 and fp16: B's 16-bit copy (or both factors' copies, or none: copy_b_pays), then the
+// float kernel's SM-L2 vector variant that choose() timed fastest for this matrix and k,
+// widening the copies' values to floats as they load and rounding the floats it reads (exact
+// products of the rounded factors, float sums: the CUDA cores); the
 // tensor-core kernel (sddmm_tc_kernels.cuh) below MF_SDDMM_TUNE_MIN_NNZ entries (without
 // the copies up to MF_SDDMM_TC_COPY_K) and where no variant applies. MFACT_SDDMM_HALF
 // (tensor-cores or cuda-cores) forces one: a measuring knob, bench_sddmm compares the two.
@@ -801,10 +803,10 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 mf_sddmm_item_nnz(block_nnz, cf.v, mf_sddmm_threads(cf)), grouped,
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
-    // A reduced precision's instance reads what the library's own calls give it: the 16-bit
-    // copies, or for TF32 the scaled fp16 copies, whatever S's size (tf32_inputs); with
-    // `registers`, the floats, rounded as they load (the calls' route below
-    // MF_SDDMM_COPIES_MIN_PER_ROW).
+    // A reduced precision's instance reads what the library's own calls give it, whatever S's
+    // size: bf16 and fp16 B's 16-bit copy (both copies without 16-byte float rows), TF32 the
+    // scaled fp16 copies (tf32_inputs); with `registers`, the floats, rounded as they load
+    // (the calls' route below MF_SDDMM_COPY_B_MIN_PER_COL and MF_SDDMM_COPIES_MIN_PER_ROW).
     mf_sddmm_half_in in = {};
     in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};

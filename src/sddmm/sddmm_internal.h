@@ -76,9 +76,9 @@ mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, in
                               const mf_sparse *S, const mf_sddmm_call *call, float *out, float beta,
                               const int8_t *pow_a, const int8_t *pow_b, const int *wide);
 
-/* The reduced precisions on the CUDA cores read copies of the factors (bf16 and fp16: 16-bit
- * copies; TF32: the scaled fp16 copies above) from this many entries per factor row (rows +
- * cols) on, else round the floats as they load: the copies' pass moves (rows + cols) x k x 6
+/* TF32 on the CUDA cores reads copies of the factors (the scaled fp16 copies above) from this
+ * many entries per factor row (rows + cols) on, else rounds the floats as they load (bf16 and
+ * fp16: MF_SDDMM_COPY_B_MIN_PER_COL below): the copies' pass moves (rows + cols) x k x 6
  * bytes of memory whatever S holds, and the halved gathers save nnz x k x 2 bytes, mostly of
  * L2. It keeps an evaluation of a small test set against large factors (RMSE, predictions)
  * off a pass over both factors. */

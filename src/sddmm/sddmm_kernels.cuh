@@ -22,7 +22,8 @@
 // inside k, the first, beta = 0, S as a pattern: out = alpha * dot), MF_SDDMM_FULL for
 // other chunks wholly inside k, MF_SDDMM_TAIL for the chunk that passes k (A and B loads
 // checked by each unit's first value: a 16-bit unit that passes k reads the copies' zero
-// padding). On the H100 (Netflix shape, k = 32) the bounds checks and a loop over chunks
+// padding, and a unit of 8 of A's floats reads its first 4 alone where k ends after them).
+// On the H100 (Netflix shape, k = 32) the bounds checks and a loop over chunks
 // inside the kernel cost 15-20%, and the general epilogue another 5%: the work per entry
 // is small there.
 #ifndef MF_SDDMM_KERNELS_CUH
@@ -54,7 +55,8 @@ struct mf_sddmm_params {
     const mf_sddmm_item *items;
     const mf_sddmm_block *blocks;
     // HALF kernels (bf16 or fp16 inputs): the factors' 16-bit copies (sddmm_tc_kernels.cuh's
-    // mf_tc_convert), rows of ld16 values; A and B are not read then
+    // mf_tc_convert), rows of ld16 values; B is not read then, nor A where A16 is given (bf16
+    // and fp16 without A16 round A's floats as they load)
     const uint16_t *A16, *B16;
     int64_t ld16;
     // MF_SDDMM_TF32_16 (sddmm_tf32.cu): A16 and B16 hold the TF32-rounded factors, A's rows
@@ -403,7 +405,8 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         const int64_t it = blk.item_begin + rel;
         const mf_sddmm_item item = P.items[it];
         unit a[KR];
-        const elem *arow = U::A(P) + (int64_t)item.row * U::lda(P) + kc;
+        const elem *arow = U::a_floats && !P.A16 ? nullptr // (A's floats, below)
+                                                 : U::A(P) + (int64_t)item.row * U::lda(P) + kc;
         const float *arow_floats = U::a_floats ? P.A + (int64_t)item.row * P.lda + kc : nullptr;
         const int ea = U::scaled ? __ldg(P.pow_a + item.row) : 0;
         const float a_unpow = mf_sddmm_unpow(ea);
