@@ -216,11 +216,11 @@ static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL
     const char *knob = getenv("MFACT_SDDMM_COPIES");
     const bool b = knob && !strcmp(knob, "both");
     *on = b || (knob && !strcmp(knob, "on")), *off = knob && !strcmp(knob, "off");
+    if (both)
+        *both = b;
     if (knob && *knob && !*on && !*off)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                        "mf_sddmm: MFACT_SDDMM_COPIES='%s' is not on, off or both", knob);
-    if (both)
-        *both = b;
     return MF_OK;
 }
 
@@ -229,7 +229,7 @@ static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL
 // (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
 static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *pay)
 {
-    bool on, off;
+    bool on = false, off = false;
     MF_TRY(copies_knob(ctx, &on, &off));
     *pay = copies || on ||
            (!off && S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols));
@@ -243,7 +243,7 @@ static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *
 static mf_status copy_b_pays(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, bool *pay,
                              bool *both)
 {
-    bool on, off, forced;
+    bool on = false, off = false, forced = false;
     MF_TRY(copies_knob(ctx, &on, &off, &forced));
     *both = forced || !vector_ok(call);
     *pay = *both || on || (!off && S->nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)S->cols);
