@@ -321,7 +321,8 @@ static void check_precision(mf_ctx *ctx, mf_ctx *cpu, problem *pr, mf_precision 
  * (its other route reads them), so only where k % 4 == 0. The hook reads the copies (TF32's
  * scaled fp16 copies) whatever the pattern's size; every precision also runs the instance that
  * rounds the floats as they load (MF_SDDMM_HOOK_REGISTERS, the calls' route below
- * MF_SDDMM_COPIES_MIN_PER_ROW) on one panel. The hook's copies are the calls': bf16 and fp16
+ * MF_SDDMM_COPIES_MIN_PER_ROW for TF32, MF_SDDMM_COPY_B_MIN_PER_COL for bf16 and fp16) on one
+ * panel. The hook's copies are the calls': bf16 and fp16
  * read B's alone and round A's floats where k % 4 == 0, so k = 36 on unpadded rows checks A's
  * last unit passing k. */
 START_TEST(every_reduced_variant_matches_float64)
