@@ -496,12 +496,15 @@ typedef enum mf_precision {
  * accuracy and gets float's own product, the FP32 kernel (its bound is well inside
  * 3XTF32's; the CPU backend sums the split's three products, so the two differ by the
  * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores, where S has
- * at least 8 entries per row of A and B together, takes (rows + cols) * ((k rounded up to
- * 32) * 2 + 1) bytes of device memory for the call: both factors rounded to TF32 and held as
- * fp16 scaled by powers of two (each row of A by its own, all of B by one), which holds a
- * TF32 value exactly; the entries of a row that does not fit (a value more than 28 binades
- * below its A row's largest or below B's largest, such a largest outside [2^-64, 2^64), or
- * a value not finite) are computed apart from the float factors, more slowly. BF16 and FP16,
+ * at least 16 entries per column, takes cols * ((k rounded up to 32) * 2 + 1) + rows bytes
+ * of device memory for the call: B rounded to TF32 and held as fp16 scaled by one power of
+ * two, which holds a TF32 value exactly, while the float kernel's variants round A's floats
+ * as they load them; from 64 entries per row of A on it copies A's rows too, each scaled by
+ * its own power ((rows + cols) * ((k rounded up to 32) * 2 + 1) bytes in all). The entries
+ * of a row that does not fit (a value of B more than 28 binades below B's largest, or such a
+ * largest outside [2^-64, 2^64); a value of A outside [2^-64, 2^64) other than 0, or with
+ * A's copy more than 28 binades below its row's largest or such a largest outside it; a
+ * value not finite) are computed apart from the float factors, more slowly. BF16 and FP16,
  * where S has at least 16 entries per column, take cols * (k rounded up to 32) * 2 bytes of
  * device memory for the call, for B's 16-bit copy, which the float kernel's variants read,
  * widening each value to float (half the bytes of the gathers that bound them), while they

@@ -171,15 +171,18 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read B's 16-bit copy (B16: rows of
 // ld values) and A's floats, rounded as they load, or without 16-byte float rows A's copy
-// too (A16); TF32 the scaled fp16 copies (A16, B16 with pow_a, pow_b, wide and b_top:
-// mf_sddmm_tf32_copy16); or, without copies (B16 NULL), all three round the floats as they
-// load. `kernel` is the instance that reads them (the kernel's HALF: an
-// mf_precision, MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or MF_SDDMM_FP16_REG).
+// too (A16); TF32 B's scaled fp16 copy (B16 with pow_b, b_top, and pow_a and wide for the
+// rows of A the kernel finds unfit) and A's floats rounded as they load, or with
+// MFACT_SDDMM_COPIES=both the scaled copies of both (A16 too: mf_sddmm_tf32_copy16); or,
+// without copies (B16 NULL), all three round the floats as they load. `kernel` is the instance
+// that reads them (the kernel's HALF: an mf_precision, MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or
+// MF_SDDMM_FP16_REG).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     int64_t ld;
-    const int8_t *pow_a, *pow_b;
-    const int *wide;
+    int8_t *pow_a; // (TF32 without A16: marked by the kernel, mf_sddmm_tf32_mark_a)
+    const int8_t *pow_b;
+    int *wide;
     const uint32_t *b_top;
     int kernel;
 };
@@ -208,9 +211,9 @@ static int vector_ok(const mf_sddmm_call *call)
            aligned16(call->B);
 }
 
-// MFACT_SDDMM_COPIES ("on" or "off") forces the reduced precisions' copies on or off, and
-// "both" (*both) bf16's and fp16's copies of A as well as B (and, as "on", TF32's scaled
-// copies): measuring knobs, read where the CUDA cores take the call; another value fails it.
+// MFACT_SDDMM_COPIES ("on" or "off") forces the reduced precisions' copies of B on or off, and
+// "both" (*both) copies of A as well as B: measuring knobs, read where the CUDA cores take the
+// call; another value fails it.
 static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL)
 {
     const char *knob = getenv("MFACT_SDDMM_COPIES");
@@ -224,22 +227,11 @@ static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL
     return MF_OK;
 }
 
-// TF32: whether the factors' scaled copies pay for a call (*pay): the copies move (rows + cols)
-// x k x 6 bytes whatever S holds, and halve gathers of nnz x k x 4 bytes, mostly from L2
-// (MF_SDDMM_COPIES_MIN_PER_ROW). `copies` (the test hook) asks for them whatever S's size.
-static mf_status copies_pay(mf_ctx *ctx, const mf_sparse *S, bool copies, bool *pay)
-{
-    bool on = false, off = false;
-    MF_TRY(copies_knob(ctx, &on, &off));
-    *pay = copies || on ||
-           (!off && S->nnz >= MF_SDDMM_COPIES_MIN_PER_ROW * ((int64_t)S->rows + S->cols));
-    return MF_OK;
-}
-
-// bf16 and fp16 on the CUDA cores: where B's 16-bit copy pays (MF_SDDMM_COPY_B_MIN_PER_COL;
+// bf16, fp16 and TF32 on the CUDA cores: where B's copy pays (MF_SDDMM_COPY_B_MIN_PER_COL;
 // MFACT_SDDMM_COPIES forces it on or off, as above), the kernel reads it and rounds A's floats
 // as they load; else it rounds both factors' floats. Factors without 16-byte float rows have
-// no such instance: they read copies of both (*both).
+// no such instance (bf16 and fp16: TF32 takes them to the tensor cores): they read copies of
+// both (*both).
 static mf_status copy_b_pays(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, bool *pay,
                              bool *both)
 {
@@ -262,22 +254,26 @@ static int rounding_kernel(mf_precision p)
 }
 
 // TF32's inputs for the float kernel (16-byte rows: vector_ok), stream-ordered, in *copy:
-// A's and B's rows rounded to TF32 and held exactly as fp16, scaled by powers of two (each row
-// of A by its own, all of B by one: sddmm_tf32.cu; the entries of rows that do not fit are
-// computed apart, from the floats: mf_sddmm_tf32_unfit), where the copies pay (copies_pay);
-// else none, and the kernel rounds the floats as they load.
+// B's rows rounded to TF32 and held exactly as fp16, scaled by one power of two, with A's
+// floats rounded as the kernel loads them (sddmm_tf32.cu; the entries of rows that do not fit
+// are computed apart, from the floats: mf_sddmm_tf32_unfit), where B's copy pays
+// (copy_b_pays; `copies`, the test hook, asks for it whatever S's size); A's rows copied too,
+// each scaled by its own power, from MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries a row of A on
+// or with MFACT_SDDMM_COPIES=both; else no copy, and the kernel rounds the floats as they
+// load.
 static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                              bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
-    bool pay;
-    MF_TRY(copies_pay(ctx, S, copies, &pay));
-    if (!pay) {
+    bool pay, both;
+    MF_TRY(copy_b_pays(ctx, S, call, &pay, &both));
+    if (!pay && !copies) {
         *in = mf_sddmm_half_in{};
         in->kernel = MF_PRECISION_TF32;
         return MF_OK;
     }
     mf_sddmm_tf32_copies c;
-    MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, copy, &c));
+    both = both || S->nnz >= MF_SDDMM_TF32_COPY_A_MIN_PER_ROW * (int64_t)S->rows;
+    MF_TRY(mf_sddmm_tf32_copy16(ctx, S, call, both, copy, &c));
     *in = mf_sddmm_half_in{};
     in->A16 = c.A16;
     in->B16 = c.B16;
@@ -318,6 +314,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.ld16 = 0;
     P.pow_a = NULL;
     P.b_top = NULL;
+    P.a_unfit = NULL;
+    P.wide = NULL;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
                        "mf_sddmm: variant %d has no reduced-precision instance", v);
@@ -327,6 +325,8 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.ld16 = half->ld;
         P.pow_a = half->pow_a;
         P.b_top = half->b_top;
+        P.a_unfit = half->pow_a;
+        P.wide = half->wide;
     }
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;
     if (L->n_blocks == 0)
@@ -337,6 +337,10 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                        (long long)L->n_blocks);
     // One launch per chunk, each by the instance that does no more than its chunk needs.
     const int kc_width = mf_sddmm_chunk_of(var.cfg, unit16_of(half));
+    // TF32 on B's copy alone, in chunks, reading out: A's unfit rows marked over all of k
+    // first (mf_sddmm_tf32_mark_a says why)
+    if (half && half->kernel == MF_SDDMM_TF32_16 && !half->A16 && kc_width < call->k && beta != 0.f)
+        MF_TRY(mf_sddmm_tf32_mark_a(ctx, S, call, half->pow_a, half->wide));
     for (P.kc = 0; P.kc < call->k; P.kc += kc_width) {
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
@@ -726,9 +730,9 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // float's accuracy, gets float's own product (its bound holds with room; the CPU backend
 // sums the split's three products), and TF32 the float kernel's variants on TF32-rounded
 // factors (exact products of the rounded factors, float sums: TF32's bound and CPU parity,
-// as on the tensor cores), tuned per matrix and k: both factors' rows as fp16 scaled by
-// powers of two, which holds TF32 values exactly (half the bytes gathered), or both factors'
-// floats rounded as they load (tf32_inputs says which); factors
+// as on the tensor cores), tuned per matrix and k: B's rows as fp16 scaled by a power of two,
+// which holds TF32 values exactly (half the bytes gathered), with A's floats rounded as they
+// load, or both factors' floats rounded as they load (tf32_inputs says which); factors
 // without 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says,
 // and so do small matrices at small k unless MFACT_SDDMM_HALF=cuda-cores.
 // MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
@@ -804,9 +808,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
                                 &li));
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it, whatever S's
-    // size: bf16 and fp16 B's 16-bit copy (both copies without 16-byte float rows), TF32 the
-    // scaled fp16 copies (tf32_inputs); with `registers`, the floats, rounded as they load
-    // (the calls' route below MF_SDDMM_COPY_B_MIN_PER_COL and MF_SDDMM_COPIES_MIN_PER_ROW).
+    // size: bf16 and fp16 B's 16-bit copy (both copies without 16-byte float rows), TF32 B's
+    // scaled fp16 copy (tf32_inputs; MFACT_SDDMM_COPIES=both: A's too); with `registers`, the
+    // floats, rounded as they load (the calls' route below MF_SDDMM_COPY_B_MIN_PER_COL).
     mf_sddmm_half_in in = {};
     in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};

@@ -53,16 +53,28 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
  * unfit; *b_top, on the device, the bits of B's largest finite TF32 magnitude, from which
  * B's power follows (mf_tf32_row_power). All in one device buffer (*copies, freed by the
  * caller, stream-ordered). The factors' rows must be 16-byte vectors (k, lda and ldb
- * multiples of 4, A and B 16-byte aligned): MF_ERR_INTERNAL otherwise. */
+ * multiples of 4, A and B 16-byte aligned): MF_ERR_INTERNAL otherwise.
+ * copy_a 0: B's copy alone (the calls' route, where it pays): A16 NULL, pow_a zero (one byte
+ * a row of A, for the kernel to mark the rows mf_tf32_float_fits refuses) and wide[0] zero. */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
-    const int8_t *pow_a, *pow_b;
-    const int *wide;
+    int8_t *pow_a; /* written by the kernel and mf_sddmm_tf32_mark_a without A16 */
+    const int8_t *pow_b;
+    int *wide;
     const uint32_t *b_top;
     int64_t ld;
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
-                               mf_dbuf *copies, mf_sddmm_tf32_copies *out);
+                               int copy_a, mf_dbuf *copies, mf_sddmm_tf32_copies *out);
+
+/* B's copy alone, before a kernel in chunks (k past one launch's chunk) that reads out
+ * (beta != 0): each row of A that mf_tf32_float_fits refuses marked in pow_a (the copies'
+ * pow_a) and wide[0], over the whole row, so that every chunk's launch leaves the row's
+ * entries and out keeps what the unfit pass's beta reads. (A chunk finds only its own slice's
+ * values; with beta = 0 the pass's write covers what the chunks before it wrote.)
+ * Stream-ordered. */
+mf_status mf_sddmm_tf32_mark_a(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                               int8_t *pow_a, int *wide);
 
 /* After the kernel on those copies, which leaves the entries of unfit rows unwritten: those
  * entries from the float factors rounded to TF32, written to out as a whole-k result with
@@ -76,18 +88,22 @@ mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, in
                               const mf_sparse *S, const mf_sddmm_call *call, float *out, float beta,
                               const int8_t *pow_a, const int8_t *pow_b, const int *wide);
 
-/* TF32 on the CUDA cores reads copies of the factors (the scaled fp16 copies above) from this
- * many entries per factor row (rows + cols) on, else rounds the floats as they load (bf16 and
- * fp16: MF_SDDMM_COPY_B_MIN_PER_COL below): the copies' pass moves (rows + cols) x k x 6
- * bytes of memory whatever S holds, and the halved gathers save nnz x k x 2 bytes, mostly of
- * L2. It keeps an evaluation of a small test set against large factors (RMSE, predictions)
- * off a pass over both factors. */
-#define MF_SDDMM_COPIES_MIN_PER_ROW 8
-
-/* bf16 and fp16 on the CUDA cores with 16-byte float rows copy B alone (A's floats are rounded
- * as they load, once an item) from this many entries per column of S on: the copy moves
- * cols x k x 6 bytes, and saves each entry's gather half its bytes and its conversions. */
+/* bf16, fp16 and TF32 on the CUDA cores with 16-byte float rows copy B alone (A's floats are
+ * rounded as they load, once an item; TF32's copy is B's scaled fp16) from this many entries
+ * per column of S on, else round both factors' floats as they load: the copy moves
+ * cols x k x 6 bytes, and saves each entry's gather half its bytes and its conversions. It
+ * keeps an evaluation of a small test set against large factors (RMSE, predictions) off a
+ * pass over B. */
 #define MF_SDDMM_COPY_B_MIN_PER_COL 16
+
+/* TF32 on the CUDA cores copies A too (each row scaled by its own power) from this many
+ * entries per row of A on. Without A's copy the kernel rounds and range-checks A's floats once
+ * an item, which costs where items are many and short beside the gathers: on one H200, B's
+ * copy alone ran 10-12% slower than both copies at k = 32 and 6% at k = 128 on the Netflix
+ * and NYTimes shapes (154 and 205 entries a row), level at k = 512, and 7-34% faster on shapes
+ * of 30 and 6 entries a row, where the pass over A is a large part of the call
+ * (bench/README.md, 2026-12-01). */
+#define MF_SDDMM_TF32_COPY_A_MIN_PER_ROW 64
 
 /* Test hook (sddmm_hooks.cu: CUDA builds, internal archive only): run compiled variant v
  * (sddmm_tuning.h) with panel width tj and block_nnz entries per block, on the grouped

@@ -63,8 +63,14 @@ struct mf_sddmm_params {
     // each times its own power of two, B times one, as fp16, exactly; pow_a the A rows' powers'
     // exponents, *b_top the bits of B's largest value, which give B's power. A row fp16 cannot
     // hold so has a NaN copy, and the kernel leaves its entries to mf_sddmm_tf32_unfit.
+    // Without A16 (B's copy alone) the kernel reads A's floats, rounding them to TF32 as they
+    // load, unscaled: pow_a is then a_unfit, zero where a row fits, and the kernel marks there
+    // (and in *wide) each A row that holds a value mf_tf32_float_fits refuses, and leaves its
+    // entries to the same pass.
     const int8_t *pow_a;
     const uint32_t *b_top;
+    int8_t *a_unfit;
+    int *wide;
 };
 
 // The kernel instances beyond mf_precision's values (the HALF parameter below): TF32 read
@@ -318,9 +324,34 @@ template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit_rounding<mf_round4
 // (mf_sddmm_unpow). Exact products of the TF32 values and float sums, as the TF32 unit above
 // makes them (in another order: units of 8, not 4), from half the bytes: what bf16 gathers,
 // at TF32's accuracy.
+//
+// Without A's copy (A16 NULL: B's copy alone, the calls' route where it pays) A's floats are
+// rounded to TF32 as they load and multiplied unscaled: B's scaled values are 0 or in [2^-14,
+// 2^15), and an A value 0 or in [2^-64, 2^64) keeps every product exact and normal and a
+// chunk's sums finite (mf_tf32_float_fits), so only B's power is divided out. A row of A with
+// a value outside that range is not computed here: the kernel marks it (P.a_unfit, P.wide) and
+// mf_sddmm_tf32_unfit computes its entries from the floats.
 template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
     static constexpr bool scaled = true;
-    static constexpr bool a_floats = false; // always both scaled copies
+    static constexpr bool a_floats = true;
+    __device__ static mf_float8 loadA_floats(const float *p, int left)
+    {
+        const float4 lo = mf_round4_tf32::round4(mf_unit<true>::load(p));
+        const float4 hi = left > 4 ? mf_round4_tf32::round4(mf_unit<true>::load(p + 4)) : zero().hi;
+        return {lo, hi};
+    }
+    __device__ static bool fits4(float4 v)
+    {
+        return mf_tf32_float_fits(__float_as_uint(v.x) & 0x7fffffffu) &&
+               mf_tf32_float_fits(__float_as_uint(v.y) & 0x7fffffffu) &&
+               mf_tf32_float_fits(__float_as_uint(v.z) & 0x7fffffffu) &&
+               mf_tf32_float_fits(__float_as_uint(v.w) & 0x7fffffffu);
+    }
+    // A unit of A's rounded floats (zeros past k fit)
+    __device__ static bool a_fits(const mf_float8 &a)
+    {
+        return fits4(a.lo) && fits4(a.hi);
+    }
 };
 
 // 2^-e as a float, for a power e (in [-49, 78], sddmm_tf32.cu: a normal float). An entry's sum
@@ -409,8 +440,13 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         const elem *arow = U::a_floats && !P.A16 ? nullptr // (A's floats, below)
                                                  : U::A(P) + (int64_t)item.row * U::lda(P) + kc;
         const float *arow_floats = U::a_floats ? P.A + (int64_t)item.row * P.lda + kc : nullptr;
-        const int ea = U::scaled ? __ldg(P.pow_a + item.row) : 0;
-        const float a_unpow = mf_sddmm_unpow(ea);
+        // (scaled copies of both: A's row's power; B's alone: 0, or MF_TF32_ROW_UNFIT where an
+        // earlier chunk's launch or mf_sddmm_tf32_mark_a marked the row, read plainly: this
+        // launch's warps may write it)
+        int ea = 0;
+        if constexpr (U::scaled)
+            ea = P.A16 ? __ldg(P.pow_a + item.row) : P.a_unfit[item.row];
+        const float a_unpow = mf_sddmm_unpow(P.A16 ? ea : 0);
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
@@ -426,8 +462,23 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
                 a[r] = MODE != MF_SDDMM_TAIL || kc + kk < P.k ? U::loadA(arow + kk) : U::zero();
             }
         }
-        // (an unfit A row's copy is NaN: its sums are, and none is written)
-        const int64_t end = item.begin + (int64_t)item.count;
+        // (an unfit A row's copy is NaN: its sums are, and none is written; without A's copy
+        // an unfit row's items run no entries, and the row is marked for mf_sddmm_tf32_unfit)
+        bool skip = false;
+        if constexpr (U::scaled) {
+            if (!P.A16) {
+                bool bad = ea == MF_TF32_ROW_UNFIT;
+#pragma unroll
+                for (int r = 0; r < KR; r++)
+                    bad |= !U::a_fits(a[r]);
+                skip = __any_sync(mask, bad);
+                if (skip && lane == 0 && ea != MF_TF32_ROW_UNFIT) {
+                    P.a_unfit[item.row] = MF_TF32_ROW_UNFIT; // every writer writes the same
+                    *P.wide = 1;
+                }
+            }
+        }
+        const int64_t end = skip ? item.begin : item.begin + (int64_t)item.count;
         for (int64_t p = item.begin; p < end; p += NU) {
             float s[NU];
 #pragma unroll

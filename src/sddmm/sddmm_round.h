@@ -52,6 +52,16 @@ MF_ROUND_FN int mf_tf32_value_fits(uint32_t m, uint32_t top)
     return m == 0 || (m < 0x7f800000u && (int)(m >> 23) >= (int)(top >> 23) - 28);
 }
 
+/* One of A's TF32 values (its magnitude bits m) where the kernel reads A's floats beside B's
+ * scaled copy alone (sddmm_tf32.cu): 0 or in [2^-64, 2^64), so that its products with B's
+ * scaled values (0 or in [2^-14, 2^15)) are exact and normal, at least 2^-78 and multiples of
+ * 2^-98, and a chunk's sums stay below 2^89, as with A's own scaled copy. NaN and infinities
+ * do not fit. */
+MF_ROUND_FN int mf_tf32_float_fits(uint32_t m)
+{
+    return m == 0 || (m >= 0x1f800000u && m < 0x5f800000u);
+}
+
 /* x as one input of a product in `precision` (an mf_precision) reaches the arithmetic:
  * rounded for TF32, BF16 and FP16; float itself for FP32 and for 3XTF32, whose split keeps
  * float's accuracy (the pairs path computes those in float). */

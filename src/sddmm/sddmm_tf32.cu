@@ -1,6 +1,9 @@
 // TF32 on the CUDA cores from half the bytes: the factors rounded to TF32 and stored as fp16,
 // scaled by powers of two (each row of A by its own, all of B by one), for the float kernel's
-// MF_SDDMM_TF32_16 instance (sddmm_kernels.cuh).
+// MF_SDDMM_TF32_16 instance (sddmm_kernels.cuh). The calls copy B alone (copy_a 0): the kernel
+// gathers B's row for every entry but reads A's row once an item, so it rounds A's floats as
+// they load, unscaled, and a row of A with a value outside [2^-64, 2^64) (mf_tf32_float_fits)
+// goes to the pass on the floats below; A's copy is kept for MFACT_SDDMM_COPIES=both.
 //
 // Why this is exact: a TF32 value has 11 significant bits, as an fp16 normal value does, so
 // fp16 holds it exactly once a power of two brings it into fp16's normal range [2^-14,
@@ -166,6 +169,30 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
     }
 }
 
+// B's copy alone (mf_sddmm_tf32_mark_a): row r of A marked unfit (pow_a[r], wide[0]) where a
+// value of it, rounded to TF32, is refused by mf_tf32_float_fits. A warp a row.
+__global__ void tf32_mark_a_rows(const float *A, int64_t lda, int64_t rows, int k, int8_t *pow_a,
+                                 int *wide)
+{
+    const int lane = threadIdx.x & 31;
+    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
+    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
+        const float4 *x = reinterpret_cast<const float4 *>(A + r * lda);
+        bool bad = false;
+        for (int u = lane; u * 4 < k; u += 32) {
+            const float4 v = tf32_round4(__ldg(x + u));
+            bad |= !mf_tf32_float_fits(__float_as_uint(v.x) & 0x7fffffffu) ||
+                   !mf_tf32_float_fits(__float_as_uint(v.y) & 0x7fffffffu) ||
+                   !mf_tf32_float_fits(__float_as_uint(v.z) & 0x7fffffffu) ||
+                   !mf_tf32_float_fits(__float_as_uint(v.w) & 0x7fffffffu);
+        }
+        if (__any_sync(0xffffffffu, bad) && lane == 0) {
+            pow_a[r] = MF_TF32_ROW_UNFIT;
+            wide[0] = 1;
+        }
+    }
+}
+
 // One entry p of row `row` from the float factors, both rounded to TF32 as they load (exact
 // products, float sums: TF32's bound), into out as the kernel writes a whole-k result (alpha,
 // S's values, beta). One warp, converged.
@@ -232,7 +259,7 @@ __global__ void tf32_unfit_entries(const mf_sddmm_item *items, int64_t n_items,
 } // namespace
 
 extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
-                                          const mf_sddmm_call *call, mf_dbuf *copies,
+                                          const mf_sddmm_call *call, int copy_a, mf_dbuf *copies,
                                           mf_sddmm_tf32_copies *out)
 {
     // the kernels' 16-byte loads (the callers take this route for vector rows only)
@@ -240,15 +267,21 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
         ((uintptr_t)call->B & 15u))
         return mf_fail(ctx, MF_ERR_INTERNAL, "mf_sddmm: TF32 copies need 16-byte factor rows");
     const int64_t ld16 = (call->k + 31) / 32 * 32; // as mf_tc_copy16's (the tuning rules' rows)
-    const int64_t rows = S->rows + (int64_t)S->cols;
-    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)rows,
-                         "SDDMM TF32 scaled fp16 factors"));
+    // (rows copied: A's and B's, or B's alone; a power byte for every row of both, A's zero
+    // and marked by the kernel without A's copy)
+    const int64_t a_rows = copy_a ? S->rows : 0, rows = a_rows + S->cols;
+    const int64_t pow_bytes = S->rows + (int64_t)S->cols;
+    MF_TRY(mf_dmem_alloc(ctx, copies, (size_t)rows * ld16 * 2 + 16 + (size_t)pow_bytes,
+                         copy_a ? "SDDMM TF32 scaled fp16 factors" : "SDDMM TF32 scaled fp16 B"));
     uint2 *y = (uint2 *)copies->ptr; // ld16 is a multiple of 32: rows of whole 8-byte words
     int *wide = (int *)(y + rows * ld16 / 4);
     uint32_t *b_top = (uint32_t *)(wide + 2);
     int8_t *pow = (int8_t *)(wide + 4);
     mf_cuda *cu = ctx->link.cuda;
-    cudaError_t err = cudaMemsetAsync(wide, 0, 4 * sizeof *wide, cu->stream);
+    // the flags and B's largest; without A's copy A's power bytes too (zero: every row fits
+    // until the kernel finds otherwise)
+    cudaError_t err =
+        cudaMemsetAsync(wide, 0, 4 * sizeof *wide + (copy_a ? 0 : (size_t)S->rows), cu->stream);
     if (err != cudaSuccess) {
         mf_dmem_free(ctx, copies);
         return mf_cuda_fail(ctx, err, "cudaMemsetAsync", __FILE__, __LINE__);
@@ -260,33 +293,45 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     const int64_t units = ld16 / 4;
     const int g = units <= 8 ? 8 : units <= 16 ? 16 : 32;
     const unsigned grid = mf_cuda_grid(cu, rows * g, 256, 16);
+    // (B's alone: the rows from B's first, whose power bytes follow A's)
+    int8_t *pow_rows = copy_a ? pow : pow + S->rows;
     if (st == MF_OK) {
         if (g == 8)
-            tf32_rows_to_fp16<8><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows, call->B,
+            tf32_rows_to_fp16<8><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, a_rows, call->B,
                                                                call->ldb, rows, call->k, ld16, y,
-                                                               pow, wide, b_top);
+                                                               pow_rows, wide, b_top);
         else if (g == 16)
-            tf32_rows_to_fp16<16><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows,
-                                                                call->B, call->ldb, rows, call->k,
-                                                                ld16, y, pow, wide, b_top);
+            tf32_rows_to_fp16<16><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, a_rows, call->B,
+                                                                call->ldb, rows, call->k, ld16, y,
+                                                                pow_rows, wide, b_top);
         else
-            tf32_rows_to_fp16<32><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, S->rows,
-                                                                call->B, call->ldb, rows, call->k,
-                                                                ld16, y, pow, wide, b_top);
+            tf32_rows_to_fp16<32><<<grid, 256, 0, cu->stream>>>(call->A, call->lda, a_rows, call->B,
+                                                                call->ldb, rows, call->k, ld16, y,
+                                                                pow_rows, wide, b_top);
         st = MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 fp16 copies");
     }
     if (st != MF_OK) {
         mf_dmem_free(ctx, copies);
         return st;
     }
-    out->A16 = (const uint16_t *)y;
-    out->B16 = out->A16 + (size_t)S->rows * ld16;
+    out->A16 = copy_a ? (const uint16_t *)y : NULL;
+    out->B16 = (const uint16_t *)y + (size_t)a_rows * ld16;
     out->pow_a = pow;
     out->pow_b = pow + S->rows;
     out->wide = wide;
     out->b_top = b_top;
     out->ld = ld16;
     return MF_OK;
+}
+
+extern "C" mf_status mf_sddmm_tf32_mark_a(mf_ctx *ctx, const mf_sparse *S,
+                                          const mf_sddmm_call *call, int8_t *pow_a, int *wide)
+{
+    if (S->rows == 0)
+        return MF_OK;
+    tf32_mark_a_rows<<<mf_cuda_grid(ctx->link.cuda, S->rows * (int64_t)32, 256, 16), 256, 0,
+                       ctx->link.cuda->stream>>>(call->A, call->lda, S->rows, call->k, pow_a, wide);
+    return MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 unfit rows of A");
 }
 
 extern "C" mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items,
