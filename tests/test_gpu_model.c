@@ -332,7 +332,7 @@ END_TEST
 /* mf_predict on device arrays under device-memory limits from an eighth of the call's peak
  * to all of it (a fresh context and matrix each, so the SDDMM tunes again): each call
  * matches the CPU's predictions or fails with MF_ERR_OUT_OF_MEMORY and out unchanged. fp32,
- * TF32 and bf16 (the factors' copies, 60 entries per factor row). */
+ * TF32 and bf16 (TF32's copies of both, bf16's of B: about 100 entries a user, 150 an item). */
 START_TEST(device_predictions_fail_cleanly)
 {
 #ifdef MFACT_HAVE_CUDA

@@ -662,6 +662,54 @@ START_TEST(tf32_scaled_copies)
         }
         free_problem(&big);
     }
+    /* B's copy alone (the calls' route below MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries a row of
+     * A), where A's floats are checked as they load, each launch its own chunk of k:
+     * - late: A rows unfit by one value each, 2^70 in the last chunk (k - 1), 2^-70 in a middle
+     *   one (k - 40), a subnormal in an early one, at k = 544, through the hook's V = 4 (chunks
+     *   of 32 or 64) and V = 32 KR = 1 (256) variants: earlier chunks write the entries, the
+     *   chunk with the value leaves them, later chunks add to them, and the pass on the floats
+     *   must replace them whole (beta = 0, out poisoned), or, in a call in chunks that reads
+     *   out (beta = -1), the scratch array must;
+     * - sparse timed: 20,000 x 2,000 with 40 entries a row, above the pass's grid, the tuned
+     *   call (its candidates timed, each marking the same rows) with an unfit A row (2^70 in
+     *   its last value) and an unfit B row. Left out under a sanitizer: the timing runs are
+     *   slow. */
+    {
+        problem pr = make_problem(ctx, FX_POWER_LAW, 544, 4, 350);
+        int32_t rows, cols, row[3], col[3];
+        mf_sparse_shape(pr.S, &rows, &cols, NULL);
+        ck_assert(pr.nnz < MF_SDDMM_TF32_COPY_A_MIN_PER_ROW * (int64_t)rows);
+        rows_with_entries(pr.S, 3, row, col);
+        pr.A[row[0] * pr.lda + 543] = 0x1p70f;
+        pr.A[row[1] * pr.lda + 504] = 0x1p-70f;
+        pr.A[row[2] * pr.lda + 100] = 1e-40f;
+        fx_sddmm_ref(pr.S, pr.k, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, pr.ref, pr.bound);
+        rounded_ref rr = make_rounded_ref(cpu, &pr, MF_PRECISION_TF32);
+        for (int v = 0; v < mf_sddmm_variant_count(); v++) {
+            mf_sddmm_config cf = mf_sddmm_variant_config(v);
+            if (!cf.vec || cf.smem || !(cf.v == 4 || (cf.v == 32 && cf.kr == 1)))
+                continue;
+            char what[96];
+            snprintf(what, sizeof what, "TF32 k=544 late unfit A values, variant %d (V=%d KR=%d)",
+                     v, cf.v, cf.kr);
+            check_precision_of(ctx, &pr, &rr, v, 100000, 0, what);
+        }
+        free_rounded_ref(&rr);
+        free_problem(&pr);
+    }
+    if (!quick) {
+        problem big = make_problem_sized(ctx, FX_RANDOM, 20000, 2000, 544, 4, 332);
+        ck_assert_int_ge(big.nnz, 300000);
+        ck_assert(big.nnz < MF_SDDMM_TF32_COPY_A_MIN_PER_ROW * (int64_t)20000);
+        ck_assert(big.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)2000);
+        int32_t row, col;
+        rows_with_entries(big.S, 1, &row, &col);
+        big.A[row * big.lda + 543] = 0x1p70f;
+        big.B[7 * big.ldb] = 0x1p-40f;
+        fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
+        check_precision(ctx, cpu, &big, MF_PRECISION_TF32, "TF32 timed on B's copy, unfit rows");
+        free_problem(&big);
+    }
     /* B's largest out of fp16's reach (one value 2^70: every B row unfit, whatever its own
      * values) and an all-zero B (power 2^0, every row fit): the copies, then the results */
     for (int zero = 0; zero <= 1; zero++) {

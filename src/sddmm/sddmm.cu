@@ -172,15 +172,16 @@ static mf_status allow_shared_memory(mf_ctx *ctx, int v)
 // A reduced-precision call on the CUDA cores: bf16 and fp16 read B's 16-bit copy (B16: rows of
 // ld values) and A's floats, rounded as they load, or without 16-byte float rows A's copy
 // too (A16); TF32 B's scaled fp16 copy (B16 with pow_b, b_top, and pow_a and wide for the
-// rows of A the kernel finds unfit) and A's floats rounded as they load, or with
-// MFACT_SDDMM_COPIES=both the scaled copies of both (A16 too: mf_sddmm_tf32_copy16); or,
+// rows of A the kernel finds unfit) and A's floats rounded as they load, or from
+// MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries a row of A (or with MFACT_SDDMM_COPIES=both) the
+// scaled copies of both (A16 too: mf_sddmm_tf32_copy16); or,
 // without copies (B16 NULL), all three round the floats as they load. `kernel` is the instance
 // that reads them (the kernel's HALF: an mf_precision, MF_SDDMM_TF32_16, MF_SDDMM_BF16_REG or
 // MF_SDDMM_FP16_REG).
 struct mf_sddmm_half_in {
     const uint16_t *A16, *B16;
     int64_t ld;
-    int8_t *pow_a; // (TF32 without A16: marked by the kernel, mf_sddmm_tf32_mark_a)
+    int8_t *pow_a; // (TF32 without A16: marked by the kernel)
     const int8_t *pow_b;
     int *wide;
     const uint32_t *b_top;
@@ -337,10 +338,13 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
                        (long long)L->n_blocks);
     // One launch per chunk, each by the instance that does no more than its chunk needs.
     const int kc_width = mf_sddmm_chunk_of(var.cfg, unit16_of(half));
-    // TF32 on B's copy alone, in chunks, reading out: A's unfit rows marked over all of k
-    // first (mf_sddmm_tf32_mark_a says why)
+    // TF32 on B's copy alone: a launch checks A's values of its own chunk only, so a row found
+    // unfit in a later chunk has had earlier chunks write out, which the unfit pass then
+    // overwrites whole. That needs beta = 0 here: run() takes calls in chunks with beta != 0
+    // through a scratch array with beta = 0.
     if (half && half->kernel == MF_SDDMM_TF32_16 && !half->A16 && kc_width < call->k && beta != 0.f)
-        MF_TRY(mf_sddmm_tf32_mark_a(ctx, S, call, half->pow_a, half->wide));
+        return mf_fail(ctx, MF_ERR_INTERNAL,
+                       "mf_sddmm: TF32 in chunks from B's copy alone with beta = %g", (double)beta);
     for (P.kc = 0; P.kc < call->k; P.kc += kc_width) {
         int mode = P.kc + kc_width > call->k            ? MF_SDDMM_TAIL
                    : P.kc == 0 && beta == 0.f && !P.val ? MF_SDDMM_PLAIN
@@ -732,7 +736,8 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
 // factors (exact products of the rounded factors, float sums: TF32's bound and CPU parity,
 // as on the tensor cores), tuned per matrix and k: B's rows as fp16 scaled by a power of two,
 // which holds TF32 values exactly (half the bytes gathered), with A's floats rounded as they
-// load, or both factors' floats rounded as they load (tf32_inputs says which); factors
+// load or A's rows scaled likewise, or both factors' floats rounded as they load (tf32_inputs
+// says which); factors
 // without 16-byte rows (no such variant) stay on the tensor cores, whatever MFACT_SDDMM_HALF says,
 // and so do small matrices at small k unless MFACT_SDDMM_HALF=cuda-cores.
 // MFACT_SDDMM_HALF=tensor-cores forces the tensor cores.
@@ -809,8 +814,9 @@ mf_status mf_sddmm_gpu::run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_ca
     MF_TRY(allow_shared_memory(ctx, v));
     // A reduced precision's instance reads what the library's own calls give it, whatever S's
     // size: bf16 and fp16 B's 16-bit copy (both copies without 16-byte float rows), TF32 B's
-    // scaled fp16 copy (tf32_inputs; MFACT_SDDMM_COPIES=both: A's too); with `registers`, the
-    // floats, rounded as they load (the calls' route below MF_SDDMM_COPY_B_MIN_PER_COL).
+    // scaled fp16 copy (tf32_inputs; A's too from MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries a
+    // row, or with MFACT_SDDMM_COPIES=both); with `registers`, the floats, rounded as they load
+    // (the calls' route below MF_SDDMM_COPY_B_MIN_PER_COL).
     mf_sddmm_half_in in = {};
     in.kernel = registers ? rounding_kernel(prec) : call->precision;
     mf_dbuf copies = {0, 0};

@@ -54,8 +54,9 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
  * B's power follows (mf_tf32_row_power). All in one device buffer (*copies, freed by the
  * caller, stream-ordered). The factors' rows must be 16-byte vectors (k, lda and ldb
  * multiples of 4, A and B 16-byte aligned): MF_ERR_INTERNAL otherwise.
- * copy_a 0: B's copy alone (the calls' route, where it pays): A16 NULL, pow_a zero (one byte
- * a row of A, for the kernel to mark the rows mf_tf32_float_fits refuses) and wide[0] zero. */
+ * copy_a 0: B's copy alone (the calls' route below MF_SDDMM_TF32_COPY_A_MIN_PER_ROW): A16
+ * NULL, pow_a zero (one byte a row of A, for the kernel to mark the rows holding a value
+ * mf_tf32_float_fits refuses) and wide[0] zero. */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
     int8_t *pow_a; /* written by the kernel and mf_sddmm_tf32_mark_a without A16 */
@@ -66,15 +67,6 @@ typedef struct mf_sddmm_tf32_copies {
 } mf_sddmm_tf32_copies;
 mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
                                int copy_a, mf_dbuf *copies, mf_sddmm_tf32_copies *out);
-
-/* B's copy alone, before a kernel in chunks (k past one launch's chunk) that reads out
- * (beta != 0): each row of A that mf_tf32_float_fits refuses marked in pow_a (the copies'
- * pow_a) and wide[0], over the whole row, so that every chunk's launch leaves the row's
- * entries and out keeps what the unfit pass's beta reads. (A chunk finds only its own slice's
- * values; with beta = 0 the pass's write covers what the chunks before it wrote.)
- * Stream-ordered. */
-mf_status mf_sddmm_tf32_mark_a(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
-                               int8_t *pow_a, int *wide);
 
 /* After the kernel on those copies, which leaves the entries of unfit rows unwritten: those
  * entries from the float factors rounded to TF32, written to out as a whole-k result with

@@ -65,8 +65,9 @@ struct mf_sddmm_params {
     // hold so has a NaN copy, and the kernel leaves its entries to mf_sddmm_tf32_unfit.
     // Without A16 (B's copy alone) the kernel reads A's floats, rounding them to TF32 as they
     // load, unscaled: pow_a is then a_unfit, zero where a row fits, and the kernel marks there
-    // (and in *wide) each A row that holds a value mf_tf32_float_fits refuses, and leaves its
-    // entries to the same pass.
+    // (and in *wide) each A row whose values in this launch's chunk include one
+    // mf_tf32_float_fits refuses, and leaves its entries to the same pass (beta = 0 in a call
+    // in chunks, sddmm.cu's run(): the pass overwrites what earlier chunks wrote).
     const int8_t *pow_a;
     const uint32_t *b_top;
     int8_t *a_unfit;
@@ -289,8 +290,8 @@ template <int HALF> struct mf_unit<true, HALF> {
 // The float factors rounded as they load (HALF = MF_PRECISION_TF32, MF_SDDMM_BF16_REG or
 // MF_SDDMM_FP16_REG, with VEC), to the values the CPU backend rounds them to (sddmm_round.h,
 // core/round16.h): exact products of the rounded factors and float sums, the precision's bound
-// and CPU parity, with no copy of either factor. For a matrix with few entries per factor row a
-// copy is a pass over both factors that the product does not repay (a 948K-entry graph at
+// and CPU parity, with no copy of either factor. For a matrix with few entries per column a
+// copy is a pass over B that the product does not repay (a 948K-entry graph at
 // k = 512, 82K x 82K: bf16's copies 12%, TF32's copy of B 46% slower than fp32 itself, H200,
 // 2026-12-01); where the gathers bind (k >= 128) the roundings cost little, at k = 32 a few
 // instructions per FMA (bench/README.md).
@@ -361,7 +362,11 @@ template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_
 // products (KC <= 1,024) is a multiple of 2^-48 and below 2^40, at least 2^-126 times 2^-e
 // (e <= 78) and below 2^89 times 2^-e (e >= -49). Nor can a sum of fitting rows be NaN or
 // infinite (finite fp16 values, sums below 2^40): a NaN sum marks an entry of an unfit row of
-// A or B (its copy is NaN), which the kernel does not write.
+// A or B (its copy is NaN), which the kernel does not write. Without A's copy (A's TF32 values
+// unscaled, 0 or in [2^-64, 2^64)) a nonzero product is at least 2^-78 and a multiple of 2^-98,
+// a chunk's sum below 2^89: again exact products and float sums in float's normal range, and
+// only B's 2^-e (A's is 1) can round, where the unscaled result leaves that range; such a sum is
+// NaN only for an unfit row of B, and an unfit row of A runs no entries.
 __device__ __forceinline__ float mf_sddmm_unpow(int e)
 {
     return mf_pow2(-e);
@@ -441,8 +446,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
                                                  : U::A(P) + (int64_t)item.row * U::lda(P) + kc;
         const float *arow_floats = U::a_floats ? P.A + (int64_t)item.row * P.lda + kc : nullptr;
         // (scaled copies of both: A's row's power; B's alone: 0, or MF_TF32_ROW_UNFIT where an
-        // earlier chunk's launch or mf_sddmm_tf32_mark_a marked the row, read plainly: this
-        // launch's warps may write it)
+        // earlier chunk's launch marked the row, read plainly: this launch's warps may write it)
         int ea = 0;
         if constexpr (U::scaled)
             ea = P.A16 ? __ldg(P.pow_a + item.row) : P.a_unfit[item.row];
@@ -450,7 +454,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
 #pragma unroll
         for (int r = 0; r < KR; r++) {
             int kk = (r * V + lane) * W;
-            if constexpr (U::a_floats) { // bf16, fp16: A16 NULL, A's floats rounded
+            if constexpr (U::a_floats) { // bf16, fp16, TF32_16: A16 NULL, A's floats rounded
                 const int left = MODE == MF_SDDMM_TAIL ? P.k - kc - kk : W;
                 if (left <= 0)
                     a[r] = U::zero();

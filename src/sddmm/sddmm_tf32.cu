@@ -1,9 +1,10 @@
 // TF32 on the CUDA cores from half the bytes: the factors rounded to TF32 and stored as fp16,
 // scaled by powers of two (each row of A by its own, all of B by one), for the float kernel's
-// MF_SDDMM_TF32_16 instance (sddmm_kernels.cuh). The calls copy B alone (copy_a 0): the kernel
-// gathers B's row for every entry but reads A's row once an item, so it rounds A's floats as
-// they load, unscaled, and a row of A with a value outside [2^-64, 2^64) (mf_tf32_float_fits)
-// goes to the pass on the floats below; A's copy is kept for MFACT_SDDMM_COPIES=both.
+// MF_SDDMM_TF32_16 instance (sddmm_kernels.cuh). Below MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries
+// a row of A the calls copy B alone (copy_a 0): the kernel gathers B's row for every entry but
+// reads A's row once an item, so it rounds A's floats as they load, unscaled, and a row of A
+// with a value outside [2^-64, 2^64) other than 0 (mf_tf32_float_fits) goes to the pass on the
+// floats below; from there on, or with MFACT_SDDMM_COPIES=both, A is copied too.
 //
 // Why this is exact: a TF32 value has 11 significant bits, as an fp16 normal value does, so
 // fp16 holds it exactly once a power of two brings it into fp16's normal range [2^-14,
@@ -24,7 +25,9 @@
 // leaves the entries of an unfit row of A or B unwritten: the row's copy holds NaN, so every
 // sum with it is NaN, which no fitting pair of rows can make (sddmm_kernels.cuh), and the
 // kernel writes no NaN sum. (Skipping an unfit A row's items instead made every item wait
-// for its row's power before its first entry: 5-7% of the kernel at k = 32.) tf32_unfit_entries
+// for its row's power before its first entry: 5-7% of the kernel at k = 32; without A's copy
+// the kernel checks A's values as it loads them, and skips the items of a row that fails.)
+// tf32_unfit_entries
 // computes those entries after it from the floats. Such rows are few, but on continuous factors
 // some value 2^28 below the largest turns up in most large calls (bench/README.md), so they are
 // handled row by row: the rest of the call keeps the copies, and no host wait decides anything.
@@ -169,30 +172,6 @@ __global__ void tf32_rows_to_fp16(const float *A, int64_t lda, int64_t rows_a, c
     }
 }
 
-// B's copy alone (mf_sddmm_tf32_mark_a): row r of A marked unfit (pow_a[r], wide[0]) where a
-// value of it, rounded to TF32, is refused by mf_tf32_float_fits. A warp a row.
-__global__ void tf32_mark_a_rows(const float *A, int64_t lda, int64_t rows, int k, int8_t *pow_a,
-                                 int *wide)
-{
-    const int lane = threadIdx.x & 31;
-    const int64_t warps = (int64_t)gridDim.x * blockDim.x / 32;
-    for (int64_t r = (blockIdx.x * (int64_t)blockDim.x + threadIdx.x) / 32; r < rows; r += warps) {
-        const float4 *x = reinterpret_cast<const float4 *>(A + r * lda);
-        bool bad = false;
-        for (int u = lane; u * 4 < k; u += 32) {
-            const float4 v = tf32_round4(__ldg(x + u));
-            bad |= !mf_tf32_float_fits(__float_as_uint(v.x) & 0x7fffffffu) ||
-                   !mf_tf32_float_fits(__float_as_uint(v.y) & 0x7fffffffu) ||
-                   !mf_tf32_float_fits(__float_as_uint(v.z) & 0x7fffffffu) ||
-                   !mf_tf32_float_fits(__float_as_uint(v.w) & 0x7fffffffu);
-        }
-        if (__any_sync(0xffffffffu, bad) && lane == 0) {
-            pow_a[r] = MF_TF32_ROW_UNFIT;
-            wide[0] = 1;
-        }
-    }
-}
-
 // One entry p of row `row` from the float factors, both rounded to TF32 as they load (exact
 // products, float sums: TF32's bound), into out as the kernel writes a whole-k result (alpha,
 // S's values, beta). One warp, converged.
@@ -322,16 +301,6 @@ extern "C" mf_status mf_sddmm_tf32_copy16(mf_ctx *ctx, const mf_sparse *S,
     out->b_top = b_top;
     out->ld = ld16;
     return MF_OK;
-}
-
-extern "C" mf_status mf_sddmm_tf32_mark_a(mf_ctx *ctx, const mf_sparse *S,
-                                          const mf_sddmm_call *call, int8_t *pow_a, int *wide)
-{
-    if (S->rows == 0)
-        return MF_OK;
-    tf32_mark_a_rows<<<mf_cuda_grid(ctx->link.cuda, S->rows * (int64_t)32, 256, 16), 256, 0,
-                       ctx->link.cuda->stream>>>(call->A, call->lda, S->rows, call->k, pow_a, wide);
-    return MF_CUDA_LAUNCHED(ctx, "the SDDMM TF32 unfit rows of A");
 }
 
 extern "C" mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items,
