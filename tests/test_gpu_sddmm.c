@@ -664,14 +664,15 @@ START_TEST(tf32_scaled_copies)
     }
     /* B's copy alone (the calls' route below MF_SDDMM_TF32_COPY_A_MIN_PER_ROW entries a row of
      * A), where A's floats are checked as they load, each launch its own chunk of k:
-     * - late: A rows unfit by one value each, 2^70 in the last chunk (k - 1), 2^-70 in a middle
-     *   one (k - 40), a subnormal in an early one, at k = 544, through the hook's V = 4 (chunks
+     * - late: A rows unfit by one value each, 2^120 in the last chunk (k - 1: its products with
+     *   B's scaled values, up to 2^15, would overflow), 2^-70 in a middle one (k - 40), a
+     *   subnormal in an early one, at k = 544, through the hook's V = 4 (chunks
      *   of 32 or 64) and V = 32 KR = 1 (256) variants: earlier chunks write the entries, the
      *   chunk with the value leaves them, later chunks add to them, and the pass on the floats
      *   must replace them whole (beta = 0, out poisoned), or, in a call in chunks that reads
      *   out (beta = -1), the scratch array must;
      * - sparse timed: 20,000 x 2,000 with 40 entries a row, above the pass's grid, the tuned
-     *   call (its candidates timed, each marking the same rows) with an unfit A row (2^70 in
+     *   call (its candidates timed, each marking the same rows) with an unfit A row (2^120 in
      *   its last value) and an unfit B row. Left out under a sanitizer: the timing runs are
      *   slow. */
     {
@@ -680,7 +681,7 @@ START_TEST(tf32_scaled_copies)
         mf_sparse_shape(pr.S, &rows, &cols, NULL);
         ck_assert(pr.nnz < MF_SDDMM_TF32_COPY_A_MIN_PER_ROW * (int64_t)rows);
         rows_with_entries(pr.S, 3, row, col);
-        pr.A[row[0] * pr.lda + 543] = 0x1p70f;
+        pr.A[row[0] * pr.lda + 543] = 0x1p120f;
         pr.A[row[1] * pr.lda + 504] = 0x1p-70f;
         pr.A[row[2] * pr.lda + 100] = 1e-40f;
         fx_sddmm_ref(pr.S, pr.k, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, pr.ref, pr.bound);
@@ -704,7 +705,7 @@ START_TEST(tf32_scaled_copies)
         ck_assert(big.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)2000);
         int32_t row, col;
         rows_with_entries(big.S, 1, &row, &col);
-        big.A[row * big.lda + 543] = 0x1p70f;
+        big.A[row * big.lda + 543] = 0x1p120f;
         big.B[7 * big.ldb] = 0x1p-40f;
         fx_sddmm_ref(big.S, big.k, big.A, big.lda, big.B, big.ldb, 0.5, 0, big.ref, big.bound);
         check_precision(ctx, cpu, &big, MF_PRECISION_TF32, "TF32 timed on B's copy, unfit rows");
