@@ -41,7 +41,8 @@
 // --factors normal fills the factors with N(0, 1/4) values (Box-Muller on 32-bit uniforms:
 // magnitudes down to about 2^-30, as continuous factors have) instead of uniform [-1, 1)
 // (mf_random_uniform: multiples of 2^-24). TF32's scaled fp16 copies hold only rows whose
-// values lie within 28 binades of their largest, and a call computes the other rows'
+// values lie within 28 binades of their largest (B's rows: of B's largest; A's floats, read
+// without A's copy, only values 0 or in [2^-64, 2^64)), and a call computes the other rows'
 // entries apart, from the floats: uniform factors never have such rows, normal ones at
 // large sizes do.
 //

@@ -34,7 +34,8 @@ static void launch_mode(const mf_sddmm_params &P, int mode, unsigned grid, size_
 
 // One chunk [P.kc, P.kc + KC) of k by the instance for mode (sddmm_kernels.cuh); with `half`
 // a reduced precision's instance (SM-L2 vector variants only): bf16 and fp16 read P.A16 and
-// P.B16, MF_SDDMM_TF32_16 reads the scaled fp16 copies (sddmm_tf32.cu), TF32,
+// P.B16, MF_SDDMM_TF32_16 reads B's scaled fp16 copy and A's (or A's floats, rounding them
+// as they load: sddmm_tf32.cu), TF32,
 // MF_SDDMM_BF16_REG and MF_SDDMM_FP16_REG round the floats as they load.
 template <int V, int KR, bool VEC, bool SMEM>
 static void launch(const mf_sddmm_params &P, int half, int mode, unsigned grid, size_t smem,
