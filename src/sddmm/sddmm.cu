@@ -316,7 +316,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
     P.ld16 = 0;
     P.pow_a = NULL;
     P.b_top = NULL;
-    P.a_unfit = NULL;
     P.wide = NULL;
     if (half && (!var.cfg.vec || var.cfg.smem))
         return mf_fail(ctx, MF_ERR_INTERNAL,
@@ -327,7 +326,6 @@ static mf_status run_variant(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *cal
         P.ld16 = half->ld;
         P.pow_a = half->pow_a;
         P.b_top = half->b_top;
-        P.a_unfit = half->pow_a;
         P.wide = half->wide;
     }
     size_t smem = var.cfg.smem ? mf_sddmm_smem_bytes(var.cfg, L->tj) : 0;

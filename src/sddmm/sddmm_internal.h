@@ -59,7 +59,7 @@ mf_status mf_tc_copy16(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *cal
  * mf_tf32_float_fits refuses) and wide[0] zero. */
 typedef struct mf_sddmm_tf32_copies {
     const uint16_t *A16, *B16;
-    int8_t *pow_a; /* written by the kernel and mf_sddmm_tf32_mark_a without A16 */
+    int8_t *pow_a; /* without A16 written by the kernel, which marks A's unfit rows */
     const int8_t *pow_b;
     int *wide;
     const uint32_t *b_top;

@@ -64,13 +64,12 @@ struct mf_sddmm_params {
     // exponents, *b_top the bits of B's largest value, which give B's power. A row fp16 cannot
     // hold so has a NaN copy, and the kernel leaves its entries to mf_sddmm_tf32_unfit.
     // Without A16 (B's copy alone) the kernel reads A's floats, rounding them to TF32 as they
-    // load, unscaled: pow_a is then a_unfit, zero where a row fits, and the kernel marks there
-    // (and in *wide) each A row whose values in this launch's chunk include one
-    // mf_tf32_float_fits refuses, and leaves its entries to the same pass (beta = 0 in a call
-    // in chunks, sddmm.cu's run(): the pass overwrites what earlier chunks wrote).
-    const int8_t *pow_a;
+    // load, unscaled: pow_a is then zero where a row fits, and the kernel marks there (and in
+    // *wide) each A row whose values in this launch's chunk include one mf_tf32_float_fits
+    // refuses, and leaves its entries to the same pass (beta = 0 in a call in chunks,
+    // sddmm.cu's run(): the pass overwrites what earlier chunks wrote).
+    int8_t *pow_a;
     const uint32_t *b_top;
-    int8_t *a_unfit;
     int *wide;
 };
 
@@ -330,7 +329,7 @@ template <> struct mf_unit<true, MF_SDDMM_FP16_REG> : mf_unit_rounding<mf_round4
 // rounded to TF32 as they load and multiplied unscaled: B's scaled values are 0 or in [2^-14,
 // 2^15), and an A value 0 or in [2^-64, 2^64) keeps every product exact and normal and a
 // chunk's sums finite (mf_tf32_float_fits), so only B's power is divided out. A row of A with
-// a value outside that range is not computed here: the kernel marks it (P.a_unfit, P.wide) and
+// a value outside that range is not computed here: the kernel marks it (P.pow_a, P.wide) and
 // mf_sddmm_tf32_unfit computes its entries from the floats.
 template <> struct mf_unit<true, MF_SDDMM_TF32_16> : mf_unit<true, MF_PRECISION_FP16> {
     static constexpr bool scaled = true;
@@ -449,7 +448,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
         // earlier chunk's launch marked the row, read plainly: this launch's warps may write it)
         int ea = 0;
         if constexpr (U::scaled)
-            ea = P.A16 ? __ldg(P.pow_a + item.row) : P.a_unfit[item.row];
+            ea = P.A16 ? __ldg(P.pow_a + item.row) : P.pow_a[item.row];
         const float a_unpow = mf_sddmm_unpow(P.A16 ? ea : 0);
 #pragma unroll
         for (int r = 0; r < KR; r++) {
@@ -477,7 +476,7 @@ __device__ __forceinline__ void mf_sddmm_body(const mf_sddmm_params &P)
                     bad |= !U::a_fits(a[r]);
                 skip = __any_sync(mask, bad);
                 if (skip && lane == 0 && ea != MF_TF32_ROW_UNFIT) {
-                    P.a_unfit[item.row] = MF_TF32_ROW_UNFIT; // every writer writes the same
+                    P.pow_a[item.row] = MF_TF32_ROW_UNFIT; // every writer writes the same
                     *P.wide = 1;
                 }
             }
