@@ -40,18 +40,23 @@ static inline __host__ __device__ uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-// "32,128,512" as integers (--k lists).
+// "32,128,512" as integers (--k lists). Anything else (an empty item, "12x", a value beyond
+// int) ends the program with status 2: a typo must not quietly measure another list.
 static inline std::vector<int> parse_ints(const char *s)
 {
     std::vector<int> v;
-    for (const char *p = s; *p;) {
-        v.push_back(atoi(p));
-        p = strchr(p, ',');
-        if (!p)
-            break;
-        p++;
+    for (const char *p = s;;) {
+        char *end = NULL;
+        long x = strtol(p, &end, 10);
+        if (end == p || (*end != ',' && *end != '\0') || x < INT32_MIN || x > INT32_MAX) {
+            fprintf(stderr, "'%s': not a comma-separated list of integers\n", s);
+            exit(2);
+        }
+        v.push_back((int)x);
+        if (!*end)
+            return v;
+        p = end + 1;
     }
-    return v;
 }
 
 // The median of v (the upper one for an even count).

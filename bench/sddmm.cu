@@ -31,6 +31,10 @@
 //                    [--beta B] [--shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]]...
 //                    [--factors uniform|normal] [--transpose]
 //
+// --cases none leaves the built-in shapes out (graphs and --shape cases alone). An unknown
+// name in a list, a malformed number, k < 1, --repeat < 1 or --scale <= 0 ends the program
+// with status 2 before any device work (tests/tool/check-bench-args.sh).
+//
 // --transpose adds each matrix's transpose as a case of its own (name^T): the same entries
 // with the roles of the factors swapped, which the tuning may serve with other variants.
 //
@@ -628,6 +632,25 @@ static void run_eval(mf_ctx *ctx, cusparseHandle_t sp, cublasHandle_t blas, cons
         CUDA_CHECK(cudaFree(p));
 }
 
+// --shape NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]: the generator at another shape. Whether
+// s is one (into *g when given).
+struct gen_shape {
+    char name[64];
+    int rows, cols;
+    double mean, alpha, zipf, max_frac;
+};
+static bool parse_shape(const char *s, gen_shape *g)
+{
+    gen_shape t = {"", 0, 0, 0.0, 0.0, 0.0, 1.0};
+    int got = sscanf(s, "%63[^,],%d,%d,%lf,%lf,%lf,%lf", t.name, &t.rows, &t.cols, &t.mean,
+                     &t.alpha, &t.zipf, &t.max_frac);
+    if (got < 6 || t.rows < 1 || t.cols < 1 || !(t.mean > 0) || !(t.max_frac > 0))
+        return false;
+    if (g)
+        *g = t;
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     const char *cases = "netflix,nytimes,uniform";
@@ -651,13 +674,24 @@ int main(int argc, char **argv)
             scale = atof(argv[++i]);
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) {
             precs.clear();
-            // comma-separated names, each exactly (tf32 is not 3xtf32)
-            for (const char *n = argv[i + 1]; *n;) {
+            // comma-separated names, each exactly (tf32 is not 3xtf32); an unknown one fails
+            for (const char *n = argv[i + 1];;) {
                 const size_t len = strcspn(n, ",");
+                int found = -1;
                 for (int p = 0; p < (int)(sizeof precisions / sizeof *precisions); p++)
                     if (strlen(precisions[p].name) == len && !strncmp(n, precisions[p].name, len))
-                        precs.push_back(p);
-                n += len + (n[len] == ',');
+                        found = p;
+                if (found < 0) {
+                    fprintf(stderr, "--precisions: '%.*s' is not one of", (int)len, n);
+                    for (const auto &p : precisions)
+                        fprintf(stderr, " %s", p.name);
+                    fprintf(stderr, "\n");
+                    return 2;
+                }
+                precs.push_back(found);
+                if (!n[len])
+                    break;
+                n += len + 1;
             }
             i++;
         } else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
@@ -686,7 +720,9 @@ int main(int argc, char **argv)
         else {
             fprintf(stderr,
                     "usage: %s [--cases netflix,nytimes,uniform] [--k 32,128,512] "
-                    "[--precisions fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,3xtf32-tc] "
+                    "[--precisions "
+                    "fp32,3xtf32,tf32,bf16,fp16,bf16-tc,fp16-tc,tf32-tc,3xtf32-tc,bf16-cc,"
+                    "fp16-cc,tf32-cc] "
                     "[--repeat N] "
                     "[--scale F] "
                     "[--graph FILE]... [--seed S] [--tc-order natural|length-minhash|minhash|auto] "
@@ -697,6 +733,37 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    // The settings, checked before anything runs: a typo must not measure something else.
+    for (const char *c = cases;;) { // names of the built-in cases, or none
+        const size_t len = strcspn(c, ",");
+        bool known = false;
+        for (const char *name : {"netflix", "nytimes", "uniform", "none"})
+            known = known || (strlen(name) == len && !strncmp(c, name, len));
+        if (!known) {
+            fprintf(stderr, "--cases: '%.*s' is not netflix, nytimes, uniform or none\n", (int)len,
+                    c);
+            return 2;
+        }
+        if (!c[len])
+            break;
+        c += len + 1;
+    }
+    for (int k : ks)
+        if (k < 1) {
+            fprintf(stderr, "--k: %d is not a positive rank\n", k);
+            return 2;
+        }
+    for (const char *sh : shapes)
+        if (!parse_shape(sh, NULL)) {
+            fprintf(stderr, "--shape %s: want NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]\n", sh);
+            return 2;
+        }
+    if (repeat < 1 || !(scale > 0.0) || !isfinite(scale)) {
+        fprintf(stderr, "--repeat wants at least 1 (got %d), --scale a positive number (got %g)\n",
+                repeat, scale);
+        return 2;
+    }
+
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
     o.backend = MF_BACKEND_CUDA;
@@ -736,18 +803,11 @@ int main(int argc, char **argv)
             csr m = power_law(rows, sp_.cols, sp_.mean, sp_.alpha, sp_.beta, sp_.max_frac, seed);
             mats.push_back({sp_.name, std::move(m)});
         }
-    for (const char *s : shapes) { // the generator at another shape: NAME,ROWS,COLS,MEAN,...
-        char name[64] = "";
-        int rows = 0, cols = 0;
-        double mean = 0, alpha = 0, zipf = 0, max_frac = 1.0;
-        int got = sscanf(s, "%63[^,],%d,%d,%lf,%lf,%lf,%lf", name, &rows, &cols, &mean, &alpha,
-                         &zipf, &max_frac);
-        if (got < 6 || rows < 1 || cols < 1 || mean <= 0 || max_frac <= 0) {
-            fprintf(stderr, "--shape %s: want NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]\n", s);
-            return 2;
-        }
-        mats.push_back(
-            {name, power_law((int32_t)(rows * scale), cols, mean, alpha, zipf, max_frac, seed)});
+    for (const char *s : shapes) { // the generator at another shape (checked above)
+        gen_shape g;
+        parse_shape(s, &g);
+        mats.push_back({g.name, power_law((int32_t)(g.rows * scale), g.cols, g.mean, g.alpha,
+                                          g.zipf, g.max_frac, seed)});
     }
     for (const char *g : graphs) {
         const char *base = strrchr(g, '/');
