@@ -32,6 +32,10 @@
 // (a progress callback, as a user watching convergence has), its RMSEs in that precision
 // (opts.rmse_precision), and prints the whole call's seconds and their ratio to fp32
 // monitoring: what a reduced-precision evaluation gains end to end (issue 45).
+// A malformed number, an unknown name, a k, --iterations or --repeat below 1, --cg-steps
+// outside 1..64, a negative --lambda, --lambda-bias or --limit-gb, --scale <= 0, or --train
+// without --test ends the program with status 2 before any device work
+// (tests/tool/check-bench-args.sh).
 #include <cuda_runtime.h>
 #include <cusolverDn.h>
 #include <math.h>
@@ -200,73 +204,62 @@ int main(int argc, char **argv)
     std::vector<int> monitor;       // --monitor: indices into monitor_names
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        // Every value is checked here, before any device work (bench_util.h's arg_*: a bad
+        // one exits with status 2 naming it); a missing value reads as "" and is refused.
         if (!strcmp(a, "--k"))
-            ks = parse_ints(v), i++;
+            ks = arg_ints(a, v, 1), i++;
         else if (!strcmp(a, "--init")) {
+            // mean before uniform whatever the list's order, as before
+            const char *names[] = {"mean", "uniform"};
+            bool want[2] = {false, false};
+            for (int n : arg_choices(a, v, names, 2))
+                want[n] = true;
             inits.clear();
-            if (strstr(v, "mean"))
+            if (want[0])
                 inits.push_back(MF_ALS_INIT_MEAN);
-            if (strstr(v, "uniform"))
+            if (want[1])
                 inits.push_back(MF_ALS_INIT_UNIFORM);
             i++;
         } else if (!strcmp(a, "--iterations"))
-            iterations = atoi(v), i++;
+            iterations = arg_int(a, v, 1), i++;
         else if (!strcmp(a, "--lambda"))
-            lambda = (float)atof(v), i++;
+            lambda = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--solver")) {
-            solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
-                     : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
-                                         : MF_ALS_SOLVER_AUTO;
-            i++;
-        } else if (!strcmp(a, "--cg-steps"))
-            cg_steps = atoi(argv[++i]);
+            const char *names[] = {"auto", "exact", "cg"};
+            const mf_als_solver solvers[] = {MF_ALS_SOLVER_AUTO, MF_ALS_SOLVER_EXACT,
+                                             MF_ALS_SOLVER_CG};
+            solver = solvers[arg_choice(a, v, names, 3)], i++;
+        } else if (!strcmp(a, "--cg-steps")) // 1..64: mf_als_opts.cg_steps' range
+            cg_steps = arg_int(a, v, 1, 64), i++;
         else if (!strcmp(a, "--no-tf32")) // CG's systems from float-accurate products
             tf32 = 0;
         else if (!strcmp(a, "--gram")) { // the Gram kernel of every run (als_internal.h)
             const char *names[] = {"auto", "fp32", "tc", "tf32", "tf32-long"};
-            int g = -1;
-            for (int n = 0; n < 5; n++)
-                if (!strcmp(v, names[n]))
-                    g = n;
-            if (g < 0) {
-                fprintf(stderr, "bench_als: --gram takes auto, fp32, tc, tf32 or tf32-long\n");
-                return 2;
-            }
-            mf_als_debug_gram = g;
-            i++;
+            mf_als_debug_gram = arg_choice(a, v, names, 5), i++;
         } else if (!strcmp(a, "--no-biases"))
             biases = 0;
         else if (!strcmp(a, "--lambda-bias"))
-            lambda_bias = (float)atof(v), i++;
+            lambda_bias = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--repeat"))
-            repeat = atoi(v), i++;
+            repeat = arg_int(a, v, 1), i++;
         else if (!strcmp(a, "--scale"))
-            scale = atof(v), i++;
+            scale = arg_number(a, v, 0.0, true), i++;
         else if (!strcmp(a, "--case"))
             specs.push_back(v), i++;
-        else if (!strcmp(a, "--limit-gb"))
-            limit_gb = atof(v), i++;
+        else if (!strcmp(a, "--limit-gb")) // 0: no limit
+            limit_gb = arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--seed"))
-            seed = strtoull(v, NULL, 10), i++;
+            seed = arg_seed(a, v), i++;
         else if (!strcmp(a, "--train"))
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
         else if (!strcmp(a, "--monitor")) {
-            for (const char *n = argv[++i]; *n;) {
-                const size_t len = strcspn(n, ",");
-                int found = -1;
-                for (int p = 0; p < 3; p++)
-                    if (strlen(monitor_names[p].name) == len &&
-                        !strncmp(n, monitor_names[p].name, len))
-                        found = p;
-                if (found < 0) {
-                    fprintf(stderr, "bench_als: --monitor takes fp32, bf16 and fp16\n");
-                    return 2;
-                }
-                monitor.push_back(found);
-                n += len + (n[len] == ',');
-            }
+            const char *names[] = {monitor_names[0].name, monitor_names[1].name,
+                                   monitor_names[2].name};
+            for (int p : arg_choices(a, v, names, 3)) // repeated --monitor options add up
+                monitor.push_back(p);
+            i++;
         } else if (!strcmp(a, "--write-cumf"))
             cumf_dir = v, i++;
         else {
@@ -279,6 +272,10 @@ int main(int argc, char **argv)
                 "[--gram auto|fp32|tc|tf32|tf32-long] [--monitor fp32,bf16,fp16]\n");
             return 2;
         }
+    }
+    if (!train_file != !test_file) { // one of them alone would be ignored for the presets
+        fprintf(stderr, "bench_als: --train and --test go together\n");
+        return 2;
     }
     const std::vector<ratings_shape> cases =
         ratings_cases("bench_als", specs, scale, seed, train_file, test_file);

@@ -14,6 +14,10 @@
 //                       [--layout auto|replicated|sharded] [--log]
 //        (under a launcher) bench_als_gpus --launched [--launched-out DIR] [--baseline-in FILE]
 //                       [the same case and fit options; --gpus is the launcher's]
+// A malformed number, an unknown name or case, a group size, k, --iterations or --repeat
+// below 1, a negative --lambda, --scale <= 0, two of --sgd, --asd and --ials, or --train
+// without --test ends the program with status 2 before any device work
+// (tests/tool/check-bench-args.sh).
 // --log: the contexts log to stderr at MF_LOG_INFO (ALS: each phase of a fit and its seconds,
 // per rank: where a setup of minutes goes).
 // --no-one: no one-GPU baseline (a case one GPU cannot hold): the groups' rows alone.
@@ -542,36 +546,38 @@ int main(int argc, char **argv)
         {"--asd", &a.asd, true},          {"--launched", &a.launched, true}};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        // Every value is checked here, before any device work (bench_util.h's arg_*: a bad
+        // one exits with status 2 naming it); a missing value reads as "" and is refused.
         if (!strcmp(o, "--gpus"))
-            a.gpus = parse_ints(argv[++i]);
+            a.gpus = arg_ints(o, v, 1), i++;
         else if (!strcmp(o, "--k"))
-            a.ks = parse_ints(argv[++i]);
+            a.ks = arg_ints(o, v, 1), i++;
         else if (!strcmp(o, "--iterations"))
-            a.iterations = atoi(argv[++i]);
+            a.iterations = arg_int(o, v, 1), i++;
         else if (!strcmp(o, "--lambda"))
-            a.lambda = (float)atof(argv[++i]);
+            a.lambda = (float)arg_number(o, v, 0.0), i++;
         else if (!strcmp(o, "--repeat"))
-            a.repeat = atoi(argv[++i]);
+            a.repeat = arg_int(o, v, 1), i++;
         else if (!strcmp(o, "--solver")) {
-            i++;
-            a.solver = !strcmp(v, "exact") ? MF_ALS_SOLVER_EXACT
-                       : !strcmp(v, "cg")  ? MF_ALS_SOLVER_CG
-                                           : MF_ALS_SOLVER_AUTO;
+            const char *names[] = {"auto", "exact", "cg"};
+            const mf_als_solver solvers[] = {MF_ALS_SOLVER_AUTO, MF_ALS_SOLVER_EXACT,
+                                             MF_ALS_SOLVER_CG};
+            a.solver = solvers[arg_choice(o, v, names, 3)], i++;
         } else if (!strcmp(o, "--layout")) {
-            i++;
-            a.layout = !strcmp(v, "replicated") ? MF_ALS_LAYOUT_REPLICATED
-                       : !strcmp(v, "sharded")  ? MF_ALS_LAYOUT_USERS_SHARDED
-                                                : MF_ALS_LAYOUT_AUTO;
+            const char *names[] = {"auto", "replicated", "sharded"};
+            const mf_als_layout layouts[] = {MF_ALS_LAYOUT_AUTO, MF_ALS_LAYOUT_REPLICATED,
+                                             MF_ALS_LAYOUT_USERS_SHARDED};
+            a.layout = layouts[arg_choice(o, v, names, 3)], i++;
         } else if (!strcmp(o, "--case"))
-            specs.push_back(argv[++i]);
+            specs.push_back(v), i++;
         else if (!strcmp(o, "--scale"))
-            a.scale = atof(argv[++i]);
+            a.scale = arg_number(o, v, 0.0, true), i++;
         else if (!strcmp(o, "--seed"))
-            a.seed = strtoull(argv[++i], NULL, 10);
+            a.seed = arg_seed(o, v), i++;
         else if (!strcmp(o, "--train"))
-            a.train_file = argv[++i];
+            a.train_file = v, i++;
         else if (!strcmp(o, "--test"))
-            a.test_file = argv[++i];
+            a.test_file = v, i++;
         else if (set_switch(switches, o))
             continue;
         else if (!strcmp(o, "--launched-out") && i + 1 < argc)
@@ -596,12 +602,24 @@ int main(int argc, char **argv)
         specs.push_back("netflix");
     if (a.launched_out.empty())
         a.launched_out = "/tmp/bench_als_gpus-" + std::to_string((long)geteuid());
-    if (a.repeat < 1 || (a.launched && a.baseline_out) || (!a.launched && a.baseline_in) ||
+    if ((a.launched && a.baseline_out) || (!a.launched && a.baseline_in) ||
         (a.baseline_out && !a.baseline)) {
-        fprintf(stderr, "bench_als_gpus: --repeat must be at least 1; --baseline-out goes with "
-                        "the one-GPU fit of an in-process run, --baseline-in with --launched\n");
+        fprintf(stderr, "bench_als_gpus: --baseline-out goes with the one-GPU fit of an "
+                        "in-process run, --baseline-in with --launched\n");
         return 2;
     }
+    if ((int)a.sgd + (int)a.asd + (int)a.ials > 1) { // the code paths disagree on which wins
+        fprintf(stderr, "bench_als_gpus: --sgd, --asd and --ials exclude each other\n");
+        return 2;
+    }
+    if (!a.train_file != !a.test_file) { // one of them alone would be ignored for the presets
+        fprintf(stderr, "bench_als_gpus: --train and --test go together\n");
+        return 2;
+    }
+    // The cases too are checked before any device work (a bad --case exits with status 2);
+    // --launched makes them again from the same specs.
+    const std::vector<ratings_shape> cases =
+        ratings_cases("bench_als_gpus", specs, a.scale, a.seed, a.train_file, a.test_file);
     if (a.launched)
         return run_launched(a, specs);
     FILE *baseline_file = NULL;
@@ -629,8 +647,6 @@ int main(int argc, char **argv)
         baseline_write_head(baseline_file,
                             std::string("bench_als_gpus one-GPU rows, ") + info.name + ", " + when);
     }
-    const std::vector<ratings_shape> cases =
-        ratings_cases("bench_als_gpus", specs, a.scale, a.seed, a.train_file, a.test_file);
     for (const ratings_shape &c : cases) {
         mf_sparse *train = NULL, *test = NULL;
         ratings_stats made = {};

@@ -28,6 +28,14 @@
 // phase's (the fixed-length run's iterations before it ended); the last columns give the
 // to-tolerance run's reduced iterations and fp32's ms per iteration and whole-call seconds
 // over this row's (the same variant; "-" on fp32 rows or without an fp32 row).
+//
+// usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] [--runs N]
+//                  [--peer-cap N] [--memory-limit-gb G] [--stagnation W] [--max-iterations N]
+//                  [--seed S] [--rank-continuation] [--uniform] [--no-peer]
+//                  [--precision fp32,bf16,fp16]
+// A malformed number or case, an unknown precision, --tol <= 0, --timed, --runs, --peer-cap
+// or --max-iterations below 1, a negative --stagnation or --memory-limit-gb (0: none) ends
+// the program with status 2 before any device work (tests/tool/check-bench-args.sh).
 #include <cusparse.h>
 #include <math.h>
 #include <omp.h>
@@ -552,41 +560,43 @@ static void run_case(problem &p, const options &opt, double bandwidth)
     mf_ctx_destroy(ctx);
 }
 
-// "fp32,bf16,fp16" (any of them, in any order) into opt.precisions, fp32 first; false on
-// an unknown name.
-static bool parse_precisions(const char *s, options &opt)
+// "fp32,bf16,fp16" (any of them, in any order) into opt.precisions, fp32 first; an unknown
+// name ends the program with status 2 (arg_choices).
+static void parse_precisions(const char *s, options &opt)
 {
-    bool want[5] = {false, false, false, false, false};
-    for (std::string rest = s; !rest.empty();) {
-        const size_t comma = rest.find(',');
-        const std::string name = rest.substr(0, comma);
-        rest = comma == std::string::npos ? "" : rest.substr(comma + 1);
-        const int k = name == "fp32"   ? MF_PRECISION_FP32
-                      : name == "bf16" ? MF_PRECISION_BF16
-                      : name == "fp16" ? MF_PRECISION_FP16
-                                       : -1;
-        if (k < 0)
-            return false;
-        want[k] = true;
-    }
+    const char *names[] = {"fp32", "bf16", "fp16"};
+    const mf_precision precs[] = {MF_PRECISION_FP32, MF_PRECISION_BF16, MF_PRECISION_FP16};
+    bool want[3] = {false, false, false};
+    for (int n : arg_choices("--precision", s, names, 3))
+        want[n] = true;
     opt.precisions.clear();
-    for (int k : {MF_PRECISION_FP32, MF_PRECISION_BF16, MF_PRECISION_FP16})
-        if (want[k])
-            opt.precisions.push_back((mf_precision)k);
-    return !opt.precisions.empty();
+    for (int n = 0; n < 3; n++)
+        if (want[n])
+            opt.precisions.push_back(precs[n]);
 }
 
+// "M,N,R,DENSITY[,COND]", each field a number whole (strtod's "1e6" too): M, N and R whole,
+// 1 <= R <= min(M, N) (the factors' rank), DENSITY in (0, 1], COND at least 1 (a condition
+// number). False on anything else, a sixth field or a trailing "x" included.
 static bool parse_case(const char *s, problem &p)
 {
     double v[5] = {0, 0, 0, 0, 1};
     int k = 0;
-    for (const char *q = s; q && *q && k < 5; k++) {
-        v[k] = atof(q);
-        q = strchr(q, ',');
-        if (q)
-            q++;
+    for (const char *q = s; k < 5;) {
+        char *end;
+        v[k++] = strtod(q, &end);
+        if (end == q || (*end != ',' && *end != '\0') || !std::isfinite(v[k - 1]))
+            return false;
+        if (*end == '\0')
+            break;
+        if (k == 5)
+            return false;
+        q = end + 1;
     }
-    if (k < 4 || v[0] < 1 || v[1] < 1 || v[2] < 1 || !(v[3] > 0 && v[3] <= 1))
+    for (int t = 0; t < 3; t++)
+        if (!(v[t] >= 1 && v[t] <= INT32_MAX && v[t] == floor(v[t])))
+            return false;
+    if (k < 4 || v[2] > std::min(v[0], v[1]) || !(v[3] > 0 && v[3] <= 1) || !(v[4] >= 1))
         return false;
     p.m = (int32_t)v[0], p.n = (int32_t)v[1], p.r = (int)v[2], p.density = v[3], p.cond = v[4];
     p.name = s;
@@ -604,38 +614,38 @@ int main(int argc, char **argv)
         if (a == "--case" && i + 1 < argc) {
             problem p;
             if (!parse_case(argv[++i], p)) {
-                fprintf(stderr, "--case M,N,R,DENSITY[,COND]: bad '%s'\n", argv[i]);
+                fprintf(stderr,
+                        "--case: '%s' is not M,N,R,DENSITY[,COND] (whole M, N and R, 1 <= R <= "
+                        "min(M, N); DENSITY in (0, 1]; COND >= 1)\n",
+                        argv[i]);
                 return 2;
             }
             cases.push_back(p);
-        } else if (a == "--tol" && i + 1 < argc)
-            opt.tol = atof(argv[++i]);
+        } else if (a == "--tol" && i + 1 < argc) // values checked before any device work
+            opt.tol = arg_number(argv[i], argv[i + 1], 0.0, true), i++;
         else if (a == "--timed" && i + 1 < argc)
-            opt.timed = atoi(argv[++i]);
+            opt.timed = arg_int(argv[i], argv[i + 1], 1), i++;
         else if (a == "--runs" && i + 1 < argc)
-            opt.runs = atoi(argv[++i]);
-        else if (a == "--peer-cap" && i + 1 < argc)
-            opt.peer_cap = atoi(argv[++i]);
-        else if (a == "--memory-limit-gb" && i + 1 < argc)
-            opt.limit_gb = atof(argv[++i]);
-        else if (a == "--stagnation" && i + 1 < argc)
-            opt.stagnation = atoi(argv[++i]);
+            opt.runs = arg_int(argv[i], argv[i + 1], 1), i++;
+        else if (a == "--peer-cap" && i + 1 < argc) // --no-peer leaves the peer out
+            opt.peer_cap = arg_int(argv[i], argv[i + 1], 1), i++;
+        else if (a == "--memory-limit-gb" && i + 1 < argc) // 0: no limit
+            opt.limit_gb = arg_number(argv[i], argv[i + 1], 0.0), i++;
+        else if (a == "--stagnation" && i + 1 < argc) // 0: no stagnation test
+            opt.stagnation = arg_int(argv[i], argv[i + 1], 0), i++;
         else if (a == "--max-iterations" && i + 1 < argc)
-            opt.max_its = atoi(argv[++i]);
+            opt.max_its = arg_int(argv[i], argv[i + 1], 1), i++;
         else if (a == "--seed" && i + 1 < argc)
-            opt.seed = strtoull(argv[++i], nullptr, 10);
+            opt.seed = arg_seed(argv[i], argv[i + 1]), i++;
         else if (a == "--rank-continuation")
             opt.continuation = true;
         else if (a == "--uniform")
             uniform = true;
         else if (a == "--no-peer")
             opt.peer = false;
-        else if (a == "--precision" && i + 1 < argc) {
-            if (!parse_precisions(argv[++i], opt)) {
-                fprintf(stderr, "--precision fp32,bf16,fp16 (any of them): bad '%s'\n", argv[i]);
-                return 2;
-            }
-        } else {
+        else if (a == "--precision" && i + 1 < argc)
+            parse_precisions(argv[++i], opt);
+        else {
             fprintf(stderr,
                     "usage: bench_asd [--case M,N,R,DENSITY[,COND]]... [--tol T] [--timed N] "
                     "[--runs N] [--peer-cap N] [--memory-limit-gb G] [--stagnation W] "

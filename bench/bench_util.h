@@ -1,10 +1,13 @@
 // What the benchmark programs share: fatal checks of CUDA and mfact calls (a benchmark
-// stops at the first failure, with the call and its message), and a seeded hash for
-// synthetic data.
+// stops at the first failure, with the call and its message), strict parsing of option
+// values (a bad one exits with status 2), and a seeded hash for synthetic data.
 #ifndef MFACT_BENCH_UTIL_H
 #define MFACT_BENCH_UTIL_H
 
+#include <ctype.h>
 #include <cuda_runtime.h>
+#include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,22 +43,141 @@ static inline __host__ __device__ uint64_t mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-// "32,128,512" as integers (--k lists). Anything else (an empty item, "12x", a value beyond
-// int) ends the program with status 2: a typo must not quietly measure another list.
-static inline std::vector<int> parse_ints(const char *s)
+// "32,128,512" into *v; false on anything else (an empty item, "12x", a value beyond int).
+static inline bool read_ints(const char *s, std::vector<int> *v)
 {
-    std::vector<int> v;
+    v->clear();
     for (const char *p = s;;) {
         char *end = NULL;
         long x = strtol(p, &end, 10);
-        if (end == p || (*end != ',' && *end != '\0') || x < INT32_MIN || x > INT32_MAX) {
-            fprintf(stderr, "'%s': not a comma-separated list of integers\n", s);
+        if (end == p || (*end != ',' && *end != '\0') || x < INT32_MIN || x > INT32_MAX)
+            return false;
+        v->push_back((int)x);
+        if (!*end)
+            return true;
+        p = end + 1;
+    }
+}
+
+// "32,128,512" as integers (--k lists). Anything else ends the program with status 2: a typo
+// must not quietly measure another list.
+static inline std::vector<int> parse_ints(const char *s)
+{
+    std::vector<int> v;
+    if (!read_ints(s, &v)) {
+        fprintf(stderr, "'%s': not a comma-separated list of integers\n", s);
+        exit(2);
+    }
+    return v;
+}
+
+// The option arguments below are parsed whole: atoi's "12x" is 12 and its "" (a missing value)
+// is 0, which measured something else without a word. Each ends the program with status 2,
+// naming the option and the value, before any device work.
+
+// One integer option's value (--repeat 5) in [min, max].
+static inline int arg_int(const char *opt, const char *s, int min, int max = INT32_MAX)
+{
+    char *end = NULL;
+    errno = 0;
+    const long x = strtol(s, &end, 10);
+    if (end == s || *end != '\0' || errno == ERANGE || x < min || x > max) {
+        if (max == INT32_MAX)
+            fprintf(stderr, "%s: '%s' is not an integer of at least %d\n", opt, s, min);
+        else
+            fprintf(stderr, "%s: '%s' is not an integer in %d..%d\n", opt, s, min, max);
+        exit(2);
+    }
+    return (int)x;
+}
+
+// One number option's value (--lambda 0.05): finite and at least `min`, or above it when
+// `above` (a scale or a learning rate of 0 means nothing).
+static inline double arg_number(const char *opt, const char *s, double min, bool above = false)
+{
+    char *end = NULL;
+    const double x = strtod(s, &end);
+    if (end == s || *end != '\0' || !isfinite(x) || x < min || (above && x == min)) {
+        if (isinf(min)) // any finite value (--beta)
+            fprintf(stderr, "%s: '%s' is not a finite number\n", opt, s);
+        else
+            fprintf(stderr, "%s: '%s' is not a number %s %g\n", opt, s,
+                    above ? "above" : "of at least", min);
+        exit(2);
+    }
+    return x;
+}
+
+// A seed (--seed 7): decimal digits alone (strtoull reads "-1" as 2^64 - 1).
+static inline uint64_t arg_seed(const char *opt, const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    const unsigned long long x = strtoull(s, &end, 10);
+    if (!isdigit((unsigned char)s[0]) || *end != '\0' || errno == ERANGE) {
+        fprintf(stderr, "%s: '%s' is not a seed (an unsigned 64-bit integer)\n", opt, s);
+        exit(2);
+    }
+    return (uint64_t)x;
+}
+
+// A list option's integers (--gpus 1,2,4), each in [min, max]; the program ends with status 2
+// on a malformed list or a value out of range, naming the option and the value.
+static inline std::vector<int> arg_ints(const char *opt, const char *s, int min,
+                                        int max = INT32_MAX)
+{
+    std::vector<int> v;
+    if (!read_ints(s, &v)) {
+        fprintf(stderr, "%s: '%s' is not a comma-separated list of integers\n", opt, s);
+        exit(2);
+    }
+    for (int x : v)
+        if (x < min || x > max) {
+            if (max == INT32_MAX)
+                fprintf(stderr, "%s: %d in '%s' is not at least %d\n", opt, x, s, min);
+            else
+                fprintf(stderr, "%s: %d in '%s' is not in %d..%d\n", opt, x, s, min, max);
             exit(2);
         }
-        v.push_back((int)x);
-        if (!*end)
+    return v;
+}
+
+// The index in names[0..n) of s (--solver cg); an unknown name ends the program with status 2.
+static inline int arg_choice(const char *opt, const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(s, names[i]))
+            return i;
+    fprintf(stderr, "%s: '%s' is not one of", opt, s);
+    for (int i = 0; i < n; i++)
+        fprintf(stderr, " %s", names[i]);
+    fprintf(stderr, "\n");
+    exit(2);
+}
+
+// The indices in names[0..n) of a comma-separated list (--init mean,uniform), in its order;
+// an unknown or empty item ends the program with status 2: a typo must not be left out.
+static inline std::vector<int> arg_choices(const char *opt, const char *s, const char *const *names,
+                                           int n)
+{
+    std::vector<int> v;
+    for (const char *p = s;;) {
+        const size_t len = strcspn(p, ",");
+        int found = -1;
+        for (int i = 0; i < n; i++)
+            if (strlen(names[i]) == len && !strncmp(p, names[i], len))
+                found = i;
+        if (found < 0) {
+            fprintf(stderr, "%s: '%.*s' is not one of", opt, (int)len, p);
+            for (int i = 0; i < n; i++)
+                fprintf(stderr, " %s", names[i]);
+            fprintf(stderr, "\n");
+            exit(2);
+        }
+        v.push_back(found);
+        if (!p[len])
             return v;
-        p = end + 1;
+        p += len + 1;
     }
 }
 

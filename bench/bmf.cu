@@ -25,6 +25,9 @@
 //                   bundles=B,bundle-size=S,bundle-p=P,seed=S]]... [--covers
 //                   [--no-cpu-cover]] [--write DIR]
 //                  [--scale ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]]...
+// An unknown case name or key, a malformed number, --instances below 1 or a value out of its
+// range in --case or --scale ends the program with status 2 before any device work
+// (tests/tool/check-bench-args.sh).
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -352,6 +355,24 @@ struct sparse_shape {
     uint64_t seed = 1;
 };
 
+// A whole number in [min, max] (strtod's "1e6" too): the whole of v; false on anything else.
+static bool whole(const char *v, double min, double max, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    return end != v && *end == '\0' && *out >= min && *out <= max && *out == floor(*out);
+}
+
+// A finite number in [min, max]: the whole of v; false on anything else.
+static bool number(const char *v, double min, double max, double *out)
+{
+    char *end;
+    *out = strtod(v, &end);
+    return end != v && *end == '\0' && isfinite(*out) && *out >= min && *out <= max;
+}
+
+// One --case spec, NAME[,key=value...]; false, with a message naming what it refused, on an
+// unknown name or key or a value out of its range.
 static bool parse_shape(const char *spec, sparse_shape *s)
 {
     std::string all(spec);
@@ -372,35 +393,45 @@ static bool parse_shape(const char *spec, sparse_shape *s)
         size_t next = all.find(',', comma + 1);
         std::string kv = all.substr(comma + 1, next - comma - 1);
         size_t eq = kv.find('=');
-        if (eq == std::string::npos)
-            return false;
         std::string k = kv.substr(0, eq);
-        double v = atof(kv.c_str() + eq + 1);
+        const char *val = eq == std::string::npos ? "" : kv.c_str() + eq + 1;
+        double v = 0.0;
+        bool ok = eq != std::string::npos;
         if (k == "rows")
-            s->rows = (int32_t)v;
+            ok = ok && whole(val, 1, INT32_MAX, &v), s->rows = (int32_t)v;
         else if (k == "cols")
-            s->cols = (int32_t)v;
+            ok = ok && whole(val, 1, INT32_MAX, &v), s->cols = (int32_t)v;
         else if (k == "ones")
-            s->ones = (int64_t)v;
+            ok = ok && whole(val, 1, 1e15, &v), s->ones = (int64_t)v;
         else if (k == "row-sigma")
-            s->row_sigma = v;
+            ok = ok && number(val, 0, 100, &v), s->row_sigma = v;
         else if (k == "zipf")
-            s->zipf = v;
-        else if (k == "bundles")
-            s->bundles = (int)v;
+            ok = ok && number(val, 0, 100, &v), s->zipf = v;
+        else if (k == "bundles") // 0: none planted
+            ok = ok && whole(val, 0, INT32_MAX, &v), s->bundles = (int)v;
         else if (k == "bundle-size")
-            s->bundle_size = (int)v;
+            ok = ok && whole(val, 1, INT32_MAX, &v), s->bundle_size = (int)v;
         else if (k == "bundle-p")
-            s->bundle_p = v;
-        else if (k == "seed")
-            s->seed = (uint64_t)v;
-        else {
-            fprintf(stderr, "bench_bmf: unknown key %s\n", k.c_str());
+            ok = ok && number(val, 0, 1, &v), s->bundle_p = v;
+        else if (k == "seed") {
+            char *end;
+            errno = 0;
+            s->seed = strtoull(val, &end, 10);
+            ok = ok && isdigit((unsigned char)val[0]) && *end == '\0' && errno != ERANGE;
+        } else {
+            fprintf(stderr,
+                    "bench_bmf: --case %s: unknown key '%s' (rows, cols, ones, row-sigma, "
+                    "zipf, bundles, bundle-size, bundle-p, seed)\n",
+                    spec, k.c_str());
+            return false;
+        }
+        if (!ok) {
+            fprintf(stderr, "bench_bmf: --case %s: bad value in '%s'\n", spec, kv.c_str());
             return false;
         }
         comma = next;
     }
-    return s->rows > 0 && s->cols > 0 && s->ones > 0 && s->bundle_size > 0;
+    return true;
 }
 
 static mf_sparse *generate(mf_ctx *ctx, const sparse_shape &s)
@@ -586,16 +617,32 @@ struct scale_shape {
     int instances = 1;
 };
 
+// ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]]: whole ROWS, COLS, ONES, K
+// and INSTANCES of at least 1, whole SWEEPS of at least 0 (0: a whole run), LIMIT_GB of at
+// least 0 (0: none), STRUCTURED 0 or 1; false on anything else (sscanf read "12x" as 12).
 static bool parse_scale(const char *spec, scale_shape *s)
 {
     double v[8] = {0, 0, 0, 128, 6, 0, 0, 1};
-    int n = sscanf(spec, "%lf,%lf,%lf,%lf,%lf,%lf,%lf,%lf", &v[0], &v[1], &v[2], &v[3], &v[4],
-                   &v[5], &v[6], &v[7]);
+    const double lo[8] = {1, 1, 1, 1, 0, 0, 0, 1};
+    const double hi[8] = {INT32_MAX, INT32_MAX, 1e15, INT32_MAX, INT32_MAX, 1e9, 1, INT32_MAX};
+    int n = 0;
+    for (const char *p = spec;;) {
+        if (n == 8)
+            return false;
+        const size_t len = strcspn(p, ",");
+        const std::string field(p, len);
+        if (!(n == 5 ? number(field.c_str(), lo[n], hi[n], &v[n])
+                     : whole(field.c_str(), lo[n], hi[n], &v[n])))
+            return false;
+        n++;
+        if (!p[len])
+            break;
+        p += len + 1;
+    }
     s->rows = (int32_t)v[0], s->cols = (int32_t)v[1], s->ones = (int64_t)v[2];
     s->k = (int)v[3], s->sweeps = (int)v[4], s->limit_gb = v[5];
     s->structured = v[6] != 0, s->instances = (int)v[7];
-    return n >= 3 && s->rows > 0 && s->cols > 0 && s->ones > 0 && s->k > 0 && s->sweeps >= 0 &&
-           s->instances > 0;
+    return n >= 3;
 }
 
 // Uniformly random ones (repeats merged) or the basket generator's, the sampled start: each
@@ -699,8 +746,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--data") && i + 1 < argc)
             dir = argv[++i];
-        else if (!strcmp(argv[i], "--instances") && i + 1 < argc)
-            instances = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--instances") && i + 1 < argc) // checked before device work
+            instances = arg_int(argv[i], argv[i + 1], 1), i++;
         else if (!strcmp(argv[i], "--skip-planted"))
             skip_planted = true;
         else if (!strcmp(argv[i], "--skip-scale"))
@@ -720,8 +767,15 @@ int main(int argc, char **argv)
             cases.push_back(sh);
         } else if (!strcmp(argv[i], "--scale") && i + 1 < argc) {
             scale_shape sc;
-            if (!parse_scale(argv[++i], &sc))
+            if (!parse_scale(argv[++i], &sc)) {
+                fprintf(stderr,
+                        "bench_bmf: --scale: '%s' is not "
+                        "ROWS,COLS,ONES[,K[,SWEEPS[,LIMIT_GB[,STRUCTURED[,INSTANCES]]]]] (whole "
+                        "numbers of at least 1, SWEEPS of at least 0, LIMIT_GB >= 0, STRUCTURED "
+                        "0 or 1)\n",
+                        argv[i]);
                 return 2;
+            }
             scales.push_back(sc);
         } else {
             fprintf(

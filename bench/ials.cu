@@ -10,6 +10,13 @@
 // --device-limit GIB sets the context's device-memory limit: below what the interactions
 // need on the device, mf_ials_run streams them from host memory (each rank's line says
 // which it did, from the library's log).
+//
+// usage: bench_ials [--k LIST] [--iterations N] [--cg-steps S] [--exact] [--fp16] [--alpha A]
+//                   [--lambda L] [--top N] [--case NAME[,key=value,...]]... [--scale F]
+//                   [--seed S] [--write DIR] [--no-recommend] [--no-eval] [--device-limit GIB]
+// A malformed number, an unknown case, a k, --iterations or --top below 1, --cg-steps outside
+// 1..64, a negative --alpha, --lambda or --device-limit, or --scale <= 0 ends the program
+// with status 2 before any device work (tests/tool/check-bench-args.sh).
 #include <math.h>
 #include <stdio.h>
 #include <sys/stat.h>
@@ -92,28 +99,30 @@ int main(int argc, char **argv)
     std::vector<std::string> specs;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        // Every value is checked here, before any device work (bench_util.h's arg_*: a bad
+        // one exits with status 2 naming it); a missing value reads as "" and is refused.
         if (!strcmp(a, "--k"))
-            ks = parse_ints(v), i++;
+            ks = arg_ints(a, v, 1), i++;
         else if (!strcmp(a, "--iterations"))
-            iterations = atoi(v), i++;
-        else if (!strcmp(a, "--cg-steps"))
-            cg_steps = atoi(v), i++;
+            iterations = arg_int(a, v, 1), i++;
+        else if (!strcmp(a, "--cg-steps")) // 1..64: mf_ials_opts.cg_steps' range
+            cg_steps = arg_int(a, v, 1, 64), i++;
         else if (!strcmp(a, "--exact"))
             solver = MF_ALS_SOLVER_EXACT;
         else if (!strcmp(a, "--fp16"))
             fp16 = true;
         else if (!strcmp(a, "--alpha"))
-            alpha = (float)atof(v), i++;
+            alpha = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--lambda"))
-            lambda = (float)atof(v), i++;
+            lambda = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--top"))
-            top = atoi(v), i++;
+            top = arg_int(a, v, 1), i++;
         else if (!strcmp(a, "--scale"))
-            scale = atof(v), i++;
+            scale = arg_number(a, v, 0.0, true), i++;
         else if (!strcmp(a, "--case"))
             specs.push_back(v), i++;
         else if (!strcmp(a, "--seed"))
-            seed = strtoull(v, NULL, 10), i++;
+            seed = arg_seed(a, v), i++;
         else if (!strcmp(a, "--write"))
             write_dir = v, i++;
         else if (!strcmp(a, "--no-recommend"))
@@ -121,7 +130,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--no-eval")) // shapes too large to rank every held-out user
             skip_eval = true, skip_recommend = true;
         else if (!strcmp(a, "--device-limit")) // GiB; streams the interactions when below them
-            device_limit_gib = atof(v), i++;
+            device_limit_gib = arg_number(a, v, 0.0), i++;
         else {
             fprintf(stderr, "usage: bench_ials [--k LIST] [--iterations N] [--cg-steps S] "
                             "[--exact] [--fp16] [--alpha A] [--lambda L] [--top N] "

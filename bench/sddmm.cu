@@ -32,8 +32,9 @@
 //                    [--factors uniform|normal] [--transpose]
 //
 // --cases none leaves the built-in shapes out (graphs and --shape cases alone). An unknown
-// name in a list, a malformed number, k < 1, --repeat < 1 or --scale <= 0 ends the program
-// with status 2 before any device work (tests/tool/check-bench-args.sh).
+// name in a list, a malformed number, k < 1, --repeat < 1, --scale <= 0 or a seed that is not
+// decimal digits ends the program with status 2 before any device work
+// (tests/tool/check-bench-args.sh).
 //
 // --transpose adds each matrix's transpose as a case of its own (name^T): the same entries
 // with the roles of the factors swapped, which the tuning may serve with other variants.
@@ -667,11 +668,11 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--cases") && i + 1 < argc)
             cases = argv[++i];
         else if (!strcmp(argv[i], "--k") && i + 1 < argc)
-            ks = parse_ints(argv[++i]);
+            ks = arg_ints("--k", argv[++i], 1);
         else if (!strcmp(argv[i], "--repeat") && i + 1 < argc)
-            repeat = atoi(argv[++i]);
+            repeat = arg_int("--repeat", argv[++i], 1);
         else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
-            scale = atof(argv[++i]);
+            scale = arg_number("--scale", argv[++i], 0.0, true);
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) {
             precs.clear();
             // comma-separated names, each exactly (tf32 is not 3xtf32); an unknown one fails
@@ -701,13 +702,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--verbose"))
             verbose = 1;
         else if (!strcmp(argv[i], "--beta") && i + 1 < argc)
-            beta = strtof(argv[++i], NULL);
+            beta = (float)arg_number("--beta", argv[++i], -HUGE_VAL);
         else if (!strcmp(argv[i], "--rmse"))
             eval = 1;
         else if (!strcmp(argv[i], "--transpose"))
             transpose = 1;
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            seed = strtoull(argv[++i], NULL, 10);
+            seed = arg_seed("--seed", argv[++i]);
         else if (!strcmp(argv[i], "--factors") && i + 1 < argc) {
             const char *f = argv[++i];
             if (strcmp(f, "uniform") && strcmp(f, "normal")) {
@@ -748,21 +749,11 @@ int main(int argc, char **argv)
             break;
         c += len + 1;
     }
-    for (int k : ks)
-        if (k < 1) {
-            fprintf(stderr, "--k: %d is not a positive rank\n", k);
-            return 2;
-        }
     for (const char *sh : shapes)
         if (!parse_shape(sh, NULL)) {
             fprintf(stderr, "--shape %s: want NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]\n", sh);
             return 2;
         }
-    if (repeat < 1 || !(scale > 0.0) || !isfinite(scale)) {
-        fprintf(stderr, "--repeat wants at least 1 (got %d), --scale a positive number (got %g)\n",
-                repeat, scale);
-        return 2;
-    }
 
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);

@@ -22,14 +22,21 @@
 //                  [--case NAME[,key=value,...]]... [--scale F] [--seed S]
 //                  [--train FILE --test FILE] [--workers W] [--fp32-only | --fp16-only]
 //                  [--no-biases | --both-biases] [--lanes LIST] [--replicas LIST]
-//                  [--repeat N]
+//                  [--local-bias LIST] [--repeat N] [--write-cumf DIR]
 // --both-biases runs each configuration with and without the bias terms. --lanes takes a
 // list of 0 (the engine's rule, the default) and 32 (every user-chunk update on a whole
 // warp: the engine before update groups), a row each. --repeat N runs each N times and
-// reports the medians (test RMSE: the last run's).
+// reports the medians (test RMSE: the last run's). --replicas takes a list of -1 (the
+// engine's rule, the default), 0 or 1 (none) and counts of working rows per popular item;
+// --local-bias a list of -1 (the engine's rule, the default), 0 (item biases in global
+// memory) and 1 (in each block's shared memory).
 // --scale and --seed apply to the cases that do not set their own.
 // --write-cumf DIR also writes the ratings as cuMF_SGD's input files into DIR (cumf_files.h;
 // with one --case: every case writes to DIR).
+// A malformed number, an unknown case, a k, --epochs or --repeat below 1, --lr <= 0, a
+// negative --decay, --lambda or --workers, --scale <= 0, a value outside the lists' sets
+// above, --replicas below -1, exclusive options together, or --train without --test ends
+// the program with status 2 before any device work (tests/tool/check-bench-args.sh).
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
@@ -111,51 +118,59 @@ int main(int argc, char **argv)
     float lr = 0.08f, decay = 0.3f, lambda = 0.05f;
     double scale = 1.0;
     uint64_t seed = 1;
-    bool fp32_only = false, fp16_only = false;
+    bool fp32_only = false, fp16_only = false, no_biases = false, both_biases = false;
     const char *train_file = NULL, *test_file = NULL, *cumf_dir = NULL;
     std::vector<std::string> specs; // --case
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+        // Every value is checked here, before any device work (bench_util.h's arg_*: a bad
+        // one exits with status 2 naming it); a missing value reads as "" and is refused.
         if (!strcmp(a, "--k"))
-            ks = parse_ints(v), i++;
-        else if (!strcmp(a, "--epochs"))
-            epochs = atoi(v), i++;
+            ks = arg_ints(a, v, 1), i++;
+        else if (!strcmp(a, "--epochs")) // at least 1: the table is per epoch
+            epochs = arg_int(a, v, 1), i++;
         else if (!strcmp(a, "--lr"))
-            lr = (float)atof(v), i++;
+            lr = (float)arg_number(a, v, 0.0, true), i++;
         else if (!strcmp(a, "--decay"))
-            decay = (float)atof(v), i++;
+            decay = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--lambda"))
-            lambda = (float)atof(v), i++;
+            lambda = (float)arg_number(a, v, 0.0), i++;
         else if (!strcmp(a, "--scale"))
-            scale = atof(v), i++;
+            scale = arg_number(a, v, 0.0, true), i++;
         else if (!strcmp(a, "--case"))
             specs.push_back(v), i++;
         else if (!strcmp(a, "--seed"))
-            seed = strtoull(v, NULL, 10), i++;
+            seed = arg_seed(a, v), i++;
         else if (!strcmp(a, "--train"))
             train_file = v, i++;
         else if (!strcmp(a, "--test"))
             test_file = v, i++;
         else if (!strcmp(a, "--write-cumf"))
             cumf_dir = v, i++;
-        else if (!strcmp(a, "--workers"))
-            g_workers = atoi(v), i++;
+        else if (!strcmp(a, "--workers")) // 0: all the device holds at once
+            g_workers = arg_int(a, v, 0), i++;
         else if (!strcmp(a, "--fp32-only"))
             fp32_only = true;
         else if (!strcmp(a, "--fp16-only"))
             fp16_only = true;
         else if (!strcmp(a, "--no-biases"))
-            bias_modes = {0};
+            bias_modes = {0}, no_biases = true;
         else if (!strcmp(a, "--both-biases"))
-            bias_modes = {1, 0};
+            bias_modes = {1, 0}, both_biases = true;
         else if (!strcmp(a, "--repeat"))
-            g_repeat = atoi(v) > 0 ? atoi(v) : 1, i++;
-        else if (!strcmp(a, "--lanes"))
-            lanes_list = parse_ints(v), i++;
-        else if (!strcmp(a, "--replicas"))
-            replicas_list = parse_ints(v), i++;
-        else if (!strcmp(a, "--local-bias"))
-            local_list = parse_ints(v), i++;
+            g_repeat = arg_int(a, v, 1), i++;
+        else if (!strcmp(a, "--lanes")) { // the engine knows 32 alone; any other is its rule
+            lanes_list = arg_ints(a, v, 0);
+            for (int l : lanes_list)
+                if (l != 0 && l != 32) {
+                    fprintf(stderr, "--lanes: %d in '%s' is not 0 or 32\n", l, v);
+                    return 2;
+                }
+            i++;
+        } else if (!strcmp(a, "--replicas")) // -1: the engine's rule; 0 or 1: none
+            replicas_list = arg_ints(a, v, -1), i++;
+        else if (!strcmp(a, "--local-bias")) // -1: the engine's rule, 0: global, 1: local
+            local_list = arg_ints(a, v, -1, 1), i++;
         else {
             fprintf(stderr,
                     "usage: bench_sgd [--k LIST] [--epochs N] [--lr R] [--decay B] "
@@ -166,6 +181,18 @@ int main(int argc, char **argv)
                     "[--repeat N] [--write-cumf DIR]\n");
             return 2;
         }
+    }
+    if (fp32_only && fp16_only) { // together they ran nothing
+        fprintf(stderr, "bench_sgd: --fp32-only and --fp16-only exclude each other\n");
+        return 2;
+    }
+    if (no_biases && both_biases) { // the last one won
+        fprintf(stderr, "bench_sgd: --no-biases and --both-biases exclude each other\n");
+        return 2;
+    }
+    if (!train_file != !test_file) { // one of them alone would be ignored for the presets
+        fprintf(stderr, "bench_sgd: --train and --test go together\n");
+        return 2;
     }
     const std::vector<ratings_shape> cases =
         ratings_cases("bench_sgd", specs, scale, seed, train_file, test_file);

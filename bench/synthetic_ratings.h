@@ -206,6 +206,8 @@ static bool ratings_parse_case(const char *spec, double scale, uint64_t seed, ra
         *err = "unknown preset '" + parts[0] + "' (presets:";
         for (const char *n : ratings_preset_names)
             *err += std::string(" ") + n;
+        for (const char *n : ratings_implicit_names) // bench_ials' shapes are presets too
+            *err += std::string(" ") + n;
         *err += ")";
         return false;
     }
