@@ -160,6 +160,8 @@ int tu_main(const tu_suite *suite, const TTest *const *tests, size_t n)
     /* Before the skips: a misspelt name fails on machines without a GPU too. */
     const char *only = getenv("MFACT_TESTS");
     const char *skip = getenv("MFACT_TESTS_SKIP");
+    if (only && !*only) // set but empty: no filter (an empty list would run nothing, and pass)
+        only = NULL;
     if (!tu_names_known(suite->name, "MFACT_TESTS", only, tests, n) ||
         !tu_names_known(suite->name, "MFACT_TESTS_SKIP", skip, tests, n))
         return 1;
