@@ -59,18 +59,6 @@ static inline bool read_ints(const char *s, std::vector<int> *v)
     }
 }
 
-// "32,128,512" as integers (--k lists). Anything else ends the program with status 2: a typo
-// must not quietly measure another list.
-static inline std::vector<int> parse_ints(const char *s)
-{
-    std::vector<int> v;
-    if (!read_ints(s, &v)) {
-        fprintf(stderr, "'%s': not a comma-separated list of integers\n", s);
-        exit(2);
-    }
-    return v;
-}
-
 // The option arguments below are parsed whole: atoi's "12x" is 12 and its "" (a missing value)
 // is 0, which measured something else without a word. Each ends the program with status 2,
 // naming the option and the value, before any device work.
