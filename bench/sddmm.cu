@@ -674,27 +674,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--scale") && i + 1 < argc)
             scale = arg_number("--scale", argv[++i], 0.0, true);
         else if (!strcmp(argv[i], "--precisions") && i + 1 < argc) {
-            precs.clear();
             // comma-separated names, each exactly (tf32 is not 3xtf32); an unknown one fails
-            for (const char *n = argv[i + 1];;) {
-                const size_t len = strcspn(n, ",");
-                int found = -1;
-                for (int p = 0; p < (int)(sizeof precisions / sizeof *precisions); p++)
-                    if (strlen(precisions[p].name) == len && !strncmp(n, precisions[p].name, len))
-                        found = p;
-                if (found < 0) {
-                    fprintf(stderr, "--precisions: '%.*s' is not one of", (int)len, n);
-                    for (const auto &p : precisions)
-                        fprintf(stderr, " %s", p.name);
-                    fprintf(stderr, "\n");
-                    return 2;
-                }
-                precs.push_back(found);
-                if (!n[len])
-                    break;
-                n += len + 1;
-            }
-            i++;
+            const int n = (int)(sizeof precisions / sizeof *precisions);
+            const char *names[n];
+            for (int p = 0; p < n; p++)
+                names[p] = precisions[p].name;
+            precs = arg_choices("--precisions", argv[++i], names, n);
         } else if (!strcmp(argv[i], "--graph") && i + 1 < argc)
             graphs.push_back(argv[++i]);
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc)
@@ -735,20 +720,8 @@ int main(int argc, char **argv)
         }
     }
     // The settings, checked before anything runs: a typo must not measure something else.
-    for (const char *c = cases;;) { // names of the built-in cases, or none
-        const size_t len = strcspn(c, ",");
-        bool known = false;
-        for (const char *name : {"netflix", "nytimes", "uniform", "none"})
-            known = known || (strlen(name) == len && !strncmp(c, name, len));
-        if (!known) {
-            fprintf(stderr, "--cases: '%.*s' is not netflix, nytimes, uniform or none\n", (int)len,
-                    c);
-            return 2;
-        }
-        if (!c[len])
-            break;
-        c += len + 1;
-    }
+    const char *case_names[] = {"netflix", "nytimes", "uniform", "none"}; // built-in, or none
+    arg_choices("--cases", cases, case_names, 4);
     for (const char *sh : shapes)
         if (!parse_shape(sh, NULL)) {
             fprintf(stderr, "--shape %s: want NAME,ROWS,COLS,MEAN,ALPHA,ZIPF[,MAXFRAC]\n", sh);
