@@ -1,7 +1,9 @@
 /* Contexts: creation under every backend choice, option-struct sizes, errors, logging. */
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
+#include "core/ctx.h"
 #include "cuda/cuda_backend.h"
 #include "testutil.h"
 
@@ -248,6 +250,33 @@ START_TEST(errors_without_a_context_go_to_the_thread)
 }
 END_TEST
 
+/* mf_check_dense at its edges: ld >= cols, and (rows - 1) * ld + cols floats within
+ * PTRDIFF_MAX bytes, with no overflow on the way. */
+START_TEST(dense_spans_are_checked_without_overflow)
+{
+    mf_ctx *ctx = tu_cpu_ctx();
+    const int64_t limit = PTRDIFF_MAX / (int64_t)sizeof(float);
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", 4, "k", 4, 1000), MF_OK);
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", 3, "k", 4, 1000), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "f: ld = 3 is less than k = 4");
+    /* one row spans cols floats whatever ld is */
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", INT64_MAX, "k", 4, 1), MF_OK);
+    /* 3 rows: 2 * ld + 2 floats; the largest ld that fits, and the next */
+    const int64_t top = (limit - 2) / 2;
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", top, "k", 2, 3), MF_OK);
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", top + 1, "k", 2, 3), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "over 3 rows spans more memory than an address space holds");
+    /* the product overflows int64 outright */
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", INT64_MAX / 3, "k", 2, 1000),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", INT64_MAX, "k", INT64_MAX, 1),
+                     MF_ERR_INVALID_ARGUMENT);
+    /* a factor table at the library's largest shape passes */
+    ck_assert_int_eq(mf_check_dense(ctx, "f", "ld", 1024, "k", 1000, INT32_MAX), MF_OK);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "ctx"};
@@ -261,6 +290,7 @@ int main(void)
                                   struct_size_garbage_is_rejected,
                                   output_structs_respect_struct_size,
                                   log_callback_receives_messages,
-                                  errors_without_a_context_go_to_the_thread};
+                                  errors_without_a_context_go_to_the_thread,
+                                  dense_spans_are_checked_without_overflow};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

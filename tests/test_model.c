@@ -311,6 +311,13 @@ START_TEST(predictions_are_the_model)
     ck_assert_int_eq(mf_predict(ctx, &b, R, pred), MF_ERR_INVALID_ARGUMENT);
     b = m, b.ldv = 2;
     ck_assert_int_eq(mf_predict_pairs(ctx, &b, 1, r, c, keep), MF_ERR_INVALID_ARGUMENT);
+    /* leading dimensions whose span overflows the address space (10 items, 15 users) */
+    b = m, b.ldv = INT64_MAX / 4;
+    ck_assert_int_eq(mf_predict_pairs(ctx, &b, 1, r, c, keep), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ldv = 2305843009213693951 over 10 rows spans more memory");
+    b = m, b.ldu = INT64_MAX;
+    ck_assert_int_eq(mf_predict(ctx, &b, R, pred), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ldu = 9223372036854775807 over 15 rows");
     b = m, b.struct_size = 0;
     ck_assert_int_eq(mf_model_rmse(ctx, &b, R, &(double){0}), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_predict(ctx, NULL, R, pred), MF_ERR_INVALID_ARGUMENT);

@@ -241,6 +241,14 @@ START_TEST(bad_arguments_leave_out_untouched)
     BAD(mf_sddmm(ctx, S, -3, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "k = -3");
     BAD(mf_sddmm(ctx, S, 2, small_a, 1, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "lda = 1");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 1, 1, 0, out, MF_MEMORY_HOST, 0), "ldb = 1");
+    /* a leading dimension whose span (rows - 1) * ld + k overflows the address space: */
+    BAD(mf_sddmm(ctx, S, 2, small_a, INT64_MAX, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
+        "lda = 9223372036854775807 over 3 rows spans more memory");
+    BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, INT64_MAX / 8, 1, 0, out, MF_MEMORY_HOST, 0),
+        "ldb = 1152921504606846975 over 3 rows");
+    BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, (int64_t)1 << 60, 1, 0, out, MF_MEMORY_HOST, 0,
+                    MF_PRECISION_BF16),
+        "ldb = 1152921504606846976 over 3 rows");
     BAD(mf_sddmm(ctx, S, 2, NULL, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "A is NULL");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, NULL, 2, 1, 0, out, MF_MEMORY_HOST, 0), "B is NULL");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, NULL, MF_MEMORY_HOST, 0), "out is NULL");
@@ -277,6 +285,8 @@ START_TEST(bad_arguments_leave_out_untouched)
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 1, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = 1");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, -2, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = -2");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 1, MF_MEMORY_HOST, &rmse), "ldb = 1");
+    BAD_RMSE(mf_rmse(ctx, S, 2, small_a, INT64_MAX / 2, small_b, 2, MF_MEMORY_HOST, &rmse),
+             "lda = 4611686018427387903 over 3 rows spans more memory");
     BAD_RMSE(mf_rmse(ctx, S, 2, NULL, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "A is NULL");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, NULL, 2, MF_MEMORY_HOST, &rmse), "B is NULL");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 2, MF_MEMORY_HOST, NULL), "rmse is NULL");
@@ -295,6 +305,13 @@ START_TEST(bad_arguments_leave_out_untouched)
     ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 2, 1, small_a, 1, 0, y, 2, MF_MEMORY_HOST),
                      MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "ldx = 1");
+    ck_assert_int_eq(
+        mf_spmm(ctx, MF_OP_N, S, 2, 1, small_a, INT64_MAX / 2, 0, y, 2, MF_MEMORY_HOST),
+        MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ldx = 4611686018427387903 over 3 rows spans more memory");
+    ck_assert_int_eq(mf_spmm(ctx, MF_OP_T, S, 2, 1, small_a, 2, 0, y, INT64_MAX, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ldy = 9223372036854775807 over 3 rows");
     ck_assert_int_eq(mf_spmm(ctx, MF_OP_N, S, 2, 1, small_a, 2, 0, y, 1, MF_MEMORY_HOST),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_spmm(ctx, (mf_op)2, S, 2, 1, small_a, 2, 0, y, 2, MF_MEMORY_HOST),

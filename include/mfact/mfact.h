@@ -12,7 +12,9 @@
  * - The library never prints, never exits, never aborts. Diagnostics go to the optional log
  *   callback of the context.
  * - Indices are `int32_t` row/column ids; counts of nonzeros and offsets are `int64_t`;
- *   values are `float`. Dense matrices are row-major with an explicit leading dimension.
+ *   values are `float`. Dense matrices are row-major with an explicit leading dimension
+ *   ld >= the row's length; a matrix of r rows spans (r - 1) * ld + length floats, and a
+ *   leading dimension whose span passes PTRDIFF_MAX bytes is MF_ERR_INVALID_ARGUMENT.
  * - A context is used by one thread at a time. Separate contexts are independent.
  * - Option structs start with `size_t struct_size` and are filled by their `*_init()`
  *   macro, which passes the struct's `sizeof` in the caller's header to `*_init_sized()`:

@@ -2,6 +2,7 @@
 #include "core/ctx.h"
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -274,6 +275,19 @@ mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const c
     if (where == MF_MEMORY_HOST && is_device == 2)
         return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
                        "%s: %s is device memory but where = MF_MEMORY_HOST", fn, name);
+    return MF_OK;
+}
+
+mf_status mf_check_dense(mf_ctx *ctx, const char *fn, const char *ld_name, int64_t ld,
+                         const char *cols_name, int64_t cols, int64_t rows)
+{
+    MF_REQUIRE(ctx, ld >= cols, "%s: %s = %lld is less than %s = %lld", fn, ld_name, (long long)ld,
+               cols_name, (long long)cols);
+    /* floats an array may span: cols >= 1 and ld >= cols here, so no step below overflows */
+    const int64_t limit = PTRDIFF_MAX / (int64_t)sizeof(float);
+    MF_REQUIRE(ctx, cols <= limit && (rows <= 1 || ld <= (limit - cols) / (rows - 1)),
+               "%s: %s = %lld over %lld rows spans more memory than an address space holds", fn,
+               ld_name, (long long)ld, (long long)rows);
     return MF_OK;
 }
 

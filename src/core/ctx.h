@@ -42,6 +42,15 @@ int mf_thread_index(void);
 mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const char *fn,
                           const char *name);
 
+/* Check a caller's row-major dense matrix of `rows` rows of `cols` floats with leading
+ * dimension `ld` (names: `ld_name`, `cols_name`): ld >= cols, and the array it spans,
+ * (rows - 1) * ld + cols floats, within what an address space can hold (PTRDIFF_MAX bytes).
+ * A garbage ld would otherwise overflow the span's byte count and send the CPU loops or the
+ * device copies far outside the caller's array. MF_ERR_INVALID_ARGUMENT with a message
+ * naming `fn` and the dimension otherwise. */
+mf_status mf_check_dense(mf_ctx *ctx, const char *fn, const char *ld_name, int64_t ld,
+                         const char *cols_name, int64_t cols, int64_t rows);
+
 /* MF_OK when `precision` is one of mf_precision's values; else MF_ERR_INVALID_ARGUMENT with
  * "<fn>: <name> = <value> is not an mf_precision (0 to 4)". Read as an int: a value outside
  * the enum is the caller's mistake, not undefined. */

@@ -30,10 +30,8 @@ mf_status mf_model_check(mf_ctx *ctx, const mf_model *model, const char *fn, mf_
                "%s: the model's users = %d and items = %d must be at least 1", fn, m->users,
                m->items);
     MF_REQUIRE(ctx, m->k >= 1, "%s: the model's k = %d must be at least 1", fn, m->k);
-    MF_REQUIRE(ctx, m->ldu >= m->k, "%s: ldu = %lld is less than k = %d", fn, (long long)m->ldu,
-               m->k);
-    MF_REQUIRE(ctx, m->ldv >= m->k, "%s: ldv = %lld is less than k = %d", fn, (long long)m->ldv,
-               m->k);
+    MF_TRY(mf_check_dense(ctx, fn, "ldu", m->ldu, "k", m->k, m->users));
+    MF_TRY(mf_check_dense(ctx, fn, "ldv", m->ldv, "k", m->k, m->items));
     MF_REQUIRE(ctx, m->U && m->V, "%s: the model's U and V must not be NULL", fn);
     MF_REQUIRE(ctx, isfinite(m->mean), "%s: the model's mean = %g is not finite", fn,
                (double)m->mean);

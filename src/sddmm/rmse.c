@@ -144,8 +144,8 @@ mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *
     MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
     MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
     MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
-    MF_REQUIRE(ctx, lda >= k, "%s: lda = %lld is less than k = %d", fn, (long long)lda, k);
-    MF_REQUIRE(ctx, ldb >= k, "%s: ldb = %lld is less than k = %d", fn, (long long)ldb, k);
+    MF_TRY(mf_check_dense(ctx, fn, "lda", lda, "k", k, ratings->rows));
+    MF_TRY(mf_check_dense(ctx, fn, "ldb", ldb, "k", k, ratings->cols));
     MF_REQUIRE(ctx, A, "%s: A is NULL", fn);
     MF_REQUIRE(ctx, B, "%s: B is NULL", fn);
     MF_REQUIRE(ctx, rmse, "%s: rmse is NULL", fn);

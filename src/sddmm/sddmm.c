@@ -68,8 +68,8 @@ mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, in
     MF_REQUIRE(ctx, S, "%s: S is NULL", fn);
     MF_REQUIRE(ctx, S->ctx == ctx, "%s: S belongs to another context", fn);
     MF_REQUIRE(ctx, k >= 1, "%s: k = %d must be at least 1", fn, k);
-    MF_REQUIRE(ctx, lda >= k, "%s: lda = %lld is less than k = %d", fn, (long long)lda, k);
-    MF_REQUIRE(ctx, ldb >= k, "%s: ldb = %lld is less than k = %d", fn, (long long)ldb, k);
+    MF_TRY(mf_check_dense(ctx, fn, "lda", lda, "k", k, S->rows));
+    MF_TRY(mf_check_dense(ctx, fn, "ldb", ldb, "k", k, S->cols));
     MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta),
                "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, (flags & ~MF_SDDMM_KNOWN_FLAGS) == 0, "%s: unknown flags 0x%x", fn,

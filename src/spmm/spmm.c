@@ -75,17 +75,16 @@ mf_status mf_spmm(mf_ctx *ctx, mf_op op, const mf_sparse *S, int64_t n, float al
     MF_REQUIRE(ctx, op == MF_OP_N || op == MF_OP_T, "%s: op = %d is not an mf_op value", fn,
                (int)op);
     MF_REQUIRE(ctx, n >= 1, "%s: n = %lld must be at least 1", fn, (long long)n);
-    MF_REQUIRE(ctx, ldx >= n, "%s: ldx = %lld is less than n = %lld", fn, (long long)ldx,
-               (long long)n);
-    MF_REQUIRE(ctx, ldy >= n, "%s: ldy = %lld is less than n = %lld", fn, (long long)ldy,
-               (long long)n);
+    /* op(S) is p x q: X has q rows, Y has p */
+    const int64_t p = op == MF_OP_N ? S->rows : S->cols, q = op == MF_OP_N ? S->cols : S->rows;
+    MF_TRY(mf_check_dense(ctx, fn, "ldx", ldx, "n", n, q));
+    MF_TRY(mf_check_dense(ctx, fn, "ldy", ldy, "n", n, p));
     MF_REQUIRE(ctx, isfinite(alpha) && isfinite(beta),
                "%s: alpha = %g and beta = %g must be finite", fn, (double)alpha, (double)beta);
     MF_REQUIRE(ctx, X && Y, "%s: X or Y is NULL", fn);
     MF_TRY(mf_check_memory(ctx, X, where, fn, "X"));
     MF_TRY(mf_check_memory(ctx, Y, where, fn, "Y"));
     mf_sparse *M = (mf_sparse *)S; /* caches only */
-    int64_t p = op == MF_OP_N ? M->rows : M->cols, q = op == MF_OP_N ? M->cols : M->rows;
     mf_spmm_call call = {op, n, alpha, X, ldx, beta, Y, ldy};
     if (ctx->backend != MF_BACKEND_CUDA)
         return mf_spmm_cpu(ctx, M, &call);
