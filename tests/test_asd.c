@@ -2,6 +2,7 @@
  * float, and starting in bf16 and fp16), an ill-conditioned case where scaling pays,
  * cancellation, a rank-deficient start, and every bad input with the caller's factors
  * untouched. */
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -313,6 +314,20 @@ START_TEST(cancel_and_time_limit)
     ck_assert_int_eq(rep.stopped, MF_ASD_STOP_TIME_LIMIT);
     ck_assert_double_lt(rep.seconds, 2.0);
     reduced_phase_limits(ctx, &p, X, Y);
+    /* A window longer than the run (INT_MAX here) never closes: the run is the one without
+     * a stagnation test, factor for factor, and its history is not sized by the window. */
+    float *X2 = malloc((size_t)p.m * 4 * sizeof *X2), *Y2 = malloc((size_t)p.n * 4 * sizeof *Y2);
+    mf_asd_opts_init(&o);
+    o.rank = 4, o.tolerance = 1e-30, o.max_iterations = 5, o.stagnation_window = INT_MAX;
+    rep = run_ok(ctx, p.M, &o, X, Y);
+    ck_assert_int_eq(rep.iterations, 5);
+    ck_assert_int_eq(rep.stopped, MF_ASD_STOP_MAX_ITERATIONS);
+    o.stagnation_window = 0;
+    mf_asd_report rep2 = run_ok(ctx, p.M, &o, X2, Y2);
+    ck_assert_int_eq(rep2.iterations, 5);
+    ck_assert_mem_eq(X, X2, (size_t)p.m * 4 * sizeof *X);
+    ck_assert_mem_eq(Y, Y2, (size_t)p.n * 4 * sizeof *Y);
+    free(X2), free(Y2);
     free(X), free(Y);
     free_planted(&p);
     mf_ctx_destroy(ctx);
@@ -389,7 +404,9 @@ START_TEST(bad_arguments)
                  {8, MF_PRECISION_3XTF32, "precision = 1 is not MF_PRECISION_FP32"},
                  {8, MF_PRECISION_TF32, "precision = 2"},
                  {8, 5, "precision = 5"},
-                 {8, -1, "precision = -1"}};
+                 {8, -1, "precision = -1"},
+                 {9, 7, "rank_continuation = 7 must be 0 or 1"},
+                 {9, -1, "rank_continuation = -1"}};
     for (size_t t = 0; t < sizeof cases / sizeof *cases; t++) {
         mf_asd_opts b = o;
         double v = cases[t].value;
@@ -402,6 +419,7 @@ START_TEST(bad_arguments)
         case 5: b.max_iterations = (int)v; break;
         case 6: b.time_limit = v; break;
         case 7: b.init = (mf_asd_init)v; break;
+        case 9: b.rank_continuation = (int)v; break;
         default: b.precision = (mf_precision)v; break;
         }
         expect_bad(ctx, p.M, &b, MF_ERR_INVALID_ARGUMENT, cases[t].needle);

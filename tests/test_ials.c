@@ -3,6 +3,7 @@
  * that never rises, planted recovery above popularity, top-N against a full sort (ties,
  * exclusions, fewer candidates than N), similar items, fold-in, metrics by hand, and every
  * bad input with the caller's buffers untouched. */
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -175,6 +176,14 @@ START_TEST(planted_beats_popularity)
     ck_assert_double_gt(r.ndcg, pop.ndcg);
     ck_assert_double_gt(r.auc, pop.auc);
     ck_assert_double_gt(r.map, pop.map);
+    /* N past the items (400) gives the metrics of N = 400, and INT_MAX costs no more memory
+     * than that (the lists stop at the items). */
+    mf_ranking all = {.struct_size = sizeof all}, huge = {.struct_size = sizeof huge};
+    ck_assert_int_eq(mf_ranking_evaluate(ctx, &m, p.train, p.test, 400, &all), MF_OK);
+    ck_assert_int_eq(mf_ranking_evaluate(ctx, &m, p.train, p.test, INT_MAX, &huge), MF_OK);
+    ck_assert(all.users == huge.users && all.precision == huge.precision && all.map == huge.map &&
+              all.ndcg == huge.ndcg && all.auc == huge.auc);
+    ck_assert_double_gt(all.precision, 0.0);
     free(U);
     free(V);
     ials_free_planted(&p);

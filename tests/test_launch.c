@@ -106,6 +106,9 @@ START_TEST(join_refuses_what_it_cannot_do)
     ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "mf_ctx_set_mpi_comm"));
     setenv("RANK", "zero", 1);
     ck_assert_int_eq(mf_ctx_join_launched(ctx, "/tmp/x", 0), MF_ERR_INVALID_ARGUMENT);
+    /* the launcher's complaint is on the context, not only on the thread's slot */
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "mf_ctx_join_launched: "));
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "zero"));
     clear_launch_env();
     mf_ctx_destroy(ctx);
 }

@@ -1426,7 +1426,9 @@ START_TEST(group_calls_check_arguments)
     mf_ctx *pair[2] = {a, b}, *same[2] = {a, a}, *hole[2] = {a, NULL};
     ck_assert_int_eq(mf_ctx_join_local(NULL, 2), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_ctx_join_local(pair, 0), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(NULL), "n = 0 is outside"));
     ck_assert_int_eq(mf_ctx_join_local(pair, 1025), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(a, "n = 1025 is outside 1..1024"); /* on ctxs[0], as the header says */
     ck_assert_int_eq(mf_ctx_join_local(hole, 2), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(a, "ctxs[1] is NULL");
     ck_assert_int_eq(mf_ctx_join_local(same, 2), MF_ERR_INVALID_ARGUMENT);

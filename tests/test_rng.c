@@ -1,5 +1,6 @@
 /* Philox4x32-10 against Random123's known answers, and mf_random_uniform's guarantees:
  * element i depends on (seed, stream, i) alone, whatever n and the thread count. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 
@@ -112,6 +113,14 @@ START_TEST(bad_arguments)
                      MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "empty");
     ck_assert_int_eq(mf_random_uniform(ctx, x, 4, 0, INFINITY, 0, 0, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(mf_random_uniform(ctx, x, 4, -FLT_MAX, FLT_MAX, 0, 0, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "wider than a float holds");
+    ck_assert_int_eq(mf_random_uniform(ctx, x, INT64_MAX, 0, 1, 0, 0, MF_MEMORY_HOST),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "n = 9223372036854775807 floats");
+    ck_assert_int_eq(mf_random_uniform(ctx, x, INT64_MAX - 2, 0, 1, 0, 0, MF_MEMORY_HOST),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_random_uniform(ctx, x, 4, 0, 1, 0, 0, MF_MEMORY_DEVICE),
                      MF_ERR_INVALID_ARGUMENT);

@@ -400,6 +400,24 @@ START_TEST(null_handles_are_rejected)
     ck_assert_int_eq(mf_sparse_get_csr(NULL, NULL, NULL, NULL, MF_MEMORY_HOST),
                      MF_ERR_INVALID_ARGUMENT);
     mf_sparse_destroy(NULL);
+    /* `where` is checked with nothing to copy too (an empty matrix), on every entry point */
+    mf_ctx *cx = tu_cpu_ctx();
+    mf_sparse *e = NULL;
+    const int64_t zero = 0;
+    ck_assert_int_eq(mf_sparse_from_coo(cx, &e, 2, 2, 0, NULL, NULL, NULL, (mf_memory)5, 0),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(cx, "where = 5");
+    ck_assert_ptr_null(e);
+    const int64_t ptr[3] = {0, 0, 0};
+    ck_assert_int_eq(mf_sparse_from_csr(cx, &e, 2, 2, zero, ptr, NULL, NULL, (mf_memory)7, 0),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(cx, "where = 7");
+    ck_assert_int_eq(mf_sparse_from_coo(cx, &e, 2, 2, 0, NULL, NULL, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    ck_assert_int_eq(mf_sparse_get_coo(e, NULL, NULL, NULL, (mf_memory)9), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(cx, "where = 9");
+    mf_sparse_destroy(e);
+    mf_ctx_destroy(cx);
 }
 END_TEST
 

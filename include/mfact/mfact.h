@@ -1179,8 +1179,8 @@ typedef struct mf_asd_opts {
     const mf_sparse *test;   /* optional held-out entries of the same shape, or NULL        */
     mf_progress_fn progress; /* optional; train_rmse carries the relative residual          */
     void *progress_user;     /* passed to progress                                          */
-    /* Rank continuation, default 0 (off): fit rank 1, then add one column at a time (started
-     * small and random) up to `rank`, each intermediate rank run until it stagnates. Costs
+    /* Rank continuation, 0 (off, the default) or 1: fit rank 1, then add one column at a time
+     * (started small and random) up to `rank`, each intermediate rank run until it stagnates. Costs
      * more iterations on well-conditioned matrices; recovers ill-conditioned ones where a
      * random start stalls. Iterations, the time limit and progress count over all ranks. */
     int rank_continuation;
@@ -1430,7 +1430,8 @@ MF_API mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const m
  * distinct devices, get NCCL communicators (ncclCommInitAll; libnccl.so.2 is loaded on
  * first use, and MFACT_NCCL_LIBRARY may name another file). CPU contexts exchange through
  * shared memory. A context leaves its group when it is destroyed: destroy a group's
- * contexts after its last collective call. Failures are recorded on ctxs[0]:
+ * contexts after its last collective call. Failures are recorded on ctxs[0] (on the
+ * thread's slot, mf_ctx_last_error(NULL), when ctxs is NULL, n < 1 or ctxs[0] is NULL):
  * MF_ERR_INVALID_ARGUMENT (n outside 1..1024, a NULL or repeated context, one already in a
  * group, mixed backends, two on one device), MF_ERR_UNSUPPORTED (NCCL not loadable). */
 MF_API mf_status mf_ctx_join_local(mf_ctx *const *ctxs, int n);

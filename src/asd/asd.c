@@ -72,6 +72,8 @@ static mf_status check_opts(mf_ctx *ctx, const mf_sparse *M, const mf_asd_opts *
                "%s: stagnation_rate = %g is outside (0, 1)", fn, o->stagnation_rate);
     MF_REQUIRE(ctx, o->max_iterations >= 1, "%s: max_iterations = %d must be at least 1", fn,
                o->max_iterations);
+    MF_REQUIRE(ctx, o->rank_continuation == 0 || o->rank_continuation == 1,
+               "%s: rank_continuation = %d must be 0 or 1", fn, o->rank_continuation);
     MF_REQUIRE(ctx, o->time_limit >= 0.0 && isfinite(o->time_limit),
                "%s: time_limit = %g must be finite and >= 0", fn, o->time_limit);
     MF_REQUIRE(ctx,
@@ -331,8 +333,13 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
 {
     const mf_asd_opts *o = s->o;
     /* the stagnation window in force: the reduced phase's, then the caller's (0: none) */
-    int w = s->reduced && ru->window == 0 ? ASD_REDUCED_WINDOW : ru->window;
-    const int most = w > ru->window ? w : ru->window;
+    /* A window longer than the run can never close (a phase has at most max_iterations):
+     * no test then, and no history sized by a window of up to INT_MAX. */
+    const int caller_w = ru->window > o->max_iterations ? 0 : ru->window;
+    int w = s->reduced && ru->window == 0 ? ASD_REDUCED_WINDOW : caller_w;
+    if (w > o->max_iterations)
+        w = 0;
+    const int most = w > caller_w ? w : caller_w;
     double *hist = most > 0 ? malloc(((size_t)most + 1) * sizeof *hist) : NULL;
     mf_status st0 = most > 0 && !hist ? mf_fail(s->run.ctx, MF_ERR_OUT_OF_MEMORY,
                                                 "mf_asd_run: out of host memory")
@@ -349,7 +356,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
     if (s->reduced && (res <= s->reduced_level || (ru->final && res <= ru->tolerance))) {
         /* a start within the tolerance, or already at the level: judged in float */
         st = leave_reduced(s, norm, &res);
-        w = ru->window;
+        w = caller_w;
     }
     if (w > 0)
         hist[0] = res;
@@ -414,9 +421,10 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
         /* Stagnation (Tanner & Wei): the mean rate of decrease over the last w iterations,
          * (res_k / res_{k-w})^(1/w), has come within stagnation_rate of 1. */
         if (stop < 0 && w > 0) {
-            const int k = it - from; /* iterations in the window's phase */
-            hist[k % (w + 1)] = res;
-            if (k >= w && pow(res / hist[(k - w) % (w + 1)], 1.0 / w) > 1.0 - ru->rate)
+            const int k = it - from;              /* iterations in the window's phase */
+            const int64_t slots = (int64_t)w + 1; /* w <= max_iterations <= INT_MAX */
+            hist[k % slots] = res;
+            if (k >= w && pow(res / hist[(k - w) % slots], 1.0 / w) > 1.0 - ru->rate)
                 stop = MF_ASD_STOP_STAGNATION;
         }
         /* In the reduced phase its level, or either of the caller's rules, ends the phase
@@ -427,7 +435,7 @@ static mf_status iterate(run_state *s, double norm, const rules *ru)
             if (st != MF_OK)
                 break;
             from = it;
-            w = ru->window;
+            w = caller_w;
             if (w > 0)
                 hist[0] = res;
             stop = res <= ru->tolerance ? MF_ASD_STOP_TOLERANCE : -1;

@@ -379,7 +379,10 @@ mf_status mf_ctx_join_launched(mf_ctx *ctx, const char *rendezvous, double timeo
     MF_REQUIRE(ctx, !ctx->comm, "%s: the context is already in a group", fn);
     MF_REQUIRE(ctx, !(timeout_seconds != timeout_seconds), "%s: timeout_seconds is NaN", fn);
     int rank, size;
-    MF_TRY(mf_launch_detect(&rank, &size, NULL));
+    /* mf_launch_detect has no context: its message is the thread's, moved onto ctx */
+    mf_status st = mf_launch_detect(&rank, &size, NULL);
+    if (st != MF_OK)
+        return mf_fail(ctx, st, "%s: %s", fn, mf_ctx_last_error(NULL));
     if (size == 1)
         return MF_OK;
     if (ctx->backend != MF_BACKEND_CUDA)
@@ -396,7 +399,7 @@ mf_status mf_ctx_join_launched(mf_ctx *ctx, const char *rendezvous, double timeo
         MF_TRY(mf_nccl_unique_id(ctx, id));
     MF_TRY(mf_launch_share_id(ctx, path, rank, timeout_seconds, id));
     mf_comm *made = NULL;
-    mf_status st = mf_nccl_comm_init_rank(ctx, id, rank, size, &made);
+    st = mf_nccl_comm_init_rank(ctx, id, rank, size, &made);
     st = mf_ranks_attach(ctx, st, made);
     /* Every rank read the file before its ncclCommInitRank, which returns once all joined. */
     if (rank == 0)

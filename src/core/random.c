@@ -1,6 +1,7 @@
 #include "core/random.h"
 
 #include <math.h>
+#include <stdint.h>
 
 #include "core/ctx.h"
 #include "cuda/cuda_backend.h"
@@ -28,6 +29,12 @@ mf_status mf_random_uniform(mf_ctx *ctx, float *out, int64_t n, float lo, float 
     MF_REQUIRE(ctx, n == 0 || out, "%s: out is NULL", fn);
     MF_REQUIRE(ctx, isfinite(lo) && isfinite(hi) && lo < hi,
                "%s: the range [%g, %g) is empty or not finite", fn, (double)lo, (double)hi);
+    /* a draw is lo + u * (hi - lo) in float: a width past FLT_MAX would make every value hi's
+     * neighbour */
+    MF_REQUIRE(ctx, isfinite(hi - lo), "%s: the range [%g, %g) is wider than a float holds", fn,
+               (double)lo, (double)hi);
+    MF_REQUIRE(ctx, n <= PTRDIFF_MAX / (int64_t)sizeof(float),
+               "%s: n = %lld floats pass what an address space holds", fn, (long long)n);
     if (n == 0)
         return MF_OK;
     MF_TRY(mf_check_memory(ctx, out, where, fn, "out"));

@@ -38,9 +38,11 @@ mf_status mf_ctx_rank(const mf_ctx *ctx, int *rank, int *size)
 static mf_status check_join(mf_ctx *const *ctxs, int n)
 {
     static const char fn[] = "mf_ctx_join_local";
-    mf_ctx *first = ctxs ? ctxs[0] : NULL;
     MF_REQUIRE(NULL, ctxs, "%s: ctxs is NULL", fn);
-    MF_REQUIRE(NULL, n >= 1 && n <= MAX_LOCAL_RANKS, "%s: n = %d is outside 1..%d", fn, n,
+    /* ctxs[0] exists only when n >= 1; the messages go there when it does (the header's
+     * promise), else to the thread's slot */
+    mf_ctx *first = n >= 1 ? ctxs[0] : NULL;
+    MF_REQUIRE(first, n >= 1 && n <= MAX_LOCAL_RANKS, "%s: n = %d is outside 1..%d", fn, n,
                MAX_LOCAL_RANKS);
     MF_REQUIRE(NULL, first, "%s: ctxs[0] is NULL", fn);
     for (int i = 0; i < n; i++) {

@@ -104,8 +104,12 @@ mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_spars
                    "%s: train has %d columns but the model has %d items", fn, train->cols,
                    c.model.items);
     }
-    /* Users per batch: at most METRICS_BATCH, and lists of at most 2^24 entries, so the
-     * host buffers follow the request and not N alone. */
+    /* A list never holds more than the model's items (the rest is -1 padding), and every
+     * metric reads min(N, |T_u|) with |T_u| <= items: N beyond the items changes nothing,
+     * so it is cut there and the buffers follow the model, not N alone. */
+    if (N > c.model.items)
+        N = c.model.items;
+    /* Users per batch: at most METRICS_BATCH, and lists of at most 2^24 entries. */
     int64_t batch = METRICS_BATCH;
     if (batch * N > ((int64_t)1 << 24))
         batch = ((int64_t)1 << 24) / N > 0 ? ((int64_t)1 << 24) / N : 1;
