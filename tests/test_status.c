@@ -1,4 +1,5 @@
 /* Status strings, version queries, and the option initializers' size contract. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -181,11 +182,79 @@ START_TEST(older_and_newer_structs_run)
 }
 END_TEST
 
+/* A struct_size that ends inside a field (half a pointer, the low byte of an enum) is
+ * refused before a field is read; the sizes real callers pass (a sizeof, or what the unsized
+ * initializers of older binaries wrote, some of them ending on a 4-byte field) run. */
+START_TEST(struct_sizes_inside_a_field_are_refused)
+{
+    mf_ctx *ctx = NULL;
+    mf_ctx_opts co;
+    mf_ctx_opts_init(&co);
+    co.backend = MF_BACKEND_CPU;
+    co.struct_size = 9; /* struct_size and backend's first byte */
+    ck_assert_int_eq(mf_ctx_create(&ctx, &co), MF_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(NULL), "ends inside a field"));
+    ck_assert_ptr_null(ctx);
+
+    ctx = tu_cpu_ctx();
+    mf_read_opts ro;
+    mf_read_opts_init(&ro);
+    ro.row_column = "user";
+    ro.struct_size = offsetof(mf_read_opts, row_column) + 1; /* a pointer's first byte */
+    mf_sparse *S = NULL;
+    ck_assert_int_eq(mf_sparse_read(ctx, &S, "/nonexistent", &ro), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "mf_read_opts.struct_size");
+    ck_assert_ptr_null(S);
+
+    const int32_t r[] = {0, 0, 1, 2, 2}, c[] = {0, 1, 1, 0, 2};
+    const float v[] = {4.0f, 3.0f, 5.0f, 1.0f, 2.0f};
+    mf_sparse *R = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &R, 3, 3, 5, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
+    float U[3 * 2], V[3 * 2], keep[3 * 2];
+    for (int i = 0; i < 6; i++)
+        U[i] = keep[i] = (float)i;
+    mf_biases b;
+    memset(&b, 0, sizeof b);
+    mf_als_opts ao;
+    mf_als_opts_init(&ao);
+    ao.rank = 2, ao.bias_out = &b;
+    ao.struct_size = offsetof(mf_als_opts, bias_out) + 1;
+    ck_assert_int_eq(mf_als_run(ctx, R, &ao, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "mf_als_opts.struct_size");
+    ck_assert_mem_eq(U, keep, sizeof keep);
+
+    /* the older binaries' sizes: SGD's ends on a 4-byte field (tune), and so does mf_model's */
+    mf_sgd_opts so;
+    (mf_sgd_opts_init)(&so);
+    ck_assert_uint_eq(so.struct_size % _Alignof(mf_sgd_opts), 4);
+    so.rank = 2, so.epochs = 2;
+    ck_assert_int_eq(mf_sgd_hogwild_run(ctx, R, &so, U, V, MF_MEMORY_HOST, NULL), MF_OK);
+    mf_model m;
+    (mf_model_init)(&m);
+    ck_assert_uint_eq(m.struct_size % _Alignof(mf_model), 4);
+    m.users = 3, m.items = 3, m.k = 2, m.U = U, m.ldu = 2, m.V = V, m.ldv = 2;
+    float pred = NAN;
+    ck_assert_int_eq(mf_predict_pairs(ctx, &m, 1, r, c, &pred), MF_OK);
+    ck_assert(isfinite(pred));
+    const size_t bad[] = {MF_OPTS_END(mf_model, where) + 1, sizeof m + 3};
+    for (int i = 0; i < 2; i++) {
+        m.struct_size = bad[i];
+        pred = -1.0f;
+        ck_assert_int_eq(mf_predict_pairs(ctx, &m, 1, r, c, &pred), MF_ERR_INVALID_ARGUMENT);
+        tu_assert_error_has(ctx, "ends inside a field");
+        ck_assert(pred == -1.0f);
+    }
+    mf_sparse_destroy(R);
+    mf_ctx_destroy(ctx);
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "status"};
     const TTest *const tests[] = {
-        every_status_has_its_own_string, status_values_are_the_abi, version_matches_the_header,
-        initializers_write_only_the_callers_struct, older_and_newer_structs_run};
+        every_status_has_its_own_string, status_values_are_the_abi,
+        version_matches_the_header,      initializers_write_only_the_callers_struct,
+        older_and_newer_structs_run,     struct_sizes_inside_a_field_are_refused};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }

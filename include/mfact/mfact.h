@@ -23,7 +23,9 @@
  *   fields are added at the end. (The `*_init()` functions of the same names stay
  *   exported for binaries built before 0.4's `_sized` initializers, and fill exactly the
  *   struct those binaries knew. Bindings that call the library by symbol, such as ctypes,
- *   call `*_init_sized()` with their size.)
+ *   call `*_init_sized()` with their size.) A `struct_size` that is neither a multiple of
+ *   the struct's alignment nor what those older `*_init()` functions wrote would end inside
+ *   a field, and is MF_ERR_INVALID_ARGUMENT.
  *
  * Stability
  * ---------

@@ -112,7 +112,7 @@ mf_status mf_ctx_create(mf_ctx **out, const mf_ctx_opts *user_opts)
     mf_ctx_opts o;
     mf_ctx_opts_init(&o);
     if (user_opts)
-        MF_TRY(mf_opts_load(NULL, "mf_ctx_opts", &o, sizeof o, user_opts));
+        MF_TRY(MF_OPTS_LOAD(NULL, mf_ctx_opts, &o, user_opts));
     MF_TRY(check_opts(&o));
 
     mf_ctx *ctx = calloc(1, sizeof *ctx);

@@ -271,7 +271,7 @@ mf_status mf_model_save(mf_ctx *ctx, const mf_model *model, const mf_model_save_
     mf_model_save_opts o;
     save_defaults(&o);
     if (opts)
-        MF_TRY(mf_opts_load(ctx, "mf_model_save_opts", &o, sizeof o, opts));
+        MF_TRY(MF_OPTS_LOAD(ctx, mf_model_save_opts, &o, opts));
     MF_REQUIRE(ctx, !o.algorithm || algorithm_ok(o.algorithm),
                "%s: the algorithm name must be at most %u of A-Z, a-z, 0-9, '.', '_' and '-'", fn,
                MF_MODEL_ALGORITHM_MOST);

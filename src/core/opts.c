@@ -19,11 +19,23 @@ static mf_status check_size(mf_ctx *ctx, const char *name, size_t size)
     return MF_OK;
 }
 
-mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, const void *src)
+int mf_opts_size_valid(size_t size, size_t align, size_t legacy_size)
+{
+    return size >= sizeof(size_t) && size <= MF_OPTS_MAX_SIZE &&
+           (size % align == 0 || size == legacy_size);
+}
+
+mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, size_t align,
+                       size_t legacy_size, const void *src)
 {
     size_t caller_size;
     memcpy(&caller_size, src, sizeof caller_size);
     MF_TRY(check_size(ctx, name, caller_size));
+    if (!mf_opts_size_valid(caller_size, align, legacy_size))
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s.struct_size = %zu ends inside a field (a struct's size is a "
+                       "multiple of %zu); initialize the struct with its _init() function",
+                       name, caller_size, align);
     if (caller_size > our_size) {
         const unsigned char *tail = (const unsigned char *)src + our_size;
         for (size_t i = 0; i < caller_size - our_size; i++)

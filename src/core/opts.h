@@ -10,8 +10,19 @@
 /* `dst` holds the defaults (our_size bytes, its struct_size = our_size). Copy the caller's
  * `src` over them: a smaller caller struct fills only its prefix; a larger one is accepted
  * only when every byte past our end is zero (fields this version does not know, unset).
- * `name` is the struct's type name, for messages. */
-mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, const void *src);
+ * `name` is the struct's type name, for messages. A caller's struct_size is a sizeof (a
+ * multiple of the struct's alignment `align`) or `legacy_size`, what the unsized
+ * initializer of binaries built before 0.4 wrote (MF_OPTS_INITIALIZERS): any other value
+ * could end inside a field (half a pointer), so it is refused. MF_OPTS_LOAD passes all three
+ * sizes of a type. */
+mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size, size_t align,
+                       size_t legacy_size, const void *src);
+#define MF_OPTS_LOAD(ctx, T, dst, src)                                                             \
+    mf_opts_load((ctx), #T, (dst), sizeof(T), _Alignof(T), MF_OPTS_LEGACY_SIZE(T), (src))
+
+/* Whether `size` is a struct_size mf_opts_load takes for a struct of our_size bytes (for
+ * structs read by hand, like mf_model). */
+int mf_opts_size_valid(size_t size, size_t align, size_t legacy_size);
 
 /* The end of `field` in `type`: the size of the struct as it was when `field` was its last. */
 #define MF_OPTS_END(type, field) (offsetof(type, field) + sizeof(((type *)0)->field))
@@ -31,7 +42,9 @@ size_t mf_env_bytes(const char *name, size_t fallback);
  * `defaults` fills written into the caller's `size` bytes, and the symbol fn(p) that binaries
  * built before the sized initializers call, which fills T through `last` (the struct as their
  * header had it), never more. The header's fn(p) is a macro for fn_sized(p, sizeof *p). */
+#define MF_OPTS_LEGACY_SIZE(T) mf_opts_legacy_size_##T
 #define MF_OPTS_INITIALIZERS(T, fn, defaults, last)                                                \
+    static const size_t MF_OPTS_LEGACY_SIZE(T) = MF_OPTS_END(T, last);                             \
     void fn##_sized(T *p, size_t size)                                                             \
     {                                                                                              \
         T d;                                                                                       \

@@ -194,7 +194,7 @@ mf_status mf_sparse_read(mf_ctx *ctx, mf_sparse **out, const char *path,
     mf_read_opts o;
     mf_read_opts_init(&o);
     if (user_opts)
-        MF_TRY(mf_opts_load(ctx, "mf_read_opts", &o, sizeof o, user_opts));
+        MF_TRY(MF_OPTS_LOAD(ctx, mf_read_opts, &o, user_opts));
     MF_REQUIRE(ctx, o.format >= MF_FORMAT_AUTO && o.format <= MF_FORMAT_BINARY_TRIPLETS,
                "%s: format = %d is not an mf_format value", fn, (int)o.format);
     MF_REQUIRE(ctx, o.index_base >= -1 && o.index_base <= 1,

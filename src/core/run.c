@@ -36,7 +36,8 @@ static mf_status begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a, int colle
     for (int i = 0; i < 2; i++)
         MF_REQUIRE(ctx, a->out[i], "%s: %s is NULL", a->fn, a->out_name[i]);
     if (a->user_opts)
-        MF_TRY(mf_opts_load(ctx, a->opts_type, a->opts, a->opts_size, a->user_opts));
+        MF_TRY(mf_opts_load(ctx, a->opts_type, a->opts, a->opts_size, a->opts_align,
+                            a->opts_legacy_size, a->user_opts));
     for (int i = 0; i < 2; i++)
         MF_TRY(mf_check_memory(ctx, a->out[i], a->where, a->fn, a->out_name[i]));
     if (a->report)

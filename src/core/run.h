@@ -18,6 +18,7 @@
 #include <stddef.h>
 
 #include "core/ctx.h"
+#include "core/opts.h" /* MF_OPTS_LEGACY_SIZE */
 #include "core/sparse.h"
 
 #ifdef __cplusplus
@@ -37,7 +38,7 @@ typedef struct mf_run_args {
      * are loaded over them by struct_size. */
     const char *opts_type; /* "mf_als_opts" */
     void *opts;
-    size_t opts_size;
+    size_t opts_size, opts_align, opts_legacy_size; /* as mf_opts_load takes them */
     const void *user_opts;
     /* The caller's report (NULL: none wanted), whose struct_size is checked. */
     const char *report_type; /* "mf_als_report" */
@@ -58,8 +59,9 @@ typedef struct mf_run_args {
     {                                                                                              \
 #a, #b                                                                                     \
     }
-#define MF_RUN_OPTS(type, defaults, user) #type, (defaults), sizeof(type), (user)
-#define MF_RUN_REPORT(type, caller)       #type, (caller), sizeof(type)
+#define MF_RUN_OPTS(type, defaults, user)                                                          \
+#type, (defaults), sizeof(type), _Alignof(type), MF_OPTS_LEGACY_SIZE(type), (user)
+#define MF_RUN_REPORT(type, caller) #type, (caller), sizeof(type)
 
 typedef struct mf_run {
     mf_ctx *ctx;
