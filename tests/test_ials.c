@@ -3,6 +3,7 @@
  * that never rises, planted recovery above popularity, top-N against a full sort (ties,
  * exclusions, fewer candidates than N), similar items, fold-in, metrics by hand, and every
  * bad input with the caller's buffers untouched. */
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -287,6 +288,13 @@ START_TEST(explicit_fold_in_is_the_user_half_step)
                      MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "50 columns");
     m.items = 50, m.user_bias = NULL;
+    /* a k past what the exact solve takes: refused before a (k + 1)^2 system per thread (the
+     * model's arrays are never read; ld = k keeps the span check quiet) */
+    mf_model wide = m;
+    wide.k = 20000, wide.ldu = 20000, wide.ldv = 20000;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &wide, p.train, 0.1f, 0.0f, F, NULL),
+                     MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "k = 20000 is above 1024");
     mf_sparse *one = NULL;
     const int32_t r1[1] = {0}, c1[1] = {0};
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &one, 2, 50, 1, r1, c1, NULL, MF_MEMORY_HOST, 0),
@@ -446,6 +454,22 @@ START_TEST(bad_inputs_leave_buffers)
     ck_assert_int_eq(mf_sparse_from_coo(ctx, &neg, 30, 20, 2, r, c, v, MF_MEMORY_HOST, 0), MF_OK);
     ck_assert_int_eq(mf_ials_run(ctx, neg, &o, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_DATA);
     tu_assert_error_has(ctx, "(3, 2)");
+    tu_assert_error_has(ctx, "need values >= 0");
+    /* A value >= 0 whose confidence overflows says so (linear: 1 + FLT_MAX * 3)... */
+    const float big[2] = {1.0f, 3.0f};
+    mf_sparse *hot = NULL, *pat = NULL;
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &hot, 30, 20, 2, r, c, big, MF_MEMORY_HOST, 0), MF_OK);
+    b = o, b.alpha = FLT_MAX;
+    ck_assert_int_eq(mf_ials_run(ctx, hot, &b, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "(3, 2) with the value 3 has the confidence inf");
+    /* ...and so does a pattern (every value 1) on the log scale with a tiny epsilon. */
+    ck_assert_int_eq(mf_sparse_from_coo(ctx, &pat, 30, 20, 2, r, c, NULL, MF_MEMORY_HOST, 0),
+                     MF_OK);
+    b = o, b.confidence = MF_IALS_CONFIDENCE_LOG, b.alpha = 1e38f, b.epsilon = 1e-45f;
+    ck_assert_int_eq(mf_ials_run(ctx, pat, &b, U, V, MF_MEMORY_HOST, NULL), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "(value 1: a pattern)");
+    mf_sparse_destroy(hot);
+    mf_sparse_destroy(pat);
     /* A given factor that is not finite. */
     b = o, b.init = MF_IALS_INIT_GIVEN;
     V[9] = NAN;

@@ -1349,9 +1349,10 @@ MF_API mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions,
  * biases) in model->where memory. This is mf_als_run's user half-step with unweighted
  * penalties (MF_ALS_WEIGHT_NONE); a row without ratings gets zeros. U is not read; model->U
  * must still be a valid array. On a CUDA context the solves run on the CPU (staged). Errors
- * (outputs untouched): a bad model (as mf_predict), ratings with another number of columns,
- * lambda or lambda_bias < 0 or not finite: MF_ERR_INVALID_ARGUMENT; a system that is not
- * positive definite (lambda = 0 with too few ratings): MF_ERR_NUMERIC naming the row. */
+ * (outputs untouched): a bad model (as mf_predict) or one with k > 1024, ratings with another
+ * number of columns, lambda or lambda_bias < 0 or not finite: MF_ERR_INVALID_ARGUMENT; a
+ * system that is not positive definite (lambda = 0 with too few ratings): MF_ERR_NUMERIC
+ * naming the row. */
 MF_API mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
                                   float lambda, float lambda_bias, float *U, float *user_bias);
 

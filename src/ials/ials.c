@@ -66,25 +66,42 @@ static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, 
 }
 
 /* Stored values must be >= 0 (a negative one would make a confidence below 1 or, on the log
- * scale, not a number), and their confidences finite. */
+ * scale, not a number), and their confidences finite; a pattern's entries are all 1. */
 static mf_status check_values(mf_ctx *ctx, const mf_sparse *R, const mf_ials_opts *o,
                               const char *fn)
 {
-    if (!R->val)
+    const int log_scale = o->confidence == MF_IALS_CONFIDENCE_LOG;
+    if (!R->val) {
+        const float c = mf_ials_weight(1.0f, o->alpha, o->epsilon, log_scale);
+        if (R->nnz > 0 && !isfinite(c))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "%s: a stored interaction (value 1: a pattern) has the confidence %g "
+                           "under alpha = %g and epsilon = %g; confidences must be finite",
+                           fn, (double)c, (double)o->alpha, (double)o->epsilon);
         return MF_OK;
+    }
     int64_t bad = -1;
     for (int64_t p = 0; p < R->nnz && bad < 0; p++)
-        if (R->val[p] < 0.0f || !isfinite(mf_ials_weight(R->val[p], o->alpha, o->epsilon,
-                                                         o->confidence == MF_IALS_CONFIDENCE_LOG)))
+        if (R->val[p] < 0.0f ||
+            !isfinite(mf_ials_weight(R->val[p], o->alpha, o->epsilon, log_scale)))
             bad = p;
     if (bad < 0)
         return MF_OK;
     int32_t row = 0;
     while (R->row_ptr[row + 1] <= bad)
         row++;
+    const float v = R->val[bad];
+    if (v < 0.0f || isnan(v))
+        return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                       "%s: the interaction (%d, %d) has the value %g; confidences need values "
+                       ">= 0",
+                       fn, row, R->col[bad], (double)v);
     return mf_fail(ctx, MF_ERR_INVALID_DATA,
-                   "%s: the interaction (%d, %d) has the value %g; confidences need values >= 0",
-                   fn, row, R->col[bad], (double)R->val[bad]);
+                   "%s: the interaction (%d, %d) with the value %g has the confidence %g under "
+                   "alpha = %g and epsilon = %g; confidences must be finite",
+                   fn, row, R->col[bad], (double)v,
+                   (double)mf_ials_weight(v, o->alpha, o->epsilon, log_scale), (double)o->alpha,
+                   (double)o->epsilon);
 }
 
 /* What the engines start from: the options, the solver's steps (0: exact) and the starts. */

@@ -15,6 +15,8 @@
 #include "cuda/cuda_backend.h"
 #include "recommend/recommend_internal.h"
 
+#define MF_FOLD_IN_MAX_K 1024
+
 mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
                            float lambda, float lambda_bias, float *U, float *user_bias)
 {
@@ -22,6 +24,12 @@ mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     mf_model m;
     MF_TRY(mf_model_check(ctx, model, fn, &m));
+    /* Each thread holds a (k + 1)^2 system in double and each row's solve is O(k^3): beyond
+     * the ranks mfact's explicit trainers fit (ALS 256, SGD 512), with margin, that is memory
+     * and time out of proportion to a model that may have a handful of items. */
+    MF_REQUIRE(ctx, m.k <= MF_FOLD_IN_MAX_K,
+               "%s: the model's k = %d is above %d, the largest this exact solve takes", fn, m.k,
+               MF_FOLD_IN_MAX_K);
     MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
     MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
     MF_REQUIRE(ctx, ratings->cols == m.items,
