@@ -253,12 +253,17 @@ mf_status mf_ctx_release_cached_memory(mf_ctx *ctx)
     return ctx->backend == MF_BACKEND_CUDA ? mf_cuda_release_cached(ctx) : MF_OK;
 }
 
+mf_status mf_check_where(mf_ctx *ctx, mf_memory where, const char *fn)
+{
+    MF_REQUIRE(ctx, where == MF_MEMORY_HOST || where == MF_MEMORY_DEVICE,
+               "%s: where = %d is not an mf_memory value", fn, (int)where);
+    return MF_OK;
+}
+
 mf_status mf_check_memory(mf_ctx *ctx, const void *ptr, mf_memory where, const char *fn,
                           const char *name)
 {
-    if (where != MF_MEMORY_HOST && where != MF_MEMORY_DEVICE)
-        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT, "%s: where = %d is not an mf_memory value", fn,
-                       (int)where);
+    MF_TRY(mf_check_where(ctx, where, fn));
     if (ctx->backend != MF_BACKEND_CUDA) {
         if (where == MF_MEMORY_DEVICE)
             return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,

@@ -36,6 +36,11 @@ int mf_ctx_threads(const mf_ctx *ctx);
  * the num_threads the region asked for, so it indexes per-thread scratch sized by it. */
 int mf_thread_index(void);
 
+/* MF_OK when `where` is an mf_memory value; else MF_ERR_INVALID_ARGUMENT ("<fn>: where = <value>
+ * is not an mf_memory value"). mf_check_memory starts with it; calls with no array to check
+ * (an empty matrix) call it alone. */
+mf_status mf_check_where(mf_ctx *ctx, mf_memory where, const char *fn);
+
 /* Check that an array argument lives where the caller says: MF_MEMORY_DEVICE needs a CUDA
  * context and a device (or managed) pointer; MF_MEMORY_HOST must not be device-only memory.
  * `fn` and `name` name the function and argument in the message. */

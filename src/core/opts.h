@@ -20,8 +20,8 @@ mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size
 #define MF_OPTS_LOAD(ctx, T, dst, src)                                                             \
     mf_opts_load((ctx), #T, (dst), sizeof(T), _Alignof(T), MF_OPTS_LEGACY_SIZE(T), (src))
 
-/* Whether `size` is a struct_size mf_opts_load takes for a struct of our_size bytes (for
- * structs read by hand, like mf_model). */
+/* Whether `size` is a struct_size mf_opts_load takes (within its range, and a multiple of
+ * `align` or `legacy_size`): for structs read by hand, like mf_model. */
 int mf_opts_size_valid(size_t size, size_t align, size_t legacy_size);
 
 /* The end of `field` in `type`: the size of the struct as it was when `field` was its last. */

@@ -53,8 +53,7 @@ mf_status mf_sparse_from_coo(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
     static const char fn[] = "mf_sparse_from_coo";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_TRY(check_common(ctx, out, rows, cols, nnz, flags, fn));
-    MF_REQUIRE(ctx, where == MF_MEMORY_HOST || where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)where);
+    MF_TRY(mf_check_where(ctx, where, fn));
     if (flags & MF_SPARSE_PATTERN)
         val = NULL; /* a pattern: the values are not read */
     if (nnz > 0) {
@@ -91,8 +90,7 @@ mf_status mf_sparse_from_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_t
     static const char fn[] = "mf_sparse_from_csr";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_TRY(check_common(ctx, out, rows, cols, nnz, flags, fn));
-    MF_REQUIRE(ctx, where == MF_MEMORY_HOST || where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)where);
+    MF_TRY(mf_check_where(ctx, where, fn));
     if (flags & MF_SPARSE_PATTERN)
         val = NULL; /* a pattern: the values are not read */
     MF_REQUIRE(ctx, row_ptr, "%s: row_ptr is NULL", fn);
@@ -206,8 +204,7 @@ mf_status mf_sparse_get_coo(const mf_sparse *m, int32_t *row, int32_t *col, floa
     MF_REQUIRE(NULL, m, "%s: m is NULL", fn);
     mf_ctx *ctx = m->ctx;
     /* `where` is checked even when there is nothing to copy, as mf_sparse_get_csr does */
-    MF_REQUIRE(ctx, where == MF_MEMORY_HOST || where == MF_MEMORY_DEVICE,
-               "%s: where = %d is not an mf_memory value", fn, (int)where);
+    MF_TRY(mf_check_where(ctx, where, fn));
     if (m->nnz == 0)
         return MF_OK;
     MF_TRY(check_outputs(ctx, where, fn, row, "row", col, "col", val, "val"));
