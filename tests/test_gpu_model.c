@@ -1,8 +1,13 @@
 /* Biased models on the CUDA backend: ALS's and SGD's biases against the CPU engine's (one
  * SGD worker on each side), with biases on and off; the prediction calls on device and host
- * arrays against the CPU's, their bad input on the device; tuning and unseen users. */
+ * arrays against the CPU's, their bad input on the device; tuning and unseen users; models
+ * saved from device memory. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "als_fixtures.h"
 #include "sgd_fixtures.h"
@@ -437,10 +442,119 @@ START_TEST(tuning_on_device)
 }
 END_TEST
 
+#ifdef MFACT_HAVE_CUDA
+static unsigned char *file_bytes(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    ck_assert(len > 0);
+    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
+    unsigned char *b = malloc((size_t)len);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
+/* A device copy of host rows (rows x k, ld k) at leading dimension ld, the padding NaN: the
+ * saved file must not see it. */
+static float *to_device_padded(const float *src, int32_t rows, int k, int ld)
+{
+    float *h = malloc((size_t)rows * ld * sizeof(float));
+    ck_assert_ptr_nonnull(h);
+    for (int64_t p = 0; p < (int64_t)rows * ld; p++)
+        h[p] = p % ld < k ? src[p / ld * k + p % ld] : NAN;
+    float *d = to_device(h, (size_t)rows * ld * sizeof(float));
+    free(h);
+    return d;
+}
+
+/* Every array of the loaded model equals the host model's, bit for bit. */
+static void check_loaded(mf_ctx *ctx, const mf_model *want, const char *path)
+{
+    mf_saved_model *s = NULL;
+    ck_assert_int_eq(mf_model_load(ctx, path, &s), MF_OK);
+    mf_model got;
+    mf_model_init(&got);
+    ck_assert_int_eq(mf_saved_model_view(s, &got), MF_OK);
+    ck_assert_int_eq(got.where, MF_MEMORY_HOST);
+    ck_assert(got.users == want->users && got.items == want->items && got.k == want->k);
+    ck_assert(memcmp(&got.mean, &want->mean, sizeof got.mean) == 0);
+    ck_assert(memcmp(got.U, want->U, (size_t)want->users * want->k * sizeof(float)) == 0);
+    ck_assert(memcmp(got.V, want->V, (size_t)want->items * want->k * sizeof(float)) == 0);
+    ck_assert_int_eq(!got.user_bias, !want->user_bias);
+    ck_assert_int_eq(!got.item_bias, !want->item_bias);
+    if (want->user_bias)
+        ck_assert(memcmp(got.user_bias, want->user_bias, (size_t)want->users * 4) == 0);
+    if (want->item_bias)
+        ck_assert(memcmp(got.item_bias, want->item_bias, (size_t)want->items * 4) == 0);
+    mf_saved_model_destroy(s);
+}
+#endif
+
+/* mf_model_save of a model in device memory (CUDA context) writes the same bytes as the
+ * same model on the host, with padded leading dimensions and without biases too, and
+ * loads back bit for bit; a device model that cannot be written leaves no file. */
+START_TEST(saved_from_device)
+{
+#ifdef MFACT_HAVE_CUDA
+    mf_ctx *ctx = tu_cuda_ctx(0);
+    random_model r;
+    make_random_model(&r, 300, 200, 24, 91);
+    char dir[256];
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    snprintf(dir, sizeof dir, "%s/mfact-gpu-model-XXXXXX", tmp);
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char host_path[300], dev_path[300], bad_path[300];
+    snprintf(host_path, sizeof host_path, "%s/host.mfm", dir);
+    snprintf(dev_path, sizeof dev_path, "%s/device.mfm", dir);
+    snprintf(bad_path, sizeof bad_path, "%s/no-such-dir/device.mfm", dir);
+    mf_model_save_opts o;
+    mf_model_save_opts_init(&o);
+    o.algorithm = "als", o.options = "rank=24";
+    for (int variant = 0; variant < 3; variant++) {
+        /* 0: the device model as made; 1: padded leading dimensions; 2: no biases */
+        mf_model host = r.host, dev = r.dev;
+        float *dU = NULL, *dV = NULL;
+        if (variant == 1) {
+            dU = to_device_padded(r.U, 300, 24, 27), dV = to_device_padded(r.V, 200, 24, 31);
+            dev.U = dU, dev.ldu = 27, dev.V = dV, dev.ldv = 31;
+        }
+        if (variant == 2)
+            host.user_bias = host.item_bias = dev.user_bias = dev.item_bias = NULL;
+        ck_assert_int_eq(mf_model_save(ctx, &host, &o, host_path), MF_OK);
+        ck_assert_int_eq(mf_model_save(ctx, &dev, &o, dev_path), MF_OK);
+        size_t nh = 0, nd = 0;
+        unsigned char *bh = file_bytes(host_path, &nh), *bd = file_bytes(dev_path, &nd);
+        ck_assert_uint_eq(nh, nd);
+        ck_assert(memcmp(bh, bd, nh) == 0);
+        free(bh), free(bd);
+        check_loaded(ctx, &host, dev_path);
+        /* A directory that does not exist: MF_ERR_IO naming it, no file left behind. */
+        ck_assert_int_eq(mf_model_save(ctx, &dev, &o, bad_path), MF_ERR_IO);
+        ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(ctx), "no-such-dir"));
+        ck_assert_int_eq(unlink(host_path), 0);
+        ck_assert_int_eq(unlink(dev_path), 0);
+        cudaFree(dU), cudaFree(dV);
+    }
+    ck_assert_int_eq(rmdir(dir), 0); /* nothing else was left in it */
+    free_random_model(&r);
+    mf_ctx_destroy(ctx);
+#endif
+}
+END_TEST
+
 int main(void)
 {
     static const tu_suite suite = {.name = "gpu_model", .gpu = true, .timeout = 600};
-    const TTest *const tests[] = {biases_match_cpu, predictions_match_cpu, tuning_on_device,
-                                  reduced_precision_matches_cpu, device_predictions_fail_cleanly};
+    const TTest *const tests[] = {biases_match_cpu,
+                                  predictions_match_cpu,
+                                  tuning_on_device,
+                                  reduced_precision_matches_cpu,
+                                  device_predictions_fail_cleanly,
+                                  saved_from_device};
     return tu_main(&suite, tests, sizeof tests / sizeof *tests);
 }
