@@ -112,6 +112,57 @@ START_TEST(parts_of_a_file)
 }
 END_TEST
 
+/* Parts of an auto-detected triplet file follow file order: the first line, held back as a
+ * possible count line, is entry 0 when it is data, and a count line keeps number 0 too. The
+ * limit on a shape the file gives counts the whole file's entries in every part (a part of
+ * half the entries decided alone, and refused an index the whole read takes). */
+START_TEST(parts_follow_file_order)
+{
+    const char *data = tu_write_text(".txt", "1 1 5\n2 2 3\n3 3 4\n");
+    const char *counted = tu_write_text(".txt", "3 3 3\n1 1 5\n2 2 3\n3 3 4\n");
+    /* part 0 and 1 of each: {nnz, first entry row, col, value} */
+    const float want[2][2][4] = {{{2, 0, 0, 5}, {1, 1, 1, 3}}, {{1, 1, 1, 3}, {2, 0, 0, 5}}};
+    const char *files[2] = {data, counted};
+    for (int f = 0; f < 2; f++)
+        for (int i = 0; i < 2; i++) {
+            mf_read_opts o;
+            mf_read_opts_init(&o);
+            o.part_index = i, o.part_count = 2;
+            mf_sparse *m = read_ok(files[f], &o);
+            tu_expect_shape(m, 3, 3, (int64_t)want[f][i][0]);
+            expect_entry(m, 0, (int32_t)want[f][i][1], (int32_t)want[f][i][2], want[f][i][3]);
+            if (want[f][i][0] == 2)
+                expect_entry(m, 1, 2, 2, 4);
+            mf_sparse_destroy(m);
+        }
+    /* 2,000 entries allow 2^20 + 16 x 2,000 = 1,080,576 rows; a part keeps 1,000. */
+    size_t cap = 2000 * 24 + 64, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    for (int e = 0; e < 1999; e++)
+        len += (size_t)snprintf(text + len, cap - len, "%d %d 1\n", e + 1, e % 7 + 1);
+    snprintf(text + len, cap - len, "1070000 1 2\n");
+    const char *wide = tu_write_text(".txt", text);
+    free(text);
+    for (int parts = 1; parts <= 3; parts++) {
+        int64_t total = 0;
+        for (int i = 0; i < parts; i++) {
+            mf_read_opts o;
+            mf_read_opts_init(&o);
+            o.part_index = i, o.part_count = parts;
+            mf_sparse *m = read_ok(wide, &o);
+            int32_t rows;
+            int64_t nnz;
+            ck_assert_int_eq(mf_sparse_shape(m, &rows, NULL, &nnz), MF_OK);
+            ck_assert_int_eq(rows, 1070000);
+            total += nnz;
+            mf_sparse_destroy(m);
+        }
+        ck_assert_int_eq(total, 2000);
+    }
+}
+END_TEST
+
 /* ---- MatrixMarket ------------------------------------------------------------------------ */
 
 START_TEST(mm_general_real)
@@ -925,6 +976,7 @@ int main(void)
 {
     static const tu_suite suite = {.name = "readers", .setup = setup, .teardown = teardown};
     const TTest *const tests[] = {parts_of_a_file,
+                                  parts_follow_file_order,
                                   mm_general_real,
                                   mm_symmetric_is_expanded,
                                   mm_malformed,

@@ -368,11 +368,13 @@ typedef struct mf_read_opts {
      * at least each map's count. */
     const mf_id_map *row_ids, *col_ids;
     /* This rank's part of a matrix split over a group (mf_sparse_set_part): with part_count
-     * > 1, only the file's entries i (0-based, in file order) with i % part_count ==
-     * part_index are kept, and the matrix is marked a part. Every entry is still read and
-     * checked, so the shape, the index base and the id maps are the whole file's on every
-     * rank. A repeated entry that falls in two parts is an error of the fit (parts must not
-     * overlap), not of the read. Default 0 and 0: the whole file. Since 0.4. */
+     * > 1, only the file's entries i (0-based, in file order; a triplet file's first line
+     * of numbers, which auto-detection may take as a count line, has number 0 either way)
+     * with i % part_count == part_index are kept, and the matrix is marked a part. Every
+     * entry is still read and checked, so the shape, the index base, the id maps and the
+     * limit on a shape the file gives are the whole file's on every rank. A repeated entry
+     * that falls in two parts is an error of the fit (parts must not overlap), not of the
+     * read. Default 0 and 0: the whole file. Since 0.4. */
     int part_index, part_count;
 } mf_read_opts;
 

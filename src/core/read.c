@@ -51,11 +51,12 @@ static mf_format detect_format(mf_input *in)
 /* Why a shape the file gave is refused: per-row and per-column arrays (the CSR's row
  * offsets, the transpose's column offsets, every algorithm's factors) scale with it, so a
  * 25-byte file naming index 2^31 - 2 would cost gigabytes. A caller who means such a shape
- * gives it in mf_read_opts. */
+ * gives it in mf_read_opts. The limit counts every entry of the file, kept or not, so that
+ * each part of a split read decides as the whole read does. */
 static mf_status check_extent(mf_read_job *job, const char *what, int64_t extent, bool from_opts,
                               int64_t at, int64_t index)
 {
-    int64_t limit = MF_READ_FREE_EXTENT + MF_READ_EXTENT_PER_ENTRY * job->nnz;
+    int64_t limit = MF_READ_FREE_EXTENT + MF_READ_EXTENT_PER_ENTRY * job->entries;
     if (from_opts || extent <= limit)
         return MF_OK;
     if (index < 0)
@@ -63,13 +64,13 @@ static mf_status check_extent(mf_read_job *job, const char *what, int64_t extent
                            "the header's %lld %ss are more than %lld for %lld entries (16 per "
                            "entry + 2^20): give the shape in mf_read_opts to read a matrix "
                            "this sparse",
-                           (long long)extent, what, (long long)limit, (long long)job->nnz);
+                           (long long)extent, what, (long long)limit, (long long)job->entries);
     return mf_read_bad(job, at,
                        "%s index %lld makes %lld %ss, more than %lld for %lld entries (16 per "
                        "entry + 2^20): give the shape in mf_read_opts to read a matrix this "
                        "sparse",
                        what, (long long)index, (long long)extent, what, (long long)limit,
-                       (long long)job->nnz);
+                       (long long)job->entries);
 }
 
 /* Settle base and shape from the data where the file and options left them open. */

@@ -125,6 +125,7 @@ mf_status mf_read_add(mf_read_job *job, int64_t at, int64_t row, int64_t col, fl
         return MF_OK;
     }
     /* A part keeps every part_count-th entry, but sees them all (shape, base, ids). */
+    job->entries++;
     const bool keep = job->part_count <= 1 || job->entry_no++ % job->part_count == job->part_index;
     if (keep && job->nnz == job->cap)
         MF_TRY(grow(job, job->cap < 4096 ? 4096 - job->cap : 1));

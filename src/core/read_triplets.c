@@ -68,7 +68,12 @@ static mf_status settle_candidate(mf_read_job *job, const candidate *c, int64_t 
         return mf_read_bad(job, c->at, "expected 3 fields (as on the entries after it), found 2");
     job->pattern = job->pattern || c->n == 2;
     int64_t before = job->nnz;
-    MF_TRY(mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f));
+    /* The file's first entry: number 0 of a part's numbering, kept free when it was held. */
+    const int64_t next = job->entry_no;
+    job->entry_no = 0;
+    mf_status st = mf_read_add(job, c->at, c->v[0], c->v[1], c->n == 3 ? (float)c->v[2] : 1.0f);
+    job->entry_no = next;
+    MF_TRY(st);
     if (job->nnz == before + 1 && before > 0) {
         /* Back to the front, where the file has it: repeats keep the file's order
          * (MF_SPARSE_KEEP_LAST keeps the later line). */
@@ -120,8 +125,13 @@ mf_status mf_read_triplets(mf_read_job *job)
         }
         if (first) {
             first = false;
-            if (hold_candidate(job, &cand, s, e, n, r.line))
+            if (hold_candidate(job, &cand, s, e, n, r.line)) {
+                /* Number 0 stays the held line's, whatever it turns out to be, so that the
+                 * entries after it take their numbers in file order as they are read (a
+                 * part keeps or drops each at once). */
+                job->entry_no = 1;
                 continue;
+            }
         }
         if (fields == 0) {
             if (n < 2) {

@@ -45,7 +45,8 @@ typedef struct mf_read_job {
     /* Largest row and column seen and where, to explain shape errors found at the end. */
     int64_t max_row, max_col, max_row_at, max_col_at;
     int part_index, part_count; /* mf_read_opts': keep entry i when i % count == index */
-    int64_t entry_no;           /* entries seen so far, kept or not */
+    int64_t entry_no;           /* a part's numbering: the next entry's number in the file */
+    int64_t entries;            /* entries read, kept or not (all of them: the extent rule) */
     int64_t min_index;
     /* Ids as users have them (read_ids.c): the maps being built, NULL when the file holds
      * indices; the caller's options say which fields hold what. */
