@@ -43,9 +43,36 @@ class Matrix:
             return to_scipy(self.ctx, self.handle, self.shape, self.nnz)
 
     def close(self):
-        if getattr(self, "_handle", None) is not None:
-            _lib.mf_sparse_destroy(self._handle)  # before its context: Context.close sees to it
-            self._handle = None
+        """Free the matrix (before its context: Context.close sees to it). While a call on
+        its context runs, which may be reading it (closed from that call's progress
+        callback, or from another thread), it is freed when that call ends."""
+        if getattr(self, "_handle", None) is None:
+            return
+        lock = self.ctx.lock
+        handle = lock.claim(self)  # once, whichever thread gets here first
+        if handle is None:
+            return
+        if not lock.acquire(blocking=False):  # another thread is in a call
+            lock.defer(handle)
+            return
+        try:
+            lock.defer(handle)
+            if not lock.in_call:
+                lock.drain()
+        finally:
+            lock.release()
+
+    # One handle, one owner: a copy is the same matrix (as a Context's is), and pickling
+    # one would copy a pointer.
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        raise TypeError("mfact.Matrix cannot be pickled (it holds the library's handle); "
+                        "pickle Matrix.to_scipy() and build a Matrix from it")
 
     def __del__(self):
         try:
@@ -131,6 +158,30 @@ def _shape(rows, cols):
     return int(rows), int(cols)
 
 
+def _check_lengths(fmt, rows, nnz, a, b, v):
+    """The library reads rows + 1 offsets (CSR) or nnz row indices (COO), nnz column
+    indices and nnz values (v None: a pattern) through bare pointers: arrays shorter than
+    that (SciPy checks them only when a matrix is built, not after its arrays are replaced)
+    would be read past their ends."""
+    def length(x):
+        shape = tuple(x.shape)
+        if len(shape) != 1:
+            raise ValueError(f"mfact: a sparse matrix's index and value arrays must be 1-D, "
+                             f"not of shape {shape}")
+        return int(shape[0])
+    if nnz < 0:
+        raise ValueError(f"mfact: a sparse matrix with nnz = {nnz}")
+    if fmt == "csr" and length(a) != rows + 1:
+        raise ValueError(f"mfact: indptr holds {length(a)} offsets for {rows} rows (CSR "
+                         f"needs rows + 1)")
+    if fmt == "coo" and length(a) < nnz:
+        raise ValueError(f"mfact: {length(a)} row indices for {nnz} entries")
+    if length(b) < nnz:
+        raise ValueError(f"mfact: {length(b)} column indices for {nnz} entries")
+    if v is not None and length(v) < nnz:
+        raise ValueError(f"mfact: {length(v)} values for {nnz} entries")
+
+
 def _build(ctx, data, pattern, sum_duplicates):
     flags = (_lib.SPARSE_PATTERN if pattern else 0) | \
         (_lib.SPARSE_SUM_DUPLICATES if sum_duplicates else 0)
@@ -146,6 +197,7 @@ def _build(ctx, data, pattern, sum_duplicates):
         # COO goes in as it is, so that the library sees (and names) repeated entries
         # instead of SciPy summing them.
         rows, cols = _shape(*data.shape)
+        _check_lengths("coo", rows, data.nnz, data.row, data.col, None if pattern else data.data)
         r = _checked_index(data.row, f"{rows} rows", "row indices")
         c = _checked_index(data.col, f"{cols} columns", "column indices")
         v = None if pattern else as_c(data.data, np.float32, "values")
@@ -154,10 +206,14 @@ def _build(ctx, data, pattern, sum_duplicates):
     else:
         csr = data.tocsr()
         rows, cols = _shape(*csr.shape)
+        _check_lengths("csr", rows, 0, csr.indptr, csr.indices, None)
+        nnz = int(csr.indptr[-1])  # what the library reads: scipy's nnz is the same
+        _check_lengths("csr", rows, nnz, csr.indptr, csr.indices,
+                       None if pattern else csr.data)
         indptr = as_c(csr.indptr, np.int64, "indptr")
         c = _checked_index(csr.indices, f"{cols} columns", "column indices")
         v = None if pattern else as_c(csr.data, np.float32, "values")
-        status = _lib.mf_sparse_from_csr(ctx.handle, ctypes.byref(out), rows, cols, csr.nnz,
+        status = _lib.mf_sparse_from_csr(ctx.handle, ctypes.byref(out), rows, cols, nnz,
                                          ptr(indptr), ptr(c), ptr(v), _lib.MEMORY_HOST, flags)
     check(status, ctx.handle, "mfact")
     return out.value
@@ -188,7 +244,11 @@ def _build_device(ctx, data, pattern, flags):
             data = csp.csr_matrix(data)
     fw, rows, cols, fmt, a, b, v = _device.sparse_parts(data)
     rows, cols = _shape(rows, cols)
+    if len(v.shape) != 1:
+        raise ValueError(f"mfact: a sparse matrix's values must be 1-D, not of shape "
+                         f"{tuple(v.shape)}")
     nnz = int(v.shape[0])
+    _check_lengths(fmt, rows, nnz, a, b, v)
     c = _device_index(fw, b, "column indices")
     val = None if pattern else fw.convert(v, np.float32)
     out = ctypes.c_void_p()

@@ -14,6 +14,7 @@ import weakref
 from . import _lib
 from ._errors import _BY_STATUS, Error, InvalidArgument, Unsupported, check
 from ._ints import INT32, SIZE, UINT64, to_c
+from ._text import c_path
 
 Launch = collections.namedtuple("Launch", "rank world_size local_rank")
 
@@ -74,6 +75,61 @@ def _default_rendezvous():
     return os.path.join(directory, "rendezvous")
 
 
+class CallLock:
+    """A context's lock: one call at a time, reentrant for the thread inside a call (a
+    progress callback may call back in), and counting how deep that thread is, so that a
+    matrix closed while a call may still read it (from the call's own callback, or from
+    another thread) is destroyed when the outermost call ends, not under it."""
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._depth = 0           # the holder's nesting; touched only by the holder
+        self._pending = []        # mf_sparse handles to destroy when the outermost call ends
+        self._pending_lock = threading.Lock()
+
+    def acquire(self, blocking=True):
+        if not self._lock.acquire(blocking):
+            return False
+        self._depth += 1
+        return True
+
+    def release(self):
+        try:
+            if self._depth == 1:
+                self.drain()
+        finally:
+            self._depth -= 1
+            self._lock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self.release()
+
+    @property
+    def in_call(self):
+        """Whether the holder (the calling thread, which must hold it) is inside an outer
+        call: its own `with` is one level, a call around it another."""
+        return self._depth > 1
+
+    def claim(self, owner):
+        """owner._handle, taken once (None for every later caller, on any thread)."""
+        with self._pending_lock:
+            handle, owner._handle = owner._handle, None
+            return handle
+
+    def defer(self, handle):
+        with self._pending_lock:
+            self._pending.append(handle)
+
+    def drain(self):
+        """Destroy the deferred handles (the caller holds the lock, outside any call)."""
+        with self._pending_lock:
+            handles, self._pending = self._pending, []
+        for h in handles:
+            _lib.mf_sparse_destroy(h)
+
+
 class Context:
     """A library context. Every call takes one (`ctx=`); without it, the default context
     (backend "auto": CUDA when a device is usable, else the CPU; seed 0) is used.
@@ -128,7 +184,7 @@ class Context:
         self.seed = seed
         # One call at a time (the library allows one thread per context, and its last error
         # must be read by the thread whose call failed); matrices die before the context.
-        self.lock = threading.RLock()
+        self.lock = CallLock()
         self._matrices = weakref.WeakSet()
         self.device = device  # meaningful on a CUDA context
         self._group = None  # how it joined its group (said in refusals); None: alone
@@ -294,7 +350,7 @@ class Context:
         if rendezvous is None:
             rendezvous = os.environ.get("MFACT_RENDEZVOUS") or _default_rendezvous()
         fn = _experimental("mf_ctx_join_launched")
-        check(fn(self.handle, os.fsencode(rendezvous), timeout), self.handle,
+        check(fn(self.handle, c_path(rendezvous, "mfact.Context.join: rendezvous"), timeout), self.handle,
               "mfact.Context.join")
         self._group = "the launcher's processes"
 
@@ -383,8 +439,16 @@ class Context:
         memory of its pool; using one afterwards is a ValueError)."""
         if getattr(self, "_handle", None) is not None:
             with self.lock:
+                if self.lock.in_call:
+                    raise RuntimeError("mfact.Context.close: a call on this context is still "
+                                       "running on this thread (close it from a progress "
+                                       "callback and the call would use freed memory); "
+                                       "close it after the call returns")
+                if self._handle is None:  # another thread closed it meanwhile
+                    return
                 for m in list(self._matrices):
-                    m.close()
+                    m.close()  # deferred by the lock we hold: destroyed just below
+                self.lock.drain()
                 _lib.mf_ctx_destroy(self._handle)
                 self._handle = None
 

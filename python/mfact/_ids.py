@@ -7,6 +7,7 @@ import ctypes
 
 from . import _lib
 from ._errors import Unsupported, check
+from ._text import c_text
 
 
 def _missing(what):
@@ -34,7 +35,7 @@ def _plain_int(s):
 
 def text(i):
     """An id as the library holds it."""
-    return (i if isinstance(i, str) else str(int(i))).encode("utf-8", "surrogateescape")
+    return c_text(i if isinstance(i, str) else str(int(i)), "mfact: an id", "surrogateescape")
 
 
 @contextlib.contextmanager

@@ -11,7 +11,6 @@ interactions (mf_ranking_evaluate)."""
 import copy
 import ctypes
 import inspect
-import os
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from ._arrays import _checked_index, _device_index, as_c, as_matrix, on_device, 
 from ._context import default_context, resolve
 from ._errors import Cancelled, InvalidData, check
 from ._ints import IdError, to_c
+from ._text import c_path, c_text
 
 _ALS_INIT = {"mean": 0, "uniform": 2}
 _WEIGHTING = {"count": 0, "none": 1}
@@ -95,6 +95,16 @@ def _factor_arrays(fw, arrays):
     conv = (lambda a, n: as_c(a, np.float32, n)) if fw is None else \
         (lambda a, n: on_device(a, fw, np.float32, n))
     return [None if a is None else conv(a, n) for a, n in arrays]
+
+
+# The largest rank any algorithm takes (BMF's): outputs are sized by the rank only within
+# it. Outside it every algorithm refuses the rank, naming it, before touching an output, so
+# ALS(rank=2**31 - 1) is the library's InvalidArgument, not a 240 GiB allocation.
+_RANK_MOST = 1024
+
+
+def _out_rank(rank):
+    return rank if 1 <= rank <= _RANK_MOST else 1
 
 
 class _Estimator:
@@ -217,14 +227,14 @@ class _Recommender(_Estimator):
         o = _lib.ModelSaveOpts()
         _lib.mf_model_save_opts_init(ctypes.byref(o))
         o.algorithm = self._ALGORITHM.encode()
-        o.options = _options_text(self, m.k).encode()
+        o.options = c_text(_options_text(self, m.k), f"mfact.{type(self).__name__}.save: options")
         if self._fw is not None:
             self._fw.sync_current()
         what = f"mfact.{type(self).__name__}.save"
         with self.ctx.lock, _ids.to_c(self.ctx, self.user_ids, what) as users, \
                 _ids.to_c(self.ctx, self.item_ids, what) as items:
             o.user_ids, o.item_ids = users, items  # the ids, where the model has them
-            check(fn(self.ctx.handle, ctypes.byref(m), ctypes.byref(o), os.fsencode(path)),
+            check(fn(self.ctx.handle, ctypes.byref(m), ctypes.byref(o), c_path(path, what)),
                   self.ctx.handle, what)
         return self
 
@@ -449,7 +459,8 @@ class _Ratings(_Recommender):
         users, items = R.shape
         fw = R.framework
         empty = np.empty if fw is None else fw.empty
-        U, V = empty((users, o.rank), np.float32), empty((items, o.rank), np.float32)
+        k = _out_rank(o.rank)
+        U, V = empty((users, k), np.float32), empty((items, k), np.float32)
         bu, bi = empty(users, np.float32), empty(items, np.float32)
         if fw is not None:
             fw.sync_current()
@@ -642,7 +653,7 @@ class ImplicitALS(_Recommender):
         users, items = R.shape
         fw = R.framework
         empty = np.empty if fw is None else fw.empty
-        k = max(o.rank, 1)  # the library names a bad rank
+        k = _out_rank(o.rank)  # the library names a bad rank
         U, V = empty((users, k), np.float32), empty((items, k), np.float32)
         if fw is not None:
             fw.sync_current()
@@ -789,7 +800,7 @@ def load(path, ctx=None, cls=None):
     ctx = resolve(ctx)
     handle = ctypes.c_void_p()
     with ctx.lock:
-        check(fn(ctx.handle, os.fsencode(path), ctypes.byref(handle)), ctx.handle,
+        check(fn(ctx.handle, c_path(path, "mfact.load"), ctypes.byref(handle)), ctx.handle,
               "mfact.load")
     try:
         view = _lib.Model()
@@ -897,7 +908,7 @@ class BMF(_Estimator):
         M = as_matrix(C, self.ctx, pattern=True)
         o = self._opts()
         rows, cols = M.shape
-        w = (o.rank + 63) // 64
+        w = (_out_rank(o.rank) + 63) // 64
         A_bits = np.zeros((rows, w), np.uint64)
         B_bits = np.zeros((cols, w), np.uint64)
         rep = _lib.BmfReport()
@@ -973,8 +984,8 @@ def complete(observed, rank=None, variant=None, tolerance=None, stagnation_windo
     o.test = T.handle if T is not None else None
     fw = M.framework
     zeros = np.zeros if fw is None else fw.zeros
-    X = zeros((M.shape[0], max(o.rank, 1)), np.float32)
-    Y = zeros((M.shape[1], max(o.rank, 1)), np.float32)
+    X = zeros((M.shape[0], _out_rank(o.rank)), np.float32)
+    Y = zeros((M.shape[1], _out_rank(o.rank)), np.float32)
     if fw is not None:
         fw.sync_current()
     rep = _lib.AsdReport()

@@ -1,6 +1,5 @@
 """The library's kernels and readers as functions: read, sddmm, spmm."""
 import ctypes
-import os
 
 import numpy as np
 
@@ -9,6 +8,7 @@ from ._arrays import as_c, as_matrix, on_device, ptr, shape_of, to_scipy
 from ._context import resolve
 from ._errors import Unsupported, check
 from ._ints import INT32, INT32_MAX, to_c
+from ._text import c_path, c_text
 
 _FORMATS = {"auto": 0, "mtx": 1, "triplets": 2, "pairs": 3, "bin": 4}
 
@@ -18,7 +18,7 @@ def _column(o, role, col):
     if col is None:
         return None
     if isinstance(col, str):
-        name = col.encode()
+        name = c_text(col, f"mfact.read: {role}_col")
         setattr(o, role + "_column", name)
         return name
     setattr(o, role + "_field", to_c(col, f"mfact.read: {role} column", INT32, 0, 255) + 1)
@@ -89,7 +89,7 @@ def read(path, format="auto", index_base=-1, shape=None, pattern=False, ctx=None
             _ids.to_c(ctx, getattr(id_maps, "user_ids", None), "mfact.read") as rows, \
             _ids.to_c(ctx, getattr(id_maps, "item_ids", None), "mfact.read") as cols:
         o.row_ids, o.col_ids = rows, cols
-        check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), os.fsencode(path),
+        check(_lib.mf_sparse_read(ctx.handle, ctypes.byref(out), c_path(path, "mfact.read"),
                                   ctypes.byref(o)), ctx.handle, "mfact.read")
         del keep
         try:

@@ -308,3 +308,110 @@ def test_bad_model_files(ctx, tmp_path):
         mfact.ALS(ctx=ctx).save(tmp_path / "x.mfm")
     with pytest.raises(mfact.FileError):
         model.save(tmp_path / "no" / "such" / "dir.mfm")
+
+
+# ---- hostile arrays, closing under a call, strings ------------------------------------------
+def test_sparse_arrays_shorter_than_their_matrix(ctx):
+    """SciPy checks a matrix's arrays when it is built, not after they are replaced: the
+    binding checks every length the library would read through a bare pointer."""
+    def csr():
+        return sp.csr_matrix((np.array([1.0, 2.0], np.float32), np.array([0, 1], np.int32),
+                              np.array([0, 1, 2], np.int32)), shape=(2, 2))
+    past = csr()
+    past.indptr = np.array([0, 1, 2000], np.int32)  # nnz 2000 over 2 indices
+    short_data = csr()
+    short_data.data = np.array([1.0], np.float32)
+    short_indptr = csr()
+    short_indptr.indptr = np.array([0, 1], np.int32)  # 2 offsets for 2 rows
+    for m, needle in ((past, "2 column indices for 2000 entries"),
+                      (short_data, "1 values for 2 entries"),
+                      (short_indptr, r"2 offsets for 2 rows")):
+        with pytest.raises(ValueError, match=needle):
+            mfact.Matrix(m, ctx=ctx)
+    assert mfact.Matrix(csr(), ctx=ctx).nnz == 2
+    assert mfact.Matrix(short_data, ctx=ctx, pattern=True).nnz == 2  # values not read
+
+
+def test_closing_during_a_fit(ctx):
+    """A progress callback closing the matrix being fitted, or the test set: both are
+    freed when the fit ends, not under it. Closing the context from a callback is refused
+    (the error ends the fit). Another thread closing the matrix mid-fit: the same."""
+    R = random_ratings(300, 200, 0.1, 5)
+    for close_what in ("train", "test"):
+        M, T = mfact.Matrix(R, ctx=ctx), mfact.Matrix(R, ctx=ctx)
+
+        def cb(progress, M=M, T=T, close_what=close_what):
+            (M if close_what == "train" else T).close()
+
+        model = mfact.ALS(rank=4, iterations=3, ctx=ctx, callback=cb).fit(M, test=T)
+        assert np.isfinite(model.report["test_rmse"])
+        with pytest.raises(ValueError, match="closed"):
+            (M if close_what == "train" else T).handle
+    own = mfact.Context(backend="cpu")
+
+    def close_ctx(progress):
+        own.close()
+
+    with pytest.raises(RuntimeError, match="still running on this thread"):
+        mfact.ALS(rank=4, iterations=3, ctx=own, callback=close_ctx).fit(R)
+    own.close()  # after the call: fine
+    M = mfact.Matrix(R, ctx=ctx)
+    started, closed, result = threading.Event(), threading.Event(), []
+
+    def hold(progress):  # the fit waits in its first callback until M is closed
+        started.set()
+        closed.wait(60)
+
+    fit = threading.Thread(target=lambda: result.append(
+        mfact.SGD(rank=8, epochs=3, ctx=ctx, callback=hold).fit(M)))
+    fit.start()
+    assert started.wait(60)
+    M.close()  # while the fit runs on another thread: freed when it ends
+    closed.set()
+    fit.join()
+    assert len(result) == 1 and np.isfinite(result[0].report["train_rmse"])
+
+
+def test_a_matrix_copy_is_the_matrix(ctx):
+    import copy
+    M = mfact.Matrix(random_ratings(20, 10, 0.3, 1), ctx=ctx)
+    assert copy.copy(M) is M and copy.deepcopy(M) is M
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(M)
+
+
+def test_strings_with_a_nul_are_refused(ctx, tmp_path):
+    """ctypes hands bytes over as char *: the library would stop at the NUL, so a save
+    to "a.mfm\\0x" would overwrite a.mfm."""
+    R = random_ratings(20, 10, 0.3, 1)
+    model = mfact.ALS(rank=2, iterations=1, ctx=ctx).fit(R)
+    victim = tmp_path / "victim.mfm"
+    with pytest.raises(ValueError, match="NUL"):
+        model.save(f"{victim}\0.new")
+    assert not victim.exists()
+    with pytest.raises(ValueError, match="NUL"):
+        mfact.load(f"{victim}\0x", ctx=ctx)
+    data = tmp_path / "r.csv"
+    data.write_text("u,i,r\na,x,1\nb,y,2\n")
+    with pytest.raises(ValueError, match="NUL"):
+        mfact.read(f"{data}\0x", ctx=ctx)
+    with pytest.raises(ValueError, match="NUL"):
+        mfact.read(str(data), user_col="u\0zz", item_col="i", rating_col="r", ctx=ctx)
+
+
+@pytest.mark.parametrize("make", [
+    lambda ctx: mfact.ALS(rank=2**31 - 1, ctx=ctx),
+    lambda ctx: mfact.ALS(rank=-1, ctx=ctx),
+    lambda ctx: mfact.SGD(rank=-3, ctx=ctx),
+    lambda ctx: mfact.ImplicitALS(rank=2**31 - 1, ctx=ctx),
+    lambda ctx: mfact.BMF(rank=2**31 - 1, ctx=ctx),
+])
+def test_a_bad_rank_is_named_before_outputs_are_made(ctx, make):
+    """Outputs are sized by the rank only within the ranks any algorithm takes: beyond,
+    the library's InvalidArgument names the rank (was a 240 GiB allocation, or NumPy's
+    'negative dimensions')."""
+    R = random_ratings(30, 20, 0.3, 1)
+    with pytest.raises(mfact.InvalidArgument, match="rank"):
+        make(ctx).fit(R)
+    with pytest.raises(mfact.InvalidArgument, match="rank"):
+        mfact.complete(R, rank=2**31 - 1, ctx=ctx)
