@@ -237,6 +237,16 @@ START_TEST(fold_in_reproduces_users)
     ck_assert_int_eq(mf_ials_run(ctx, p.train, &o, U, V, MF_MEMORY_HOST, NULL), MF_OK);
     ck_assert_int_eq(mf_ials_fold_in(ctx, p.train, &o, V, F, MF_MEMORY_HOST), MF_OK);
     ck_assert_double_le(tu_rel_diff(80 * k, F, U), 5e-3);
+    /* Fields the fold-in does not read (the header's list) change nothing, fp16 included:
+     * not refused when out of range, and no half-precision V. */
+    float G[80 * 6];
+    mf_ials_opts odd = o;
+    odd.fp16 = 5, odd.iterations = -3, odd.cg_steps = 0, odd.init = (mf_ials_init)99;
+    for (int fp16 = 5; fp16 >= 1; fp16 -= 4) {
+        odd.fp16 = fp16;
+        ck_assert_int_eq(mf_ials_fold_in(ctx, p.train, &odd, V, G, MF_MEMORY_HOST), MF_OK);
+        ck_assert(memcmp(F, G, sizeof G) == 0);
+    }
     ials_free_planted(&p);
     mf_ctx_destroy(ctx);
 }
@@ -301,6 +311,19 @@ START_TEST(explicit_fold_in_is_the_user_half_step)
                      MF_OK);
     ck_assert_int_eq(mf_fold_in_users(ctx, &m, one, 0.0f, 0.0f, F, NULL), MF_ERR_NUMERIC);
     tu_assert_error_has(ctx, "row 0");
+    /* A value of the model that is not finite is named (it was a failed solve's "not
+     * positive definite" for a NaN in V, and NaN rows with MF_OK for an infinite bias). */
+    const float kept = V0[3 * k + 1];
+    V0[3 * k + 1] = NAN;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, 0.1f, 0.0f, F, NULL), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "V[3][1] = nan");
+    V0[3 * k + 1] = kept;
+    float ib[50] = {0};
+    ib[7] = INFINITY;
+    m.item_bias = ib;
+    ck_assert_int_eq(mf_fold_in_users(ctx, &m, p.train, 0.1f, 0.0f, F, NULL), MF_ERR_INVALID_DATA);
+    tu_assert_error_has(ctx, "item_bias[7] = inf");
+    m.item_bias = NULL;
     for (int i = 0; i < 70 * k; i++)
         ck_assert_float_eq(F[i], 5.0f);
     mf_sparse_destroy(one);

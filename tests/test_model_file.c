@@ -579,6 +579,8 @@ START_TEST(bad_arguments)
     ck_assert_int_eq(mf_model_save(ctx, NULL, NULL, path), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_model_save(ctx, &t.m, NULL, NULL), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "path is NULL");
+    ck_assert_int_eq(mf_model_save(ctx, &t.m, NULL, ""), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "path is empty"); /* was ": renaming it over .PID-2.tmp failed" */
     mf_model_save_opts o;
     mf_model_save_opts_init(&o);
     o.struct_size = 3;

@@ -663,9 +663,9 @@ MF_API void mf_model_save_opts_init_sized(mf_model_save_opts *opts, size_t size)
  * the host first) to the file `path`, with opts's metadata (NULL: none). The file is written
  * under a temporary name in the same directory, flushed to disk and renamed over `path`, so
  * that `path` holds the old file or the whole new one, never a part. Errors: a bad model
- * (as mf_predict), NULL ctx or path, a bad struct_size or an algorithm name outside the
- * rule above or options over 1 MiB: MF_ERR_INVALID_ARGUMENT; the file cannot be created,
- * written or renamed: MF_ERR_IO naming it (the temporary file removed). */
+ * (as mf_predict), NULL ctx or path, an empty path, a bad struct_size or an algorithm name
+ * outside the rule above or options over 1 MiB: MF_ERR_INVALID_ARGUMENT; the file cannot be
+ * created, written or renamed: MF_ERR_IO naming it (the temporary file removed). */
 MF_API mf_status mf_model_save(mf_ctx *ctx, const mf_model *model, const mf_model_save_opts *opts,
                                const char *path);
 
@@ -1353,6 +1353,7 @@ MF_API mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions,
  * must still be a valid array. On a CUDA context the solves run on the CPU (staged). Errors
  * (outputs untouched): a bad model (as mf_predict) or one with k > 1024, ratings with another
  * number of columns, lambda or lambda_bias < 0 or not finite: MF_ERR_INVALID_ARGUMENT; a
+ * value of V or of the item biases that is not finite: MF_ERR_INVALID_DATA naming it; a
  * system that is not positive definite (lambda = 0 with too few ratings): MF_ERR_NUMERIC
  * naming the row. */
 MF_API mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,

@@ -267,7 +267,7 @@ mf_status mf_model_save(mf_ctx *ctx, const mf_model *model, const mf_model_save_
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     mf_model m;
     MF_TRY(mf_model_check(ctx, model, fn, &m));
-    MF_REQUIRE(ctx, path, "%s: path is NULL", fn);
+    MF_REQUIRE(ctx, path && *path, "%s: path is %s", fn, path ? "empty" : "NULL");
     mf_model_save_opts o;
     save_defaults(&o);
     if (opts)

@@ -51,10 +51,15 @@ static mf_sparse *sparse_alloc(int32_t rows, int32_t cols, int64_t nnz, bool wit
     return m;
 }
 
-static mf_status out_of_memory(mf_ctx *ctx, const char *fn, int64_t nnz)
+/* The shape too: the row offsets take 8 bytes a row, so rows = 2^31 - 1 with 2 entries
+ * asks 16 GiB, which "for 2 nonzeros" alone would not explain. */
+static mf_status out_of_memory(mf_ctx *ctx, const char *fn, int32_t rows, int32_t cols, int64_t nnz)
 {
-    return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY, "%s: out of host memory for %lld nonzeros", fn,
-                   (long long)nnz);
+    return mf_fail(ctx, MF_ERR_OUT_OF_MEMORY,
+                   "%s: out of host memory for a %d x %d matrix of %lld nonzeros (%.3g GB, "
+                   "the row offsets %.3g GB of it)",
+                   fn, rows, cols, (long long)nnz, ((double)rows + 1) * 8e-9 + (double)nnz * 8e-9,
+                   ((double)rows + 1) * 8e-9);
 }
 
 /* The first index of a[0..n) outside [0, extent), named as "<name>[i] = v". */
@@ -286,7 +291,7 @@ mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *c
 {
     mf_sparse *m = sparse_alloc(coo->rows, coo->cols, coo->nnz, coo->val != NULL);
     if (!m)
-        return out_of_memory(ctx, fn, coo->nnz);
+        return out_of_memory(ctx, fn, coo->rows, coo->cols, coo->nnz);
     m->ctx = ctx;
     /* Counting by column costs 8 bytes a column: worth it while columns are few. */
     bool by_rows = coo->cols > (int64_t)1 << 20 && coo->cols / 4 > coo->nnz;
@@ -294,7 +299,7 @@ mf_status mf_sparse_build_coo(mf_ctx *ctx, mf_sparse **out, const mf_coo_view *c
         coo_copy_sorted(coo, m);
     else if (!(by_rows ? coo_sort_by_rows(coo, m) : coo_sort_into(coo, m))) {
         mf_sparse_destroy(m);
-        return out_of_memory(ctx, fn, coo->nnz);
+        return out_of_memory(ctx, fn, coo->rows, coo->cols, coo->nnz);
     }
     mf_status st = merge_duplicates(ctx, m, flags, fn, dup);
     if (st != MF_OK) {
@@ -411,7 +416,7 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
 {
     mf_sparse *m = sparse_alloc(rows, cols, nnz, val != NULL);
     if (!m)
-        return out_of_memory(ctx, fn, nnz);
+        return out_of_memory(ctx, fn, rows, cols, nnz);
     m->ctx = ctx;
     memcpy(m->row_ptr, row_ptr, ((size_t)rows + 1) * sizeof *row_ptr);
     if (nnz > 0) {
@@ -441,7 +446,7 @@ mf_status mf_sparse_build_csr(mf_ctx *ctx, mf_sparse **out, int32_t rows, int32_
     }
     if (failed) {
         mf_sparse_destroy(m);
-        return out_of_memory(ctx, fn, nnz);
+        return out_of_memory(ctx, fn, rows, cols, nnz);
     }
     mf_status st = repeats ? merge_duplicates(ctx, m, flags, fn, NULL) : MF_OK;
     if (st != MF_OK) {

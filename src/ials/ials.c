@@ -49,9 +49,9 @@ static mf_status check_opts(mf_ctx *ctx, const mf_ials_opts *o, const char *fn, 
         "%s: confidence = %d is not an mf_ials_confidence value", fn, (int)o->confidence);
     MF_REQUIRE(ctx, o->epsilon > 0.0f && isfinite(o->epsilon),
                "%s: epsilon = %g must be finite and > 0", fn, (double)o->epsilon);
-    MF_REQUIRE(ctx, o->fp16 == 0 || o->fp16 == 1, "%s: fp16 = %d is not 0 or 1", fn, o->fp16);
-    if (!run)
+    if (!run) /* a fold-in reads no more (the header says so): its solve is exact */
         return MF_OK;
+    MF_REQUIRE(ctx, o->fp16 == 0 || o->fp16 == 1, "%s: fp16 = %d is not 0 or 1", fn, o->fp16);
     MF_REQUIRE(ctx, o->iterations >= 1, "%s: iterations = %d must be at least 1", fn,
                o->iterations);
     MF_REQUIRE(ctx, o->init == MF_IALS_INIT_RANDOM || o->init == MF_IALS_INIT_GIVEN,
@@ -420,6 +420,7 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
         &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(V, U), where,
                        MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 0));
+    o.fp16 = 0; /* not read: the fold-in solves exactly against V as given */
     mf_sparse *R = (mf_sparse *)interactions;
     MF_TRY(check_values(ctx, R, &o, fn));
     const int k = o.rank;

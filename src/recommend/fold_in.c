@@ -17,6 +17,26 @@
 
 #define MF_FOLD_IN_MAX_K 1024
 
+/* Every value the solves read from the model is finite: a NaN in V would fail a row's
+ * Cholesky as "not positive definite", and an infinite item bias would give NaN factors
+ * and MF_OK. Names the first value that is not (mf_model_check has seen to the mean). */
+static mf_status check_finite(mf_ctx *ctx, const char *fn, const mf_model *m, const float *V,
+                              const float *item_bias)
+{
+    for (int32_t i = 0; i < m->items; i++) {
+        for (int a = 0; a < m->k; a++)
+            if (!isfinite(V[(int64_t)i * m->ldv + a]))
+                return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                               "%s: the model's V[%d][%d] = %g is not finite", fn, i, a,
+                               (double)V[(int64_t)i * m->ldv + a]);
+        if (item_bias && !isfinite(item_bias[i]))
+            return mf_fail(ctx, MF_ERR_INVALID_DATA,
+                           "%s: the model's item_bias[%d] = %g is not finite", fn, i,
+                           (double)item_bias[i]);
+    }
+    return MF_OK;
+}
+
 mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *ratings,
                            float lambda, float lambda_bias, float *U, float *user_bias)
 {
@@ -52,6 +72,8 @@ mf_status mf_fold_in_users(mf_ctx *ctx, const mf_model *model, const mf_sparse *
     mf_status st = mf_rec_host_copy(ctx, &V, mf_matrix_bytes(m.items, k, m.ldv), m.where, &own[0]);
     if (st == MF_OK)
         st = mf_rec_host_copy(ctx, &ib, (size_t)m.items * sizeof(float), m.where, &own[1]);
+    if (st == MF_OK)
+        st = check_finite(ctx, fn, &m, V, ib);
     float *X = st == MF_OK ? malloc(((size_t)rows * k + 1) * sizeof *X) : NULL;
     float *B = st == MF_OK ? malloc(((size_t)rows + 1) * sizeof *B) : NULL;
     if (st == MF_OK && (!X || !B))
