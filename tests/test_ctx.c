@@ -187,6 +187,19 @@ START_TEST(output_structs_respect_struct_size)
         ck_assert_uint_eq(tail[i], 0x5A);
     out.stats.struct_size = 3;
     ck_assert_int_eq(mf_ctx_memory_stats(ctx, &out.stats), MF_ERR_INVALID_ARGUMENT);
+    /* A size ending inside a field would have half of it written: refused, nothing written
+     * (the struct_size of every version is a sizeof, a multiple of 8). */
+    memset(&out, 0x5A, sizeof out);
+    out.stats.struct_size = 13;
+    ck_assert_int_eq(mf_ctx_memory_stats(ctx, &out.stats), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ends inside a field");
+    for (size_t i = sizeof out.stats.struct_size; i < sizeof out; i++)
+        ck_assert_uint_eq(((unsigned char *)&out)[i], 0x5A);
+    mf_device_info info;
+    memset(&info, 0x5A, sizeof info);
+    info.struct_size = 9;
+    ck_assert_int_eq(mf_ctx_device_info(ctx, &info), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(ctx, "ends inside a field");
     ck_assert_int_eq(mf_ctx_memory_stats(ctx, NULL), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_ctx_memory_stats(NULL, &out.stats), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_ctx_device_info(ctx, NULL), MF_ERR_INVALID_ARGUMENT);

@@ -642,6 +642,9 @@ START_TEST(bad_arguments)
     keep.struct_size = 8;
     ck_assert_int_eq(mf_saved_model_view(s, &keep), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(NULL, "struct_size");
+    keep.struct_size = offsetof(mf_model, precision) + 2; /* half of precision */
+    ck_assert_int_eq(mf_saved_model_view(s, &keep), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(NULL, "struct_size");
     ck_assert_int_eq(keep.k, 77);
     ck_assert_str_eq(mf_saved_model_algorithm(NULL), "");
     ck_assert_str_eq(mf_saved_model_options(NULL), "");

@@ -1364,6 +1364,9 @@ START_TEST(group_stats_count_exchanges)
     g.struct_size = 0;
     ck_assert_int_eq(mf_ctx_group_stats(alone, &g), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(alone, "struct_size");
+    g.struct_size = 12; /* inside wait_seconds: was MF_OK with 4 of its bytes written */
+    ck_assert_int_eq(mf_ctx_group_stats(alone, &g), MF_ERR_INVALID_ARGUMENT);
+    tu_assert_error_has(alone, "ends inside a field");
     ck_assert_int_eq(mf_ctx_group_stats(alone, NULL), MF_ERR_INVALID_ARGUMENT);
     ck_assert_int_eq(mf_ctx_group_stats(NULL, &g), MF_ERR_INVALID_ARGUMENT);
     mf_ctx_destroy(alone);

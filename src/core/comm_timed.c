@@ -126,7 +126,7 @@ mf_status mf_ctx_group_stats(const mf_ctx *ctx, mf_group_stats *stats)
     MF_REQUIRE(NULL, ctx, "mf_ctx_group_stats: ctx is NULL");
     MF_REQUIRE(c, stats, "mf_ctx_group_stats: stats is NULL");
     size_t writable = 0;
-    MF_TRY(mf_opts_out_size(c, "mf_group_stats", stats, sizeof *stats, &writable));
+    MF_TRY(MF_OPTS_OUT_SIZE(c, mf_group_stats, stats, &writable));
     mf_group_stats out;
     memset(&out, 0, sizeof out);
     out.struct_size = stats->struct_size;

@@ -209,7 +209,7 @@ mf_status mf_ctx_device_info(mf_ctx *ctx, mf_device_info *info)
     MF_REQUIRE(NULL, ctx, "mf_ctx_device_info: ctx is NULL");
     MF_REQUIRE(ctx, info, "mf_ctx_device_info: info is NULL");
     size_t n;
-    MF_TRY(mf_opts_out_size(ctx, "mf_device_info", info, sizeof *info, &n));
+    MF_TRY(MF_OPTS_OUT_SIZE(ctx, mf_device_info, info, &n));
     mf_device_info full;
     memset(&full, 0, sizeof full);
     full.struct_size = sizeof full;
@@ -231,7 +231,7 @@ mf_status mf_ctx_memory_stats(const mf_ctx *ctx, mf_memory_stats *stats)
     mf_ctx *c = (mf_ctx *)ctx; /* the message slot is the only thing written */
     MF_REQUIRE(c, stats, "mf_ctx_memory_stats: stats is NULL");
     size_t n;
-    MF_TRY(mf_opts_out_size(c, "mf_memory_stats", stats, sizeof *stats, &n));
+    MF_TRY(MF_OPTS_OUT_SIZE(c, mf_memory_stats, stats, &n));
     mf_memory_stats full;
     memset(&full, 0, sizeof full);
     mf_dmem_stats(&ctx->dmem, &full);

@@ -18,17 +18,21 @@ static void model_defaults(mf_model *model)
 
 MF_OPTS_INITIALIZERS(mf_model, mf_model_init, model_defaults, where)
 
+int mf_model_size_valid(size_t size)
+{
+    return size >= MF_OPTS_END(mf_model, where) &&
+           mf_opts_size_valid(size, _Alignof(mf_model), MF_OPTS_LEGACY_SIZE(mf_model));
+}
+
 mf_status mf_model_check(mf_ctx *ctx, const mf_model *model, const char *fn, mf_model *m)
 {
     MF_REQUIRE(ctx, model, "%s: model is NULL", fn);
     MF_REQUIRE(ctx, model->struct_size >= offsetof(mf_model, where) + sizeof model->where,
                "%s: model->struct_size = %zu is too small (set it with mf_model_init)", fn,
                model->struct_size);
-    MF_REQUIRE(
-        ctx,
-        mf_opts_size_valid(model->struct_size, _Alignof(mf_model), MF_OPTS_LEGACY_SIZE(mf_model)),
-        "%s: model->struct_size = %zu ends inside a field (set it with mf_model_init)", fn,
-        model->struct_size);
+    MF_REQUIRE(ctx, mf_model_size_valid(model->struct_size),
+               "%s: model->struct_size = %zu ends inside a field (set it with mf_model_init)", fn,
+               model->struct_size);
     mf_model_init(m);
     memcpy(m, model, sizeof *m < model->struct_size ? sizeof *m : model->struct_size);
     MF_REQUIRE(ctx, m->users >= 1 && m->items >= 1,

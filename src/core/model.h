@@ -8,6 +8,11 @@
 extern "C" {
 #endif
 
+/* Whether `size` is a struct_size of an mf_model: at least through `where`, and a sizeof
+ * (of this or another version) or what mf_model_init of binaries before 0.4 wrote, never a
+ * size ending inside a field. */
+int mf_model_size_valid(size_t size);
+
 /* The fields of `model` the caller set (struct_size honoured) into *m, checked: shape,
  * leading dimensions, non-NULL factors, a finite mean, and every array in m->where memory.
  * fn names the public function in messages. */

@@ -52,11 +52,16 @@ mf_status mf_opts_load(mf_ctx *ctx, const char *name, void *dst, size_t our_size
 }
 
 mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, size_t our_size,
-                           size_t *writable)
+                           size_t align, size_t *writable)
 {
     size_t caller_size;
     memcpy(&caller_size, caller, sizeof caller_size);
     MF_TRY(check_size(ctx, name, caller_size));
+    if (caller_size % align != 0)
+        return mf_fail(ctx, MF_ERR_INVALID_ARGUMENT,
+                       "%s.struct_size = %zu ends inside a field (a struct's size is a "
+                       "multiple of %zu); set struct_size = sizeof(%s)",
+                       name, caller_size, align, name);
     *writable = caller_size < our_size ? caller_size : our_size;
     return MF_OK;
 }

@@ -56,9 +56,14 @@ size_t mf_env_bytes(const char *name, size_t fallback);
         fn##_sized(p, MF_OPTS_END(T, last));                                                       \
     }
 
-/* For output structs (stats, info): check struct_size and return how many bytes of a
- * fully filled struct of our_size may be written back. */
+/* For output structs (stats, info, reports): check struct_size and return how many bytes of
+ * a fully filled struct of our_size may be written back. A caller's struct_size is a sizeof:
+ * a multiple of the struct's alignment `align` (every version starts with a size_t), so a
+ * size that ends inside a field (half of a double) is refused, not half written.
+ * MF_OPTS_OUT_SIZE passes a type's sizes. */
 mf_status mf_opts_out_size(mf_ctx *ctx, const char *name, const void *caller, size_t our_size,
-                           size_t *writable);
+                           size_t align, size_t *writable);
+#define MF_OPTS_OUT_SIZE(ctx, T, caller, writable)                                                 \
+    mf_opts_out_size((ctx), #T, (caller), sizeof(T), _Alignof(T), (writable))
 
 #endif

@@ -41,8 +41,8 @@ static mf_status begin(mf_run *run, mf_ctx *ctx, const mf_run_args *a, int colle
     for (int i = 0; i < 2; i++)
         MF_TRY(mf_check_memory(ctx, a->out[i], a->where, a->fn, a->out_name[i]));
     if (a->report)
-        MF_TRY(
-            mf_opts_out_size(ctx, a->report_type, a->report, a->report_size, &run->report_bytes));
+        MF_TRY(mf_opts_out_size(ctx, a->report_type, a->report, a->report_size, a->report_align,
+                                &run->report_bytes));
     return a->test ? check_test(run, *a->test, a->input) : MF_OK;
 }
 

@@ -43,7 +43,7 @@ typedef struct mf_run_args {
     /* The caller's report (NULL: none wanted), whose struct_size is checked. */
     const char *report_type; /* "mf_als_report" */
     const void *report;
-    size_t report_size;
+    size_t report_size, report_align;
     /* A test set, when the options can name one: read after they are loaded; NULL or
      * pointing to NULL means none. It must belong to ctx and have the input's shape. */
     const mf_sparse *const *test;
@@ -61,7 +61,7 @@ typedef struct mf_run_args {
     }
 #define MF_RUN_OPTS(type, defaults, user)                                                          \
 #type, (defaults), sizeof(type), _Alignof(type), MF_OPTS_LEGACY_SIZE(type), (user)
-#define MF_RUN_REPORT(type, caller) #type, (caller), sizeof(type)
+#define MF_RUN_REPORT(type, caller) #type, (caller), sizeof(type), _Alignof(type)
 
 typedef struct mf_run {
     mf_ctx *ctx;

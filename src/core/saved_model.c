@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/id_map.h"
+#include "core/model.h"
 #include "core/opts.h"
 #include "core/saved_model.h"
 
@@ -19,7 +20,7 @@ mf_status mf_saved_model_view(const mf_saved_model *saved, mf_model *out)
     MF_REQUIRE(NULL, saved && out, "%s: saved and out must not be NULL", fn);
     size_t size;
     memcpy(&size, out, sizeof size);
-    MF_REQUIRE(NULL, size >= MF_OPTS_END(mf_model, where) && size <= 65536,
+    MF_REQUIRE(NULL, mf_model_size_valid(size),
                "%s: out->struct_size = %zu is not an mf_model's (set it with mf_model_init)", fn,
                size);
     mf_model m;

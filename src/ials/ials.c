@@ -418,7 +418,7 @@ mf_status mf_ials_fold_in(mf_ctx *ctx, const mf_sparse *interactions, const mf_i
     MF_TRY(mf_run_begin_collective(
         &run, ctx,
         &(mf_run_args){fn, MF_RUN_INPUT(interactions), MF_RUN_OUTPUTS(V, U), where,
-                       MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, NULL}));
+                       MF_RUN_OPTS(mf_ials_opts, &o, opts), NULL, NULL, 0, 0, NULL}));
     MF_TRY(check_opts(ctx, &o, fn, 0));
     o.fp16 = 0; /* not read: the fold-in solves exactly against V as given */
     mf_sparse *R = (mf_sparse *)interactions;

@@ -93,7 +93,7 @@ mf_status mf_ranking_evaluate(mf_ctx *ctx, const mf_model *model, const mf_spars
     MF_REQUIRE(ctx, test, "%s: test is NULL", fn);
     MF_REQUIRE(ctx, out, "%s: out is NULL", fn);
     size_t out_bytes = 0;
-    MF_TRY(mf_opts_out_size(ctx, "mf_ranking", out, sizeof *out, &out_bytes));
+    MF_TRY(MF_OPTS_OUT_SIZE(ctx, mf_ranking, out, &out_bytes));
     MF_REQUIRE(ctx, N >= 1, "%s: N = %d must be at least 1", fn, N);
     MF_REQUIRE(ctx, test->ctx == ctx, "%s: test belongs to another context", fn);
     MF_REQUIRE(ctx, test->cols == c.model.items,
