@@ -106,6 +106,8 @@ def as_c(array, dtype, name):
     if _device.is_device(array):
         raise ValueError(f"mfact: {name} is a device array where host memory is needed")
     a = np.asarray(array)
+    if a.dtype.kind == "c":  # NumPy would drop the imaginary part with only a warning
+        raise TypeError(f"mfact: {name} are complex ({a.dtype}): mfact takes real numbers")
     if a.dtype != dtype or not a.flags["C_CONTIGUOUS"]:
         a = np.ascontiguousarray(a, dtype=dtype)
     return a
@@ -143,6 +145,8 @@ def _checked_index(a, bound, name):
     """Indices as int32, refusing what int32 cannot hold (the library checks the rest and
     names the offending entry)."""
     a = np.asarray(a)
+    if a.size == 0 and a.dtype.kind == "f":  # [] is float64 to NumPy: no index to check
+        a = a.astype(np.int32)
     if a.dtype.kind not in "iu":
         raise TypeError(f"mfact: {name} must be integers, not {a.dtype}")
     if a.size and (a.max() > _INT32_MAX or (a.dtype.kind == "i" and a.min() < -2**31)):

@@ -354,6 +354,8 @@ class _Recommender(_Estimator):
                     raise ValueError(f"mfact.{type(self).__name__}.recommend: "
                                      "filter_already_liked_items needs user_items (one row "
                                      "per user id): this model keeps no training matrix")
+                if self._train.ctx is not self.ctx:  # model.ctx set since (after unpickling)
+                    self._train = as_matrix(self._train.to_scipy(), self.ctx)
                 exclude = self._train
             else:
                 exclude = as_matrix(user_items, self.ctx)

@@ -151,7 +151,7 @@ def sddmm(S, A, B, alpha=1.0, beta=0.0, out=None, pattern=False, ctx=None, preci
         if beta != 0.0:
             raise ValueError("mfact.sddmm: beta != 0 needs out")
         out = np.empty(M.nnz, np.float32) if fw is None else fw.empty(M.nnz, np.float32)
-    elif tuple(out.shape) != (M.nnz,) or (
+    elif tuple(getattr(out, "shape", ())) != (M.nnz,) or (
             not fw.is_c(out, np.float32) if fw is not None else
             not (isinstance(out, np.ndarray) and out.dtype == np.float32 and
                  out.flags["C_CONTIGUOUS"] and out.flags["WRITEABLE"])):

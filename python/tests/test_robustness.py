@@ -415,3 +415,24 @@ def test_a_bad_rank_is_named_before_outputs_are_made(ctx, make):
         make(ctx).fit(R)
     with pytest.raises(mfact.InvalidArgument, match="rank"):
         mfact.complete(R, rank=2**31 - 1, ctx=ctx)
+
+
+def test_small_things_a_caller_hits(ctx):
+    """Empty id lists are no ids (NumPy makes [] float64); complex input is refused, not
+    silently made real; sddmm's out of the wrong kind is the ValueError other bad outs get;
+    an unpickled implicit model given a context recommends with its training matrix there."""
+    R = random_ratings(30, 20, 0.3, 1)
+    model = mfact.ALS(rank=2, iterations=1, ctx=ctx).fit(R)
+    assert model.predict([], []).shape == (0,)
+    with pytest.raises(TypeError, match="complex"):
+        mfact.Matrix(1j * np.eye(3), ctx=ctx)
+    A = np.ones((30, 2), np.float32)
+    B = np.ones((20, 2), np.float32)
+    with pytest.raises(ValueError, match="out must be"):
+        mfact.sddmm(R, A, B, out=[0.0] * R.nnz, ctx=ctx)
+    ials = mfact.ImplicitALS(rank=2, iterations=2, ctx=ctx).fit(R)
+    want = ials.recommend(0, N=5)
+    other = pickle.loads(pickle.dumps(ials))
+    other.ctx = ctx
+    got = other.recommend(0, N=5)
+    assert np.array_equal(got[0], want[0])
