@@ -443,22 +443,6 @@ START_TEST(tuning_on_device)
 END_TEST
 
 #ifdef MFACT_HAVE_CUDA
-static unsigned char *file_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
-    long len = ftell(f);
-    ck_assert(len > 0);
-    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
-    unsigned char *b = malloc((size_t)len);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(fread(b, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    *n = (size_t)len;
-    return b;
-}
-
 /* A device copy of host rows (rows x k, ld k) at leading dimension ld, the padding NaN: the
  * saved file must not see it. */
 static float *to_device_padded(const float *src, int32_t rows, int k, int ld)
@@ -528,7 +512,8 @@ START_TEST(saved_from_device)
         ck_assert_int_eq(mf_model_save(ctx, &host, &o, host_path), MF_OK);
         ck_assert_int_eq(mf_model_save(ctx, &dev, &o, dev_path), MF_OK);
         size_t nh = 0, nd = 0;
-        unsigned char *bh = file_bytes(host_path, &nh), *bd = file_bytes(dev_path, &nd);
+        unsigned char *bh = tu_read_file(host_path, &nh), *bd = tu_read_file(dev_path, &nd);
+        ck_assert_uint_gt(nh, 0);
         ck_assert_uint_eq(nh, nd);
         ck_assert(memcmp(bh, bd, nh) == 0);
         free(bh), free(bd);

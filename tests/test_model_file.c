@@ -69,20 +69,6 @@ static void write_bytes(const char *path, const unsigned char *data, size_t n)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-static unsigned char *read_bytes(const char *path, size_t *n)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    *n = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *b = malloc(*n + 1);
-    ck_assert_ptr_nonnull(b);
-    ck_assert_uint_eq(fread(b, 1, *n, f), *n);
-    fclose(f);
-    return b;
-}
-
 /* ---- models ---------------------------------------------------------------------------- */
 
 /* A users x items model of rank k with leading dimensions k + pad, seeded values (the
@@ -165,7 +151,7 @@ static unsigned char *small_file(mf_ctx *ctx, size_t *n)
     const char *path = in_dir("small.mfm");
     ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_OK);
     free_model(&t);
-    unsigned char *b = read_bytes(path, n);
+    unsigned char *b = tu_read_file(path, n);
     unlink(path);
     return b;
 }
@@ -225,10 +211,10 @@ START_TEST(round_trip_bit_for_bit)
     ck_assert_str_eq(mf_saved_model_library_version(s), mf_version_string());
     /* Saved again from the view: the same bytes. */
     size_t n1, n2;
-    unsigned char *b1 = read_bytes(path, &n1);
+    unsigned char *b1 = tu_read_file(path, &n1);
     const char *again = in_dir("again.mfm");
     ck_assert_int_eq(mf_model_save(ctx, &v, &o, again), MF_OK);
-    unsigned char *b2 = read_bytes(again, &n2);
+    unsigned char *b2 = tu_read_file(again, &n2);
     ck_assert_uint_eq(n1, n2);
     ck_assert(memcmp(b1, b2, n1) == 0);
     free(b1), free(b2);
@@ -530,7 +516,7 @@ START_TEST(save_replaces_whole_or_not_at_all)
     const char *path = in_dir("keep.mfm");
     ck_assert_int_eq(mf_model_save(ctx, &t.m, NULL, path), MF_OK);
     size_t n0, n1;
-    unsigned char *before = read_bytes(path, &n0);
+    unsigned char *before = tu_read_file(path, &n0);
     /* A failing save (a bad model, a bad algorithm name) leaves the old file as it was. */
     mf_model bad = t.m;
     bad.ldu = 1;
@@ -540,7 +526,7 @@ START_TEST(save_replaces_whole_or_not_at_all)
     o.algorithm = "a b";
     ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_ERR_INVALID_ARGUMENT);
     tu_assert_error_has(ctx, "algorithm name");
-    unsigned char *after = read_bytes(path, &n1);
+    unsigned char *after = tu_read_file(path, &n1);
     ck_assert(n0 == n1 && memcmp(before, after, n0) == 0);
     free(after);
     ck_assert_int_eq(files_left(), 1);
@@ -702,7 +688,7 @@ START_TEST(id_maps_round_trip_and_are_checked)
     o.user_ids = um;
     ck_assert_int_eq(mf_model_save(ctx, &t.m, &o, path), MF_OK);
     size_t n;
-    unsigned char *b = read_bytes(path, &n);
+    unsigned char *b = tu_read_file(path, &n);
     const char *cut = in_dir("cut.mfm");
     for (size_t len = 0; len < n; len++) {
         write_bytes(cut, b, len);

@@ -62,6 +62,22 @@ const char *tu_write_text(const char *suffix, const char *text)
     return tu_write_file(suffix, text, strlen(text));
 }
 
+unsigned char *tu_read_file(const char *path, size_t *n)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fseek(f, 0, SEEK_END), 0);
+    long len = ftell(f);
+    ck_assert_int_ge(len, 0);
+    ck_assert_int_eq(fseek(f, 0, SEEK_SET), 0);
+    unsigned char *b = malloc((size_t)len + 1);
+    ck_assert_ptr_nonnull(b);
+    ck_assert_uint_eq(fread(b, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    *n = (size_t)len;
+    return b;
+}
+
 void tu_cleanup(void)
 {
     for (int i = 0; i < nfiles; i++) {

@@ -22,6 +22,8 @@ mf_ctx *tu_cpu_ctx_threads(int threads);
  * tu_cleanup() removes. `suffix` (".mtx", ".in", ...) matters for format detection. */
 const char *tu_write_file(const char *suffix, const void *data, size_t size);
 const char *tu_write_text(const char *suffix, const char *text);
+/* The whole file at `path` in a new buffer (one byte more than its *n bytes; free it). */
+unsigned char *tu_read_file(const char *path, size_t *n);
 void tu_cleanup(void);
 
 /* The context's memory statistics; the test fails if they cannot be read. */

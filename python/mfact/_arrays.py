@@ -52,14 +52,10 @@ class Matrix:
         handle = lock.claim(self)  # once, whichever thread gets here first
         if handle is None:
             return
-        if not lock.acquire(blocking=False):  # another thread is in a call
-            lock.defer(handle)
-            return
-        try:
-            lock.defer(handle)
-            if not lock.in_call:
-                lock.drain()
-        finally:
+        # Destroyed when the outermost call on the context ends: at once (the release
+        # below) unless a call is running, on this thread or another.
+        lock.defer(handle)
+        if lock.acquire(blocking=False):
             lock.release()
 
     # One handle, one owner: a copy is the same matrix (as a Context's is), and pickling
@@ -162,28 +158,34 @@ def _shape(rows, cols):
     return int(rows), int(cols)
 
 
+def _length(x):
+    """The length of a sparse matrix's index or value array, which must be 1-D."""
+    shape = tuple(x.shape)
+    if len(shape) != 1:
+        raise ValueError(f"mfact: a sparse matrix's index and value arrays must be 1-D, not "
+                         f"of shape {shape}")
+    return int(shape[0])
+
+
 def _check_lengths(fmt, rows, nnz, a, b, v):
     """The library reads rows + 1 offsets (CSR) or nnz row indices (COO), nnz column
     indices and nnz values (v None: a pattern) through bare pointers: arrays shorter than
     that (SciPy checks them only when a matrix is built, not after its arrays are replaced)
-    would be read past their ends."""
-    def length(x):
-        shape = tuple(x.shape)
-        if len(shape) != 1:
-            raise ValueError(f"mfact: a sparse matrix's index and value arrays must be 1-D, "
-                             f"not of shape {shape}")
-        return int(shape[0])
+    would be read past their ends. nnz None: CSR's last offset. Returns nnz."""
+    if fmt == "csr" and _length(a) != rows + 1:
+        raise ValueError(f"mfact: indptr holds {_length(a)} offsets for {rows} rows (CSR "
+                         f"needs rows + 1)")
+    if nnz is None:
+        nnz = int(a[-1])
     if nnz < 0:
         raise ValueError(f"mfact: a sparse matrix with nnz = {nnz}")
-    if fmt == "csr" and length(a) != rows + 1:
-        raise ValueError(f"mfact: indptr holds {length(a)} offsets for {rows} rows (CSR "
-                         f"needs rows + 1)")
-    if fmt == "coo" and length(a) < nnz:
-        raise ValueError(f"mfact: {length(a)} row indices for {nnz} entries")
-    if length(b) < nnz:
-        raise ValueError(f"mfact: {length(b)} column indices for {nnz} entries")
-    if v is not None and length(v) < nnz:
-        raise ValueError(f"mfact: {length(v)} values for {nnz} entries")
+    if fmt == "coo" and _length(a) < nnz:
+        raise ValueError(f"mfact: {_length(a)} row indices for {nnz} entries")
+    if _length(b) < nnz:
+        raise ValueError(f"mfact: {_length(b)} column indices for {nnz} entries")
+    if v is not None and _length(v) < nnz:
+        raise ValueError(f"mfact: {_length(v)} values for {nnz} entries")
+    return nnz
 
 
 def _build(ctx, data, pattern, sum_duplicates):
@@ -210,10 +212,8 @@ def _build(ctx, data, pattern, sum_duplicates):
     else:
         csr = data.tocsr()
         rows, cols = _shape(*csr.shape)
-        _check_lengths("csr", rows, 0, csr.indptr, csr.indices, None)
-        nnz = int(csr.indptr[-1])  # what the library reads: scipy's nnz is the same
-        _check_lengths("csr", rows, nnz, csr.indptr, csr.indices,
-                       None if pattern else csr.data)
+        nnz = _check_lengths("csr", rows, None, csr.indptr, csr.indices,
+                             None if pattern else csr.data)
         indptr = as_c(csr.indptr, np.int64, "indptr")
         c = _checked_index(csr.indices, f"{cols} columns", "column indices")
         v = None if pattern else as_c(csr.data, np.float32, "values")
@@ -248,11 +248,7 @@ def _build_device(ctx, data, pattern, flags):
             data = csp.csr_matrix(data)
     fw, rows, cols, fmt, a, b, v = _device.sparse_parts(data)
     rows, cols = _shape(rows, cols)
-    if len(v.shape) != 1:
-        raise ValueError(f"mfact: a sparse matrix's values must be 1-D, not of shape "
-                         f"{tuple(v.shape)}")
-    nnz = int(v.shape[0])
-    _check_lengths(fmt, rows, nnz, a, b, v)
+    nnz = _check_lengths(fmt, rows, _length(v), a, b, v)
     c = _device_index(fw, b, "column indices")
     val = None if pattern else fw.convert(v, np.float32)
     out = ctypes.c_void_p()

@@ -109,7 +109,7 @@ class CallLock:
     @property
     def in_call(self):
         """Whether the holder (the calling thread, which must hold it) is inside an outer
-        call: its own `with` is one level, a call around it another."""
+        call: its own `with` is one level, a call around it another. (Context.close asks.)"""
         return self._depth > 1
 
     def claim(self, owner):
@@ -350,8 +350,8 @@ class Context:
         if rendezvous is None:
             rendezvous = os.environ.get("MFACT_RENDEZVOUS") or _default_rendezvous()
         fn = _experimental("mf_ctx_join_launched")
-        check(fn(self.handle, c_path(rendezvous, "mfact.Context.join: rendezvous"), timeout), self.handle,
-              "mfact.Context.join")
+        path = c_path(rendezvous, "mfact.Context.join: rendezvous")
+        check(fn(self.handle, path, timeout), self.handle, "mfact.Context.join")
         self._group = "the launcher's processes"
 
     def _join_mpi(self, comm, rank, world_size):
