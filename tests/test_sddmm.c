@@ -237,7 +237,8 @@ START_TEST(bad_arguments_leave_out_untouched)
         tu_assert_error_has(ctx, needle);                                                          \
         ck_assert_mem_eq(out, keep, sizeof keep);                                                  \
     } while (0)
-    BAD(mf_sddmm(ctx, S, 0, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "k = 0");
+    BAD(mf_sddmm(ctx, S, 0, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
+        "mf_sddmm: k = 0");
     BAD(mf_sddmm(ctx, S, -3, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "k = -3");
     BAD(mf_sddmm(ctx, S, 2, small_a, 1, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "lda = 1");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 1, 1, 0, out, MF_MEMORY_HOST, 0), "ldb = 1");
@@ -248,7 +249,7 @@ START_TEST(bad_arguments_leave_out_untouched)
         "ldb = 1152921504606846975 over 3 rows");
     BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, (int64_t)1 << 60, 1, 0, out, MF_MEMORY_HOST, 0,
                     MF_PRECISION_BF16),
-        "ldb = 1152921504606846976 over 3 rows");
+        "mf_sddmm_ex: ldb = 1152921504606846976 over 3 rows");
     BAD(mf_sddmm(ctx, S, 2, NULL, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0), "A is NULL");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, NULL, 2, 1, 0, out, MF_MEMORY_HOST, 0), "B is NULL");
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, NULL, MF_MEMORY_HOST, 0), "out is NULL");
@@ -262,13 +263,13 @@ START_TEST(bad_arguments_leave_out_untouched)
     BAD(mf_sddmm(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, (mf_memory)5, 0), "where = 5");
     BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
                     (mf_precision)5),
-        "precision = 5");
+        "mf_sddmm_ex: precision = 5");
     BAD(mf_sddmm_ex(ctx, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
                     (mf_precision)-1),
         "precision = -1");
     BAD(mf_sddmm_ex(ctx, S, 0, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0,
                     MF_PRECISION_TF32),
-        "k = 0");
+        "mf_sddmm_ex: k = 0");
     ck_assert_int_eq(mf_sddmm(NULL, S, 2, small_a, 2, small_b, 2, 1, 0, out, MF_MEMORY_HOST, 0),
                      MF_ERR_INVALID_ARGUMENT);
     ck_assert_ptr_nonnull(strstr(mf_ctx_last_error(NULL), "ctx is NULL"));
@@ -281,7 +282,7 @@ START_TEST(bad_arguments_leave_out_untouched)
         tu_assert_error_has(ctx, needle);                                                          \
         ck_assert(rmse == -1);                                                                     \
     } while (0)
-    BAD_RMSE(mf_rmse(ctx, S, 0, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "k = 0");
+    BAD_RMSE(mf_rmse(ctx, S, 0, small_a, 2, small_b, 2, MF_MEMORY_HOST, &rmse), "mf_rmse: k = 0");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 1, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = 1");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, -2, small_b, 2, MF_MEMORY_HOST, &rmse), "lda = -2");
     BAD_RMSE(mf_rmse(ctx, S, 2, small_a, 2, small_b, 1, MF_MEMORY_HOST, &rmse), "ldb = 1");
@@ -403,6 +404,7 @@ START_TEST(rmse_precisions)
         ck_assert_int_eq(
             mf_rmse_ex(ctx, S, k, A, lda, B, ldb, MF_MEMORY_HOST, (mf_precision)bad[b], &rmse),
             MF_ERR_INVALID_ARGUMENT);
+        tu_assert_error_has(ctx, "mf_rmse_ex: precision");
         tu_assert_error_has(ctx, "not an mf_precision");
         ck_assert(rmse == -1.0);
     }

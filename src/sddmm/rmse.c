@@ -129,17 +129,11 @@ mf_status mf_rmse_compute(mf_ctx *ctx, mf_sparse *R, int k, const float *A, int6
     return mf_rmse_compute_ex(ctx, R, k, A, lda, B, ldb, bias, where, MF_PRECISION_FP32, rmse);
 }
 
-mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
-                  const float *B, int64_t ldb, mf_memory where, double *rmse)
+/* The checks and the call of mf_rmse and mf_rmse_ex; fn is the entry the caller called. */
+static mf_status rmse_checked(const char *fn, mf_ctx *ctx, const mf_sparse *ratings, int k,
+                              const float *A, int64_t lda, const float *B, int64_t ldb,
+                              mf_memory where, mf_precision precision, double *rmse)
 {
-    return mf_rmse_ex(ctx, ratings, k, A, lda, B, ldb, where, MF_PRECISION_FP32, rmse);
-}
-
-mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
-                     const float *B, int64_t ldb, mf_memory where, mf_precision precision,
-                     double *rmse)
-{
-    static const char fn[] = "mf_rmse";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_REQUIRE(ctx, ratings, "%s: ratings is NULL", fn);
     MF_REQUIRE(ctx, ratings->ctx == ctx, "%s: ratings belongs to another context", fn);
@@ -155,4 +149,17 @@ mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *
     /* The handle is logically const: what it caches does not change what it represents. */
     return mf_rmse_compute_ex(ctx, (mf_sparse *)ratings, k, A, lda, B, ldb, NULL, where,
                               (int)precision, rmse);
+}
+
+mf_status mf_rmse(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                  const float *B, int64_t ldb, mf_memory where, double *rmse)
+{
+    return rmse_checked("mf_rmse", ctx, ratings, k, A, lda, B, ldb, where, MF_PRECISION_FP32, rmse);
+}
+
+mf_status mf_rmse_ex(mf_ctx *ctx, const mf_sparse *ratings, int k, const float *A, int64_t lda,
+                     const float *B, int64_t ldb, mf_memory where, mf_precision precision,
+                     double *rmse)
+{
+    return rmse_checked("mf_rmse_ex", ctx, ratings, k, A, lda, B, ldb, where, precision, rmse);
 }

@@ -51,19 +51,13 @@ mf_status mf_sddmm_compute(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call,
     return sddmm_staged(ctx, S, call);
 }
 
-mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
-                   const float *B, int64_t ldb, float alpha, float beta, float *out,
-                   mf_memory where, unsigned flags)
+/* The checks and the call of mf_sddmm and mf_sddmm_ex; fn is the entry the caller called, so
+ * that a message names the function in the caller's code. */
+static mf_status sddmm_checked(const char *fn, mf_ctx *ctx, const mf_sparse *S, int k,
+                               const float *A, int64_t lda, const float *B, int64_t ldb,
+                               float alpha, float beta, float *out, mf_memory where, unsigned flags,
+                               mf_precision precision)
 {
-    return mf_sddmm_ex(ctx, S, k, A, lda, B, ldb, alpha, beta, out, where, flags,
-                       MF_PRECISION_FP32);
-}
-
-mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
-                      const float *B, int64_t ldb, float alpha, float beta, float *out,
-                      mf_memory where, unsigned flags, mf_precision precision)
-{
-    static const char fn[] = "mf_sddmm";
     MF_REQUIRE(NULL, ctx, "%s: ctx is NULL", fn);
     MF_REQUIRE(ctx, S, "%s: S is NULL", fn);
     MF_REQUIRE(ctx, S->ctx == ctx, "%s: S belongs to another context", fn);
@@ -88,4 +82,20 @@ mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, in
     /* The handle is logically const: the plan and device copies it caches do not change
      * what it represents. */
     return mf_sddmm_compute(ctx, (mf_sparse *)S, &call, where);
+}
+
+mf_status mf_sddmm(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
+                   const float *B, int64_t ldb, float alpha, float beta, float *out,
+                   mf_memory where, unsigned flags)
+{
+    return sddmm_checked("mf_sddmm", ctx, S, k, A, lda, B, ldb, alpha, beta, out, where, flags,
+                         MF_PRECISION_FP32);
+}
+
+mf_status mf_sddmm_ex(mf_ctx *ctx, const mf_sparse *S, int k, const float *A, int64_t lda,
+                      const float *B, int64_t ldb, float alpha, float beta, float *out,
+                      mf_memory where, unsigned flags, mf_precision precision)
+{
+    return sddmm_checked("mf_sddmm_ex", ctx, S, k, A, lda, B, ldb, alpha, beta, out, where, flags,
+                         precision);
 }
