@@ -585,7 +585,8 @@ START_TEST(tf32_scaled_copies)
     static const int ks[] = {32, 128, 256, 544};
     for (int wide = 0; wide <= 1; wide++)
         for (size_t ki = 0; ki < sizeof ks / sizeof *ks; ki++) {
-            /* the tuned call on a dense pattern, whose entries a column pass B's copy's gate */
+            /* the tuned call on a dense pattern, whose entries a column pass B's copy's gate
+             * (its work, entries x k, is under TF32's: MFACT_SDDMM_COPIES=on takes the copy) */
             problem pr = make_problem(ctx, ks[ki] == 256 ? FX_DENSE : FX_POWER_LAW, ks[ki], 4,
                                       300 + (int)ki);
             scale_rows(&pr, wide);
@@ -600,7 +601,9 @@ START_TEST(tf32_scaled_copies)
                 int32_t cols;
                 mf_sparse_shape(pr.S, NULL, &cols, NULL);
                 ck_assert(pr.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)cols);
+                setenv("MFACT_SDDMM_COPIES", "on", 1);
                 check_precision(ctx, cpu, &pr, MF_PRECISION_TF32, what);
+                unsetenv("MFACT_SDDMM_COPIES");
             } else {
                 rounded_ref rr = make_rounded_ref(cpu, &pr, MF_PRECISION_TF32);
                 for (int both = 0; both <= 1; both++) {
@@ -627,7 +630,8 @@ START_TEST(tf32_scaled_copies)
      * - timed: a dense 550 x 550 matrix (302,500 entries, more than the pass's grid has
      *   threads on an H200, so its scans take a second stride) with an unfit A row and an
      *   unfit B row, the tuned call (its candidates timed; beta = -1 checks that the chosen
-     *   run writes each entry once). Left out under a sanitizer: the timing runs are slow.
+     *   run writes each entry once) on the copies (MFACT_SDDMM_COPIES=on: its work is under
+     *   MF_SDDMM_TF32_COPY_MIN_WORK). Left out under a sanitizer: the timing runs are slow.
      * - every: every row of B unfit, on a random pattern with empty rows, so that each
      *   entry's row is found by search past empty rows; one panel, then the grouped layout. */
     const int quick = getenv("MFACT_UNDER_SANITIZER") != NULL;
@@ -658,7 +662,10 @@ START_TEST(tf32_scaled_copies)
             check_precision_of(ctx, &big, &rr, 0, 100000, 1, "TF32 every B row unfit, grouped");
             free_rounded_ref(&rr);
         } else {
+            ck_assert(big.nnz * big.k < MF_SDDMM_TF32_COPY_MIN_WORK);
+            setenv("MFACT_SDDMM_COPIES", "on", 1);
             check_precision(ctx, cpu, &big, MF_PRECISION_TF32, "TF32 timed, unfit rows");
+            unsetenv("MFACT_SDDMM_COPIES");
         }
         free_problem(&big);
     }
@@ -703,6 +710,7 @@ START_TEST(tf32_scaled_copies)
         ck_assert_int_ge(big.nnz, 300000);
         ck_assert(big.nnz < MF_SDDMM_TF32_COPY_A_MIN_PER_ROW * (int64_t)20000);
         ck_assert(big.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)2000);
+        ck_assert(big.nnz * big.k >= MF_SDDMM_TF32_COPY_MIN_WORK); /* the library's own route */
         int32_t row, col;
         rows_with_entries(big.S, 1, &row, &col);
         big.A[row * big.lda + 543] = 0x1p120f;
@@ -1140,16 +1148,17 @@ START_TEST(precision_routes)
 END_TEST
 
 /* A matrix with few entries per row of A (about 4) but many per column
- * (MF_SDDMM_COPY_B_MIN_PER_COL), enough to be timed, on three routes for each reduced
- * precision: the library's (B's copy alone: bf16 and fp16 16-bit, TF32 scaled fp16, and A's
- * floats rounded as they load), no copies (MFACT_SDDMM_COPIES=off: both factors' floats rounded
- * as they load) and, for TF32, copies of both (MFACT_SDDMM_COPIES=both: A's scaled copy is
- * TF32's alone; bf16's and fp16's copies of both, taken where rows are not 16-byte vectors,
- * are precision_routes's and every_reduced_variant_matches_float64's).
- * Plans read 16-bit units exactly where B's copy is read; the library's route's device-memory
- * peak stays below the route without copies plus half of what a copy of A would take, and
- * below the route with both copies by at least half of it. Every route gives the rounded
- * inputs' products within the precision's bounds. */
+ * (MF_SDDMM_COPY_B_MIN_PER_COL), enough to be timed, on each route of each reduced precision:
+ * the library's (bf16 and fp16: B's 16-bit copy alone, A's floats rounded as they load; TF32:
+ * no copies, its work being under MF_SDDMM_TF32_COPY_MIN_WORK), no copies
+ * (MFACT_SDDMM_COPIES=off: both factors' floats rounded as they load) and, for TF32, copies of
+ * both (MFACT_SDDMM_COPIES=both: A's scaled copy is TF32's alone; bf16's and fp16's copies of
+ * both, taken where rows are not 16-byte vectors, are precision_routes's and
+ * every_reduced_variant_matches_float64's) and B's scaled copy alone (MFACT_SDDMM_COPIES=on).
+ * Plans read 16-bit units exactly where B's copy is read; the route with B's copy alone keeps
+ * the device-memory peak below the route without copies plus half of what a copy of A would
+ * take, and below the route with both copies by at least half of it. Every route gives the
+ * rounded inputs' products within the precision's bounds. */
 START_TEST(reduced_precisions_without_copies)
 {
     mf_ctx *cpu = tu_cpu_ctx();
@@ -1159,13 +1168,17 @@ START_TEST(reduced_precisions_without_copies)
     ck_assert_int_gt(pr.nnz, 200000);
     ck_assert(pr.nnz < 8 * (int64_t)rows);
     ck_assert(pr.nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)cols);
+    ck_assert(pr.nnz * k < MF_SDDMM_TF32_COPY_MIN_WORK);
     const size_t copy_a = (size_t)rows * k * 2;
     static const mf_precision precs[] = {MF_PRECISION_TF32, MF_PRECISION_BF16, MF_PRECISION_FP16};
-    static const char *const knobs[] = {NULL, "off", "both"};
+    static const char *const knobs[] = {NULL, "off", "both", "on"};
+    static const char *const names[] = {"the library's route", "no copies", "copies of both",
+                                        "B's copy alone"};
     for (size_t q = 0; q < sizeof precs / sizeof *precs; q++) {
         const int tf32 = precs[q] == MF_PRECISION_TF32;
-        size_t peak[3] = {0, 0, 0};
-        for (int route = 0; route < (tf32 ? 3 : 2); route++) {
+        const int b_copy = tf32 ? 3 : 0; /* the route that reads B's copy alone */
+        size_t peak[4] = {0, 0, 0, 0};
+        for (int route = 0; route < (tf32 ? 4 : 2); route++) {
             if (knobs[route])
                 setenv("MFACT_SDDMM_COPIES", knobs[route], 1);
             route_log seen = {0, 0, 0, 0};
@@ -1174,10 +1187,7 @@ START_TEST(reduced_precisions_without_copies)
             problem mine = pr;
             mine.S = S;
             char what[96];
-            snprintf(what, sizeof what, "precision %d, %s", (int)precs[q],
-                     route == 0   ? "the library's route"
-                     : route == 1 ? "no copies"
-                                  : "copies of both");
+            snprintf(what, sizeof what, "precision %d, %s", (int)precs[q], names[route]);
             check_precision(ctx, cpu, &mine, precs[q], what);
             peak[route] = tu_memory_stats(ctx).peak_bytes;
             /* the CUDA cores, tuned: the bounds alone would pass the tensor cores too */
@@ -1185,16 +1195,19 @@ START_TEST(reduced_precisions_without_copies)
                           "%s: %d float-kernel plans (%d timed), %d tensor-core plans", what,
                           seen.cores, seen.timed, seen.tensor_cores);
             /* 16-bit units where B's copy is read */
-            ck_assert_msg(route != 1 ? seen.vec8 == seen.cores : seen.vec8 == 0,
+            const int reads_copy = route >= 2 || route == b_copy;
+            ck_assert_msg(reads_copy ? seen.vec8 == seen.cores : seen.vec8 == 0,
                           "%s: %d of %d plans on 16-bit copies", what, seen.vec8, seen.cores);
             mf_sparse_destroy(S);
             mf_ctx_destroy(ctx);
             unsetenv("MFACT_SDDMM_COPIES");
         }
-        ck_assert_msg(peak[0] < peak[1] + copy_a / 2 && (!tf32 || peak[0] + copy_a / 2 < peak[2]),
-                      "precision %d: peak %zu bytes with B's copy, %zu without copies, %zu with "
-                      "both (a copy of A: %zu)",
-                      (int)precs[q], peak[0], peak[1], peak[2], copy_a);
+        ck_assert_msg(
+            peak[b_copy] < peak[1] + copy_a / 2 &&
+                (!tf32 || (peak[b_copy] + copy_a / 2 < peak[2] && peak[0] < peak[1] + copy_a / 2)),
+            "precision %d: peak %zu bytes with B's copy, %zu without copies, %zu with "
+            "both, %zu on the library's route (a copy of A: %zu)",
+            (int)precs[q], peak[b_copy], peak[1], peak[2], peak[0], copy_a);
     }
     free_problem(&pr);
     mf_ctx_destroy(cpu);

@@ -502,7 +502,8 @@ typedef enum mf_precision {
  * accuracy and gets float's own product, the FP32 kernel (its bound is well inside
  * 3XTF32's; the CPU backend sums the split's three products, so the two differ by the
  * split's dropped terms too, 3 * 2^-22 m at most). TF32 on the CUDA cores, where S has
- * at least 16 entries per column, takes cols * ((k rounded up to 32) * 2 + 1) + rows bytes
+ * at least 16 entries per column and entries * k is at least 1.5e8, takes
+ * cols * ((k rounded up to 32) * 2 + 1) + rows bytes
  * of device memory for the call: B rounded to TF32 and held as fp16 scaled by one power of
  * two, which holds a TF32 value exactly, while the float kernel's variants round A's floats
  * as they load them; from 64 entries per row of A on it copies A's rows too, each scaled by

@@ -229,18 +229,20 @@ static mf_status copies_knob(mf_ctx *ctx, bool *on, bool *off, bool *both = NULL
     return MF_OK;
 }
 
-// bf16, fp16 and TF32 on the CUDA cores: where B's copy pays (MF_SDDMM_COPY_B_MIN_PER_COL;
-// MFACT_SDDMM_COPIES forces it on or off, as above), the kernel reads it and rounds A's floats
-// as they load; else it rounds both factors' floats. Factors without 16-byte float rows have
-// no such instance (bf16 and fp16: TF32 takes them to the tensor cores): they read copies of
-// both (*both).
-static mf_status copy_b_pays(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call, bool *pay,
-                             bool *both)
+// bf16, fp16 and TF32 on the CUDA cores: where B's copy pays (MF_SDDMM_COPY_B_MIN_PER_COL, and
+// for TF32 min_work: MF_SDDMM_TF32_COPY_MIN_WORK; MFACT_SDDMM_COPIES forces it on or off, as
+// above), the kernel reads it and rounds A's floats as they load; else it rounds both factors'
+// floats. Factors without 16-byte float rows have no such instance (bf16 and fp16: TF32 takes
+// them to the tensor cores): they read copies of both (*both).
+static mf_status copy_b_pays(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_call *call,
+                             int64_t min_work, bool *pay, bool *both)
 {
     bool on = false, off = false, forced = false;
     MF_TRY(copies_knob(ctx, &on, &off, &forced));
     *both = forced || !vector_ok(call);
-    *pay = *both || on || (!off && S->nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)S->cols);
+    *pay = *both || on ||
+           (!off && S->nnz >= MF_SDDMM_COPY_B_MIN_PER_COL * (int64_t)S->cols &&
+            S->nnz * call->k >= min_work);
     return MF_OK;
 }
 
@@ -267,7 +269,7 @@ static mf_status tf32_inputs(mf_ctx *ctx, const mf_sparse *S, const mf_sddmm_cal
                              bool copies, mf_dbuf *copy, mf_sddmm_half_in *in)
 {
     bool pay, both;
-    MF_TRY(copy_b_pays(ctx, S, call, &pay, &both));
+    MF_TRY(copy_b_pays(ctx, S, call, MF_SDDMM_TF32_COPY_MIN_WORK, &pay, &both));
     if (!pay && !copies) {
         *in = mf_sddmm_half_in{};
         in->kernel = MF_PRECISION_TF32;
@@ -712,7 +714,7 @@ static mf_status sddmm_half(mf_ctx *ctx, mf_sparse *S, const mf_sddmm_call *call
     mf_dbuf copies = {0, 0};
     bool pay = true, both = true; // the tensor cores read copies of both factors
     if (!tc)
-        MF_TRY(copy_b_pays(ctx, S, call, &pay, &both));
+        MF_TRY(copy_b_pays(ctx, S, call, 0, &pay, &both));
     if (!pay) // the floats, rounded as they load
         half.kernel = rounding_kernel((mf_precision)call->precision);
     else

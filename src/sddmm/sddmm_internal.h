@@ -88,6 +88,15 @@ mf_status mf_sddmm_tf32_unfit(mf_ctx *ctx, const struct mf_sddmm_item *items, in
  * pass over B. */
 #define MF_SDDMM_COPY_B_MIN_PER_COL 16
 
+/* TF32's copy of B (scaled fp16) is taken only from this much work on (entries x k): beside the
+ * kernel it costs three launches (B's largest value, the scaled rows, the scan for unfit rows'
+ * entries) and a kernel that reads each item's power, where bf16's costs one conversion. On one
+ * H200 (bench/README.md, 2026-12-01) rounding the floats as they load was 4-58% faster at up
+ * to 111M (every measured case: real graphs of 84K-196K entries at k up to 512, and generated
+ * shapes of 0.76M-3.5M entries at small k), and the copy 8-35% faster from 196M on, except a
+ * 1.6M-entry case at k = 128 (201M: 5% slower). */
+#define MF_SDDMM_TF32_COPY_MIN_WORK 150000000LL
+
 /* TF32 on the CUDA cores copies A too (each row scaled by its own power) from this many
  * entries per row of A on. Without A's copy the kernel rounds and range-checks A's floats once
  * an item, which costs where items are many and short beside the gathers: on one H200, B's
