@@ -517,9 +517,9 @@ typedef enum mf_precision {
  * widening each value to float (half the bytes of the gathers that bound them), while they
  * round A's floats as they load them, once per run of a row's entries. With factor rows that
  * are not 16-byte vectors they take, whatever S holds, (rows + cols) * (k rounded up to 32) *
- * 2 bytes, for copies of both. With fewer entries (and factor rows that are 16-byte vectors)
- * the three take no copies:
- * the float kernel's variants round each value as it loads. Every way exact products of the
+ * 2 bytes, for copies of both. With fewer entries (TF32: or less work; and factor rows that
+ * are 16-byte vectors) the three take no copies: the float kernel's variants round each value
+ * as it loads. Every way exact products of the
  * rounded inputs and float sums: the precision's bound, tuned per matrix and k as for FP32. The
  * tensor cores take TF32 when the factors' rows are not 16-byte vectors (k or a leading dimension
  * not a multiple of 4, or unaligned arrays), TF32 below 200,000 entries up to k = 128 and BF16 and
