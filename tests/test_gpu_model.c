@@ -337,7 +337,9 @@ END_TEST
 /* mf_predict on device arrays under device-memory limits from an eighth of the call's peak
  * to all of it (a fresh context and matrix each, so the SDDMM tunes again): each call
  * matches the CPU's predictions or fails with MF_ERR_OUT_OF_MEMORY and out unchanged. fp32,
- * TF32 and bf16 (TF32's copies of both, bf16's of B: about 100 entries a user, 150 an item). */
+ * TF32 and bf16 (TF32's copies of both, bf16's of B: about 100 entries a user, 150 an item;
+ * TF32's forced by MFACT_SDDMM_COPIES=on, the call's work being under the library's gate for
+ * them, MF_SDDMM_TF32_COPY_MIN_WORK). */
 START_TEST(device_predictions_fail_cleanly)
 {
 #ifdef MFACT_HAVE_CUDA
@@ -357,6 +359,8 @@ START_TEST(device_predictions_fail_cleanly)
     static const mf_precision precs[] = {MF_PRECISION_FP32, MF_PRECISION_TF32, MF_PRECISION_BF16};
     for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
         m.precision = d.precision = precs[pi];
+        if (precs[pi] == MF_PRECISION_TF32)
+            setenv("MFACT_SDDMM_COPIES", "on", 1);
         ck_assert_int_eq(mf_predict(cpu, &m, Rc, want), MF_OK);
         size_t peak = 0;
         int failed = 0, passed = 0;
@@ -395,6 +399,7 @@ START_TEST(device_predictions_fail_cleanly)
         ck_assert_uint_gt(peak, 0);
         ck_assert_int_gt(failed, 0);
         ck_assert_int_gt(passed, 1);
+        unsetenv("MFACT_SDDMM_COPIES");
     }
     cudaFree(dout);
     free_random_model(&rm);

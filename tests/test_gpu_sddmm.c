@@ -414,8 +414,9 @@ END_TEST
  * infinite or finite as the CPU backend's). Two variants through the hook (which reads the
  * copies whatever S's size: B's alone, then with MFACT_SDDMM_COPIES=both A's too; at k = 544
  * the V = 4 variant runs in chunks, beta = -1 marking A's rows first), and the tuned call at
- * k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128, and this one
- * has entries enough a column for B's copy: MF_SDDMM_COPY_B_MIN_PER_COL). */
+ * k = 256 on a dense pattern (small matrices take the CUDA cores above k = 128; this one has
+ * entries enough a column for B's copy, MF_SDDMM_COPY_B_MIN_PER_COL, but too little work,
+ * MF_SDDMM_TF32_COPY_MIN_WORK, so MFACT_SDDMM_COPIES=on takes the copy). */
 /* The first n rows of S that hold entries, in *row, and a column of each in *col. */
 static void rows_with_entries(const mf_sparse *S, int n, int32_t *row, int32_t *col)
 {
@@ -1217,7 +1218,8 @@ END_TEST
 /* Under every device-memory limit from none of the call's memory to all of it, a call on a
  * matrix big enough to be timed (the tuning allocates a layout per candidate, and with beta
  * = 0 writes candidates' results into out) either succeeds with the right result or fails
- * with MF_ERR_OUT_OF_MEMORY and out as it was; fp32, TF32 (B's scaled fp16 copy) and bf16 (the
+ * with MF_ERR_OUT_OF_MEMORY and out as it was; fp32, TF32 (B's scaled fp16 copy, forced by
+ * MFACT_SDDMM_COPIES=on: the call's work is under MF_SDDMM_TF32_COPY_MIN_WORK) and bf16 (the
  * 16-bit copies), beta = 0 and -1, a fresh context and matrix each time (nothing cached). */
 START_TEST(memory_limits_fail_cleanly)
 {
@@ -1236,6 +1238,8 @@ START_TEST(memory_limits_fail_cleanly)
     for (size_t pi = 0; pi < sizeof precs / sizeof *precs; pi++) {
         fx_sddmm_ref_rounded(pr.S, 64, pr.A, pr.lda, pr.B, pr.ldb, 0.5, 0, precs[pi], rref, rbound,
                              slack);
+        if (precs[pi] == MF_PRECISION_TF32)
+            setenv("MFACT_SDDMM_COPIES", "on", 1);
         for (int pass = 0; pass < 2; pass++) {
             const float beta = pass ? -1.0f : 0.0f;
             /* the call's peak with no limit: the matrix's CSR, the layouts, the copies */
@@ -1277,6 +1281,7 @@ START_TEST(memory_limits_fail_cleanly)
             ck_assert_int_gt(failed, 0); /* the small limits must fail, or nothing was tested */
             ck_assert_int_gt(passed, 1);
         }
+        unsetenv("MFACT_SDDMM_COPIES");
     }
     CUDA_OK(cudaFree(dA));
     CUDA_OK(cudaFree(dB));
